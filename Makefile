@@ -1,0 +1,128 @@
+# mcp-sandboxd — plain Makefile. `make` builds build/mcp-sandboxd;
+# `make run` serves; `make test` runs every test (see README.md).
+
+CC      ?= gcc
+PREFIX  ?= /usr/local
+VERSION := 0.1.0
+
+PKGS    := libcurl json-c libmicrohttpd
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+        -Wold-style-definition -Wformat=2 -Wformat-truncation=2 -Wcast-qual -Wwrite-strings \
+        -Wundef -Wpointer-arith -Wvla -Wnull-dereference -Wimplicit-fallthrough \
+        -Wmissing-declarations -Wredundant-decls -Wswitch-enum -Wunused-macros=0 \
+        -Werror=implicit-function-declaration -Werror=incompatible-pointer-types
+WARN := $(filter-out -Wunused-macros=0,$(WARN))
+
+BASE_CFLAGS := -std=gnu11 -g -pthread -D_GNU_SOURCE -DMCPSBX_VERSION='"$(VERSION)"' \
+               -Isrc -Ibuild/gen $(WARN) $(PKG_CFLAGS)
+CFLAGS  ?= -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+LDLIBS  := $(PKG_LIBS) -pthread -lm
+
+B       ?= build
+SRCS    := $(filter-out src/main.c,$(wildcard src/*.c))
+GEN     := build/gen/runner_scripts.c
+OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
+
+.PHONY: all run test deps images unit asan asan-unit valgrind lint format format-check \
+        fuzz fuzz-smoke integration clean install uninstall bench
+
+all: $(B)/mcp-sandboxd
+
+$(B)/mcp-sandboxd: $(B)/obj/main.o $(B)/libcore.a
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+$(B)/libcore.a: $(OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/obj/runner_scripts.o: $(GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
+
+# The runners are real files (tested on their own) embedded as C strings.
+$(GEN): src/runner/runner.py src/runner/runner.js scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh $@ runner_python_src=src/runner/runner.py runner_node_src=src/runner/runner.js
+
+$(B)/tests/%: tests/unit/%.c $(B)/libcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Wno-missing-prototypes -Wno-missing-declarations -Wno-write-strings \
+	    -o $@ $< $(B)/libcore.a $(LDFLAGS) $(LDLIBS) -lcmocka
+
+-include $(wildcard $(B)/obj/*.d)
+
+# ---- running -------------------------------------------------------------
+deps:
+	@scripts/deps.sh --engines
+
+images:
+	@scripts/images.sh
+
+run:
+	@scripts/run.sh
+
+# ---- testing -------------------------------------------------------------
+unit: $(UNIT_BINS)
+	@scripts/run-unit.sh $(UNIT_BINS)
+
+asan:
+	$(MAKE) B=build/asan CC=clang \
+	    CFLAGS='-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all' \
+	    LDFLAGS='-fsanitize=address,undefined' all
+
+asan-unit:
+	$(MAKE) B=build/asan CC=clang \
+	    CFLAGS='-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all' \
+	    LDFLAGS='-fsanitize=address,undefined' unit
+
+valgrind: $(UNIT_BINS) $(B)/mcp-sandboxd
+	@scripts/valgrind.sh $(UNIT_BINS)
+
+fuzz:
+	@scripts/fuzz.sh build
+
+fuzz-smoke:
+	@scripts/fuzz.sh smoke
+
+lint:
+	@scripts/lint.sh
+
+format:
+	clang-format -i src/*.c src/*.h tests/unit/*.c tests/fuzz/*.c
+
+format-check:
+	@scripts/lint.sh format
+
+integration: all asan
+	@tests/integration/run.sh
+
+test:
+	@scripts/deps.sh --engines --test
+	$(MAKE) all
+	$(MAKE) lint
+	$(MAKE) unit
+	$(MAKE) asan-unit
+	$(MAKE) valgrind
+	$(MAKE) fuzz-smoke
+	$(MAKE) integration
+
+bench: all
+	@scripts/bench.sh
+
+install: $(B)/mcp-sandboxd
+	install -D -m 0755 $(B)/mcp-sandboxd $(DESTDIR)$(PREFIX)/bin/mcp-sandboxd
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/mcp-sandboxd
+
+clean:
+	rm -rf build

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# libFuzzer harnesses (tests/fuzz/fuzz_*.c) for the parsers that read
+# untrusted bytes.
+#
+#   scripts/fuzz.sh build            build every harness into build/fuzz/
+#   scripts/fuzz.sh smoke            build, then fuzz each for FUZZ_SECONDS (20)
+#   scripts/fuzz.sh replay           build, then run each over its corpus once
+#   scripts/fuzz.sh run NAME [ARGS]  build, then fuzz one harness by hand, e.g.
+#                                    scripts/fuzz.sh run fuzz_jsonrpc -max_total_time=600
+#
+# A harness replays a single input given as a file: build/fuzz/fuzz_jsonrpc FILE.
+# Smoke runs never write into the repository: new inputs go to a temporary
+# directory (the first corpus directory), tests/fuzz/corpus/NAME is read only.
+# Crashes are saved as build/fuzz/artifacts/NAME-crash-*; logs in build/fuzz/logs/.
+#
+# Environment: FUZZ_CC (clang), FUZZ_SECONDS (20), FUZZ_RSS_MB (2048),
+# FUZZ_JOBS (2, parallel compiles).
+set -uo pipefail
+shopt -s nullglob
+cd "$(dirname "$0")/.." || exit 1
+
+FUZZ_CC=${FUZZ_CC:-clang}
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+FUZZ_RSS_MB=${FUZZ_RSS_MB:-2048}
+FUZZ_JOBS=${FUZZ_JOBS:-2}
+OUT=build/fuzz
+GEN=build/gen/runner_scripts.c
+# shellcheck disable=SC2054 # the commas belong to the flags
+SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:symbolize=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+usage() {
+    sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+    exit 2
+}
+
+HARNESSES=()
+for f in tests/fuzz/fuzz_*.c; do
+    HARNESSES+=("$(basename "$f" .c)")
+done
+
+build() {
+    if ! command -v "$FUZZ_CC" >/dev/null 2>&1; then
+        echo "fuzz: $FUZZ_CC is not installed (Debian: apt-get install clang libclang-rt-14-dev)" >&2
+        return 1
+    fi
+    local pkg_cflags pkg_libs
+    if ! pkg_cflags=$(pkg-config --cflags libcurl json-c libmicrohttpd) ||
+        ! pkg_libs=$(pkg-config --libs libcurl json-c libmicrohttpd); then
+        echo "fuzz: pkg-config cannot find libcurl, json-c and libmicrohttpd (scripts/deps.sh)" >&2
+        return 1
+    fi
+    # Probe first: on Debian the fuzzer runtime is a separate package.
+    mkdir -p "$OUT/obj" "$OUT/logs" "$OUT/artifacts"
+    printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' \
+        >"$OUT/probe.c"
+    if ! "$FUZZ_CC" -fsanitize=fuzzer "${SAN[@]}" -o "$OUT/probe" "$OUT/probe.c" \
+        >"$OUT/logs/probe.log" 2>&1; then
+        cat "$OUT/logs/probe.log" >&2
+        echo "fuzz: $FUZZ_CC cannot link -fsanitize=fuzzer; on Debian 12 install libclang-rt-14-dev" \
+            "(libFuzzer and the sanitizer runtimes; only recommended by clang-14)" >&2
+        return 1
+    fi
+    rm -f "$OUT/probe" "$OUT/probe.c"
+
+    if ! make -s "$GEN"; then
+        echo "fuzz: cannot generate $GEN" >&2
+        return 1
+    fi
+
+    local cflags=(-std=gnu11 -D_GNU_SOURCE '-DMCPSBX_VERSION="fuzz"' -Isrc -Ibuild/gen -g -O1
+        -pthread -Wall -Wextra "${SAN[@]}")
+    # shellcheck disable=SC2206 # pkg-config output is a list of words
+    cflags+=($pkg_cflags)
+    # shellcheck disable=SC2206
+    local libs=($pkg_libs -pthread)
+
+    # The daemon's code once, instrumented for coverage (fuzzer-no-link),
+    # then one link per harness.
+    local srcs=() s
+    for s in src/*.c; do
+        [ "$s" = src/main.c ] || srcs+=("$s")
+    done
+    srcs+=("$GEN")
+    rm -f "$OUT"/obj/*.o
+    export FUZZ_CC OUT
+    # shellcheck disable=SC2016 # expanded by the inner sh
+    if ! printf '%s\0' "${srcs[@]}" | xargs -0 -P "$FUZZ_JOBS" -I{} sh -c \
+        '"$FUZZ_CC" "$@" -c -o "$OUT/obj/$(basename "$0" .c).o" "$0" || exit 255' \
+        {} -fsanitize=fuzzer-no-link "${cflags[@]}"; then
+        echo "fuzz: compiling the daemon's sources failed" >&2
+        return 1
+    fi
+    local h ok=0 bad=0
+    for h in "${HARNESSES[@]}"; do
+        if "$FUZZ_CC" -fsanitize=fuzzer "${cflags[@]}" -Werror -o "$OUT/$h" "tests/fuzz/$h.c" \
+            "$OUT"/obj/*.o "${libs[@]}"; then
+            ok=$((ok + 1))
+        else
+            echo "fuzz: building $h failed" >&2
+            bad=$((bad + 1))
+        fi
+    done
+    if [ "$bad" -eq 0 ]; then
+        echo "fuzz: built $ok harness(es) into $OUT/"
+    else
+        echo "fuzz: built $ok harness(es) into $OUT/, $bad failed"
+    fi
+    [ "$bad" -eq 0 ]
+}
+
+# fuzz_one NAME SECONDS: fuzzes from a scratch copy of the corpus.
+fuzz_one() {
+    local h=$1 secs=$2 scratch rc
+    scratch=$(mktemp -d)
+    local corpus=tests/fuzz/corpus/$h
+    local dirs=("$scratch")
+    [ -d "$corpus" ] && dirs+=("$corpus")
+    "$OUT/$h" -max_total_time="$secs" -rss_limit_mb="$FUZZ_RSS_MB" -timeout=25 \
+        -max_len=65536 -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$h-" \
+        "${dirs[@]}" >"$OUT/logs/$h.log" 2>&1
+    rc=$?
+    rm -rf "$scratch"
+    return $rc
+}
+
+smoke() {
+    build || return 1
+    local h pass=0 fail=0 stats
+    for h in "${HARNESSES[@]}"; do
+        echo "fuzz: $h for ${FUZZ_SECONDS}s"
+        if fuzz_one "$h" "$FUZZ_SECONDS"; then
+            pass=$((pass + 1))
+            stats=$(grep -E '^stat::(number_of_executed_units|peak_rss_mb):' "$OUT/logs/$h.log" |
+                sed 's/^stat:://' | tr '\n' ' ')
+            echo "fuzz: $h ok ($stats)"
+        else
+            fail=$((fail + 1))
+            echo "fuzz: $h FAILED; log: $OUT/logs/$h.log; crash input: $OUT/artifacts/$h-*"
+            grep -m1 -B2 -A25 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|check failed' \
+                "$OUT/logs/$h.log" | sed 's/^/    /'
+        fi
+    done
+    echo "fuzz: $pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+}
+
+replay() {
+    build || return 1
+    local h pass=0 fail=0
+    for h in "${HARNESSES[@]}"; do
+        if "$OUT/$h" -runs=0 "tests/fuzz/corpus/$h" >"$OUT/logs/$h.replay.log" 2>&1; then
+            pass=$((pass + 1))
+        else
+            fail=$((fail + 1))
+            echo "fuzz: replaying tests/fuzz/corpus/$h FAILED; log: $OUT/logs/$h.replay.log"
+        fi
+    done
+    echo "fuzz: $pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+}
+
+[ ${#HARNESSES[@]} -gt 0 ] || {
+    echo "fuzz: no harnesses in tests/fuzz/" >&2
+    exit 1
+}
+
+case "${1:-}" in
+build) build ;;
+smoke) smoke ;;
+replay) replay ;;
+run)
+    [ -n "${2:-}" ] || usage
+    h=$2
+    shift 2
+    build || exit 1
+    mkdir -p "$OUT/corpus/$h"
+    exec "$OUT/$h" -rss_limit_mb="$FUZZ_RSS_MB" -artifact_prefix="$OUT/artifacts/$h-" "$@" \
+        "$OUT/corpus/$h" "tests/fuzz/corpus/$h"
+    ;;
+*) usage ;;
+esac

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Build the mcp-sandboxd sandbox images into the engine the daemon would use,
+# offline from any container registry.
+#
+#   scripts/images.sh [--engine unix:///path] [--force] [-v] [python] [node]
+#
+# The engine socket comes from `scripts/engine.sh discover` (so --engine,
+# MCPSANDBOXD_ENGINE, DOCKER_HOST and CONTAINER_HOST all apply); whether it is
+# Docker or Podman from `scripts/engine.sh kind`. The engine must be running
+# (scripts/engine.sh start docker|podman).
+#
+# Each image is labelled io.mcp-sandboxd.hash=<hash of containers/<lang>/>; an
+# image whose label matches is left alone (--force rebuilds, without the
+# layer cache, e.g. to pick up Debian updates). Builds run
+# FROM mcp-sandboxd-base:bookworm, imported from the debootstrap tarball made
+# by containers/base/build-base.sh, with host networking so apt reaches the
+# Debian mirror. When the target is Podman and the Docker engine on
+# /var/run/docker.sock already has an image with the same hash, it is copied
+# with `docker save | podman load` instead of being rebuilt.
+#
+# Prints one summary line per image on stdout; progress on stderr; build
+# output goes to a log file (-v: to stderr).
+#
+# Environment:
+#   MCPSANDBOXD_PYTHON_IMAGE  Python image name (default mcp-sandboxd-python:latest)
+#   MCPSANDBOXD_JS_IMAGE      JavaScript image name (default mcp-sandboxd-node:latest)
+#   MCPSANDBOXD_CACHE_DIR     base tarball and build logs (default /var/cache/mcp-sandboxd)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+readonly ROOT
+readonly ENGINE_SH=$ROOT/scripts/engine.sh
+readonly BUILD_BASE=$ROOT/containers/base/build-base.sh
+readonly BASE_IMAGE=mcp-sandboxd-base:bookworm
+readonly HASH_LABEL=io.mcp-sandboxd.hash
+readonly DOCKER_SOCK=/var/run/docker.sock
+readonly PODMAN_SOCK=/run/podman/podman.sock
+readonly DOCKER_CLI=/usr/bin/docker
+CACHE_DIR=${MCPSANDBOXD_CACHE_DIR:-/var/cache/mcp-sandboxd}
+
+log() { printf 'images.sh: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+usage() {
+	sed -n '2,27s/^# \{0,1\}//p' "$0" >&2
+}
+
+engine_args=()
+force=0
+verbose=0
+langs=()
+while (($#)); do
+	case $1 in
+	--engine)
+		(($# >= 2)) || die "--engine needs a value (unix:///path)"
+		engine_args=(--engine "$2")
+		shift
+		;;
+	--engine=*) engine_args=("$1") ;;
+	--force) force=1 ;;
+	-v | --verbose) verbose=1 ;;
+	python | node) langs+=("$1") ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		usage
+		die "unknown argument: $1"
+		;;
+	esac
+	shift
+done
+((${#langs[@]})) || langs=(python node)
+
+sock=$("$ENGINE_SH" discover "${engine_args[@]}")
+"$ENGINE_SH" ping "$sock" ||
+	die "no engine answers on unix://$sock (start one: scripts/engine.sh start docker|podman)"
+kind=$("$ENGINE_SH" kind "$sock")
+
+# eng ARGS...: the CLI of the target engine.
+case $kind in
+docker)
+	[[ -x $DOCKER_CLI ]] || die "$DOCKER_CLI (Debian's docker.io client) not found"
+	eng() { DOCKER_BUILDKIT=0 "$DOCKER_CLI" -H "unix://$sock" "$@"; }
+	;;
+podman)
+	command -v podman >/dev/null 2>&1 || die "podman CLI not found"
+	CONTAINERS_CONF=$("$ENGINE_SH" podman-conf)
+	export CONTAINERS_CONF
+	if [[ $sock -ef $PODMAN_SOCK ]]; then
+		# The root API service shares the local CLI's storage.
+		eng() { podman "$@"; }
+	else
+		eng() { podman --remote --url "unix://$sock" "$@"; }
+	fi
+	;;
+esac
+
+# Docker on the default socket, as a source for `docker save` when the
+# target is Podman.
+docker_src() { DOCKER_BUILDKIT=0 "$DOCKER_CLI" -H "unix://$DOCKER_SOCK" "$@"; }
+
+log_dir=$CACHE_DIR/logs
+mkdir -p "$log_dir" 2>/dev/null || log_dir=${TMPDIR:-/tmp}
+
+# dir_hash DIR: hash of the names and contents of the files under DIR.
+dir_hash() {
+	(
+		cd "$1"
+		find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum
+	) | sha256sum | cut -c1-16
+}
+
+# label_of CLI IMAGE: the image's hash label, empty when absent.
+label_of() {
+	local cli=$1 img=$2 v
+	v=$("$cli" image inspect --format "{{ index .Config.Labels \"$HASH_LABEL\" }}" \
+		"$img" 2>/dev/null) || return 0
+	[[ $v == '<no value>' ]] || printf '%s\n' "$v"
+}
+
+image_id() {
+	eng image inspect --format '{{ .Id }}' "$1" 2>/dev/null || true
+}
+
+# run_logged LOGFILE CMD...: run CMD with its output in LOGFILE (or on
+# stderr with -v); on failure show the end of the log.
+run_logged() {
+	local logf=$1
+	shift
+	if ((verbose)); then
+		"$@" >&2
+		return
+	fi
+	if ! "$@" >"$logf" 2>&1; then
+		tail -n 40 "$logf" >&2
+		log "failed: $* (full log: $logf)"
+		return 1
+	fi
+}
+
+base_ready=0
+ensure_base() {
+	((base_ready)) && return 0
+	if ! eng image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+		local t0=$SECONDS tarball
+		tarball=$("$BUILD_BASE")
+		log "importing $tarball as $BASE_IMAGE into $kind"
+		run_logged "$log_dir/import-base-$kind.log" \
+			eng import --change 'CMD ["/bin/bash"]' "$tarball" "$BASE_IMAGE"
+		log "base image ready ($((SECONDS - t0)) s)"
+	fi
+	base_ready=1
+}
+
+# remove_old ID NAME: drop the image NAME used to point to, now untagged.
+remove_old() {
+	local old=$1 name=$2 new
+	[[ -n $old ]] || return 0
+	new=$(image_id "$name")
+	[[ -n $new && $new != "$old" ]] || return 0
+	eng rmi "$old" >/dev/null 2>&1 || true
+}
+
+# ensure_image LANG NAME
+ensure_image() {
+	local lang=$1 name=$2 dir=$ROOT/containers/$1 hash have old t0 how
+	[[ -f $dir/Dockerfile ]] || die "missing $dir/Dockerfile"
+	hash=$(dir_hash "$dir")
+	have=$(label_of eng "$name")
+	if ((!force)) && [[ $have == "$hash" ]]; then
+		printf '%s: up to date (%s %s, hash %s)\n' "$name" "$kind" "unix://$sock" "$hash"
+		return 0
+	fi
+	old=$(image_id "$name")
+	t0=$SECONDS
+	if ((!force)) && [[ $kind == podman ]] && ! [[ $sock -ef $DOCKER_SOCK ]] &&
+		"$ENGINE_SH" ping "$DOCKER_SOCK" &&
+		[[ $(label_of docker_src "$name") == "$hash" ]]; then
+		log "$name: copying from docker (unix://$DOCKER_SOCK) to podman"
+		docker_src save "$name" | run_logged "$log_dir/load-$lang-$kind.log" eng load
+		how="loaded from docker"
+	else
+		ensure_base
+		t0=$SECONDS
+		log "$name: building containers/$lang (log: $log_dir/build-$lang-$kind.log)"
+		local build_opts=(--network host --build-arg "BASE=$BASE_IMAGE"
+			--label "$HASH_LABEL=$hash" -t "$name")
+		((force)) && build_opts+=(--no-cache)
+		run_logged "$log_dir/build-$lang-$kind.log" \
+			eng build "${build_opts[@]}" "$dir"
+		how="built"
+	fi
+	have=$(label_of eng "$name")
+	[[ $have == "$hash" ]] ||
+		die "$name: after the $how step its $HASH_LABEL label is '$have', expected '$hash'"
+	remove_old "$old" "$name"
+	printf '%s: %s in %d s (%s %s, hash %s)\n' "$name" "$how" "$((SECONDS - t0))" \
+		"$kind" "unix://$sock" "$hash"
+}
+
+for lang in "${langs[@]}"; do
+	case $lang in
+	python) ensure_image python "${MCPSANDBOXD_PYTHON_IMAGE:-mcp-sandboxd-python:latest}" ;;
+	node) ensure_image node "${MCPSANDBOXD_JS_IMAGE:-mcp-sandboxd-node:latest}" ;;
+	esac
+done

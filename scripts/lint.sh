@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# Mechanical gates (`make lint`, `make format-check`).
+#
+#   scripts/lint.sh [all]   every check below
+#   scripts/lint.sh format  only the clang-format check
+#
+# Checks: format (clang-format), cppcheck, clang-tidy (.clang-tidy), banned
+# functions, shellcheck, layering (the include table below). A check whose
+# tool is missing is skipped with a note, except when CI is set: there a
+# missing tool fails the check. Exit status is non-zero when any check fails.
+#
+# Environment: CLANG_FORMAT, CLANG_TIDY, CPPCHECK, SHELLCHECK name the tools;
+# LINT_JOBS (default 2) is how many files clang-tidy runs at once.
+set -uo pipefail
+shopt -s nullglob globstar
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+
+CLANG_FORMAT=${CLANG_FORMAT:-clang-format}
+CLANG_TIDY=${CLANG_TIDY:-clang-tidy}
+CPPCHECK=${CPPCHECK:-cppcheck}
+SHELLCHECK=${SHELLCHECK:-shellcheck}
+LINT_JOBS=${LINT_JOBS:-2}
+
+mode=${1:-all}
+case "$mode" in
+all | format) ;;
+*)
+    echo "usage: $0 [all|format]" >&2
+    exit 2
+    ;;
+esac
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+passed=0
+failed=0
+skipped=()
+failed_names=()
+
+# Returns 0 when the tool exists; otherwise 77 (skip) outside CI, 1 in CI.
+need() {
+    if command -v "$1" >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ -n "${CI:-}" ]; then
+        echo "  $1 is not installed (required when CI is set)"
+        return 1
+    fi
+    echo "  $1 is not installed: skipped (it is required when CI is set)"
+    return 77
+}
+
+# run_check NAME FUNCTION: runs FUNCTION, counts the result.
+run_check() {
+    local name=$1 fn=$2 rc t0 t1
+    echo "lint: $name"
+    t0=$(date +%s)
+    "$fn"
+    rc=$?
+    t1=$(date +%s)
+    case $rc in
+    0)
+        passed=$((passed + 1))
+        echo "lint: $name ok ($((t1 - t0))s)"
+        ;;
+    77)
+        skipped+=("$name")
+        ;;
+    *)
+        failed=$((failed + 1))
+        failed_names+=("$name")
+        echo "lint: $name FAILED"
+        ;;
+    esac
+}
+
+C_SOURCES=(src/*.c)
+C_HEADERS=(src/*.h)
+TEST_SOURCES=(tests/unit/*.c tests/fuzz/*.c)
+
+# ---- (a) formatting -------------------------------------------------------
+check_format() {
+    need "$CLANG_FORMAT" || return
+    local f bad=0
+    for f in "${C_SOURCES[@]}" "${C_HEADERS[@]}" "${TEST_SOURCES[@]}"; do
+        if ! "$CLANG_FORMAT" --dry-run -Werror "$f" >"$TMP/fmt" 2>&1; then
+            echo "  $f is not clang-formatted (run: make format), first difference:"
+            grep -m1 -A2 'error:' "$TMP/fmt" | sed 's/^/    /'
+            bad=1
+        fi
+    done
+    return $bad
+}
+
+# ---- (b) cppcheck -----------------------------------------------------------
+# System headers are left out on purpose (missingIncludeSystem): cppcheck's
+# own library models (--library=posix) describe libc better than parsing
+# glibc does, and it stays fast. False positives go in .cppcheck-suppressions
+# (with a reason) or inline as `// cppcheck-suppress id`.
+check_cppcheck() {
+    need "$CPPCHECK" || return
+    "$CPPCHECK" --enable=warning,performance,portability --error-exitcode=1 --inline-suppr -q \
+        --std=c11 --library=posix -D_GNU_SOURCE '-DMCPSBX_VERSION="lint"' -Isrc -Ibuild/gen \
+        --suppress=missingIncludeSystem --suppressions-list=.cppcheck-suppressions \
+        --template='  {file}:{line}:{column}: {severity}: {message} [{id}]' \
+        "${C_SOURCES[@]}" tests/fuzz/*.c
+}
+
+# ---- (c) clang-tidy ---------------------------------------------------------
+# Every diagnostic fails the check unless a line of .clang-tidy-suppressions
+# matches it: "<check> <file> <text>", where text must occur on the flagged
+# source line (so entries survive code moving up and down).
+tidy_one() {
+    # $1 = source file; the remaining arguments are compiler flags.
+    local f=$1
+    shift
+    local model=(-include scripts/lint/analyzer-model.h)
+    # err.c defines the functions the model turns into macros.
+    [ "$f" = src/err.c ] && model=()
+    "$CLANG_TIDY" -quiet --warnings-as-errors='*' "$f" -- "$@" "${model[@]}" \
+        >"$TMP/tidy.$(basename "$f").out" 2>&1
+    echo $? >"$TMP/tidy.$(basename "$f").rc"
+}
+export -f tidy_one
+export CLANG_TIDY TMP
+
+check_tidy() {
+    need "$CLANG_TIDY" || return
+    local pkg_cflags
+    if ! pkg_cflags=$(pkg-config --cflags libcurl json-c libmicrohttpd); then
+        echo "  pkg-config cannot find libcurl, json-c and libmicrohttpd (scripts/deps.sh)"
+        return 1
+    fi
+    local flags=(-std=gnu11 -D_GNU_SOURCE '-DMCPSBX_VERSION="lint"' -Isrc -Ibuild/gen)
+    # shellcheck disable=SC2206 # pkg-config output is a list of words
+    flags+=($pkg_cflags)
+    printf '%s\0' "${C_SOURCES[@]}" |
+        xargs -0 -P "$LINT_JOBS" -I{} bash -c 'tidy_one "$@"' _ {} "${flags[@]}"
+
+    local f rc tool_failed=0
+    for f in "${C_SOURCES[@]}"; do
+        rc=$(cat "$TMP/tidy.$(basename "$f").rc" 2>/dev/null || echo 1)
+        cat "$TMP/tidy.$(basename "$f").out"
+        # Non-zero with no diagnostic at all means clang-tidy itself failed.
+        if [ "$rc" != 0 ] &&
+            ! grep -qE '(warning|error): .*\[[^]]+\]$' "$TMP/tidy.$(basename "$f").out"; then
+            echo "  clang-tidy failed on $f (exit $rc)"
+            tool_failed=1
+        fi
+    done >"$TMP/tidy.all"
+
+    # Reduce to unique diagnostics: file:line:col: kind: message [checks].
+    grep -E '^[^ ].*(warning|error): .*\[[^]]+\]$' "$TMP/tidy.all" | sed "s|^$ROOT/||" |
+        sort -u >"$TMP/tidy.diags"
+    local bad=0 line file lno check text sup_check sup_file sup_text matched
+    while IFS= read -r line; do
+        check=${line##*[}
+        check=${check%]}
+        check=${check%,-warnings-as-errors}
+        file=$(printf '%s' "$line" | cut -d: -f1)
+        lno=$(printf '%s' "$line" | cut -d: -f2)
+        text=
+        if [ -f "$file" ] && [[ $lno =~ ^[0-9]+$ ]]; then
+            text=$(sed -n "${lno}p" "$file")
+        fi
+        matched=0
+        while read -r sup_check sup_file sup_text; do
+            [ -z "$sup_check" ] && continue
+            [[ $sup_check == \#* ]] && continue
+            if [ "$sup_check" = "$check" ] && [ "$sup_file" = "$file" ] && [ -n "$sup_text" ] &&
+                [[ $text == *"$sup_text"* ]]; then
+                matched=1
+                echo "$sup_check $sup_file $sup_text" >>"$TMP/tidy.used"
+                break
+            fi
+        done <.clang-tidy-suppressions
+        if [ $matched = 0 ]; then
+            echo "  $line"
+            # Show the analyzer's path, which is the useful part.
+            bad=1
+        fi
+    done <"$TMP/tidy.diags"
+    if [ $bad = 1 ]; then
+        echo "  (full clang-tidy output with notes: rerun with LINT_VERBOSE=1)"
+        [ -n "${LINT_VERBOSE:-}" ] && sed 's/^/    /' "$TMP/tidy.all"
+    fi
+    # Entries that matched nothing are stale: say so, but do not fail (the
+    # code they were about may simply have been fixed).
+    while read -r sup_check sup_file sup_text; do
+        [ -z "$sup_check" ] && continue
+        [[ $sup_check == \#* ]] && continue
+        if ! grep -qxF "$sup_check $sup_file $sup_text" "$TMP/tidy.used" 2>/dev/null; then
+            echo "  note: stale entry in .clang-tidy-suppressions: $sup_check $sup_file $sup_text"
+        fi
+    done <.clang-tidy-suppressions
+    [ $tool_failed = 0 ] && [ $bad = 0 ]
+}
+
+# ---- (d) banned functions ---------------------------------------------------
+# Comments, string and character literals are blanked first, so prose such
+# as "file system (...)" does not count. snprintf/vsnprintf are allowed.
+BANNED='sprintf|vsprintf|strcpy|strcat|gets|system|strtok'
+check_banned() {
+    need perl || return
+    # shellcheck disable=SC2016 # $-variables belong to perl
+    perl -e '
+        my $bad = 0;
+        for my $f (@ARGV) {
+            open(my $fh, "<", $f) or die "$f: $!";
+            local $/;
+            my $s = <$fh>;
+            # Blank comments and literals, keeping newlines for line numbers.
+            $s =~ s{(/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\x27(?:\\.|[^\x27\\\n])*\x27)}
+                   {my $m = $1; $m =~ s/[^\n]/ /g; $m}gse;
+            my $n = 0;
+            for my $line (split /\n/, $s, -1) {
+                $n++;
+                while ($line =~ /(?<![\w.>])('"$BANNED"')\s*\(/g) {
+                    print "  $f:$n: $1() is banned (use snprintf, buf_addf, memcpy with a length, strtok_r)\n";
+                    $bad = 1;
+                }
+            }
+        }
+        exit $bad;
+    ' "${C_SOURCES[@]}" "${C_HEADERS[@]}"
+}
+
+# ---- (e) shellcheck ---------------------------------------------------------
+check_shellcheck() {
+    need "$SHELLCHECK" || return
+    local files=(scripts/*.sh tests/**/*.sh)
+    [ -f .ci/run ] && files+=(.ci/run)
+    [ ${#files[@]} -eq 0 ] && return 0
+    "$SHELLCHECK" -x "${files[@]}"
+}
+
+# ---- (f) layering -----------------------------------------------------------
+# A module may include headers of its own layer or a lower one. Dependencies
+# point down only: transports -> mcp -> jsonrpc; tools -> exec -> runner,
+# sandbox -> engine -> engine_http, engine_stream -> base. A new module must
+# be added here (the check fails on modules it does not know).
+declare -A LAYER=(
+    [util]=0 [err]=0 [log]=0 [buf]=0 [config]=0
+    [engine_http]=1 [engine_stream]=1
+    [engine]=2
+    [runner]=3 [sandbox]=3
+    [exec]=4
+    [tools]=5
+    [jsonrpc]=6
+    [mcp]=7
+    [transport_stdio]=8 [transport_http]=8
+    [main]=9
+)
+check_layering() {
+    local f mod dep bad=0 lno inc
+    for f in "${C_SOURCES[@]}" "${C_HEADERS[@]}"; do
+        mod=$(basename "$f")
+        mod=${mod%.*}
+        if [ -z "${LAYER[$mod]+x}" ]; then
+            echo "  $f: module '$mod' is not in the layer table in scripts/lint.sh"
+            bad=1
+            continue
+        fi
+        while IFS=: read -r lno inc; do
+            dep=$(printf '%s' "$inc" | sed -E 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]([^">]+)[">].*/\1/')
+            # Only this project's headers: quoted, or angled but found in src/.
+            case "$inc" in
+            *'<'*) [ -f "src/$dep" ] || continue ;;
+            esac
+            dep=${dep%.h}
+            if [ -z "${LAYER[$dep]+x}" ]; then
+                echo "  $f:$lno: includes \"$dep.h\", which is not in the layer table"
+                bad=1
+            elif [ "${LAYER[$dep]}" -gt "${LAYER[$mod]}" ]; then
+                echo "  $f:$lno: $mod (layer ${LAYER[$mod]}) must not include $dep.h" \
+                    "(layer ${LAYER[$dep]}): dependencies point down only"
+                bad=1
+            fi
+        done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$f")
+    done
+    return $bad
+}
+
+run_check format check_format
+if [ "$mode" = all ]; then
+    run_check cppcheck check_cppcheck
+    run_check clang-tidy check_tidy
+    run_check banned-functions check_banned
+    run_check shellcheck check_shellcheck
+    run_check layering check_layering
+fi
+
+summary="lint: $passed passed, $failed failed"
+[ ${#skipped[@]} -gt 0 ] && summary+=" (skipped, tool not installed: ${skipped[*]})"
+[ "$failed" -gt 0 ] && echo "lint: failed checks: ${failed_names[*]}"
+echo "$summary"
+[ "$failed" -eq 0 ]

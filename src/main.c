@@ -1,0 +1,149 @@
+/* mcp-sandboxd: argv -> config -> engine -> MCP over stdio -> ordered
+ * shutdown that removes every container this process created. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "engine.h"
+#include "exec.h"
+#include "log.h"
+#include "mcp.h"
+#include "tools.h"
+#include "transport_stdio.h"
+
+static int stop_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    ssize_t w = write(stop_pipe[1], "x", 1);
+    (void)w;
+    errno = saved;
+}
+
+static int setup_signals(void)
+{
+    if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        return -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+struct sweep_job {
+    struct exec_ctx *exec;
+    pthread_t thread;
+};
+
+static void *sweep_main(void *arg)
+{
+    struct sweep_job *job = arg;
+    struct err err = ERR_INIT;
+    int n = exec_sweep_stale(job->exec, &err);
+    if (n < 0)
+        log_debug("stale-container sweep skipped: %s", err_msg(&err));
+    else if (n > 0)
+        log_info("removed %d stale container(s) left by an earlier run", n);
+    err_clear(&err);
+    return NULL;
+}
+
+static void check_engine(struct engine *engine, const struct config *cfg)
+{
+    struct err err = ERR_INIT;
+    char *name = NULL;
+    char *version = NULL;
+    if (engine_version(engine, &name, &version, &err) < 0) {
+        log_warn("no container engine answers at unix://%s (from %s): %s; tool calls will fail "
+                 "until one does",
+                 cfg->engine_socket, cfg->engine_source, err_msg(&err));
+        err_clear(&err);
+        return;
+    }
+    log_info("engine: %s %s at unix://%s", name, version, cfg->engine_socket);
+    free(name);
+    free(version);
+}
+
+int main(int argc, char **argv, char **envp)
+{
+    struct config cfg;
+    struct err err = ERR_INIT;
+    int status = 1;
+    config_init(&cfg);
+    if (config_load(&cfg, argc, argv, envp, &err) < 0) {
+        fprintf(stderr, "mcp-sandboxd: %s\n", err_msg(&err));
+        err_clear(&err);
+        config_free(&cfg);
+        return 2;
+    }
+    if (cfg.help) {
+        config_usage(stdout, "mcp-sandboxd");
+        config_free(&cfg);
+        return 0;
+    }
+    if (cfg.version) {
+        printf("mcp-sandboxd %s\n", MCPSBX_VERSION);
+        config_free(&cfg);
+        return 0;
+    }
+    log_threshold = log_level_from_name(cfg.log_level);
+
+    struct engine *engine = NULL;
+    struct exec_ctx *exec = NULL;
+    struct mcp_server *srv = NULL;
+    struct sweep_job sweep = {0};
+    bool sweeping = false;
+
+    if (setup_signals() < 0) {
+        log_error("cannot set up signal handling: %s", strerror(errno));
+        goto out;
+    }
+    if (engine_http_global_init(&err) < 0 || tools_init(&err) < 0) {
+        log_error("%s", err_msg(&err));
+        goto out;
+    }
+    engine = engine_new(cfg.engine_socket);
+    check_engine(engine, &cfg);
+    exec = exec_ctx_new(&cfg, engine, &err);
+    if (!exec) {
+        log_error("%s", err_msg(&err));
+        goto out;
+    }
+    for (size_t i = 0; i < cfg.n_pass_through_env; i++)
+        log_debug("passing %s through to sandboxes", cfg.pass_through_env[i]);
+    sweep.exec = exec;
+    sweeping = pthread_create(&sweep.thread, NULL, sweep_main, &sweep) == 0;
+
+    srv = mcp_server_new(&cfg, exec);
+    log_info("serving MCP on stdio (python image %s, javascript image %s)", cfg.python_image,
+             cfg.js_image);
+    if (transport_stdio_run(srv, &cfg, STDIN_FILENO, STDOUT_FILENO, stop_pipe[0], &err) < 0) {
+        log_error("%s", err_msg(&err));
+        goto out;
+    }
+    status = 0;
+out:
+    if (sweeping)
+        pthread_join(sweep.thread, NULL);
+    mcp_server_free(srv);
+    exec_ctx_free(exec);
+    engine_free(engine);
+    tools_cleanup();
+    engine_http_global_cleanup();
+    err_clear(&err);
+    config_free(&cfg);
+    log_debug("exited cleanly");
+    return status;
+}

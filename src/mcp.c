@@ -1,0 +1,584 @@
+#include "mcp.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "jsonrpc.h"
+#include "log.h"
+#include "tools.h"
+
+static const char *const version_names[MCP_V_COUNT] = {
+    [MCP_V_2024_11_05] = "2024-11-05",
+    [MCP_V_2025_03_26] = "2025-03-26",
+    [MCP_V_2025_06_18] = "2025-06-18",
+    [MCP_V_2025_11_25] = "2025-11-25",
+};
+
+/* RFC 5424 severities, lowest first, as logging/setLevel names them. */
+static const char *const log_levels[] = {"debug",    "info",  "notice", "warning",
+                                         "error",    "critical", "alert", "emergency"};
+
+#define INSTRUCTIONS                                                                               \
+    "Runs Python and JavaScript in fresh, isolated containers with no network access. Use "       \
+    "run_python_code or run_js_code for a quick run, execute_code for stdin and per-call limits. " \
+    "Results carry stdout, stderr, exit_code and status."
+
+const char *mcp_version_name(enum mcp_version v)
+{
+    if ((int)v < 0 || v >= MCP_V_COUNT)
+        return version_names[MCP_V_LATEST];
+    return version_names[v];
+}
+
+int mcp_version_from_name(const char *name)
+{
+    for (int i = 0; i < MCP_V_COUNT; i++)
+        if (strcmp(name, version_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+enum mcp_version mcp_negotiate(const char *requested)
+{
+    int v = requested ? mcp_version_from_name(requested) : -1;
+    return v < 0 ? MCP_V_LATEST : (enum mcp_version)v;
+}
+
+/* ---- channels ------------------------------------------------------------ */
+
+void mcp_channel_init(struct mcp_channel *ch, int (*send)(struct mcp_channel *, const char *, size_t),
+                      void (*release)(struct mcp_channel *))
+{
+    ch->send = send;
+    ch->release = release;
+    atomic_init(&ch->refs, 1);
+}
+
+void mcp_channel_ref(struct mcp_channel *ch)
+{
+    atomic_fetch_add(&ch->refs, 1);
+}
+
+void mcp_channel_unref(struct mcp_channel *ch)
+{
+    if (atomic_fetch_sub(&ch->refs, 1) == 1 && ch->release)
+        ch->release(ch);
+}
+
+static void channel_send(struct mcp_channel *ch, json_object *msg)
+{
+    size_t len = 0;
+    const char *s = jsonrpc_serialize(msg, &len);
+    if (ch->send(ch, s, len) < 0)
+        log_debug("could not deliver a message: the client went away");
+}
+
+/* ---- replies: every message gets exactly one reply slot ------------------ */
+
+struct batch {
+    pthread_mutex_t lock;
+    size_t n;
+    size_t remaining;
+    json_object **responses;
+    struct mcp_channel *ch;
+};
+
+struct reply {
+    struct mcp_channel *ch; /* one reference held while the slot is open */
+    struct batch *batch;    /* NULL for a single message */
+    size_t index;
+};
+
+/* Fills the slot with resp (taken; NULL means no response) and releases it. */
+static void reply_done(struct reply *r, json_object *resp)
+{
+    if (!r->batch) {
+        if (resp)
+            channel_send(r->ch, resp);
+        json_object_put(resp);
+        mcp_channel_unref(r->ch);
+        return;
+    }
+    struct batch *b = r->batch;
+    pthread_mutex_lock(&b->lock);
+    b->responses[r->index] = resp;
+    bool last = --b->remaining == 0;
+    pthread_mutex_unlock(&b->lock);
+    if (!last)
+        return;
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < b->n; i++)
+        if (b->responses[i])
+            json_object_array_add(arr, b->responses[i]);
+    /* A batch of only notifications gets no answer at all. */
+    if (json_object_array_length(arr) > 0)
+        channel_send(b->ch, arr);
+    json_object_put(arr);
+    mcp_channel_unref(b->ch);
+    pthread_mutex_destroy(&b->lock);
+    free(b->responses);
+    free(b);
+}
+
+static void reply_result(struct reply *r, json_object *id, json_object *result)
+{
+    reply_done(r, jsonrpc_result(id, result));
+}
+
+static void reply_error(struct reply *r, json_object *id, int code, const char *message)
+{
+    reply_done(r, jsonrpc_error(id, code, message, NULL));
+}
+
+/* ---- server and sessions ------------------------------------------------- */
+
+struct mcp_server {
+    const struct config *cfg;
+    struct tools_env env;
+};
+
+struct call {
+    struct mcp_session *s;
+    json_object *id;
+    char *tool;
+    json_object *args;
+    struct reply reply;
+    struct exec_cancel *cancel;
+    bool cancelled;
+    struct tools_features features;
+    struct call *next;
+};
+
+struct mcp_session {
+    struct mcp_server *srv;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool initialize_done;
+    bool initialized_notified;
+    enum mcp_version version;
+    int log_level; /* index into log_levels, -1 when never set */
+    struct call *calls;
+    int inflight;
+    bool closing;
+};
+
+struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exec)
+{
+    struct mcp_server *srv = xcalloc(1, sizeof(*srv));
+    srv->cfg = cfg;
+    srv->env.cfg = cfg;
+    srv->env.exec = exec;
+    return srv;
+}
+
+void mcp_server_free(struct mcp_server *srv)
+{
+    free(srv);
+}
+
+struct mcp_session *mcp_session_new(struct mcp_server *srv)
+{
+    struct mcp_session *s = xcalloc(1, sizeof(*s));
+    s->srv = srv;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    s->version = MCP_V_LATEST;
+    s->log_level = -1;
+    return s;
+}
+
+int mcp_session_inflight(struct mcp_session *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int n = s->inflight;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
+void mcp_session_close(struct mcp_session *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->closing = true;
+    for (struct call *c = s->calls; c; c = c->next) {
+        c->cancelled = true;
+        exec_cancel(c->cancel);
+    }
+    while (s->inflight > 0)
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void mcp_session_free(struct mcp_session *s)
+{
+    if (!s)
+        return;
+    mcp_session_close(s);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+}
+
+static struct tools_features features_of(enum mcp_version v)
+{
+    struct tools_features f = {
+        .annotations = v >= MCP_V_2025_03_26,
+        .structured = v >= MCP_V_2025_06_18,
+    };
+    return f;
+}
+
+/* ---- methods ------------------------------------------------------------- */
+
+typedef void (*method_fn)(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r);
+
+static void m_initialize(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    if (r->batch) {
+        reply_error(r, m->id, JSONRPC_INVALID_REQUEST,
+                    "Invalid Request: initialize must not be part of a batch");
+        return;
+    }
+    json_object *pv = NULL;
+    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, "protocolVersion", &pv) ||
+        !json_object_is_type(pv, json_type_string)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS,
+                    "Invalid params: initialize needs a string protocolVersion");
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    bool again = s->initialize_done;
+    enum mcp_version v = mcp_negotiate(json_object_get_string(pv));
+    if (!again) {
+        s->initialize_done = true;
+        s->version = v;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (again) {
+        reply_error(r, m->id, JSONRPC_INVALID_REQUEST,
+                    "Invalid Request: the session is already initialized");
+        return;
+    }
+    json_object *client = NULL;
+    json_object *cname = NULL;
+    if (json_object_object_get_ex(m->params, "clientInfo", &client) &&
+        json_object_object_get_ex(client, "name", &cname) &&
+        json_object_is_type(cname, json_type_string))
+        log_info("client '%.64s' initialized with protocol %s (asked %.32s)",
+                 json_object_get_string(cname), mcp_version_name(v), json_object_get_string(pv));
+
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "protocolVersion", json_object_new_string(mcp_version_name(v)));
+    json_object *caps = json_object_new_object();
+    json_object *tools = json_object_new_object();
+    json_object_object_add(tools, "listChanged", json_object_new_boolean(0));
+    json_object_object_add(caps, "tools", tools);
+    json_object_object_add(caps, "logging", json_object_new_object());
+    json_object_object_add(res, "capabilities", caps);
+    json_object *info = json_object_new_object();
+    json_object_object_add(info, "name", json_object_new_string(MCP_SERVER_NAME));
+    json_object_object_add(info, "version", json_object_new_string(MCPSBX_VERSION));
+    if (v >= MCP_V_2025_06_18)
+        json_object_object_add(info, "title", json_object_new_string("mcp-sandboxd code sandbox"));
+    if (v >= MCP_V_2025_11_25)
+        json_object_object_add(
+            info, "description",
+            json_object_new_string("Runs Python and JavaScript in fresh hardened containers"));
+    json_object_object_add(res, "serverInfo", info);
+    json_object_object_add(res, "instructions", json_object_new_string(INSTRUCTIONS));
+    reply_result(r, m->id, res);
+}
+
+static void m_ping(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    (void)s;
+    reply_result(r, m->id, json_object_new_object());
+}
+
+static void m_tools_list(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    json_object *cursor = NULL;
+    if (m->params && json_object_is_type(m->params, json_type_object) &&
+        json_object_object_get_ex(m->params, "cursor", &cursor) && cursor) {
+        /* We never hand out cursors, so any cursor is not one of ours. */
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: unknown cursor");
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    struct tools_features f = features_of(s->version);
+    pthread_mutex_unlock(&s->lock);
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "tools", tools_list(&s->srv->env, &f));
+    reply_result(r, m->id, res);
+}
+
+static void m_set_level(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    json_object *lv = NULL;
+    int level = -1;
+    if (m->params && json_object_is_type(m->params, json_type_object) &&
+        json_object_object_get_ex(m->params, "level", &lv) &&
+        json_object_is_type(lv, json_type_string)) {
+        for (size_t i = 0; i < ARRAY_SIZE(log_levels); i++)
+            if (strcmp(json_object_get_string(lv), log_levels[i]) == 0)
+                level = (int)i;
+    }
+    if (level < 0) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS,
+                    "Invalid params: level must be one of debug, info, notice, warning, error, "
+                    "critical, alert, emergency");
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    s->log_level = level;
+    pthread_mutex_unlock(&s->lock);
+    reply_result(r, m->id, json_object_new_object());
+}
+
+static void *call_main(void *arg)
+{
+    struct call *c = arg;
+    struct mcp_session *s = c->s;
+    json_object *result = tools_call(&s->srv->env, c->tool, c->args, &c->features, c->cancel,
+                                     NULL, NULL);
+
+    pthread_mutex_lock(&s->lock);
+    for (struct call **pp = &s->calls; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    }
+    bool cancelled = c->cancelled;
+    pthread_mutex_unlock(&s->lock);
+
+    /* A cancelled request gets no response at all (the spec's rule). */
+    if (cancelled) {
+        json_object_put(result);
+        reply_done(&c->reply, NULL);
+    } else {
+        reply_result(&c->reply, c->id, result);
+    }
+    json_object_put(c->id);
+    json_object_put(c->args);
+    free(c->tool);
+    exec_cancel_free(c->cancel);
+    free(c);
+
+    pthread_mutex_lock(&s->lock);
+    s->inflight--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+static void m_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    json_object *name = NULL;
+    json_object *args = NULL;
+    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, "name", &name) ||
+        !json_object_is_type(name, json_type_string)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: tools/call needs a name");
+        return;
+    }
+    const char *tool = json_object_get_string(name);
+    if (!tools_exists(tool)) {
+        char *msg = xasprintf("Unknown tool: %.128s", tool);
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, msg);
+        free(msg);
+        return;
+    }
+    json_object_object_get_ex(m->params, "arguments", &args);
+
+    struct call *c = xcalloc(1, sizeof(*c));
+    c->s = s;
+    c->id = json_object_get(m->id);
+    c->tool = xstrdup(tool);
+    c->args = json_object_get(args);
+    c->reply = *r;
+    c->cancel = exec_cancel_new();
+
+    pthread_mutex_lock(&s->lock);
+    if (s->closing) {
+        pthread_mutex_unlock(&s->lock);
+        json_object_put(c->id);
+        json_object_put(c->args);
+        free(c->tool);
+        exec_cancel_free(c->cancel);
+        free(c);
+        reply_done(r, NULL);
+        return;
+    }
+    c->features = features_of(s->version);
+    c->next = s->calls;
+    s->calls = c;
+    s->inflight++;
+    pthread_mutex_unlock(&s->lock);
+
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    int rc = pthread_create(&th, &attr, call_main, c);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        pthread_mutex_lock(&s->lock);
+        for (struct call **pp = &s->calls; *pp; pp = &(*pp)->next) {
+            if (*pp == c) {
+                *pp = c->next;
+                break;
+            }
+        }
+        s->inflight--;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        reply_error(&c->reply, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: cannot start a run");
+        json_object_put(c->id);
+        json_object_put(c->args);
+        free(c->tool);
+        exec_cancel_free(c->cancel);
+        free(c);
+    }
+}
+
+static int same_id(json_object *a, json_object *b)
+{
+    if (!a || !b)
+        return 0;
+    if (json_object_is_type(a, json_type_string) && json_object_is_type(b, json_type_string))
+        return strcmp(json_object_get_string(a), json_object_get_string(b)) == 0;
+    if (json_object_is_type(a, json_type_int) && json_object_is_type(b, json_type_int))
+        return json_object_get_int64(a) == json_object_get_int64(b);
+    return 0;
+}
+
+static void n_cancelled(struct mcp_session *s, const struct jsonrpc_msg *m)
+{
+    json_object *rid = NULL;
+    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, "requestId", &rid))
+        return;
+    pthread_mutex_lock(&s->lock);
+    for (struct call *c = s->calls; c; c = c->next) {
+        if (same_id(c->id, rid)) {
+            c->cancelled = true;
+            exec_cancel(c->cancel);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+static const struct method {
+    const char *name;
+    method_fn fn;
+    bool before_initialize; /* allowed before initialize */
+} methods[] = {
+    {"initialize", m_initialize, true},
+    {"logging/setLevel", m_set_level, false},
+    {"ping", m_ping, true},
+    {"tools/call", m_tools_call, false},
+    {"tools/list", m_tools_list, false},
+};
+
+static void handle_message(struct mcp_session *s, json_object *msg, struct reply *r)
+{
+    struct jsonrpc_msg m;
+    jsonrpc_classify(msg, &m);
+    switch (m.kind) {
+    case JSONRPC_INVALID:
+        reply_error(r, m.id, JSONRPC_INVALID_REQUEST, m.invalid_reason);
+        return;
+    case JSONRPC_RESPONSE:
+        /* We send no requests, so there is nothing to match it with. */
+        reply_done(r, NULL);
+        return;
+    case JSONRPC_NOTIFICATION:
+        if (strcmp(m.method, "notifications/initialized") == 0) {
+            pthread_mutex_lock(&s->lock);
+            s->initialized_notified = true;
+            pthread_mutex_unlock(&s->lock);
+        } else if (strcmp(m.method, "notifications/cancelled") == 0) {
+            n_cancelled(s, &m);
+        }
+        reply_done(r, NULL);
+        return;
+    case JSONRPC_REQUEST:
+        break;
+    }
+    const struct method *found = NULL;
+    for (size_t i = 0; i < ARRAY_SIZE(methods); i++)
+        if (strcmp(methods[i].name, m.method) == 0)
+            found = &methods[i];
+    if (!found) {
+        char *text = xasprintf("Method not found: %.128s", m.method);
+        reply_error(r, m.id, JSONRPC_METHOD_NOT_FOUND, text);
+        free(text);
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    bool ready = s->initialize_done;
+    pthread_mutex_unlock(&s->lock);
+    if (!ready && !found->before_initialize) {
+        reply_error(r, m.id, JSONRPC_INVALID_REQUEST,
+                    "Invalid Request: the session is not initialized; send initialize first");
+        return;
+    }
+    found->fn(s, &m, r);
+}
+
+void mcp_session_reject(struct mcp_session *s, int code, const char *message,
+                        struct mcp_channel *ch)
+{
+    (void)s;
+    json_object *e = jsonrpc_error(NULL, code, message, NULL);
+    channel_send(ch, e);
+    json_object_put(e);
+}
+
+void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
+                         struct mcp_channel *ch)
+{
+    json_object *msg = NULL;
+    struct err err = ERR_INIT;
+    if (jsonrpc_parse(data, len, &msg, &err) < 0) {
+        mcp_session_reject(s, JSONRPC_PARSE_ERROR, err_msg(&err), ch);
+        err_clear(&err);
+        return;
+    }
+    if (!json_object_is_type(msg, json_type_array)) {
+        mcp_channel_ref(ch);
+        struct reply r = {.ch = ch};
+        handle_message(s, msg, &r);
+        json_object_put(msg);
+        return;
+    }
+
+    size_t n = json_object_array_length(msg);
+    pthread_mutex_lock(&s->lock);
+    bool batches = s->initialize_done && s->version == MCP_V_2025_03_26;
+    enum mcp_version v = s->version;
+    pthread_mutex_unlock(&s->lock);
+    if (!batches || n == 0) {
+        char *text = n == 0 ? xstrdup("Invalid Request: empty batch")
+                            : xasprintf("Invalid Request: batches are not supported in protocol "
+                                        "version %s",
+                                        s->initialize_done ? mcp_version_name(v) : "(none yet)");
+        mcp_session_reject(s, JSONRPC_INVALID_REQUEST, text, ch);
+        free(text);
+        json_object_put(msg);
+        return;
+    }
+    struct batch *b = xcalloc(1, sizeof(*b));
+    pthread_mutex_init(&b->lock, NULL);
+    b->n = n;
+    b->remaining = n;
+    b->responses = xcalloc(n, sizeof(json_object *));
+    b->ch = ch;
+    mcp_channel_ref(ch);
+    for (size_t i = 0; i < n; i++) {
+        struct reply r = {.ch = ch, .batch = b, .index = i};
+        handle_message(s, json_object_array_get_idx(msg, i), &r);
+    }
+    json_object_put(msg);
+}

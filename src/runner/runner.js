@@ -1,0 +1,414 @@
+// mcp-sandboxd in-container runner for Node.js (protocol: src/runner.h).
+// Started as `node -e <this file>`; waits on stdin for one framed request,
+// runs the code in this process as the main module (CommonJS, or an ES
+// module when the code needs it), and writes the completion record on
+// stdout when the process exits. Node >= 18, built-in modules only.
+// Everything is inside one function so the program sees none of it.
+(function (require) {
+  'use strict';
+  const fs = require('fs');
+  const path = require('path');
+  const Module = require('module');
+  const util = require('util');
+  const vm = require('vm');
+
+  const PREFIX = Buffer.from('\u0000\u001emcpsbx-done:', 'latin1');
+  const MAX_REQUEST = 64 << 20;
+  const RUNNER_EXIT = 76; // EX_PROTOCOL: the runner itself failed
+  const CJS_PARAMS = ['exports', 'require', 'module', '__filename', '__dirname'];
+
+  // Bound now: the program may replace any of these.
+  const proc = process;
+  const origEmit = process.emit;
+  const origReallyExit = process.reallyExit;
+  const writeSync = fs.writeSync;
+  const readSync = fs.readSync;
+  const stringify = JSON.stringify;
+
+  let nonce = null;
+  let recorded = false;
+  let fatal = null; // {err, origin} once an exception is known to be fatal
+
+  const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+  function sleep(ms) {
+    Atomics.wait(sleepCell, 0, 0, ms);
+  }
+
+  // stdio may be non-blocking (libuv sets O_NONBLOCK on pipes it opens):
+  // retry EAGAIN with a short sleep instead of failing.
+  function writeAll(fd, buf) {
+    let off = 0;
+    while (off < buf.length) {
+      try {
+        off += writeSync(fd, buf, off, buf.length - off);
+      } catch (e) {
+        if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') sleep(1);
+        else if (e.code !== 'EINTR') throw e;
+      }
+    }
+  }
+
+  function readSome(buf, off, len) {
+    for (;;) {
+      try {
+        return readSync(0, buf, off, len, null);
+      } catch (e) {
+        if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') sleep(1);
+        else if (e.code === 'EOF') return 0;
+        else if (e.code !== 'EINTR') throw e;
+      }
+    }
+  }
+
+  function writeRecord(code, memoryError, runnerError) {
+    if (recorded) return;
+    recorded = true;
+    if (nonce === null) return;
+    const rec = { exit_code: code, memory_error: memoryError };
+    if (runnerError !== undefined) rec.runner_error = runnerError;
+    const line = Buffer.concat([PREFIX, Buffer.from(nonce + ':' + stringify(rec) + '\n')]);
+    // stderr first, then stdout: the engine copies the two streams
+    // independently, so the daemon needs an end mark on each.
+    for (const fd of [2, 1]) {
+      try {
+        writeAll(fd, line);
+      } catch (e) {
+        // That stream is gone; the daemon falls back to EOF for it.
+      }
+    }
+  }
+
+  function runnerFail(msg) {
+    if (nonce === null) {
+      try {
+        writeAll(2, Buffer.from('mcpsbx runner: ' + msg + '\n'));
+      } catch (e) {
+        // ignore
+      }
+    }
+    writeRecord(RUNNER_EXIT, false, msg);
+    origReallyExit.call(proc, RUNNER_EXIT);
+  }
+
+  // The exit status the process is about to have, as Node computes it.
+  function exitCodeOr(dflt) {
+    const c = proc.exitCode;
+    if (c === undefined || c === null) return dflt;
+    return (Number(c) | 0) & 0xff;
+  }
+
+  // ---- Node's fatal-exception report, reproduced ----------------------
+  // Node emits 'exit' *before* it prints an uncaught exception, so a record
+  // written from 'exit' would precede the error text. Where the report can
+  // be reproduced exactly, the runner prints it, writes the record and
+  // exits; otherwise (the source excerpt Node would show is out of reach)
+  // it writes no record and lets Node report natively.
+
+  function findSymbol(obj, description) {
+    for (const s of Object.getOwnPropertySymbols(obj)) {
+      if (s.description === description) return s;
+    }
+    return undefined;
+  }
+
+  // First stack frame with a source position (what V8 uses to place the
+  // message): {loc, line, col} with col 0-based, or null.
+  function firstFrame(stack) {
+    for (const l of stack.split('\n')) {
+      const m = /^\s+at (.*)$/.exec(l);
+      if (m === null) continue;
+      let loc = m[1];
+      if (loc.endsWith(')')) {
+        const i = loc.lastIndexOf(' (');
+        if (i >= 0) loc = loc.slice(i + 2, -1);
+      }
+      const p = /^(.*):(\d+):(\d+)$/.exec(loc);
+      if (p === null) continue; // builtins: "<anonymous>", "native", "index 0"
+      return { loc: p[1], line: Number(p[2]), col: Number(p[3]) - 1 };
+    }
+    return null;
+  }
+
+  function sourceLine(loc, line) {
+    let file;
+    if (loc.startsWith('file://')) {
+      try {
+        file = require('url').fileURLToPath(loc);
+      } catch (e) {
+        return null;
+      }
+    } else if (path.isAbsolute(loc)) {
+      file = loc;
+    } else {
+      return null; // node:internal/..., eval, ...
+    }
+    let text;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (e) {
+      return null;
+    }
+    const lines = text.split(/\r\n|[\n\r\u2028\u2029]/);
+    return line >= 1 && line <= lines.length ? lines[line - 1] : null;
+  }
+
+  // node_errors.cc GetErrorSource: the underline is built over the UTF-8
+  // bytes of the line using V8's (UTF-16) columns.
+  function errorSource(loc, line, src, start, end) {
+    let s = loc + ':' + line + '\n' + src + '\n';
+    const b = Buffer.from(src, 'utf8');
+    if (start > end || start < 0 || end > b.length) return s;
+    let u = '';
+    for (let i = 0; i < start && b[i] !== 0 && u.length < 1020; i++) u += b[i] === 9 ? '\t' : ' ';
+    for (let i = start; i < end && b[i] !== 0 && u.length < 1020; i++) u += '^';
+    return s + u + '\n';
+  }
+
+  function renderFatal(err, origin) {
+    if (!util.types.isNativeError(err)) return null;
+    const stack = err.stack;
+    if (typeof stack !== 'string') return null;
+    let arrow = '';
+    // Errors that left user code through a vm boundary (the main module's
+    // top level runs under this -e script) already carry the arrow.
+    const decorated = /^[^\n]*:\d+\n[^\n]*\n(?:[\t ]*\^+\n)?\n/.test(stack);
+    const enhance = findSymbol(err, 'kEnhanceStackBeforeInspector');
+    if (!decorated) {
+      // An unhandled 'error' event is thrown inside node:events; engine
+      // SyntaxErrors (JSON.parse, eval) carry a position of their own.
+      if (enhance !== undefined || err.name === 'SyntaxError') return null;
+      const f = firstFrame(stack);
+      if (f === null) return null;
+      const src = sourceLine(f.loc, f.line);
+      if (src === null) return null;
+      let start = f.col;
+      if (origin !== 'unhandledRejection') {
+        // A synchronous throw is placed at the throw statement, not where
+        // the error was created; only `throw new X(...)` on one line, or an
+        // error the engine raised where it stands, can be placed exactly.
+        const before = src.slice(0, f.col);
+        const t = /\bthrow\s+$/.exec(before);
+        if (t !== null) start = t.index;
+        else if (/^new\b/.test(src.slice(f.col))) return null;
+      }
+      arrow = errorSource(f.loc, f.line, src, start, start + 1) + '\n';
+    }
+    if (enhance !== undefined && typeof err[enhance] === 'function') {
+      try {
+        err.stack = err[enhance]();
+      } catch (e) {
+        // as Node: keep the stack as it is
+      }
+    }
+    let trace;
+    try {
+      const tty = require('tty');
+      const colors =
+        (tty.isatty(2) && proc.stderr.hasColors && proc.stderr.hasColors()) ||
+        util.inspect.defaultOptions.colors;
+      trace = util.inspect(err, {
+        colors: Boolean(colors),
+        customInspect: false,
+        depth: Math.max(util.inspect.defaultOptions.depth, 5),
+      });
+    } catch (e) {
+      trace = String(err.stack);
+    }
+    return arrow + trace + '\n\nNode.js ' + proc.version + '\n';
+  }
+
+  function isMemoryError(err) {
+    return (
+      util.types.isNativeError(err) &&
+      err.name === 'RangeError' &&
+      /allocation failed/i.test(String(err.message))
+    );
+  }
+
+  function onExit() {
+    if (fatal === null) {
+      writeRecord(exitCodeOr(0), false);
+      return;
+    }
+    let text = null;
+    try {
+      text = renderFatal(fatal.err, fatal.origin);
+    } catch (e) {
+      text = null;
+    }
+    if (text === null) return;
+    const code = exitCodeOr(1);
+    try {
+      writeAll(2, Buffer.from(text));
+    } catch (e) {
+      // stderr is gone; the record still matters
+    }
+    writeRecord(code, isMemoryError(fatal.err));
+    origReallyExit.call(proc, code);
+  }
+
+  // Load now, while waiting, what the program's first stdio use needs
+  // (stdout/stderr pipes are net.Sockets; stdin, a file, is a ReadStream).
+  // Only modules: creating the streams would make fd 1/2 non-blocking early.
+  require('net');
+  void fs.ReadStream;
+
+  // ---- read the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON -----
+  let req;
+  try {
+    // One byte at a time for the header, so nothing past the frame is read.
+    const one = Buffer.alloc(1);
+    let header = '';
+    for (;;) {
+      if (readSome(one, 0, 1) === 0) return runnerFail('end of input before the request header');
+      if (one[0] === 0x0a) break;
+      header += String.fromCharCode(one[0]);
+      if (header.length > 32) return runnerFail('request header too long');
+    }
+    const hm = /^mcpsbx\/1 ([0-9]{1,10})$/.exec(header);
+    if (hm === null) return runnerFail('bad request header');
+    const len = Number(hm[1]);
+    if (len > MAX_REQUEST) return runnerFail('request too large');
+    const body = Buffer.alloc(len);
+    for (let off = 0; off < len; ) {
+      const n = readSome(body, off, len - off);
+      if (n === 0) return runnerFail('end of input inside the request');
+      off += n;
+    }
+    try {
+      req = JSON.parse(body.toString('utf8'));
+    } catch (e) {
+      return runnerFail('request is not JSON: ' + e.message);
+    }
+  } catch (e) {
+    return runnerFail('cannot read the request: ' + e.message);
+  }
+  if (req === null || typeof req !== 'object' || Array.isArray(req))
+    return runnerFail('request is not a JSON object');
+  if (typeof req.nonce !== 'string' || !/^[0-9a-f]{32}$/.test(req.nonce))
+    return runnerFail('request has no valid nonce');
+  nonce = req.nonce;
+  const code = req.code;
+  const stdin = req.stdin === undefined || req.stdin === null ? '' : req.stdin;
+  req = null;
+  if (typeof code !== 'string' || typeof stdin !== 'string')
+    return runnerFail('request code/stdin must be strings');
+
+  // ---- CommonJS or ES module ------------------------------------------
+  // Like Node 22's module detection: only a SyntaxError that ESM syntax
+  // would explain switches to ESM; any other error is left for the CJS
+  // loader to report as usual.
+  const ESM_ONLY = [
+    'Cannot use import statement outside a module',
+    "Unexpected token 'export'",
+    "Cannot use 'import.meta' outside a module",
+  ];
+  function needsESM(src, filename) {
+    try {
+      vm.compileFunction(src, CJS_PARAMS, { filename });
+      return false;
+    } catch (e) {
+      if (!(e instanceof SyntaxError)) return false;
+      const m = e.message;
+      if (ESM_ONLY.includes(m)) return true;
+      if (
+        m !== 'await is only valid in async functions and the top level bodies of modules' &&
+        m !== 'Unexpected reserved word' &&
+        !/^Identifier '(module|exports|require|__filename|__dirname)' has already been declared$/.test(m)
+      )
+        return false;
+      // Top-level await / CJS-only name clashes: ESM if it parses as an
+      // async function body (where both are legal), or fails there only on
+      // ESM syntax.
+      try {
+        const body = src.startsWith('#!') ? '//' + src.slice(2) : src;
+        new vm.Script('(async function () {' + body + '\n})', { filename });
+        return true;
+      } catch (e2) {
+        return ESM_ONLY.includes(e2.message);
+      }
+    }
+  }
+
+  let mainPath;
+  try {
+    const cwd = proc.cwd();
+    const esm = needsESM(code, path.join(cwd, 'main.js'));
+    mainPath = path.join(cwd, esm ? 'main.mjs' : 'main.js');
+    fs.writeFileSync(mainPath, code);
+    // An unlinked regular file as fd 0: the program reads exactly the given
+    // bytes, then EOF, through any API (process.stdin, fs.readFileSync(0),
+    // /dev/stdin, child processes). closeSync(0) makes 0 the lowest free fd.
+    const stdinPath = path.join(cwd, '.mcpsbx-stdin');
+    fs.writeFileSync(stdinPath, stdin, { mode: 0o600 });
+    try {
+      fs.closeSync(0);
+    } catch (e) {
+      // already closed: openSync below still gets 0
+    }
+    const fd = fs.openSync(stdinPath, 'r');
+    fs.unlinkSync(stdinPath);
+    if (fd !== 0) {
+      // fd 0 could not be taken over: serve process.stdin from the file.
+      let stream = null;
+      Object.defineProperty(proc, 'stdin', {
+        configurable: true,
+        enumerable: true,
+        get() {
+          if (stream === null) stream = fs.createReadStream('', { fd });
+          return stream;
+        },
+      });
+    }
+  } catch (e) {
+    return runnerFail('cannot prepare the working directory: ' + e.message);
+  }
+
+  // ---- make this process look like `node main.js` ---------------------
+  // `node -e` exposes require/module/exports/__filename/__dirname and every
+  // built-in module (fs, path, ...: lazy getters whose setter is Node's
+  // `setReal`) as globals, and keeps the runner in process._eval and
+  // execArgv (which child_process.fork would replay).
+  for (const g of ['require', 'module', 'exports', '__filename', '__dirname']) delete globalThis[g];
+  for (const g of Object.getOwnPropertyNames(globalThis)) {
+    const d = Object.getOwnPropertyDescriptor(globalThis, g);
+    if (d.configurable && d.set !== undefined && d.set.name === 'setReal') delete globalThis[g];
+  }
+  delete proc._eval;
+  const execArgv = [];
+  for (let i = 0; i < proc.execArgv.length; i++) {
+    const a = proc.execArgv[i];
+    if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
+    else if (!a.startsWith('--eval=') && !a.startsWith('--print=')) execArgv.push(a);
+  }
+  proc.execArgv = execArgv;
+  proc.argv.length = 1;
+  proc.argv.push(mainPath);
+
+  // The record goes out after every 'exit' listener (ours must run last,
+  // and listeners registered later would run after a plain listener), and
+  // from reallyExit for process.exit() called inside an 'exit' listener.
+  proc.emit = function emit(ev) {
+    if (ev === 'uncaughtException' && !recorded) {
+      const handled = origEmit.apply(this, arguments);
+      if (!handled) fatal = { err: arguments[1], origin: arguments[2] };
+      return handled;
+    }
+    if (ev === 'exit' && !recorded && proc._exiting === true) {
+      // An exception from a listener propagates: Node reports it natively.
+      const r = origEmit.apply(this, arguments);
+      onExit();
+      return r;
+    }
+    return origEmit.apply(this, arguments);
+  };
+  proc.reallyExit = function reallyExit(code) {
+    writeRecord(((Number(code) | 0) & 0xff), false);
+    return origReallyExit.apply(this, arguments);
+  };
+
+  // Not inside try/catch: an error thrown by the main module's top level
+  // must reach Node's own handling (which decorates it with the source
+  // line) exactly as under `node main.js`.
+  Module.runMain(mainPath);
+})(require);

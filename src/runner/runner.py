@@ -1,0 +1,284 @@
+# mcp-sandboxd in-container runner for Python (protocol: src/runner.h).
+# Started as `python3 -u -c <this file>`; waits on stdin for one framed
+# request, runs the code in this process as the main program, then writes
+# the completion record on stdout. Standard library only (Python >= 3.8).
+# Everything lives inside one function so that the program's namespace
+# (a fresh __main__ module) sees none of the runner's names.
+
+
+def _mcpsbx_runner():
+    import os
+    import sys
+
+    from json import dumps, loads
+
+    prefix = b"\x00\x1emcpsbx-done:"
+    max_request = 64 << 20
+    runner_exit = 76  # EX_PROTOCOL: the runner itself failed
+    own_code = _mcpsbx_runner.__code__
+    # Bound now: the program may monkeypatch os, json or sys.
+    os_write, os_exit, os_getpid = os.write, os._exit, os.getpid
+    own_pid = os_getpid()
+    nonce = [None]
+
+    def wait_fd(fd, write):
+        # Only reached if someone made a stdio fd non-blocking.
+        import select
+
+        if write:
+            select.select([], [fd], [])
+        else:
+            select.select([fd], [], [])
+
+    def write_all(fd, data):
+        view = memoryview(data)
+        while view:
+            try:
+                n = os_write(fd, view)
+            except BlockingIOError:
+                wait_fd(fd, True)
+                continue
+            view = view[n:]
+
+    def read_some(n):
+        while True:
+            try:
+                return os.read(0, n)
+            except BlockingIOError:
+                wait_fd(0, False)
+
+    def finish(status, memory_error=False, runner_error=None):
+        # A child forked by the program must not claim the run is over.
+        if os_getpid() == own_pid and nonce[0] is not None:
+            rec = {"exit_code": status, "memory_error": memory_error}
+            if runner_error is not None:
+                rec["runner_error"] = runner_error
+            line = prefix + nonce[0] + b":" + dumps(rec, separators=(",", ":")).encode() + b"\n"
+            # stderr first, then stdout: the engine copies the two streams
+            # independently, so the daemon needs an end mark on each.
+            for fd in (2, 1):
+                try:
+                    write_all(fd, line)
+                except OSError:
+                    pass
+        os_exit(status)
+
+    def runner_fail(msg):
+        if nonce[0] is None:
+            # No nonce, no record: stderr and the exit status are all we have.
+            try:
+                write_all(2, ("mcpsbx runner: %s\n" % msg).encode("utf-8", "replace"))
+            except OSError:
+                pass
+        finish(runner_exit, runner_error=msg)
+
+    # ---- the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON ----------
+    # The header is read a byte at a time so nothing past the frame is
+    # consumed.
+    header = b""
+    while True:
+        b = read_some(1)
+        if not b:
+            runner_fail("end of input before the request header")
+        if b == b"\n":
+            break
+        header += b
+        if len(header) > 32:
+            runner_fail("request header too long")
+    proto, _, size = header.partition(b" ")
+    if proto != b"mcpsbx/1" or not size.isdigit() or len(size) > 10:
+        runner_fail("bad request header")
+    size = int(size)
+    if size > max_request:
+        runner_fail("request too large")
+    chunks = []
+    left = size
+    while left > 0:
+        b = read_some(min(left, 1 << 20))
+        if not b:
+            runner_fail("end of input inside the request")
+        chunks.append(b)
+        left -= len(b)
+    body = b"".join(chunks)
+    del chunks
+
+    try:
+        # surrogateescape keeps any non-UTF-8 bytes exactly as sent.
+        req = loads(body.decode("utf-8", "surrogateescape"))
+    except ValueError as e:
+        runner_fail("request is not JSON: %s" % e)
+    del body
+    if not isinstance(req, dict):
+        runner_fail("request is not a JSON object")
+    n = req.get("nonce")
+    if (
+        not isinstance(n, str)
+        or len(n) != 32
+        or any(c not in "0123456789abcdef" for c in n)
+    ):
+        runner_fail("request has no valid nonce")
+    nonce[0] = n.encode("ascii")
+    code = req.get("code")
+    stdin = req.get("stdin")
+    if stdin is None:
+        stdin = ""
+    if not isinstance(code, str) or not isinstance(stdin, str):
+        runner_fail("request code/stdin must be strings")
+    del req
+    code = code.encode("utf-8", "surrogateescape")
+    stdin = stdin.encode("utf-8", "surrogateescape")
+
+    # ---- files: main.py (tracebacks, inspect, multiprocessing) and stdin --
+    try:
+        cwd = os.getcwd()
+        main_path = os.path.join(cwd, "main.py")
+        fd = os.open(main_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            write_all(fd, code)
+        finally:
+            os.close(fd)
+        # An unlinked regular file as fd 0: the program reads exactly the
+        # given bytes, then EOF, through any API (sys.stdin, os.read(0),
+        # /dev/stdin, child processes).
+        stdin_path = os.path.join(cwd, ".mcpsbx-stdin")
+        fd = os.open(stdin_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.unlink(stdin_path)
+        write_all(fd, stdin)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.dup2(fd, 0)
+        os.close(fd)
+    except OSError as e:
+        runner_fail("cannot prepare the working directory: %s" % e)
+    del stdin
+
+    import builtins
+    import io
+    from importlib.machinery import SourceFileLoader
+
+    # A fresh sys.stdin, built the way the interpreter builds it, so nothing
+    # cached about the old pipe (seekability) survives.
+    old = sys.stdin
+    if old is not None:
+        raw = io.FileIO(0, "rb", closefd=False)
+        raw.name = "<stdin>"
+        new = io.TextIOWrapper(
+            io.BufferedReader(raw),
+            encoding=old.encoding,
+            errors=old.errors,
+            newline="\n",
+        )
+        new.mode = "r"
+        sys.stdin = sys.__stdin__ = new
+        del new, raw
+    del old
+
+    # ---- the program's __main__ -----------------------------------------
+    mod = type(sys)("__main__")
+    mod.__file__ = main_path
+    mod.__cached__ = None
+    mod.__builtins__ = builtins
+    mod.__annotations__ = {}
+    mod.__loader__ = SourceFileLoader("__main__", main_path)
+    sys.modules["__main__"] = mod
+    sys.argv = ["main.py"]
+    if sys.path:
+        sys.path[0] = cwd
+    else:
+        sys.path.insert(0, cwd)
+
+    def print_exception(exc):
+        # The runner's own frames (exec, this function) are not the
+        # program's: the traceback starts at the user's file as it would
+        # under `python3 main.py`.
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code is own_code:
+            tb = tb.tb_next
+        exc.__traceback__ = tb
+        sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
+        hook = getattr(sys, "excepthook", None)
+        try:
+            if hook is None:
+                raise RuntimeError("lost sys.excepthook")
+            hook(type(exc), exc, tb)
+        except BaseException as hook_exc:
+            try:
+                sys.__excepthook__(type(hook_exc), hook_exc, hook_exc.__traceback__)
+                print("\nOriginal exception was:", file=sys.stderr)
+                sys.__excepthook__(type(exc), exc, tb)
+            except BaseException:
+                pass
+
+    def exit_status(exc):
+        # What the interpreter does with an uncaught SystemExit.
+        c = exc.code
+        if c is None:
+            return 0
+        if isinstance(c, int):
+            return c & 0xFF if -(1 << 63) <= c < (1 << 63) else 0xFF
+        try:
+            err = sys.stderr
+            if err is not None:
+                err.write(str(c) + "\n")
+        except BaseException:
+            pass
+        return 1
+
+    status = 0
+    memory_error = False
+    try:
+        # Compiling the bytes (not a str) honours coding cookies and reports
+        # bad encodings exactly as running the file would.
+        exec(compile(code, main_path, "exec", dont_inherit=True), mod.__dict__)
+    except SystemExit as exc:
+        status = exit_status(exc)
+    except BaseException as exc:
+        memory_error = isinstance(exc, MemoryError)
+        status = 130 if isinstance(exc, KeyboardInterrupt) else 1
+        try:
+            print_exception(exc)
+        except BaseException:
+            pass
+    del code
+
+    # ---- interpreter shutdown, in Py_FinalizeEx's order -----------------
+    # Non-daemon threads first (this also runs threading._register_atexit
+    # callbacks such as concurrent.futures'), then atexit, then flushing.
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        shutdown = getattr(threading, "_shutdown", None)
+        try:
+            if shutdown is not None:
+                shutdown()
+            else:
+                for t in threading.enumerate():
+                    if not t.daemon and t is not threading.current_thread():
+                        t.join()
+        except SystemExit:
+            pass
+        except BaseException as exc:
+            print_exception(exc)
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+
+    for name in ("stdout", "stderr"):
+        f = getattr(sys, name, None)
+        try:
+            if f is not None and not getattr(f, "closed", False):
+                f.flush()
+        except BaseException as exc:
+            # As the interpreter does: report, and exit 120 for stdout.
+            if name == "stdout":
+                status = 120
+            msg = "Exception ignored in: %r\n%s: %s\n" % (f, type(exc).__name__, exc)
+            try:
+                write_all(2, msg.encode("utf-8", "replace"))
+            except BaseException:
+                pass
+    finish(status, memory_error)
+
+
+_mcpsbx_runner()

@@ -1,0 +1,63 @@
+/* Small helpers shared by every module: allocation that never returns NULL,
+ * scoped cleanup, and array sizing. */
+#ifndef MCPSBX_UTIL_H
+#define MCPSBX_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define ATTR_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define ATTR_WARN_UNUSED  __attribute__((warn_unused_result))
+
+/* Allocation failure in a daemon that caps every buffer means the host is
+ * out of memory; aborting is the only honest answer (as crun does). */
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t n);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) ATTR_PRINTF(1, 2);
+char *xvasprintf(const char *fmt, va_list ap) ATTR_PRINTF(1, 0);
+
+static inline void util_freep(void *p)
+{
+    free(*(void **)p);
+}
+
+static inline void util_closep(const int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+}
+
+#define cleanup_free  __attribute__((cleanup(util_freep)))
+#define cleanup_close __attribute__((cleanup(util_closep)))
+
+/* Monotonic clock in milliseconds, for deadlines and durations. */
+double util_now_ms(void);
+
+/* Fills buf with n cryptographically random bytes; returns 0 or -1. */
+int util_random_bytes(void *buf, size_t n);
+
+/* Writes 2*n lowercase hex digits plus NUL into out. */
+void util_hex(const unsigned char *in, size_t n, char *out);
+
+/* Writes all of buf to fd, retrying on EINTR and short writes. */
+int util_write_all(int fd, const void *buf, size_t n);
+
+/* True when s is valid UTF-8 of exactly n bytes. */
+int util_utf8_valid(const char *s, size_t n);
+
+
+
+/* Returns an allocated copy of s[0..n) that is valid UTF-8: each invalid
+ * byte becomes U+FFFD. *out_len gets the length (the copy is also
+ * NUL-terminated but may contain NULs). */
+char *util_utf8_sanitize(const char *s, size_t n, size_t *out_len);
+
+#endif

@@ -1,0 +1,120 @@
+/* libFuzzer harness for JSON-RPC framing: untrusted bytes from stdin or an
+ * HTTP body go through jsonrpc_parse, then jsonrpc_classify on the object
+ * or on each element of a batch.
+ *
+ * Beyond "no crash, no leak", it checks what the callers rely on: a failed
+ * parse always has a message, classify fills the fields its kind promises,
+ * and every reply the daemon would build from a message (an error naming
+ * the method, echoing the id) serializes to one line of valid UTF-8 JSON
+ * that parses again.
+ *
+ * Build and run: scripts/fuzz.sh build; build/fuzz/fuzz_jsonrpc CORPUS...
+ * Replay one input: build/fuzz/fuzz_jsonrpc FILE */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonrpc.h"
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A reply must be one line of valid UTF-8 JSON that the parser accepts. */
+static void check_reply(json_object *reply)
+{
+    size_t len = 0;
+    const char *s = jsonrpc_serialize(reply, &len);
+    CHECK(s != NULL);
+    CHECK(memchr(s, '\n', len) == NULL);
+    CHECK(util_utf8_valid(s, len));
+    json_object *again = NULL;
+    struct err err = ERR_INIT;
+    if (jsonrpc_parse(s, len, &again, &err) < 0) {
+        fprintf(stderr, "reply does not parse again (%s): %.*s\n", err_msg(&err), (int)len, s);
+        abort();
+    }
+    json_object_put(again);
+}
+
+static void classify_one(json_object *msg)
+{
+    struct jsonrpc_msg m;
+    jsonrpc_classify(msg, &m);
+    switch (m.kind) {
+    case JSONRPC_REQUEST:
+        CHECK(m.method != NULL);
+        CHECK(jsonrpc_valid_id(m.id));
+        CHECK(m.invalid_reason == NULL);
+        break;
+    case JSONRPC_NOTIFICATION:
+        CHECK(m.method != NULL);
+        CHECK(m.id == NULL);
+        CHECK(m.invalid_reason == NULL);
+        break;
+    case JSONRPC_RESPONSE:
+        CHECK(m.method == NULL);
+        break;
+    case JSONRPC_INVALID:
+        CHECK(m.invalid_reason != NULL);
+        CHECK(m.method == NULL);
+        break;
+    default:
+        CHECK(!"unknown kind");
+    }
+    CHECK(m.id == NULL || jsonrpc_valid_id(m.id));
+    if (m.params)
+        CHECK(json_object_is_type(m.params, json_type_object) ||
+              json_object_is_type(m.params, json_type_array));
+
+    /* What the server answers: an error that names the method (it came from
+     * the client and may hold any escaped text, lone surrogates included),
+     * or a result echoing the id. */
+    json_object *reply;
+    if (m.kind == JSONRPC_INVALID) {
+        reply = jsonrpc_error(m.id, JSONRPC_INVALID_REQUEST, m.invalid_reason, NULL);
+    } else if (m.method) {
+        size_t n = strlen(m.method);
+        char *text = xasprintf("Method not found: %.*s", (int)(n > 200 ? 200 : n), m.method);
+        reply = jsonrpc_error(m.id, JSONRPC_METHOD_NOT_FOUND, text,
+                              m.params ? json_object_get(m.params) : NULL);
+        free(text);
+    } else {
+        reply = jsonrpc_result(m.id, NULL);
+    }
+    check_reply(reply);
+    json_object_put(reply);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    json_object *obj = NULL;
+    struct err err = ERR_INIT;
+    if (jsonrpc_parse((const char *)data, size, &obj, &err) < 0) {
+        CHECK(obj == NULL);
+        CHECK(err.msg != NULL && err.code != ERR_OK);
+        /* The message goes back to the client in a -32700 error. */
+        json_object *reply = jsonrpc_error(NULL, JSONRPC_PARSE_ERROR, err_msg(&err), NULL);
+        check_reply(reply);
+        json_object_put(reply);
+        err_clear(&err);
+        return 0;
+    }
+    CHECK(err.msg == NULL);
+    if (json_object_is_type(obj, json_type_array)) {
+        size_t n = json_object_array_length(obj);
+        for (size_t i = 0; i < n; i++)
+            classify_one(json_object_array_get_idx(obj, i));
+    } else {
+        classify_one(obj);
+    }
+    json_object_put(obj);
+    return 0;
+}

@@ -1,0 +1,144 @@
+/* libFuzzer harness for tool arguments, the part of a tools/call that the
+ * client controls. The input is parsed as JSON (as jsonrpc_parse would);
+ * when it is an object it goes to tools_parse_args for each run tool, once
+ * with the default configuration and once with tight limits.
+ *
+ * Checks: a refusal always has a message; an accepted call has code within
+ * max_code_bytes, the language of the tool, and a timeout and memory limit
+ * inside the configured bounds. Then the input bytes are used as a
+ * program's stdout and stderr for tools_result, whose CallToolResult must
+ * serialize to valid UTF-8 JSON whatever bytes the program wrote.
+ *
+ * Replay one input: build/fuzz/fuzz_tool_args FILE */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonrpc.h"
+#include "tools.h"
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+static struct config cfg_default;
+static struct config cfg_tight;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    struct err err = ERR_INIT;
+    if (tools_init(&err) < 0) {
+        fprintf(stderr, "tools_init: %s\n", err_msg(&err));
+        abort();
+    }
+    config_init(&cfg_default);
+    config_init(&cfg_tight);
+    cfg_tight.max_code_bytes = 16;
+    cfg_tight.timeout_ms = 500;
+    cfg_tight.max_timeout_ms = 1000;
+    cfg_tight.memory_mb = 32;
+    cfg_tight.max_memory_mb = 64;
+    return 0;
+}
+
+static void check_args(const struct config *cfg, const char *name, json_object *args)
+{
+    struct tools_run_args a;
+    struct err err = ERR_INIT;
+    if (tools_parse_args(cfg, name, args, &a, &err) < 0) {
+        CHECK(err.msg != NULL);
+        CHECK(err.code == ERR_INVALID || err.code == ERR_TOO_BIG);
+        err_clear(&err);
+        return;
+    }
+    CHECK(err.msg == NULL);
+    CHECK(a.code != NULL);
+    CHECK((long long)a.code_len <= cfg->max_code_bytes);
+    CHECK(a.stdin_data != NULL || a.stdin_len == 0);
+    CHECK((long long)a.stdin_len <= cfg->max_code_bytes);
+    CHECK(a.timeout_ms >= 1 && a.timeout_ms <= cfg->max_timeout_ms);
+    CHECK(a.memory_mb >= 16 && a.memory_mb <= cfg->max_memory_mb);
+    if (strcmp(name, "run_python_code") == 0)
+        CHECK(a.language == EXEC_PYTHON);
+    else if (strcmp(name, "run_js_code") == 0)
+        CHECK(a.language == EXEC_JAVASCRIPT);
+    else
+        CHECK(a.language == EXEC_PYTHON || a.language == EXEC_JAVASCRIPT);
+}
+
+/* Program output is arbitrary bytes; the result built from it must still
+ * be one line of valid UTF-8 JSON. */
+static void check_result(const uint8_t *data, size_t size)
+{
+    struct exec_result res;
+    exec_result_init(&res);
+    buf_init(&res.out, size);
+    buf_init(&res.err, size);
+    size_t half = size / 2;
+    unsigned char sel = size ? data[0] : 0;
+    CHECK(buf_add(&res.out, data, half) == 0);
+    CHECK(buf_add(&res.err, data + half, size - half) == 0);
+    res.status = (enum exec_status)(sel % 6);
+    res.has_exit_code = sel & 0x08;
+    res.exit_code = (int)(sel >> 4) - 1;
+    res.truncated = sel & 0x40;
+    res.duration_ms = (double)size * 1.25;
+    if (sel & 0x80)
+        res.message = xstrndup((const char *)data, size < 64 ? size : 64);
+
+    for (int structured = 0; structured < 2; structured++) {
+        struct tools_features f = {.annotations = true, .structured = structured};
+        json_object *r = tools_result(&res, (sel & 1) ? EXEC_JAVASCRIPT : EXEC_PYTHON, &f);
+        CHECK(r != NULL);
+        json_object *v = NULL;
+        CHECK(json_object_object_get_ex(r, "isError", &v) &&
+              json_object_is_type(v, json_type_boolean));
+        CHECK(json_object_object_get_ex(r, "content", &v) &&
+              json_object_is_type(v, json_type_array) && json_object_array_length(v) >= 1);
+        size_t len = 0;
+        const char *s = jsonrpc_serialize(r, &len);
+        CHECK(util_utf8_valid(s, len));
+        CHECK(memchr(s, '\n', len) == NULL);
+        json_object *again = NULL;
+        struct err err = ERR_INIT;
+        if (jsonrpc_parse(s, len, &again, &err) < 0) {
+            fprintf(stderr, "result does not parse again (%s)\n", err_msg(&err));
+            abort();
+        }
+        json_object_put(again);
+        json_object_put(r);
+    }
+    exec_result_free(&res);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const char *const names[] = {"run_python_code", "run_js_code", "execute_code"};
+
+    if (size <= (size_t)INT32_MAX) {
+        json_tokener *tok = json_tokener_new_ex(JSONRPC_MAX_DEPTH);
+        CHECK(tok != NULL);
+        json_object *obj = json_tokener_parse_ex(tok, (const char *)data, (int)size);
+        if (json_tokener_get_error(tok) == json_tokener_success &&
+            json_object_is_type(obj, json_type_object)) {
+            for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+                check_args(&cfg_default, names[i], obj);
+                check_args(&cfg_tight, names[i], obj);
+            }
+        }
+        json_object_put(obj);
+        json_tokener_free(tok);
+    }
+    check_result(data, size);
+    return 0;
+}

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Integration suite: the daemon over stdio, driven by the official MCP SDK
+# client, against real engines.
+#
+#   tests/integration/run.sh [docker] [podman] [asan]
+#
+# Passes (default: all three, in this order):
+#   docker  build/mcp-sandboxd      on Docker  (/var/run/docker.sock)
+#   podman  build/mcp-sandboxd      on Podman  (/run/podman/podman.sock)
+#   asan    build/asan/mcp-sandboxd on Docker, ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+#           (a leak or sanitizer report at exit fails the test that closed
+#           that daemon)
+#
+# Builds nothing except `npm ci` in tests/ when node_modules is missing or
+# older than package-lock.json (make integration builds both binaries).
+# Before each pass: scripts/engine.sh start <engine>, then
+# DOCKER_HOST=unix://<socket> scripts/images.sh. The docker and podman passes
+# also print hello-world latency (tests/integration/latency.mjs; figures
+# only, never asserted).
+#
+# Prints a summary per pass and finally exactly
+#   integration: N passed, M failed
+# counting tests (a pass whose setup fails counts as one failed test).
+# Exits non-zero on any failure.
+#
+# Environment: INTEGRATION_PASS_TIMEOUT (seconds per suite run, default 480).
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+readonly ROOT
+readonly TESTS=$ROOT/tests
+readonly DOCKER_SOCK=/var/run/docker.sock
+readonly PODMAN_SOCK=/run/podman/podman.sock
+readonly PASS_TIMEOUT=${INTEGRATION_PASS_TIMEOUT:-480}
+
+log() { printf 'integration: %s\n' "$*" >&2; }
+
+passes=("$@")
+[ ${#passes[@]} -eq 0 ] && passes=(docker podman asan)
+for p in "${passes[@]}"; do
+	case $p in
+	docker | podman | asan) ;;
+	-h | --help)
+		sed -n '2,26s/^# \{0,1\}//p' "$0"
+		exit 0
+		;;
+	*)
+		log "unknown pass '$p' (docker, podman, asan)"
+		exit 2
+		;;
+	esac
+done
+
+command -v node >/dev/null || { log "node not found"; exit 2; }
+command -v npm >/dev/null || { log "npm not found"; exit 2; }
+
+# ---- node_modules ------------------------------------------------------------
+if [ ! -f "$TESTS/node_modules/.package-lock.json" ] ||
+	[ "$TESTS/package-lock.json" -nt "$TESTS/node_modules/.package-lock.json" ] ||
+	[ "$TESTS/package.json" -nt "$TESTS/node_modules/.package-lock.json" ]; then
+	log "installing test dependencies (npm ci)"
+	if ! (cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+		log "npm ci failed in $TESTS"
+		echo "integration: 0 passed, 1 failed"
+		exit 1
+	fi
+fi
+
+work=$(mktemp -d /tmp/mcpsbx-integration.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+total_pass=0
+total_fail=0
+summaries=()
+
+# tap_count FILE KEY: the number on the "# KEY N" line of a TAP summary.
+tap_count() {
+	local n
+	n=$(sed -n "s/^# $2 \([0-9][0-9]*\)\$/\1/p" "$1" 2>/dev/null | tail -n 1)
+	echo "${n:-}"
+}
+
+# run_pass NAME ENGINE SOCKET BINARY [latency]
+run_pass() {
+	local name=$1 engine=$2 sock=$3 bin=$4 latency=${5:-}
+	local t0 pass fail cancelled tests tap=$work/$name.tap rc
+	t0=$(date +%s)
+	echo
+	echo "=== integration pass '$name': $bin on $engine ($sock) ==="
+
+	local setup_err=""
+	if [ ! -x "$ROOT/$bin" ]; then
+		setup_err="$bin not found (make integration builds it)"
+	elif ! "$ROOT/scripts/engine.sh" start "$engine"; then
+		setup_err="scripts/engine.sh start $engine failed"
+	elif ! DOCKER_HOST=unix://$sock "$ROOT/scripts/images.sh"; then
+		setup_err="scripts/images.sh failed for $engine"
+	fi
+	if [ -n "$setup_err" ]; then
+		log "$name: $setup_err"
+		summaries+=("$name: SETUP FAILED ($setup_err)")
+		total_fail=$((total_fail + 1))
+		return
+	fi
+
+	local -a env=(MCPSANDBOXD_BIN="$bin" MCPSANDBOXD_ENGINE="unix://$sock")
+	if [ "$name" = asan ]; then
+		# LeakSanitizer works here (root, ptrace allowed); abort_on_error turns
+		# any report into SIGABRT, which the suite's exit checks catch.
+		env+=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+			UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+	fi
+
+	(cd "$ROOT" && env "${env[@]}" timeout --kill-after=10 "$PASS_TIMEOUT" \
+		node --test \
+		--test-reporter=spec --test-reporter-destination=stdout \
+		--test-reporter=tap --test-reporter-destination="$tap" \
+		tests/integration/*.test.mjs)
+	rc=$?
+	pass=$(tap_count "$tap" pass)
+	fail=$(tap_count "$tap" fail)
+	cancelled=$(tap_count "$tap" cancelled)
+	tests=$(tap_count "$tap" tests)
+	if [ -z "$pass" ] || [ -z "$fail" ]; then
+		# No summary: the runner was killed (timeout) or crashed.
+		pass=${pass:-0}
+		fail=$(( ${fail:-0} + 1 ))
+		log "$name: the test run ended without a summary (exit $rc; timeout ${PASS_TIMEOUT}s?)"
+	fi
+	fail=$((fail + ${cancelled:-0}))
+	if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
+		fail=1
+		log "$name: node --test exited $rc with no failed test"
+	fi
+
+	local extra=""
+	if [ -n "$latency" ]; then
+		local lat
+		if lat=$(cd "$ROOT" && env "${env[@]}" timeout 300 node tests/integration/latency.mjs 20 2>&1); then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+		fi
+		echo "$lat"
+		extra=$(printf '%s' "$lat" | sed -n 's/.*client round trip: /  latency: /p')
+	fi
+
+	total_pass=$((total_pass + pass))
+	total_fail=$((total_fail + fail))
+	summaries+=("$name: $pass passed, $fail failed (of ${tests:-?} tests$([ -n "$latency" ] && echo " + latency")) in $(($(date +%s) - t0)) s${extra:+;$extra}")
+}
+
+for p in "${passes[@]}"; do
+	case $p in
+	docker) run_pass docker docker "$DOCKER_SOCK" build/mcp-sandboxd latency ;;
+	podman) run_pass podman podman "$PODMAN_SOCK" build/mcp-sandboxd latency ;;
+	asan) run_pass asan docker "$DOCKER_SOCK" build/asan/mcp-sandboxd ;;
+	esac
+done
+
+echo
+echo "=== integration summary ==="
+for s in "${summaries[@]}"; do
+	echo "  $s"
+done
+echo "integration: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

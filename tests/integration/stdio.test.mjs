@@ -1,0 +1,1021 @@
+// Integration tests for mcp-sandboxd over stdio.
+//
+// Drives the real daemon with the official MCP TypeScript SDK client
+// (Client + StdioClientTransport) and, for protocol edge cases the SDK will
+// not send, with raw JSON-RPC lines on the daemon's stdin.
+//
+//   node --test tests/integration/stdio.test.mjs
+//
+// Environment:
+//   MCPSANDBOXD_BIN     daemon binary (default build/mcp-sandboxd)
+//   MCPSANDBOXD_ENGINE  engine socket, passed as --engine
+//                       (default $DOCKER_HOST, else unix:///var/run/docker.sock)
+//
+// The engine must be running and have the sandbox images
+// (scripts/engine.sh start docker|podman; scripts/images.sh).
+//
+// Every daemon started here is given MCPSBX_TEST_RUN=<random> through
+// --pass-through-env, so containers this suite created can be told from
+// containers of other daemons on the same engine when checking for leftovers.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = path.resolve(ROOT, process.env.MCPSANDBOXD_BIN || 'build/mcp-sandboxd');
+const ENGINE = process.env.MCPSANDBOXD_ENGINE || process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
+const ENGINE_SOCKET = ENGINE.replace(/^unix:\/\//, '');
+const MANAGED_LABEL = 'io.mcp-sandboxd.managed';
+const RUN_MARKER = 'MCPSBX_TEST_RUN';
+const RUN_ID = randomBytes(8).toString('hex');
+const SUITE_START_S = Math.floor(Date.now() / 1000) - 2;
+
+// Generous: the first run on a cold engine, sanitizer builds and the
+// scientific imports can take a while. Time is asserted only where the
+// behaviour under test is about time (timeouts, unreachable engine).
+const CALL_TIMEOUT_MS = 120_000;
+const TEST_TIMEOUT_MS = 180_000;
+const EXIT_WAIT_MS = 20_000;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---- daemons ---------------------------------------------------------------
+
+/** Every daemon process this file started, to check how each one ended. */
+const allDaemons = [];
+
+/** Environment for a daemon: PATH etc., no MCPSANDBOXD_* from the caller
+ * (those would configure it behind our back), plus the run marker. */
+function daemonEnv(extra = {}, marker = RUN_ID) {
+  const env = {};
+  for (const k of ['PATH', 'HOME', 'LANG', 'ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS']) {
+    if (process.env[k] !== undefined) env[k] = process.env[k];
+  }
+  env[RUN_MARKER] = marker;
+  return { ...env, ...extra };
+}
+
+function daemonArgs(args = [], passThrough = []) {
+  return ['--engine', ENGINE, '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...args];
+}
+
+function tail(s, n = 6000) {
+  return s.length > n ? '...' + s.slice(-n) : s;
+}
+
+/** A daemon driven by the SDK client. */
+class SdkDaemon {
+  constructor(name) {
+    this.name = name;
+    this.stderr = '';
+    this.exit = null; // {code, signal} once it ended
+    this.closed = false;
+    allDaemons.push(this);
+  }
+
+  static async start(name, { args = [], env = {}, passThrough = [], listTools = true } = {}) {
+    const d = new SdkDaemon(name);
+    d.transport = new StdioClientTransport({
+      command: BIN,
+      args: daemonArgs(args, passThrough),
+      env: daemonEnv(env),
+      stderr: 'pipe',
+    });
+    d.transport.stderr.on('data', (c) => {
+      d.stderr += c.toString('utf8');
+    });
+    d.client = new Client({ name: 'mcp-sandboxd-integration', version: '1.0.0' });
+    try {
+      await d.client.connect(d.transport, { timeout: 30_000 });
+      d.proc = d.transport._process; // to see how it exits
+      d.exited = new Promise((resolve) => {
+        if (d.proc.exitCode !== null || d.proc.signalCode !== null) {
+          resolve();
+          return;
+        }
+        d.proc.once('exit', () => resolve());
+      }).then(() => {
+        d.exit = { code: d.proc.exitCode, signal: d.proc.signalCode };
+      });
+      if (listTools) d.tools = (await d.client.listTools()).tools; // also arms output validation
+    } catch (e) {
+      throw annotate(e, d);
+    }
+    return d;
+  }
+
+  call(name, args, opts = {}) {
+    return this.client.callTool({ name, arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS, ...opts });
+  }
+
+  /** Closes stdin and waits for the daemon to exit on its own. */
+  async close() {
+    if (this.closed) return this.exit;
+    this.closed = true;
+    if (this.proc && this.exit === null) {
+      try {
+        this.proc.stdin.end();
+      } catch {
+        /* already gone */
+      }
+      await Promise.race([this.exited, sleep(EXIT_WAIT_MS)]);
+      if (this.exit === null) this.exit = { code: null, signal: null, hung: true };
+    }
+    await this.client.close().catch(() => {}); // kills it if it hung
+    if (this.proc) await Promise.race([this.exited, sleep(5000)]);
+    return this.exit;
+  }
+}
+
+/** Appends the daemon's stderr to a failing assertion. */
+function annotate(e, ...daemons) {
+  if (e && typeof e === 'object' && !e.__annotated) {
+    const extra = daemons
+      .filter(Boolean)
+      .map((d) => `\n--- daemon '${d.name}' stderr (tail) ---\n${tail(d.stderr) || '(empty)'}`)
+      .join('');
+    try {
+      e.message += extra;
+      e.__annotated = true;
+    } catch {
+      /* frozen */
+    }
+  }
+  return e;
+}
+
+async function withDaemon(daemons, fn) {
+  try {
+    return await fn();
+  } catch (e) {
+    throw annotate(e, ...[].concat(daemons));
+  }
+}
+
+/** A daemon driven with raw JSON-RPC lines. */
+class RawDaemon {
+  constructor(name, args = [], env = {}) {
+    this.name = name;
+    this.stderr = '';
+    this.lines = [];
+    this.waiters = [];
+    this.partial = '';
+    this.exit = null;
+    this.closed = false;
+    this.proc = spawn(BIN, daemonArgs(args), { env: daemonEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
+    allDaemons.push(this);
+    this.exited = new Promise((resolve) => {
+      this.proc.once('exit', (code, signal) => {
+        this.exit = { code, signal };
+        resolve();
+      });
+    });
+    this.proc.stdin.on('error', () => {});
+    this.proc.stderr.on('data', (c) => {
+      this.stderr += c.toString('utf8');
+    });
+    this.proc.stdout.on('data', (c) => {
+      this.partial += c.toString('utf8');
+      let i;
+      while ((i = this.partial.indexOf('\n')) >= 0) {
+        const line = this.partial.slice(0, i);
+        this.partial = this.partial.slice(i + 1);
+        this.lines.push(line);
+      }
+      this.wake();
+    });
+    this.proc.stdout.on('end', () => this.wake());
+  }
+
+  wake() {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  sendLine(s) {
+    this.proc.stdin.write(s + '\n');
+  }
+
+  send(obj) {
+    this.sendLine(JSON.stringify(obj));
+  }
+
+  /** Next message on stdout; every line must be one JSON value. */
+  async recv(timeoutMs = 10_000) {
+    const deadline = Date.now() + timeoutMs;
+    while (this.lines.length === 0) {
+      if (this.exit) throw new Error(`daemon exited (${JSON.stringify(this.exit)}) while a reply was awaited`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no message from the daemon within ${timeoutMs} ms`);
+      await new Promise((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    const line = this.lines.shift();
+    try {
+      return JSON.parse(line);
+    } catch {
+      throw new Error(`daemon wrote a line that is not JSON on stdout: ${JSON.stringify(line.slice(0, 300))}`);
+    }
+  }
+
+  /** Asserts nothing arrives within ms. */
+  async expectSilence(ms) {
+    await sleep(ms);
+    assert.equal(this.lines.length, 0, `unexpected message(s): ${this.lines.join('\n')}`);
+  }
+
+  async request(method, params, id) {
+    const msg = { jsonrpc: '2.0', id, method };
+    if (params !== undefined) msg.params = params;
+    this.send(msg);
+    const reply = await this.recv(CALL_TIMEOUT_MS);
+    assert.equal(reply.id, id, `reply to ${method} has id ${JSON.stringify(reply.id)}, wanted ${id}`);
+    return reply;
+  }
+
+  async initialize(protocolVersion, id = 'init') {
+    const r = await this.request(
+      'initialize',
+      { protocolVersion, capabilities: {}, clientInfo: { name: 'raw-test', version: '0' } },
+      id,
+    );
+    this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    return r;
+  }
+
+  async close() {
+    if (this.closed) return this.exit;
+    this.closed = true;
+    if (this.exit === null) {
+      this.proc.stdin.end();
+      await Promise.race([this.exited, sleep(EXIT_WAIT_MS)]);
+      if (this.exit === null) {
+        this.proc.kill('SIGKILL');
+        await this.exited;
+        this.exit = { ...this.exit, hung: true };
+      }
+    }
+    return this.exit;
+  }
+}
+
+// ---- engine ----------------------------------------------------------------
+
+function engineGet(p) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { socketPath: ENGINE_SOCKET, path: p, method: 'GET', headers: { Host: 'engine' }, timeout: 10_000 },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (body += c));
+        res.on('end', () => {
+          if (res.statusCode !== 200) {
+            reject(new Error(`GET ${p} on ${ENGINE_SOCKET}: HTTP ${res.statusCode}: ${body.slice(0, 300)}`));
+            return;
+          }
+          try {
+            resolve(JSON.parse(body));
+          } catch (e) {
+            reject(e);
+          }
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error(`GET ${p}: timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function listManaged() {
+  const filters = encodeURIComponent(JSON.stringify({ label: [MANAGED_LABEL] }));
+  return engineGet(`/v1.41/containers/json?all=1&filters=${filters}`);
+}
+
+/** Managed containers (not in `baseline`) whose Env carries RUN_MARKER=marker. */
+async function ourContainers(marker = RUN_ID, baseline = new Set()) {
+  const mine = [];
+  for (const c of await listManaged()) {
+    if (baseline.has(c.Id) || c.Created < SUITE_START_S) continue;
+    let info;
+    try {
+      info = await engineGet(`/v1.41/containers/${c.Id}/json`);
+    } catch {
+      continue; // removed meanwhile
+    }
+    const env = info?.Config?.Env || [];
+    if (env.includes(`${RUN_MARKER}=${marker}`)) {
+      mine.push({ id: c.Id.slice(0, 12), state: c.State, status: c.Status, image: c.Image });
+    }
+  }
+  return mine;
+}
+
+/** Waits up to ms for ours to be gone; returns what is left. */
+async function waitNoContainers(marker, ms = 5000, baseline) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const left = await ourContainers(marker, baseline);
+    if (left.length === 0 || Date.now() > deadline) return left;
+    await sleep(250);
+  }
+}
+
+// ---- result checks ---------------------------------------------------------
+
+const STATUSES = ['ok', 'error', 'timeout', 'oom', 'output_limit', 'cancelled'];
+
+function textOf(result) {
+  assert.ok(Array.isArray(result.content), 'result.content must be an array');
+  const texts = result.content.filter((c) => c.type === 'text');
+  assert.ok(texts.length >= 1, `result needs a text content block: ${JSON.stringify(result.content)}`);
+  return texts.map((c) => c.text).join('\n');
+}
+
+/** Checks the result contract and returns {sc, text}. */
+function checkRun(result, want) {
+  const sc = result.structuredContent;
+  assert.ok(sc && typeof sc === 'object', `no structuredContent in ${JSON.stringify(result).slice(0, 500)}`);
+  const ctx = `structuredContent: ${JSON.stringify(sc).slice(0, 1500)}`;
+  assert.ok(STATUSES.includes(sc.status), `bad status; ${ctx}`);
+  assert.ok(sc.exit_code === null || Number.isInteger(sc.exit_code), `bad exit_code; ${ctx}`);
+  assert.equal(typeof sc.stdout, 'string', ctx);
+  assert.equal(typeof sc.stderr, 'string', ctx);
+  assert.equal(typeof sc.duration_ms, 'number', ctx);
+  assert.ok(sc.duration_ms >= 0, ctx);
+  assert.equal(typeof sc.truncated, 'boolean', ctx);
+  const text = textOf(result);
+  if (want.status !== undefined) assert.equal(sc.status, want.status, ctx);
+  if (want.exit_code !== undefined) assert.equal(sc.exit_code, want.exit_code, ctx);
+  if (want.language !== undefined) assert.equal(sc.language, want.language, ctx);
+  if (want.stdout !== undefined) assert.equal(sc.stdout, want.stdout, ctx);
+  if (want.stderr !== undefined) assert.equal(sc.stderr, want.stderr, ctx);
+  if (want.truncated !== undefined) assert.equal(sc.truncated, want.truncated, ctx);
+  const shouldError = sc.status !== 'ok' || sc.exit_code !== 0;
+  assert.equal(result.isError === true, shouldError, `isError must be ${shouldError}; ${ctx}`);
+  // The text block carries the same information.
+  if (sc.stdout.trim()) assert.ok(text.includes(sc.stdout.trim().slice(0, 2000)), `text lacks stdout: ${text.slice(0, 500)}`);
+  if (sc.stderr.trim()) assert.ok(text.includes(sc.stderr.trim().slice(0, 2000)), `text lacks stderr: ${text.slice(0, 500)}`);
+  if (sc.status !== 'ok') assert.ok(text.includes(sc.status), `text does not name status ${sc.status}: ${text.slice(-500)}`);
+  if (sc.exit_code !== null && sc.exit_code !== 0) {
+    assert.match(text, new RegExp(`\\b${sc.exit_code}\\b`), `text does not give exit code ${sc.exit_code}: ${text.slice(-500)}`);
+  }
+  return { sc, text };
+}
+
+/** An invalid-arguments result: isError, a message, no structuredContent. */
+function checkInvalid(result, ...mustMention) {
+  assert.equal(result.isError, true, `expected isError: ${JSON.stringify(result)}`);
+  assert.equal(result.structuredContent, undefined, `invalid arguments must not produce structuredContent: ${JSON.stringify(result)}`);
+  const text = textOf(result);
+  for (const m of mustMention) assert.ok(text.includes(m), `message ${JSON.stringify(text)} should mention ${JSON.stringify(m)}`);
+  return text;
+}
+
+// ---- the suite ---------------------------------------------------------------
+
+let baseline = new Set();
+
+test('preflight: binary present, engine answers', async (tc) => {
+  assert.ok(existsSync(BIN), `daemon binary ${BIN} not found (run make, or set MCPSANDBOXD_BIN)`);
+  const v = await engineGet('/version');
+  tc.diagnostic(`engine: ${v.Components?.[0]?.Name || 'engine'} ${v.Version} at ${ENGINE_SOCKET}; daemon ${BIN}`);
+  baseline = new Set((await listManaged()).map((c) => c.Id));
+});
+
+describe('over the SDK client', { timeout: 900_000 }, () => {
+  /** @type {SdkDaemon} */
+  let d;
+  before(async () => {
+    d = await SdkDaemon.start('main');
+  });
+  after(async () => {
+    await d?.close();
+  });
+  const t = (name, fn, opts = {}) => test(name, { timeout: TEST_TIMEOUT_MS, ...opts }, () => withDaemon(d, () => fn()));
+
+  t('initialize: server info, capabilities, protocol version', async () => {
+    const info = d.client.getServerVersion();
+    assert.equal(info.name, 'mcp-sandboxd');
+    assert.match(info.version, /^\d+\.\d+\.\d+/);
+    const caps = d.client.getServerCapabilities();
+    assert.ok(caps.tools, `capabilities.tools missing: ${JSON.stringify(caps)}`);
+    assert.ok(caps.logging, `capabilities.logging missing: ${JSON.stringify(caps)}`);
+    const instructions = d.client.getInstructions();
+    assert.ok(instructions === undefined || typeof instructions === 'string');
+    // The SDK asked for its latest version; a raw check below sees the echo.
+    await d.client.ping();
+  });
+
+  t('tools/list: three tools with description, inputSchema, outputSchema', async () => {
+    const names = d.tools.map((x) => x.name).sort();
+    assert.deepEqual(names, ['execute_code', 'run_js_code', 'run_python_code']);
+    for (const tool of d.tools) {
+      assert.equal(typeof tool.description, 'string', tool.name);
+      assert.ok(tool.description.length > 20, `${tool.name}: description too short`);
+      assert.equal(tool.inputSchema.type, 'object', tool.name);
+      assert.ok(tool.inputSchema.required.includes('code'), `${tool.name}: code must be required`);
+      assert.equal(tool.outputSchema?.type, 'object', `${tool.name}: outputSchema missing`);
+      for (const k of ['status', 'exit_code', 'stdout', 'stderr', 'duration_ms', 'truncated', 'language']) {
+        assert.ok(tool.outputSchema.properties[k], `${tool.name}: outputSchema lacks ${k}`);
+      }
+    }
+    const exec = d.tools.find((x) => x.name === 'execute_code');
+    assert.deepEqual([...exec.inputSchema.required].sort(), ['code', 'language']);
+    for (const k of ['language', 'code', 'stdin', 'timeout_ms', 'memory_mb']) {
+      assert.ok(exec.inputSchema.properties[k], `execute_code lacks ${k}`);
+    }
+  });
+
+  describe('hello world', () => {
+    t('run_python_code', async () => {
+      const { text } = checkRun(await d.call('run_python_code', { code: "print('hello world')" }), {
+        status: 'ok', exit_code: 0, stdout: 'hello world\n', stderr: '', language: 'python', truncated: false,
+      });
+      assert.ok(text.includes('hello world'));
+    });
+    t('run_js_code', async () => {
+      const { text } = checkRun(await d.call('run_js_code', { code: "console.log('hello world')" }), {
+        status: 'ok', exit_code: 0, stdout: 'hello world\n', stderr: '', language: 'javascript', truncated: false,
+      });
+      assert.ok(text.includes('hello world'));
+    });
+    t('execute_code python', async () => {
+      const { text } = checkRun(
+        await d.call('execute_code', { language: 'python', code: "import sys\nprint('hello', 'world')\nprint('to stderr', file=sys.stderr)" }),
+        { status: 'ok', exit_code: 0, stdout: 'hello world\n', stderr: 'to stderr\n', language: 'python' },
+      );
+      assert.ok(text.includes('hello world') && text.includes('to stderr'));
+    });
+    t('execute_code javascript', async () => {
+      const { text } = checkRun(
+        await d.call('execute_code', { language: 'javascript', code: "console.log('hello world'); console.error('to stderr')" }),
+        { status: 'ok', exit_code: 0, stdout: 'hello world\n', stderr: 'to stderr\n', language: 'javascript' },
+      );
+      assert.ok(text.includes('hello world') && text.includes('to stderr'));
+    });
+    t('javascript: CommonJS require and ES module import both work', async () => {
+      checkRun(await d.call('run_js_code', { code: "const os = require('os'); console.log(typeof os.cpus)" }), {
+        status: 'ok', exit_code: 0, stdout: 'function\n',
+      });
+      checkRun(await d.call('run_js_code', { code: "import os from 'node:os';\nconsole.log(typeof os.cpus)" }), {
+        status: 'ok', exit_code: 0, stdout: 'function\n',
+      });
+    });
+    t('unicode output survives', async () => {
+      checkRun(await d.call('run_python_code', { code: "print('héllo wörld ✓ 🐍')" }), {
+        status: 'ok', exit_code: 0, stdout: 'héllo wörld ✓ 🐍\n',
+      });
+    });
+  });
+
+  describe('stdin', () => {
+    const input = 'line one\nline two\n';
+    t('python reads sys.stdin', async () => {
+      checkRun(
+        await d.call('execute_code', { language: 'python', code: 'import sys\nsys.stdout.write(sys.stdin.read().upper())', stdin: input }),
+        { status: 'ok', exit_code: 0, stdout: 'LINE ONE\nLINE TWO\n' },
+      );
+    });
+    t('javascript reads process.stdin', async () => {
+      const code =
+        "let d = ''; process.stdin.setEncoding('utf8');\n" +
+        "process.stdin.on('data', (c) => { d += c; });\n" +
+        "process.stdin.on('end', () => { process.stdout.write(d.toUpperCase()); });";
+      checkRun(await d.call('execute_code', { language: 'javascript', code, stdin: input }), {
+        status: 'ok', exit_code: 0, stdout: 'LINE ONE\nLINE TWO\n',
+      });
+    });
+    t('javascript reads fs.readFileSync(0)', async () => {
+      const code = "const fs = require('fs'); process.stdout.write(fs.readFileSync(0, 'utf8').toUpperCase());";
+      checkRun(await d.call('execute_code', { language: 'javascript', code, stdin: input }), {
+        status: 'ok', exit_code: 0, stdout: 'LINE ONE\nLINE TWO\n',
+      });
+    });
+    t('no stdin: EOF at once (python, javascript)', async () => {
+      checkRun(
+        await d.call('execute_code', { language: 'python', code: 'import sys\nprint(repr(sys.stdin.read()))', timeout_ms: 10_000 }),
+        { status: 'ok', exit_code: 0, stdout: "''\n" },
+      );
+      checkRun(
+        await d.call('execute_code', { language: 'python', code: 'import sys\nprint(repr(sys.stdin.read()))', stdin: '', timeout_ms: 10_000 }),
+        { status: 'ok', exit_code: 0, stdout: "''\n" },
+      );
+      checkRun(
+        await d.call('execute_code', {
+          language: 'javascript',
+          code: "console.log(JSON.stringify(require('fs').readFileSync(0, 'utf8')))",
+          timeout_ms: 10_000,
+        }),
+        { status: 'ok', exit_code: 0, stdout: '""\n' },
+      );
+      checkRun(
+        await d.call('execute_code', {
+          language: 'javascript',
+          code: "let n = 0; process.stdin.on('data', (c) => { n += c.length; }); process.stdin.on('end', () => console.log('end', n));",
+          timeout_ms: 10_000,
+        }),
+        { status: 'ok', exit_code: 0, stdout: 'end 0\n' },
+      );
+    });
+  });
+
+  describe('exit codes', () => {
+    t('python sys.exit(3)', async () => {
+      checkRun(await d.call('run_python_code', { code: "import sys\nprint('bye')\nsys.exit(3)" }), {
+        status: 'ok', exit_code: 3, stdout: 'bye\n',
+      });
+    });
+    t('javascript process.exit(4)', async () => {
+      checkRun(await d.call('run_js_code', { code: "console.log('bye'); process.exit(4)" }), {
+        status: 'ok', exit_code: 4, stdout: 'bye\n',
+      });
+    });
+    t('javascript process.exitCode = 5', async () => {
+      checkRun(await d.call('run_js_code', { code: "process.exitCode = 5; setTimeout(() => console.log('later'), 50)" }), {
+        status: 'ok', exit_code: 5, stdout: 'later\n',
+      });
+    });
+  });
+
+  describe('exceptions', () => {
+    t('python raise ValueError', async () => {
+      const { sc } = checkRun(await d.call('run_python_code', { code: "print('before')\nraise ValueError('boom')" }), {
+        status: 'ok', exit_code: 1, stdout: 'before\n',
+      });
+      assert.ok(sc.stderr.includes('Traceback'), sc.stderr);
+      assert.ok(sc.stderr.includes('ValueError: boom'), sc.stderr);
+      assert.ok(sc.stderr.includes('main.py'), `traceback should name main.py: ${sc.stderr}`);
+    });
+    t('javascript throw new Error', async () => {
+      const { sc } = checkRun(await d.call('run_js_code', { code: "console.log('before'); throw new Error('boom')" }), {
+        status: 'ok', exit_code: 1, stdout: 'before\n',
+      });
+      assert.ok(sc.stderr.includes('Error: boom'), sc.stderr);
+    });
+    t('javascript unhandled promise rejection', async () => {
+      const { sc } = checkRun(await d.call('run_js_code', { code: "Promise.reject(new Error('async boom'))" }), {
+        status: 'ok', exit_code: 1,
+      });
+      assert.ok(sc.stderr.includes('async boom'), sc.stderr);
+    });
+  });
+
+  describe('timeouts', () => {
+    t('python time.sleep(60) with timeout_ms 1500', async () => {
+      const t0 = Date.now();
+      const { sc } = checkRun(
+        await d.call('execute_code', { language: 'python', code: "import time\nprint('started', flush=True)\ntime.sleep(60)", timeout_ms: 1500 }),
+        { status: 'timeout' },
+      );
+      const took = Date.now() - t0;
+      assert.ok(took < 10_000, `timeout result took ${took} ms`);
+      assert.ok(sc.duration_ms >= 1400, `duration_ms ${sc.duration_ms} is shorter than the timeout`);
+      assert.equal(sc.stdout, 'started\n', 'output written before the deadline is kept');
+    });
+    t('javascript setInterval with timeout_ms 1500', async () => {
+      const t0 = Date.now();
+      checkRun(
+        await d.call('execute_code', { language: 'javascript', code: 'setInterval(() => {}, 1000)', timeout_ms: 1500 }),
+        { status: 'timeout' },
+      );
+      const took = Date.now() - t0;
+      assert.ok(took < 10_000, `timeout result took ${took} ms`);
+    });
+    t('python busy loop with timeout_ms 1500', async () => {
+      const t0 = Date.now();
+      checkRun(await d.call('execute_code', { language: 'python', code: 'while True:\n    pass', timeout_ms: 1500 }), {
+        status: 'timeout',
+      });
+      assert.ok(Date.now() - t0 < 10_000);
+    });
+  });
+
+  describe('out of memory', () => {
+    t('python bytearray(400 MiB) with memory_mb 128', async () => {
+      checkRun(
+        await d.call('execute_code', { language: 'python', code: 'b = bytearray(400*1024*1024)\nprint(len(b))', memory_mb: 128, timeout_ms: 60_000 }),
+        { status: 'oom' },
+      );
+    });
+    t('python growing list of 10 MiB chunks with memory_mb 128', async () => {
+      const code = "chunks = []\nfor i in range(100):\n    chunks.append(b'x' * (10*1024*1024))\nprint('survived', len(chunks))";
+      checkRun(await d.call('execute_code', { language: 'python', code, memory_mb: 128, timeout_ms: 60_000 }), {
+        status: 'oom',
+      });
+    });
+  });
+
+  t('pip-free scientific stack: numpy, pandas, matplotlib (Agg, savefig), scipy, sympy', async () => {
+    const code = [
+      'import numpy as np, pandas as pd, scipy, sympy',
+      'import matplotlib',
+      "matplotlib.use('Agg')",
+      'import matplotlib.pyplot as plt',
+      'from scipy import integrate',
+      'import os',
+      'a = np.arange(10)',
+      "df = pd.DataFrame({'a': a, 'b': a * 2})",
+      "print('numpy', int(a.sum()))",
+      "print('pandas', int(df['b'].sum()))",
+      "print('scipy', round(integrate.quad(lambda x: x * x, 0, 3)[0], 6))",
+      "x = sympy.symbols('x')",
+      "print('sympy', sympy.integrate(x**2, (x, 0, 3)))",
+      'fig, ax = plt.subplots()',
+      'ax.plot(a, a ** 2)',
+      "fig.savefig('/tmp/plot.png')",
+      "print('png', os.path.getsize('/tmp/plot.png') > 1000)",
+    ].join('\n');
+    const { sc } = checkRun(await d.call('execute_code', { language: 'python', code, timeout_ms: 120_000 }), {
+      status: 'ok', exit_code: 0,
+    });
+    assert.equal(sc.stdout, 'numpy 45\npandas 90\nscipy 9.0\nsympy 9\npng True\n');
+  });
+
+  describe('argument validation', () => {
+    t('missing code', async () => {
+      checkInvalid(await d.call('run_python_code', {}), 'code');
+      checkInvalid(await d.call('execute_code', { language: 'python' }), 'code');
+    });
+    t('wrong language', async () => {
+      checkInvalid(await d.call('execute_code', { language: 'ruby', code: 'puts 1' }), 'language');
+      checkInvalid(await d.call('execute_code', { code: 'print(1)' }), 'language');
+    });
+    t('unknown argument', async () => {
+      checkInvalid(await d.call('run_python_code', { code: 'print(1)', bogus: 1 }), 'bogus');
+    });
+    t('wrong types', async () => {
+      checkInvalid(await d.call('run_python_code', { code: 42 }), 'code');
+      checkInvalid(await d.call('execute_code', { language: 'python', code: 'print(1)', timeout_ms: 'soon' }), 'timeout_ms');
+    });
+    t('timeout_ms 1e9 is clamped, the run still succeeds', async () => {
+      checkRun(await d.call('execute_code', { language: 'python', code: "print('clamped')", timeout_ms: 1e9 }), {
+        status: 'ok', exit_code: 0, stdout: 'clamped\n',
+      });
+    });
+    t('memory_mb 5 is refused', async () => {
+      checkInvalid(await d.call('execute_code', { language: 'python', code: 'print(1)', memory_mb: 5 }), 'memory_mb');
+    });
+    t('unknown tool is JSON-RPC error -32602', async () => {
+      await assert.rejects(d.call('no_such_tool', { code: 'x' }), (e) => {
+        assert.ok(e instanceof McpError, `expected McpError, got ${e}`);
+        assert.equal(e.code, -32602);
+        return true;
+      });
+    });
+  });
+
+  t('concurrency: 4 parallel calls on one client get their own output', async () => {
+    const calls = [0, 1, 2, 3].map((i) =>
+      i % 2 === 0
+        ? d.call('run_python_code', { code: `import time\ntime.sleep(0.5)\nprint('py-${i}-' + str(${i} * 111))` })
+        : d.call('run_js_code', { code: `setTimeout(() => console.log('js-${i}-' + ${i} * 111), 500)` }),
+    );
+    const results = await Promise.all(calls);
+    results.forEach((r, i) => {
+      const want = `${i % 2 === 0 ? 'py' : 'js'}-${i}-${i * 111}\n`;
+      checkRun(r, { status: 'ok', exit_code: 0, stdout: want, language: i % 2 === 0 ? 'python' : 'javascript' });
+    });
+  });
+
+  t('hardening: non-root, no capabilities, no_new_privs, read-only root, no network', async () => {
+    const code = [
+      'import errno, json, os, socket',
+      'r = {}',
+      "r['uid'] = os.getuid()",
+      "st = dict(l.split(':', 1) for l in open('/proc/self/status').read().splitlines() if ':' in l)",
+      "r['CapEff'] = st['CapEff'].strip()",
+      "r['CapPrm'] = st['CapPrm'].strip()",
+      "r['NoNewPrivs'] = st['NoNewPrivs'].strip()",
+      'try:',
+      "    open('/usr/mcpsbx-probe', 'w').close()",
+      "    r['usr_write'] = 'ok'",
+      'except OSError as e:',
+      "    r['usr_write'] = errno.errorcode.get(e.errno, str(e.errno))",
+      'try:',
+      "    s = socket.create_connection(('127.0.0.1', 9), timeout=2)",
+      '    s.close()',
+      "    r['connect'] = 'ok'",
+      'except OSError as e:',
+      "    r['connect'] = type(e).__name__",
+      "r['ifaces'] = sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:])",
+      "open('/tmp/probe', 'w').write('x')",
+      "r['tmp_write'] = 'ok'",
+      'print(json.dumps(r))',
+    ].join('\n');
+    const { sc } = checkRun(await d.call('run_python_code', { code }), { status: 'ok', exit_code: 0 });
+    const r = JSON.parse(sc.stdout);
+    assert.notEqual(r.uid, 0, 'code must not run as root');
+    assert.match(r.CapEff, /^0+$/, `CapEff ${r.CapEff}`);
+    assert.match(r.CapPrm, /^0+$/, `CapPrm ${r.CapPrm}`);
+    assert.equal(r.NoNewPrivs, '1');
+    assert.equal(r.usr_write, 'EROFS', `writing /usr: ${r.usr_write} (want EROFS: read-only root filesystem)`);
+    assert.notEqual(r.connect, 'ok', 'a TCP connect must fail');
+    assert.deepEqual(r.ifaces, ['lo'], `only the loopback interface may exist: ${r.ifaces}`);
+    assert.equal(r.tmp_write, 'ok', '/tmp must be writable');
+  });
+
+  t('each run gets a fresh container (no state carried over)', async () => {
+    checkRun(await d.call('run_python_code', { code: "open('/tmp/carry', 'w').write('x'); print('wrote')" }), {
+      status: 'ok', exit_code: 0, stdout: 'wrote\n',
+    });
+    checkRun(await d.call('run_python_code', { code: "import os; print(os.path.exists('/tmp/carry'))" }), {
+      status: 'ok', exit_code: 0, stdout: 'False\n',
+    });
+  });
+});
+
+describe('daemon options', { timeout: 600_000 }, () => {
+  test('--max-output-bytes 65536: a flood stops with output_limit', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const d = await SdkDaemon.start('output-limit', { args: ['--max-output-bytes', '65536'] });
+    try {
+      await withDaemon(d, async () => {
+        const t0 = Date.now();
+        const { sc } = checkRun(await d.call('execute_code', { language: 'python', code: "while True:\n    print('x' * 1000)", timeout_ms: 60_000 }), {
+          status: 'output_limit', truncated: true,
+        });
+        assert.ok(sc.stdout.length > 0, 'some output is kept');
+        assert.ok(Buffer.byteLength(sc.stdout) <= 65536, `stdout is ${Buffer.byteLength(sc.stdout)} bytes`);
+        assert.ok(Date.now() - t0 < 30_000, 'the flood must be stopped, not waited out');
+        // JavaScript too, and the daemon keeps serving.
+        const js = checkRun(
+          await d.call('execute_code', { language: 'javascript', code: "for (;;) console.log('y'.repeat(1000))", timeout_ms: 60_000 }),
+          { status: 'output_limit', truncated: true },
+        ).sc;
+        assert.ok(js.stdout.length > 0 && Buffer.byteLength(js.stdout) <= 65536);
+        checkRun(await d.call('run_python_code', { code: "print('still here')" }), { status: 'ok', stdout: 'still here\n' });
+      });
+    } finally {
+      await d.close();
+    }
+  });
+
+  test('--pass-through-env: only named variables reach the sandbox, never the log', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const secret = 's3cr3t-value';
+    const d = await SdkDaemon.start('pass-through-env', {
+      args: ['--log-level', 'debug'],
+      env: { MCPSBX_TEST_SECRET: secret, MCPSBX_TEST_OTHER: 'nope' },
+      passThrough: ['MCPSBX_TEST_SECRET'],
+    });
+    try {
+      await withDaemon(d, async () => {
+        const code = "import os\nprint(os.environ.get('MCPSBX_TEST_SECRET'))\nprint(os.environ.get('MCPSBX_TEST_OTHER'))";
+        checkRun(await d.call('run_python_code', { code }), { status: 'ok', exit_code: 0, stdout: `${secret}\nNone\n` });
+        checkRun(
+          await d.call('run_js_code', { code: 'console.log(process.env.MCPSBX_TEST_SECRET, process.env.MCPSBX_TEST_OTHER)' }),
+          { status: 'ok', exit_code: 0, stdout: `${secret} undefined\n` },
+        );
+      });
+    } finally {
+      await d.close();
+    }
+    assert.ok(d.stderr.length > 0, 'debug logging produced nothing');
+    assert.ok(!d.stderr.includes(secret), `the secret value appears in the daemon's stderr:\n${tail(d.stderr)}`);
+  });
+
+  test('engine unreachable: still initializes and lists tools; calls fail fast naming the socket', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const sock = '/tmp/nonexistent.sock';
+    assert.ok(!existsSync(sock), `${sock} exists; this test needs it absent`);
+    const d = await SdkDaemon.start('unreachable', { args: ['--engine', `unix://${sock}`] });
+    try {
+      await withDaemon(d, async () => {
+        assert.equal(d.tools.length, 3);
+        for (const [name, args] of [
+          ['run_python_code', { code: 'print(1)' }],
+          ['execute_code', { language: 'javascript', code: 'console.log(1)' }],
+        ]) {
+          const t0 = Date.now();
+          const r = await d.call(name, args);
+          const took = Date.now() - t0;
+          assert.equal(r.isError, true, JSON.stringify(r));
+          assert.ok(took < 3000, `${name} took ${took} ms to fail`);
+          const text = textOf(r);
+          assert.ok(text.includes(sock), `text should name ${sock}: ${text}`);
+          if (r.structuredContent) {
+            assert.equal(r.structuredContent.status, 'error');
+            assert.ok((r.structuredContent.message || '').includes(sock), JSON.stringify(r.structuredContent));
+          }
+        }
+      });
+    } finally {
+      await d.close();
+    }
+  });
+});
+
+describe('raw JSON-RPC on stdio', { timeout: 600_000 }, () => {
+  const rt = (name, fn, { args = [] } = {}) =>
+    test(name, { timeout: TEST_TIMEOUT_MS }, async () => {
+      const d = new RawDaemon(name, args);
+      try {
+        await withDaemon(d, () => fn(d));
+      } finally {
+        await d.close();
+      }
+    });
+
+  rt('2024-11-05 is echoed; tools have no outputSchema/title; results no structuredContent', async (d) => {
+    const init = await d.initialize('2024-11-05');
+    assert.equal(init.result?.protocolVersion, '2024-11-05', JSON.stringify(init));
+    assert.equal(init.result.serverInfo.name, 'mcp-sandboxd');
+    assert.ok(init.result.capabilities.tools);
+    assert.ok(init.result.capabilities.logging);
+    const list = await d.request('tools/list', {}, 2);
+    assert.equal(list.result.tools.length, 3);
+    for (const tool of list.result.tools) {
+      assert.equal(tool.outputSchema, undefined, `${tool.name} has outputSchema in 2024-11-05`);
+      assert.equal(tool.title, undefined, `${tool.name} has title in 2024-11-05`);
+      assert.ok(tool.inputSchema && tool.description);
+    }
+    const call = await d.request('tools/call', { name: 'run_python_code', arguments: { code: "print('old client')" } }, 3);
+    assert.equal(call.result.structuredContent, undefined, JSON.stringify(call.result));
+    assert.equal(call.result.isError, false);
+    assert.ok(textOf(call.result).includes('old client'));
+    const bad = await d.request('tools/call', { name: 'run_python_code', arguments: { code: 'import sys; sys.exit(2)' } }, 4);
+    assert.equal(bad.result.isError, true);
+    assert.equal(bad.result.structuredContent, undefined);
+  });
+
+  test('every known version is echoed; an unknown one gets 2025-11-25', { timeout: TEST_TIMEOUT_MS }, async () => {
+    for (const v of ['2025-03-26', '2025-06-18', '2025-11-25', '1999-01-01']) {
+      const d = new RawDaemon(`version-${v}`);
+      try {
+        await withDaemon(d, async () => {
+          const init = await d.initialize(v, 1);
+          assert.equal(init.result?.protocolVersion, v === '1999-01-01' ? '2025-11-25' : v, JSON.stringify(init));
+          const list = await d.request('tools/list', {}, 2);
+          const hasOutput = list.result.tools.every((x) => x.outputSchema);
+          assert.equal(hasOutput, v !== '2025-03-26', `outputSchema presence for ${v}`);
+        });
+      } finally {
+        await d.close();
+      }
+    }
+  });
+
+  rt('ping before initialize works; tools/list before initialize is an error', async (d) => {
+    const ping = await d.request('ping', undefined, 1);
+    assert.deepEqual(ping.result, {}, JSON.stringify(ping));
+    const list = await d.request('tools/list', {}, 2);
+    assert.equal(list.result, undefined, JSON.stringify(list));
+    assert.equal(typeof list.error?.code, 'number', JSON.stringify(list));
+    assert.equal(typeof list.error.message, 'string');
+    const call = await d.request('tools/call', { name: 'run_python_code', arguments: { code: 'print(1)' } }, 3);
+    assert.equal(call.result, undefined, JSON.stringify(call));
+    assert.ok(call.error, JSON.stringify(call));
+  });
+
+  rt('malformed JSON → -32700 with id null; the session continues', async (d) => {
+    d.sendLine('{"jsonrpc": "2.0", "id": 1, "method": "ping"');
+    const r = await d.recv();
+    assert.equal(r.jsonrpc, '2.0');
+    assert.equal(r.id, null, JSON.stringify(r));
+    assert.equal(r.error?.code, -32700, JSON.stringify(r));
+    d.sendLine('not json at all');
+    assert.equal((await d.recv()).error?.code, -32700);
+    assert.deepEqual((await d.request('ping', undefined, 2)).result, {});
+  });
+
+  rt('request without method → -32600', async (d) => {
+    d.send({ jsonrpc: '2.0', id: 1 });
+    const r = await d.recv();
+    assert.equal(r.error?.code, -32600, JSON.stringify(r));
+    assert.ok(r.id === 1 || r.id === null, JSON.stringify(r));
+    d.send({ jsonrpc: '1.0', id: 2, method: 'ping' });
+    assert.equal((await d.recv()).error?.code, -32600);
+    assert.deepEqual((await d.request('ping', undefined, 3)).result, {});
+  });
+
+  rt('unknown method → -32601', async (d) => {
+    await d.initialize('2025-11-25');
+    const r = await d.request('no/such/method', {}, 7);
+    assert.equal(r.error?.code, -32601, JSON.stringify(r));
+  });
+
+  rt('a notification gets no reply', async (d) => {
+    await d.initialize('2025-11-25');
+    d.send({ jsonrpc: '2.0', method: 'notifications/something_unknown', params: {} });
+    d.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    await d.expectSilence(300);
+    const r = await d.request('ping', undefined, 42);
+    assert.deepEqual(r.result, {});
+  });
+
+  rt('a batch on a 2025-03-26 session returns an array', async (d) => {
+    await d.initialize('2025-03-26');
+    d.sendLine(
+      JSON.stringify([
+        { jsonrpc: '2.0', id: 10, method: 'ping' },
+        { jsonrpc: '2.0', method: 'notifications/something' },
+        { jsonrpc: '2.0', id: 11, method: 'tools/list' },
+        { jsonrpc: '2.0', id: 12, method: 'tools/call', params: { name: 'run_python_code', arguments: { code: "print('in batch')" } } },
+      ]),
+    );
+    const r = await d.recv(CALL_TIMEOUT_MS);
+    assert.ok(Array.isArray(r), `expected an array: ${JSON.stringify(r).slice(0, 300)}`);
+    assert.deepEqual(r.map((x) => x.id).sort(), [10, 11, 12]);
+    const byId = Object.fromEntries(r.map((x) => [x.id, x]));
+    assert.deepEqual(byId[10].result, {});
+    assert.equal(byId[11].result.tools.length, 3);
+    assert.ok(textOf(byId[12].result).includes('in batch'));
+    assert.equal(byId[12].result.isError, false);
+  });
+
+  rt('a batch on a 2025-11-25 session → -32600', async (d) => {
+    await d.initialize('2025-11-25');
+    d.sendLine(JSON.stringify([{ jsonrpc: '2.0', id: 10, method: 'ping' }]));
+    const r = await d.recv();
+    assert.ok(!Array.isArray(r), JSON.stringify(r));
+    assert.equal(r.error?.code, -32600, JSON.stringify(r));
+    assert.deepEqual((await d.request('ping', undefined, 11)).result, {});
+  });
+
+  rt(
+    'an over-long line with --max-message-bytes 4096 → error; the session continues',
+    async (d) => {
+      await d.initialize('2025-11-25');
+      const big = JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'run_python_code', arguments: { code: '#' + 'x'.repeat(20_000) } } });
+      d.sendLine(big);
+      const r = await d.recv();
+      assert.ok(r.error, `expected an error: ${JSON.stringify(r).slice(0, 300)}`);
+      assert.equal(typeof r.error.code, 'number');
+      const ping = await d.request('ping', undefined, 6);
+      assert.deepEqual(ping.result, {});
+      const ok = await d.request('tools/call', { name: 'run_python_code', arguments: { code: "print('after')" } }, 7);
+      assert.ok(textOf(ok.result).includes('after'));
+    },
+    // --max-message-bytes must be at least --max-code-bytes (default 4 MiB).
+    { args: ['--max-message-bytes', '4096', '--max-code-bytes', '1024'] },
+  );
+});
+
+test('closing stdin during a run: the daemon exits and removes the container', { timeout: TEST_TIMEOUT_MS }, async () => {
+  const marker = `${RUN_ID}-kill`;
+  const d = new RawDaemon('kill-client', [], { [RUN_MARKER]: marker });
+  try {
+    await withDaemon(d, async () => {
+      await d.initialize('2025-11-25');
+      d.send({
+        jsonrpc: '2.0', id: 2, method: 'tools/call',
+        params: { name: 'execute_code', arguments: { language: 'python', code: "import time\nprint('started', flush=True)\ntime.sleep(120)", timeout_ms: 200_000 } },
+      });
+      // Wait until the run's container exists and is running.
+      const deadline = Date.now() + 30_000;
+      let running = [];
+      while (Date.now() < deadline) {
+        running = (await ourContainers(marker, baseline)).filter((c) => c.state === 'running');
+        if (running.length) break;
+        await sleep(200);
+      }
+      assert.ok(running.length > 0, 'no running container of this daemon seen');
+      await sleep(1000);
+      const t0 = Date.now();
+      d.proc.stdin.end();
+      await Promise.race([d.exited, sleep(EXIT_WAIT_MS)]);
+      assert.ok(d.exit, `daemon still running ${EXIT_WAIT_MS} ms after stdin closed`);
+      assert.equal(d.exit.code, 0, `daemon exit: ${JSON.stringify(d.exit)}`);
+      const exitMs = Date.now() - t0;
+      const left = await waitNoContainers(marker, 5000, baseline);
+      assert.deepEqual(left, [], `containers left after the daemon exited (${exitMs} ms): ${JSON.stringify(left)}`);
+      // An abandoned request may get its reply or none; nothing else on stdout.
+      for (const line of d.lines) {
+        const m = JSON.parse(line);
+        assert.equal(m.id, 2, `unexpected message: ${line}`);
+      }
+    });
+  } finally {
+    await d.close();
+  }
+});
+
+test('every daemon exited cleanly and no container is left', { timeout: 120_000 }, async () => {
+  await Promise.all(allDaemons.map((d) => d.close()));
+  const problems = [];
+  for (const d of allDaemons) {
+    if (!d.exit || d.exit.hung || d.exit.code !== 0) {
+      problems.push(`${d.name}: exit ${JSON.stringify(d.exit)}\n${tail(d.stderr, 3000)}`);
+    } else if (/AddressSanitizer|LeakSanitizer|runtime error:|ThreadSanitizer/.test(d.stderr)) {
+      problems.push(`${d.name}: sanitizer report\n${tail(d.stderr, 6000)}`);
+    }
+  }
+  assert.deepEqual(problems, [], problems.join('\n\n'));
+  const left = await waitNoContainers(RUN_ID, 5000, baseline);
+  assert.deepEqual(left, [], `containers left behind: ${JSON.stringify(left)}`);
+});

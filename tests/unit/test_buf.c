@@ -1,0 +1,73 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "buf.h"
+
+static void test_cap(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 8);
+    assert_int_equal(buf_add(&b, "abcd", 4), 0);
+    assert_int_equal(buf_add(&b, "efghi", 5), -1); /* all or nothing */
+    assert_int_equal(b.len, 4);
+    assert_int_equal(buf_add_upto(&b, "efghi", 5), 4);
+    assert_int_equal(b.len, 8);
+    assert_memory_equal(b.data, "abcdefgh", 8);
+    assert_int_equal(b.data[8], '\0');
+    assert_int_equal(buf_add_upto(&b, "x", 1), 0);
+    buf_consume(&b, 3);
+    assert_string_equal(buf_cstr(&b), "defgh");
+    size_t n = 0;
+    char *p = buf_take(&b, &n);
+    assert_int_equal(n, 5);
+    assert_string_equal(p, "defgh");
+    free(p);
+    assert_string_equal(buf_cstr(&b), "");
+    buf_free(&b);
+}
+
+static void test_binary(void **state)
+{
+    (void)state;
+    struct buf b;
+    buf_init(&b, 1 << 20);
+    assert_int_equal(buf_add(&b, "a\0b", 3), 0);
+    assert_int_equal(buf_addf(&b, "%d-%s", 42, "x"), 0);
+    assert_int_equal(b.len, 7);
+    assert_memory_equal(b.data, "a\0b42-x", 7);
+    buf_reset(&b);
+    assert_int_equal(b.len, 0);
+    buf_free(&b);
+}
+
+static void test_utf8(void **state)
+{
+    (void)state;
+    assert_true(util_utf8_valid("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 16));
+    assert_false(util_utf8_valid("\xff", 1));
+    assert_false(util_utf8_valid("\xc3", 1));          /* cut short */
+    assert_false(util_utf8_valid("\xc0\xaf", 2));      /* overlong */
+    assert_false(util_utf8_valid("\xed\xa0\x80", 3));  /* surrogate */
+    size_t n = 0;
+    char *s = util_utf8_sanitize("a\xff" "b\xc3", 4, &n);
+    assert_int_equal(n, 8);
+    assert_memory_equal(s, "a\xef\xbf\xbd" "b\xef\xbf\xbd", 8);
+    free(s);
+    s = util_utf8_sanitize("a\0b", 3, &n);
+    assert_int_equal(n, 3);
+    free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_binary),
+        cmocka_unit_test(test_utf8),
+    };
+    return cmocka_run_group_tests_name("buf", tests, NULL, NULL);
+}

@@ -1,0 +1,197 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+
+static int load(struct config *cfg, char **argv, char **envp, struct err *err)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    config_init(cfg);
+    return config_load(cfg, argc, argv, envp, err);
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    char *argv[] = {"d", NULL};
+    char *envp[] = {NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    assert_int_equal(load(&cfg, argv, envp, &err), 0);
+    assert_int_equal(cfg.timeout_ms, 30000);
+    assert_int_equal(cfg.max_output_bytes, 1 << 20);
+    assert_string_equal(cfg.python_image, "mcp-sandboxd-python:latest");
+    assert_string_equal(cfg.js_image, "mcp-sandboxd-node:latest");
+    assert_int_equal(cfg.n_pass_through_env, 0);
+    assert_non_null(cfg.engine_socket);
+    config_free(&cfg);
+}
+
+static void test_cli_and_env(void **state)
+{
+    (void)state;
+    char *argv[] = {"d",
+                    "--pass-through-env",
+                    "API_KEY, TOKEN",
+                    "--pass-through-env=OTHER,API_KEY",
+                    "--timeout-ms",
+                    "5000",
+                    "--python-image",
+                    "py:1",
+                    NULL};
+    char *envp[] = {"MCPSANDBOXD_TIMEOUT_MS=7000", "MCPSANDBOXD_MEMORY_MB=256",
+                    "DOCKER_HOST=unix:///run/x.sock", NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    assert_int_equal(load(&cfg, argv, envp, &err), 0);
+    assert_int_equal(cfg.timeout_ms, 5000); /* CLI beats environment */
+    assert_int_equal(cfg.memory_mb, 256);
+    assert_string_equal(cfg.python_image, "py:1");
+    assert_int_equal(cfg.n_pass_through_env, 3);
+    assert_string_equal(cfg.pass_through_env[0], "API_KEY");
+    assert_string_equal(cfg.pass_through_env[1], "TOKEN");
+    assert_string_equal(cfg.pass_through_env[2], "OTHER");
+    assert_null(cfg.pass_through_env[3]);
+    assert_string_equal(cfg.engine_socket, "/run/x.sock");
+    assert_string_equal(cfg.engine_source, "DOCKER_HOST");
+    config_free(&cfg);
+}
+
+static void expect_error(char **argv, char **envp, const char *needle)
+{
+    struct config cfg;
+    struct err err = ERR_INIT;
+    assert_int_equal(load(&cfg, argv, envp, &err), -1);
+    if (!strstr(err_msg(&err), needle))
+        fail_msg("error '%s' does not mention '%s'", err_msg(&err), needle);
+    err_clear(&err);
+    config_free(&cfg);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    char *none[] = {NULL};
+    char *a1[] = {"d", "--pass-through-env", "BAD-NAME", NULL};
+    expect_error(a1, none, "BAD-NAME");
+    char *a2[] = {"d", "--timeout-ms", "abc", NULL};
+    expect_error(a2, none, "not an integer");
+    char *a3[] = {"d", "--timeout-ms", "50", NULL};
+    expect_error(a3, none, "out of range");
+    char *a4[] = {"d", "--timeout-ms", "400000", NULL};
+    expect_error(a4, none, "--max-timeout-ms");
+    char *a5[] = {"d", "--bogus", NULL};
+    expect_error(a5, none, "--bogus");
+    char *a6[] = {"d", "--engine", "tcp://1.2.3.4:2375", NULL};
+    expect_error(a6, none, "unix://");
+    char *a7[] = {"d", "--engine", "unix://relative.sock", NULL};
+    expect_error(a7, none, "absolute");
+    char *a8[] = {"d", "--sandbox-user", "0:0", NULL};
+    expect_error(a8, none, "root");
+    char *a9[] = {"d", "--log-level", "loud", NULL};
+    expect_error(a9, none, "loud");
+    char *a10[] = {"d", "extra", NULL};
+    expect_error(a10, none, "extra");
+    char *e1[] = {"CONTAINER_IMAGE=img", "CONTAINER_LANGUAGE=cobol", NULL};
+    char *a11[] = {"d", NULL};
+    expect_error(a11, e1, "CONTAINER_LANGUAGE");
+    char *e2[] = {"MCPSANDBOXD_CPUS=-1", NULL};
+    expect_error(a11, e2, "MCPSANDBOXD_CPUS");
+}
+
+static void test_engine_resolution(void **state)
+{
+    (void)state;
+    char *path = NULL, *src = NULL;
+    struct err err = ERR_INIT;
+    assert_int_equal(config_resolve_engine("unix:///a.sock", "unix:///b.sock", "unix:///c.sock",
+                                           &path, &src, &err),
+                     0);
+    assert_string_equal(path, "/a.sock");
+    free(path), free(src);
+    assert_int_equal(config_resolve_engine(NULL, "", "unix:///c.sock", &path, &src, &err), 0);
+    assert_string_equal(path, "/c.sock");
+    assert_string_equal(src, "CONTAINER_HOST");
+    free(path), free(src);
+    assert_int_equal(config_resolve_engine(NULL, NULL, NULL, &path, &src, &err), 0);
+    assert_string_equal(src, "default");
+    free(path), free(src);
+}
+
+static void test_container_image_pair(void **state)
+{
+    (void)state;
+    char *argv[] = {"d", NULL};
+    char *envp[] = {"CONTAINER_IMAGE=my/node:1", "CONTAINER_LANGUAGE=javascript", NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    assert_int_equal(load(&cfg, argv, envp, &err), 0);
+    assert_string_equal(cfg.js_image, "my/node:1");
+    assert_string_equal(cfg.python_image, "mcp-sandboxd-python:latest");
+    config_free(&cfg);
+}
+
+static void test_config_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/mcpsbx-test-conf-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs("# comment\n\ntimeout-ms = 9000\npass-through-env = A,B\n", fp);
+    fclose(fp);
+    char *argv[] = {"d", "--config", path, "--pass-through-env", "C", NULL};
+    char *envp[] = {NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    assert_int_equal(load(&cfg, argv, envp, &err), 0);
+    assert_int_equal(cfg.timeout_ms, 9000);
+    assert_int_equal(cfg.n_pass_through_env, 3);
+    config_free(&cfg);
+
+    fp = fopen(path, "w");
+    fputs("timeout-ms = 9000\nnope = 1\n", fp);
+    fclose(fp);
+    assert_int_equal(load(&cfg, argv, envp, &err), -1);
+    assert_non_null(strstr(err_msg(&err), ":2:"));
+    err_clear(&err);
+    config_free(&cfg);
+    unlink(path);
+}
+
+static void test_help(void **state)
+{
+    (void)state;
+    char *argv[] = {"d", "--help", NULL};
+    char *envp[] = {NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    assert_int_equal(load(&cfg, argv, envp, &err), 0);
+    assert_true(cfg.help);
+    config_free(&cfg);
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *fp = open_memstream(&buf, &n);
+    config_usage(fp, "mcp-sandboxd");
+    fclose(fp);
+    assert_non_null(strstr(buf, "--pass-through-env"));
+    assert_non_null(strstr(buf, "--engine"));
+    free(buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),          cmocka_unit_test(test_cli_and_env),
+        cmocka_unit_test(test_errors),            cmocka_unit_test(test_engine_resolution),
+        cmocka_unit_test(test_container_image_pair), cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_help),
+    };
+    return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}

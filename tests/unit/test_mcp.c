@@ -1,0 +1,258 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "engine.h"
+#include "jsonrpc.h"
+#include "mcp.h"
+#include "tools.h"
+
+/* A channel that records every message sent on it. */
+struct capture {
+    struct mcp_channel ch;
+    pthread_mutex_t lock;
+    json_object *msgs; /* array */
+};
+
+static int capture_send(struct mcp_channel *ch, const char *json, size_t len)
+{
+    struct capture *c = (struct capture *)ch;
+    assert_null(memchr(json, '\n', len));
+    json_object *o = json_tokener_parse(json);
+    assert_non_null(o);
+    pthread_mutex_lock(&c->lock);
+    json_object_array_add(c->msgs, o);
+    pthread_mutex_unlock(&c->lock);
+    return 0;
+}
+
+struct fixture {
+    struct config cfg;
+    struct engine *engine;
+    struct exec_ctx *exec;
+    struct mcp_server *srv;
+    struct mcp_session *s;
+    struct capture cap;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = xcalloc(1, sizeof(*f));
+    struct err err = ERR_INIT;
+    config_init(&f->cfg);
+    f->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-test.sock");
+    engine_http_global_init(&err);
+    tools_init(&err);
+    f->engine = engine_new(f->cfg.engine_socket);
+    f->exec = exec_ctx_new(&f->cfg, f->engine, &err);
+    assert_non_null(f->exec);
+    f->srv = mcp_server_new(&f->cfg, f->exec);
+    f->s = mcp_session_new(f->srv);
+    mcp_channel_init(&f->cap.ch, capture_send, NULL);
+    pthread_mutex_init(&f->cap.lock, NULL);
+    f->cap.msgs = json_object_new_array();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    mcp_session_free(f->s);
+    mcp_server_free(f->srv);
+    exec_ctx_free(f->exec);
+    engine_free(f->engine);
+    json_object_put(f->cap.msgs);
+    pthread_mutex_destroy(&f->cap.lock);
+    tools_cleanup();
+    config_free(&f->cfg);
+    free(f);
+    return 0;
+}
+
+static size_t count(struct fixture *f)
+{
+    pthread_mutex_lock(&f->cap.lock);
+    size_t n = json_object_array_length(f->cap.msgs);
+    pthread_mutex_unlock(&f->cap.lock);
+    return n;
+}
+
+/* Sends text and returns the one reply it must produce (borrowed). */
+static json_object *send1(struct fixture *f, const char *text)
+{
+    size_t before = count(f);
+    mcp_session_receive(f->s, text, strlen(text), &f->cap.ch);
+    for (int i = 0; i < 1000 && count(f) == before; i++)
+        usleep(10000); /* tools/call answers from its own thread */
+    assert_int_equal(count(f), before + 1);
+    return json_object_array_get_idx(f->cap.msgs, before);
+}
+
+static void send0(struct fixture *f, const char *text)
+{
+    size_t before = count(f);
+    mcp_session_receive(f->s, text, strlen(text), &f->cap.ch);
+    assert_int_equal(count(f), before);
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v))
+        fail_msg("no '%s' in %s", key, json_object_to_json_string(o));
+    return v;
+}
+
+static int error_code(json_object *reply)
+{
+    return json_object_get_int(get(get(reply, "error"), "code"));
+}
+
+static void init(struct fixture *f, const char *version)
+{
+    char *msg = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+                          "\"protocolVersion\":\"%s\",\"capabilities\":{},\"clientInfo\":{"
+                          "\"name\":\"t\",\"version\":\"1\"}}}",
+                          version);
+    json_object *r = send1(f, msg);
+    free(msg);
+    get(r, "result");
+    send0(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+}
+
+static void test_initialize_negotiation(void **state)
+{
+    struct fixture *f = *state;
+    json_object *r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                              "\"protocolVersion\":\"1999-01-01\",\"capabilities\":{}}}");
+    json_object *res = get(r, "result");
+    assert_string_equal(json_object_get_string(get(res, "protocolVersion")), "2025-11-25");
+    assert_string_equal(json_object_get_string(get(get(res, "serverInfo"), "name")),
+                        MCP_SERVER_NAME);
+    get(get(res, "capabilities"), "tools");
+    get(get(res, "capabilities"), "logging");
+    /* A session initializes once. */
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{"
+                 "\"protocolVersion\":\"2025-06-18\"}}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
+}
+
+static void test_each_version_echoed(void **state)
+{
+    (void)state;
+    const char *versions[] = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(mcp_negotiate(versions[i]), (int)i);
+        assert_string_equal(mcp_version_name(mcp_negotiate(versions[i])), versions[i]);
+    }
+    assert_int_equal(mcp_negotiate("2026-07-28"), MCP_V_LATEST);
+    assert_int_equal(mcp_negotiate(NULL), MCP_V_LATEST);
+}
+
+static void test_before_initialize(void **state)
+{
+    struct fixture *f = *state;
+    json_object *r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}");
+    assert_string_equal(json_object_get_string(get(r, "id")), "p");
+    get(r, "result");
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{}}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
+}
+
+static void test_errors(void **state)
+{
+    struct fixture *f = *state;
+    init(f, "2025-11-25");
+    json_object *r = send1(f, "{not json");
+    assert_int_equal(error_code(r), JSONRPC_PARSE_ERROR);
+    assert_true(json_object_is_type(get(r, "id"), json_type_null));
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":5}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
+    assert_int_equal(json_object_get_int(get(r, "id")), 5);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"no/such\"}");
+    assert_int_equal(error_code(r), JSONRPC_METHOD_NOT_FOUND);
+    send0(f, "{\"jsonrpc\":\"2.0\",\"method\":\"no/such/notification\"}");
+    send0(f, "{\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{}}");
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"logging/setLevel\",\"params\":{"
+                 "\"level\":\"loud\"}}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"logging/setLevel\",\"params\":{"
+                 "\"level\":\"warning\"}}");
+    assert_int_equal(json_object_object_length(get(r, "result")), 0);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{"
+                 "\"name\":\"nope\"}}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/list\",\"params\":{"
+                 "\"cursor\":\"zzz\"}}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
+    /* Batches are only for 2025-03-26 sessions. */
+    r = send1(f, "[{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"ping\"}]");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
+}
+
+static void test_batch_2025_03_26(void **state)
+{
+    struct fixture *f = *state;
+    init(f, "2025-03-26");
+    json_object *r = send1(f, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+                              "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"},"
+                              "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"nope\"},"
+                              "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\","
+                              "\"params\":{\"name\":\"run_python_code\",\"arguments\":{}}}]");
+    assert_true(json_object_is_type(r, json_type_array));
+    assert_int_equal(json_object_array_length(r), 3);
+    json_object *call = json_object_array_get_idx(r, 2);
+    assert_int_equal(json_object_get_int(get(call, "id")), 3);
+    assert_true(json_object_get_boolean(get(get(call, "result"), "isError")));
+    send0(f, "[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}]");
+    r = send1(f, "[]");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}");
+    json_object *tool = json_object_array_get_idx(get(get(r, "result"), "tools"), 0);
+    /* 2025-03-26 has annotations but no outputSchema. */
+    get(tool, "annotations");
+    assert_false(json_object_object_get_ex(tool, "outputSchema", NULL));
+}
+
+static void test_call_without_engine(void **state)
+{
+    struct fixture *f = *state;
+    init(f, "2025-06-18");
+    json_object *r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"method\":\"tools/call\","
+                              "\"params\":{\"name\":\"run_python_code\",\"arguments\":{"
+                              "\"code\":\"print(1)\"}}}");
+    json_object *res = get(r, "result");
+    assert_true(json_object_get_boolean(get(res, "isError")));
+    json_object *sc = get(res, "structuredContent");
+    assert_string_equal(json_object_get_string(get(sc, "status")), "error");
+    const char *msg = json_object_get_string(get(sc, "message"));
+    if (!strstr(msg, "/nonexistent/mcpsbx-test.sock"))
+        fail_msg("message does not name the socket: %s", msg);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":\"c2\",\"method\":\"tools/call\","
+                 "\"params\":{\"name\":\"execute_code\",\"arguments\":{\"code\":\"1\"}}}");
+    res = get(r, "result");
+    assert_true(json_object_get_boolean(get(res, "isError")));
+    assert_false(json_object_object_get_ex(res, "structuredContent", NULL));
+    const char *text =
+        json_object_get_string(get(json_object_array_get_idx(get(res, "content"), 0), "text"));
+    assert_non_null(strstr(text, "language"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_initialize_negotiation, setup, teardown),
+        cmocka_unit_test(test_each_version_echoed),
+        cmocka_unit_test_setup_teardown(test_before_initialize, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_2025_03_26, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_call_without_engine, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("mcp", tests, NULL, NULL);
+}

@@ -1,0 +1,90 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "sandbox.h"
+
+static json_object *get(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v))
+        fail_msg("no '%s'", key);
+    return v;
+}
+
+static int array_has(json_object *arr, const char *s)
+{
+    for (size_t i = 0; i < json_object_array_length(arr); i++)
+        if (strcmp(json_object_get_string(json_object_array_get_idx(arr, i)), s) == 0)
+            return 1;
+    return 0;
+}
+
+static void test_hardened_body(void **state)
+{
+    (void)state;
+    struct config cfg;
+    config_init(&cfg);
+    const char *cmd[] = {"python3", "-c", "pass", NULL};
+    char *env[] = {"API_KEY=v", NULL};
+    struct sandbox_spec spec = {
+        .image = "img:1", .cmd = cmd, .memory_mb = 128, .instance = "abc", .env = env};
+    json_object *b = sandbox_create_body(&cfg, &spec);
+    assert_string_equal(json_object_get_string(get(b, "Image")), "img:1");
+    assert_string_equal(json_object_get_string(get(b, "User")), "10001:10001");
+    assert_true(array_has(get(b, "Env"), "API_KEY=v"));
+    assert_false(json_object_get_boolean(get(b, "Tty")));
+    json_object *hc = get(b, "HostConfig");
+    assert_string_equal(json_object_get_string(get(hc, "NetworkMode")), "none");
+    assert_true(json_object_get_boolean(get(hc, "ReadonlyRootfs")));
+    assert_true(array_has(get(hc, "CapDrop"), "ALL"));
+    assert_true(array_has(get(hc, "SecurityOpt"), "no-new-privileges:true"));
+    assert_int_equal(json_object_get_int64(get(hc, "Memory")), 128LL << 20);
+    assert_int_equal(json_object_get_int64(get(hc, "MemorySwap")), 128LL << 20);
+    assert_int_equal(json_object_get_int64(get(hc, "PidsLimit")), cfg.pids_limit);
+    assert_true(json_object_get_boolean(get(hc, "Init")));
+    assert_false(json_object_get_boolean(get(hc, "Privileged")));
+    assert_non_null(strstr(json_object_get_string(get(get(hc, "Tmpfs"), "/tmp")), "size=64m"));
+    assert_int_equal(json_object_array_length(get(hc, "Ulimits")), 4);
+    assert_false(json_object_object_get_ex(hc, "Binds", NULL));
+    assert_false(json_object_object_get_ex(hc, "Runtime", NULL));
+    assert_string_equal(json_object_get_string(get(get(b, "Labels"), "io.mcp-sandboxd.instance")),
+                        "abc");
+    json_object_put(b);
+
+    free(cfg.runtime);
+    cfg.runtime = xstrdup("runsc");
+    b = sandbox_create_body(&cfg, &spec);
+    assert_string_equal(json_object_get_string(get(get(b, "HostConfig"), "Runtime")), "runsc");
+    json_object_put(b);
+    config_free(&cfg);
+}
+
+static void test_pass_through(void **state)
+{
+    (void)state;
+    struct config cfg;
+    config_init(&cfg);
+    cfg.pass_through_env = xrealloc(cfg.pass_through_env, 3 * sizeof(char *));
+    cfg.pass_through_env[0] = xstrdup("A");
+    cfg.pass_through_env[1] = xstrdup("MISSING");
+    cfg.pass_through_env[2] = NULL;
+    cfg.n_pass_through_env = 2;
+    char *envp[] = {"AB=no", "A=yes=1", "OTHER=x", NULL};
+    char **env = sandbox_pass_through_env(&cfg, envp, NULL);
+    assert_string_equal(env[0], "A=yes=1");
+    assert_null(env[1]);
+    sandbox_env_free(env);
+    config_free(&cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hardened_body),
+        cmocka_unit_test(test_pass_through),
+    };
+    return cmocka_run_group_tests_name("sandbox", tests, NULL, NULL);
+}

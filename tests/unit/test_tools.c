@@ -1,0 +1,211 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "tools.h"
+
+static struct config cfg;
+
+static int setup(void **state)
+{
+    (void)state;
+    config_init(&cfg);
+    cfg.max_timeout_ms = 60000;
+    cfg.max_memory_mb = 1024;
+    cfg.max_code_bytes = 100;
+    struct err err = ERR_INIT;
+    return tools_init(&err);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tools_cleanup();
+    config_free(&cfg);
+    return 0;
+}
+
+static int parse(const char *tool, const char *json, struct tools_run_args *a, struct err *err)
+{
+    json_object *args = json ? json_tokener_parse(json) : NULL;
+    int rc = tools_parse_args(&cfg, tool, args, a, err);
+    json_object_put(args);
+    return rc;
+}
+
+static void expect_invalid(const char *tool, const char *json, const char *needle)
+{
+    struct tools_run_args a;
+    struct err err = ERR_INIT;
+    assert_int_equal(parse(tool, json, &a, &err), -1);
+    if (!strstr(err_msg(&err), needle))
+        fail_msg("'%s' does not mention '%s'", err_msg(&err), needle);
+    err_clear(&err);
+}
+
+static void test_fixed_language_tools(void **state)
+{
+    (void)state;
+    struct tools_run_args a;
+    struct err err = ERR_INIT;
+    assert_int_equal(parse("run_python_code", "{\"code\":\"print(1)\"}", &a, &err), 0);
+    assert_int_equal(a.language, EXEC_PYTHON);
+    assert_int_equal(a.code_len, 8);
+    assert_int_equal(a.timeout_ms, cfg.timeout_ms);
+    assert_int_equal(a.memory_mb, cfg.memory_mb);
+    assert_null(a.stdin_data);
+    assert_int_equal(parse("run_js_code", "{\"code\":\"\"}", &a, &err), 0);
+    assert_int_equal(a.language, EXEC_JAVASCRIPT);
+    expect_invalid("run_python_code", NULL, "missing required argument 'code'");
+    expect_invalid("run_python_code", "{}", "missing required argument 'code'");
+    expect_invalid("run_python_code", "{\"code\":1}", "must be a string");
+    expect_invalid("run_python_code", "{\"code\":\"x\",\"stdin\":\"y\"}", "unknown argument 'stdin'");
+    expect_invalid("run_python_code", "[1]", "must be an object");
+    expect_invalid("nope", "{}", "unknown tool");
+}
+
+static void test_execute_code(void **state)
+{
+    (void)state;
+    struct tools_run_args a;
+    struct err err = ERR_INIT;
+    assert_int_equal(parse("execute_code",
+                           "{\"language\":\"javascript\",\"code\":\"x\",\"stdin\":\"in\","
+                           "\"timeout_ms\":5000,\"memory_mb\":64}",
+                           &a, &err),
+                     0);
+    assert_int_equal(a.language, EXEC_JAVASCRIPT);
+    assert_int_equal(a.stdin_len, 2);
+    assert_int_equal(a.timeout_ms, 5000);
+    assert_int_equal(a.memory_mb, 64);
+    /* Callers never raise limits past the operator's maximums. */
+    assert_int_equal(parse("execute_code",
+                           "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":1e9,"
+                           "\"memory_mb\":1000000}",
+                           &a, &err),
+                     0);
+    assert_int_equal(a.timeout_ms, 60000);
+    assert_int_equal(a.memory_mb, 1024);
+    assert_int_equal(
+        parse("execute_code", "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":2000.0}", &a,
+              &err),
+        0);
+    assert_int_equal(a.timeout_ms, 2000);
+    expect_invalid("execute_code", "{\"code\":\"x\"}", "'language'");
+    expect_invalid("execute_code", "{\"language\":\"ruby\",\"code\":\"x\"}", "\"ruby\"");
+    expect_invalid("execute_code", "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":0}",
+                   "at least 1");
+    expect_invalid("execute_code", "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":1.5}",
+                   "integer");
+    expect_invalid("execute_code", "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":\"9\"}",
+                   "integer");
+    expect_invalid("execute_code", "{\"language\":\"python\",\"code\":\"x\",\"memory_mb\":5}",
+                   "at least 16");
+    expect_invalid("execute_code", "{\"language\":\"python\",\"code\":\"x\",\"network\":true}",
+                   "unknown argument 'network'");
+    char big[300];
+    snprintf(big, sizeof(big), "{\"language\":\"python\",\"code\":\"%0150d\"}", 0);
+    expect_invalid("execute_code", big, "limit is 100 bytes");
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    assert_true(json_object_object_get_ex(o, key, &v));
+    return v;
+}
+
+static void test_result_shape(void **state)
+{
+    (void)state;
+    struct exec_result res;
+    exec_result_init(&res);
+    buf_init(&res.out, 1024);
+    buf_init(&res.err, 1024);
+    assert_int_equal(buf_add(&res.out, "hi\xff\n", 4), 0);
+    res.status = EXEC_OK;
+    res.has_exit_code = true;
+    res.exit_code = 0;
+    res.duration_ms = 12.345;
+    struct tools_features modern = {.annotations = true, .structured = true};
+    json_object *r = tools_result(&res, EXEC_PYTHON, &modern);
+    assert_false(json_object_get_boolean(get(r, "isError")));
+    json_object *sc = get(r, "structuredContent");
+    assert_string_equal(json_object_get_string(get(sc, "status")), "ok");
+    assert_int_equal(json_object_get_int(get(sc, "exit_code")), 0);
+    /* Invalid UTF-8 from the program never reaches the wire. */
+    assert_string_equal(json_object_get_string(get(sc, "stdout")), "hi\xef\xbf\xbd\n");
+    assert_string_equal(json_object_get_string(get(sc, "language")), "python");
+    assert_true(json_object_get_double(get(sc, "duration_ms")) > 12.2);
+    json_object *text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    assert_string_equal(json_object_get_string(text), "hi\xef\xbf\xbd\n");
+    json_object_put(r);
+
+    /* Old protocol versions get no structuredContent. */
+    struct tools_features old = {0};
+    r = tools_result(&res, EXEC_PYTHON, &old);
+    assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
+    json_object_put(r);
+
+    res.status = EXEC_TIMEOUT;
+    res.has_exit_code = false;
+    res.message = xstrdup("stopped after 100 ms");
+    assert_int_equal(buf_add(&res.err, "warn", 4), 0);
+    r = tools_result(&res, EXEC_JAVASCRIPT, &modern);
+    assert_true(json_object_get_boolean(get(r, "isError")));
+    sc = get(r, "structuredContent");
+    assert_true(json_object_is_type(get(sc, "exit_code"), json_type_null));
+    assert_string_equal(json_object_get_string(get(sc, "status")), "timeout");
+    assert_string_equal(json_object_get_string(get(sc, "message")), "stopped after 100 ms");
+    text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    assert_non_null(strstr(json_object_get_string(text), "--- stderr ---\nwarn"));
+    assert_non_null(strstr(json_object_get_string(text), "status: timeout"));
+    json_object_put(r);
+
+    /* A non-zero exit is an error even though the run finished. */
+    res.status = EXEC_OK;
+    res.has_exit_code = true;
+    res.exit_code = 3;
+    r = tools_result(&res, EXEC_PYTHON, &modern);
+    assert_true(json_object_get_boolean(get(r, "isError")));
+    json_object_put(r);
+    exec_result_free(&res);
+}
+
+static void test_list(void **state)
+{
+    (void)state;
+    struct tools_env env = {.cfg = &cfg, .exec = NULL};
+    struct tools_features modern = {.annotations = true, .structured = true};
+    json_object *l = tools_list(&env, &modern);
+    assert_int_equal(json_object_array_length(l), 3);
+    for (size_t i = 0; i < 3; i++) {
+        json_object *t = json_object_array_get_idx(l, i);
+        assert_true(tools_exists(json_object_get_string(get(t, "name"))));
+        assert_non_null(get(t, "description"));
+        assert_string_equal(json_object_get_string(get(get(t, "inputSchema"), "type")), "object");
+        assert_non_null(get(t, "outputSchema"));
+        assert_non_null(get(t, "title"));
+    }
+    json_object_put(l);
+    struct tools_features old = {0};
+    l = tools_list(&env, &old);
+    json_object *t = json_object_array_get_idx(l, 0);
+    assert_false(json_object_object_get_ex(t, "outputSchema", NULL));
+    assert_false(json_object_object_get_ex(t, "title", NULL));
+    assert_false(json_object_object_get_ex(t, "annotations", NULL));
+    json_object_put(l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixed_language_tools),
+        cmocka_unit_test(test_execute_code),
+        cmocka_unit_test(test_result_shape),
+        cmocka_unit_test(test_list),
+    };
+    return cmocka_run_group_tests_name("tools", tests, setup, teardown);
+}
