@@ -10,11 +10,13 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-        -Wold-style-definition -Wformat=2 -Wformat-truncation=2 -Wcast-qual -Wwrite-strings \
+        -Wold-style-definition -Wformat=2 -Wcast-qual -Wwrite-strings \
         -Wundef -Wpointer-arith -Wvla -Wnull-dereference -Wimplicit-fallthrough \
-        -Wmissing-declarations -Wredundant-decls -Wswitch-enum -Wunused-macros=0 \
+        -Wmissing-declarations -Wredundant-decls -Wswitch-enum  \
         -Werror=implicit-function-declaration -Werror=incompatible-pointer-types
-WARN := $(filter-out -Wunused-macros=0,$(WARN))
+ifeq ($(findstring clang,$(CC)),)
+WARN += -Wformat-truncation=2
+endif
 
 BASE_CFLAGS := -std=gnu11 -g -pthread -D_GNU_SOURCE -DMCPSBX_VERSION='"$(VERSION)"' \
                -Isrc -Ibuild/gen $(WARN) $(PKG_CFLAGS)
@@ -28,7 +30,7 @@ OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all run test deps images unit asan asan-unit valgrind lint format format-check \
+.PHONY: all run test deps images unit runner-test asan asan-unit valgrind lint format format-check \
         fuzz fuzz-smoke integration clean install uninstall bench
 
 all: $(B)/mcp-sandboxd
@@ -74,6 +76,10 @@ run:
 unit: $(UNIT_BINS)
 	@scripts/run-unit.sh $(UNIT_BINS)
 
+# The in-container runners, run directly with the host's interpreters.
+runner-test:
+	@tests/runner/test_runners.sh
+
 asan:
 	$(MAKE) B=build/asan CC=clang \
 	    CFLAGS='-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all' \
@@ -110,6 +116,7 @@ test:
 	$(MAKE) all
 	$(MAKE) lint
 	$(MAKE) unit
+	$(MAKE) runner-test
 	$(MAKE) asan-unit
 	$(MAKE) valgrind
 	$(MAKE) fuzz-smoke

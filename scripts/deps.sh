@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages mcp-sandboxd needs.
 #
-#   scripts/deps.sh [--engines] [--test]
+#   scripts/deps.sh [--engines] [--test] [--gvisor]
 #
 #   (no option)  build dependencies: compiler, libcurl, json-c, libmicrohttpd, cmocka
 #   --engines    container engines and image tooling: docker.io, podman, runc,
 #                catatonit, tini, debootstrap, curl, ...
 #   --test       test and lint tooling: nodejs, npm, valgrind, clang (+ libFuzzer),
 #                clang-format, clang-tidy, cppcheck, shellcheck
+#   --gvisor     gVisor's runsc (scripts/engine.sh registers it with dockerd
+#                when /usr/bin/runsc exists)
 #
 # Only packages that are missing are installed; `apt-get update` runs only when
 # something must be installed. Silent when everything is present. Needs root.
@@ -17,15 +19,17 @@ log() { printf 'deps.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-	sed -n '2,13s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,15s/^# \{0,1\}//p' "$0" >&2
 }
 
 want_engines=0
 want_test=0
+want_gvisor=0
 while (($#)); do
 	case $1 in
 	--engines) want_engines=1 ;;
 	--test) want_test=1 ;;
+	--gvisor) want_gvisor=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage; die "unknown argument: $1" ;;
 	esac
@@ -55,6 +59,8 @@ if ((want_test)); then
 	pkgs+=(nodejs npm valgrind clang clang-format clang-tidy cppcheck
 		shellcheck libclang-rt-14-dev curl)
 fi
+
+((want_gvisor)) && pkgs+=(runsc)
 
 # is_present PKG: true when PKG is installed (or, for node/npm, when the
 # commands exist: NodeSource's nodejs bundles npm and conflicts with

@@ -176,12 +176,20 @@ spawn() {
 	printf '\n=== %s: %s\n' "$(date -Is)" "$*" >>"$logf"
 	# Not a process-group leader here, so setsid execs in place and $! is
 	# the engine's own pid.
-	setsid nohup "$@" </dev/null >>"$logf" 2>&1 &
+	# fd 9 (the start lock) must not leak into the long-lived engine.
+	setsid nohup "$@" </dev/null >>"$logf" 2>&1 9>&- &
 	echo "$!" >"$STATE_DIR/$name.pid"
 }
 
 need_root() {
 	((EUID == 0)) || die "must run as root"
+}
+
+# start_lock NAME: serialise concurrent `start` calls (held until exit).
+start_lock() {
+	mkdir -p "$STATE_DIR"
+	exec 9>"$STATE_DIR/start-$1.lock"
+	flock 9
 }
 
 # --- docker -----------------------------------------------------------------
@@ -251,6 +259,8 @@ start_docker() {
 	local pid dockerd
 	ping_sock "$DOCKER_SOCK" && return 0
 	need_root
+	start_lock docker
+	ping_sock "$DOCKER_SOCK" && return 0
 	if pid=$(running_pid dockerd); then
 		log "dockerd (pid $pid) is starting; waiting for $DOCKER_SOCK"
 		wait_ping "$DOCKER_SOCK" dockerd "$DOCKERD_LOG" "$pid"
@@ -320,6 +330,8 @@ start_podman() {
 	local pid podman
 	ping_sock "$PODMAN_SOCK" && return 0
 	need_root
+	start_lock podman
+	ping_sock "$PODMAN_SOCK" && return 0
 	if pid=$(running_pid podman); then
 		log "podman service (pid $pid) is starting; waiting for $PODMAN_SOCK"
 		wait_ping "$PODMAN_SOCK" podman "$PODMAN_LOG" "$pid"

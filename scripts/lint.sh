@@ -83,15 +83,20 @@ TEST_SOURCES=(tests/unit/*.c tests/fuzz/*.c)
 # ---- (a) formatting -------------------------------------------------------
 check_format() {
     need "$CLANG_FORMAT" || return
-    local f bad=0
-    for f in "${C_SOURCES[@]}" "${C_HEADERS[@]}" "${TEST_SOURCES[@]}"; do
-        if ! "$CLANG_FORMAT" --dry-run -Werror "$f" >"$TMP/fmt" 2>&1; then
-            echo "  $f is not clang-formatted (run: make format), first difference:"
-            grep -m1 -A2 'error:' "$TMP/fmt" | sed 's/^/    /'
-            bad=1
-        fi
+    local files=("${C_SOURCES[@]}" "${C_HEADERS[@]}" "${TEST_SOURCES[@]}")
+    if "$CLANG_FORMAT" --dry-run -Werror "${files[@]}" >"$TMP/fmt" 2>&1; then
+        return 0
+    fi
+    if ! grep -q 'clang-format-violations' "$TMP/fmt"; then
+        sed 's/^/  /' "$TMP/fmt" # clang-format itself failed
+        return 1
+    fi
+    local f
+    for f in $(grep -oE '^[^:]+:[0-9]+:[0-9]+: error' "$TMP/fmt" | cut -d: -f1 | uniq); do
+        echo "  $f is not clang-formatted (run: make format), first difference:"
+        grep -m1 -A2 "^$f:" "$TMP/fmt" | sed 's/^/    /'
     done
-    return $bad
+    return 1
 }
 
 # ---- (b) cppcheck -----------------------------------------------------------

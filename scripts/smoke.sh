@@ -46,8 +46,8 @@ sock=$("$ENGINE_SH" discover "${engine_args[@]}")
 "$ENGINE_SH" ping "$sock" || die "no engine answers on unix://$sock"
 kind=$("$ENGINE_SH" kind "$sock")
 
-# Programs: one line each, no double quotes or backslashes (embedded in JSON
-# as is).
+# The check programs: no double quotes or backslashes, so that json_str can
+# embed them in JSON.
 py_check="import os, sys, resource as r
 b = []
 def c(n, ok):

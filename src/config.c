@@ -170,8 +170,8 @@ static int add_list(struct config *cfg, const char *value, struct err *err)
                     memcmp(cfg->pass_through_env[i], p, n) == 0)
                     dup = 1;
             if (!dup) {
-                cfg->pass_through_env = xrealloc(cfg->pass_through_env,
-                                                 (cfg->n_pass_through_env + 2) * sizeof(char *));
+                cfg->pass_through_env =
+                    xrealloc(cfg->pass_through_env, (cfg->n_pass_through_env + 2) * sizeof(char *));
                 cfg->pass_through_env[cfg->n_pass_through_env++] = xstrndup(p, n);
                 cfg->pass_through_env[cfg->n_pass_through_env] = NULL;
             }
@@ -201,8 +201,8 @@ static int set_option(struct config *cfg, const struct opt_def *o, const char *v
         if (errno || end == value || *end != '\0')
             return err_set(err, ERR_INVALID, "--%s: '%s' is not an integer", o->name, value);
         if (v < o->min || v > o->max)
-            return err_set(err, ERR_INVALID, "--%s: %lld is out of range [%lld, %lld]", o->name,
-                           v, o->min, o->max);
+            return err_set(err, ERR_INVALID, "--%s: %lld is out of range [%lld, %lld]", o->name, v,
+                           o->min, o->max);
         *(long long *)(void *)(base + o->offset) = v;
         return 0;
     }
@@ -223,8 +223,7 @@ static int set_option(struct config *cfg, const struct opt_def *o, const char *v
         if (!value || !*value || strcmp(value, "1") == 0 || strcmp(value, "true") == 0 ||
             strcmp(value, "yes") == 0)
             *slot = true;
-        else if (strcmp(value, "0") == 0 || strcmp(value, "false") == 0 ||
-                 strcmp(value, "no") == 0)
+        else if (strcmp(value, "0") == 0 || strcmp(value, "false") == 0 || strcmp(value, "no") == 0)
             *slot = false;
         else
             return err_set(err, ERR_INVALID, "--%s: expected true or false, got '%s'", o->name,
@@ -359,7 +358,8 @@ static int apply_container_image_pair(struct config *cfg, char **envp, struct er
     const char *lang = env_get(envp, "CONTAINER_LANGUAGE");
     if (!image || !*image) {
         if (lang && *lang)
-            return err_set(err, ERR_INVALID, "CONTAINER_LANGUAGE is set but CONTAINER_IMAGE is not");
+            return err_set(err, ERR_INVALID,
+                           "CONTAINER_LANGUAGE is set but CONTAINER_IMAGE is not");
         return 0;
     }
     char **slot;

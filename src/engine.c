@@ -1,30 +1,36 @@
 #include "engine.h"
 
 #include <curl/curl.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "log.h"
 
 #define API "/" ENGINE_API_VERSION
 
-/* Request timeouts. Create can be slow on a busy engine (layer setup);
- * version is the liveness probe and must answer fast. */
+/* Request timeouts. Create can be slow on a busy engine (layer setup).
+ * Podman 4.3 answers /version in 0.5-1 s (it runs conmon and runc to
+ * report their versions), so that probe gets more than a "fast" budget. */
 #define ENGINE_TIMEOUT_CONTROL_MS 10000L
 #define ENGINE_TIMEOUT_CREATE_MS  30000L
 #define ENGINE_TIMEOUT_REMOVE_MS  30000L
-#define ENGINE_TIMEOUT_VERSION_MS 2000L
+#define ENGINE_TIMEOUT_VERSION_MS 5000L
 
 #define ENGINE_JSON_DEPTH   32
 #define ENGINE_MAX_NAME_LEN 128u /* engine name/version/instance strings */
 
 struct engine {
     char *socket;
+    /* 1 when the engine is known to report OOMKilled (Docker), 0 when it is
+     * known not to (Podman 4 leaves it false), -1 before /version answered. */
+    atomic_int oom_flag_reliable;
 };
 
 struct engine *engine_new(const char *socket_path)
 {
     struct engine *e = xcalloc(1, sizeof(*e));
     e->socket = xstrdup(socket_path);
+    atomic_init(&e->oom_flag_reliable, -1);
     return e;
 }
 
@@ -167,11 +173,13 @@ int engine_version(struct engine *e, char **name, char **version, struct err *er
                 continue;
             if (strcmp(cn, "Podman Engine") == 0) {
                 n = "Podman Engine";
+                atomic_store(&e->oom_flag_reliable, 0);
                 v = get_str(c, "Version", &vl);
                 break;
             }
             if (strcmp(cn, "Engine") == 0 && !n) {
                 n = "Docker Engine";
+                atomic_store(&e->oom_flag_reliable, 1);
                 v = get_str(c, "Version", &vl);
             }
         }
@@ -295,15 +303,39 @@ int engine_start(struct engine *e, const char *id, struct err *err)
     return simple_call(e, "POST", path, ENGINE_TIMEOUT_CONTROL_MS, ok, ARRAY_SIZE(ok), what, err);
 }
 
+/* True when a kill answered with status left nothing running. */
+static bool kill_moot(struct engine *e, const char *id, long status)
+{
+    /* 404: gone; 409 (Docker): not running. */
+    if (status == 404 || status == 409)
+        return true;
+    if (status != 500)
+        return false;
+    /* Podman answers 500 "container state improper" for a stopped
+     * container: ask for the state rather than parse its wording. */
+    struct engine_state st = {0};
+    struct err ierr = ERR_INIT;
+    int irc = engine_inspect_state(e, id, &st, &ierr);
+    bool moot = (irc == 0 && !st.running) || (irc < 0 && ierr.code == ERR_NOT_FOUND);
+    err_clear(&ierr);
+    return moot;
+}
+
 int engine_kill(struct engine *e, const char *id, struct err *err)
 {
     if (check_id(id, err) < 0)
         return -1;
-    /* 404: gone; 409: not running. Either way nothing is left to kill. */
-    static const long ok[] = {204, 404, 409};
     cleanup_free char *path = xasprintf(API "/containers/%s/kill?signal=SIGKILL", id);
-    cleanup_free char *what = xasprintf("kill container %.12s", id);
-    return simple_call(e, "POST", path, ENGINE_TIMEOUT_CONTROL_MS, ok, ARRAY_SIZE(ok), what, err);
+    struct buf resp;
+    buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
+    long status = 0;
+    int ret = call(e, "POST", path, NULL, ENGINE_TIMEOUT_CONTROL_MS, &status, &resp, err);
+    if (ret == 0 && status != 204 && !kill_moot(e, id, status)) {
+        cleanup_free char *what = xasprintf("kill container %.12s", id);
+        ret = status_error(e, status, &resp, what, err);
+    }
+    buf_free(&resp);
+    return ret;
 }
 
 int engine_remove(struct engine *e, const char *id, struct err *err)
@@ -497,4 +529,9 @@ void engine_container_list_free(struct engine_container_info *list, size_t n)
         free(list[i].instance);
     }
     free(list);
+}
+
+int engine_oom_flag_reliable(const struct engine *e)
+{
+    return atomic_load(&e->oom_flag_reliable);
 }

@@ -45,13 +45,20 @@ struct engine_state {
     int exit_code;
 };
 
-/* POST /containers/{id}/wait with a timeout, then inspect for OOMKilled. */
+/* POST /containers/{id}/wait with a timeout, then inspect for OOMKilled.
+ * Podman 4.3 (runc, cgroup v1) reports OOMKilled false even for an OOM
+ * kill: there, exit code 137 under a memory limit is the only sign. */
 int engine_wait(struct engine *e, const char *id, long timeout_ms, struct engine_state *st,
                 struct err *err);
 
 /* GET /containers/{id}/json -> State. */
 int engine_inspect_state(struct engine *e, const char *id, struct engine_state *st,
                          struct err *err);
+
+/* 1 when State.OOMKilled can be trusted (Docker), 0 when the engine is
+ * known to leave it false after a real OOM kill (Podman 4), -1 while the
+ * engine's kind is unknown (engine_version has not answered yet). */
+int engine_oom_flag_reliable(const struct engine *e);
 
 /* DELETE /containers/{id}?force=1&v=1. A container already gone is not an
  * error. */

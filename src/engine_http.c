@@ -76,8 +76,14 @@ static int connect_error(const char *socket_path, CURLcode rc, long os_errno, st
                    socket_path, curl_easy_strerror(rc), os, os[0] ? "; " : "", hint);
 }
 
-static CURL *new_handle(const char *socket_path, const char *path, char *errbuf, struct err *err)
+static CURL *new_handle(const char *socket_path, const char *path, long timeout_ms, char *errbuf,
+                        struct err *err)
 {
+    /* curl reads 0 as "no timeout": every engine request must have one. */
+    if (timeout_ms <= 0) {
+        err_set(err, ERR_INTERNAL, "engine request without a timeout");
+        return NULL;
+    }
     if (path[0] != '/') {
         err_set(err, ERR_INTERNAL, "engine path must start with '/'");
         return NULL;
@@ -119,7 +125,7 @@ int engine_http_request(const char *socket_path, const char *method, const char 
                         struct buf *resp, struct err *err)
 {
     char errbuf[CURL_ERROR_SIZE];
-    CURL *c = new_handle(socket_path, path, errbuf, err);
+    CURL *c = new_handle(socket_path, path, timeout_ms, errbuf, err);
     if (!c)
         return -1;
 
@@ -128,13 +134,16 @@ int engine_http_request(const char *socket_path, const char *method, const char 
     struct sink sink = {resp, false};
     buf_reset(resp);
 
-    /* Disable "Expect: 100-continue": the engine answers at once. */
-    hdrs = curl_slist_append(hdrs, "Expect:");
-    /* Without a body, drop curl's default form Content-Type on POST. */
-    hdrs = curl_slist_append(hdrs, body ? "Content-Type: application/json" : "Content-Type:");
-    if (!hdrs) {
-        err_set(err, ERR_INTERNAL, "curl_slist_append failed");
-        goto out;
+    /* "Expect:" disables 100-continue (the engine answers at once); a bare
+     * "Content-Type:" drops curl's form type on a bodiless POST. */
+    const char *hv[] = {"Expect:", body ? "Content-Type: application/json" : "Content-Type:"};
+    for (size_t i = 0; i < ARRAY_SIZE(hv); i++) {
+        struct curl_slist *t = curl_slist_append(hdrs, hv[i]);
+        if (!t) {
+            err_set(err, ERR_INTERNAL, "curl_slist_append failed");
+            goto out;
+        }
+        hdrs = t;
     }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 
@@ -225,12 +234,15 @@ char *engine_http_message(const char *body, size_t len)
     json_tokener_free(tok);
     json_object *m = NULL;
     char *out = NULL;
-    if (root && json_object_object_get_ex(root, "message", &m) &&
-        json_object_is_type(m, json_type_string))
-        out = clean_text(json_object_get_string(m), (size_t)json_object_get_string_len(m));
-    else if (!root)
-        /* Docker answers a failed attach in plain text. */
+    if (json_object_is_type(root, json_type_object)) {
+        if (json_object_object_get_ex(root, "message", &m) &&
+            json_object_is_type(m, json_type_string))
+            out = clean_text(json_object_get_string(m), (size_t)json_object_get_string_len(m));
+    } else {
+        /* Not a JSON object: Docker answers a failed attach in plain text,
+         * Go's router "404 page not found". */
         out = clean_text(body, len);
+    }
     json_object_put(root);
     return out;
 }
@@ -457,7 +469,7 @@ static CURL *connect_only(const char *socket_path, const char *path, long timeou
                           struct err *err)
 {
     char errbuf[CURL_ERROR_SIZE];
-    CURL *curl = new_handle(socket_path, path, errbuf, err);
+    CURL *curl = new_handle(socket_path, path, timeout_ms, errbuf, err);
     if (!curl)
         return NULL;
     /* CONNECT_ONLY makes curl open the socket and stop: we speak the
@@ -482,6 +494,8 @@ static CURL *connect_only(const char *socket_path, const char *path, long timeou
         err_set(err, ERR_INTERNAL, "no socket from curl after connecting to the engine");
         goto fail;
     }
+    /* errbuf lives on this stack frame; the handle outlives it. */
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
     *fd = (int)sock;
     return curl;
 fail:

@@ -27,7 +27,10 @@ struct err {
     char *msg;
 };
 
-#define ERR_INIT {ERR_OK, NULL}
+#define ERR_INIT                                                                                   \
+    {                                                                                              \
+        ERR_OK, NULL                                                                               \
+    }
 
 /* Sets err (replacing any previous message); always returns -1. */
 int err_set(struct err *err, enum err_code code, const char *fmt, ...) ATTR_PRINTF(3, 4);

@@ -13,7 +13,6 @@
 #include "runner.h"
 #include "sandbox.h"
 
-
 /* Waits for the engine to report the exit after the stream ended. */
 #define WAIT_AFTER_EOF_MS 10000
 #define SEND_TIMEOUT_MS   30000
@@ -336,8 +335,7 @@ static void finish_from_record(struct run *r)
         set_message(r->res, "the sandbox runner failed: %.500s", done.runner_error);
     } else if (done.memory_error) {
         r->res->status = EXEC_OOM;
-        set_message(r->res, "the program ran out of memory (limit %lld MiB)",
-                    r->req->memory_mb);
+        set_message(r->res, "the program ran out of memory (limit %lld MiB)", r->req->memory_mb);
     } else {
         r->res->status = EXEC_OK;
     }
@@ -359,7 +357,10 @@ static void finish_from_engine(struct exec_ctx *ctx, struct run *r, const char *
     }
     r->res->has_exit_code = true;
     r->res->exit_code = st.exit_code;
-    if (st.oom_killed) {
+    /* SIGKILL that we did not send: on an engine whose OOMKilled flag cannot
+     * be trusted, the memory limit is by far the likeliest sender. */
+    bool likely_oom = st.exit_code == 137 && engine_oom_flag_reliable(ctx->engine) != 1;
+    if (st.oom_killed || likely_oom) {
         r->res->status = EXEC_OOM;
         set_message(r->res, "the program was killed for using more than %lld MiB of memory",
                     r->req->memory_mb);
@@ -371,8 +372,7 @@ static void finish_from_engine(struct exec_ctx *ctx, struct run *r, const char *
 }
 
 static int read_loop(struct exec_ctx *ctx, struct run *r, struct engine_http_conn *conn,
-                     const char *id, struct exec_cancel *cancel, double deadline,
-                     struct err *err)
+                     const char *id, struct exec_cancel *cancel, double deadline, struct err *err)
 {
     struct engine_stream demux;
     engine_stream_init(&demux);

@@ -42,8 +42,8 @@ int jsonrpc_parse(const char *data, size_t len, json_object **out, struct err *e
 
 int jsonrpc_valid_id(json_object *id)
 {
-    return id && (json_object_is_type(id, json_type_string) ||
-                  json_object_is_type(id, json_type_int));
+    return id &&
+           (json_object_is_type(id, json_type_string) || json_object_is_type(id, json_type_int));
 }
 
 void jsonrpc_classify(json_object *msg, struct jsonrpc_msg *out)
@@ -134,8 +134,8 @@ json_object *jsonrpc_notification(const char *method, json_object *params)
 const char *jsonrpc_serialize(json_object *obj, size_t *len)
 {
     size_t n = 0;
-    const char *s =
-        json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+    const char *s = json_object_to_json_string_length(
+        obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
     if (len)
         *len = n;
     return s;

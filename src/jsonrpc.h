@@ -25,9 +25,9 @@ enum jsonrpc_kind {
 
 struct jsonrpc_msg {
     enum jsonrpc_kind kind;
-    json_object *id;     /* borrowed; NULL for notifications or unreadable ids */
-    const char *method;  /* borrowed */
-    json_object *params; /* borrowed; may be NULL */
+    json_object *id;            /* borrowed; NULL for notifications or unreadable ids */
+    const char *method;         /* borrowed */
+    json_object *params;        /* borrowed; may be NULL */
     const char *invalid_reason; /* static text when kind == JSONRPC_INVALID */
 };
 

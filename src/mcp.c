@@ -15,11 +15,11 @@ static const char *const version_names[MCP_V_COUNT] = {
 };
 
 /* RFC 5424 severities, lowest first, as logging/setLevel names them. */
-static const char *const log_levels[] = {"debug",    "info",  "notice", "warning",
-                                         "error",    "critical", "alert", "emergency"};
+static const char *const log_levels[] = {"debug", "info",     "notice", "warning",
+                                         "error", "critical", "alert",  "emergency"};
 
 #define INSTRUCTIONS                                                                               \
-    "Runs Python and JavaScript in fresh, isolated containers with no network access. Use "       \
+    "Runs Python and JavaScript in fresh, isolated containers with no network access. Use "        \
     "run_python_code or run_js_code for a quick run, execute_code for stdin and per-call limits. " \
     "Results carry stdout, stderr, exit_code and status."
 
@@ -46,7 +46,8 @@ enum mcp_version mcp_negotiate(const char *requested)
 
 /* ---- channels ------------------------------------------------------------ */
 
-void mcp_channel_init(struct mcp_channel *ch, int (*send)(struct mcp_channel *, const char *, size_t),
+void mcp_channel_init(struct mcp_channel *ch,
+                      int (*send)(struct mcp_channel *, const char *, size_t),
                       void (*release)(struct mcp_channel *))
 {
     ch->send = send;
@@ -339,8 +340,8 @@ static void *call_main(void *arg)
 {
     struct call *c = arg;
     struct mcp_session *s = c->s;
-    json_object *result = tools_call(&s->srv->env, c->tool, c->args, &c->features, c->cancel,
-                                     NULL, NULL);
+    json_object *result =
+        tools_call(&s->srv->env, c->tool, c->args, &c->features, c->cancel, NULL, NULL);
 
     pthread_mutex_lock(&s->lock);
     for (struct call **pp = &s->calls; *pp; pp = &(*pp)->next) {

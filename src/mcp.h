@@ -41,7 +41,8 @@ struct mcp_channel {
     atomic_int refs;
 };
 
-void mcp_channel_init(struct mcp_channel *ch, int (*send)(struct mcp_channel *, const char *, size_t),
+void mcp_channel_init(struct mcp_channel *ch,
+                      int (*send)(struct mcp_channel *, const char *, size_t),
                       void (*release)(struct mcp_channel *));
 void mcp_channel_ref(struct mcp_channel *ch);
 void mcp_channel_unref(struct mcp_channel *ch);

@@ -153,10 +153,8 @@ int runner_scan_feed(struct runner_scan *s, const char *data, size_t len, runner
     while (i < len) {
         if (q == 0) {
             const char *nul = memchr(data + i, '\0', len - i);
-            if (!nul) {
-                i = len;
+            if (!nul)
                 break;
-            }
             i = (size_t)(nul - data) + 1;
             q = 1;
             continue;

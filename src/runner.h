@@ -20,7 +20,9 @@
  * streams independently (their order is not kept), so only a mark on each
  * tells that both are complete. Scan each stream with its own runner_scan.
  * When Node's report of a fatal error cannot be reproduced exactly (see
- * runner.js), the runner writes no record and Node exits as usual: EOF. */
+ * runner.js), the runner writes no record and Node exits as usual: EOF.
+ * A runner failure (bad frame, bad JSON) exits 76; the record carries
+ * runner_error when the nonce was read, otherwise stderr says why. */
 #ifndef MCPSBX_RUNNER_H
 #define MCPSBX_RUNNER_H
 
@@ -32,11 +34,11 @@
 extern const char runner_python_src[];
 extern const char runner_node_src[];
 
-#define RUNNER_PROTOCOL      "mcpsbx/1"
-#define RUNNER_RECORD_PREFIX "\0\036mcpsbx-done:"
+#define RUNNER_PROTOCOL          "mcpsbx/1"
+#define RUNNER_RECORD_PREFIX     "\0\036mcpsbx-done:"
 #define RUNNER_RECORD_PREFIX_LEN 14
-#define RUNNER_NONCE_HEX_LEN 32
-#define RUNNER_MAX_RECORD    4096
+#define RUNNER_NONCE_HEX_LEN     32
+#define RUNNER_MAX_RECORD        4096
 
 struct runner_request {
     const char *nonce_hex; /* RUNNER_NONCE_HEX_LEN hex digits */

@@ -42,10 +42,13 @@ json_object *sandbox_create_body(const struct config *cfg, const struct sandbox_
     /* Only these variables and the operator's pass-through list: the
      * daemon's own environment never reaches a sandbox. */
     json_object *env = json_object_new_array();
-    static const char *const base_env[] = {
-        "HOME=" SANDBOX_WORKDIR, "TMPDIR=" SANDBOX_WORKDIR, "LANG=C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg", "MPLCONFIGDIR=" SANDBOX_WORKDIR "/.mpl",
-        NULL};
+    static const char *const base_env[] = {"HOME=" SANDBOX_WORKDIR,
+                                           "TMPDIR=" SANDBOX_WORKDIR,
+                                           "LANG=C.UTF-8",
+                                           "PYTHONDONTWRITEBYTECODE=1",
+                                           "MPLBACKEND=Agg",
+                                           "MPLCONFIGDIR=" SANDBOX_WORKDIR "/.mpl",
+                                           NULL};
     for (const char *const *p = base_env; *p; p++)
         json_object_array_add(env, json_object_new_string(*p));
     for (char **p = spec->env; p && *p; p++)

@@ -22,7 +22,7 @@ struct tool_def {
 
 #define CODE_SCHEMA_PY                                                                             \
     "{\"type\":\"object\",\"properties\":{\"code\":{\"type\":\"string\",\"description\":"          \
-    "\"Python 3 source to run as the main program.\"}},\"required\":[\"code\"],"                    \
+    "\"Python 3 source to run as the main program.\"}},\"required\":[\"code\"],"                   \
     "\"additionalProperties\":false}"
 #define CODE_SCHEMA_JS                                                                             \
     "{\"type\":\"object\",\"properties\":{\"code\":{\"type\":\"string\",\"description\":"          \
@@ -33,7 +33,7 @@ struct tool_def {
     "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"javascript\"],"                      \
     "\"description\":\"Language of the code.\"},"                                                  \
     "\"code\":{\"type\":\"string\",\"description\":\"Source to run as the main program.\"},"       \
-    "\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the program on standard "     \
+    "\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the program on standard "      \
     "input (then end of file).\"},"                                                                \
     "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Wall-clock limit in "    \
     "milliseconds; capped by the server's maximum.\"},"                                            \

@@ -53,8 +53,6 @@ int util_write_all(int fd, const void *buf, size_t n);
 /* True when s is valid UTF-8 of exactly n bytes. */
 int util_utf8_valid(const char *s, size_t n);
 
-
-
 /* Returns an allocated copy of s[0..n) that is valid UTF-8: each invalid
  * byte becomes U+FFFD. *out_len gets the length (the copy is also
  * NUL-terminated but may contain NULs). */

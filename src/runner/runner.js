@@ -2,7 +2,7 @@
 // Started as `node -e <this file>`; waits on stdin for one framed request,
 // runs the code in this process as the main module (CommonJS, or an ES
 // module when the code needs it), and writes the completion record on
-// stdout when the process exits. Node >= 18, built-in modules only.
+// stderr and stdout when the process exits. Node >= 18, built-ins only.
 // Everything is inside one function so the program sees none of it.
 (function (require) {
   'use strict';

@@ -1,7 +1,8 @@
 # mcp-sandboxd in-container runner for Python (protocol: src/runner.h).
 # Started as `python3 -u -c <this file>`; waits on stdin for one framed
 # request, runs the code in this process as the main program, then writes
-# the completion record on stdout. Standard library only (Python >= 3.8).
+# the completion record on stderr and stdout. Standard library only
+# (Python >= 3.8; tracebacks match `python3 main.py` from 3.9 on).
 # Everything lives inside one function so that the program's namespace
 # (a fresh __main__ module) sees none of the runner's names.
 
@@ -222,6 +223,16 @@ def _mcpsbx_runner():
         except BaseException:
             pass
         return 1
+
+    # Python 3.13+ keeps the -c source in linecache as "<string>", which
+    # would show runner lines for the program's own exec()'d strings.
+    linecache = sys.modules.get("linecache")
+    if linecache is not None:
+        for key, entry in list(linecache.cache.items()):
+            lines = entry[2] if len(entry) > 2 else None
+            if lines and lines[0].startswith("# mcp-sandboxd in-container runner"):
+                del linecache.cache[key]
+    del linecache
 
     status = 0
     memory_error = False

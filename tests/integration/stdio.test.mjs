@@ -48,6 +48,8 @@ const TEST_TIMEOUT_MS = 180_000;
 const EXIT_WAIT_MS = 20_000;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+// For races against a process exit: does not keep the event loop alive.
+const exitWait = (ms) => new Promise((r) => setTimeout(r, ms).unref());
 
 // ---- daemons ---------------------------------------------------------------
 
@@ -66,7 +68,8 @@ function daemonEnv(extra = {}, marker = RUN_ID) {
 }
 
 function daemonArgs(args = [], passThrough = []) {
-  return ['--engine', ENGINE, '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...args];
+  // Debug logs make a failure's stderr tail useful; a test's args come last and win.
+  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...args];
 }
 
 function tail(s, n = 6000) {
@@ -128,11 +131,11 @@ class SdkDaemon {
       } catch {
         /* already gone */
       }
-      await Promise.race([this.exited, sleep(EXIT_WAIT_MS)]);
+      await Promise.race([this.exited, exitWait(EXIT_WAIT_MS)]);
       if (this.exit === null) this.exit = { code: null, signal: null, hung: true };
     }
     await this.client.close().catch(() => {}); // kills it if it hung
-    if (this.proc) await Promise.race([this.exited, sleep(5000)]);
+    if (this.proc) await Promise.race([this.exited, exitWait(5000)]);
     return this.exit;
   }
 }
@@ -146,6 +149,8 @@ function annotate(e, ...daemons) {
       .join('');
     try {
       e.message += extra;
+      // Reporters print the stack, which was captured with the old message.
+      if (typeof e.stack === 'string') e.stack += extra;
       e.__annotated = true;
     } catch {
       /* frozen */
@@ -178,6 +183,14 @@ class RawDaemon {
       this.proc.once('exit', (code, signal) => {
         this.exit = { code, signal };
         resolve();
+      });
+      this.proc.once('error', (e) => {
+        // spawn failed: there will be no 'exit'
+        if (this.proc.pid === undefined) {
+          this.exit = { code: null, signal: null, error: String(e) };
+          this.stderr += `spawn ${BIN} failed: ${e}\n`;
+          resolve();
+        }
       });
     });
     this.proc.stdin.on('error', () => {});
@@ -264,10 +277,10 @@ class RawDaemon {
     this.closed = true;
     if (this.exit === null) {
       this.proc.stdin.end();
-      await Promise.race([this.exited, sleep(EXIT_WAIT_MS)]);
+      await Promise.race([this.exited, exitWait(EXIT_WAIT_MS)]);
       if (this.exit === null) {
         this.proc.kill('SIGKILL');
-        await this.exited;
+        await Promise.race([this.exited, exitWait(5000)]);
         this.exit = { ...this.exit, hung: true };
       }
     }
@@ -322,7 +335,10 @@ async function ourContainers(marker = RUN_ID, baseline = new Set()) {
     }
     const env = info?.Config?.Env || [];
     if (env.includes(`${RUN_MARKER}=${marker}`)) {
-      mine.push({ id: c.Id.slice(0, 12), state: c.State, status: c.Status, image: c.Image });
+      mine.push({
+        id: c.Id.slice(0, 12), state: c.State, status: c.Status, image: c.Image,
+        instance: info?.Config?.Labels?.['io.mcp-sandboxd.instance'], created: info?.Created,
+      });
     }
   }
   return mine;
@@ -988,7 +1004,7 @@ test('closing stdin during a run: the daemon exits and removes the container', {
       await sleep(1000);
       const t0 = Date.now();
       d.proc.stdin.end();
-      await Promise.race([d.exited, sleep(EXIT_WAIT_MS)]);
+      await Promise.race([d.exited, exitWait(EXIT_WAIT_MS)]);
       assert.ok(d.exit, `daemon still running ${EXIT_WAIT_MS} ms after stdin closed`);
       assert.equal(d.exit.code, 0, `daemon exit: ${JSON.stringify(d.exit)}`);
       const exitMs = Date.now() - t0;
@@ -1017,5 +1033,17 @@ test('every daemon exited cleanly and no container is left', { timeout: 120_000 
   }
   assert.deepEqual(problems, [], problems.join('\n\n'));
   const left = await waitNoContainers(RUN_ID, 5000, baseline);
-  assert.deepEqual(left, [], `containers left behind: ${JSON.stringify(left)}`);
+  assert.deepEqual(left, [], `containers left behind: ${JSON.stringify(left)}\n${daemonLinesAbout(left)}`);
 });
+
+/** What the daemons logged about these containers, and their warnings. */
+function daemonLinesAbout(containers) {
+  const out = [];
+  for (const d of allDaemons) {
+    const lines = d.stderr
+      .split('\n')
+      .filter((l) => / (warn|error):/.test(l) || containers.some((c) => l.includes(c.id)));
+    if (lines.length) out.push(`--- daemon '${d.name}' ---\n${lines.slice(-40).join('\n')}`);
+  }
+  return out.join('\n');
+}

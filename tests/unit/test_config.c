@@ -188,9 +188,12 @@ static void test_help(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),          cmocka_unit_test(test_cli_and_env),
-        cmocka_unit_test(test_errors),            cmocka_unit_test(test_engine_resolution),
-        cmocka_unit_test(test_container_image_pair), cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_cli_and_env),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_engine_resolution),
+        cmocka_unit_test(test_container_image_pair),
+        cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_help),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -25,6 +25,9 @@
 #define STALL_ID   "aaaaaaaaaaaa"
 #define MISSING_ID "deadbeef0404"
 #define CHUNKY_ID  "c0ffee000404"
+#define PODMISS_ID "deadbeef0405"
+#define STOPPED_ID "0000000000a1" /* kill: 500 (Podman's answer when stopped) */
+#define RUNNING_ID "0000000000a2" /* kill: 500 while still running */
 
 /* What the fake saw last; tests read a copy (an assertion must never
  * longjmp out while holding the mutex the server thread needs). */
@@ -205,7 +208,25 @@ static void route(struct fake *f, int fd, const char *m, const char *t, const ch
     } else if (!strcmp(m, "POST") && starts_with(t, "/v1.41/containers/" GOOD_ID "/attach?")) {
         serve_attach(f, fd);
     } else if (!strcmp(m, "POST") && starts_with(t, "/v1.41/containers/" MISSING_ID "/attach?")) {
-        respond(fd, 404, "Not Found", "{\"message\":\"No such container: " MISSING_ID "\"}");
+        /* Docker answers a failed attach in plain text, then closes. */
+        static const char r[] = "HTTP/1.1 404 Not Found\r\n"
+                                "Content-Type: application/vnd.docker.raw-stream\r\n\r\n"
+                                "No such container: " MISSING_ID "\r\n";
+        write_all(fd, r, sizeof(r) - 1);
+    } else if (!strcmp(m, "POST") && starts_with(t, "/v1.41/containers/" PODMISS_ID "/attach?")) {
+        respond(fd, 404, "Not Found",
+                "{\"cause\":\"no such container\",\"message\":\"no container with name or ID "
+                "\\\"" PODMISS_ID "\\\" found: no such container\",\"response\":404}");
+    } else if (!strcmp(m, "POST") &&
+               (!strcmp(t, "/v1.41/containers/" STOPPED_ID "/kill?signal=SIGKILL") ||
+                !strcmp(t, "/v1.41/containers/" RUNNING_ID "/kill?signal=SIGKILL"))) {
+        respond(fd, 500, "Internal Server Error",
+                "{\"cause\":\"container state improper\",\"message\":\"container state "
+                "improper: stopped\",\"response\":500}");
+    } else if (!strcmp(m, "GET") && !strcmp(t, "/v1.41/containers/" STOPPED_ID "/json")) {
+        respond(fd, 200, "OK", "{\"State\":{\"Running\":false,\"ExitCode\":0}}");
+    } else if (!strcmp(m, "GET") && !strcmp(t, "/v1.41/containers/" RUNNING_ID "/json")) {
+        respond(fd, 200, "OK", "{\"State\":{\"Running\":true,\"ExitCode\":0}}");
     } else if (!strcmp(m, "POST") && starts_with(t, "/v1.41/containers/" CHUNKY_ID "/attach?")) {
         static const char r[] = "HTTP/1.1 409 Conflict\r\nTransfer-Encoding: chunked\r\n\r\n"
                                 "c\r\n{\"message\":\"\r\n"
@@ -268,7 +289,7 @@ static void handle(struct fake *f, int fd)
     header_value(req, "\r\nContent-Length:", cl, sizeof(cl));
     header_value(req, "\r\nContent-Type:", ctype, sizeof(ctype));
     header_value(req, "\r\nUpgrade:", upg, sizeof(upg));
-    size_t want = (size_t)atol(cl);
+    size_t want = (size_t)strtoul(cl, NULL, 10);
     while (have < want && body + have < req + sizeof(req) - 1 && wait_readable(f, fd)) {
         ssize_t r = recv(fd, body + have, (size_t)(req + sizeof(req) - 1 - (body + have)), 0);
         if (r <= 0)
@@ -467,7 +488,7 @@ static void test_create(void **state)
     assert_int_equal(err.code, ERR_ENGINE);
     assert_non_null(strstr(err.msg, "HTTP 500"));
     /* Engine text is shown, with control characters flattened. */
-    assert_non_null(strstr(err.msg, "something broke badly "));
+    assert_non_null(strstr(err.msg, "something broke badly"));
     err_clear(&err);
     json_object_put(b);
 
@@ -501,6 +522,14 @@ static void test_start_kill_remove(void **state)
     r = last();
     assert_string_equal(r.method, "DELETE");
     assert_string_equal(r.target, "/v1.41/containers/" GOOD_ID "?force=1&v=1");
+
+    /* Podman's 500 for a stopped container is not an error; a 500 while
+     * the container still runs is. */
+    check_ok(engine_kill(e, STOPPED_ID, &err));
+    assert_int_equal(engine_kill(e, RUNNING_ID, &err), -1);
+    assert_int_equal(err.code, ERR_ENGINE);
+    assert_non_null(strstr(err.msg, "container state improper"));
+    err_clear(&err);
 
     /* The fake has no route for this id: a 400 must surface with the
      * engine's message. */
@@ -755,6 +784,10 @@ static void test_attach_refused(void **state)
     assert_int_equal(err.code, ERR_NOT_FOUND);
     assert_non_null(strstr(err.msg, "No such container: " MISSING_ID));
     err_clear(&err);
+    assert_int_equal(engine_attach(e, PODMISS_ID, &c, &err), -1);
+    assert_int_equal(err.code, ERR_NOT_FOUND);
+    assert_non_null(strstr(err.msg, "no container with name or ID \"" PODMISS_ID "\" found"));
+    err_clear(&err);
 
     /* A chunked error body still yields the engine's message. */
     assert_int_equal(engine_attach(e, CHUNKY_ID, &c, &err), -1);
@@ -772,8 +805,19 @@ static void test_engine_message(void **state)
     assert_string_equal(m, "x");
     free(m);
     assert_null(engine_http_message("{\"message\":1}", 13));
-    assert_null(engine_http_message("not json", 8));
+    assert_null(engine_http_message("{\"cause\":\"x\"}", 13));
     assert_null(engine_http_message("", 0));
+    assert_null(engine_http_message(" \r\n", 3));
+    /* Plain-text bodies (Docker's failed attach, Go's 404) are shown. */
+    m = engine_http_message("No such container: abc\r\n", 24);
+    assert_string_equal(m, "No such container: abc");
+    free(m);
+    m = engine_http_message("404 page not found\n", 19);
+    assert_string_equal(m, "404 page not found");
+    free(m);
+    m = engine_http_message("a\0b\001c", 5);
+    assert_string_equal(m, "a b c");
+    free(m);
     /* Long messages are capped on a UTF-8 boundary. */
     char big[2000];
     size_t n = 0;

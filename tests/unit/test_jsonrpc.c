@@ -65,10 +65,10 @@ static void test_classify(void **state)
 {
     (void)state;
     classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", JSONRPC_REQUEST, 1);
-    classify("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\",\"params\":{}}", JSONRPC_REQUEST,
-             1);
-    classify("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
-             JSONRPC_NOTIFICATION, 0);
+    classify("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\",\"params\":{}}",
+             JSONRPC_REQUEST, 1);
+    classify("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", JSONRPC_NOTIFICATION,
+             0);
     classify("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}", JSONRPC_RESPONSE, 1);
     classify("{\"jsonrpc\":\"2.0\",\"id\":1}", JSONRPC_INVALID, 1);
     classify("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", JSONRPC_INVALID, 1);
@@ -98,8 +98,9 @@ static void test_builders(void **state)
     json_object_put(e);
     json_object_put(id);
     json_object *note = jsonrpc_notification("notifications/progress", json_object_new_object());
-    assert_string_equal(jsonrpc_serialize(note, &n),
-                        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}");
+    assert_string_equal(
+        jsonrpc_serialize(note, &n),
+        "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}");
     json_object_put(note);
 }
 

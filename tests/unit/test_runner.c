@@ -11,7 +11,6 @@
 
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -28,6 +27,7 @@
 #define MARK   PREFIX NONCE ":"
 #define REC    "{\"exit_code\":3,\"memory_error\":false}"
 #define LIT(s) s, sizeof(s) - 1
+#define END    ((const char *)NULL) /* ends cat()'s list */
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -174,8 +174,8 @@ static void test_scan_record_after_output(void **state)
 {
     (void)state;
     struct buf in, out;
-    cat(&in, LIT("out1\n"), LIT(MARK), LIT(REC "\n"), LIT("ignored after the record"), NULL);
-    cat(&out, LIT("out1\n"), NULL);
+    cat(&in, LIT("out1\n"), LIT(MARK), LIT(REC "\n"), LIT("ignored after the record"), END);
+    cat(&out, LIT("out1\n"), END);
     check_all_splits(in.data, in.len, out.data, out.len, REC);
     buf_free(&in);
     buf_free(&out);
@@ -192,8 +192,8 @@ static void test_scan_decoy_wrong_nonce(void **state)
     (void)state;
     struct buf in, out;
     cat(&in, LIT("a"), LIT(PREFIX OTHER ":{\"exit_code\":9}\n"), LIT("b"), LIT(MARK), LIT(REC "\n"),
-        NULL);
-    cat(&out, LIT("a"), LIT(PREFIX OTHER ":{\"exit_code\":9}\n"), LIT("b"), NULL);
+        END);
+    cat(&out, LIT("a"), LIT(PREFIX OTHER ":{\"exit_code\":9}\n"), LIT("b"), END);
     check_all_splits(in.data, in.len, out.data, out.len, REC);
     buf_free(&in);
     buf_free(&out);
@@ -213,8 +213,8 @@ static void test_scan_partial_prefix_then_more(void **state)
 {
     (void)state;
     struct buf in, out;
-    cat(&in, LIT("x\0\036mcps"), LIT("more output\n"), LIT(MARK), LIT(REC "\n"), NULL);
-    cat(&out, LIT("x\0\036mcps"), LIT("more output\n"), NULL);
+    cat(&in, LIT("x\0\036mcps"), LIT("more output\n"), LIT(MARK), LIT(REC "\n"), END);
+    cat(&out, LIT("x\0\036mcps"), LIT("more output\n"), END);
     check_all_splits(in.data, in.len, out.data, out.len, REC);
     buf_free(&in);
     buf_free(&out);
@@ -228,10 +228,10 @@ static void test_scan_prefix_bytes_in_output(void **state)
     struct buf in, out;
     cat(&in, LIT("\0\0\0\036\0\036m\0\036mcpsbx-done:0123\0"), LIT(PREFIX "01234567"),
         LIT(PREFIX NONCE "X"), LIT(PREFIX NONCE), LIT(PREFIX "0123456789abcdef0123456789abcdeX:"),
-        LIT(MARK), LIT(REC "\n"), NULL);
+        LIT(MARK), LIT(REC "\n"), END);
     cat(&out, LIT("\0\0\0\036\0\036m\0\036mcpsbx-done:0123\0"), LIT(PREFIX "01234567"),
         LIT(PREFIX NONCE "X"), LIT(PREFIX NONCE), LIT(PREFIX "0123456789abcdef0123456789abcdeX:"),
-        NULL);
+        END);
     check_all_splits(in.data, in.len, out.data, out.len, REC);
     buf_free(&in);
     buf_free(&out);
@@ -244,7 +244,7 @@ static void test_scan_binary_output(void **state)
     for (size_t i = 0; i < sizeof(bin); i++)
         bin[i] = (char)(i * 7 % 256);
     struct buf in;
-    cat(&in, bin, sizeof(bin), LIT(MARK), LIT(REC "\n"), NULL);
+    cat(&in, bin, sizeof(bin), LIT(MARK), LIT(REC "\n"), END);
     check_all_splits(in.data, in.len, bin, sizeof(bin), REC);
     buf_free(&in);
 }
@@ -263,7 +263,7 @@ static void test_scan_oversize_record(void **state)
     char big[RUNNER_MAX_RECORD + 2];
     memset(big, 'a', sizeof(big));
     struct buf in;
-    cat(&in, LIT("x" MARK), big, sizeof(big), LIT("\n"), NULL);
+    cat(&in, LIT("x" MARK), big, sizeof(big), LIT("\n"), END);
     for (size_t k = 0; k <= in.len; k += 97) {
         size_t cut[1] = {k};
         struct outcome o;
@@ -277,7 +277,7 @@ static void test_scan_oversize_record(void **state)
 
     /* Exactly at the cap is fine; one more byte is not. */
     for (size_t n = RUNNER_MAX_RECORD; n <= RUNNER_MAX_RECORD + 1; n++) {
-        cat(&in, LIT(MARK), big, n, LIT("\n"), NULL);
+        cat(&in, LIT(MARK), big, n, LIT("\n"), END);
         struct outcome o;
         size_t cut[1] = {in.len / 2};
         scan_cuts(in.data, in.len, cut, 1, &o);
@@ -446,10 +446,12 @@ static json_object *decode_request(const char *data, size_t len)
     assert_true(hlen < sizeof(header));
     memcpy(header, data, hlen);
     header[hlen] = '\0';
-    size_t body_len = 0;
-    int used = 0;
-    assert_int_equal(sscanf(header, "mcpsbx/1 %zu%n", &body_len, &used), 1);
-    assert_int_equal((size_t)used, hlen);
+    assert_memory_equal(header, "mcpsbx/1 ", 9);
+    char *end = NULL;
+    errno = 0;
+    unsigned long long body_len = strtoull(header + 9, &end, 10);
+    assert_int_equal(errno, 0);
+    assert_true(end == header + hlen && end > header + 9);
     assert_int_equal(body_len, len - hlen - 1);
     struct json_tokener *tok = json_tokener_new();
     json_object *obj = json_tokener_parse_ex(tok, nl + 1, (int)body_len);
@@ -540,9 +542,12 @@ static void test_encode_random_round_trip(void **state)
 static void test_encode_rejects(void **state)
 {
     (void)state;
-    static const char *const bad_nonces[] = {NULL,      "",
-                                             "0123",    "0123456789ABCDEF0123456789abcdef",
-                                             NONCE "0", "0123456789abcdef0123456789abcdeg"};
+    static const char *const bad_nonces[] = {NULL,
+                                             "",
+                                             "0123",
+                                             "0123456789ABCDEF0123456789abcdef",
+                                             "0123456789abcdef0123456789abcdef0",
+                                             "0123456789abcdef0123456789abcdeg"};
     struct buf out;
     buf_init(&out, 1 << 20);
     assert_int_equal(buf_add(&out, LIT("kept")), 0);
@@ -582,16 +587,16 @@ struct e2e {
     int status;
 };
 
-/* Removes dir and the plain files the runners leave in it. */
-static void rm_flat(const char *dir)
+/* Removes dir and the files the runners write into it. */
+static void rm_run_dir(const char *dir)
 {
-    DIR *d = opendir(dir);
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-            assert_int_equal(unlinkat(dirfd(d), e->d_name, 0), 0);
-    closedir(d);
+    static const char *const names[] = {"main.py", "main.js", "main.mjs", ".mcpsbx-stdin"};
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+        if (unlinkat(fd, names[i], 0) < 0 && errno != ENOENT)
+            fail_msg("cannot remove %s/%s", dir, names[i]);
+    close(fd);
     assert_int_equal(rmdir(dir), 0);
 }
 
@@ -617,7 +622,7 @@ static int run_child(const char *const args[], const struct buf *request, struct
         close(out[0]);
         close(errp[0]);
         char *argv[8] = {0};
-        for (int i = 0; args[i] && i < 7; i++)
+        for (int i = 0; i < 7 && args[i]; i++)
             argv[i] = xstrdup(args[i]);
         execvp(argv[0], argv);
         _exit(errno == ENOENT ? 77 : 126);
@@ -643,7 +648,7 @@ static int run_child(const char *const args[], const struct buf *request, struct
     int st;
     assert_int_equal(waitpid(pid, &st, 0), pid);
     r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    rm_flat(dir);
+    rm_run_dir(dir);
     return r->status;
 }
 

@@ -61,7 +61,8 @@ static void test_fixed_language_tools(void **state)
     expect_invalid("run_python_code", NULL, "missing required argument 'code'");
     expect_invalid("run_python_code", "{}", "missing required argument 'code'");
     expect_invalid("run_python_code", "{\"code\":1}", "must be a string");
-    expect_invalid("run_python_code", "{\"code\":\"x\",\"stdin\":\"y\"}", "unknown argument 'stdin'");
+    expect_invalid("run_python_code", "{\"code\":\"x\",\"stdin\":\"y\"}",
+                   "unknown argument 'stdin'");
     expect_invalid("run_python_code", "[1]", "must be an object");
     expect_invalid("nope", "{}", "unknown tool");
 }
@@ -88,10 +89,10 @@ static void test_execute_code(void **state)
                      0);
     assert_int_equal(a.timeout_ms, 60000);
     assert_int_equal(a.memory_mb, 1024);
-    assert_int_equal(
-        parse("execute_code", "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":2000.0}", &a,
-              &err),
-        0);
+    assert_int_equal(parse("execute_code",
+                           "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":2000.0}", &a,
+                           &err),
+                     0);
     assert_int_equal(a.timeout_ms, 2000);
     expect_invalid("execute_code", "{\"code\":\"x\"}", "'language'");
     expect_invalid("execute_code", "{\"language\":\"ruby\",\"code\":\"x\"}", "\"ruby\"");
