@@ -56,7 +56,7 @@ fi
 if ((want_test)); then
 	# libclang-rt-14-dev ships libclang_rt.fuzzer*.a, which is all that
 	# `clang -fsanitize=fuzzer` needs on bookworm (no libfuzzer-14-dev).
-	pkgs+=(nodejs npm valgrind clang clang-format clang-tidy cppcheck
+	pkgs+=(python3 nodejs npm valgrind clang clang-format clang-tidy cppcheck
 		shellcheck libclang-rt-14-dev curl)
 fi
 

@@ -133,7 +133,7 @@ smoke() {
         if fuzz_one "$h" "$FUZZ_SECONDS"; then
             pass=$((pass + 1))
             stats=$(grep -E '^stat::(number_of_executed_units|peak_rss_mb):' "$OUT/logs/$h.log" |
-                sed 's/^stat:://' | tr '\n' ' ')
+                sed 's/^stat:://' | tr -s ' \n' ' ')
             echo "fuzz: $h ok ($stats)"
         else
             fail=$((fail + 1))

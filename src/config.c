@@ -376,6 +376,21 @@ static int apply_container_image_pair(struct config *cfg, char **envp, struct er
     return 0;
 }
 
+/* A numeric, non-root "uid:gid": names would depend on the image. */
+static int valid_user(const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long uid = strtoul(s, &end, 10);
+    if (errno || end == s || *end != ':' || uid == 0 || uid > 0x7fffffffUL || s[0] == '-')
+        return 0;
+    const char *g = end + 1;
+    unsigned long gid = strtoul(g, &end, 10);
+    if (errno || end == g || *end != '\0' || gid == 0 || gid > 0x7fffffffUL || g[0] == '-')
+        return 0;
+    return 1;
+}
+
 static int check_config(struct config *cfg, struct err *err)
 {
     if (cfg->timeout_ms > cfg->max_timeout_ms)
@@ -389,9 +404,7 @@ static int check_config(struct config *cfg, struct err *err)
     if (log_level_from_name(cfg->log_level) < 0)
         return err_set(err, ERR_INVALID, "--log-level: '%s' is not error, warn, info or debug",
                        cfg->log_level);
-    unsigned uid, gid;
-    char tail;
-    if (sscanf(cfg->sandbox_user, "%u:%u%c", &uid, &gid, &tail) != 2 || uid == 0 || gid == 0)
+    if (!valid_user(cfg->sandbox_user))
         return err_set(err, ERR_INVALID,
                        "--sandbox-user must be numeric UID:GID other than root, got '%s'",
                        cfg->sandbox_user);

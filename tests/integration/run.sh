@@ -23,7 +23,10 @@
 # counting tests (a pass whose setup fails counts as one failed test).
 # Exits non-zero on any failure.
 #
-# Environment: INTEGRATION_PASS_TIMEOUT (seconds per suite run, default 480).
+# Environment:
+#   INTEGRATION_PASS_TIMEOUT  seconds per suite run (default 480)
+#   INTEGRATION_BIN           daemon for the docker/podman passes (default build/mcp-sandboxd)
+#   INTEGRATION_ASAN_BIN      daemon for the asan pass (default build/asan/mcp-sandboxd)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -32,6 +35,8 @@ readonly TESTS=$ROOT/tests
 readonly DOCKER_SOCK=/var/run/docker.sock
 readonly PODMAN_SOCK=/run/podman/podman.sock
 readonly PASS_TIMEOUT=${INTEGRATION_PASS_TIMEOUT:-480}
+readonly BIN=${INTEGRATION_BIN:-build/mcp-sandboxd}
+readonly ASAN_BIN=${INTEGRATION_ASAN_BIN:-build/asan/mcp-sandboxd}
 
 log() { printf 'integration: %s\n' "$*" >&2; }
 
@@ -85,11 +90,12 @@ run_pass() {
 	local name=$1 engine=$2 sock=$3 bin=$4 latency=${5:-}
 	local t0 pass fail cancelled tests tap=$work/$name.tap rc
 	t0=$(date +%s)
+	case $bin in /*) ;; *) bin=$ROOT/$bin ;; esac
 	echo
-	echo "=== integration pass '$name': $bin on $engine ($sock) ==="
+	echo "=== integration pass '$name': ${bin#"$ROOT"/} on $engine ($sock) ==="
 
 	local setup_err=""
-	if [ ! -x "$ROOT/$bin" ]; then
+	if [ ! -x "$bin" ]; then
 		setup_err="$bin not found (make integration builds it)"
 	elif ! "$ROOT/scripts/engine.sh" start "$engine"; then
 		setup_err="scripts/engine.sh start $engine failed"
@@ -152,9 +158,9 @@ run_pass() {
 
 for p in "${passes[@]}"; do
 	case $p in
-	docker) run_pass docker docker "$DOCKER_SOCK" build/mcp-sandboxd latency ;;
-	podman) run_pass podman podman "$PODMAN_SOCK" build/mcp-sandboxd latency ;;
-	asan) run_pass asan docker "$DOCKER_SOCK" build/asan/mcp-sandboxd ;;
+	docker) run_pass docker docker "$DOCKER_SOCK" "$BIN" latency ;;
+	podman) run_pass podman podman "$PODMAN_SOCK" "$BIN" latency ;;
+	asan) run_pass asan docker "$DOCKER_SOCK" "$ASAN_BIN" ;;
 	esac
 done
 
