@@ -138,7 +138,7 @@ smoke() {
         else
             fail=$((fail + 1))
             echo "fuzz: $h FAILED; log: $OUT/logs/$h.log; crash input: $OUT/artifacts/$h-*"
-            grep -m1 -B2 -A25 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|check failed' \
+            grep -m1 -A30 -E 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|check failed' \
                 "$OUT/logs/$h.log" | sed 's/^/    /'
         fi
     done

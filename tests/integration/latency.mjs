@@ -59,7 +59,8 @@ try {
   const ms = rounds.map((r) => r.ms).sort((a, b) => a - b);
   const dms = rounds.map((r) => r.daemonMs).sort((a, b) => a - b);
   const f = (x) => x.toFixed(1);
-  console.log(`latency (${path.relative(ROOT, BIN) || BIN}, ${ENGINE}): initialize ${f(connectMs)} ms, first call ${f(first.ms)} ms`);
+  const shown = BIN.startsWith(ROOT + path.sep) ? path.relative(ROOT, BIN) : BIN;
+  console.log(`latency (${shown}, ${ENGINE}): initialize ${f(connectMs)} ms, first call ${f(first.ms)} ms`);
   console.log(
     `latency: ${N} sequential run_python_code hello-world calls, client round trip: ` +
       `min ${f(ms[0])} / median ${f(quantile(ms, 0.5))} / p95 ${f(quantile(ms, 0.95))} / max ${f(ms[ms.length - 1])} ms`,

@@ -29,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = path.resolve(ROOT, process.env.MCPSANDBOXD_BIN || 'build/mcp-sandboxd');
@@ -43,8 +43,8 @@ const SUITE_START_S = Math.floor(Date.now() / 1000) - 2;
 // Generous: the first run on a cold engine, sanitizer builds and the
 // scientific imports can take a while. Time is asserted only where the
 // behaviour under test is about time (timeouts, unreachable engine).
-const CALL_TIMEOUT_MS = 120_000;
-const TEST_TIMEOUT_MS = 180_000;
+const CALL_TIMEOUT_MS = 90_000;
+const TEST_TIMEOUT_MS = 120_000;
 const EXIT_WAIT_MS = 20_000;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -97,6 +97,10 @@ class SdkDaemon {
     d.transport.stderr.on('data', (c) => {
       d.stderr += c.toString('utf8');
     });
+    // Client.connect hands the negotiated version to transports that want it.
+    d.transport.setProtocolVersion = (v) => {
+      d.protocolVersion = v;
+    };
     d.client = new Client({ name: 'mcp-sandboxd-integration', version: '1.0.0' });
     try {
       await d.client.connect(d.transport, { timeout: 30_000 });
@@ -412,7 +416,9 @@ let baseline = new Set();
 test('preflight: binary present, engine answers', async (tc) => {
   assert.ok(existsSync(BIN), `daemon binary ${BIN} not found (run make, or set MCPSANDBOXD_BIN)`);
   const v = await engineGet('/version');
-  tc.diagnostic(`engine: ${v.Components?.[0]?.Name || 'engine'} ${v.Version} at ${ENGINE_SOCKET}; daemon ${BIN}`);
+  let name = v.Platform?.Name || v.Components?.[0]?.Name || 'engine';
+  if (name === 'Engine') name = 'Docker Engine';
+  tc.diagnostic(`engine: ${name} ${v.Version} (API ${v.ApiVersion}) at ${ENGINE_SOCKET}; daemon ${BIN}`);
   baseline = new Set((await listManaged()).map((c) => c.Id));
 });
 
@@ -436,7 +442,8 @@ describe('over the SDK client', { timeout: 900_000 }, () => {
     assert.ok(caps.logging, `capabilities.logging missing: ${JSON.stringify(caps)}`);
     const instructions = d.client.getInstructions();
     assert.ok(instructions === undefined || typeof instructions === 'string');
-    // The SDK asked for its latest version; a raw check below sees the echo.
+    // The SDK asks for its latest version, which the daemon supports.
+    assert.equal(d.protocolVersion, LATEST_PROTOCOL_VERSION);
     await d.client.ping();
   });
 
@@ -499,6 +506,30 @@ describe('over the SDK client', { timeout: 900_000 }, () => {
       checkRun(await d.call('run_python_code', { code: "print('héllo wörld ✓ 🐍')" }), {
         status: 'ok', exit_code: 0, stdout: 'héllo wörld ✓ 🐍\n',
       });
+    });
+  });
+
+  describe('payloads', () => {
+    t('300 KB of output arrives intact', async () => {
+      const { sc } = checkRun(await d.call('run_python_code', { code: "import sys\nfor i in range(3000):\n    sys.stdout.write('%099d\\n' % i)" }), {
+        status: 'ok', exit_code: 0, truncated: false,
+      });
+      const lines = sc.stdout.split('\n');
+      assert.equal(sc.stdout.length, 300_000);
+      assert.equal(lines[2999], '2999'.padStart(99, '0'));
+    });
+    t('1 MB of code and 1 MB of stdin go in', async () => {
+      const code = `x = '${'a'.repeat(1_000_000)}'\nimport sys\nprint(len(x), len(sys.stdin.read()))`;
+      checkRun(await d.call('execute_code', { language: 'python', code, stdin: 'b'.repeat(1_000_000) }), {
+        status: 'ok', exit_code: 0, stdout: '1000000 1000000\n',
+      });
+    });
+    t('invalid UTF-8 output still makes a valid result', async () => {
+      const { sc } = checkRun(
+        await d.call('run_python_code', { code: "import sys\nsys.stdout.buffer.write(b'ok \\xff\\xfe end\\n')" }),
+        { status: 'ok', exit_code: 0 },
+      );
+      assert.ok(sc.stdout.startsWith('ok ') && sc.stdout.endsWith(' end\n'), JSON.stringify(sc.stdout));
     });
   });
 
@@ -659,7 +690,7 @@ describe('over the SDK client', { timeout: 900_000 }, () => {
       "fig.savefig('/tmp/plot.png')",
       "print('png', os.path.getsize('/tmp/plot.png') > 1000)",
     ].join('\n');
-    const { sc } = checkRun(await d.call('execute_code', { language: 'python', code, timeout_ms: 120_000 }), {
+    const { sc } = checkRun(await d.call('execute_code', { language: 'python', code, timeout_ms: 80_000 }), {
       status: 'ok', exit_code: 0,
     });
     assert.equal(sc.stdout, 'numpy 45\npandas 90\nscipy 9.0\nsympy 9\npng True\n');
@@ -1002,6 +1033,7 @@ test('closing stdin during a run: the daemon exits and removes the container', {
       }
       assert.ok(running.length > 0, 'no running container of this daemon seen');
       await sleep(1000);
+      assert.deepEqual(d.lines, [], 'the run must still be in flight when stdin closes');
       const t0 = Date.now();
       d.proc.stdin.end();
       await Promise.race([d.exited, exitWait(EXIT_WAIT_MS)]);
