@@ -382,11 +382,11 @@ static int valid_user(const char *s)
     char *end = NULL;
     errno = 0;
     unsigned long uid = strtoul(s, &end, 10);
-    if (errno || end == s || *end != ':' || uid == 0 || uid > 0x7fffffffUL || s[0] == '-')
+    if (!isdigit((unsigned char)s[0]) || errno || *end != ':' || uid == 0 || uid > 0x7fffffffUL)
         return 0;
     const char *g = end + 1;
     unsigned long gid = strtoul(g, &end, 10);
-    if (errno || end == g || *end != '\0' || gid == 0 || gid > 0x7fffffffUL || g[0] == '-')
+    if (!isdigit((unsigned char)g[0]) || errno || *end != '\0' || gid == 0 || gid > 0x7fffffffUL)
         return 0;
     return 1;
 }

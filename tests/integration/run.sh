@@ -127,7 +127,7 @@ run_pass() {
 				log "asan: LeakSanitizer cannot run here (ptrace not permitted); detect_leaks=0"
 			fi
 		fi
-		env+=(ASAN_OPTIONS=detect_leaks=$lsan:abort_on_error=1
+		env+=("ASAN_OPTIONS=detect_leaks=$lsan:abort_on_error=1"
 			UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
 	fi
 

@@ -94,6 +94,8 @@ static void test_errors(void **state)
     expect_error(a7, none, "absolute");
     char *a8[] = {"d", "--sandbox-user", "0:0", NULL};
     expect_error(a8, none, "root");
+    char *a8b[] = {"d", "--sandbox-user", " 5:+5", NULL};
+    expect_error(a8b, none, "UID:GID");
     char *a9[] = {"d", "--log-level", "loud", NULL};
     expect_error(a9, none, "loud");
     char *a10[] = {"d", "extra", NULL};
