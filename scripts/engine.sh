@@ -255,6 +255,21 @@ write_docker_config() {
 	log "wrote $DOCKER_DAEMON_JSON"
 }
 
+# A dockerd killed without a chance to clean up (a session that ended, a
+# crash) leaves /var/run/docker.pid behind, and dockerd refuses to start
+# while it exists. Remove it when no live dockerd owns it.
+remove_stale_docker_pidfile() {
+	local pidfile=/var/run/docker.pid pid
+	[[ -e $pidfile ]] || return 0
+	pid=$(<"$pidfile") || pid=
+	if [[ $pid =~ ^[0-9]+$ ]] && [[ -r /proc/$pid/cmdline ]] &&
+		tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q dockerd; then
+		return 0
+	fi
+	log "removing stale $pidfile (pid ${pid:-?} is not running)"
+	rm -f "$pidfile"
+}
+
 start_docker() {
 	local pid dockerd
 	ping_sock "$DOCKER_SOCK" && return 0
@@ -269,6 +284,7 @@ start_docker() {
 	dockerd=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH command -v dockerd) ||
 		die "dockerd not found; run scripts/deps.sh --engines"
 	write_docker_config
+	remove_stale_docker_pidfile
 	log "starting dockerd (log: $DOCKERD_LOG)"
 	# -H unix:// only; no bridge and no iptables: the sandboxes run with
 	# NetworkMode "none", image builds with --network host.
