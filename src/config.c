@@ -23,6 +23,7 @@ struct opt_def {
     long long min, max;
     const char *arg;
     const char *help;
+    int (*check_item)(const char *s, size_t n); /* OPT_LIST items */
 };
 
 #define F(field) offsetof(struct config, field)
@@ -30,47 +31,69 @@ struct opt_def {
 /* Alphabetical, so --help reads like a reference. Each option can also be
  * set as MCPSANDBOXD_<NAME> (upper case, '-' -> '_') or "name = value" in
  * the config file. */
+static int valid_env_name(const char *s, size_t n);
+static int valid_token(const char *s, size_t n);
+
 static const struct opt_def options[] = {
+    {"allowed-hosts", OPT_LIST, F(allowed_hosts), 0, 0, "HOST[:PORT],...",
+     "Host header values accepted besides localhost, 127.0.0.1 and [::1]", valid_token},
+    {"allowed-origins", OPT_LIST, F(allowed_origins), 0, 0, "ORIGIN,...",
+     "Origin values accepted besides http(s)://localhost, 127.0.0.1 and [::1]", valid_token},
+    {"auth-token-file", OPT_STR, F(auth_token_file), 0, 0, "FILE",
+     "require 'Authorization: Bearer <token>' on HTTP, token read from FILE (or set "
+     "MCPSANDBOXD_AUTH_TOKEN)",
+     NULL},
     {"config", OPT_STR, F(config_file), 0, 0, "FILE",
-     "read options from FILE (lines 'name = value'; see config/mcp-sandboxd.conf)"},
-    {"cpus", OPT_DOUBLE, F(cpus), 0, 64, "N", "CPUs per sandbox, fractional allowed (default 1)"},
+     "read options from FILE (lines 'name = value'; see config/mcp-sandboxd.conf)", NULL},
+    {"cpus", OPT_DOUBLE, F(cpus), 0, 64, "N", "CPUs per sandbox, fractional allowed (default 1)",
+     NULL},
     {"engine", OPT_STR, F(engine_socket), 0, 0, "unix:///PATH",
      "container engine socket (default: DOCKER_HOST, CONTAINER_HOST, /var/run/docker.sock, "
-     "/run/podman/podman.sock)"},
-    {"help", OPT_FLAG, F(help), 0, 0, NULL, "show this help and exit"},
+     "/run/podman/podman.sock)",
+     NULL},
+    {"help", OPT_FLAG, F(help), 0, 0, NULL, "show this help and exit", NULL},
+    {"http", OPT_STR, F(http_listen), 0, 0, "HOST:PORT",
+     "serve MCP over streamable HTTP (/mcp) and legacy SSE (/sse) instead of stdio, e.g. "
+     "127.0.0.1:8080",
+     NULL},
     {"js-image", OPT_STR, F(js_image), 0, 0, "IMAGE",
-     "image for JavaScript (default " DEFAULT_JS_IMAGE ")"},
+     "image for JavaScript (default " DEFAULT_JS_IMAGE ")", NULL},
     {"log-level", OPT_STR, F(log_level), 0, 0, "LEVEL",
-     "error, warn, info or debug (default info); logs go to stderr"},
+     "error, warn, info or debug (default info); logs go to stderr", NULL},
     {"max-code-bytes", OPT_INT, F(max_code_bytes), 1, 64LL << 20, "N",
-     "largest accepted code or stdin argument (default 4 MiB)"},
+     "largest accepted code or stdin argument (default 4 MiB)", NULL},
     {"max-concurrent", OPT_INT, F(max_concurrent), 1, 1024, "N",
-     "runs at once; more get a 'busy' result (default 8)"},
+     "runs at once; more get a 'busy' result (default 8)", NULL},
     {"max-memory-mb", OPT_INT, F(max_memory_mb), 16, 1 << 20, "N",
-     "largest memory_mb a caller may ask for (default 2048)"},
+     "largest memory_mb a caller may ask for (default 2048)", NULL},
     {"max-message-bytes", OPT_INT, F(max_message_bytes), 1024, 256LL << 20, "N",
-     "largest JSON-RPC message accepted (default 16 MiB)"},
+     "largest JSON-RPC message accepted (default 16 MiB)", NULL},
     {"max-output-bytes", OPT_INT, F(max_output_bytes), 1024, 256LL << 20, "N",
-     "stdout+stderr kept per run; past it the run stops with output_limit (default 1 MiB)"},
+     "stdout+stderr kept per run; past it the run stops with output_limit (default 1 MiB)", NULL},
+    {"max-sessions", OPT_INT, F(max_sessions), 1, 100000, "N",
+     "HTTP sessions at once; more get 503 (default 64)", NULL},
     {"max-timeout-ms", OPT_INT, F(max_timeout_ms), 100, 24LL * 3600 * 1000, "MS",
-     "largest timeout_ms a caller may ask for (default 300000)"},
+     "largest timeout_ms a caller may ask for (default 300000)", NULL},
     {"memory-mb", OPT_INT, F(memory_mb), 16, 1 << 20, "N",
-     "memory per sandbox, no swap (default 512)"},
+     "memory per sandbox, no swap (default 512)", NULL},
     {"pass-through-env", OPT_LIST, F(pass_through_env), 0, 0, "NAME[,NAME...]",
-     "set these variables from the daemon's environment inside every sandbox; repeatable"},
+     "set these variables from the daemon's environment inside every sandbox; repeatable",
+     valid_env_name},
     {"pids-limit", OPT_INT, F(pids_limit), 8, 1 << 20, "N",
-     "processes and threads per sandbox (default 256)"},
+     "processes and threads per sandbox (default 256)", NULL},
     {"python-image", OPT_STR, F(python_image), 0, 0, "IMAGE",
-     "image for Python (default " DEFAULT_PYTHON_IMAGE ")"},
+     "image for Python (default " DEFAULT_PYTHON_IMAGE ")", NULL},
     {"runtime", OPT_STR, F(runtime), 0, 0, "NAME",
-     "OCI runtime for sandboxes, e.g. runsc for gVisor (default: the engine's)"},
+     "OCI runtime for sandboxes, e.g. runsc for gVisor (default: the engine's)", NULL},
     {"sandbox-user", OPT_STR, F(sandbox_user), 0, 0, "UID:GID",
-     "unprivileged user the code runs as (default 10001:10001)"},
+     "unprivileged user the code runs as (default 10001:10001)", NULL},
+    {"session-idle-ms", OPT_INT, F(session_idle_ms), 1000, 7LL * 24 * 3600 * 1000, "MS",
+     "an HTTP session with nothing running ends after this long unused (default 1800000)", NULL},
     {"timeout-ms", OPT_INT, F(timeout_ms), 100, 24LL * 3600 * 1000, "MS",
-     "default wall-clock limit per run (default 30000)"},
+     "default wall-clock limit per run (default 30000)", NULL},
     {"tmpfs-mb", OPT_INT, F(tmpfs_mb), 1, 1 << 20, "N",
-     "size of the writable working directory /tmp, counted as memory (default 64)"},
-    {"version", OPT_FLAG, F(version), 0, 0, NULL, "print the version and exit"},
+     "size of the writable working directory /tmp, counted as memory (default 64)", NULL},
+    {"version", OPT_FLAG, F(version), 0, 0, NULL, "print the version and exit", NULL},
 };
 
 #undef F
@@ -80,7 +103,12 @@ void config_init(struct config *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->python_image = xstrdup(DEFAULT_PYTHON_IMAGE);
     cfg->js_image = xstrdup(DEFAULT_JS_IMAGE);
-    cfg->pass_through_env = xcalloc(1, sizeof(char *));
+    cfg->pass_through_env.items = xcalloc(1, sizeof(char *));
+    cfg->allowed_origins.items = xcalloc(1, sizeof(char *));
+    cfg->allowed_hosts.items = xcalloc(1, sizeof(char *));
+    cfg->http_listen = xstrdup("");
+    cfg->max_sessions = 64;
+    cfg->session_idle_ms = 30LL * 60 * 1000;
     cfg->timeout_ms = 30000;
     cfg->max_timeout_ms = 300000;
     cfg->memory_mb = 512;
@@ -112,7 +140,16 @@ void config_free(struct config *cfg)
     free(cfg->engine_source);
     free(cfg->python_image);
     free(cfg->js_image);
-    free_list(cfg->pass_through_env);
+    free_list(cfg->pass_through_env.items);
+    free_list(cfg->allowed_origins.items);
+    free_list(cfg->allowed_hosts.items);
+    free(cfg->http_listen);
+    free(cfg->http_host);
+    free(cfg->auth_token_file);
+    if (cfg->auth_token) {
+        explicit_bzero(cfg->auth_token, strlen(cfg->auth_token));
+        free(cfg->auth_token);
+    }
     free(cfg->runtime);
     free(cfg->sandbox_user);
     free(cfg->log_level);
@@ -125,7 +162,8 @@ void config_usage(FILE *fp, const char *argv0)
     fprintf(fp,
             "Usage: %s [OPTION]...\n"
             "MCP server that runs Python and JavaScript in fresh hardened containers.\n"
-            "Speaks MCP (JSON-RPC, one message per line) on stdin/stdout; logs go to stderr.\n\n",
+            "Speaks MCP (JSON-RPC, one message per line) on stdin/stdout, or over HTTP with\n"
+            "--http; logs go to stderr.\n\n",
             argv0);
     for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
         const struct opt_def *o = &options[i];
@@ -148,7 +186,18 @@ static int valid_env_name(const char *s, size_t n)
     return 1;
 }
 
-static int add_list(struct config *cfg, const char *value, struct err *err)
+static int valid_token(const char *s, size_t n)
+{
+    if (n == 0 || n > 256)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isgraph((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+static int add_list(struct config_list *list, const struct opt_def *o, const char *value,
+                    struct err *err)
 {
     const char *p = value;
     while (*p) {
@@ -160,20 +209,17 @@ static int add_list(struct config *cfg, const char *value, struct err *err)
         while (n && isspace((unsigned char)p[n - 1]))
             n--;
         if (n) {
-            if (!valid_env_name(p, n))
-                return err_set(err, ERR_INVALID,
-                               "--pass-through-env: '%.*s' is not a valid variable name",
+            if (o->check_item && !o->check_item(p, n))
+                return err_set(err, ERR_INVALID, "--%s: '%.*s' is not valid", o->name,
                                (int)(n > 64 ? 64 : n), p);
             int dup = 0;
-            for (size_t i = 0; i < cfg->n_pass_through_env; i++)
-                if (strlen(cfg->pass_through_env[i]) == n &&
-                    memcmp(cfg->pass_through_env[i], p, n) == 0)
+            for (size_t i = 0; i < list->n; i++)
+                if (strlen(list->items[i]) == n && memcmp(list->items[i], p, n) == 0)
                     dup = 1;
             if (!dup) {
-                cfg->pass_through_env =
-                    xrealloc(cfg->pass_through_env, (cfg->n_pass_through_env + 2) * sizeof(char *));
-                cfg->pass_through_env[cfg->n_pass_through_env++] = xstrndup(p, n);
-                cfg->pass_through_env[cfg->n_pass_through_env] = NULL;
+                list->items = xrealloc(list->items, (list->n + 2) * sizeof(char *));
+                list->items[list->n++] = xstrndup(p, n);
+                list->items[list->n] = NULL;
             }
         }
         if (!comma)
@@ -217,7 +263,7 @@ static int set_option(struct config *cfg, const struct opt_def *o, const char *v
         return 0;
     }
     case OPT_LIST:
-        return add_list(cfg, value, err);
+        return add_list((struct config_list *)(void *)(base + o->offset), o, value, err);
     case OPT_FLAG: {
         bool *slot = (bool *)(void *)(base + o->offset);
         if (!value || !*value || strcmp(value, "1") == 0 || strcmp(value, "true") == 0 ||
@@ -376,6 +422,72 @@ static int apply_container_image_pair(struct config *cfg, char **envp, struct er
     return 0;
 }
 
+/* "host:port", "[v6]:port"; port 0 picks a free port (tests). */
+static int parse_listen(struct config *cfg, struct err *err)
+{
+    const char *s = cfg->http_listen;
+    const char *colon;
+    const char *host = s;
+    size_t host_len;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':')
+            return err_set(err, ERR_INVALID, "--http: expected [ADDRESS]:PORT, got '%s'", s);
+        host = s + 1;
+        host_len = (size_t)(close - host);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            return err_set(err, ERR_INVALID, "--http: expected HOST:PORT, got '%s'", s);
+        host_len = (size_t)(colon - s);
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (host_len == 0 || !isdigit((unsigned char)colon[1]) || errno || *end != '\0' || port > 65535)
+        return err_set(err, ERR_INVALID, "--http: expected HOST:PORT, got '%s'", s);
+    free(cfg->http_host);
+    cfg->http_host = xstrndup(host, host_len);
+    cfg->http_port = (unsigned)port;
+    return 0;
+}
+
+#define MAX_TOKEN_BYTES 4096
+
+static int load_token(struct config *cfg, char **envp, struct err *err)
+{
+    const char *env_token = env_get(envp, "MCPSANDBOXD_AUTH_TOKEN");
+    char *token = NULL;
+    if (cfg->auth_token_file && *cfg->auth_token_file) {
+        FILE *fp = fopen(cfg->auth_token_file, "re");
+        if (!fp)
+            return err_set(err, ERR_IO, "--auth-token-file: cannot open %s: %s",
+                           cfg->auth_token_file, strerror(errno));
+        char buf[MAX_TOKEN_BYTES + 2];
+        size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+        fclose(fp);
+        if (n > MAX_TOKEN_BYTES)
+            return err_set(err, ERR_INVALID, "--auth-token-file: token longer than %d bytes",
+                           MAX_TOKEN_BYTES);
+        buf[n] = '\0';
+        token = xstrdup(trim(buf));
+        explicit_bzero(buf, sizeof(buf));
+    } else if (env_token && *env_token) {
+        token = xstrdup(env_token);
+    }
+    if (!token)
+        return 0;
+    if (!valid_token(token, strlen(token))) {
+        explicit_bzero(token, strlen(token));
+        free(token);
+        return err_set(err, ERR_INVALID,
+                       "the auth token must be 1 to 256 visible ASCII characters");
+    }
+    cfg->auth_token = token;
+    return 0;
+}
+
 /* A numeric, non-root "uid:gid": names would depend on the image. */
 static int valid_user(const char *s)
 {
@@ -412,6 +524,8 @@ static int check_config(struct config *cfg, struct err *err)
         if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.'))
             return err_set(err, ERR_INVALID, "--runtime: '%s' is not a valid runtime name",
                            cfg->runtime);
+    if (*cfg->http_listen && parse_listen(cfg, err) < 0)
+        return -1;
     /* The message must fit the code it carries plus JSON escaping. */
     if (cfg->max_message_bytes < cfg->max_code_bytes)
         return err_set(err, ERR_INVALID, "--max-message-bytes must be at least --max-code-bytes");
@@ -506,5 +620,7 @@ int config_load(struct config *cfg, int argc, char **argv, char **envp, struct e
     cfg->engine_socket = path;
     free(cfg->engine_source);
     cfg->engine_source = source;
-    return check_config(cfg, err);
+    if (check_config(cfg, err) < 0)
+        return -1;
+    return load_token(cfg, envp, err);
 }

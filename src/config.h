@@ -9,13 +9,18 @@
 
 #include "err.h"
 
+/* A NULL-terminated list of strings with its length. */
+struct config_list {
+    char **items;
+    size_t n;
+};
+
 struct config {
     char *engine_socket; /* resolved filesystem path of the engine socket */
     char *engine_source; /* where it came from, for messages */
     char *python_image;
     char *js_image;
-    char **pass_through_env; /* NULL-terminated list of variable names */
-    size_t n_pass_through_env;
+    struct config_list pass_through_env; /* variable names */
     long long timeout_ms;
     long long max_timeout_ms;
     long long memory_mb;
@@ -30,6 +35,16 @@ struct config {
     char *runtime;      /* OCI runtime name, e.g. runsc; empty = engine default */
     char *sandbox_user; /* "uid:gid" */
     char *log_level;
+    /* HTTP transport; http_listen empty = serve stdio. */
+    char *http_listen; /* "HOST:PORT" as given */
+    char *http_host;   /* parsed host, brackets removed for IPv6 */
+    unsigned http_port;
+    struct config_list allowed_origins; /* extra Origin values, e.g. https://app.example */
+    struct config_list allowed_hosts;   /* extra Host values, e.g. sandbox.internal:8080 */
+    char *auth_token_file;
+    char *auth_token; /* from the file or MCPSANDBOXD_AUTH_TOKEN; never logged */
+    long long max_sessions;
+    long long session_idle_ms;
     char *config_file;
     bool help;
     bool version;

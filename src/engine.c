@@ -14,6 +14,7 @@
 #define ENGINE_TIMEOUT_CONTROL_MS 10000L
 #define ENGINE_TIMEOUT_CREATE_MS  30000L
 #define ENGINE_TIMEOUT_REMOVE_MS  30000L
+#define ENGINE_TIMEOUT_PING_MS 2000
 #define ENGINE_TIMEOUT_VERSION_MS 5000L
 
 #define ENGINE_JSON_DEPTH   32
@@ -554,4 +555,11 @@ void engine_container_list_free(struct engine_container_info *list, size_t n)
 int engine_oom_flag_reliable(const struct engine *e)
 {
     return atomic_load(&e->oom_flag_reliable);
+}
+
+int engine_ping(struct engine *e, struct err *err)
+{
+    static const long ok[] = {200};
+    return simple_call(e, "GET", API "/_ping", ENGINE_TIMEOUT_PING_MS, ok, ARRAY_SIZE(ok),
+                       "answer a ping", err);
 }

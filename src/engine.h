@@ -26,6 +26,9 @@ const char *engine_socket(const struct engine *e);
  * *version (caller frees both). Short timeout. */
 int engine_version(struct engine *e, char **name, char **version, struct err *err);
 
+/* GET /_ping with a short timeout: cheap reachability for health checks. */
+int engine_ping(struct engine *e, struct err *err);
+
 /* POST /containers/create with body (borrowed). *id is allocated. A missing
  * image fails with ERR_NOT_FOUND and a message naming the image. */
 int engine_create(struct engine *e, json_object *body, char **id, struct err *err);

@@ -121,8 +121,8 @@ int main(int argc, char **argv, char **envp)
         log_error("%s", err_msg(&err));
         goto out;
     }
-    for (size_t i = 0; i < cfg.n_pass_through_env; i++)
-        log_debug("passing %s through to sandboxes", cfg.pass_through_env[i]);
+    for (size_t i = 0; i < cfg.pass_through_env.n; i++)
+        log_debug("passing %s through to sandboxes", cfg.pass_through_env.items[i]);
     sweep.exec = exec;
     sweeping = pthread_create(&sweep.thread, NULL, sweep_main, &sweep) == 0;
 

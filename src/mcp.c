@@ -547,11 +547,32 @@ void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
         err_clear(&err);
         return;
     }
+    mcp_session_receive_json(s, msg, ch);
+    json_object_put(msg);
+}
+
+enum mcp_version mcp_session_version(struct mcp_session *s)
+{
+    pthread_mutex_lock(&s->lock);
+    enum mcp_version v = s->version;
+    pthread_mutex_unlock(&s->lock);
+    return v;
+}
+
+bool mcp_session_initialized(struct mcp_session *s)
+{
+    pthread_mutex_lock(&s->lock);
+    bool done = s->initialize_done;
+    pthread_mutex_unlock(&s->lock);
+    return done;
+}
+
+void mcp_session_receive_json(struct mcp_session *s, json_object *msg, struct mcp_channel *ch)
+{
     if (!json_object_is_type(msg, json_type_array)) {
         mcp_channel_ref(ch);
         struct reply r = {.ch = ch};
         handle_message(s, msg, &r);
-        json_object_put(msg);
         return;
     }
 
@@ -567,7 +588,6 @@ void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
                                         s->initialize_done ? mcp_version_name(v) : "(none yet)");
         mcp_session_reject(s, JSONRPC_INVALID_REQUEST, text, ch);
         free(text);
-        json_object_put(msg);
         return;
     }
     struct batch *b = xcalloc(1, sizeof(*b));
@@ -581,5 +601,4 @@ void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
         struct reply r = {.ch = ch, .batch = b, .index = i};
         handle_message(s, json_object_array_get_idx(msg, i), &r);
     }
-    json_object_put(msg);
 }

@@ -7,6 +7,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include <json-c/json.h>
+
 #include "config.h"
 #include "exec.h"
 
@@ -61,6 +63,15 @@ struct mcp_session *mcp_session_new(struct mcp_server *srv);
  * ch, possibly later from another thread. */
 void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
                          struct mcp_channel *ch);
+
+/* Dispatches an already parsed message or batch (borrowed). */
+void mcp_session_receive_json(struct mcp_session *s, json_object *msg, struct mcp_channel *ch);
+
+/* The negotiated version (MCP_V_LATEST before initialize). */
+enum mcp_version mcp_session_version(struct mcp_session *s);
+
+/* True once initialize has been answered. */
+bool mcp_session_initialized(struct mcp_session *s);
 
 /* Answers a message that could not even be read (e.g. over the size cap)
  * with a JSON-RPC error with a null id. */

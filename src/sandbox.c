@@ -112,10 +112,10 @@ json_object *sandbox_create_body(const struct config *cfg, const struct sandbox_
 char **sandbox_pass_through_env(const struct config *cfg, char **envp,
                                 void (*missing_cb)(const char *name))
 {
-    char **out = xcalloc(cfg->n_pass_through_env + 1, sizeof(char *));
+    char **out = xcalloc(cfg->pass_through_env.n + 1, sizeof(char *));
     size_t k = 0;
-    for (size_t i = 0; i < cfg->n_pass_through_env; i++) {
-        const char *name = cfg->pass_through_env[i];
+    for (size_t i = 0; i < cfg->pass_through_env.n; i++) {
+        const char *name = cfg->pass_through_env.items[i];
         size_t n = strlen(name);
         const char *found = NULL;
         for (char **e = envp; e && *e; e++)

@@ -28,7 +28,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.max_output_bytes, 1 << 20);
     assert_string_equal(cfg.python_image, "mcp-sandboxd-python:latest");
     assert_string_equal(cfg.js_image, "mcp-sandboxd-node:latest");
-    assert_int_equal(cfg.n_pass_through_env, 0);
+    assert_int_equal(cfg.pass_through_env.n, 0);
     assert_non_null(cfg.engine_socket);
     config_free(&cfg);
 }
@@ -53,11 +53,11 @@ static void test_cli_and_env(void **state)
     assert_int_equal(cfg.timeout_ms, 5000); /* CLI beats environment */
     assert_int_equal(cfg.memory_mb, 256);
     assert_string_equal(cfg.python_image, "py:1");
-    assert_int_equal(cfg.n_pass_through_env, 3);
-    assert_string_equal(cfg.pass_through_env[0], "API_KEY");
-    assert_string_equal(cfg.pass_through_env[1], "TOKEN");
-    assert_string_equal(cfg.pass_through_env[2], "OTHER");
-    assert_null(cfg.pass_through_env[3]);
+    assert_int_equal(cfg.pass_through_env.n, 3);
+    assert_string_equal(cfg.pass_through_env.items[0], "API_KEY");
+    assert_string_equal(cfg.pass_through_env.items[1], "TOKEN");
+    assert_string_equal(cfg.pass_through_env.items[2], "OTHER");
+    assert_null(cfg.pass_through_env.items[3]);
     assert_string_equal(cfg.engine_socket, "/run/x.sock");
     assert_string_equal(cfg.engine_source, "DOCKER_HOST");
     config_free(&cfg);
@@ -154,7 +154,7 @@ static void test_config_file(void **state)
     struct err err = ERR_INIT;
     assert_int_equal(load(&cfg, argv, envp, &err), 0);
     assert_int_equal(cfg.timeout_ms, 9000);
-    assert_int_equal(cfg.n_pass_through_env, 3);
+    assert_int_equal(cfg.pass_through_env.n, 3);
     config_free(&cfg);
 
     fp = fopen(path, "w");

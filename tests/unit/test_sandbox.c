@@ -67,11 +67,11 @@ static void test_pass_through(void **state)
     (void)state;
     struct config cfg;
     config_init(&cfg);
-    cfg.pass_through_env = xrealloc(cfg.pass_through_env, 3 * sizeof(char *));
-    cfg.pass_through_env[0] = xstrdup("A");
-    cfg.pass_through_env[1] = xstrdup("MISSING");
-    cfg.pass_through_env[2] = NULL;
-    cfg.n_pass_through_env = 2;
+    cfg.pass_through_env.items = xrealloc(cfg.pass_through_env.items, 3 * sizeof(char *));
+    cfg.pass_through_env.items[0] = xstrdup("A");
+    cfg.pass_through_env.items[1] = xstrdup("MISSING");
+    cfg.pass_through_env.items[2] = NULL;
+    cfg.pass_through_env.n = 2;
     char *envp[] = {"AB=no", "A=yes=1", "OTHER=x", NULL};
     char **env = sandbox_pass_through_env(&cfg, envp, NULL);
     assert_string_equal(env[0], "A=yes=1");
