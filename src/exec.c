@@ -10,6 +10,9 @@
 
 #include "engine_stream.h"
 #include "log.h"
+
+_Static_assert(EXEC_STDOUT == ENGINE_STREAM_STDOUT && EXEC_STDERR == ENGINE_STREAM_STDERR,
+               "exec stream numbers are the engine's");
 #include "runner.h"
 #include "sandbox.h"
 
@@ -393,7 +396,12 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct engine_http_con
             }
             struct pollfd pfd[2] = {{.fd = engine_http_conn_fd(conn), .events = POLLIN},
                                     {.fd = cancel ? cancel->fd : -1, .events = POLLIN}};
-            int pr = poll(pfd, 2, (int)(left + 1));
+            /* Live output is coalesced upstream; wake it up now and then so
+             * buffered output goes out while the program is quiet. */
+            int wait_ms = (int)(left + 1);
+            if (r->req->on_output && wait_ms > EXEC_TICK_MS)
+                wait_ms = EXEC_TICK_MS;
+            int pr = poll(pfd, 2, wait_ms);
             if (pr < 0 && errno != EINTR) {
                 rc = err_set(err, ERR_IO, "poll on the attach stream: %s", strerror(errno));
                 break;
@@ -403,6 +411,8 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct engine_http_con
                 set_message(r->res, "the run was cancelled");
                 break;
             }
+            if (pr == 0 && r->req->on_output)
+                r->req->on_output(r->req->on_output_ctx, EXEC_TICK, NULL, 0);
             if (pr <= 0)
                 continue;
         }

@@ -51,8 +51,15 @@ void exec_cancel(struct exec_cancel *c);
 bool exec_cancelled(const struct exec_cancel *c);
 void exec_cancel_free(struct exec_cancel *c);
 
-/* Live output: called from the running thread for each chunk, in order. */
+/* Live output: called from the running thread for each chunk, in order
+ * (stream 1 = stdout, 2 = stderr), and with stream EXEC_TICK and no data
+ * every EXEC_TICK_MS while the program is quiet. */
 typedef void (*exec_output_cb)(void *ctx, int stream, const char *data, size_t len);
+
+#define EXEC_STDOUT  1
+#define EXEC_STDERR  2
+#define EXEC_TICK    (-1)
+#define EXEC_TICK_MS 50
 
 struct exec_request {
     enum exec_language language;

@@ -138,15 +138,28 @@ struct mcp_server {
     struct tools_env env;
 };
 
+/* Live output is gathered and sent at most every LIVE_FLUSH_MS (or when
+ * LIVE_FLUSH_BYTES are waiting), so a print loop cannot flood the client. */
+#define LIVE_FLUSH_MS    100.0
+#define LIVE_FLUSH_BYTES (16u * 1024u)
+#define LIVE_MAX_BYTES   (64u * 1024u)
+
 struct call {
     struct mcp_session *s;
     json_object *id;
     char *tool;
     json_object *args;
+    json_object *progress_token; /* NULL when the caller asked for no progress */
     struct reply reply;
     struct exec_cancel *cancel;
-    bool cancelled;
+    atomic_bool cancelled;
     struct tools_features features;
+    enum mcp_version version;
+    /* live output, touched only by the call's own thread */
+    struct buf live;
+    int live_stream;
+    double live_last;
+    long long progress;
     struct call *next;
 };
 
@@ -201,7 +214,7 @@ void mcp_session_close(struct mcp_session *s)
     pthread_mutex_lock(&s->lock);
     s->closing = true;
     for (struct call *c = s->calls; c; c = c->next) {
-        c->cancelled = true;
+        atomic_store(&c->cancelled, true);
         exec_cancel(c->cancel);
     }
     while (s->inflight > 0)
@@ -275,6 +288,15 @@ static void m_initialize(struct mcp_session *s, const struct jsonrpc_msg *m, str
     json_object_object_add(tools, "listChanged", json_object_new_boolean(0));
     json_object_object_add(caps, "tools", tools);
     json_object_object_add(caps, "logging", json_object_new_object());
+    json_object *resources = json_object_new_object();
+    json_object_object_add(resources, "subscribe", json_object_new_boolean(1));
+    json_object_object_add(resources, "listChanged", json_object_new_boolean(0));
+    json_object_object_add(caps, "resources", resources);
+    json_object *prompts = json_object_new_object();
+    json_object_object_add(prompts, "listChanged", json_object_new_boolean(0));
+    json_object_object_add(caps, "prompts", prompts);
+    if (v >= MCP_V_2025_03_26)
+        json_object_object_add(caps, "completions", json_object_new_object());
     json_object_object_add(res, "capabilities", caps);
     json_object *info = json_object_new_object();
     json_object_object_add(info, "name", json_object_new_string(MCP_SERVER_NAME));
@@ -336,12 +358,107 @@ static void m_set_level(struct mcp_session *s, const struct jsonrpc_msg *m, stru
     reply_result(r, m->id, json_object_new_object());
 }
 
+/* Bytes at the end of p[0..n) that start a UTF-8 sequence the chunk cut
+ * short: held for the next flush instead of being mangled. */
+static size_t utf8_incomplete_tail(const char *p, size_t n)
+{
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        unsigned char c = (unsigned char)p[n - back];
+        if ((c & 0xc0) == 0x80)
+            continue; /* continuation byte: keep looking for the lead */
+        size_t need = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 1;
+        return need > back ? back : 0;
+    }
+    return 0;
+}
+
+static void live_flush(struct call *c, bool final)
+{
+    if (c->live.len == 0 || atomic_load(&c->cancelled))
+        return;
+    size_t n = c->live.len;
+    if (!final)
+        n -= utf8_incomplete_tail(c->live.data, n);
+    if (n == 0)
+        return;
+    size_t clean_len = 0;
+    char *clean = util_utf8_sanitize(c->live.data, n, &clean_len);
+    const char *stream_name = c->live_stream == EXEC_STDERR ? "stderr" : "stdout";
+    if (c->progress_token) {
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "progressToken", json_object_get(c->progress_token));
+        json_object_object_add(p, "progress", json_object_new_int64(++c->progress));
+        if (c->version >= MCP_V_2025_03_26)
+            json_object_object_add(p, "message", json_object_new_string_len(clean, (int)clean_len));
+        json_object *meta = json_object_new_object();
+        json_object_object_add(meta, "dev.mcp-sandboxd/stream",
+                               json_object_new_string(stream_name));
+        json_object_object_add(p, "_meta", meta);
+        json_object *note = jsonrpc_notification("notifications/progress", p);
+        channel_send(c->reply.ch, note);
+        json_object_put(note);
+    }
+    /* stdout is "info", stderr "warning" for the client's logging level. */
+    int level = c->live_stream == EXEC_STDERR ? 3 : 1;
+    pthread_mutex_lock(&c->s->lock);
+    int threshold = c->s->log_level;
+    pthread_mutex_unlock(&c->s->lock);
+    if (threshold >= 0 && level >= threshold) {
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "level", json_object_new_string(log_levels[level]));
+        json_object_object_add(p, "logger", json_object_new_string(stream_name));
+        json_object_object_add(p, "data", json_object_new_string_len(clean, (int)clean_len));
+        json_object *note = jsonrpc_notification("notifications/message", p);
+        channel_send(c->reply.ch, note);
+        json_object_put(note);
+    }
+    free(clean);
+    buf_consume(&c->live, n);
+    c->live_last = util_now_ms();
+}
+
+static void on_output(void *ctx, int stream, const char *data, size_t len)
+{
+    struct call *c = ctx;
+    if (stream != EXEC_TICK) {
+        if (c->live.len && stream != c->live_stream)
+            live_flush(c, true);
+        c->live_stream = stream;
+        while (len) {
+            size_t took = buf_add_upto(&c->live, data, len);
+            data += took;
+            len -= took;
+            if (len)
+                live_flush(c, c->live.len == c->live.max);
+        }
+    }
+    if (c->live.len &&
+        (c->live.len >= LIVE_FLUSH_BYTES || util_now_ms() - c->live_last >= LIVE_FLUSH_MS))
+        live_flush(c, false);
+}
+
+static bool wants_live_output(struct call *c)
+{
+    if (c->progress_token)
+        return true;
+    pthread_mutex_lock(&c->s->lock);
+    bool logging = c->s->log_level >= 0;
+    pthread_mutex_unlock(&c->s->lock);
+    return logging;
+}
+
 static void *call_main(void *arg)
 {
     struct call *c = arg;
     struct mcp_session *s = c->s;
-    json_object *result =
-        tools_call(&s->srv->env, c->tool, c->args, &c->features, c->cancel, NULL, NULL);
+    buf_init(&c->live, LIVE_MAX_BYTES);
+    c->live_last = util_now_ms();
+    bool live = wants_live_output(c);
+    json_object *result = tools_call(&s->srv->env, c->tool, c->args, &c->features, c->cancel,
+                                     live ? on_output : NULL, c);
+    /* Everything streamed goes out before the result; nothing after it. */
+    live_flush(c, true);
+    buf_free(&c->live);
 
     pthread_mutex_lock(&s->lock);
     for (struct call **pp = &s->calls; *pp; pp = &(*pp)->next) {
@@ -350,7 +467,7 @@ static void *call_main(void *arg)
             break;
         }
     }
-    bool cancelled = c->cancelled;
+    bool cancelled = atomic_load(&c->cancelled);
     pthread_mutex_unlock(&s->lock);
 
     /* A cancelled request gets no response at all (the spec's rule). */
@@ -362,6 +479,7 @@ static void *call_main(void *arg)
     }
     json_object_put(c->id);
     json_object_put(c->args);
+    json_object_put(c->progress_token);
     free(c->tool);
     exec_cancel_free(c->cancel);
     free(c);
@@ -399,12 +517,19 @@ static void m_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, str
     c->args = json_object_get(args);
     c->reply = *r;
     c->cancel = exec_cancel_new();
+    atomic_init(&c->cancelled, false);
+    json_object *meta = NULL;
+    json_object *token = NULL;
+    if (json_object_object_get_ex(m->params, "_meta", &meta) &&
+        json_object_object_get_ex(meta, "progressToken", &token) && jsonrpc_valid_id(token))
+        c->progress_token = json_object_get(token);
 
     pthread_mutex_lock(&s->lock);
     if (s->closing) {
         pthread_mutex_unlock(&s->lock);
         json_object_put(c->id);
         json_object_put(c->args);
+        json_object_put(c->progress_token);
         free(c->tool);
         exec_cancel_free(c->cancel);
         free(c);
@@ -412,6 +537,7 @@ static void m_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, str
         return;
     }
     c->features = features_of(s->version);
+    c->version = s->version;
     c->next = s->calls;
     s->calls = c;
     s->inflight++;
@@ -437,10 +563,165 @@ static void m_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, str
         reply_error(&c->reply, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: cannot start a run");
         json_object_put(c->id);
         json_object_put(c->args);
+        json_object_put(c->progress_token);
         free(c->tool);
         exec_cancel_free(c->cancel);
         free(c);
     }
+}
+
+#define ENVIRONMENT_URI "mcp-sandboxd://environment"
+
+static bool params_string(const struct jsonrpc_msg *m, const char *key, const char **out)
+{
+    json_object *v = NULL;
+    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, key, &v) || !json_object_is_type(v, json_type_string))
+        return false;
+    *out = json_object_get_string(v);
+    return true;
+}
+
+/* What agents ask before writing code: languages, images, limits. */
+static json_object *environment_json(const struct config *cfg)
+{
+    json_object *env = json_object_new_object();
+    json_object *langs = json_object_new_array();
+    const char *names[] = {"python", "javascript"};
+    const char *images[] = {cfg->python_image, cfg->js_image};
+    const char *tools[] = {"run_python_code", "run_js_code"};
+    for (size_t i = 0; i < 2; i++) {
+        json_object *l = json_object_new_object();
+        json_object_object_add(l, "language", json_object_new_string(names[i]));
+        json_object_object_add(l, "image", json_object_new_string(images[i]));
+        json_object_object_add(l, "tool", json_object_new_string(tools[i]));
+        json_object_array_add(langs, l);
+    }
+    json_object_object_add(env, "languages", langs);
+    json_object *lim = json_object_new_object();
+    json_object_object_add(lim, "timeout_ms", json_object_new_int64(cfg->timeout_ms));
+    json_object_object_add(lim, "max_timeout_ms", json_object_new_int64(cfg->max_timeout_ms));
+    json_object_object_add(lim, "memory_mb", json_object_new_int64(cfg->memory_mb));
+    json_object_object_add(lim, "max_memory_mb", json_object_new_int64(cfg->max_memory_mb));
+    json_object_object_add(lim, "max_output_bytes", json_object_new_int64(cfg->max_output_bytes));
+    json_object_object_add(lim, "max_code_bytes", json_object_new_int64(cfg->max_code_bytes));
+    json_object_object_add(lim, "cpus", json_object_new_double(cfg->cpus));
+    json_object_object_add(lim, "pids_limit", json_object_new_int64(cfg->pids_limit));
+    json_object_object_add(lim, "tmpfs_mb", json_object_new_int64(cfg->tmpfs_mb));
+    json_object_object_add(env, "limits", lim);
+    json_object_object_add(env, "network", json_object_new_string("none"));
+    json_object_object_add(env, "working_directory", json_object_new_string("/tmp"));
+    json_object_object_add(env, "persistent", json_object_new_boolean(0));
+    return env;
+}
+
+static void m_resources_list(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    (void)s;
+    json_object *res = json_object_new_object();
+    json_object *list = json_object_new_array();
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "uri", json_object_new_string(ENVIRONMENT_URI));
+    json_object_object_add(e, "name", json_object_new_string("environment"));
+    json_object_object_add(e, "description",
+                           json_object_new_string("Languages, images and limits of the sandboxes"));
+    json_object_object_add(e, "mimeType", json_object_new_string("application/json"));
+    json_object_array_add(list, e);
+    json_object_object_add(res, "resources", list);
+    reply_result(r, m->id, res);
+}
+
+static void m_resource_templates(struct mcp_session *s, const struct jsonrpc_msg *m,
+                                 struct reply *r)
+{
+    (void)s;
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "resourceTemplates", json_object_new_array());
+    reply_result(r, m->id, res);
+}
+
+static void m_resources_read(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    const char *uri = NULL;
+    if (!params_string(m, "uri", &uri)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: uri is required");
+        return;
+    }
+    if (strcmp(uri, ENVIRONMENT_URI) != 0) {
+        reply_done(r, jsonrpc_error(m->id, MCP_RESOURCE_NOT_FOUND, "Resource not found", NULL));
+        return;
+    }
+    json_object *env = environment_json(s->srv->cfg);
+    json_object *c = json_object_new_object();
+    json_object_object_add(c, "uri", json_object_new_string(ENVIRONMENT_URI));
+    json_object_object_add(c, "mimeType", json_object_new_string("application/json"));
+    json_object_object_add(
+        c, "text",
+        json_object_new_string(json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN)));
+    json_object_put(env);
+    json_object *contents = json_object_new_array();
+    json_object_array_add(contents, c);
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "contents", contents);
+    reply_result(r, m->id, res);
+}
+
+/* Our one resource never changes; subscriptions are accepted and cost nothing. */
+static void m_resources_subscribe(struct mcp_session *s, const struct jsonrpc_msg *m,
+                                  struct reply *r)
+{
+    (void)s;
+    const char *uri = NULL;
+    if (!params_string(m, "uri", &uri)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: uri is required");
+        return;
+    }
+    reply_result(r, m->id, json_object_new_object());
+}
+
+static void m_prompts_list(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    (void)s;
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "prompts", json_object_new_array());
+    reply_result(r, m->id, res);
+}
+
+static void m_prompts_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    (void)s;
+    const char *name = NULL;
+    if (!params_string(m, "name", &name)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: name is required");
+        return;
+    }
+    char *text = xasprintf("Invalid params: unknown prompt '%.128s'", name);
+    reply_error(r, m->id, JSONRPC_INVALID_PARAMS, text);
+    free(text);
+}
+
+/* No prompt or resource template takes arguments, so nothing completes. */
+static void m_complete(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    (void)s;
+    json_object *ref = NULL;
+    json_object *arg = NULL;
+    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, "ref", &ref) ||
+        !json_object_is_type(ref, json_type_object) ||
+        !json_object_object_get_ex(m->params, "argument", &arg) ||
+        !json_object_is_type(arg, json_type_object)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS,
+                    "Invalid params: completion/complete needs ref and argument objects");
+        return;
+    }
+    json_object *c = json_object_new_object();
+    json_object_object_add(c, "values", json_object_new_array());
+    json_object_object_add(c, "total", json_object_new_int(0));
+    json_object_object_add(c, "hasMore", json_object_new_boolean(0));
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "completion", c);
+    reply_result(r, m->id, res);
 }
 
 static int same_id(json_object *a, json_object *b)
@@ -463,7 +744,7 @@ static void n_cancelled(struct mcp_session *s, const struct jsonrpc_msg *m)
     pthread_mutex_lock(&s->lock);
     for (struct call *c = s->calls; c; c = c->next) {
         if (same_id(c->id, rid)) {
-            c->cancelled = true;
+            atomic_store(&c->cancelled, true);
             exec_cancel(c->cancel);
         }
     }
@@ -475,9 +756,17 @@ static const struct method {
     method_fn fn;
     bool before_initialize; /* allowed before initialize */
 } methods[] = {
+    {"completion/complete", m_complete, false},
     {"initialize", m_initialize, true},
     {"logging/setLevel", m_set_level, false},
     {"ping", m_ping, true},
+    {"prompts/get", m_prompts_get, false},
+    {"prompts/list", m_prompts_list, false},
+    {"resources/list", m_resources_list, false},
+    {"resources/read", m_resources_read, false},
+    {"resources/subscribe", m_resources_subscribe, false},
+    {"resources/templates/list", m_resource_templates, false},
+    {"resources/unsubscribe", m_resources_subscribe, false},
     {"tools/call", m_tools_call, false},
     {"tools/list", m_tools_list, false},
 };

@@ -14,6 +14,9 @@
 
 #define MCP_SERVER_NAME "mcp-sandboxd"
 
+/* JSON-RPC error code for resources/read of an unknown URI. */
+#define MCP_RESOURCE_NOT_FOUND (-32002)
+
 enum mcp_version {
     MCP_V_2024_11_05 = 0,
     MCP_V_2025_03_26,

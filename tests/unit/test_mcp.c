@@ -244,6 +244,39 @@ static void test_call_without_engine(void **state)
     assert_non_null(strstr(text, "language"));
 }
 
+static void test_resources_prompts_completion(void **state)
+{
+    struct fixture *f = *state;
+    init(f, "2025-11-25");
+    json_object *r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/list\"}");
+    json_object *res0 = json_object_array_get_idx(get(get(r, "result"), "resources"), 0);
+    assert_string_equal(json_object_get_string(get(res0, "uri")), "mcp-sandboxd://environment");
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/read\",\"params\":{"
+                 "\"uri\":\"mcp-sandboxd://environment\"}}");
+    json_object *c0 = json_object_array_get_idx(get(get(r, "result"), "contents"), 0);
+    json_object *env = json_tokener_parse(json_object_get_string(get(c0, "text")));
+    assert_string_equal(json_object_get_string(get(env, "network")), "none");
+    json_object_put(env);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":{"
+                 "\"uri\":\"file:///etc/passwd\"}}");
+    assert_int_equal(error_code(r), MCP_RESOURCE_NOT_FOUND);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/subscribe\",\"params\":{"
+                 "\"uri\":\"test://watched-resource\"}}");
+    get(r, "result");
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"prompts/list\"}");
+    assert_int_equal(json_object_array_length(get(get(r, "result"), "prompts")), 0);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"prompts/get\",\"params\":{"
+                 "\"name\":\"x\"}}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"completion/complete\",\"params\":{"
+                 "\"ref\":{\"type\":\"ref/prompt\",\"name\":\"p\"},\"argument\":{\"name\":\"a\","
+                 "\"value\":\"t\"}}}");
+    assert_int_equal(json_object_array_length(get(get(get(r, "result"), "completion"), "values")),
+                     0);
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"completion/complete\"}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +286,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_2025_03_26, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_without_engine, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resources_prompts_completion, setup, teardown),
     };
     return cmocka_run_group_tests_name("mcp", tests, NULL, NULL);
 }
