@@ -30,7 +30,7 @@ OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all run test deps images unit runner-test asan asan-unit valgrind lint format format-check \
+.PHONY: all run test deps images unit runner-test conformance asan asan-unit valgrind lint format format-check \
         fuzz fuzz-smoke integration clean install uninstall bench
 
 all: $(B)/mcp-sandboxd
@@ -70,7 +70,7 @@ images:
 	@scripts/images.sh
 
 run:
-	@scripts/run.sh
+	@scripts/run.sh $(ARGS)
 
 # ---- testing -------------------------------------------------------------
 unit: $(UNIT_BINS)
@@ -110,6 +110,9 @@ format-check:
 
 integration: all asan
 	@tests/integration/run.sh
+
+conformance: all
+	@tests/conformance/run.sh
 
 test:
 	@scripts/deps.sh --engines --test

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: installs what is missing, starts an engine when none answers,
-# builds the images and the daemon, then serves MCP on stdio. Everything but
-# the protocol goes to stderr: stdout belongs to the MCP client.
+# builds the images and the daemon, then serves MCP over HTTP on
+# 127.0.0.1:8080 (MCPSANDBOXD_HTTP=HOST:PORT to change it). Extra arguments
+# go to the daemon, e.g. `make run ARGS="--pass-through-env API_KEY"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,24 +12,33 @@ sock=$(scripts/engine.sh discover)
 DOCKER_HOST="unix://$sock" scripts/images.sh >&2
 make -s all >&2
 
+listen=${MCPSANDBOXD_HTTP:-127.0.0.1:8080}
 bin="$PWD/build/mcp-sandboxd"
+url="http://$listen/mcp"
 cat >&2 <<MSG
 
 mcp-sandboxd is ready; engine: unix://$sock
 
-To use it from an MCP client (Claude Desktop, VS Code, Cursor, the SDKs),
-configure a stdio server like this:
+Streamable HTTP endpoint: $url
+Legacy HTTP+SSE endpoint: http://$listen/sse
+Health:                   http://$listen/healthz
+
+Connect a client that speaks streamable HTTP (Claude Code, VS Code, Cursor,
+the SDKs' StreamableHTTPClientTransport):
 
   {
     "mcpServers": {
-      "sandbox": {
-        "command": "$bin",
-        "args": ["--engine", "unix://$sock"]
-      }
+      "sandbox": { "type": "http", "url": "$url" }
     }
   }
 
-Now serving MCP on this terminal's stdin/stdout (one JSON-RPC message per
-line); press Ctrl-D or Ctrl-C to stop.
+or, from a shell:  claude mcp add --transport http sandbox $url
+
+For a local stdio client, configure the binary instead of the URL:
+
+  { "mcpServers": { "sandbox": { "command": "$bin",
+                                 "args": ["--engine", "unix://$sock"] } } }
+
+Serving until Ctrl-C.
 MSG
-exec "$bin" --engine "unix://$sock" "$@"
+exec "$bin" --engine "unix://$sock" --http "$listen" "$@"

@@ -23,6 +23,9 @@ _Static_assert(EXEC_STDOUT == ENGINE_STREAM_STDOUT && EXEC_STDERR == ENGINE_STRE
 /* Containers of another daemon are stale once older than its longest run
  * plus this margin. */
 #define SWEEP_MARGIN_S 300
+/* Removal takes the engine 10-800 ms; several in parallel keep a burst of
+ * finished runs from delaying the removal of a cancelled one. */
+#define REAPER_THREADS 4
 
 struct exec_cancel {
     int fd; /* eventfd, readable once cancelled */
@@ -46,8 +49,8 @@ struct exec_ctx {
     struct reap_item *reap_head, *reap_tail;
     size_t reaping; /* items taken by the reaper but not finished */
     bool stopping;
-    pthread_t reaper;
-    bool reaper_started;
+    pthread_t reapers[REAPER_THREADS];
+    size_t n_reapers;
 };
 
 const char *exec_status_name(enum exec_status st)
@@ -201,12 +204,14 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, struct engine *engine, s
         return NULL;
     }
     ctx->env = sandbox_pass_through_env(cfg, environ, warn_missing_env);
-    if (pthread_create(&ctx->reaper, NULL, reaper_main, ctx) != 0) {
-        err_set(err, ERR_INTERNAL, "cannot start the reaper thread");
-        exec_ctx_free(ctx);
-        return NULL;
+    for (size_t i = 0; i < REAPER_THREADS; i++) {
+        if (pthread_create(&ctx->reapers[i], NULL, reaper_main, ctx) != 0) {
+            err_set(err, ERR_INTERNAL, "cannot start the reaper threads");
+            exec_ctx_free(ctx);
+            return NULL;
+        }
+        ctx->n_reapers++;
     }
-    ctx->reaper_started = true;
     return ctx;
 }
 
@@ -218,8 +223,8 @@ void exec_ctx_free(struct exec_ctx *ctx)
     ctx->stopping = true;
     pthread_cond_broadcast(&ctx->cond);
     pthread_mutex_unlock(&ctx->lock);
-    if (ctx->reaper_started)
-        pthread_join(ctx->reaper, NULL);
+    for (size_t i = 0; i < ctx->n_reapers; i++)
+        pthread_join(ctx->reapers[i], NULL);
     /* The reaper drains the queue before it stops; anything left is ours. */
     while (ctx->reap_head) {
         struct reap_item *it = ctx->reap_head;

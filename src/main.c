@@ -2,6 +2,7 @@
  * shutdown that removes every container this process created. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "tools.h"
+#include "transport_http.h"
 #include "transport_stdio.h"
 
 static int stop_pipe[2] = {-1, -1};
@@ -24,6 +26,33 @@ static void on_signal(int sig)
     ssize_t w = write(stop_pipe[1], "x", 1);
     (void)w;
     errno = saved;
+}
+
+static void wait_for_stop(void)
+{
+    char c;
+    for (;;) {
+        struct pollfd pfd = {.fd = stop_pipe[0], .events = POLLIN};
+        if (poll(&pfd, 1, -1) > 0 && read(stop_pipe[0], &c, 1) == 1)
+            return;
+    }
+}
+
+static int serve_http(struct mcp_server *srv, struct engine *engine, const struct config *cfg,
+                      struct err *err)
+{
+    struct transport_http *http = NULL;
+    if (transport_http_start(srv, engine, cfg, &http, err) < 0)
+        return -1;
+    bool v6 = strchr(cfg->http_host, ':') != NULL;
+    log_info("serving MCP over HTTP at http://%s%s%s:%u/mcp (legacy SSE at /sse, health at "
+             "/healthz)%s",
+             v6 ? "[" : "", cfg->http_host, v6 ? "]" : "", transport_http_port(http),
+             cfg->auth_token ? "; bearer token required" : "");
+    wait_for_stop();
+    log_info("stopping on signal");
+    transport_http_stop(http);
+    return 0;
 }
 
 static int setup_signals(void)
@@ -127,11 +156,18 @@ int main(int argc, char **argv, char **envp)
     sweeping = pthread_create(&sweep.thread, NULL, sweep_main, &sweep) == 0;
 
     srv = mcp_server_new(&cfg, exec);
-    log_info("serving MCP on stdio (python image %s, javascript image %s)", cfg.python_image,
-             cfg.js_image);
-    if (transport_stdio_run(srv, &cfg, STDIN_FILENO, STDOUT_FILENO, stop_pipe[0], &err) < 0) {
-        log_error("%s", err_msg(&err));
-        goto out;
+    log_info("python image %s, javascript image %s", cfg.python_image, cfg.js_image);
+    if (*cfg.http_listen) {
+        if (serve_http(srv, engine, &cfg, &err) < 0) {
+            log_error("%s", err_msg(&err));
+            goto out;
+        }
+    } else {
+        log_info("serving MCP on stdio");
+        if (transport_stdio_run(srv, &cfg, STDIN_FILENO, STDOUT_FILENO, stop_pipe[0], &err) < 0) {
+            log_error("%s", err_msg(&err));
+            goto out;
+        }
     }
     status = 0;
 out:

@@ -867,14 +867,15 @@ void mcp_session_receive_json(struct mcp_session *s, json_object *msg, struct mc
 
     size_t n = json_object_array_length(msg);
     pthread_mutex_lock(&s->lock);
-    bool batches = s->initialize_done && s->version == MCP_V_2025_03_26;
+    bool initialized = s->initialize_done;
+    bool batches = initialized && s->version == MCP_V_2025_03_26;
     enum mcp_version v = s->version;
     pthread_mutex_unlock(&s->lock);
     if (!batches || n == 0) {
         char *text = n == 0 ? xstrdup("Invalid Request: empty batch")
                             : xasprintf("Invalid Request: batches are not supported in protocol "
                                         "version %s",
-                                        s->initialize_done ? mcp_version_name(v) : "(none yet)");
+                                        initialized ? mcp_version_name(v) : "(none yet)");
         mcp_session_reject(s, JSONRPC_INVALID_REQUEST, text, ch);
         free(text);
         return;

@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# Integration suite: the daemon over stdio, driven by the official MCP SDK
-# client, against real engines.
+# Integration suite: the daemon over stdio and HTTP, driven by the official
+# MCP SDK clients, against real engines; plus the official MCP conformance
+# suite against the HTTP transport.
 #
-#   tests/integration/run.sh [docker] [podman] [asan]
+#   tests/integration/run.sh [docker] [podman] [asan] [conformance]
 #
-# Passes (default: all three, in this order):
-#   docker  build/mcp-sandboxd      on Docker  (/var/run/docker.sock)
-#   podman  build/mcp-sandboxd      on Podman  (/run/podman/podman.sock)
-#   asan    build/asan/mcp-sandboxd on Docker, ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-#           (a leak or sanitizer report at exit fails the test that closed
-#           that daemon)
+# Passes (default: all four, in this order):
+#   docker       build/mcp-sandboxd      on Docker  (/var/run/docker.sock)
+#   podman       build/mcp-sandboxd      on Podman  (/run/podman/podman.sock)
+#   asan         build/asan/mcp-sandboxd on Docker, ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+#                (a leak or sanitizer report at exit fails the test that
+#                closed that daemon)
+#   conformance  build/mcp-sandboxd --http on Docker: tests/conformance/run.sh
+#                (counts one test per scenario; unexpected failures fail)
+# The docker, podman and asan passes run every tests/integration/*.test.mjs
+# (stdio.test.mjs, http.test.mjs) with node --test.
 #
 # Builds nothing except `npm ci` in tests/ when node_modules is missing or
-# older than package-lock.json (make integration builds both binaries).
+# older than package-lock.json (make integration builds both binaries);
+# tests/conformance/run.sh does the same in tests/conformance/.
 # Before each pass: scripts/engine.sh start <engine>, then
 # DOCKER_HOST=unix://<socket> scripts/images.sh. The docker and podman passes
 # also print hello-world latency (tests/integration/latency.mjs; figures
@@ -24,9 +30,10 @@
 # Exits non-zero on any failure.
 #
 # Environment:
-#   INTEGRATION_PASS_TIMEOUT  seconds per suite run (default 200; a normal
-#                             run takes 20-50 s, so a hung engine still ends
-#                             the whole run in well under 15 minutes)
+#   INTEGRATION_PASS_TIMEOUT  seconds per suite run (default 300; a normal
+#                             run of both files takes about 1 min, so a hung
+#                             engine still ends the whole run in about 20
+#                             minutes)
 #   INTEGRATION_BIN           daemon for the docker/podman passes (default build/mcp-sandboxd)
 #   INTEGRATION_ASAN_BIN      daemon for the asan pass (default build/asan/mcp-sandboxd)
 set -uo pipefail
@@ -36,24 +43,25 @@ readonly ROOT
 readonly TESTS=$ROOT/tests
 readonly DOCKER_SOCK=/var/run/docker.sock
 readonly PODMAN_SOCK=/run/podman/podman.sock
-readonly PASS_TIMEOUT=${INTEGRATION_PASS_TIMEOUT:-200}
+readonly PASS_TIMEOUT=${INTEGRATION_PASS_TIMEOUT:-300}
 readonly LATENCY_TIMEOUT=90
+readonly CONFORMANCE_PASS_TIMEOUT=330
 readonly BIN=${INTEGRATION_BIN:-build/mcp-sandboxd}
 readonly ASAN_BIN=${INTEGRATION_ASAN_BIN:-build/asan/mcp-sandboxd}
 
 log() { printf 'integration: %s\n' "$*" >&2; }
 
 passes=("$@")
-[ ${#passes[@]} -eq 0 ] && passes=(docker podman asan)
+[ ${#passes[@]} -eq 0 ] && passes=(docker podman asan conformance)
 for p in "${passes[@]}"; do
 	case $p in
-	docker | podman | asan) ;;
+	docker | podman | asan | conformance) ;;
 	-h | --help)
 		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 		exit 0
 		;;
 	*)
-		log "unknown pass '$p' (docker, podman, asan)"
+		log "unknown pass '$p' (docker, podman, asan, conformance)"
 		exit 2
 		;;
 	esac
@@ -170,11 +178,43 @@ run_pass() {
 	summaries+=("$name: $pass passed, $fail failed (of ${tests:-?} tests$([ -n "$latency" ] && echo " + latency")) in $(($(date +%s) - t0)) s${extra:+; $extra}")
 }
 
+# run_conformance: the official conformance suite against Docker, once.
+run_conformance() {
+	local t0 out=$work/conformance.out rc n m bin=$BIN
+	t0=$(date +%s)
+	case $bin in /*) ;; *) bin=$ROOT/$bin ;; esac
+	echo
+	echo "=== integration pass 'conformance': ${bin#"$ROOT"/} --http on docker ($DOCKER_SOCK) ==="
+	if ! "$ROOT/scripts/engine.sh" start docker; then
+		log "conformance: scripts/engine.sh start docker failed"
+		summaries+=("conformance: SETUP FAILED (scripts/engine.sh start docker failed)")
+		total_fail=$((total_fail + 1))
+		return
+	fi
+	CONFORMANCE_BIN=$bin CONFORMANCE_ENGINE=unix://$DOCKER_SOCK \
+		timeout --kill-after=10 "$CONFORMANCE_PASS_TIMEOUT" "$TESTS/conformance/run.sh" 2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	n=$(sed -n 's/^conformance: \([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\1/p' "$out" | tail -n 1)
+	m=$(sed -n 's/^conformance: \([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed$/\2/p' "$out" | tail -n 1)
+	if [ -z "$n" ] || [ -z "$m" ]; then
+		log "conformance: no summary line (exit $rc; timeout ${CONFORMANCE_PASS_TIMEOUT}s?)"
+		n=${n:-0}
+		m=$((${m:-0} + 1))
+	elif [ "$rc" -ne 0 ] && [ "$m" -eq 0 ]; then
+		log "conformance: run.sh exited $rc with no failed scenario"
+		m=1
+	fi
+	total_pass=$((total_pass + n))
+	total_fail=$((total_fail + m))
+	summaries+=("conformance: $n passed, $m failed (scenarios; expected failures not counted) in $(($(date +%s) - t0)) s")
+}
+
 for p in "${passes[@]}"; do
 	case $p in
 	docker) run_pass docker docker "$DOCKER_SOCK" "$BIN" latency ;;
 	podman) run_pass podman podman "$PODMAN_SOCK" "$BIN" latency ;;
 	asan) run_pass asan docker "$DOCKER_SOCK" "$ASAN_BIN" ;;
+	conformance) run_conformance ;;
 	esac
 done
 

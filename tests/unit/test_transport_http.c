@@ -1,0 +1,869 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <strings.h>
+
+#include "engine.h"
+#include "jsonrpc.h"
+#include "tools.h"
+#include "transport_http.h"
+
+/* ---- a server on 127.0.0.1, ephemeral port, no engine ---------------------- */
+
+struct server {
+    struct config cfg;
+    struct engine *engine;
+    struct exec_ctx *exec;
+    struct mcp_server *srv;
+    struct transport_http *t;
+    unsigned port;
+};
+
+static void set_list(struct config_list *l, const char *a, const char *b)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->items[i]);
+    free(l->items);
+    l->items = xcalloc(3, sizeof(char *));
+    l->items[0] = xstrdup(a);
+    l->items[1] = xstrdup(b);
+    l->n = 2;
+}
+
+/* tweak (may be NULL) adjusts the configuration before the start. */
+static struct server *start_with(long long max_sessions, long long idle_ms, const char *token,
+                                 void (*tweak)(struct config *))
+{
+    struct server *s = xcalloc(1, sizeof(*s));
+    struct err err = ERR_INIT;
+    config_init(&s->cfg);
+    s->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-http.sock");
+    s->cfg.http_host = xstrdup("127.0.0.1");
+    s->cfg.http_port = 0;
+    s->cfg.max_message_bytes = 8192;
+    s->cfg.max_sessions = max_sessions;
+    s->cfg.session_idle_ms = idle_ms;
+    if (token)
+        s->cfg.auth_token = xstrdup(token);
+    if (tweak)
+        tweak(&s->cfg);
+    assert_int_equal(tools_init(&err), 0);
+    s->engine = engine_new(s->cfg.engine_socket);
+    s->exec = exec_ctx_new(&s->cfg, s->engine, &err);
+    assert_non_null(s->exec);
+    s->srv = mcp_server_new(&s->cfg, s->exec);
+    if (transport_http_start(s->srv, s->engine, &s->cfg, &s->t, &err) < 0)
+        fail_msg("transport_http_start: %s", err_msg(&err));
+    s->port = transport_http_port(s->t);
+    assert_true(s->port > 0);
+    return s;
+}
+
+static struct server *start(long long max_sessions, long long idle_ms, const char *token)
+{
+    return start_with(max_sessions, idle_ms, token, NULL);
+}
+
+static void stop(struct server *s)
+{
+    transport_http_stop(s->t);
+    mcp_server_free(s->srv);
+    exec_ctx_free(s->exec);
+    engine_free(s->engine);
+    tools_cleanup();
+    config_free(&s->cfg);
+    free(s);
+}
+
+/* ---- a small libcurl client ------------------------------------------------- */
+
+struct resp {
+    long status;
+    struct buf head;
+    struct buf body;
+};
+
+static size_t collect(char *p, size_t size, size_t n, void *ud)
+{
+    assert_int_equal(buf_add(ud, p, size * n), 0);
+    return size * n;
+}
+
+static void resp_free(struct resp *r)
+{
+    buf_free(&r->head);
+    buf_free(&r->body);
+}
+
+/* Sends method path with body (may be NULL) and NULL-terminated extra
+ * header lines; POSTs default to JSON with both Accept types. */
+static void http(struct server *s, struct resp *r, const char *method, const char *path,
+                 const char *body, ...)
+{
+    memset(r, 0, sizeof(*r));
+    buf_init(&r->head, 1 << 16);
+    buf_init(&r->body, 1 << 20);
+    CURL *h = curl_easy_init();
+    char *url = xasprintf("http://127.0.0.1:%u%s", s->port, path);
+    struct curl_slist *hl = NULL;
+    bool has_type = false;
+    bool has_accept = false;
+    va_list ap;
+    va_start(ap, body);
+    for (const char *line; (line = va_arg(ap, const char *));) {
+        hl = curl_slist_append(hl, line);
+        has_type |= strncasecmp(line, "Content-Type:", 13) == 0;
+        has_accept |= strncasecmp(line, "Accept:", 7) == 0;
+    }
+    va_end(ap);
+    if (strcmp(method, "POST") == 0 && !has_type)
+        hl = curl_slist_append(hl, "Content-Type: application/json");
+    if (strcmp(method, "POST") == 0 && !has_accept)
+        hl = curl_slist_append(hl, "Accept: application/json, text/event-stream");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    } else if (strcmp(method, "HEAD") == 0) {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &r->head);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r->body);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 20L);
+    CURLcode rc = curl_easy_perform(h);
+    if (rc != CURLE_OK)
+        fail_msg("%s %s: %s", method, path, curl_easy_strerror(rc));
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(h);
+    free(url);
+}
+
+/* The value of the last header called name (allocated), or NULL. */
+static char *header_of(struct resp *r, const char *name)
+{
+    char *found = NULL;
+    size_t n = strlen(name);
+    const char *p = buf_cstr(&r->head);
+    while (*p) {
+        const char *eol = strstr(p, "\r\n");
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        if (len > n && strncasecmp(p, name, n) == 0 && p[n] == ':') {
+            const char *v = p + n + 1;
+            while (*v == ' ')
+                v++;
+            free(found);
+            found = xstrndup(v, len - (size_t)(v - p));
+        }
+        p += len + (eol ? 2 : 0);
+    }
+    return found;
+}
+
+static void assert_header(struct resp *r, const char *name, const char *want)
+{
+    char *v = header_of(r, name);
+    if (!v || strstr(v, want) == NULL)
+        fail_msg("header %s: want '%s', got '%s'", name, want, v ? v : "(none)");
+    free(v);
+}
+
+static json_object *body_json(struct resp *r)
+{
+    json_object *o = json_tokener_parse(buf_cstr(&r->body));
+    if (!o)
+        fail_msg("body is not JSON: %s", buf_cstr(&r->body));
+    return o;
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v))
+        fail_msg("no '%s' in %s", key, json_object_to_json_string(o));
+    return v;
+}
+
+static int error_code(struct resp *r)
+{
+    json_object *o = body_json(r);
+    int code = json_object_get_int(get(get(o, "error"), "code"));
+    json_object_put(o);
+    return code;
+}
+
+#define INIT_BODY                                                                                  \
+    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"     \
+    "\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"0\"}}}"
+#define INITIALIZED "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"
+#define PING        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}"
+#define CALL                                                                                       \
+    "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":"                \
+    "\"run_python_code\",\"arguments\":{\"code\":\"print(1)\"}}}"
+
+/* initialize + notifications/initialized; returns "Mcp-Session-Id: <id>". */
+static char *open_session(struct server *s)
+{
+    struct resp r;
+    http(s, &r, "POST", "/mcp", INIT_BODY, NULL);
+    assert_int_equal(r.status, 200);
+    char *sid = header_of(&r, "Mcp-Session-Id");
+    assert_non_null(sid);
+    resp_free(&r);
+    char *line = xasprintf("Mcp-Session-Id: %s", sid);
+    free(sid);
+    http(s, &r, "POST", "/mcp", INITIALIZED, line, NULL);
+    assert_int_equal(r.status, 202);
+    resp_free(&r);
+    return line;
+}
+
+/* ---- an SSE client on its own thread ---------------------------------------- */
+
+struct sse_client {
+    struct server *s;
+    const char *path;
+    char *extra; /* one header line, may be NULL */
+    pthread_t th;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct buf data;
+    atomic_bool abort;
+    bool done;
+    long status;
+    CURLcode rc;
+};
+
+static size_t sse_write(char *p, size_t size, size_t n, void *ud)
+{
+    struct sse_client *c = ud;
+    pthread_mutex_lock(&c->lock);
+    assert_int_equal(buf_add(&c->data, p, size * n), 0);
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    return size * n;
+}
+
+static int sse_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c2, curl_off_t d)
+{
+    struct sse_client *c = ud;
+    (void)a;
+    (void)b;
+    (void)c2;
+    (void)d;
+    return atomic_load(&c->abort) ? 1 : 0;
+}
+
+static void *sse_main(void *arg)
+{
+    struct sse_client *c = arg;
+    CURL *h = curl_easy_init();
+    char *url = xasprintf("http://127.0.0.1:%u%s", c->s->port, c->path);
+    struct curl_slist *hl = curl_slist_append(NULL, "Accept: text/event-stream");
+    if (c->extra)
+        hl = curl_slist_append(hl, c->extra);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sse_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, sse_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+    CURLcode rc = curl_easy_perform(h);
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(h);
+    free(url);
+    pthread_mutex_lock(&c->lock);
+    c->rc = rc;
+    c->status = status;
+    c->done = true;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static struct sse_client *sse_open(struct server *s, const char *path, const char *extra)
+{
+    struct sse_client *c = xcalloc(1, sizeof(*c));
+    c->s = s;
+    c->path = path;
+    c->extra = extra ? xstrdup(extra) : NULL;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    buf_init(&c->data, 1 << 20);
+    atomic_init(&c->abort, false);
+    pthread_create(&c->th, NULL, sse_main, c);
+    return c;
+}
+
+/* Waits until the received text contains needle (or, with NULL, until the
+ * transfer ended); false after ms. */
+static bool sse_wait(struct sse_client *c, const char *needle, int ms)
+{
+    double deadline = util_now_ms() + ms;
+    pthread_mutex_lock(&c->lock);
+    bool ok;
+    while (!(ok = needle ? strstr(buf_cstr(&c->data), needle) != NULL : c->done) &&
+           util_now_ms() < deadline) {
+        pthread_mutex_unlock(&c->lock);
+        usleep(10000);
+        pthread_mutex_lock(&c->lock);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return ok;
+}
+
+static char *sse_text(struct sse_client *c)
+{
+    pthread_mutex_lock(&c->lock);
+    char *copy = xstrdup(buf_cstr(&c->data));
+    pthread_mutex_unlock(&c->lock);
+    return copy;
+}
+
+static void sse_close(struct sse_client *c)
+{
+    atomic_store(&c->abort, true);
+    pthread_join(c->th, NULL);
+    buf_free(&c->data);
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->cond);
+    free(c->extra);
+    free(c);
+}
+
+/* ---- tests ---------------------------------------------------------------------- */
+
+static int group_setup(void **state)
+{
+    struct err err = ERR_INIT;
+    (void)state;
+    return engine_http_global_init(&err);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    engine_http_global_cleanup();
+    return 0;
+}
+
+static void test_lifecycle(void **state)
+{
+    (void)state;
+    struct server *s = start(64, 60000, NULL);
+    struct resp r;
+
+    http(s, &r, "POST", "/mcp", INIT_BODY, NULL);
+    assert_int_equal(r.status, 200);
+    assert_header(&r, "Content-Type", "application/json");
+    char *sid = header_of(&r, "Mcp-Session-Id");
+    assert_non_null(sid);
+    assert_true(strlen(sid) >= 32);
+    assert_int_equal(strspn(sid, "0123456789abcdef"), strlen(sid));
+    json_object *o = body_json(&r);
+    assert_string_equal(json_object_get_string(get(get(o, "result"), "protocolVersion")),
+                        "2025-11-25");
+    json_object_put(o);
+    resp_free(&r);
+    char *line = xasprintf("Mcp-Session-Id: %s", sid);
+
+    http(s, &r, "POST", "/mcp", INITIALIZED, line, NULL);
+    assert_int_equal(r.status, 202);
+    assert_int_equal(r.body.len, 0);
+    resp_free(&r);
+
+    http(s, &r, "POST", "/mcp", PING, line, "MCP-Protocol-Version: 2025-11-25", NULL);
+    assert_int_equal(r.status, 200);
+    o = body_json(&r);
+    assert_int_equal(json_object_object_length(get(o, "result")), 0);
+    json_object_put(o);
+    resp_free(&r);
+
+    /* Any supported version is accepted, even one not negotiated. */
+    http(s, &r, "POST", "/mcp", PING, line, "MCP-Protocol-Version: 2025-03-26", NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", PING, line, "MCP-Protocol-Version: 1999-01-01", NULL);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+
+    http(s, &r, "POST", "/mcp", PING, NULL);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", PING, "Mcp-Session-Id: 0123456789abcdef0123456789abcdef", NULL);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+
+    /* A second initialize without a session id makes another session. */
+    http(s, &r, "POST", "/mcp", INIT_BODY, NULL);
+    assert_int_equal(r.status, 200);
+    char *sid2 = header_of(&r, "Mcp-Session-Id");
+    assert_non_null(sid2);
+    assert_string_not_equal(sid, sid2);
+    free(sid2);
+    resp_free(&r);
+
+    http(s, &r, "DELETE", "/mcp", NULL, line, NULL);
+    assert_int_equal(r.status, 204);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", PING, line, NULL);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+    http(s, &r, "DELETE", "/mcp", NULL, line, NULL);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+
+    free(line);
+    free(sid);
+    stop(s);
+}
+
+static void test_request_checks(void **state)
+{
+    (void)state;
+    struct server *s = start(64, 60000, NULL);
+    char *line = open_session(s);
+    struct resp r;
+
+    http(s, &r, "POST", "/mcp", PING, line, "Content-Type: text/plain", NULL);
+    assert_int_equal(r.status, 415);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", PING, line, "Accept: text/html", NULL);
+    assert_int_equal(r.status, 406);
+    resp_free(&r);
+    /* A missing Accept is tolerated. */
+    http(s, &r, "POST", "/mcp", PING, line, "Accept:", NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", "{\"jsonrpc\":", line, NULL);
+    assert_int_equal(r.status, 400);
+    assert_int_equal(error_code(&r), JSONRPC_PARSE_ERROR);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", "{\"id\":3,\"method\":\"ping\"}", line, NULL);
+    assert_int_equal(r.status, 400);
+    assert_int_equal(error_code(&r), JSONRPC_INVALID_REQUEST);
+    resp_free(&r);
+
+    /* Over the cap, with Content-Length (refused up front) and chunked. */
+    char *big = xmalloc(10001);
+    memset(big, ' ', 10000);
+    big[10000] = '\0';
+    memcpy(big, PING, strlen(PING));
+    http(s, &r, "POST", "/mcp", big, line, NULL);
+    assert_int_equal(r.status, 413);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", big, line, "Transfer-Encoding: chunked", NULL);
+    assert_int_equal(r.status, 413);
+    resp_free(&r);
+    free(big);
+    http(s, &r, "POST", "/mcp", PING, line, "Transfer-Encoding: chunked", NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+
+    /* A client taking only SSE gets initialize (and its session) that way. */
+    http(s, &r, "POST", "/mcp", INIT_BODY, "Accept: text/event-stream", NULL);
+    assert_int_equal(r.status, 200);
+    assert_header(&r, "Content-Type", "text/event-stream");
+    assert_header(&r, "Mcp-Session-Id", "");
+    assert_non_null(strstr(buf_cstr(&r.body), "\"protocolVersion\""));
+    resp_free(&r);
+    /* A failed initialize leaves no session. */
+    http(s, &r, "POST", "/mcp", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}", NULL);
+    assert_int_equal(r.status, 200);
+    assert_null(header_of(&r, "Mcp-Session-Id"));
+    assert_true(error_code(&r) < 0);
+    resp_free(&r);
+
+    http(s, &r, "PUT", "/mcp", NULL, line, NULL);
+    assert_int_equal(r.status, 405);
+    assert_header(&r, "Allow", "GET, POST, DELETE, OPTIONS");
+    resp_free(&r);
+    http(s, &r, "GET", "/nope", NULL, NULL);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+    http(s, &r, "GET", "/mcp", NULL, "Accept: text/event-stream", NULL);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+    http(s, &r, "GET", "/mcp", NULL, line, "Accept: application/json", NULL);
+    assert_int_equal(r.status, 406);
+    resp_free(&r);
+
+    free(line);
+    stop(s);
+}
+
+static void test_host_origin(void **state)
+{
+    (void)state;
+    struct server *s = start(64, 60000, NULL);
+    struct resp r;
+    char *good_origin = xasprintf("Origin: http://localhost:%u", s->port);
+    char *good_host = xasprintf("Host: localhost:%u", s->port);
+
+    http(s, &r, "POST", "/mcp", INIT_BODY, "Origin: http://evil.example.com", NULL);
+    assert_int_equal(r.status, 403);
+    assert_null(header_of(&r, "Mcp-Session-Id"));
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", INIT_BODY, "Host: evil.example.com", NULL);
+    assert_int_equal(r.status, 403);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", INIT_BODY, "Host: localhost:1", NULL);
+    assert_int_equal(r.status, 403);
+    resp_free(&r);
+    http(s, &r, "GET", "/healthz", NULL, "Host: evil.example.com", NULL);
+    assert_int_equal(r.status, 403);
+    resp_free(&r);
+
+    http(s, &r, "POST", "/mcp", INIT_BODY, good_origin, good_host, NULL);
+    assert_int_equal(r.status, 200);
+    assert_header(&r, "Access-Control-Allow-Origin", good_origin + strlen("Origin: "));
+    assert_header(&r, "Access-Control-Expose-Headers", "Mcp-Session-Id");
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", INIT_BODY, "Host: [::1]", NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+
+    http(s, &r, "OPTIONS", "/mcp", NULL, good_origin, NULL);
+    assert_int_equal(r.status, 204);
+    assert_header(&r, "Access-Control-Allow-Methods", "DELETE");
+    assert_header(&r, "Access-Control-Allow-Headers", "Mcp-Session-Id");
+    assert_header(&r, "Access-Control-Allow-Origin", "http://localhost");
+    resp_free(&r);
+
+    free(good_origin);
+    free(good_host);
+    stop(s);
+}
+
+static void allow_extra(struct config *cfg)
+{
+    set_list(&cfg->allowed_hosts, "sandbox.internal:8080", "proxy.example");
+    set_list(&cfg->allowed_origins, "https://app.example", "http://tool.example:3000");
+}
+
+static void test_allowed_lists(void **state)
+{
+    (void)state;
+    struct server *s = start_with(64, 60000, NULL, allow_extra);
+    struct resp r;
+    static const struct {
+        const char *header;
+        long status;
+    } cases[] = {
+        {"Host: sandbox.internal:8080", 200},
+        {"Host: SANDBOX.internal:8080", 200},
+        {"Host: sandbox.internal:8081", 403},
+        {"Host: sandbox.internal", 403},
+        {"Host: proxy.example", 200},
+        {"Host: proxy.example:443", 200},
+        {"Host: proxy.example.evil", 403},
+        {"Origin: https://app.example", 200},
+        {"Origin: https://app.example:444", 403},
+        {"Origin: http://tool.example:3000", 200},
+        {"Origin: https://localhost", 200},
+        {"Origin: http://[::1]:9", 200},
+        {"Origin: http://localhost.evil.example", 403},
+        {"Origin: http://localhost/path", 403},
+        {"Origin: null", 403},
+        {"Origin: file://localhost", 403},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        http(s, &r, "POST", "/mcp", INIT_BODY, cases[i].header, NULL);
+        if (r.status != cases[i].status)
+            fail_msg("%s: want %ld, got %ld", cases[i].header, cases[i].status, r.status);
+        resp_free(&r);
+    }
+    stop(s);
+}
+
+static void test_batch(void **state)
+{
+    (void)state;
+    struct server *s = start(64, 60000, NULL);
+    struct resp r;
+    http(s, &r, "POST", "/mcp",
+         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+         "\"protocolVersion\":\"2025-03-26\",\"capabilities\":{},\"clientInfo\":{\"name\":"
+         "\"t\",\"version\":\"0\"}}}",
+         NULL);
+    assert_int_equal(r.status, 200);
+    char *sid = header_of(&r, "Mcp-Session-Id");
+    char *line = xasprintf("Mcp-Session-Id: %s", sid);
+    free(sid);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", "[" INITIALIZED "," PING "]", line, NULL);
+    assert_int_equal(r.status, 200);
+    json_object *o = body_json(&r);
+    assert_true(json_object_is_type(o, json_type_array));
+    assert_int_equal(json_object_array_length(o), 1);
+    json_object_put(o);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", "[" INITIALIZED "]", line, NULL);
+    assert_int_equal(r.status, 202);
+    assert_int_equal(r.body.len, 0);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", "[]", line, NULL);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(error_code(&r), JSONRPC_INVALID_REQUEST);
+    resp_free(&r);
+    free(line);
+    stop(s);
+}
+
+static void test_auth(void **state)
+{
+    (void)state;
+    struct server *s = start(64, 60000, "tok-123");
+    struct resp r;
+
+    http(s, &r, "POST", "/mcp", INIT_BODY, NULL);
+    assert_int_equal(r.status, 401);
+    assert_header(&r, "WWW-Authenticate", "Bearer realm=\"mcp-sandboxd\"");
+    assert_true(error_code(&r) < 0);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", INIT_BODY, "Authorization: Bearer tok-12", NULL);
+    assert_int_equal(r.status, 401);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", INIT_BODY, "Authorization: Bearer tok-1234", NULL);
+    assert_int_equal(r.status, 401);
+    resp_free(&r);
+    http(s, &r, "GET", "/sse", NULL, NULL);
+    assert_int_equal(r.status, 401);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", INIT_BODY, "Authorization: Bearer tok-123", NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+
+    /* Health checks need no token; without an engine they say so. */
+    http(s, &r, "GET", "/healthz", NULL, NULL);
+    assert_int_equal(r.status, 503);
+    assert_header(&r, "Content-Type", "application/json");
+    json_object *o = body_json(&r);
+    assert_string_equal(json_object_get_string(get(o, "status")), "degraded");
+    assert_string_equal(json_object_get_string(get(o, "engine")), "unreachable");
+    json_object_put(o);
+    resp_free(&r);
+    stop(s);
+}
+
+/* "id: <no>-<seq>" of the first event in text: returns no. */
+static unsigned long first_stream_no(const char *text)
+{
+    const char *p = strstr(text, "id: ");
+    assert_non_null(p);
+    return strtoul(p + 4, NULL, 10);
+}
+
+static void assert_call_result(const char *json)
+{
+    json_object *o = json_tokener_parse(json);
+    if (!o)
+        fail_msg("not JSON: %s", json);
+    assert_int_equal(json_object_get_int(get(o, "id")), 7);
+    assert_true(json_object_get_boolean(get(get(o, "result"), "isError")));
+    json_object_put(o);
+}
+
+/* The data of event "id: <no>-<seq>" in an SSE text (allocated). */
+static char *event_data(const char *text, unsigned long no, unsigned long seq)
+{
+    char *want = xasprintf("id: %lu-%lu\ndata: ", no, seq);
+    const char *p = strstr(text, want);
+    if (!p)
+        fail_msg("no event %lu-%lu in: %s", no, seq, text);
+    p += strlen(want);
+    free(want);
+    const char *end = strstr(p, "\n\n");
+    assert_non_null(end);
+    return xstrndup(p, (size_t)(end - p));
+}
+
+static void test_tools_call_sse_and_json(void **state)
+{
+    (void)state;
+    struct server *s = start(64, 60000, NULL);
+    char *line = open_session(s);
+    struct resp r;
+
+    http(s, &r, "POST", "/mcp", CALL, line, "MCP-Protocol-Version: 2025-11-25", NULL);
+    assert_int_equal(r.status, 200);
+    assert_header(&r, "Content-Type", "text/event-stream");
+    const char *text = buf_cstr(&r.body);
+    unsigned long no = first_stream_no(text);
+    char *priming = xasprintf("id: %lu-0\nretry: 2000\ndata: \n\n", no);
+    assert_ptr_equal(strstr(text, priming), text);
+    free(priming);
+    char *data = event_data(text, no, 1);
+    assert_call_result(data);
+    free(data);
+    resp_free(&r);
+
+    /* Resume after the priming event: the response is replayed. */
+    char *last = xasprintf("Last-Event-ID: %lu-0", no);
+    http(s, &r, "GET", "/mcp", NULL, line, last, "Accept: text/event-stream", NULL);
+    assert_int_equal(r.status, 200);
+    data = event_data(buf_cstr(&r.body), no, 1);
+    assert_call_result(data);
+    free(data);
+    assert_null(strstr(buf_cstr(&r.body), "-0\n"));
+    resp_free(&r);
+    free(last);
+    last = xasprintf("Last-Event-ID: %lu-1", no);
+    http(s, &r, "GET", "/mcp", NULL, line, last, "Accept: text/event-stream", NULL);
+    assert_int_equal(r.status, 200);
+    assert_int_equal(r.body.len, 0);
+    resp_free(&r);
+    free(last);
+    http(s, &r, "GET", "/mcp", NULL, line, "Last-Event-ID: 999-0", "Accept: text/event-stream",
+         NULL);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+    http(s, &r, "GET", "/mcp", NULL, line, "Last-Event-ID: x-1", "Accept: text/event-stream", NULL);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+
+    /* JSON only: a plain JSON answer. */
+    http(s, &r, "POST", "/mcp", CALL, line, "Accept: application/json", NULL);
+    assert_int_equal(r.status, 200);
+    assert_header(&r, "Content-Type", "application/json");
+    assert_call_result(buf_cstr(&r.body));
+    resp_free(&r);
+
+    free(line);
+    stop(s);
+}
+
+static void test_standalone_stream(void **state)
+{
+    (void)state;
+    struct server *s = start(64, 60000, NULL);
+    char *line = open_session(s);
+    struct resp r;
+
+    struct sse_client *c = sse_open(s, "/mcp", line);
+    assert_true(sse_wait(c, "retry: 2000\ndata: \n\n", 5000));
+    http(s, &r, "GET", "/mcp", NULL, line, "Accept: text/event-stream", NULL);
+    assert_int_equal(r.status, 409);
+    resp_free(&r);
+    /* Ending the session ends its streams. */
+    http(s, &r, "DELETE", "/mcp", NULL, line, NULL);
+    assert_int_equal(r.status, 204);
+    resp_free(&r);
+    assert_true(sse_wait(c, NULL, 5000));
+    assert_int_equal(c->status, 200);
+    assert_int_equal(c->rc, CURLE_OK);
+    sse_close(c);
+
+    /* A stream still open when the server stops is ended cleanly. */
+    char *line2 = open_session(s);
+    c = sse_open(s, "/mcp", line2);
+    assert_true(sse_wait(c, "retry: 2000", 5000));
+    stop(s);
+    assert_true(sse_wait(c, NULL, 5000));
+    sse_close(c);
+    free(line);
+    free(line2);
+}
+
+static void test_legacy_sse(void **state)
+{
+    (void)state;
+    struct server *s = start(64, 60000, NULL);
+    struct resp r;
+    struct sse_client *c = sse_open(s, "/sse", NULL);
+    assert_true(sse_wait(c, "\n\n", 5000));
+    char *text = sse_text(c);
+    const char *p = strstr(text, "event: endpoint\ndata: ");
+    assert_ptr_equal(p, text);
+    p += strlen("event: endpoint\ndata: ");
+    char *endpoint = xstrndup(p, strcspn(p, "\n"));
+    free(text);
+    assert_int_equal(strncmp(endpoint, "/messages?sessionId=", 20), 0);
+
+    http(s, &r, "POST", endpoint, INIT_BODY, NULL);
+    assert_int_equal(r.status, 202);
+    resp_free(&r);
+    assert_true(sse_wait(c, "event: message\ndata: {", 5000));
+    assert_true(sse_wait(c, "\"protocolVersion\"", 5000));
+    http(s, &r, "POST", endpoint, "nope", NULL);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+    http(s, &r, "POST", "/messages?sessionId=0123456789abcdef0123456789abcdef", PING, NULL);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+
+    /* The session ends with its connection. */
+    sse_close(c);
+    long status = 0;
+    for (int i = 0; i < 100 && status != 404; i++) {
+        http(s, &r, "POST", endpoint, PING, NULL);
+        status = r.status;
+        resp_free(&r);
+        if (status != 404)
+            usleep(50000);
+    }
+    assert_int_equal(status, 404);
+    free(endpoint);
+    stop(s);
+}
+
+static void test_session_cap_and_idle(void **state)
+{
+    (void)state;
+    struct server *s = start(2, 1000, NULL);
+    struct resp r;
+    char *a = open_session(s);
+    char *b = open_session(s);
+    http(s, &r, "POST", "/mcp", INIT_BODY, NULL);
+    assert_int_equal(r.status, 503);
+    assert_header(&r, "Retry-After", "");
+    assert_non_null(strstr(buf_cstr(&r.body), "too many sessions"));
+    resp_free(&r);
+
+    /* b stays in use; a goes idle and ends. */
+    for (int i = 0; i < 4; i++) {
+        usleep(400000);
+        http(s, &r, "POST", "/mcp", PING, b, NULL);
+        assert_int_equal(r.status, 200);
+        resp_free(&r);
+    }
+    http(s, &r, "POST", "/mcp", PING, a, NULL);
+    assert_int_equal(r.status, 404);
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", INIT_BODY, NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    free(a);
+    free(b);
+    stop(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lifecycle),
+        cmocka_unit_test(test_request_checks),
+        cmocka_unit_test(test_host_origin),
+        cmocka_unit_test(test_allowed_lists),
+        cmocka_unit_test(test_batch),
+        cmocka_unit_test(test_auth),
+        cmocka_unit_test(test_tools_call_sse_and_json),
+        cmocka_unit_test(test_standalone_stream),
+        cmocka_unit_test(test_legacy_sse),
+        cmocka_unit_test(test_session_cap_and_idle),
+    };
+    return cmocka_run_group_tests_name("transport_http", tests, group_setup, group_teardown);
+}
