@@ -1588,9 +1588,6 @@ int transport_http_start(struct mcp_server *srv, struct engine *engine, const st
         goto fail;
     }
     t->janitor_running = true;
-    log_info("serving MCP over HTTP on http://%s%s%s:%u/mcp (HTTP+SSE at /sse)%s", v6 ? "[" : "",
-             cfg->http_host ? cfg->http_host : "127.0.0.1", v6 ? "]" : "", t->port,
-             cfg->auth_token && *cfg->auth_token ? ", bearer token required" : "");
     *out = t;
     return 0;
 fail:
