@@ -490,7 +490,8 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     struct run r = {.req = req, .res = res, .cap = (size_t)cfg->max_output_bytes};
     char nonce[RUNNER_NONCE_HEX_LEN + 1];
     struct buf request;
-    buf_init(&request, (size_t)cfg->max_message_bytes * 2 + 4096);
+    /* JSON escaping grows a byte to at most six (\u0000). */
+    buf_init(&request, (req->code_len + req->stdin_len) * 6 + 4096);
     struct engine_http_conn *conn = NULL;
     char *id = NULL;
     int rc = -1;

@@ -22,86 +22,27 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LATEST_PROTOCOL_VERSION, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = path.resolve(ROOT, process.env.MCPSANDBOXD_BIN || 'build/mcp-sandboxd');
-const ENGINE = process.env.MCPSANDBOXD_ENGINE || process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
-const ENGINE_SOCKET = ENGINE.replace(/^unix:\/\//, '');
-const MANAGED_LABEL = 'io.mcp-sandboxd.managed';
-const RUN_MARKER = 'MCPSBX_TEST_RUN';
-const RUN_ID = randomBytes(8).toString('hex');
-const SUITE_START_S = Math.floor(Date.now() / 1000) - 2;
+import {
+  RUN_MARKER, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, sleep, allDaemons, daemonEnv, daemonArgs, annotate, withDaemon,
+  SdkDaemon, spawnDaemon, awaitExit, engineRequest, preflight, ourContainers, textOf, checkDaemonsAndContainers,
+} from './lib.mjs';
 
-const CALL_TIMEOUT_MS = 90_000;
-const TEST_TIMEOUT_MS = 120_000;
-const EXIT_WAIT_MS = 20_000;
 const START_WAIT_MS = 20_000;
 const PV = '2025-11-25'; // the version raw sessions ask for
 const EVIL = 'evil.example.com';
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const exitWait = (ms) => new Promise((r) => setTimeout(r, ms).unref());
-
-function tail(s, n = 6000) {
-  return s.length > n ? '...' + s.slice(-n) : s;
-}
-
 // ---- daemons ---------------------------------------------------------------
-
-/** Every daemon this file started (HTTP and stdio), checked at the end. */
-const allDaemons = [];
-
-function daemonEnv(extra = {}, marker = RUN_ID) {
-  const env = {};
-  for (const k of ['PATH', 'HOME', 'LANG', 'ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS']) {
-    if (process.env[k] !== undefined) env[k] = process.env[k];
-  }
-  env[RUN_MARKER] = marker;
-  return { ...env, ...extra };
-}
-
-function daemonArgs(args = []) {
-  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', RUN_MARKER, ...args];
-}
-
-/** Appends the daemons' stderr to a failing assertion. */
-function annotate(e, ...daemons) {
-  if (e && typeof e === 'object' && !e.__annotated) {
-    const extra = daemons
-      .filter(Boolean)
-      .map((d) => `\n--- daemon '${d.name}' stderr (tail) ---\n${tail(d.stderr) || '(empty)'}`)
-      .join('');
-    try {
-      e.message += extra;
-      if (typeof e.stack === 'string') e.stack += extra;
-      e.__annotated = true;
-    } catch {
-      /* frozen */
-    }
-  }
-  return e;
-}
-
-async function withDaemon(daemons, fn) {
-  try {
-    return await fn();
-  } catch (e) {
-    throw annotate(e, ...[].concat(daemons));
-  }
-}
 
 /** A daemon serving HTTP on an ephemeral port of 127.0.0.1. */
 class HttpDaemon {
@@ -117,25 +58,8 @@ class HttpDaemon {
 
   static async start(name, { args = [], env = {}, marker = RUN_ID } = {}) {
     const d = new HttpDaemon(name, marker);
-    d.proc = spawn(BIN, ['--http', '127.0.0.1:0', ...daemonArgs(args)], {
-      env: daemonEnv(env, marker),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    d.exited = new Promise((resolve) => {
-      d.proc.once('exit', (code, signal) => {
-        d.exit = { code, signal };
-        resolve();
-      });
-      d.proc.once('error', (e) => {
-        if (d.proc.pid === undefined) {
-          d.exit = { code: null, signal: null, error: String(e) };
-          d.stderr += `spawn ${BIN} failed: ${e}\n`;
-          resolve();
-        }
-      });
-    });
+    spawnDaemon(d, ['--http', '127.0.0.1:0', ...daemonArgs(args)], daemonEnv(env, marker), 'ignore');
     d.proc.stdout.on('data', (c) => (d.stdout += c.toString('utf8')));
-    d.proc.stderr.on('data', (c) => (d.stderr += c.toString('utf8')));
     const deadline = Date.now() + START_WAIT_MS;
     for (;;) {
       const m = /serving MCP over HTTP at (http:\/\/[^\s/]+)\/mcp\b/.exec(d.stderr);
@@ -160,66 +84,13 @@ class HttpDaemon {
     this.stopped = true;
     if (this.proc && this.exit === null) {
       this.proc.kill('SIGTERM');
-      await Promise.race([this.exited, exitWait(EXIT_WAIT_MS)]);
-      if (this.exit === null) {
-        this.proc.kill('SIGKILL');
-        await Promise.race([this.exited, exitWait(5000)]);
-        this.exit = { ...this.exit, hung: true };
-      }
+      await awaitExit(this);
     }
     return this.exit;
   }
 
   close() {
     return this.stop();
-  }
-}
-
-/** The SDK client over stdio (for live output over stdio). */
-class StdioDaemon {
-  constructor(name) {
-    this.name = name;
-    this.stderr = '';
-    this.exit = null;
-    this.stopped = false;
-    allDaemons.push(this);
-  }
-
-  static async start(name, { marker = RUN_ID } = {}) {
-    const d = new StdioDaemon(name);
-    d.transport = new StdioClientTransport({ command: BIN, args: daemonArgs(), env: daemonEnv({}, marker), stderr: 'pipe' });
-    d.transport.stderr.on('data', (c) => (d.stderr += c.toString('utf8')));
-    d.client = new Client({ name: 'mcp-sandboxd-http-test', version: '1.0.0' });
-    try {
-      await d.client.connect(d.transport, { timeout: 30_000 });
-    } catch (e) {
-      throw annotate(e, d);
-    }
-    d.proc = d.transport._process;
-    d.exited = new Promise((resolve) => {
-      if (d.proc.exitCode !== null || d.proc.signalCode !== null) resolve();
-      else d.proc.once('exit', () => resolve());
-    }).then(() => {
-      d.exit = { code: d.proc.exitCode, signal: d.proc.signalCode };
-    });
-    return d;
-  }
-
-  /** Closes stdin and waits for the daemon to exit on its own. */
-  async close() {
-    if (this.stopped) return this.exit;
-    this.stopped = true;
-    if (this.proc && this.exit === null) {
-      try {
-        this.proc.stdin.end();
-      } catch {
-        /* gone */
-      }
-      await Promise.race([this.exited, exitWait(EXIT_WAIT_MS)]);
-      if (this.exit === null) this.exit = { code: null, signal: null, hung: true };
-    }
-    await this.client.close().catch(() => {});
-    return this.exit;
   }
 }
 
@@ -437,64 +308,6 @@ function initializeBody(id = 1) {
 
 // ---- engine ----------------------------------------------------------------
 
-function engineRequest(p) {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { socketPath: ENGINE_SOCKET, path: p, method: 'GET', headers: { Host: 'engine' }, timeout: 10_000 },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode, body }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`GET ${p}: timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-async function engineGet(p) {
-  const r = await engineRequest(p);
-  if (r.status !== 200) throw new Error(`GET ${p} on ${ENGINE_SOCKET}: HTTP ${r.status}: ${r.body.slice(0, 300)}`);
-  return JSON.parse(r.body);
-}
-
-async function listManaged() {
-  const filters = encodeURIComponent(JSON.stringify({ label: [MANAGED_LABEL] }));
-  return engineGet(`/v1.41/containers/json?all=1&filters=${filters}`);
-}
-
-/** Managed containers (not in baseline) whose Env has RUN_MARKER=marker, or
- * RUN_MARKER=marker-... with prefix=true. */
-async function ourContainers(marker = RUN_ID, { prefix = false } = {}) {
-  const mine = [];
-  for (const c of await listManaged()) {
-    if (baseline.has(c.Id) || c.Created < SUITE_START_S) continue;
-    let info;
-    try {
-      info = await engineGet(`/v1.41/containers/${c.Id}/json`);
-    } catch {
-      continue; // removed meanwhile
-    }
-    const env = info?.Config?.Env || [];
-    const want = `${RUN_MARKER}=${marker}`;
-    if (env.some((e) => e === want || (prefix && e.startsWith(`${want}-`)))) {
-      mine.push({ id: c.Id, short: c.Id.slice(0, 12), state: c.State, status: c.Status, image: c.Image });
-    }
-  }
-  return mine;
-}
-
-async function waitNoContainers(marker, ms = 5000, opts) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const left = await ourContainers(marker, opts);
-    if (left.length === 0 || Date.now() > deadline) return left;
-    await sleep(200);
-  }
-}
-
 /** Waits for a running container of marker; returns it. */
 async function waitRunning(marker, ms = 30_000) {
   const deadline = Date.now() + ms;
@@ -518,13 +331,6 @@ async function waitGone(id, ms, t0 = Date.now()) {
 }
 
 // ---- result checks -----------------------------------------------------------
-
-function textOf(result) {
-  assert.ok(Array.isArray(result.content), 'result.content must be an array');
-  const texts = result.content.filter((c) => c.type === 'text');
-  assert.ok(texts.length >= 1, `result needs a text content block: ${JSON.stringify(result.content)}`);
-  return texts.map((c) => c.text).join('\n');
-}
 
 /** A successful run printing `stdout`. */
 function checkOk(result, stdout, language) {
@@ -639,14 +445,7 @@ async function runWithLogging(c) {
 
 // ---- the suite -----------------------------------------------------------------
 
-let baseline = new Set();
-
-test('preflight: binary present, engine answers', async (tc) => {
-  assert.ok(existsSync(BIN), `daemon binary ${BIN} not found (run make, or set MCPSANDBOXD_BIN)`);
-  const v = await engineGet('/version');
-  tc.diagnostic(`engine ${v.Version} (API ${v.ApiVersion}) at ${ENGINE_SOCKET}; daemon ${BIN}`);
-  baseline = new Set((await listManaged()).map((c) => c.Id));
-});
+test('preflight: binary present, engine answers', (tc) => preflight(tc));
 
 describe('over the SDK clients', { timeout: 600_000 }, () => {
   /** @type {HttpDaemon} */
@@ -754,7 +553,7 @@ describe('over the SDK clients', { timeout: 600_000 }, () => {
 });
 
 test('stdio: live output as progress notifications, before the result', { timeout: TEST_TIMEOUT_MS }, async () => {
-  const d = await StdioDaemon.start('stdio-progress');
+  const d = await SdkDaemon.start('stdio-progress', { listTools: false, clientName: 'mcp-sandboxd-http-test' });
   try {
     await withDaemon(d, () =>
       runWithProgress((o) => d.client.callTool({ name: 'run_python_code', arguments: { code: LIVE_CODE } }, undefined, { timeout: CALL_TIMEOUT_MS, ...o })),
@@ -1240,18 +1039,5 @@ describe('daemon options', { timeout: 300_000 }, () => {
 });
 
 test('every daemon exited cleanly and no container is left', { timeout: 120_000 }, async () => {
-  await Promise.all(allDaemons.map((d) => d.close()));
-  const problems = [];
-  for (const d of allDaemons) {
-    if (!d.exit || d.exit.hung || d.exit.code !== 0) {
-      problems.push(`${d.name}: exit ${JSON.stringify(d.exit)}\n${tail(d.stderr, 3000)}`);
-    } else if (/AddressSanitizer|LeakSanitizer|runtime error:|ThreadSanitizer/.test(d.stderr)) {
-      problems.push(`${d.name}: sanitizer report\n${tail(d.stderr, 6000)}`);
-    } else if (d.stdout) {
-      problems.push(`${d.name}: wrote to stdout in HTTP mode: ${JSON.stringify(d.stdout.slice(0, 300))}`);
-    }
-  }
-  assert.deepEqual(problems, [], problems.join('\n\n'));
-  const left = await waitNoContainers(RUN_ID, 5000, { prefix: true });
-  assert.deepEqual(left, [], `containers left behind: ${JSON.stringify(left)}`);
+  await checkDaemonsAndContainers({ prefix: true });
 });

@@ -11,14 +11,12 @@
 // time. Exits non-zero only when a call does not succeed.
 
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = path.resolve(ROOT, process.env.MCPSANDBOXD_BIN || 'build/mcp-sandboxd');
-const ENGINE = process.env.MCPSANDBOXD_ENGINE || process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
+import { ROOT, BIN, ENGINE, hostEnv } from './lib.mjs';
+
 const N = Number(process.argv[2] || 20);
 
 function quantile(sorted, q) {
@@ -27,11 +25,7 @@ function quantile(sorted, q) {
   return sorted[i];
 }
 
-const env = {};
-for (const k of ['PATH', 'HOME', 'LANG', 'ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS']) {
-  if (process.env[k] !== undefined) env[k] = process.env[k];
-}
-const transport = new StdioClientTransport({ command: BIN, args: ['--engine', ENGINE], env, stderr: 'pipe' });
+const transport = new StdioClientTransport({ command: BIN, args: ['--engine', ENGINE], env: hostEnv(), stderr: 'pipe' });
 let stderr = '';
 transport.stderr.on('data', (c) => (stderr += c));
 const client = new Client({ name: 'mcp-sandboxd-latency', version: '1.0.0' });

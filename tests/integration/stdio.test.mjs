@@ -20,156 +20,17 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import http from 'node:http';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = path.resolve(ROOT, process.env.MCPSANDBOXD_BIN || 'build/mcp-sandboxd');
-const ENGINE = process.env.MCPSANDBOXD_ENGINE || process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
-const ENGINE_SOCKET = ENGINE.replace(/^unix:\/\//, '');
-const MANAGED_LABEL = 'io.mcp-sandboxd.managed';
-const RUN_MARKER = 'MCPSBX_TEST_RUN';
-const RUN_ID = randomBytes(8).toString('hex');
-const SUITE_START_S = Math.floor(Date.now() / 1000) - 2;
-
-// Generous: the first run on a cold engine, sanitizer builds and the
-// scientific imports can take a while. Time is asserted only where the
-// behaviour under test is about time (timeouts, unreachable engine).
-const CALL_TIMEOUT_MS = 90_000;
-const TEST_TIMEOUT_MS = 120_000;
-const EXIT_WAIT_MS = 20_000;
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-// For races against a process exit: does not keep the event loop alive.
-const exitWait = (ms) => new Promise((r) => setTimeout(r, ms).unref());
+import {
+  RUN_MARKER, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, EXIT_WAIT_MS, sleep, exitWait, tail, allDaemons, daemonEnv,
+  daemonArgs, withDaemon, SdkDaemon, spawnDaemon, awaitExit, preflight, ourContainers, waitNoContainers, textOf,
+  checkRun, checkInvalid, checkDaemonsAndContainers,
+} from './lib.mjs';
 
 // ---- daemons ---------------------------------------------------------------
-
-/** Every daemon process this file started, to check how each one ended. */
-const allDaemons = [];
-
-/** Environment for a daemon: PATH etc., no MCPSANDBOXD_* from the caller
- * (those would configure it behind our back), plus the run marker. */
-function daemonEnv(extra = {}, marker = RUN_ID) {
-  const env = {};
-  for (const k of ['PATH', 'HOME', 'LANG', 'ASAN_OPTIONS', 'UBSAN_OPTIONS', 'LSAN_OPTIONS']) {
-    if (process.env[k] !== undefined) env[k] = process.env[k];
-  }
-  env[RUN_MARKER] = marker;
-  return { ...env, ...extra };
-}
-
-function daemonArgs(args = [], passThrough = []) {
-  // Debug logs make a failure's stderr tail useful; a test's args come last and win.
-  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...args];
-}
-
-function tail(s, n = 6000) {
-  return s.length > n ? '...' + s.slice(-n) : s;
-}
-
-/** A daemon driven by the SDK client. */
-class SdkDaemon {
-  constructor(name) {
-    this.name = name;
-    this.stderr = '';
-    this.exit = null; // {code, signal} once it ended
-    this.closed = false;
-    allDaemons.push(this);
-  }
-
-  static async start(name, { args = [], env = {}, passThrough = [], listTools = true } = {}) {
-    const d = new SdkDaemon(name);
-    d.transport = new StdioClientTransport({
-      command: BIN,
-      args: daemonArgs(args, passThrough),
-      env: daemonEnv(env),
-      stderr: 'pipe',
-    });
-    d.transport.stderr.on('data', (c) => {
-      d.stderr += c.toString('utf8');
-    });
-    // Client.connect hands the negotiated version to transports that want it.
-    d.transport.setProtocolVersion = (v) => {
-      d.protocolVersion = v;
-    };
-    d.client = new Client({ name: 'mcp-sandboxd-integration', version: '1.0.0' });
-    try {
-      await d.client.connect(d.transport, { timeout: 30_000 });
-      d.proc = d.transport._process; // to see how it exits
-      d.exited = new Promise((resolve) => {
-        if (d.proc.exitCode !== null || d.proc.signalCode !== null) {
-          resolve();
-          return;
-        }
-        d.proc.once('exit', () => resolve());
-      }).then(() => {
-        d.exit = { code: d.proc.exitCode, signal: d.proc.signalCode };
-      });
-      if (listTools) d.tools = (await d.client.listTools()).tools; // also arms output validation
-    } catch (e) {
-      throw annotate(e, d);
-    }
-    return d;
-  }
-
-  call(name, args, opts = {}) {
-    return this.client.callTool({ name, arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS, ...opts });
-  }
-
-  /** Closes stdin and waits for the daemon to exit on its own. */
-  async close() {
-    if (this.closed) return this.exit;
-    this.closed = true;
-    if (this.proc && this.exit === null) {
-      try {
-        this.proc.stdin.end();
-      } catch {
-        /* already gone */
-      }
-      await Promise.race([this.exited, exitWait(EXIT_WAIT_MS)]);
-      if (this.exit === null) this.exit = { code: null, signal: null, hung: true };
-    }
-    await this.client.close().catch(() => {}); // kills it if it hung
-    if (this.proc) await Promise.race([this.exited, exitWait(5000)]);
-    return this.exit;
-  }
-}
-
-/** Appends the daemon's stderr to a failing assertion. */
-function annotate(e, ...daemons) {
-  if (e && typeof e === 'object' && !e.__annotated) {
-    const extra = daemons
-      .filter(Boolean)
-      .map((d) => `\n--- daemon '${d.name}' stderr (tail) ---\n${tail(d.stderr) || '(empty)'}`)
-      .join('');
-    try {
-      e.message += extra;
-      // Reporters print the stack, which was captured with the old message.
-      if (typeof e.stack === 'string') e.stack += extra;
-      e.__annotated = true;
-    } catch {
-      /* frozen */
-    }
-  }
-  return e;
-}
-
-async function withDaemon(daemons, fn) {
-  try {
-    return await fn();
-  } catch (e) {
-    throw annotate(e, ...[].concat(daemons));
-  }
-}
 
 /** A daemon driven with raw JSON-RPC lines. */
 class RawDaemon {
@@ -181,26 +42,9 @@ class RawDaemon {
     this.partial = '';
     this.exit = null;
     this.closed = false;
-    this.proc = spawn(BIN, daemonArgs(args), { env: daemonEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
+    spawnDaemon(this, daemonArgs(args), daemonEnv(env));
     allDaemons.push(this);
-    this.exited = new Promise((resolve) => {
-      this.proc.once('exit', (code, signal) => {
-        this.exit = { code, signal };
-        resolve();
-      });
-      this.proc.once('error', (e) => {
-        // spawn failed: there will be no 'exit'
-        if (this.proc.pid === undefined) {
-          this.exit = { code: null, signal: null, error: String(e) };
-          this.stderr += `spawn ${BIN} failed: ${e}\n`;
-          resolve();
-        }
-      });
-    });
     this.proc.stdin.on('error', () => {});
-    this.proc.stderr.on('data', (c) => {
-      this.stderr += c.toString('utf8');
-    });
     this.proc.stdout.on('data', (c) => {
       this.partial += c.toString('utf8');
       let i;
@@ -281,146 +125,15 @@ class RawDaemon {
     this.closed = true;
     if (this.exit === null) {
       this.proc.stdin.end();
-      await Promise.race([this.exited, exitWait(EXIT_WAIT_MS)]);
-      if (this.exit === null) {
-        this.proc.kill('SIGKILL');
-        await Promise.race([this.exited, exitWait(5000)]);
-        this.exit = { ...this.exit, hung: true };
-      }
+      await awaitExit(this);
     }
     return this.exit;
   }
 }
 
-// ---- engine ----------------------------------------------------------------
-
-function engineGet(p) {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { socketPath: ENGINE_SOCKET, path: p, method: 'GET', headers: { Host: 'engine' }, timeout: 10_000 },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c) => (body += c));
-        res.on('end', () => {
-          if (res.statusCode !== 200) {
-            reject(new Error(`GET ${p} on ${ENGINE_SOCKET}: HTTP ${res.statusCode}: ${body.slice(0, 300)}`));
-            return;
-          }
-          try {
-            resolve(JSON.parse(body));
-          } catch (e) {
-            reject(e);
-          }
-        });
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`GET ${p}: timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-async function listManaged() {
-  const filters = encodeURIComponent(JSON.stringify({ label: [MANAGED_LABEL] }));
-  return engineGet(`/v1.41/containers/json?all=1&filters=${filters}`);
-}
-
-/** Managed containers (not in `baseline`) whose Env carries RUN_MARKER=marker. */
-async function ourContainers(marker = RUN_ID, baseline = new Set()) {
-  const mine = [];
-  for (const c of await listManaged()) {
-    if (baseline.has(c.Id) || c.Created < SUITE_START_S) continue;
-    let info;
-    try {
-      info = await engineGet(`/v1.41/containers/${c.Id}/json`);
-    } catch {
-      continue; // removed meanwhile
-    }
-    const env = info?.Config?.Env || [];
-    if (env.includes(`${RUN_MARKER}=${marker}`)) {
-      mine.push({
-        id: c.Id.slice(0, 12), state: c.State, status: c.Status, image: c.Image,
-        instance: info?.Config?.Labels?.['io.mcp-sandboxd.instance'], created: info?.Created,
-      });
-    }
-  }
-  return mine;
-}
-
-/** Waits up to ms for ours to be gone; returns what is left. */
-async function waitNoContainers(marker, ms = 5000, baseline) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const left = await ourContainers(marker, baseline);
-    if (left.length === 0 || Date.now() > deadline) return left;
-    await sleep(250);
-  }
-}
-
-// ---- result checks ---------------------------------------------------------
-
-const STATUSES = ['ok', 'error', 'timeout', 'oom', 'output_limit', 'cancelled'];
-
-function textOf(result) {
-  assert.ok(Array.isArray(result.content), 'result.content must be an array');
-  const texts = result.content.filter((c) => c.type === 'text');
-  assert.ok(texts.length >= 1, `result needs a text content block: ${JSON.stringify(result.content)}`);
-  return texts.map((c) => c.text).join('\n');
-}
-
-/** Checks the result contract and returns {sc, text}. */
-function checkRun(result, want) {
-  const sc = result.structuredContent;
-  assert.ok(sc && typeof sc === 'object', `no structuredContent in ${JSON.stringify(result).slice(0, 500)}`);
-  const ctx = `structuredContent: ${JSON.stringify(sc).slice(0, 1500)}`;
-  assert.ok(STATUSES.includes(sc.status), `bad status; ${ctx}`);
-  assert.ok(sc.exit_code === null || Number.isInteger(sc.exit_code), `bad exit_code; ${ctx}`);
-  assert.equal(typeof sc.stdout, 'string', ctx);
-  assert.equal(typeof sc.stderr, 'string', ctx);
-  assert.equal(typeof sc.duration_ms, 'number', ctx);
-  assert.ok(sc.duration_ms >= 0, ctx);
-  assert.equal(typeof sc.truncated, 'boolean', ctx);
-  const text = textOf(result);
-  if (want.status !== undefined) assert.equal(sc.status, want.status, ctx);
-  if (want.exit_code !== undefined) assert.equal(sc.exit_code, want.exit_code, ctx);
-  if (want.language !== undefined) assert.equal(sc.language, want.language, ctx);
-  if (want.stdout !== undefined) assert.equal(sc.stdout, want.stdout, ctx);
-  if (want.stderr !== undefined) assert.equal(sc.stderr, want.stderr, ctx);
-  if (want.truncated !== undefined) assert.equal(sc.truncated, want.truncated, ctx);
-  const shouldError = sc.status !== 'ok' || sc.exit_code !== 0;
-  assert.equal(result.isError === true, shouldError, `isError must be ${shouldError}; ${ctx}`);
-  // The text block carries the same information.
-  if (sc.stdout.trim()) assert.ok(text.includes(sc.stdout.trim().slice(0, 2000)), `text lacks stdout: ${text.slice(0, 500)}`);
-  if (sc.stderr.trim()) assert.ok(text.includes(sc.stderr.trim().slice(0, 2000)), `text lacks stderr: ${text.slice(0, 500)}`);
-  if (sc.status !== 'ok') assert.ok(text.includes(sc.status), `text does not name status ${sc.status}: ${text.slice(-500)}`);
-  if (sc.exit_code !== null && sc.exit_code !== 0) {
-    assert.match(text, new RegExp(`\\b${sc.exit_code}\\b`), `text does not give exit code ${sc.exit_code}: ${text.slice(-500)}`);
-  }
-  return { sc, text };
-}
-
-/** An invalid-arguments result: isError, a message, no structuredContent. */
-function checkInvalid(result, ...mustMention) {
-  assert.equal(result.isError, true, `expected isError: ${JSON.stringify(result)}`);
-  assert.equal(result.structuredContent, undefined, `invalid arguments must not produce structuredContent: ${JSON.stringify(result)}`);
-  const text = textOf(result);
-  for (const m of mustMention) assert.ok(text.includes(m), `message ${JSON.stringify(text)} should mention ${JSON.stringify(m)}`);
-  return text;
-}
-
 // ---- the suite ---------------------------------------------------------------
 
-let baseline = new Set();
-
-test('preflight: binary present, engine answers', async (tc) => {
-  assert.ok(existsSync(BIN), `daemon binary ${BIN} not found (run make, or set MCPSANDBOXD_BIN)`);
-  const v = await engineGet('/version');
-  let name = v.Platform?.Name || v.Components?.[0]?.Name || 'engine';
-  if (name === 'Engine') name = 'Docker Engine';
-  tc.diagnostic(`engine: ${name} ${v.Version} (API ${v.ApiVersion}) at ${ENGINE_SOCKET}; daemon ${BIN}`);
-  baseline = new Set((await listManaged()).map((c) => c.Id));
-});
+test('preflight: binary present, engine answers', (tc) => preflight(tc));
 
 describe('over the SDK client', { timeout: 900_000 }, () => {
   /** @type {SdkDaemon} */
@@ -1027,7 +740,7 @@ test('closing stdin during a run: the daemon exits and removes the container', {
       const deadline = Date.now() + 30_000;
       let running = [];
       while (Date.now() < deadline) {
-        running = (await ourContainers(marker, baseline)).filter((c) => c.state === 'running');
+        running = (await ourContainers(marker)).filter((c) => c.state === 'running');
         if (running.length) break;
         await sleep(200);
       }
@@ -1040,7 +753,7 @@ test('closing stdin during a run: the daemon exits and removes the container', {
       assert.ok(d.exit, `daemon still running ${EXIT_WAIT_MS} ms after stdin closed`);
       assert.equal(d.exit.code, 0, `daemon exit: ${JSON.stringify(d.exit)}`);
       const exitMs = Date.now() - t0;
-      const left = await waitNoContainers(marker, 5000, baseline);
+      const left = await waitNoContainers(marker, 5000);
       assert.deepEqual(left, [], `containers left after the daemon exited (${exitMs} ms): ${JSON.stringify(left)}`);
       // An abandoned request may get its reply or none; nothing else on stdout.
       for (const line of d.lines) {
@@ -1054,28 +767,5 @@ test('closing stdin during a run: the daemon exits and removes the container', {
 });
 
 test('every daemon exited cleanly and no container is left', { timeout: 120_000 }, async () => {
-  await Promise.all(allDaemons.map((d) => d.close()));
-  const problems = [];
-  for (const d of allDaemons) {
-    if (!d.exit || d.exit.hung || d.exit.code !== 0) {
-      problems.push(`${d.name}: exit ${JSON.stringify(d.exit)}\n${tail(d.stderr, 3000)}`);
-    } else if (/AddressSanitizer|LeakSanitizer|runtime error:|ThreadSanitizer/.test(d.stderr)) {
-      problems.push(`${d.name}: sanitizer report\n${tail(d.stderr, 6000)}`);
-    }
-  }
-  assert.deepEqual(problems, [], problems.join('\n\n'));
-  const left = await waitNoContainers(RUN_ID, 5000, baseline);
-  assert.deepEqual(left, [], `containers left behind: ${JSON.stringify(left)}\n${daemonLinesAbout(left)}`);
+  await checkDaemonsAndContainers();
 });
-
-/** What the daemons logged about these containers, and their warnings. */
-function daemonLinesAbout(containers) {
-  const out = [];
-  for (const d of allDaemons) {
-    const lines = d.stderr
-      .split('\n')
-      .filter((l) => / (warn|error):/.test(l) || containers.some((c) => l.includes(c.id)));
-    if (lines.length) out.push(`--- daemon '${d.name}' ---\n${lines.slice(-40).join('\n')}`);
-  }
-  return out.join('\n');
-}
