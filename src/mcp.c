@@ -447,6 +447,26 @@ static bool wants_live_output(struct call *c)
     return logging;
 }
 
+static void call_free(struct call *c)
+{
+    json_object_put(c->id);
+    json_object_put(c->args);
+    json_object_put(c->progress_token);
+    free(c->tool);
+    exec_cancel_free(c->cancel);
+    free(c);
+}
+
+static void call_unlink_locked(struct mcp_session *s, struct call *c)
+{
+    for (struct call **pp = &s->calls; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    }
+}
+
 static void *call_main(void *arg)
 {
     struct call *c = arg;
@@ -461,12 +481,7 @@ static void *call_main(void *arg)
     buf_free(&c->live);
 
     pthread_mutex_lock(&s->lock);
-    for (struct call **pp = &s->calls; *pp; pp = &(*pp)->next) {
-        if (*pp == c) {
-            *pp = c->next;
-            break;
-        }
-    }
+    call_unlink_locked(s, c);
     bool cancelled = atomic_load(&c->cancelled);
     pthread_mutex_unlock(&s->lock);
 
@@ -477,12 +492,7 @@ static void *call_main(void *arg)
     } else {
         reply_result(&c->reply, c->id, result);
     }
-    json_object_put(c->id);
-    json_object_put(c->args);
-    json_object_put(c->progress_token);
-    free(c->tool);
-    exec_cancel_free(c->cancel);
-    free(c);
+    call_free(c);
 
     pthread_mutex_lock(&s->lock);
     s->inflight--;
@@ -527,12 +537,7 @@ static void m_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, str
     pthread_mutex_lock(&s->lock);
     if (s->closing) {
         pthread_mutex_unlock(&s->lock);
-        json_object_put(c->id);
-        json_object_put(c->args);
-        json_object_put(c->progress_token);
-        free(c->tool);
-        exec_cancel_free(c->cancel);
-        free(c);
+        call_free(c);
         reply_done(r, NULL);
         return;
     }
@@ -551,22 +556,12 @@ static void m_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, str
     pthread_attr_destroy(&attr);
     if (rc != 0) {
         pthread_mutex_lock(&s->lock);
-        for (struct call **pp = &s->calls; *pp; pp = &(*pp)->next) {
-            if (*pp == c) {
-                *pp = c->next;
-                break;
-            }
-        }
+        call_unlink_locked(s, c);
         s->inflight--;
         pthread_cond_broadcast(&s->cond);
         pthread_mutex_unlock(&s->lock);
         reply_error(&c->reply, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: cannot start a run");
-        json_object_put(c->id);
-        json_object_put(c->args);
-        json_object_put(c->progress_token);
-        free(c->tool);
-        exec_cancel_free(c->cancel);
-        free(c);
+        call_free(c);
     }
 }
 
