@@ -177,7 +177,9 @@ spawn() {
 	# Not a process-group leader here, so setsid execs in place and $! is
 	# the engine's own pid.
 	# fd 9 (the start lock) must not leak into the long-lived engine.
-	setsid nohup "$@" </dev/null >>"$logf" 2>&1 9>&- &
+	# The engine runs from its state directory: Podman's conmon writes an
+	# "oom" marker into its working directory when a container is OOM-killed.
+	(cd "$STATE_DIR" && exec setsid nohup "$@" </dev/null >>"$logf" 2>&1 9>&-) &
 	echo "$!" >"$STATE_DIR/$name.pid"
 }
 
