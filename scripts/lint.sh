@@ -5,7 +5,8 @@
 #   scripts/lint.sh format  only the clang-format check
 #
 # Checks: format (clang-format), cppcheck, clang-tidy (.clang-tidy), banned
-# functions, shellcheck, layering (the include table below). A check whose
+# functions, shellcheck, layering (the include table below), the systemd unit
+# (systemd-analyze verify). A check whose
 # tool is missing is skipped with a note, except when CI is set: there a
 # missing tool fails the check. Exit status is non-zero when any check fails.
 #
@@ -246,16 +247,30 @@ check_shellcheck() {
     "$SHELLCHECK" -x "${files[@]}"
 }
 
+# ---- systemd unit ------------------------------------------------------------
+# systemd-analyze verify parses the unit as systemd would; the binary need
+# not be installed for that, so the check points ExecStart at /bin/true.
+check_systemd_unit() {
+    need systemd-analyze || return
+    local unit=$TMP/mcp-sandboxd.service
+    sed 's#/usr/local/bin/mcp-sandboxd#/bin/true#' config/mcp-sandboxd.service >"$unit"
+    local out
+    out=$(systemd-analyze verify "$unit" 2>&1)
+    [ -z "$out" ] && return 0
+    printf '%s\n' "$out" | sed 's/^/  /'
+    return 1
+}
+
 # ---- (f) layering -----------------------------------------------------------
 # A module may include headers of its own layer or a lower one. Dependencies
 # point down only: transports -> mcp -> jsonrpc; tools -> exec -> runner,
 # sandbox -> engine -> engine_http, engine_stream -> base. A new module must
 # be added here (the check fails on modules it does not know).
 declare -A LAYER=(
-    [util]=0 [err]=0 [log]=0 [buf]=0 [config]=0
+    [util]=0 [err]=0 [log]=0 [buf]=0 [config]=0 [admission]=0
     [engine_http]=1 [engine_stream]=1
     [engine]=2
-    [runner]=3 [sandbox]=3
+    [runner]=3 [sandbox]=3 [reaper]=3
     [exec]=4
     [tools]=5
     [jsonrpc]=6
@@ -300,6 +315,7 @@ if [ "$mode" = all ]; then
     run_check banned-functions check_banned
     run_check shellcheck check_shellcheck
     run_check layering check_layering
+    run_check systemd-unit check_systemd_unit
 fi
 
 summary="lint: $passed passed, $failed failed"

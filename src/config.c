@@ -63,13 +63,19 @@ static const struct opt_def options[] = {
     {"max-code-bytes", OPT_INT, F(max_code_bytes), 1, 64LL << 20, "N",
      "largest accepted code or stdin argument (default 4 MiB)", NULL},
     {"max-concurrent", OPT_INT, F(max_concurrent), 1, 1024, "N",
-     "runs at once; more get a 'busy' result (default 8)", NULL},
+     "runs at once, each on a worker thread started with the daemon; more wait in a queue "
+     "(default 8)",
+     NULL},
     {"max-memory-mb", OPT_INT, F(max_memory_mb), 16, 1 << 20, "N",
      "largest memory_mb a caller may ask for (default 2048)", NULL},
     {"max-message-bytes", OPT_INT, F(max_message_bytes), 1024, 256LL << 20, "N",
      "largest JSON-RPC message accepted (default 16 MiB)", NULL},
     {"max-output-bytes", OPT_INT, F(max_output_bytes), 1024, 256LL << 20, "N",
      "stdout+stderr kept per run; past it the run stops with output_limit (default 1 MiB)", NULL},
+    {"max-queued", OPT_INT, F(max_queued), 0, 100000, "N",
+     "calls waiting, in arrival order, for one of the --max-concurrent slots; more get a "
+     "'busy' result at once (default 64)",
+     NULL},
     {"max-sessions", OPT_INT, F(max_sessions), 1, 100000, "N",
      "HTTP sessions at once; more get 503 (default 64)", NULL},
     {"max-timeout-ms", OPT_INT, F(max_timeout_ms), 100, 24LL * 3600 * 1000, "MS",
@@ -83,6 +89,10 @@ static const struct opt_def options[] = {
      "processes and threads per sandbox (default 256)", NULL},
     {"python-image", OPT_STR, F(python_image), 0, 0, "IMAGE",
      "image for Python (default " DEFAULT_PYTHON_IMAGE ")", NULL},
+    {"queue-timeout-ms", OPT_INT, F(queue_timeout_ms), 100, 24LL * 3600 * 1000, "MS",
+     "longest a call waits for a run slot before a 'busy' result; never longer than its own "
+     "timeout (default 60000)",
+     NULL},
     {"runtime", OPT_STR, F(runtime), 0, 0, "NAME",
      "OCI runtime for sandboxes, e.g. runsc for gVisor (default: the engine's)", NULL},
     {"sandbox-user", OPT_STR, F(sandbox_user), 0, 0, "UID:GID",
@@ -119,6 +129,8 @@ void config_init(struct config *cfg)
     cfg->pids_limit = 256;
     cfg->tmpfs_mb = 64;
     cfg->max_concurrent = 8;
+    cfg->max_queued = 64;
+    cfg->queue_timeout_ms = 60000;
     cfg->cpus = 1.0;
     cfg->runtime = xstrdup("");
     cfg->sandbox_user = xstrdup("10001:10001");

@@ -31,6 +31,8 @@ struct config {
     long long pids_limit;
     long long tmpfs_mb;
     long long max_concurrent;
+    long long max_queued;
+    long long queue_timeout_ms;
     double cpus;
     char *runtime;      /* OCI runtime name, e.g. runsc; empty = engine default */
     char *sandbox_user; /* "uid:gid" */

@@ -222,7 +222,27 @@ static int image_missing(const struct engine *e, json_object *body, const struct
                    img, e->socket, msg ? msg : "no message");
 }
 
-int engine_create(struct engine *e, json_object *body, char **id, struct err *err)
+/* A request's timeout: its usual one, cut to what is left before deadline_ms
+ * (util_now_ms() time; 0 = none). Fails once the deadline has passed. */
+static int budget(const struct engine *e, long usual_ms, double deadline_ms, const char *what,
+                  long *out, struct err *err)
+{
+    *out = usual_ms;
+    if (deadline_ms <= 0)
+        return 0;
+    double left = deadline_ms - util_now_ms();
+    if (left < 1.0)
+        return err_set(err, ERR_TIMEOUT,
+                       "the container engine at unix://%s took too long: no time was left to %s "
+                       "within the run's time limit",
+                       e->socket, what);
+    if (left < (double)usual_ms)
+        *out = (long)left;
+    return 0;
+}
+
+int engine_create(struct engine *e, json_object *body, double deadline_ms, char **id,
+                  struct err *err)
 {
     const char *json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
     struct buf resp;
@@ -230,9 +250,11 @@ int engine_create(struct engine *e, json_object *body, char **id, struct err *er
     long status = 0;
     int ret = -1;
     json_object *root = NULL;
+    long timeout_ms = 0;
 
-    if (call(e, "POST", API "/containers/create", json, ENGINE_TIMEOUT_CREATE_MS, &status, &resp,
-             err) < 0)
+    if (budget(e, ENGINE_TIMEOUT_CREATE_MS, deadline_ms, "create a container", &timeout_ms, err) <
+            0 ||
+        call(e, "POST", API "/containers/create", json, timeout_ms, &status, &resp, err) < 0)
         goto out;
     if (status == 404) {
         image_missing(e, body, &resp, err);
@@ -263,13 +285,16 @@ out:
     return ret;
 }
 
-int engine_attach(struct engine *e, const char *id, struct engine_http_conn **out, struct err *err)
+int engine_attach(struct engine *e, const char *id, double deadline_ms,
+                  struct engine_http_conn **out, struct err *err)
 {
-    if (check_id(id, err) < 0)
+    long timeout_ms = 0;
+    if (check_id(id, err) < 0 ||
+        budget(e, ENGINE_TIMEOUT_CONTROL_MS, deadline_ms, "attach", &timeout_ms, err) < 0)
         return -1;
     cleanup_free char *path =
         xasprintf(API "/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1", id);
-    if (engine_http_upgrade(e->socket, path, ENGINE_TIMEOUT_CONTROL_MS, out, err) < 0)
+    if (engine_http_upgrade(e->socket, path, timeout_ms, out, err) < 0)
         return err_wrap(err, "attach to container %.12s", id);
     return 0;
 }
@@ -294,14 +319,16 @@ static int simple_call(struct engine *e, const char *method, const char *path, l
     return ret;
 }
 
-int engine_start(struct engine *e, const char *id, struct err *err)
+int engine_start(struct engine *e, const char *id, double deadline_ms, struct err *err)
 {
-    if (check_id(id, err) < 0)
+    long timeout_ms = 0;
+    if (check_id(id, err) < 0 || budget(e, ENGINE_TIMEOUT_CONTROL_MS, deadline_ms,
+                                        "start the container", &timeout_ms, err) < 0)
         return -1;
     static const long ok[] = {204, 304};
     cleanup_free char *path = xasprintf(API "/containers/%s/start", id);
     cleanup_free char *what = xasprintf("start container %.12s", id);
-    return simple_call(e, "POST", path, ENGINE_TIMEOUT_CONTROL_MS, ok, ARRAY_SIZE(ok), what, err);
+    return simple_call(e, "POST", path, timeout_ms, ok, ARRAY_SIZE(ok), what, err);
 }
 
 /* True when a kill answered with status left nothing running. */
@@ -473,8 +500,22 @@ out:
     return ret;
 }
 
-int engine_list_managed(struct engine *e, struct engine_container_info **out, size_t *n,
-                        struct err *err)
+/* Labels are anyone's to set: only plain decimal seconds count. */
+static long long parse_unix_time(const char *s, size_t n)
+{
+    if (n == 0 || n > 12)
+        return 0;
+    long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+int engine_list_managed(struct engine *e, long timeout_ms, struct engine_container_info **out,
+                        size_t *n, struct err *err)
 {
     struct buf resp;
     buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
@@ -495,7 +536,8 @@ int engine_list_managed(struct engine *e, struct engine_container_info **out, si
         goto out;
     }
     path = xasprintf(API "/containers/json?all=1&filters=%s", filters);
-    if (call(e, "GET", path, NULL, ENGINE_TIMEOUT_CONTROL_MS, &status, &resp, err) < 0)
+    if (call(e, "GET", path, NULL, timeout_ms > 0 ? timeout_ms : ENGINE_TIMEOUT_CONTROL_MS, &status,
+             &resp, err) < 0)
         goto out;
     if (status != 200) {
         status_error(e, status, &resp, "list containers", err);
@@ -522,11 +564,16 @@ int engine_list_managed(struct engine *e, struct engine_container_info **out, si
         int64_t created = 0;
         ci->created = get_int(c, "Created", &created) ? (long long)created : 0;
         json_object *labels = NULL;
-        size_t il = 0;
-        const char *inst = NULL;
-        if (json_object_object_get_ex(c, "Labels", &labels))
+        size_t il = 0, ol = 0, el = 0;
+        const char *inst = NULL, *owner = NULL, *expires = NULL;
+        if (json_object_object_get_ex(c, "Labels", &labels)) {
             inst = get_str(labels, ENGINE_LABEL_INSTANCE, &il);
+            owner = get_str(labels, ENGINE_LABEL_OWNER, &ol);
+            expires = get_str(labels, ENGINE_LABEL_EXPIRES, &el);
+        }
         ci->instance = inst ? engine_text(inst, il) : NULL;
+        ci->owner = owner ? engine_text(owner, ol) : NULL;
+        ci->expires = expires ? parse_unix_time(expires, el) : 0;
     }
     *out = list;
     *n = count;
@@ -548,6 +595,7 @@ void engine_container_list_free(struct engine_container_info *list, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(list[i].id);
         free(list[i].instance);
+        free(list[i].owner);
     }
     free(list);
 }

@@ -13,28 +13,24 @@
 
 _Static_assert(EXEC_STDOUT == ENGINE_STREAM_STDOUT && EXEC_STDERR == ENGINE_STREAM_STDERR,
                "exec stream numbers are the engine's");
+#include "reaper.h"
 #include "runner.h"
 #include "sandbox.h"
 
 /* Waits for the engine to report the exit after the stream ended. */
 #define WAIT_AFTER_EOF_MS 10000
 #define SEND_TIMEOUT_MS   30000
-#define READ_CHUNK        65536
-/* Containers of another daemon are stale once older than its longest run
- * plus this margin. */
-#define SWEEP_MARGIN_S 300
-/* Removal takes the engine 10-800 ms; several in parallel keep a burst of
- * finished runs from delaying the removal of a cancelled one. */
-#define REAPER_THREADS 4
+/* Without a deadline from the caller, how long create, attach and start may
+ * take at most (the engine's own request timeouts). */
+#define ENGINE_SETUP_MAX_MS 60000
+#define READ_CHUNK          65536
+/* A container's expiry label: its run's deadlines plus this margin, after
+ * which any daemon may remove it. */
+#define EXPIRY_MARGIN_S 60
 
 struct exec_cancel {
     int fd; /* eventfd, readable once cancelled */
     atomic_bool cancelled;
-};
-
-struct reap_item {
-    char *id;
-    struct reap_item *next;
 };
 
 struct exec_ctx {
@@ -42,15 +38,7 @@ struct exec_ctx {
     struct engine *engine;
     char instance[RUNNER_NONCE_HEX_LEN + 1];
     char **env; /* pass-through "NAME=value" list */
-    atomic_long running;
-
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    struct reap_item *reap_head, *reap_tail;
-    size_t reaping; /* items taken by the reaper but not finished */
-    bool stopping;
-    pthread_t reapers[REAPER_THREADS];
-    size_t n_reapers;
+    struct reaper *reaper;
 };
 
 const char *exec_status_name(enum exec_status st)
@@ -68,6 +56,8 @@ const char *exec_status_name(enum exec_status st)
         return "output_limit";
     case EXEC_CANCELLED:
         return "cancelled";
+    case EXEC_BUSY:
+        return "busy";
     }
     return "error";
 }
@@ -131,61 +121,6 @@ void exec_result_free(struct exec_result *r)
     r->message = NULL;
 }
 
-/* ---- the reaper: removes finished containers off the request's path ---- */
-
-static void reap_enqueue(struct exec_ctx *ctx, char *id)
-{
-    struct reap_item *it = xmalloc(sizeof(*it));
-    it->id = id;
-    it->next = NULL;
-    pthread_mutex_lock(&ctx->lock);
-    if (ctx->reap_tail)
-        ctx->reap_tail->next = it;
-    else
-        ctx->reap_head = it;
-    ctx->reap_tail = it;
-    pthread_cond_broadcast(&ctx->cond);
-    pthread_mutex_unlock(&ctx->lock);
-}
-
-static void remove_container(struct exec_ctx *ctx, const char *id)
-{
-    struct err err = ERR_INIT;
-    /* DELETE with force kills and removes in one request. */
-    if (engine_remove(ctx->engine, id, &err) < 0) {
-        log_warn("could not remove container %.12s: %s", id, err_msg(&err));
-        err_clear(&err);
-        return;
-    }
-    log_debug("removed container %.12s", id);
-}
-
-static void *reaper_main(void *arg)
-{
-    struct exec_ctx *ctx = arg;
-    pthread_mutex_lock(&ctx->lock);
-    for (;;) {
-        while (!ctx->reap_head && !ctx->stopping)
-            pthread_cond_wait(&ctx->cond, &ctx->lock);
-        if (!ctx->reap_head && ctx->stopping)
-            break;
-        struct reap_item *it = ctx->reap_head;
-        ctx->reap_head = it->next;
-        if (!ctx->reap_head)
-            ctx->reap_tail = NULL;
-        ctx->reaping++;
-        pthread_mutex_unlock(&ctx->lock);
-        remove_container(ctx, it->id);
-        free(it->id);
-        free(it);
-        pthread_mutex_lock(&ctx->lock);
-        ctx->reaping--;
-        pthread_cond_broadcast(&ctx->cond);
-    }
-    pthread_mutex_unlock(&ctx->lock);
-    return NULL;
-}
-
 static void warn_missing_env(const char *name)
 {
     log_warn("--pass-through-env: %s is not set in the daemon's environment; skipped", name);
@@ -196,21 +131,16 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, struct engine *engine, s
     struct exec_ctx *ctx = xcalloc(1, sizeof(*ctx));
     ctx->cfg = cfg;
     ctx->engine = engine;
-    atomic_init(&ctx->running, 0);
-    pthread_mutex_init(&ctx->lock, NULL);
-    pthread_cond_init(&ctx->cond, NULL);
     if (runner_new_nonce(ctx->instance, err) < 0) {
         exec_ctx_free(ctx);
         return NULL;
     }
     ctx->env = sandbox_pass_through_env(cfg, environ, warn_missing_env);
-    for (size_t i = 0; i < REAPER_THREADS; i++) {
-        if (pthread_create(&ctx->reapers[i], NULL, reaper_main, ctx) != 0) {
-            err_set(err, ERR_INTERNAL, "cannot start the reaper threads");
-            exec_ctx_free(ctx);
-            return NULL;
-        }
-        ctx->n_reapers++;
+    long long legacy_age = cfg->max_timeout_ms / 1000 + REAPER_LEGACY_MARGIN_S;
+    ctx->reaper = reaper_new(engine, ctx->instance, legacy_age, REAPER_SWEEP_MS, err);
+    if (!ctx->reaper) {
+        exec_ctx_free(ctx);
+        return NULL;
     }
     return ctx;
 }
@@ -219,23 +149,8 @@ void exec_ctx_free(struct exec_ctx *ctx)
 {
     if (!ctx)
         return;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->stopping = true;
-    pthread_cond_broadcast(&ctx->cond);
-    pthread_mutex_unlock(&ctx->lock);
-    for (size_t i = 0; i < ctx->n_reapers; i++)
-        pthread_join(ctx->reapers[i], NULL);
-    /* The reaper drains the queue before it stops; anything left is ours. */
-    while (ctx->reap_head) {
-        struct reap_item *it = ctx->reap_head;
-        ctx->reap_head = it->next;
-        remove_container(ctx, it->id);
-        free(it->id);
-        free(it);
-    }
+    reaper_free(ctx->reaper);
     sandbox_env_free(ctx->env);
-    pthread_mutex_destroy(&ctx->lock);
-    pthread_cond_destroy(&ctx->cond);
     free(ctx);
 }
 
@@ -244,25 +159,9 @@ const char *exec_ctx_instance(const struct exec_ctx *ctx)
     return ctx->instance;
 }
 
-int exec_sweep_stale(struct exec_ctx *ctx, struct err *err)
+size_t exec_pending_removals(struct exec_ctx *ctx)
 {
-    struct engine_container_info *list = NULL;
-    size_t n = 0;
-    if (engine_list_managed(ctx->engine, &list, &n, err) < 0)
-        return -1;
-    long long now = (long long)time(NULL);
-    long long max_age = ctx->cfg->max_timeout_ms / 1000 + SWEEP_MARGIN_S;
-    int removed = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (list[i].instance && strcmp(list[i].instance, ctx->instance) == 0)
-            continue;
-        if (now - list[i].created < max_age)
-            continue;
-        remove_container(ctx, list[i].id);
-        removed++;
-    }
-    engine_container_list_free(list, n);
-    return removed;
+    return reaper_pending(ctx->reaper);
 }
 
 /* ---- one run ------------------------------------------------------------ */
@@ -467,24 +366,22 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     buf_init(&res->out, (size_t)cfg->max_output_bytes);
     buf_init(&res->err, (size_t)cfg->max_output_bytes);
 
-    long prev = atomic_fetch_add(&ctx->running, 1);
-    if (prev >= cfg->max_concurrent) {
-        atomic_fetch_sub(&ctx->running, 1);
-        err_set(err, ERR_BUSY, "server busy: %lld runs already in progress; try again shortly",
-                cfg->max_concurrent);
-        set_message(res, "%s", err_msg(err));
-        res->duration_ms = util_now_ms() - t0;
-        return -1;
-    }
-
     const char *image = req->language == EXEC_PYTHON ? cfg->python_image : cfg->js_image;
     const char *py_cmd[] = {"python3", "-u", "-B", "-c", runner_python_src, NULL};
     const char *js_cmd[] = {"node", "-e", runner_node_src, NULL};
+    /* Nobody needs the container once every deadline of the run is past:
+     * setup, the program, the wait for its exit status. */
+    double setup_ms = req->start_by_ms > 0 ? req->start_by_ms - t0 : (double)ENGINE_SETUP_MAX_MS;
+    long long expires = (long long)time(NULL) + (long long)(setup_ms / 1000.0) +
+                        (req->timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 +
+                        EXPIRY_MARGIN_S;
     struct sandbox_spec spec = {
         .image = image,
         .cmd = req->language == EXEC_PYTHON ? py_cmd : js_cmd,
         .memory_mb = req->memory_mb,
         .instance = ctx->instance,
+        .owner = reaper_owner(ctx->reaper),
+        .expires = expires,
         .env = ctx->env,
     };
     struct run r = {.req = req, .res = res, .cap = (size_t)cfg->max_output_bytes};
@@ -509,7 +406,7 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         goto out;
 
     json_object *body = sandbox_create_body(cfg, &spec);
-    rc = engine_create(ctx->engine, body, &id, err);
+    rc = engine_create(ctx->engine, body, req->start_by_ms, &id, err);
     json_object_put(body);
     if (rc < 0)
         goto out;
@@ -522,11 +419,16 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         goto out;
     }
     /* Attach before start so no output is lost. */
-    if (engine_attach(ctx->engine, id, &conn, err) < 0)
+    if (engine_attach(ctx->engine, id, req->start_by_ms, &conn, err) < 0)
         goto out;
-    if (engine_start(ctx->engine, id, err) < 0)
+    if (engine_start(ctx->engine, id, req->start_by_ms, err) < 0)
         goto out;
-    if (engine_http_conn_send(conn, request.data, request.len, SEND_TIMEOUT_MS, err) < 0) {
+    long send_ms = SEND_TIMEOUT_MS;
+    if (req->start_by_ms > 0 && req->start_by_ms - util_now_ms() < (double)send_ms)
+        send_ms = (long)(req->start_by_ms - util_now_ms()) + 1;
+    if (send_ms <= 0 || engine_http_conn_send(conn, request.data, request.len, send_ms, err) < 0) {
+        if (send_ms <= 0)
+            err_set(err, ERR_TIMEOUT, "the run's time limit passed while its sandbox started");
         err_wrap(err, "sending the code to the sandbox");
         goto out;
     }
@@ -540,12 +442,13 @@ out:
     }
     if (conn)
         engine_http_conn_close(conn);
-    if (id)
-        reap_enqueue(ctx, id);
+    if (id) {
+        reaper_remove(ctx->reaper, id);
+        free(id);
+    }
     runner_scan_free(&r.scan_out);
     runner_scan_free(&r.scan_err);
     buf_free(&request);
-    atomic_fetch_sub(&ctx->running, 1);
     res->duration_ms = util_now_ms() - t0;
     return rc;
 }

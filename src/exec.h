@@ -1,8 +1,9 @@
 /* One execution: policy -> fresh container -> attach -> run the framed
  * request -> read output until the runner's completion record, the
  * deadline, the output cap, a cancel, or the end of the stream -> result.
- * The container is removed on every path, off the request's path where it
- * can be (a reaper thread), and all of them at shutdown. */
+ * The container is removed on every path, off the request's path (the
+ * reaper, which retries until the engine confirms). Concurrency is bounded
+ * by the caller (mcp's admission queue), not here. */
 #ifndef MCPSBX_EXEC_H
 #define MCPSBX_EXEC_H
 
@@ -22,6 +23,7 @@ enum exec_status {
     EXEC_OOM,          /* killed for memory (or died of MemoryError) */
     EXEC_OUTPUT_LIMIT, /* stopped when output passed the cap */
     EXEC_CANCELLED,    /* stopped because the caller cancelled */
+    EXEC_BUSY,         /* never started: every run slot stayed taken */
 };
 
 const char *exec_status_name(enum exec_status st);
@@ -32,16 +34,17 @@ struct exec_ctx;
 /* cfg and engine are borrowed and must outlive the context. */
 struct exec_ctx *exec_ctx_new(const struct config *cfg, struct engine *engine, struct err *err);
 
-/* Call once every run has returned: removes the containers still queued
- * for removal, stops the reaper, frees. */
+/* Call once every run has returned: tries the pending removals once more,
+ * stops the reaper, frees. */
 void exec_ctx_free(struct exec_ctx *ctx);
 
 /* The random id labelling this daemon's containers. */
 const char *exec_ctx_instance(const struct exec_ctx *ctx);
 
-/* Removes containers that an earlier daemon left behind: ours by label and
- * older than the longest possible run. Returns how many were removed. */
-int exec_sweep_stale(struct exec_ctx *ctx, struct err *err);
+/* Containers of finished runs not yet confirmed removed (see reaper.h:
+ * removals are retried until the engine confirms them, and containers left
+ * by crashed daemons are swept). */
+size_t exec_pending_removals(struct exec_ctx *ctx);
 
 /* A cancel handle: exec_cancel() may be called from any thread, any number
  * of times, before, during or after the run. */
@@ -69,6 +72,9 @@ struct exec_request {
     size_t stdin_len;
     long long timeout_ms; /* already clamped by the caller */
     long long memory_mb;  /* already clamped by the caller */
+    /* util_now_ms() time by which the program must have started: engine
+     * requests before that are cut short there (0 = the engine timeouts). */
+    double start_by_ms;
     exec_output_cb on_output;
     void *on_output_ctx;
 };

@@ -1,5 +1,6 @@
 #include "jsonrpc.h"
 
+#include <json-c/printbuf.h>
 #include <string.h>
 
 int jsonrpc_parse(const char *data, size_t len, json_object **out, struct err *err)
@@ -139,4 +140,78 @@ const char *jsonrpc_serialize(json_object *obj, size_t *len)
     if (len)
         *len = n;
     return s;
+}
+
+void jsonrpc_id_copy(struct jsonrpc_id *out, json_object *id)
+{
+    memset(out, 0, sizeof(*out));
+    if (json_object_is_type(id, json_type_int)) {
+        out->kind = JSONRPC_ID_INT;
+        out->num = json_object_get_int64(id);
+    } else if (json_object_is_type(id, json_type_string)) {
+        out->kind = JSONRPC_ID_STRING;
+        out->str = xstrndup(json_object_get_string(id), (size_t)json_object_get_string_len(id));
+    }
+}
+
+json_object *jsonrpc_id_json(const struct jsonrpc_id *id)
+{
+    switch (id->kind) {
+    case JSONRPC_ID_INT:
+        return json_object_new_int64(id->num);
+    case JSONRPC_ID_STRING:
+        return json_object_new_string(id->str);
+    case JSONRPC_ID_NONE:
+        break;
+    }
+    return NULL;
+}
+
+bool jsonrpc_id_equal(const struct jsonrpc_id *id, json_object *other)
+{
+    switch (id->kind) {
+    case JSONRPC_ID_INT:
+        return json_object_is_type(other, json_type_int) && json_object_get_int64(other) == id->num;
+    case JSONRPC_ID_STRING:
+        return json_object_is_type(other, json_type_string) &&
+               strcmp(json_object_get_string(other), id->str) == 0;
+    case JSONRPC_ID_NONE:
+        break;
+    }
+    return false;
+}
+
+void jsonrpc_id_clear(struct jsonrpc_id *id)
+{
+    free(id->str);
+    memset(id, 0, sizeof(*id));
+}
+
+struct spliced {
+    const char *json;
+    size_t len;
+};
+
+static int splice_text(json_object *jso, struct printbuf *pb, int level, int flags)
+{
+    (void)level;
+    (void)flags;
+    const struct spliced *t = json_object_get_userdata(jso);
+    return printbuf_memappend(pb, t->json, (int)t->len);
+}
+
+static void splice_free(json_object *jso, void *userdata)
+{
+    (void)jso;
+    free(userdata);
+}
+
+json_object *jsonrpc_spliced(const char *json, size_t len)
+{
+    struct spliced *t = xmalloc(sizeof(*t));
+    t->json = json;
+    t->len = len;
+    json_object *o = json_object_new_object();
+    json_object_set_serializer(o, splice_text, t, splice_free);
+    return o;
 }

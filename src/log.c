@@ -4,7 +4,12 @@
 #include <string.h>
 #include <time.h>
 
-int log_threshold = LOG_LVL_INFO;
+atomic_int log_threshold = LOG_LVL_INFO;
+
+void log_set_threshold(enum log_level level)
+{
+    atomic_store(&log_threshold, (int)level);
+}
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 

@@ -3,6 +3,8 @@
 #ifndef MCPSBX_LOG_H
 #define MCPSBX_LOG_H
 
+#include <stdatomic.h>
+
 #include "util.h"
 
 enum log_level {
@@ -12,7 +14,10 @@ enum log_level {
     LOG_LVL_DEBUG,
 };
 
-extern int log_threshold;
+/* Set once at start, read by every thread: atomic so that is never a race. */
+extern atomic_int log_threshold;
+
+void log_set_threshold(enum log_level level);
 
 void log_write(enum log_level level, const char *fmt, ...) ATTR_PRINTF(2, 3);
 
@@ -21,7 +26,7 @@ int log_level_from_name(const char *name);
 
 #define log_at(level, ...)                                                                         \
     do {                                                                                           \
-        if ((int)(level) <= log_threshold)                                                         \
+        if ((int)(level) <= atomic_load_explicit(&log_threshold, memory_order_relaxed))            \
             log_write((level), __VA_ARGS__);                                                       \
     } while (0)
 

@@ -1,9 +1,41 @@
-/* mcp-sandboxd: argv -> config -> engine -> MCP over stdio -> ordered
- * shutdown that removes every container this process created. */
+/* mcp-sandboxd: argv -> config -> engine -> MCP over stdio or HTTP ->
+ * ordered shutdown that removes every container this process created.
+ *
+ * Threads, what each owns, and how they hand off
+ * ----------------------------------------------
+ * main        parses the configuration, starts everything below, then
+ *             either runs the stdio transport itself (reads stdin, parses
+ *             and dispatches each line) or waits for a signal while HTTP
+ *             serves; on the way out it stops the transport (which closes
+ *             every session, cancelling and waiting for its calls), then
+ *             the workers, then the reaper.
+ * HTTP        libmicrohttpd's listener plus one thread per connection
+ *             (--http only), at most 4 * --max-sessions + 16 connections
+ *             (272 by default). A connection thread parses its request body,
+ *             dispatches it to mcp and answers it; SSE responses block it
+ *             on its session's condition variable. Sessions, streams and
+ *             events belong to the transport under its one lock.
+ *             + 1 janitor thread that ends idle sessions.
+ * workers     --max-concurrent threads started with the server (admission.c).
+ *             A tools/call is validated and copied into plain C data on the
+ *             thread that received it, waits in a FIFO of at most
+ *             --max-queued calls, and runs on a worker, which builds the
+ *             answer and sends it on the request's channel (bytes, under
+ *             the channel's own lock). + 1 timer thread that refuses calls
+ *             that waited past --queue-timeout-ms or their own timeout.
+ * reaper      4 removal threads and 1 sweep thread (reaper.c): containers
+ *             are removed off the request's path and retried until gone;
+ *             leftovers of crashed daemons are swept every few seconds.
+ * So the daemon runs at most 1 + 2 + max-concurrent + 5 threads on stdio,
+ * plus 2 + the connection limit over HTTP, whatever clients send.
+ *
+ * json-c objects never cross threads (Debian's json-c has non-atomic
+ * reference counts): see mcp.h. Everything else shared is immutable after
+ * start (the configuration, the serialized tool list), atomic (the log
+ * threshold, channel reference counts, cancel flags) or under a lock. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +45,6 @@
 #include "exec.h"
 #include "log.h"
 #include "mcp.h"
-#include "tools.h"
 #include "transport_http.h"
 #include "transport_stdio.h"
 
@@ -70,24 +101,6 @@ static int setup_signals(void)
     return 0;
 }
 
-struct sweep_job {
-    struct exec_ctx *exec;
-    pthread_t thread;
-};
-
-static void *sweep_main(void *arg)
-{
-    struct sweep_job *job = arg;
-    struct err err = ERR_INIT;
-    int n = exec_sweep_stale(job->exec, &err);
-    if (n < 0)
-        log_debug("stale-container sweep skipped: %s", err_msg(&err));
-    else if (n > 0)
-        log_info("removed %d stale container(s) left by an earlier run", n);
-    err_clear(&err);
-    return NULL;
-}
-
 static void check_engine(struct engine *engine, const struct config *cfg)
 {
     struct err err = ERR_INIT;
@@ -127,19 +140,17 @@ int main(int argc, char **argv, char **envp)
         config_free(&cfg);
         return 0;
     }
-    log_threshold = log_level_from_name(cfg.log_level);
+    log_set_threshold((enum log_level)log_level_from_name(cfg.log_level));
 
     struct engine *engine = NULL;
     struct exec_ctx *exec = NULL;
     struct mcp_server *srv = NULL;
-    struct sweep_job sweep = {0};
-    bool sweeping = false;
 
     if (setup_signals() < 0) {
         log_error("cannot set up signal handling: %s", strerror(errno));
         goto out;
     }
-    if (engine_http_global_init(&err) < 0 || tools_init(&err) < 0) {
+    if (engine_http_global_init(&err) < 0) {
         log_error("%s", err_msg(&err));
         goto out;
     }
@@ -152,10 +163,11 @@ int main(int argc, char **argv, char **envp)
     }
     for (size_t i = 0; i < cfg.pass_through_env.n; i++)
         log_debug("passing %s through to sandboxes", cfg.pass_through_env.items[i]);
-    sweep.exec = exec;
-    sweeping = pthread_create(&sweep.thread, NULL, sweep_main, &sweep) == 0;
-
-    srv = mcp_server_new(&cfg, exec);
+    srv = mcp_server_new(&cfg, exec, &err);
+    if (!srv) {
+        log_error("%s", err_msg(&err));
+        goto out;
+    }
     log_info("python image %s, javascript image %s", cfg.python_image, cfg.js_image);
     if (*cfg.http_listen) {
         if (serve_http(srv, engine, &cfg, &err) < 0) {
@@ -171,12 +183,9 @@ int main(int argc, char **argv, char **envp)
     }
     status = 0;
 out:
-    if (sweeping)
-        pthread_join(sweep.thread, NULL);
     mcp_server_free(srv);
     exec_ctx_free(exec);
     engine_free(engine);
-    tools_cleanup();
     engine_http_global_cleanup();
     err_clear(&err);
     config_free(&cfg);

@@ -1,8 +1,10 @@
 #include "mcp.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
+#include "admission.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "tools.h"
@@ -76,11 +78,14 @@ static void channel_send(struct mcp_channel *ch, json_object *msg)
 
 /* ---- replies: every message gets exactly one reply slot ------------------ */
 
+/* A batch's answers are collected as serialized text, because its slots
+ * are filled from different threads (a tools/call answers from a worker). */
 struct batch {
     pthread_mutex_t lock;
     size_t n;
     size_t remaining;
-    json_object **responses;
+    char **texts;
+    size_t *lens;
     struct mcp_channel *ch;
 };
 
@@ -89,6 +94,28 @@ struct reply {
     struct batch *batch;    /* NULL for a single message */
     size_t index;
 };
+
+static void batch_send(struct batch *b)
+{
+    struct buf out;
+    buf_init(&out, (size_t)-1);
+    int rc = buf_add(&out, "[", 1);
+    bool any = false;
+    for (size_t i = 0; i < b->n; i++) {
+        if (!b->texts[i])
+            continue;
+        if (any)
+            rc |= buf_add(&out, ",", 1);
+        rc |= buf_add(&out, b->texts[i], b->lens[i]);
+        any = true;
+    }
+    rc |= buf_add(&out, "]", 1);
+    (void)rc; /* out has no cap */
+    /* A batch of only notifications gets no answer at all. */
+    if (any && b->ch->send(b->ch, out.data, out.len) < 0)
+        log_debug("could not deliver a message: the client went away");
+    buf_free(&out);
+}
 
 /* Fills the slot with resp (taken; NULL means no response) and releases it. */
 static void reply_done(struct reply *r, json_object *resp)
@@ -100,24 +127,28 @@ static void reply_done(struct reply *r, json_object *resp)
         mcp_channel_unref(r->ch);
         return;
     }
+    char *text = NULL;
+    size_t len = 0;
+    if (resp) {
+        const char *s = jsonrpc_serialize(resp, &len);
+        text = xstrndup(s, len);
+        json_object_put(resp);
+    }
     struct batch *b = r->batch;
     pthread_mutex_lock(&b->lock);
-    b->responses[r->index] = resp;
+    b->texts[r->index] = text;
+    b->lens[r->index] = len;
     bool last = --b->remaining == 0;
     pthread_mutex_unlock(&b->lock);
     if (!last)
         return;
-    json_object *arr = json_object_new_array();
-    for (size_t i = 0; i < b->n; i++)
-        if (b->responses[i])
-            json_object_array_add(arr, b->responses[i]);
-    /* A batch of only notifications gets no answer at all. */
-    if (json_object_array_length(arr) > 0)
-        channel_send(b->ch, arr);
-    json_object_put(arr);
+    batch_send(b);
     mcp_channel_unref(b->ch);
+    for (size_t i = 0; i < b->n; i++)
+        free(b->texts[i]);
     pthread_mutex_destroy(&b->lock);
-    free(b->responses);
+    free(b->texts);
+    free(b->lens);
     free(b);
 }
 
@@ -136,6 +167,7 @@ static void reply_error(struct reply *r, json_object *id, int code, const char *
 struct mcp_server {
     const struct config *cfg;
     struct tools_env env;
+    struct admission *admission; /* run slots and the queue in front of them */
 };
 
 /* Live output is gathered and sent at most every LIVE_FLUSH_MS (or when
@@ -144,23 +176,29 @@ struct mcp_server {
 #define LIVE_FLUSH_BYTES (16u * 1024u)
 #define LIVE_MAX_BYTES   (64u * 1024u)
 
+/* A tools/call from admission to answer. It holds no json-c object: the
+ * request's id, progress token and arguments are copied out of the parsed
+ * message by the thread that received it, and the call then waits in the
+ * admission queue and runs on a worker thread. */
 struct call {
+    struct admission_job job;
     struct mcp_session *s;
-    json_object *id;
-    char *tool;
-    json_object *args;
-    json_object *progress_token; /* NULL when the caller asked for no progress */
+    struct jsonrpc_id id;
+    struct jsonrpc_id progress_token; /* NONE when the caller asked for no progress */
+    struct tools_run_args args;
     struct reply reply;
     struct exec_cancel *cancel;
     atomic_bool cancelled;
     struct tools_features features;
     enum mcp_version version;
-    /* live output, touched only by the call's own thread */
+    double received_ms;
+    /* live output, touched only by the worker running the call */
     struct buf live;
     int live_stream;
     double live_last;
     long long progress;
     struct call *next;
+    struct call *withdrawn_next; /* taken back out of the queue, to finish unlocked */
 };
 
 struct mcp_session {
@@ -176,17 +214,29 @@ struct mcp_session {
     bool closing;
 };
 
-struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exec)
+struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exec, struct err *err)
 {
     struct mcp_server *srv = xcalloc(1, sizeof(*srv));
     srv->cfg = cfg;
-    srv->env.cfg = cfg;
-    srv->env.exec = exec;
+    if (tools_env_init(&srv->env, cfg, exec, err) < 0) {
+        free(srv);
+        return NULL;
+    }
+    srv->admission = admission_new((size_t)cfg->max_concurrent, (size_t)cfg->max_queued, err);
+    if (!srv->admission) {
+        tools_env_cleanup(&srv->env);
+        free(srv);
+        return NULL;
+    }
     return srv;
 }
 
 void mcp_server_free(struct mcp_server *srv)
 {
+    if (!srv)
+        return;
+    admission_free(srv->admission);
+    tools_env_cleanup(&srv->env);
     free(srv);
 }
 
@@ -209,14 +259,41 @@ int mcp_session_inflight(struct mcp_session *s)
     return n;
 }
 
-void mcp_session_close(struct mcp_session *s)
+static void call_finish(struct call *c, json_object *result);
+
+/* Cancels a call (s->lock held): one still waiting for a run slot is taken
+ * back and added to *withdrawn, to be finished once the lock is released;
+ * a running one has its container killed. */
+static void call_cancel_locked(struct call *c, struct call **withdrawn)
 {
-    pthread_mutex_lock(&s->lock);
-    s->closing = true;
-    for (struct call *c = s->calls; c; c = c->next) {
-        atomic_store(&c->cancelled, true);
+    atomic_store(&c->cancelled, true);
+    if (admission_withdraw(c->s->srv->admission, &c->job)) {
+        c->withdrawn_next = *withdrawn;
+        *withdrawn = c;
+    } else {
         exec_cancel(c->cancel);
     }
+}
+
+static void finish_withdrawn(struct call *list)
+{
+    while (list) {
+        struct call *c = list;
+        list = c->withdrawn_next;
+        call_finish(c, NULL);
+    }
+}
+
+void mcp_session_close(struct mcp_session *s)
+{
+    struct call *withdrawn = NULL;
+    pthread_mutex_lock(&s->lock);
+    s->closing = true;
+    for (struct call *c = s->calls; c; c = c->next)
+        call_cancel_locked(c, &withdrawn);
+    pthread_mutex_unlock(&s->lock);
+    finish_withdrawn(withdrawn);
+    pthread_mutex_lock(&s->lock);
     while (s->inflight > 0)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
@@ -330,8 +407,10 @@ static void m_tools_list(struct mcp_session *s, const struct jsonrpc_msg *m, str
     pthread_mutex_lock(&s->lock);
     struct tools_features f = features_of(s->version);
     pthread_mutex_unlock(&s->lock);
+    size_t len = 0;
+    const char *tools = tools_list_json(&s->srv->env, &f, &len);
     json_object *res = json_object_new_object();
-    json_object_object_add(res, "tools", tools_list(&s->srv->env, &f));
+    json_object_object_add(res, "tools", jsonrpc_spliced(tools, len));
     reply_result(r, m->id, res);
 }
 
@@ -384,9 +463,9 @@ static void live_flush(struct call *c, bool final)
     size_t clean_len = 0;
     char *clean = util_utf8_sanitize(c->live.data, n, &clean_len);
     const char *stream_name = c->live_stream == EXEC_STDERR ? "stderr" : "stdout";
-    if (c->progress_token) {
+    if (c->progress_token.kind != JSONRPC_ID_NONE) {
         json_object *p = json_object_new_object();
-        json_object_object_add(p, "progressToken", json_object_get(c->progress_token));
+        json_object_object_add(p, "progressToken", jsonrpc_id_json(&c->progress_token));
         json_object_object_add(p, "progress", json_object_new_int64(++c->progress));
         if (c->version >= MCP_V_2025_03_26)
             json_object_object_add(p, "message", json_object_new_string_len(clean, (int)clean_len));
@@ -439,7 +518,7 @@ static void on_output(void *ctx, int stream, const char *data, size_t len)
 
 static bool wants_live_output(struct call *c)
 {
-    if (c->progress_token)
+    if (c->progress_token.kind != JSONRPC_ID_NONE)
         return true;
     pthread_mutex_lock(&c->s->lock);
     bool logging = c->s->log_level >= 0;
@@ -449,10 +528,9 @@ static bool wants_live_output(struct call *c)
 
 static void call_free(struct call *c)
 {
-    json_object_put(c->id);
-    json_object_put(c->args);
-    json_object_put(c->progress_token);
-    free(c->tool);
+    jsonrpc_id_clear(&c->id);
+    jsonrpc_id_clear(&c->progress_token);
+    tools_run_args_release(&c->args);
     exec_cancel_free(c->cancel);
     free(c);
 }
@@ -467,30 +545,24 @@ static void call_unlink_locked(struct mcp_session *s, struct call *c)
     }
 }
 
-static void *call_main(void *arg)
+/* The one way a call ends, whichever thread ends it: answers with result
+ * (taken; a cancelled request gets no response at all, the spec's rule),
+ * then lets the session know. */
+static void call_finish(struct call *c, json_object *result)
 {
-    struct call *c = arg;
     struct mcp_session *s = c->s;
-    buf_init(&c->live, LIVE_MAX_BYTES);
-    c->live_last = util_now_ms();
-    bool live = wants_live_output(c);
-    json_object *result = tools_call(&s->srv->env, c->tool, c->args, &c->features, c->cancel,
-                                     live ? on_output : NULL, c);
-    /* Everything streamed goes out before the result; nothing after it. */
-    live_flush(c, true);
-    buf_free(&c->live);
-
     pthread_mutex_lock(&s->lock);
     call_unlink_locked(s, c);
     bool cancelled = atomic_load(&c->cancelled);
     pthread_mutex_unlock(&s->lock);
 
-    /* A cancelled request gets no response at all (the spec's rule). */
-    if (cancelled) {
+    if (cancelled || !result) {
         json_object_put(result);
         reply_done(&c->reply, NULL);
     } else {
-        reply_result(&c->reply, c->id, result);
+        json_object *id = jsonrpc_id_json(&c->id);
+        reply_result(&c->reply, id, result);
+        json_object_put(id);
     }
     call_free(c);
 
@@ -498,7 +570,34 @@ static void *call_main(void *arg)
     s->inflight--;
     pthread_cond_broadcast(&s->cond);
     pthread_mutex_unlock(&s->lock);
-    return NULL;
+}
+
+static void call_run(struct admission_job *job)
+{
+    struct call *c = (struct call *)(void *)((char *)job - offsetof(struct call, job));
+    struct mcp_session *s = c->s;
+    buf_init(&c->live, LIVE_MAX_BYTES);
+    c->live_last = util_now_ms();
+    bool live = wants_live_output(c);
+    json_object *result =
+        tools_run(&s->srv->env, &c->args, &c->features, c->cancel, live ? on_output : NULL, c);
+    /* Everything streamed goes out before the result; nothing after it. */
+    live_flush(c, true);
+    buf_free(&c->live);
+    call_finish(c, result);
+}
+
+static void call_refuse(struct admission_job *job, enum admission_refusal why)
+{
+    struct call *c = (struct call *)(void *)((char *)job - offsetof(struct call, job));
+    double waited = util_now_ms() - c->received_ms;
+    char *msg = why == ADMISSION_STOPPING
+                    ? xstrdup("server busy: shutting down")
+                    : xasprintf("server busy: waited %.0f ms and no run slot came free (%lld "
+                                "runs at once, --max-concurrent); try again shortly",
+                                waited, c->s->srv->cfg->max_concurrent);
+    call_finish(c, tools_busy_result(&c->args, &c->features, msg, waited));
+    free(msg);
 }
 
 static void m_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
@@ -520,19 +619,35 @@ static void m_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, str
     }
     json_object_object_get_ex(m->params, "arguments", &args);
 
+    const struct config *cfg = s->srv->cfg;
     struct call *c = xcalloc(1, sizeof(*c));
+    json_object *bad = NULL;
+    /* Bad arguments are answered at once, without taking a run slot. */
+    if (tools_prepare(cfg, tool, args, &c->args, &bad) < 0) {
+        free(c);
+        reply_result(r, m->id, bad);
+        return;
+    }
     c->s = s;
-    c->id = json_object_get(m->id);
-    c->tool = xstrdup(tool);
-    c->args = json_object_get(args);
+    jsonrpc_id_copy(&c->id, m->id);
     c->reply = *r;
     c->cancel = exec_cancel_new();
     atomic_init(&c->cancelled, false);
+    c->received_ms = util_now_ms();
     json_object *meta = NULL;
     json_object *token = NULL;
     if (json_object_object_get_ex(m->params, "_meta", &meta) &&
         json_object_object_get_ex(meta, "progressToken", &token) && jsonrpc_valid_id(token))
-        c->progress_token = json_object_get(token);
+        jsonrpc_id_copy(&c->progress_token, token);
+    /* Waiting for a slot and starting the sandbox both count against the
+     * call's own timeout; the program then gets its whole timeout. */
+    double wait_ms = (double)cfg->queue_timeout_ms;
+    if ((double)c->args.timeout_ms < wait_ms)
+        wait_ms = (double)c->args.timeout_ms;
+    c->job.run = call_run;
+    c->job.refuse = call_refuse;
+    c->job.deadline_ms = c->received_ms + wait_ms;
+    c->args.start_by_ms = c->received_ms + (double)c->args.timeout_ms;
 
     pthread_mutex_lock(&s->lock);
     if (s->closing) {
@@ -548,20 +663,12 @@ static void m_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, str
     s->inflight++;
     pthread_mutex_unlock(&s->lock);
 
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t th;
-    int rc = pthread_create(&th, &attr, call_main, c);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
-        pthread_mutex_lock(&s->lock);
-        call_unlink_locked(s, c);
-        s->inflight--;
-        pthread_cond_broadcast(&s->cond);
-        pthread_mutex_unlock(&s->lock);
-        reply_error(&c->reply, c->id, JSONRPC_INTERNAL_ERROR, "Internal error: cannot start a run");
-        call_free(c);
+    if (admission_submit(s->srv->admission, &c->job) < 0) {
+        char *msg = xasprintf("server busy: %lld runs in progress and %lld waiting "
+                              "(--max-concurrent, --max-queued); try again shortly",
+                              cfg->max_concurrent, cfg->max_queued);
+        call_finish(c, tools_busy_result(&c->args, &c->features, msg, 0.0));
+        free(msg);
     }
 }
 
@@ -719,31 +826,19 @@ static void m_complete(struct mcp_session *s, const struct jsonrpc_msg *m, struc
     reply_result(r, m->id, res);
 }
 
-static int same_id(json_object *a, json_object *b)
-{
-    if (!a || !b)
-        return 0;
-    if (json_object_is_type(a, json_type_string) && json_object_is_type(b, json_type_string))
-        return strcmp(json_object_get_string(a), json_object_get_string(b)) == 0;
-    if (json_object_is_type(a, json_type_int) && json_object_is_type(b, json_type_int))
-        return json_object_get_int64(a) == json_object_get_int64(b);
-    return 0;
-}
-
 static void n_cancelled(struct mcp_session *s, const struct jsonrpc_msg *m)
 {
     json_object *rid = NULL;
     if (!m->params || !json_object_is_type(m->params, json_type_object) ||
         !json_object_object_get_ex(m->params, "requestId", &rid))
         return;
+    struct call *withdrawn = NULL;
     pthread_mutex_lock(&s->lock);
-    for (struct call *c = s->calls; c; c = c->next) {
-        if (same_id(c->id, rid)) {
-            atomic_store(&c->cancelled, true);
-            exec_cancel(c->cancel);
-        }
-    }
+    for (struct call *c = s->calls; c; c = c->next)
+        if (jsonrpc_id_equal(&c->id, rid))
+            call_cancel_locked(c, &withdrawn);
     pthread_mutex_unlock(&s->lock);
+    finish_withdrawn(withdrawn);
 }
 
 static const struct method {
@@ -879,7 +974,8 @@ void mcp_session_receive_json(struct mcp_session *s, json_object *msg, struct mc
     pthread_mutex_init(&b->lock, NULL);
     b->n = n;
     b->remaining = n;
-    b->responses = xcalloc(n, sizeof(json_object *));
+    b->texts = xcalloc(n, sizeof(char *));
+    b->lens = xcalloc(n, sizeof(size_t));
     b->ch = ch;
     mcp_channel_ref(ch);
     for (size_t i = 0; i < n; i++) {

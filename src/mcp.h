@@ -1,6 +1,15 @@
 /* The MCP server side of a connection: lifecycle and version negotiation,
  * the method table, and in-flight tool calls. Transports feed it bytes and
- * give it a channel to answer on. */
+ * give it a channel to answer on.
+ *
+ * Threads and json-c: Debian's json-c is built without atomic reference
+ * counts, and every object carries its own serialization buffer, so a
+ * json-c object must never be reachable from two threads. A message is
+ * parsed, dispatched and answered on the thread that received it; a
+ * tools/call copies what it needs (id, progress token, arguments) into
+ * plain C data before it waits for a run slot, and its worker builds the
+ * answer from scratch. Built-in JSON (the tool list) is serialized once
+ * and spliced into replies as bytes. Channels carry bytes only. */
 #ifndef MCPSBX_MCP_H
 #define MCPSBX_MCP_H
 
@@ -54,8 +63,9 @@ void mcp_channel_unref(struct mcp_channel *ch);
 
 struct mcp_server;
 
-/* cfg and exec are borrowed. */
-struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exec);
+/* cfg and exec are borrowed. Starts the run workers (--max-concurrent)
+ * and their admission queue (--max-queued); NULL with err if it cannot. */
+struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exec, struct err *err);
 void mcp_server_free(struct mcp_server *srv);
 
 struct mcp_session;

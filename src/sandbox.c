@@ -1,5 +1,6 @@
 #include "sandbox.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "engine.h"
@@ -58,6 +59,13 @@ json_object *sandbox_create_body(const struct config *cfg, const struct sandbox_
     json_object *labels = json_object_new_object();
     json_object_object_add(labels, ENGINE_LABEL_MANAGED, json_object_new_string("1"));
     json_object_object_add(labels, ENGINE_LABEL_INSTANCE, json_object_new_string(spec->instance));
+    if (spec->owner)
+        json_object_object_add(labels, ENGINE_LABEL_OWNER, json_object_new_string(spec->owner));
+    if (spec->expires > 0) {
+        char when[24];
+        snprintf(when, sizeof(when), "%lld", spec->expires);
+        json_object_object_add(labels, ENGINE_LABEL_EXPIRES, json_object_new_string(when));
+    }
     json_object_object_add(b, "Labels", labels);
 
     json_object_object_add(b, "AttachStdin", json_object_new_boolean(1));

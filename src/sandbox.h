@@ -15,6 +15,8 @@ struct sandbox_spec {
     const char *const *cmd; /* NULL-terminated argv */
     long long memory_mb;
     const char *instance; /* label value marking this daemon's containers */
+    const char *owner;    /* label value naming the daemon process; may be NULL */
+    long long expires;    /* unix time after which any daemon may remove it; 0 = none */
     char **env;           /* NULL-terminated "NAME=value" list, extra variables; may be NULL */
 };
 

@@ -17,7 +17,7 @@ struct tool_def {
     const char *description;
     const char *input_schema;
     enum tool_kind kind;
-    json_object *schema; /* parsed input_schema */
+    const char *const *keys; /* the input schema's properties, NULL-terminated */
 };
 
 #define CODE_SCHEMA_PY                                                                             \
@@ -44,7 +44,7 @@ struct tool_def {
 #define OUTPUT_SCHEMA                                                                              \
     "{\"type\":\"object\",\"properties\":{"                                                        \
     "\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"error\",\"timeout\",\"oom\","              \
-    "\"output_limit\",\"cancelled\"]},"                                                            \
+    "\"output_limit\",\"cancelled\",\"busy\"]},"                                                   \
     "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"                                             \
     "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                           \
     "\"duration_ms\":{\"type\":\"number\"},\"truncated\":{\"type\":\"boolean\"},"                  \
@@ -58,48 +58,24 @@ struct tool_def {
     "directory /tmp is writable and discarded afterwards. Returns stdout, stderr, the exit code "  \
     "and a status (ok, error, timeout, oom, output_limit, cancelled)."
 
-static struct tool_def tools[] = {
+static const char *const code_keys[] = {"code", NULL};
+static const char *const execute_keys[] = {"language",   "code",      "stdin",
+                                           "timeout_ms", "memory_mb", NULL};
+
+static const struct tool_def tools[] = {
     {"run_python_code", "Run Python code",
      "Run Python 3 code and return its output. Print what you want to see. numpy, pandas, "
      "scipy, sympy, matplotlib (Agg backend) and requests are installed." SANDBOX_NOTE,
-     CODE_SCHEMA_PY, TOOL_PYTHON, NULL},
+     CODE_SCHEMA_PY, TOOL_PYTHON, code_keys},
     {"run_js_code", "Run JavaScript code",
      "Run JavaScript with Node.js and return its output. Use console.log to print; "
      "CommonJS require and ES module import of Node's built-in modules both work." SANDBOX_NOTE,
-     CODE_SCHEMA_JS, TOOL_JAVASCRIPT, NULL},
+     CODE_SCHEMA_JS, TOOL_JAVASCRIPT, code_keys},
     {"execute_code", "Execute code",
      "Run Python or JavaScript code with optional stdin and per-call time and memory limits "
      "(capped by the server's maximums)." SANDBOX_NOTE,
-     EXECUTE_SCHEMA, TOOL_EXECUTE, NULL},
+     EXECUTE_SCHEMA, TOOL_EXECUTE, execute_keys},
 };
-
-static json_object *output_schema;
-
-int tools_init(struct err *err)
-{
-    for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        if (tools[i].schema)
-            continue;
-        tools[i].schema = json_tokener_parse(tools[i].input_schema);
-        if (!tools[i].schema)
-            return err_set(err, ERR_INTERNAL, "bad built-in schema for %s", tools[i].name);
-    }
-    if (!output_schema)
-        output_schema = json_tokener_parse(OUTPUT_SCHEMA);
-    if (!output_schema)
-        return err_set(err, ERR_INTERNAL, "bad built-in output schema");
-    return 0;
-}
-
-void tools_cleanup(void)
-{
-    for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        json_object_put(tools[i].schema);
-        tools[i].schema = NULL;
-    }
-    json_object_put(output_schema);
-    output_schema = NULL;
-}
 
 static const struct tool_def *find_tool(const char *name)
 {
@@ -114,38 +90,93 @@ bool tools_exists(const char *name)
     return find_tool(name) != NULL;
 }
 
-json_object *tools_list(const struct tools_env *env, const struct tools_features *f)
+/* One Tool object; schemas are parsed from their texts here, so a bad
+ * built-in schema fails tools_env_init, never a request. */
+static int tool_json(const struct tool_def *t, const struct config *cfg,
+                     const struct tools_features *f, json_object **out, struct err *err)
 {
-    json_object *arr = json_object_new_array();
-    for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        const struct tool_def *t = &tools[i];
-        json_object *o = json_object_new_object();
-        json_object_object_add(o, "name", json_object_new_string(t->name));
-        if (f->structured)
-            json_object_object_add(o, "title", json_object_new_string(t->title));
-        char *desc = xasprintf("%s Default limits: %lld ms, %lld MiB memory (at most %lld ms, "
-                               "%lld MiB); output kept up to %lld bytes.",
-                               t->description, env->cfg->timeout_ms, env->cfg->memory_mb,
-                               env->cfg->max_timeout_ms, env->cfg->max_memory_mb,
-                               env->cfg->max_output_bytes);
-        json_object_object_add(o, "description", json_object_new_string(desc));
-        free(desc);
-        json_object_object_add(o, "inputSchema", json_object_get(t->schema));
-        if (f->structured)
-            json_object_object_add(o, "outputSchema", json_object_get(output_schema));
-        if (f->annotations) {
-            json_object *a = json_object_new_object();
-            json_object_object_add(a, "title", json_object_new_string(t->title));
-            json_object_object_add(a, "readOnlyHint", json_object_new_boolean(0));
-            json_object_object_add(a, "destructiveHint", json_object_new_boolean(0));
-            json_object_object_add(a, "idempotentHint", json_object_new_boolean(0));
-            /* Sandboxes have no network. */
-            json_object_object_add(a, "openWorldHint", json_object_new_boolean(0));
-            json_object_object_add(o, "annotations", a);
-        }
-        json_object_array_add(arr, o);
+    json_object *schema = json_tokener_parse(t->input_schema);
+    json_object *output = f->structured ? json_tokener_parse(OUTPUT_SCHEMA) : NULL;
+    if (!schema || (f->structured && !output)) {
+        json_object_put(schema);
+        json_object_put(output);
+        return err_set(err, ERR_INTERNAL, "bad built-in schema for %s", t->name);
     }
-    return arr;
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "name", json_object_new_string(t->name));
+    if (f->structured)
+        json_object_object_add(o, "title", json_object_new_string(t->title));
+    char *desc = xasprintf("%s Default limits: %lld ms, %lld MiB memory (at most %lld ms, "
+                           "%lld MiB); output kept up to %lld bytes.",
+                           t->description, cfg->timeout_ms, cfg->memory_mb, cfg->max_timeout_ms,
+                           cfg->max_memory_mb, cfg->max_output_bytes);
+    json_object_object_add(o, "description", json_object_new_string(desc));
+    free(desc);
+    json_object_object_add(o, "inputSchema", schema);
+    if (output)
+        json_object_object_add(o, "outputSchema", output);
+    if (f->annotations) {
+        json_object *a = json_object_new_object();
+        json_object_object_add(a, "title", json_object_new_string(t->title));
+        json_object_object_add(a, "readOnlyHint", json_object_new_boolean(0));
+        json_object_object_add(a, "destructiveHint", json_object_new_boolean(0));
+        json_object_object_add(a, "idempotentHint", json_object_new_boolean(0));
+        /* Sandboxes have no network. */
+        json_object_object_add(a, "openWorldHint", json_object_new_boolean(0));
+        json_object_object_add(o, "annotations", a);
+    }
+    *out = o;
+    return 0;
+}
+
+static size_t variant_of(const struct tools_features *f)
+{
+    return (f->annotations ? 1u : 0u) | (f->structured ? 2u : 0u);
+}
+
+int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_ctx *exec,
+                   struct err *err)
+{
+    memset(env, 0, sizeof(*env));
+    env->cfg = cfg;
+    env->exec = exec;
+    for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
+        struct tools_features f = {.annotations = (v & 1u) != 0, .structured = (v & 2u) != 0};
+        json_object *arr = json_object_new_array();
+        for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
+            json_object *o = NULL;
+            if (tool_json(&tools[i], cfg, &f, &o, err) < 0) {
+                json_object_put(arr);
+                tools_env_cleanup(env);
+                return -1;
+            }
+            json_object_array_add(arr, o);
+        }
+        size_t len = 0;
+        const char *text = json_object_to_json_string_length(
+            arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+        env->list_json[v] = xstrndup(text, len);
+        env->list_len[v] = len;
+        json_object_put(arr);
+    }
+    return 0;
+}
+
+void tools_env_cleanup(struct tools_env *env)
+{
+    for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
+        free(env->list_json[v]);
+        env->list_json[v] = NULL;
+        env->list_len[v] = 0;
+    }
+}
+
+const char *tools_list_json(const struct tools_env *env, const struct tools_features *f,
+                            size_t *len)
+{
+    size_t v = variant_of(f);
+    *len = env->list_len[v];
+    return env->list_json[v];
 }
 
 /* ---- arguments ----------------------------------------------------------- */
@@ -199,6 +230,7 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
     if (!t)
         return err_set(err, ERR_INVALID, "unknown tool '%s'", name);
     memset(out, 0, sizeof(*out));
+    out->tool = t->name;
     if (args && !json_object_is_type(args, json_type_object))
         return err_set(err, ERR_INVALID, "arguments must be an object");
     json_object *empty = NULL;
@@ -207,12 +239,13 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
     int rc = -1;
 
     /* Unknown keys are refused, as the schemas say (additionalProperties). */
-    json_object *props = NULL;
-    json_object_object_get_ex(t->schema, "properties", &props);
     json_object_object_foreach(args, key, val)
     {
         (void)val;
-        if (!json_object_object_get_ex(props, key, NULL)) {
+        bool known = false;
+        for (const char *const *k = t->keys; *k && !known; k++)
+            known = strcmp(*k, key) == 0;
+        if (!known) {
             err_set(err, ERR_INVALID, "unknown argument '%.64s' for %s", key, t->name);
             goto out;
         }
@@ -287,7 +320,7 @@ static json_object *text_content(const char *text, size_t len)
     return c;
 }
 
-static json_object *error_result(const char *message)
+static json_object *error_result_json(const char *message)
 {
     json_object *r = json_object_new_object();
     json_object *content = json_object_new_array();
@@ -374,36 +407,88 @@ json_object *tools_result(const struct exec_result *res, enum exec_language lang
     return r;
 }
 
-json_object *tools_call(const struct tools_env *env, const char *name, json_object *args,
-                        const struct tools_features *f, struct exec_cancel *cancel,
-                        exec_output_cb on_output, void *on_output_ctx)
+int tools_prepare(const struct config *cfg, const char *name, json_object *args,
+                  struct tools_run_args *out, json_object **error_result)
 {
     struct err err = ERR_INIT;
-    struct tools_run_args a;
-    if (tools_parse_args(env->cfg, name, args, &a, &err) < 0) {
+    *error_result = NULL;
+    if (tools_parse_args(cfg, name, args, out, &err) < 0) {
         char *msg = xasprintf("Invalid arguments for %s: %s", name, err_msg(&err));
-        json_object *r = error_result(msg);
+        *error_result = error_result_json(msg);
         free(msg);
         err_clear(&err);
-        return r;
+        return -1;
     }
+    /* One buffer holds both strings, copied out of the request's JSON. */
+    char *own = xmalloc(out->code_len + out->stdin_len + 2);
+    memcpy(own, out->code, out->code_len);
+    own[out->code_len] = '\0';
+    char *in = own + out->code_len + 1;
+    if (out->stdin_data)
+        memcpy(in, out->stdin_data, out->stdin_len);
+    in[out->stdin_len] = '\0';
+    out->code = own;
+    if (out->stdin_data)
+        out->stdin_data = in;
+    out->owned = own;
+    return 0;
+}
+
+void tools_run_args_release(struct tools_run_args *a)
+{
+    free(a->owned);
+    memset(a, 0, sizeof(*a));
+}
+
+json_object *tools_run(const struct tools_env *env, const struct tools_run_args *a,
+                       const struct tools_features *f, struct exec_cancel *cancel,
+                       exec_output_cb on_output, void *on_output_ctx)
+{
+    struct err err = ERR_INIT;
     struct exec_request req = {
-        .language = a.language,
-        .code = a.code,
-        .code_len = a.code_len,
-        .stdin_data = a.stdin_data,
-        .stdin_len = a.stdin_len,
-        .timeout_ms = a.timeout_ms,
-        .memory_mb = a.memory_mb,
+        .language = a->language,
+        .code = a->code,
+        .code_len = a->code_len,
+        .stdin_data = a->stdin_data,
+        .stdin_len = a->stdin_len,
+        .timeout_ms = a->timeout_ms,
+        .memory_mb = a->memory_mb,
+        .start_by_ms = a->start_by_ms,
         .on_output = on_output,
         .on_output_ctx = on_output_ctx,
     };
     struct exec_result res;
     exec_result_init(&res);
     if (exec_run(env->exec, &req, cancel, &res, &err) < 0)
-        log_warn("%s failed: %s", name, err_msg(&err));
-    json_object *r = tools_result(&res, a.language, f);
+        log_warn("%s failed: %s", a->tool, err_msg(&err));
+    json_object *r = tools_result(&res, a->language, f);
     exec_result_free(&res);
     err_clear(&err);
+    return r;
+}
+
+json_object *tools_busy_result(const struct tools_run_args *a, const struct tools_features *f,
+                               const char *message, double waited_ms)
+{
+    struct exec_result res;
+    exec_result_init(&res);
+    res.status = EXEC_BUSY;
+    res.message = xstrdup(message);
+    res.duration_ms = waited_ms;
+    json_object *r = tools_result(&res, a->language, f);
+    exec_result_free(&res);
+    return r;
+}
+
+json_object *tools_call(const struct tools_env *env, const char *name, json_object *args,
+                        const struct tools_features *f, struct exec_cancel *cancel,
+                        exec_output_cb on_output, void *on_output_ctx)
+{
+    struct tools_run_args a;
+    json_object *bad = NULL;
+    if (tools_prepare(env->cfg, name, args, &a, &bad) < 0)
+        return bad;
+    json_object *r = tools_run(env, &a, f, cancel, on_output, on_output_ctx);
+    tools_run_args_release(&a);
     return r;
 }

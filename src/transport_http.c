@@ -168,29 +168,6 @@ struct reader {
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static void cond_init_monotonic(pthread_cond_t *cond)
-{
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(cond, &attr);
-    pthread_condattr_destroy(&attr);
-}
-
-/* Waits on cond (lock held) for at most ms milliseconds. */
-static void cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, long ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(cond, lock, &ts);
-}
-
 /* No early exit, so the time taken does not tell how much of secret matched. */
 static bool secret_equal(const char *given, size_t given_len, const char *secret)
 {
@@ -562,7 +539,7 @@ static struct session *session_create(struct transport_http *t, bool legacy, uns
     struct session *s = xcalloc(1, sizeof(*s));
     s->t = t;
     util_hex(raw, sizeof(raw), s->id);
-    cond_init_monotonic(&s->cond);
+    util_cond_init_monotonic(&s->cond);
     s->legacy = legacy;
     s->refs = 2;
     s->last_active = util_now_ms();
@@ -718,7 +695,7 @@ static void *janitor_main(void *arg)
         period = 50;
     pthread_mutex_lock(&t->lock);
     while (!t->stopping) {
-        cond_wait_ms(&t->janitor_cond, &t->lock, period);
+        util_cond_wait_ms(&t->janitor_cond, &t->lock, period);
         if (!t->stopping)
             janitor_sweep_locked(t);
     }
@@ -884,7 +861,7 @@ static int reader_next_locked(struct reader *r)
         if (peer_hung_up(r->fd))
             return -1;
         long wait = (long)(KEEPALIVE_MS - idle) + 1;
-        cond_wait_ms(&r->sess->cond, &t->lock, wait < HANGUP_POLL_MS ? wait : HANGUP_POLL_MS);
+        util_cond_wait_ms(&r->sess->cond, &t->lock, wait < HANGUP_POLL_MS ? wait : HANGUP_POLL_MS);
     }
 }
 
@@ -1560,7 +1537,7 @@ int transport_http_start(struct mcp_server *srv, struct engine *engine, const st
     t->self_host = self_host_name(cfg->http_host);
     mcp_channel_init(&t->discard, discard_send, NULL);
     pthread_mutex_init(&t->lock, NULL);
-    cond_init_monotonic(&t->janitor_cond);
+    util_cond_init_monotonic(&t->janitor_cond);
 
     /* Thread per connection: SSE readers and JSON answers block on
      * condition variables. ITC lets stop quiesce the listener. */
@@ -1636,7 +1613,7 @@ void transport_http_stop(struct transport_http *t)
     double deadline = util_now_ms() + STOP_DRAIN_MS;
     pthread_mutex_lock(&t->lock);
     while (t->active > 0 && util_now_ms() < deadline)
-        cond_wait_ms(&t->janitor_cond, &t->lock, 100);
+        util_cond_wait_ms(&t->janitor_cond, &t->lock, 100);
     int left = t->active;
     pthread_mutex_unlock(&t->lock);
     if (left)

@@ -78,6 +78,33 @@ double util_now_ms(void)
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+void util_cond_init_monotonic(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+void util_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, double ms)
+{
+    if (ms < 0)
+        ms = 0;
+    if (ms > 3600e3)
+        ms = 3600e3;
+    long whole = (long)ms;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += whole / 1000;
+    ts.tv_nsec += (whole % 1000) * 1000000L + (long)((ms - (double)whole) * 1e6);
+    while (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cond, lock, &ts);
+}
+
 int util_random_bytes(void *buf, size_t n)
 {
     unsigned char *p = buf;

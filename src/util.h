@@ -3,6 +3,7 @@
 #ifndef MCPSBX_UTIL_H
 #define MCPSBX_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +41,12 @@ static inline void util_closep(const int *fd)
 
 /* Monotonic clock in milliseconds, for deadlines and durations. */
 double util_now_ms(void);
+
+/* A condition variable timed on the monotonic clock (util_now_ms's). */
+void util_cond_init_monotonic(pthread_cond_t *cond);
+
+/* Waits on cond (lock held) for at most ms milliseconds. */
+void util_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, double ms);
 
 /* Fills buf with n cryptographically random bytes; returns 0 or -1. */
 int util_random_bytes(void *buf, size_t n);

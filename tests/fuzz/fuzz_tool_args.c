@@ -36,11 +36,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    struct err err = ERR_INIT;
-    if (tools_init(&err) < 0) {
-        fprintf(stderr, "tools_init: %s\n", err_msg(&err));
-        abort();
-    }
     config_init(&cfg_default);
     config_init(&cfg_tight);
     cfg_tight.max_code_bytes = 16;

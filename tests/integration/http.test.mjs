@@ -667,9 +667,28 @@ describe('cancellation', { timeout: 300_000 }, () => {
     });
   });
 
-  test('--max-concurrent 1: a second run at once gets a busy isError result', { timeout: TEST_TIMEOUT_MS }, async () => {
+  test('--max-concurrent 1: a second run at once waits for the slot, then runs', { timeout: TEST_TIMEOUT_MS }, async () => {
+    const marker = `${RUN_ID}-queue`;
+    const d = await HttpDaemon.start('queue', { marker, args: ['--max-concurrent', '1'] });
+    await withDaemon(d, async () => {
+      const c = await sdkClient(d);
+      try {
+        const first = c.call('execute_code', { language: 'python', code: "import time\ntime.sleep(2)\nprint('first')", timeout_ms: 30_000 });
+        await waitRunning(marker);
+        const t0 = Date.now();
+        const second = await c.call('run_python_code', { code: "print('second')" });
+        checkOk(second, 'second\n');
+        checkOk(await first, 'first\n');
+        assert.ok(Date.now() - t0 >= 500, 'the second run did not wait for the first');
+      } finally {
+        await c.close();
+      }
+    });
+  });
+
+  test('--max-concurrent 1 --max-queued 0: a second run at once gets a busy isError result', { timeout: TEST_TIMEOUT_MS }, async () => {
     const marker = `${RUN_ID}-busy`;
-    const d = await HttpDaemon.start('busy', { marker, args: ['--max-concurrent', '1'] });
+    const d = await HttpDaemon.start('busy', { marker, args: ['--max-concurrent', '1', '--max-queued', '0'] });
     await withDaemon(d, async () => {
       const c = await sdkClient(d);
       try {
@@ -677,6 +696,7 @@ describe('cancellation', { timeout: 300_000 }, () => {
         await waitRunning(marker);
         const second = await c.call('run_python_code', { code: "print('second')" });
         assert.equal(second.isError, true, JSON.stringify(second));
+        assert.equal(second.structuredContent?.status, 'busy', JSON.stringify(second));
         assert.match(textOf(second), /busy/i, JSON.stringify(second));
         checkOk(await first, 'first\n');
         checkOk(await c.call('run_python_code', { code: "print('third')" }), 'third\n');

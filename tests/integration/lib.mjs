@@ -288,7 +288,7 @@ export async function waitNoContainers(marker, ms = 5000, opts) {
 
 // ---- result checks ---------------------------------------------------------
 
-const STATUSES = ['ok', 'error', 'timeout', 'oom', 'output_limit', 'cancelled'];
+const STATUSES = ['ok', 'error', 'timeout', 'oom', 'output_limit', 'cancelled', 'busy'];
 
 export function textOf(result) {
   assert.ok(Array.isArray(result.content), 'result.content must be an array');

@@ -462,7 +462,7 @@ static void test_create(void **state)
     char *id = NULL;
 
     json_object *b = create_body("mcp-sandboxd-python:latest");
-    check_ok(engine_create(e, b, &id, &err));
+    check_ok(engine_create(e, b, 0, &id, &err));
     assert_string_equal(id, GOOD_ID);
     free(id);
     json_object_put(b);
@@ -474,7 +474,7 @@ static void test_create(void **state)
 
     b = create_body("missing:1");
     id = NULL;
-    assert_int_equal(engine_create(e, b, &id, &err), -1);
+    assert_int_equal(engine_create(e, b, 0, &id, &err), -1);
     assert_null(id);
     assert_int_equal(err.code, ERR_NOT_FOUND);
     assert_non_null(strstr(err.msg, "image 'missing:1'"));
@@ -484,7 +484,7 @@ static void test_create(void **state)
     json_object_put(b);
 
     b = create_body("boom");
-    assert_int_equal(engine_create(e, b, &id, &err), -1);
+    assert_int_equal(engine_create(e, b, 0, &id, &err), -1);
     assert_int_equal(err.code, ERR_ENGINE);
     assert_non_null(strstr(err.msg, "HTTP 500"));
     /* Engine text is shown, with control characters flattened. */
@@ -493,7 +493,7 @@ static void test_create(void **state)
     json_object_put(b);
 
     b = create_body("badid");
-    assert_int_equal(engine_create(e, b, &id, &err), -1);
+    assert_int_equal(engine_create(e, b, 0, &id, &err), -1);
     assert_int_equal(err.code, ERR_PROTOCOL);
     assert_null(id);
     err_clear(&err);
@@ -507,7 +507,7 @@ static void test_start_kill_remove(void **state)
     struct engine *e = engine_new(F->path);
     struct err err = ERR_INIT;
 
-    check_ok(engine_start(e, GOOD_ID, &err));
+    check_ok(engine_start(e, GOOD_ID, 0, &err));
     struct record r = last();
     assert_string_equal(r.target, "/v1.41/containers/" GOOD_ID "/start");
     assert_string_equal(r.ctype, "");
@@ -533,7 +533,7 @@ static void test_start_kill_remove(void **state)
 
     /* The fake has no route for this id: a 400 must surface with the
      * engine's message. */
-    assert_int_equal(engine_start(e, "bbbbbbbbbbbb", &err), -1);
+    assert_int_equal(engine_start(e, "bbbbbbbbbbbb", 0, &err), -1);
     assert_int_equal(err.code, ERR_ENGINE);
     assert_non_null(strstr(err.msg, "fake engine: no route"));
     err_clear(&err);
@@ -618,7 +618,7 @@ static void test_list_managed(void **state)
     struct err err = ERR_INIT;
     struct engine_container_info *list = NULL;
     size_t n = 0;
-    check_ok(engine_list_managed(e, &list, &n, &err));
+    check_ok(engine_list_managed(e, 0, &list, &n, &err));
     assert_int_equal(n, 2);
     assert_string_equal(list[0].id, GOOD_ID);
     assert_int_equal(list[0].created, 1700000000LL);
@@ -651,18 +651,18 @@ static void test_bad_ids_never_reach_engine(void **state)
     struct engine_http_conn *c = NULL;
     int before = nreq();
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_equal(engine_start(e, bad[i], &err), -1);
+        assert_int_equal(engine_start(e, bad[i], 0, &err), -1);
         assert_int_equal(err.code, ERR_INVALID);
         assert_int_equal(engine_kill(e, bad[i], &err), -1);
         assert_int_equal(engine_remove(e, bad[i], &err), -1);
         assert_int_equal(engine_wait(e, bad[i], 1000, &st, &err), -1);
         assert_int_equal(engine_inspect_state(e, bad[i], &st, &err), -1);
-        assert_int_equal(engine_attach(e, bad[i], &c, &err), -1);
+        assert_int_equal(engine_attach(e, bad[i], 0, &c, &err), -1);
         assert_int_equal(err.code, ERR_INVALID);
         err_clear(&err);
     }
     assert_null(c);
-    assert_int_equal(engine_start(e, NULL, &err), -1);
+    assert_int_equal(engine_start(e, NULL, 0, &err), -1);
     err_clear(&err);
     assert_int_equal(nreq(), before);
     engine_free(e);
@@ -685,7 +685,7 @@ static void test_unreachable(void **state)
     assert_non_null(strstr(err.msg, "No such file or directory"));
     err_clear(&err);
     struct engine_http_conn *c = NULL;
-    assert_int_equal(engine_attach(e, GOOD_ID, &c, &err), -1);
+    assert_int_equal(engine_attach(e, GOOD_ID, 0, &c, &err), -1);
     assert_int_equal(err.code, ERR_ENGINE);
     assert_non_null(strstr(err.msg, missing));
     err_clear(&err);
@@ -697,7 +697,7 @@ static void test_unreachable(void **state)
     int fd = bind_unix(dead);
     assert_true(fd >= 0);
     e = engine_new(dead);
-    assert_int_equal(engine_start(e, GOOD_ID, &err), -1);
+    assert_int_equal(engine_start(e, GOOD_ID, 0, &err), -1);
     assert_int_equal(err.code, ERR_ENGINE);
     assert_non_null(strstr(err.msg, dead));
     assert_non_null(strstr(err.msg, "Connection refused"));
@@ -724,7 +724,7 @@ static void test_attach_stream(void **state)
     struct engine *e = engine_new(F->path);
     struct err err = ERR_INIT;
     struct engine_http_conn *c = NULL;
-    check_ok(engine_attach(e, GOOD_ID, &c, &err));
+    check_ok(engine_attach(e, GOOD_ID, 0, &c, &err));
     assert_non_null(c);
     assert_true(engine_http_conn_pending(c));
     struct record r = last();
@@ -779,18 +779,18 @@ static void test_attach_refused(void **state)
     struct engine *e = engine_new(F->path);
     struct err err = ERR_INIT;
     struct engine_http_conn *c = NULL;
-    assert_int_equal(engine_attach(e, MISSING_ID, &c, &err), -1);
+    assert_int_equal(engine_attach(e, MISSING_ID, 0, &c, &err), -1);
     assert_null(c);
     assert_int_equal(err.code, ERR_NOT_FOUND);
     assert_non_null(strstr(err.msg, "No such container: " MISSING_ID));
     err_clear(&err);
-    assert_int_equal(engine_attach(e, PODMISS_ID, &c, &err), -1);
+    assert_int_equal(engine_attach(e, PODMISS_ID, 0, &c, &err), -1);
     assert_int_equal(err.code, ERR_NOT_FOUND);
     assert_non_null(strstr(err.msg, "no container with name or ID \"" PODMISS_ID "\" found"));
     err_clear(&err);
 
     /* A chunked error body still yields the engine's message. */
-    assert_int_equal(engine_attach(e, CHUNKY_ID, &c, &err), -1);
+    assert_int_equal(engine_attach(e, CHUNKY_ID, 0, &c, &err), -1);
     assert_int_equal(err.code, ERR_ENGINE);
     assert_non_null(strstr(err.msg, "HTTP 409"));
     assert_non_null(strstr(err.msg, "is paused"));

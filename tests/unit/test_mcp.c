@@ -45,11 +45,11 @@ static int setup(void **state)
     config_init(&f->cfg);
     f->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-test.sock");
     engine_http_global_init(&err);
-    tools_init(&err);
     f->engine = engine_new(f->cfg.engine_socket);
     f->exec = exec_ctx_new(&f->cfg, f->engine, &err);
     assert_non_null(f->exec);
-    f->srv = mcp_server_new(&f->cfg, f->exec);
+    f->srv = mcp_server_new(&f->cfg, f->exec, &err);
+    assert_non_null(f->srv);
     f->s = mcp_session_new(f->srv);
     mcp_channel_init(&f->cap.ch, capture_send, NULL);
     pthread_mutex_init(&f->cap.lock, NULL);
@@ -67,7 +67,6 @@ static int teardown(void **state)
     engine_free(f->engine);
     json_object_put(f->cap.msgs);
     pthread_mutex_destroy(&f->cap.lock);
-    tools_cleanup();
     config_free(&f->cfg);
     free(f);
     return 0;

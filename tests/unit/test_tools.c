@@ -15,14 +15,12 @@ static int setup(void **state)
     cfg.max_timeout_ms = 60000;
     cfg.max_memory_mb = 1024;
     cfg.max_code_bytes = 100;
-    struct err err = ERR_INIT;
-    return tools_init(&err);
+    return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    tools_cleanup();
     config_free(&cfg);
     return 0;
 }
@@ -175,12 +173,25 @@ static void test_result_shape(void **state)
     exec_result_free(&res);
 }
 
+/* Parses the serialized tool list for f. */
+static json_object *list_of(const struct tools_env *env, const struct tools_features *f)
+{
+    size_t len = 0;
+    const char *text = tools_list_json(env, f, &len);
+    assert_int_equal(strlen(text), len);
+    json_object *l = json_tokener_parse(text);
+    assert_non_null(l);
+    return l;
+}
+
 static void test_list(void **state)
 {
     (void)state;
-    struct tools_env env = {.cfg = &cfg, .exec = NULL};
+    struct tools_env env;
+    struct err err = ERR_INIT;
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
     struct tools_features modern = {.annotations = true, .structured = true};
-    json_object *l = tools_list(&env, &modern);
+    json_object *l = list_of(&env, &modern);
     assert_int_equal(json_object_array_length(l), 3);
     for (size_t i = 0; i < 3; i++) {
         json_object *t = json_object_array_get_idx(l, i);
@@ -192,12 +203,13 @@ static void test_list(void **state)
     }
     json_object_put(l);
     struct tools_features old = {0};
-    l = tools_list(&env, &old);
+    l = list_of(&env, &old);
     json_object *t = json_object_array_get_idx(l, 0);
     assert_false(json_object_object_get_ex(t, "outputSchema", NULL));
     assert_false(json_object_object_get_ex(t, "title", NULL));
     assert_false(json_object_object_get_ex(t, "annotations", NULL));
     json_object_put(l);
+    tools_env_cleanup(&env);
 }
 
 int main(void)

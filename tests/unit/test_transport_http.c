@@ -52,11 +52,11 @@ static struct server *start_with(long long max_sessions, long long idle_ms, cons
         s->cfg.auth_token = xstrdup(token);
     if (tweak)
         tweak(&s->cfg);
-    assert_int_equal(tools_init(&err), 0);
     s->engine = engine_new(s->cfg.engine_socket);
     s->exec = exec_ctx_new(&s->cfg, s->engine, &err);
     assert_non_null(s->exec);
-    s->srv = mcp_server_new(&s->cfg, s->exec);
+    s->srv = mcp_server_new(&s->cfg, s->exec, &err);
+    assert_non_null(s->srv);
     if (transport_http_start(s->srv, s->engine, &s->cfg, &s->t, &err) < 0)
         fail_msg("transport_http_start: %s", err_msg(&err));
     s->port = transport_http_port(s->t);
@@ -75,7 +75,6 @@ static void stop(struct server *s)
     mcp_server_free(s->srv);
     exec_ctx_free(s->exec);
     engine_free(s->engine);
-    tools_cleanup();
     config_free(&s->cfg);
     free(s);
 }

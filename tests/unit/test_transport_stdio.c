@@ -39,10 +39,10 @@ static struct server *start(long long max_message)
     s->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-stdio.sock");
     s->cfg.max_message_bytes = max_message;
     engine_http_global_init(&err);
-    tools_init(&err);
     s->engine = engine_new(s->cfg.engine_socket);
     s->exec = exec_ctx_new(&s->cfg, s->engine, &err);
-    s->srv = mcp_server_new(&s->cfg, s->exec);
+    s->srv = mcp_server_new(&s->cfg, s->exec, &err);
+    assert_non_null(s->srv);
     assert_int_equal(pipe(s->in), 0);
     assert_int_equal(pipe(s->out), 0);
     assert_int_equal(pipe(s->stop), 0);
@@ -74,7 +74,6 @@ static char *finish(struct server *s, bool by_signal)
     mcp_server_free(s->srv);
     exec_ctx_free(s->exec);
     engine_free(s->engine);
-    tools_cleanup();
     config_free(&s->cfg);
     free(s);
     return buf_take(&out, NULL);

@@ -1,0 +1,324 @@
+/* admission.c: FIFO order, the bounds, refusal at the deadline, withdrawal,
+ * shutdown, and a many-thread stress in which every job is accounted for
+ * exactly once (run under ASan and TSan by make test). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "admission.h"
+
+/* A job that can be held inside run() until released. */
+struct tjob {
+    struct admission_job job;
+    int no;
+    atomic_int ran;
+    atomic_int refused;
+    int why;
+    atomic_bool hold;
+};
+
+static pthread_mutex_t order_lock = PTHREAD_MUTEX_INITIALIZER;
+static int order[64];
+static int n_order;
+
+static struct tjob *of(struct admission_job *job)
+{
+    return (struct tjob *)(void *)((char *)job - offsetof(struct tjob, job));
+}
+
+static void t_run(struct admission_job *job)
+{
+    struct tjob *t = of(job);
+    pthread_mutex_lock(&order_lock);
+    if (n_order < (int)ARRAY_SIZE(order))
+        order[n_order++] = t->no;
+    pthread_mutex_unlock(&order_lock);
+    while (atomic_load(&t->hold))
+        usleep(1000);
+    atomic_fetch_add(&t->ran, 1);
+}
+
+static void t_refuse(struct admission_job *job, enum admission_refusal why)
+{
+    struct tjob *t = of(job);
+    t->why = (int)why;
+    atomic_fetch_add(&t->refused, 1);
+}
+
+static void tjob_init(struct tjob *t, int no, bool hold, double deadline_ms)
+{
+    memset(t, 0, sizeof(*t));
+    t->no = no;
+    t->job.run = t_run;
+    t->job.refuse = t_refuse;
+    t->job.deadline_ms = deadline_ms;
+    atomic_init(&t->hold, hold);
+}
+
+/* Waits up to 10 s for *v to reach want (nothing here is asserted on time). */
+static void wait_for(atomic_int *v, int want)
+{
+    for (int i = 0; i < 10000 && atomic_load(v) < want; i++)
+        usleep(1000);
+    assert_int_equal(atomic_load(v), want);
+}
+
+static void wait_running(struct admission *a, size_t want)
+{
+    struct admission_stats st;
+    for (int i = 0; i < 10000; i++) {
+        admission_get_stats(a, &st);
+        if (st.running == want)
+            return;
+        usleep(1000);
+    }
+    fail_msg("running %zu, want %zu", st.running, want);
+}
+
+static void test_fifo_and_bounds(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(1, 3, &err);
+    assert_non_null(a);
+    n_order = 0;
+    struct tjob j[6];
+    tjob_init(&j[0], 0, true, 0);
+    assert_int_equal(admission_submit(a, &j[0].job), 0);
+    wait_running(a, 1);
+    for (int i = 1; i <= 3; i++) {
+        tjob_init(&j[i], i, false, 0);
+        assert_int_equal(admission_submit(a, &j[i].job), 0);
+    }
+    /* One running, three waiting: the fifth has no room. */
+    tjob_init(&j[4], 4, false, 0);
+    assert_int_equal(admission_submit(a, &j[4].job), -1);
+    struct admission_stats st;
+    admission_get_stats(a, &st);
+    assert_int_equal(st.running, 1);
+    assert_int_equal(st.waiting, 3);
+    atomic_store(&j[0].hold, false);
+    for (int i = 0; i <= 3; i++)
+        wait_for(&j[i].ran, 1);
+    assert_int_equal(n_order, 4);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(order[i], i);
+    assert_int_equal(atomic_load(&j[4].ran), 0);
+    admission_free(a);
+}
+
+static void test_no_queue_takes_only_idle_workers(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(2, 0, &err);
+    struct tjob j[3];
+    tjob_init(&j[0], 0, true, 0);
+    tjob_init(&j[1], 1, true, 0);
+    tjob_init(&j[2], 2, false, 0);
+    assert_int_equal(admission_submit(a, &j[0].job), 0);
+    assert_int_equal(admission_submit(a, &j[1].job), 0);
+    wait_running(a, 2);
+    assert_int_equal(admission_submit(a, &j[2].job), -1);
+    atomic_store(&j[0].hold, false);
+    atomic_store(&j[1].hold, false);
+    wait_for(&j[0].ran, 1);
+    wait_for(&j[1].ran, 1);
+    wait_running(a, 0);
+    assert_int_equal(admission_submit(a, &j[2].job), 0);
+    wait_for(&j[2].ran, 1);
+    admission_free(a);
+}
+
+static void test_deadline_refuses(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(1, 4, &err);
+    struct tjob busy, late, patient;
+    tjob_init(&busy, 0, true, 0);
+    assert_int_equal(admission_submit(a, &busy.job), 0);
+    wait_running(a, 1);
+    tjob_init(&late, 1, false, util_now_ms() + 50);
+    tjob_init(&patient, 2, false, util_now_ms() + 60000);
+    assert_int_equal(admission_submit(a, &late.job), 0);
+    assert_int_equal(admission_submit(a, &patient.job), 0);
+    wait_for(&late.refused, 1);
+    assert_int_equal(late.why, ADMISSION_EXPIRED);
+    assert_int_equal(atomic_load(&late.ran), 0);
+    /* Refused jobs leave the queue: the patient one runs next. */
+    atomic_store(&busy.hold, false);
+    wait_for(&patient.ran, 1);
+    assert_int_equal(atomic_load(&patient.refused), 0);
+    admission_free(a);
+}
+
+static void test_withdraw(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(1, 4, &err);
+    struct tjob busy, waiting;
+    tjob_init(&busy, 0, true, 0);
+    tjob_init(&waiting, 1, false, 0);
+    assert_int_equal(admission_submit(a, &busy.job), 0);
+    wait_running(a, 1);
+    assert_int_equal(admission_submit(a, &waiting.job), 0);
+    assert_true(admission_withdraw(a, &waiting.job));
+    assert_false(admission_withdraw(a, &waiting.job));
+    assert_false(admission_withdraw(a, &busy.job)); /* running */
+    atomic_store(&busy.hold, false);
+    wait_for(&busy.ran, 1);
+    wait_running(a, 0);
+    assert_int_equal(atomic_load(&waiting.ran), 0);
+    assert_int_equal(atomic_load(&waiting.refused), 0);
+    admission_free(a);
+}
+
+static void test_free_refuses_waiting(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(1, 4, &err);
+    struct tjob busy, waiting;
+    tjob_init(&busy, 0, true, 0);
+    tjob_init(&waiting, 1, false, 0);
+    assert_int_equal(admission_submit(a, &busy.job), 0);
+    wait_running(a, 1);
+    assert_int_equal(admission_submit(a, &waiting.job), 0);
+    atomic_store(&busy.hold, false); /* free waits for the running job */
+    admission_free(a);
+    assert_int_equal(atomic_load(&busy.ran), 1);
+    assert_int_equal(atomic_load(&waiting.ran) + atomic_load(&waiting.refused), 1);
+}
+
+static int count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* ---- stress: many submitters, withdrawals, deadlines ---------------------- */
+
+#define STRESS_THREADS 8
+#define STRESS_JOBS    2000
+
+struct sjob {
+    struct admission_job job;
+    atomic_int *ran, *refused;
+    atomic_int done; /* run, refuse or withdraw: exactly once */
+};
+
+static void s_run(struct admission_job *job)
+{
+    struct sjob *s = (struct sjob *)(void *)job;
+    atomic_fetch_add(s->ran, 1);
+    atomic_fetch_add(&s->done, 1);
+}
+
+static void s_refuse(struct admission_job *job, enum admission_refusal why)
+{
+    (void)why;
+    struct sjob *s = (struct sjob *)(void *)job;
+    atomic_fetch_add(s->refused, 1);
+    atomic_fetch_add(&s->done, 1);
+}
+
+struct stress {
+    struct admission *a;
+    struct sjob *jobs;
+    atomic_int ran, refused, rejected, withdrawn;
+    atomic_int max_threads;
+};
+
+static void *submitter(void *arg)
+{
+    struct stress *st = arg;
+    for (int i = 0; i < STRESS_JOBS; i++) {
+        struct sjob *s = &st->jobs[i];
+        s->job.run = s_run;
+        s->job.refuse = s_refuse;
+        s->ran = &st->ran;
+        s->refused = &st->refused;
+        /* Some jobs must be refused at their deadline, some withdrawn. */
+        s->job.deadline_ms = (i % 7 == 0) ? util_now_ms() + 0.5 : 0;
+        if (admission_submit(st->a, &s->job) < 0) {
+            atomic_fetch_add(&st->rejected, 1);
+            atomic_fetch_add(&s->done, 1);
+            continue;
+        }
+        if (i % 5 == 0 && admission_withdraw(st->a, &s->job)) {
+            atomic_fetch_add(&st->withdrawn, 1);
+            atomic_fetch_add(&s->done, 1);
+        }
+        if (i % 200 == 0) {
+            int n = count_threads();
+            int cur = atomic_load(&st->max_threads);
+            while (n > cur && !atomic_compare_exchange_weak(&st->max_threads, &cur, n))
+                ;
+        }
+    }
+    return NULL;
+}
+
+static void test_stress(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    int before = count_threads();
+    struct admission *a = admission_new(4, 16, &err);
+    assert_non_null(a);
+    struct sjob *all = calloc(STRESS_THREADS * STRESS_JOBS, sizeof(*all));
+    pthread_t th[STRESS_THREADS];
+    struct stress *per = calloc(STRESS_THREADS, sizeof(*per)); /* counters summed below */
+    for (int t = 0; t < STRESS_THREADS; t++) {
+        per[t].a = a;
+        per[t].jobs = all + (size_t)t * STRESS_JOBS;
+        assert_int_equal(pthread_create(&th[t], NULL, submitter, &per[t]), 0);
+    }
+    for (int t = 0; t < STRESS_THREADS; t++)
+        pthread_join(th[t], NULL);
+    admission_free(a);
+    int ran = 0, refused = 0, rejected = 0, withdrawn = 0, max_threads = 0;
+    for (int t = 0; t < STRESS_THREADS; t++) {
+        ran += atomic_load(&per[t].ran);
+        refused += atomic_load(&per[t].refused);
+        rejected += atomic_load(&per[t].rejected);
+        withdrawn += atomic_load(&per[t].withdrawn);
+        if (atomic_load(&per[t].max_threads) > max_threads)
+            max_threads = atomic_load(&per[t].max_threads);
+    }
+    for (int i = 0; i < STRESS_THREADS * STRESS_JOBS; i++)
+        if (atomic_load(&all[i].done) != 1)
+            fail_msg("job %d finished %d times", i, atomic_load(&all[i].done));
+    assert_int_equal(ran + refused + rejected + withdrawn, STRESS_THREADS * STRESS_JOBS);
+    /* The pool is 4 workers + 1 timer whatever is submitted. */
+    assert_true(max_threads <= before + STRESS_THREADS + 5);
+    free(per);
+    free(all);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fifo_and_bounds),
+        cmocka_unit_test(test_no_queue_takes_only_idle_workers),
+        cmocka_unit_test(test_deadline_refuses),
+        cmocka_unit_test(test_withdraw),
+        cmocka_unit_test(test_free_refuses_waiting),
+        cmocka_unit_test(test_stress),
+    };
+    return cmocka_run_group_tests_name("admission", tests, NULL, NULL);
+}

@@ -1,0 +1,470 @@
+/* mcp.c under concurrency, run plain, under ASan (LeakSanitizer at exit)
+ * and under TSan by make test:
+ *  - many threads answering tools/list on one session at once (the shared
+ *    schema objects once crashed the daemon);
+ *  - bursts of tools/call that fail fast, answered exactly once each with
+ *    nothing leaked, and no thread created per call;
+ *  - calls beyond --max-concurrent waiting in the queue rather than
+ *    failing; busy only past --max-queued or --queue-timeout-ms; a queued
+ *    call cancelled before it starts.
+ * Channels here never assert: cmocka must not longjmp from another thread,
+ * so they record what they saw and the test thread checks it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "engine.h"
+#include "jsonrpc.h"
+#include "mcp.h"
+
+/* ---- a channel that keeps every reply as text ----------------------------- */
+
+#define MAX_REPLIES 4096
+
+struct sink {
+    struct mcp_channel ch;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    char *texts[MAX_REPLIES];
+    size_t n;
+    bool overflow;
+};
+
+static int sink_send(struct mcp_channel *ch, const char *json, size_t len)
+{
+    struct sink *k = (struct sink *)ch;
+    pthread_mutex_lock(&k->lock);
+    if (k->n < MAX_REPLIES)
+        k->texts[k->n++] = xstrndup(json, len);
+    else
+        k->overflow = true;
+    pthread_cond_broadcast(&k->cond);
+    pthread_mutex_unlock(&k->lock);
+    return 0;
+}
+
+static void sink_init(struct sink *k)
+{
+    memset(k, 0, sizeof(*k));
+    mcp_channel_init(&k->ch, sink_send, NULL);
+    pthread_mutex_init(&k->lock, NULL);
+    util_cond_init_monotonic(&k->cond);
+}
+
+static void sink_free(struct sink *k)
+{
+    for (size_t i = 0; i < k->n; i++)
+        free(k->texts[i]);
+    pthread_mutex_destroy(&k->lock);
+    pthread_cond_destroy(&k->cond);
+}
+
+/* Waits (up to 20 s) until the sink holds want replies. */
+static size_t sink_wait(struct sink *k, size_t want)
+{
+    double until = util_now_ms() + 20000;
+    pthread_mutex_lock(&k->lock);
+    while (k->n < want && util_now_ms() < until)
+        util_cond_wait_ms(&k->cond, &k->lock, until - util_now_ms());
+    size_t n = k->n;
+    pthread_mutex_unlock(&k->lock);
+    return n;
+}
+
+static json_object *parsed(struct sink *k, size_t i)
+{
+    json_object *o = json_tokener_parse(k->texts[i]);
+    if (!o)
+        fail_msg("reply %zu is not JSON: %.200s", i, k->texts[i]);
+    return o;
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v))
+        fail_msg("no '%s' in %.300s", key, json_object_to_json_string(o));
+    return v;
+}
+
+/* The reply with this integer id, parsed (caller puts), or NULL. */
+static json_object *reply_for(struct sink *k, int id)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        json_object *o = parsed(k, i);
+        json_object *v = NULL;
+        if (json_object_object_get_ex(o, "id", &v) && json_object_is_type(v, json_type_int) &&
+            json_object_get_int(v) == id)
+            return o;
+        json_object_put(o);
+    }
+    return NULL;
+}
+
+static const char *status_of(json_object *reply)
+{
+    return json_object_get_string(get(get(get(reply, "result"), "structuredContent"), "status"));
+}
+
+/* ---- a server ------------------------------------------------------------ */
+
+struct rig {
+    struct config cfg;
+    struct engine *engine;
+    struct exec_ctx *exec;
+    struct mcp_server *srv;
+    int stall_fd; /* a socket that accepts connections and never answers */
+    char stall_path[64];
+};
+
+/* engine: "missing" (calls fail at once) or "stalled" (every engine request
+ * hangs until its deadline, so runs hold their slot for timeout_ms). */
+static struct rig *rig_new(const char *engine, long long max_concurrent, long long max_queued,
+                           long long queue_timeout_ms)
+{
+    struct rig *g = xcalloc(1, sizeof(*g));
+    struct err err = ERR_INIT;
+    config_init(&g->cfg);
+    g->stall_fd = -1;
+    if (strcmp(engine, "stalled") == 0) {
+        snprintf(g->stall_path, sizeof(g->stall_path), "/tmp/mcpsbx-stall.%d.sock", (int)getpid());
+        unlink(g->stall_path);
+        g->stall_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        memcpy(sa.sun_path, g->stall_path, strlen(g->stall_path) + 1);
+        assert_int_equal(bind(g->stall_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(listen(g->stall_fd, 128), 0);
+        g->cfg.engine_socket = xstrdup(g->stall_path);
+    } else {
+        g->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-concurrency.sock");
+    }
+    g->cfg.max_concurrent = max_concurrent;
+    g->cfg.max_queued = max_queued;
+    g->cfg.queue_timeout_ms = queue_timeout_ms;
+    assert_int_equal(engine_http_global_init(&err), 0);
+    g->engine = engine_new(g->cfg.engine_socket);
+    g->exec = exec_ctx_new(&g->cfg, g->engine, &err);
+    assert_non_null(g->exec);
+    g->srv = mcp_server_new(&g->cfg, g->exec, &err);
+    assert_non_null(g->srv);
+    return g;
+}
+
+static void rig_free(struct rig *g)
+{
+    mcp_server_free(g->srv);
+    exec_ctx_free(g->exec);
+    engine_free(g->engine);
+    if (g->stall_fd >= 0) {
+        close(g->stall_fd);
+        unlink(g->stall_path);
+    }
+    config_free(&g->cfg);
+    engine_http_global_cleanup();
+    free(g);
+}
+
+static void send_text(struct mcp_session *s, struct sink *k, const char *text)
+{
+    mcp_session_receive(s, text, strlen(text), &k->ch);
+}
+
+static void initialize(struct mcp_session *s)
+{
+    struct sink k;
+    sink_init(&k);
+    send_text(s, &k,
+              "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
+              "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{"
+              "\"name\":\"t\",\"version\":\"1\"}}}");
+    assert_int_equal(sink_wait(&k, 1), 1);
+    sink_free(&k);
+}
+
+static void send_call(struct mcp_session *s, struct sink *k, int id, long long timeout_ms)
+{
+    char *msg = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+                          "\"name\":\"execute_code\",\"arguments\":{\"language\":\"python\","
+                          "\"code\":\"print(%d)\",\"timeout_ms\":%lld}}}",
+                          id, id, timeout_ms);
+    send_text(s, k, msg);
+    free(msg);
+}
+
+static int count_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* ---- tools/list from many threads on one session ------------------------- */
+
+#define LIST_THREADS 8
+#define LIST_ROUNDS  500
+
+struct lister {
+    struct mcp_session *s;
+    struct sink k;
+    int id;
+};
+
+static void *lister_main(void *arg)
+{
+    struct lister *l = arg;
+    for (int i = 0; i < LIST_ROUNDS; i++) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/list\"}",
+                 l->id);
+        send_text(l->s, &l->k, msg);
+    }
+    return NULL;
+}
+
+static void test_tools_list_many_threads(void **state)
+{
+    (void)state;
+    struct rig *g = rig_new("missing", 8, 64, 60000);
+    struct mcp_session *s = mcp_session_new(g->srv);
+    initialize(s);
+    struct lister *ls = xcalloc(LIST_THREADS, sizeof(*ls));
+    pthread_t th[LIST_THREADS];
+    for (int t = 0; t < LIST_THREADS; t++) {
+        ls[t].s = s;
+        ls[t].id = t + 1;
+        sink_init(&ls[t].k);
+        assert_int_equal(pthread_create(&th[t], NULL, lister_main, &ls[t]), 0);
+    }
+    for (int t = 0; t < LIST_THREADS; t++)
+        pthread_join(th[t], NULL);
+    /* Every reply is the same tool list, byte for byte but for its id. */
+    assert_true(ls[0].k.n > 0);
+    const char *res0 = strstr(ls[0].k.texts[0], "\"result\"");
+    assert_non_null(res0);
+    char *first = xstrdup(res0);
+    json_object *o = parsed(&ls[0].k, 0);
+    assert_int_equal(json_object_array_length(get(get(o, "result"), "tools")), 3);
+    json_object_put(o);
+    for (int t = 0; t < LIST_THREADS; t++) {
+        assert_int_equal(ls[t].k.n, LIST_ROUNDS);
+        for (size_t i = 0; i < ls[t].k.n; i++) {
+            const char *res = strstr(ls[t].k.texts[i], "\"result\"");
+            if (!res || strcmp(res, first) != 0)
+                fail_msg("thread %d reply %zu differs:\n%s\n%s", t, i, ls[t].k.texts[i], first);
+        }
+        sink_free(&ls[t].k);
+    }
+    free(first);
+    free(ls);
+    mcp_session_free(s);
+    rig_free(g);
+}
+
+/* ---- bursts of failing calls from many threads ---------------------------- */
+
+#define BURST_THREADS 8
+#define BURST_CALLS   4 /* per thread: 32 at once */
+
+struct caller {
+    struct mcp_session *s;
+    struct sink *k;
+    int first_id;
+    atomic_int *max_threads;
+};
+
+static void *caller_main(void *arg)
+{
+    struct caller *c = arg;
+    for (int i = 0; i < BURST_CALLS; i++) {
+        send_call(c->s, c->k, c->first_id + i, 30000);
+        int n = count_threads();
+        int cur = atomic_load(c->max_threads);
+        while (n > cur && !atomic_compare_exchange_weak(c->max_threads, &cur, n))
+            ;
+    }
+    return NULL;
+}
+
+static void test_call_burst_answered_once(void **state)
+{
+    (void)state;
+    struct rig *g = rig_new("missing", 8, 64, 60000);
+    int before = count_threads();
+    struct mcp_session *s = mcp_session_new(g->srv);
+    initialize(s);
+    struct sink k;
+    sink_init(&k);
+    atomic_int max_threads;
+    atomic_init(&max_threads, 0);
+    struct caller cs[BURST_THREADS];
+    pthread_t th[BURST_THREADS];
+    for (int t = 0; t < BURST_THREADS; t++) {
+        cs[t] = (struct caller){
+            .s = s, .k = &k, .first_id = 100 * (t + 1), .max_threads = &max_threads};
+        assert_int_equal(pthread_create(&th[t], NULL, caller_main, &cs[t]), 0);
+    }
+    for (int t = 0; t < BURST_THREADS; t++)
+        pthread_join(th[t], NULL);
+    assert_int_equal(sink_wait(&k, BURST_THREADS * BURST_CALLS), BURST_THREADS * BURST_CALLS);
+    for (int t = 0; t < BURST_THREADS; t++) {
+        for (int i = 0; i < BURST_CALLS; i++) {
+            json_object *r = reply_for(&k, 100 * (t + 1) + i);
+            if (!r)
+                fail_msg("no reply for call %d", 100 * (t + 1) + i);
+            assert_string_equal(status_of(r), "error");
+            json_object_put(r);
+        }
+    }
+    mcp_session_free(s);
+    /* No call got a thread of its own: only the callers came and went. */
+    assert_true(atomic_load(&max_threads) <= before + BURST_THREADS);
+    assert_int_equal(k.n, BURST_THREADS * BURST_CALLS);
+    sink_free(&k);
+    rig_free(g);
+}
+
+/* ---- the admission queue ---------------------------------------------------- */
+
+static void test_calls_beyond_slots_wait(void **state)
+{
+    (void)state;
+    /* Two slots; runs hold theirs until the stalled engine's deadline. */
+    struct rig *g = rig_new("stalled", 2, 8, 60000);
+    struct mcp_session *s = mcp_session_new(g->srv);
+    initialize(s);
+    struct sink k;
+    sink_init(&k);
+    /* Waves that end well before the next wave's own deadline. */
+    send_call(s, &k, 1, 300);
+    send_call(s, &k, 2, 300);
+    send_call(s, &k, 3, 2000);
+    send_call(s, &k, 4, 2000);
+    send_call(s, &k, 5, 4000);
+    send_call(s, &k, 6, 4000);
+    assert_int_equal(sink_wait(&k, 2), 2);
+    /* The queued calls got their slots in turn: none was turned away. */
+    assert_int_equal(sink_wait(&k, 6), 6);
+    for (int id = 1; id <= 6; id++) {
+        json_object *r = reply_for(&k, id);
+        assert_non_null(r);
+        const char *st = status_of(r);
+        if (strcmp(st, "error") != 0)
+            fail_msg("call %d: status %s, want error (stalled engine)", id, st);
+        const char *msg =
+            json_object_get_string(get(get(get(r, "result"), "structuredContent"), "message"));
+        if (!strstr(msg, g->stall_path))
+            fail_msg("call %d: message does not name the engine: %s", id, msg);
+        json_object_put(r);
+    }
+    sink_free(&k);
+    mcp_session_free(s);
+    rig_free(g);
+}
+
+static void test_busy_past_the_queue(void **state)
+{
+    (void)state;
+    struct rig *g = rig_new("stalled", 2, 1, 60000);
+    struct mcp_session *s = mcp_session_new(g->srv);
+    initialize(s);
+    struct sink k;
+    sink_init(&k);
+    send_call(s, &k, 1, 600);
+    send_call(s, &k, 2, 600);
+    for (int id = 3; id <= 6; id++)
+        send_call(s, &k, id, 3000);
+    /* 2 run, 1 waits, 3 are turned away at once. */
+    assert_true(sink_wait(&k, 3) >= 3);
+    assert_int_equal(sink_wait(&k, 6), 6);
+    int busy = 0;
+    for (int id = 1; id <= 6; id++) {
+        json_object *r = reply_for(&k, id);
+        assert_non_null(r);
+        if (strcmp(status_of(r), "busy") == 0) {
+            busy++;
+            assert_true(json_object_get_boolean(get(get(r, "result"), "isError")));
+        }
+        json_object_put(r);
+    }
+    assert_int_equal(busy, 3);
+    sink_free(&k);
+    mcp_session_free(s);
+    rig_free(g);
+}
+
+static void test_queue_timeout_and_cancel(void **state)
+{
+    (void)state;
+    struct rig *g = rig_new("stalled", 1, 4, 150);
+    struct mcp_session *s = mcp_session_new(g->srv);
+    initialize(s);
+    struct sink k;
+    sink_init(&k);
+    send_call(s, &k, 1, 1500); /* holds the one slot */
+    send_call(s, &k, 2, 5000); /* waits, then busy at the queue timeout */
+    send_call(s, &k, 3, 5000); /* waits, then is cancelled */
+    send_text(s, &k,
+              "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{"
+              "\"requestId\":3}}");
+    assert_int_equal(sink_wait(&k, 1), 1);
+    json_object *r = reply_for(&k, 2);
+    assert_non_null(r);
+    assert_string_equal(status_of(r), "busy");
+    json_object_put(r);
+    assert_int_equal(sink_wait(&k, 2), 2);
+    r = reply_for(&k, 1);
+    assert_non_null(r);
+    json_object_put(r);
+    /* A cancelled request gets no response. */
+    assert_null(reply_for(&k, 3));
+    assert_int_equal(mcp_session_inflight(s), 0);
+    sink_free(&k);
+    mcp_session_free(s);
+    rig_free(g);
+}
+
+/* Closing a session takes its queued calls back unanswered. */
+static void test_close_with_queued_calls(void **state)
+{
+    (void)state;
+    struct rig *g = rig_new("stalled", 1, 8, 60000);
+    struct mcp_session *s = mcp_session_new(g->srv);
+    initialize(s);
+    struct sink k;
+    sink_init(&k);
+    for (int id = 1; id <= 5; id++)
+        send_call(s, &k, id, 1000);
+    mcp_session_close(s);
+    assert_int_equal(mcp_session_inflight(s), 0);
+    assert_int_equal(k.n, 0);
+    sink_free(&k);
+    mcp_session_free(s);
+    rig_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tools_list_many_threads),
+        cmocka_unit_test(test_call_burst_answered_once),
+        cmocka_unit_test(test_calls_beyond_slots_wait),
+        cmocka_unit_test(test_busy_past_the_queue),
+        cmocka_unit_test(test_queue_timeout_and_cancel),
+        cmocka_unit_test(test_close_with_queued_calls),
+    };
+    return cmocka_run_group_tests_name("mcp_concurrency", tests, NULL, NULL);
+}
