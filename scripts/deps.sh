@@ -6,8 +6,8 @@
 #   (no option)  build dependencies: compiler, libcurl, json-c, libmicrohttpd, cmocka
 #   --engines    container engines and image tooling: docker.io, podman, runc,
 #                catatonit, tini, debootstrap, curl, ...
-#   --test       test and lint tooling: nodejs, npm, valgrind, clang (+ libFuzzer),
-#                clang-format, clang-tidy, cppcheck, shellcheck
+#   --test       test, lint and bench tooling: nodejs, npm, valgrind, clang
+#                (+ libFuzzer), clang-format, clang-tidy, cppcheck, shellcheck, wrk
 #   --gvisor     gVisor's runsc (scripts/engine.sh registers it with dockerd
 #                when /usr/bin/runsc exists)
 #
@@ -57,7 +57,7 @@ if ((want_test)); then
 	# libclang-rt-14-dev ships libclang_rt.fuzzer*.a, which is all that
 	# `clang -fsanitize=fuzzer` needs on bookworm (no libfuzzer-14-dev).
 	pkgs+=(python3 nodejs npm valgrind clang clang-format clang-tidy cppcheck
-		shellcheck libclang-rt-14-dev curl)
+		shellcheck libclang-rt-14-dev curl wrk)
 fi
 
 ((want_gvisor)) && pkgs+=(runsc)

@@ -1,0 +1,437 @@
+#!/usr/bin/env bash
+# `make bench`: the project's performance figures, measured side by side in
+# one run (never asserted in tests). Loopback only: every server listens on
+# 127.0.0.1 with a free port the kernel picks.
+#
+#   scripts/bench.sh
+#
+#   1. tools/list throughput: wrk -t2 -c16 (POST /mcp, tests/bench/tools-list.lua)
+#      at build/mcp-sandboxd --http (one session, initialized with curl), then
+#      the same at the official TypeScript SDK's stateless streamable HTTP
+#      server (tests/bench/sdk-server.mjs); reports both and ours/SDK (the
+#      goal tracked is >= 5: reported, not enforced).
+#   2. survival: wrk -t2 -c64 of the same request at the daemon; it must
+#      still be alive and answer tools/list with the 3 tools afterwards.
+#   3. hello-world latency: tests/integration/latency.mjs (run_python_code
+#      over stdio) on the discovered engine; skipped when it does not answer.
+#   After every wrk run the daemon must be alive and answer a fresh tools/list
+#   correctly. Results: build/bench/http-tools-list.json, survival.json,
+#   latency.json, plus logs in build/bench/logs/; the summary goes to stdout,
+#   progress to stderr. Exits non-zero only when something broke (the daemon
+#   died, a wrong answer, a tool missing, a server that would not start),
+#   never because a figure is low.
+#
+# Environment:
+#   BENCH_SECONDS           duration of each throughput run (default 10)
+#   BENCH_SURVIVAL_SECONDS  duration of the survival run (default 60)
+#   BENCH_WARMUP_SECONDS    unrecorded wrk run before each throughput run, so
+#                           node's JIT is warm too (default 2; 0 skips)
+#   BENCH_LATENCY_CALLS     hello-world calls measured (default 20)
+#   BENCH_BIN               daemon binary (default build/mcp-sandboxd)
+#   MCPSANDBOXD_ENGINE, DOCKER_HOST, CONTAINER_HOST
+#                           engine choice, as `scripts/engine.sh discover`
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+readonly ROOT
+readonly TESTS=$ROOT/tests
+readonly BENCH_DIR=$TESTS/bench
+readonly OUT=$ROOT/build/bench
+readonly LOGS=$OUT/logs
+readonly SECS=${BENCH_SECONDS:-10}
+readonly SURVIVAL_SECS=${BENCH_SURVIVAL_SECONDS:-60}
+readonly WARMUP_SECS=${BENCH_WARMUP_SECONDS:-2}
+readonly LATENCY_CALLS=${BENCH_LATENCY_CALLS:-20}
+readonly THREADS=2
+readonly CONNS=16
+readonly SURVIVAL_CONNS=64
+readonly START_TIMEOUT=15
+readonly LATENCY_TIMEOUT=300
+BIN=${BENCH_BIN:-$ROOT/build/mcp-sandboxd}
+case $BIN in /*) ;; *) BIN=$ROOT/$BIN ;; esac
+readonly BIN
+
+log() { printf 'bench: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+case ${1:-} in
+-h | --help)
+	sed -n '2,32s/^# \{0,1\}//p' "$0" >&2
+	exit 0
+	;;
+'') ;;
+*) die "unknown argument: $1 (settings are environment variables, see --help)" ;;
+esac
+for v in "$SECS" "$SURVIVAL_SECS" "$WARMUP_SECS" "$LATENCY_CALLS"; do
+	[[ $v =~ ^[0-9]+$ ]] || die "durations and counts must be whole numbers, got '$v'"
+done
+((SECS > 0 && SURVIVAL_SECS > 0 && LATENCY_CALLS > 0)) || die "BENCH_SECONDS, BENCH_SURVIVAL_SECONDS and BENCH_LATENCY_CALLS must be > 0"
+
+# ---- tools -------------------------------------------------------------------
+"$ROOT/scripts/deps.sh" --test
+for c in wrk curl node; do
+	command -v "$c" >/dev/null || die "$c not found (scripts/deps.sh --test installs it)"
+done
+if [ ! -f "$TESTS/node_modules/.package-lock.json" ] ||
+	[ "$TESTS/package-lock.json" -nt "$TESTS/node_modules/.package-lock.json" ] ||
+	[ "$TESTS/package.json" -nt "$TESTS/node_modules/.package-lock.json" ]; then
+	log "installing test dependencies (npm ci)"
+	(cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || die "npm ci failed in $TESTS"
+fi
+[ -x "$BIN" ] || die "$BIN not found (make builds it)"
+
+sock=$("$ROOT/scripts/engine.sh" discover)
+readonly ENGINE=unix://$sock
+
+mkdir -p "$LOGS"
+# Logs describe the last run only.
+: >"$LOGS/daemon.log"
+: >"$LOGS/sdk-server.log"
+: >"$LOGS/curl.log"
+work=$(mktemp -d /tmp/mcpsbx-bench.XXXXXX)
+
+# ---- processes we start ------------------------------------------------------
+daemon_pid=""
+sdk_pid=""
+
+# stop_pid PID: SIGTERM, up to 15 s to exit (the daemon drains its
+# connections), then SIGKILL.
+stop_pid() {
+	local pid=$1 i
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+	for ((i = 0; i < 150; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+	stop_pid "$sdk_pid"
+	stop_pid "$daemon_pid"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# is_alive PID: running (a zombie does not count).
+is_alive() {
+	local state
+	kill -0 "$1" 2>/dev/null || return 1
+	state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ "$state" != Z ]
+}
+
+# reap PID: how a process that is no longer alive ended, in $ended. Not in
+# a $(subshell): only this shell can wait for its children.
+reap() {
+	local rc=0
+	wait "$1" 2>/dev/null || rc=$?
+	if ((rc > 128)); then
+		ended="died of SIG$(kill -l $((rc - 128)) 2>/dev/null || echo '?') (status $rc)"
+	else
+		ended="exited with status $rc"
+	fi
+}
+
+broken=()
+fail() {
+	broken+=("$*")
+	log "FAILED: $*"
+}
+
+# ---- HTTP helpers ------------------------------------------------------------
+H=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream'
+	-H 'MCP-Protocol-Version: 2025-11-25')
+
+# post URL SESSION BODY OUTFILE: prints the HTTP status; headers go to OUTFILE.h.
+post() {
+	local sid_h=()
+	[ -n "$2" ] && sid_h=(-H "Mcp-Session-Id: $2")
+	curl -sS --max-time 10 -o "$4" -D "$4.h" -w '%{http_code}' "${H[@]}" "${sid_h[@]}" \
+		--data-binary "$3" "$1" 2>>"$LOGS/curl.log" || true
+}
+
+# check_tools URL SESSION: a fresh tools/list must get 200 and the 3 tools.
+# Sets $answer ("ok" or why not) and $answer_bytes; returns non-zero on a
+# wrong answer.
+check_tools() {
+	local f=$work/check.body code why
+	rm -f "$f"
+	code=$(post "$1" "$2" '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}' "$f")
+	answer_bytes=$(wc -c <"$f" 2>/dev/null || echo 0)
+	if [ "$code" != 200 ]; then
+		answer="HTTP ${code:-none}: $(head -c 200 "$f" 2>/dev/null | tr -d '\r\n')"
+		[ "$code" = 000 ] && answer="no answer (connection failed)"
+		return 1
+	fi
+	if ! why=$(node "$BENCH_DIR/report.mjs" check "$f"); then
+		answer="wrong answer: $why"
+		return 1
+	fi
+	answer=ok
+}
+
+# wait_log_line FILE PID REGEX [FROM]: the first capture group of REGEX
+# (sed -E) in FILE past byte FROM (default 0) once it appears; fails when PID
+# exits or after $START_TIMEOUT s.
+wait_log_line() {
+	local i v from=$((${4:-0} + 1))
+	for ((i = 0; i < START_TIMEOUT * 10; i++)); do
+		v=$(tail -c +"$from" "$1" | sed -En "s#$3#\\1#p" | head -n 1)
+		[ -n "$v" ] && { printf '%s\n' "$v"; return 0; }
+		is_alive "$2" || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# ---- our daemon --------------------------------------------------------------
+daemon_url=""
+sid=""
+
+# start_daemon: daemon on 127.0.0.1:<free port>, one initialized session.
+# On failure no daemon is left running.
+start_daemon() {
+	if ! start_daemon_1; then
+		stop_pid "$daemon_pid"
+		daemon_pid=""
+		return 1
+	fi
+}
+
+start_daemon_1() {
+	local port code from f=$work/init.body
+	printf '\n==== %s: %s --http 127.0.0.1:0 --engine %s\n' "$(date -u +%FT%TZ)" "$BIN" "$ENGINE" >>"$LOGS/daemon.log"
+	from=$(stat -c %s "$LOGS/daemon.log")
+	"$BIN" --http 127.0.0.1:0 --engine "$ENGINE" 2>>"$LOGS/daemon.log" &
+	daemon_pid=$!
+	# Port 0: the kernel picks a free port; the daemon logs the bound one.
+	if ! port=$(wait_log_line "$LOGS/daemon.log" "$daemon_pid" \
+		'.*serving MCP over HTTP at http://127\.0\.0\.1:([0-9]+)/mcp.*' "$from"); then
+		fail "the daemon did not start serving within ${START_TIMEOUT}s (see $LOGS/daemon.log)"
+		return 1
+	fi
+	daemon_url=http://127.0.0.1:$port/mcp
+	code=$(post "$daemon_url" "" '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-sandboxd-bench","version":"1.0.0"}}}' "$f")
+	sid=$(sed -n 's/^[Mm][Cc][Pp]-[Ss][Ee][Ss][Ss][Ii][Oo][Nn]-[Ii][Dd]: *\([^[:space:]]*\).*/\1/p' "$f.h" | head -n 1)
+	if [ "$code" != 200 ] || [ -z "$sid" ]; then
+		fail "initialize at $daemon_url: HTTP ${code:-none}, session '${sid}'"
+		return 1
+	fi
+	code=$(post "$daemon_url" "$sid" '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$f")
+	if [ "$code" != 202 ]; then
+		fail "notifications/initialized at $daemon_url: HTTP $code, expected 202"
+		return 1
+	fi
+	log "daemon pid $daemon_pid serving $daemon_url, session $sid"
+}
+
+# daemon_after RUN: after a wrk run, the daemon must be alive and answer.
+# Sets $daemon_state and $answer.
+daemon_after() {
+	if ! is_alive "$daemon_pid"; then
+		reap "$daemon_pid"
+		daemon_state=$ended
+		answer="none (daemon gone)"
+		daemon_pid=""
+		fail "the daemon $daemon_state during $1 (log: $LOGS/daemon.log)"
+		tail -n 5 "$LOGS/daemon.log" | sed 's/^/    /' >&2
+		return 1
+	fi
+	daemon_state=alive
+	if ! check_tools "$daemon_url" "$sid"; then
+		fail "tools/list after $1: $answer"
+		return 1
+	fi
+}
+
+# ---- wrk ---------------------------------------------------------------------
+# run_wrk NAME URL SESSION CONNECTIONS SECONDS: figures in $work/NAME.json,
+# wrk's own report in build/bench/logs/NAME.txt.
+run_wrk() {
+	local name=$1 url=$2 session=$3 conns=$4 secs=$5 rc=0
+	rm -f "$work/$name.json"
+	log "wrk -t$THREADS -c$conns -d${secs}s $url ($name)"
+	BENCH_SESSION_ID=$session BENCH_WRK_JSON=$work/$name.json \
+		timeout --kill-after=5 $((secs + 30)) \
+		wrk -t"$THREADS" -c"$conns" -d"${secs}s" --latency -s "$BENCH_DIR/tools-list.lua" "$url" \
+		>"$LOGS/$name.txt" 2>&1 || rc=$?
+	((rc == 0)) || log "wrk ($name) exited with status $rc (see $LOGS/$name.txt)"
+	[ -s "$work/$name.json" ] || printf 'null\n' >"$work/$name.json"
+}
+
+# ---- facts recorded with every result ------------------------------------------
+common=(
+	"date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	"nproc=$(nproc)"
+	"kernel=$(uname -r)"
+	"cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+	"commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	"bin=${BIN#"$ROOT"/}"
+	"threads=$THREADS"
+	"warmup_s=$WARMUP_SECS"
+	"wrk_version=$({ wrk -v 2>&1 || true; } | sed -n 's/^wrk \([^ ]*\).*/\1/p' | head -n 1)"
+)
+summary=()
+
+# ==== 1. tools/list throughput: ours, then the SDK ==========================
+log "1/3 tools/list throughput (${SECS}s each)"
+# Other work on the machine skews every figure: the load is recorded.
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+ours_daemon="not started"
+ours_answer="none"
+ours_bytes=0
+ours_restarted=false
+if start_daemon; then
+	if check_tools "$daemon_url" "$sid"; then
+		ours_bytes=$answer_bytes
+		if ((WARMUP_SECS > 0)); then
+			run_wrk ours-warmup "$daemon_url" "$sid" "$CONNS" "$WARMUP_SECS"
+			# A daemon that died warming up gets a second chance, so the
+			# measured run still has figures (the failure stays recorded).
+			if ! daemon_after "the warm-up run" && [ -z "$daemon_pid" ]; then
+				log "starting a new daemon for the measured run"
+				ours_restarted=true
+				start_daemon || true
+			fi
+		fi
+		if [ -n "$daemon_pid" ]; then
+			run_wrk ours "$daemon_url" "$sid" "$CONNS" "$SECS"
+			daemon_after "the throughput run (-c$CONNS)" || true
+			ours_daemon=$daemon_state
+			ours_answer=$answer
+		fi
+	else
+		fail "tools/list before any load: $answer"
+		ours_answer=$answer
+		ours_daemon=alive
+	fi
+fi
+[ -f "$work/ours.json" ] || printf 'null\n' >"$work/ours.json"
+
+sdk_answer="none"
+sdk_bytes=0
+printf '\n==== %s\n' "$(date -u +%FT%TZ)" >>"$LOGS/sdk-server.log"
+node "$BENCH_DIR/sdk-server.mjs" 0 >"$work/sdk.out" 2>>"$LOGS/sdk-server.log" &
+sdk_pid=$!
+if sdk_port=$(wait_log_line "$work/sdk.out" "$sdk_pid" '^listening 127\.0\.0\.1:([0-9]+)$'); then
+	sdk_url=http://127.0.0.1:$sdk_port/mcp
+	log "SDK server pid $sdk_pid serving $sdk_url"
+	# Same request as wrk sends, Mcp-Session-Id included: stateless mode
+	# ignores it and needs no initialize.
+	if check_tools "$sdk_url" "$sid"; then
+		sdk_bytes=$answer_bytes
+		((WARMUP_SECS > 0)) && run_wrk sdk-warmup "$sdk_url" "$sid" "$CONNS" "$WARMUP_SECS"
+		run_wrk sdk "$sdk_url" "$sid" "$CONNS" "$SECS"
+		if is_alive "$sdk_pid" && check_tools "$sdk_url" "$sid"; then
+			sdk_answer=ok
+		else
+			sdk_answer=${answer:-"server gone"}
+			if ! is_alive "$sdk_pid"; then
+				reap "$sdk_pid"
+				sdk_answer="none (SDK server $ended)"
+			fi
+			fail "SDK baseline after its run: $sdk_answer (log: $LOGS/sdk-server.log)"
+		fi
+	else
+		fail "SDK baseline tools/list: $answer (log: $LOGS/sdk-server.log)"
+		sdk_answer=$answer
+	fi
+else
+	fail "the SDK server did not start within ${START_TIMEOUT}s (log: $LOGS/sdk-server.log)"
+fi
+# Not left competing for the CPU with the survival run.
+stop_pid "$sdk_pid"
+sdk_pid=""
+[ -f "$work/sdk.json" ] || printf 'null\n' >"$work/sdk.json"
+
+sdk_version=$(node -p "require('$TESTS/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null || echo unknown)
+summary+=("$(node "$BENCH_DIR/report.mjs" http "$OUT/http-tools-list.json" "${common[@]}" "loadavg=$load1" \
+	"connections=$CONNS" "seconds=$SECS" \
+	"ours_wrk=@$work/ours.json" "ours_response_bytes=$ours_bytes" \
+	"ours_daemon=$ours_daemon" "ours_answer=$ours_answer" "ours_restarted=$ours_restarted" \
+	"sdk_wrk=@$work/sdk.json" "sdk_response_bytes=$sdk_bytes" "sdk_answer=$sdk_answer" \
+	"sdk_version=$sdk_version" "node_version=$(node --version)")")
+
+# Non-2xx answers to a tools/list are wrong answers.
+non2xx=$(node -p "const w = require('$work/ours.json'); w ? w.errors.non_2xx_3xx : 0")
+((non2xx == 0)) || fail "mcp-sandboxd answered $non2xx tools/list requests with a non-2xx status under load"
+
+# ==== 2. survival ===========================================================
+log "2/3 survival (${SURVIVAL_SECS}s at -c$SURVIVAL_CONNS)"
+load2=$(cut -d' ' -f1-3 /proc/loadavg)
+restarted=false
+if [ -z "$daemon_pid" ] || ! is_alive "$daemon_pid"; then
+	log "starting a new daemon: the first one is gone"
+	restarted=true
+	[ -n "$daemon_pid" ] && reap "$daemon_pid"
+	daemon_pid=""
+	start_daemon || true
+fi
+surv_state="not started"
+surv_answer="none"
+surv_result=fail
+if [ -n "$daemon_pid" ] && is_alive "$daemon_pid"; then
+	run_wrk survival "$daemon_url" "$sid" "$SURVIVAL_CONNS" "$SURVIVAL_SECS"
+	if daemon_after "the survival run (-c$SURVIVAL_CONNS)"; then
+		surv_result=pass
+	fi
+	surv_state=$daemon_state
+	surv_answer=$answer
+fi
+[ -f "$work/survival.json" ] || printf 'null\n' >"$work/survival.json"
+non2xx=$(node -p "const w = require('$work/survival.json'); w ? w.errors.non_2xx_3xx : 0")
+if ((non2xx > 0)); then
+	fail "mcp-sandboxd answered $non2xx tools/list requests with a non-2xx status in the survival run"
+	surv_result=fail
+fi
+summary+=("$(node "$BENCH_DIR/report.mjs" survival "$OUT/survival.json" "${common[@]}" "loadavg=$load2" \
+	"connections=$SURVIVAL_CONNS" "seconds=$SURVIVAL_SECS" "wrk=@$work/survival.json" \
+	"restarted=$restarted" "daemon=$surv_state" "answer=$surv_answer" "result=$surv_result")")
+# The HTTP daemon is done; the latency client starts its own over stdio.
+stop_pid "$daemon_pid"
+daemon_pid=""
+
+# ==== 3. hello-world latency =================================================
+log "3/3 hello-world latency on $ENGINE"
+lat_args=("${common[@]}" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)" "engine=$ENGINE" "calls=$LATENCY_CALLS")
+if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
+	lat_args+=(result=skipped "reason=engine $ENGINE does not answer (scripts/engine.sh start docker|podman)")
+elif ! kind=$("$ROOT/scripts/engine.sh" kind "$sock" 2>/dev/null); then
+	lat_args+=(result=skipped "reason=engine $ENGINE does not say what it is (GET /version)")
+elif ! "$ROOT/scripts/images.sh" --engine "$ENGINE" >&2; then
+	lat_args+=(result=skipped "engine_kind=$kind" "reason=the sandbox images could not be built on $ENGINE (scripts/images.sh)")
+else
+	rc=0
+	(cd "$ROOT" && MCPSANDBOXD_BIN=$BIN MCPSANDBOXD_ENGINE=$ENGINE \
+		timeout --kill-after=10 "$LATENCY_TIMEOUT" node tests/integration/latency.mjs "$LATENCY_CALLS") \
+		>"$LOGS/latency.txt" 2>&1 || rc=$?
+	if ((rc == 0)); then
+		lat_args+=(result=ok)
+	else
+		lat_args+=(result=failed)
+		fail "latency.mjs exited with status $rc (see $LOGS/latency.txt)"
+	fi
+	lat_args+=("engine_kind=$kind" "output=@@$LOGS/latency.txt")
+fi
+lat_line=$(node "$BENCH_DIR/report.mjs" latency "$OUT/latency.json" "${lat_args[@]}")
+summary+=("$lat_line")
+case $lat_line in *SKIPPED*) log "${lat_line#hello-world latency: }" ;; esac
+# Printed without figures only when latency.mjs printed none.
+case $lat_line in *FAILED*) [[ " ${broken[*]} " == *latency.mjs* ]] || fail "latency: no figures in $LOGS/latency.txt" ;; esac
+
+# ==== summary ================================================================
+echo
+echo "=== bench ($(date -u +%FT%TZ), nproc $(nproc)) ==="
+printf '%s\n' "${summary[@]}"
+echo "results: ${OUT#"$ROOT"/}/http-tools-list.json, survival.json, latency.json (logs in ${LOGS#"$ROOT"/}/)"
+if ((${#broken[@]})); then
+	echo "bench: FAILED (${#broken[@]} problem(s)):"
+	printf '  - %s\n' "${broken[@]}"
+	exit 1
+fi
+echo "bench: OK"
