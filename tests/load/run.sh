@@ -17,6 +17,11 @@
 # scripts/engine.sh start docker, then scripts/images.sh for Docker (both
 # quick when already done).
 #
+# Then the first crash report's reproduction, shortened: wrk -t2 -c64 POSTing
+# tools/list on one session for LOAD_WRK_SECONDS (default 10); the daemon
+# must survive it, answer every request with 2xx and then a correct tools/list
+# (two checks; make bench runs it for 60 s).
+#
 # Prints each check, the figures (requests per kind, p50/p95 latencies, RSS
 # peak and final) and finally exactly
 #   load: N passed, M failed
@@ -109,6 +114,62 @@ elif [ "$rc" -ne 0 ] && [ "$m" -eq 0 ]; then
 	log "load.mjs exited $rc with no failed check"
 	m=1
 fi
+
+# ---- wrk: many connections on one session ---------------------------------
+# wrk_phase: prints "ok"/"not ok" lines for its two checks; returns the number
+# of failed checks.
+wrk_phase() {
+	local secs=${LOAD_WRK_SECONDS:-10} log=$work/wrk-daemon.log port="" sid="" pid out rc
+	local -a hdr=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream'
+		-H 'MCP-Protocol-Version: 2025-11-25')
+	command -v wrk >/dev/null || { echo "not ok - wrk is not installed (scripts/deps.sh --test)"; return 2; }
+	"$BIN" --http 127.0.0.1:0 --engine "unix://$DOCKER_SOCK" 2>"$log" &
+	pid=$!
+	for _ in $(seq 100); do
+		port=$(sed -n 's/.*serving MCP over HTTP at http:\/\/127\.0\.0\.1:\([0-9]*\)\/mcp.*/\1/p' "$log" | head -n 1)
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	if [ -n "$port" ]; then
+		sid=$(curl -sS --max-time 10 -D - -o /dev/null "${hdr[@]}" "http://127.0.0.1:$port/mcp" \
+			-d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' |
+			sed -n 's/^[Mm][Cc][Pp]-[Ss][Ee][Ss][Ss][Ii][Oo][Nn]-[Ii][Dd]: *\([0-9a-f]*\).*/\1/p')
+	fi
+	if [ -z "$sid" ]; then
+		echo "not ok - wrk: the daemon did not start or initialize ($(tail -n 3 "$log"))"
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 2
+	fi
+	out=$(BENCH_SESSION_ID=$sid timeout $((secs + 30)) wrk -t2 -c64 -d"${secs}s" \
+		-s "$TESTS/bench/tools-list.lua" "http://127.0.0.1:$port/mcp" 2>&1)
+	echo "$out" | sed -n 's/^Requests\/sec: *\(.*\)/wrk -t2 -c64: \1 tools\/list requests\/s/p'
+	local failed=0
+	if kill -0 "$pid" 2>/dev/null && ! grep -q 'Non-2xx\|Socket errors' <<<"$out" &&
+		curl -sS --max-time 10 "${hdr[@]}" -H "Mcp-Session-Id: $sid" "http://127.0.0.1:$port/mcp" \
+			-d '{"jsonrpc":"2.0","id":7,"method":"tools/list"}' |
+		grep -q '"id":7,"result":{"tools":\[{"name":"run_python_code"'; then
+		echo "ok - wrk -t2 -c64 for ${secs} s: the daemon stayed up, every answer 2xx, tools/list correct after"
+	else
+		echo "not ok - wrk -t2 -c64 for ${secs} s: daemon $(kill -0 "$pid" 2>/dev/null && echo alive || echo DEAD); wrk said: $(grep -E 'Non-2xx|Socket errors|requests in' <<<"$out" | tr '\n' ' ')"
+		failed=$((failed + 1))
+	fi
+	kill "$pid" 2>/dev/null
+	wait "$pid"
+	rc=$?
+	if [ "$rc" -eq 0 ]; then
+		echo "ok - wrk daemon exited 0 on SIGTERM"
+	else
+		echo "not ok - wrk daemon exited $rc on SIGTERM ($(tail -n 3 "$log"))"
+		failed=$((failed + 1))
+	fi
+	return "$failed"
+}
+
+wrk_phase
+wf=$?
+n=$((n + 2 - wf))
+m=$((m + wf))
 
 echo "=== load: $(($(date +%s) - t0)) s ==="
 echo "load: $n passed, $m failed"
