@@ -12,7 +12,6 @@ static const char *const code_names[] = {
     [ERR_TIMEOUT] = "timed out",
     [ERR_CANCELLED] = "cancelled",
     [ERR_PROTOCOL] = "protocol error",
-    [ERR_BUSY] = "busy",
     [ERR_INTERNAL] = "internal error",
 };
 

@@ -18,7 +18,6 @@ enum err_code {
     ERR_TIMEOUT,   /* an engine request or stream timed out */
     ERR_CANCELLED, /* the operation was cancelled */
     ERR_PROTOCOL,  /* bytes from the engine or the runner broke the protocol */
-    ERR_BUSY,      /* concurrency cap reached */
     ERR_INTERNAL,
 };
 

@@ -159,11 +159,6 @@ const char *exec_ctx_instance(const struct exec_ctx *ctx)
     return ctx->instance;
 }
 
-size_t exec_pending_removals(struct exec_ctx *ctx)
-{
-    return reaper_pending(ctx->reaper);
-}
-
 /* ---- one run ------------------------------------------------------------ */
 
 struct run {
