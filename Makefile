@@ -31,7 +31,7 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all run test deps images unit runner-test conformance asan asan-unit tsan tsan-unit valgrind lint format format-check \
-        fuzz fuzz-smoke integration load clean install uninstall bench
+        fuzz fuzz-smoke integration faults load clean install uninstall bench
 
 all: $(B)/mcp-sandboxd
 
@@ -122,6 +122,10 @@ format-check:
 integration: all asan
 	@tests/integration/run.sh
 
+# Kills and stalls the engines on purpose (restarts them afterwards).
+faults: all
+	@tests/faults/run.sh
+
 # Many clients at once over loopback HTTP and stdio (about a minute).
 load: all
 	@tests/load/run.sh
@@ -140,6 +144,7 @@ test:
 	$(MAKE) valgrind
 	$(MAKE) fuzz-smoke
 	$(MAKE) integration
+	$(MAKE) faults
 	$(MAKE) load
 
 bench: all

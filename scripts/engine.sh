@@ -14,6 +14,9 @@
 #                                       /run/podman/podman.sock
 #   scripts/engine.sh stop docker|podman
 #                                       stop an engine this script started
+#   scripts/engine.sh pid docker|podman print the pid of the running engine
+#                                       process (dockerd, or the Podman API
+#                                       service) for fault tests to signal
 #   scripts/engine.sh ensure [--engine unix:///path]
 #       make sure the discovered engine answers (starts docker or podman
 #       when the socket is one of theirs)
@@ -42,7 +45,7 @@ log() { printf 'engine.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-	sed -n '2,26s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,29s/^# \{0,1\}//p' "$0" >&2
 }
 
 # strip_unix URL: "unix:///p" -> "/p"; "/p" -> "/p"; anything else fails.
@@ -404,6 +407,35 @@ cmd_stop() {
 	rm -f "$STATE_DIR/$name.pid"
 }
 
+# The pid of a running engine: the one this script started, else (dockerd
+# started some other way) the pid dockerd records itself. Fault tests send it
+# SIGKILL, SIGSTOP and SIGCONT.
+cmd_pid() {
+	(($# == 1)) || die "usage: engine.sh pid docker|podman"
+	local pid
+	case $1 in
+	docker)
+		pid=$(running_pid dockerd) && {
+			printf '%s\n' "$pid"
+			return 0
+		}
+		pid=$(cat /var/run/docker.pid 2>/dev/null) || pid=
+		if [[ $pid =~ ^[0-9]+$ ]] && [[ -r /proc/$pid/cmdline ]] &&
+			tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q dockerd; then
+			printf '%s\n' "$pid"
+			return 0
+		fi
+		die "no running dockerd found ($STATE_DIR/dockerd.pid, /var/run/docker.pid)"
+		;;
+	podman)
+		pid=$(running_pid podman) ||
+			die "no running podman system service started by this script ($STATE_DIR/podman.pid)"
+		printf '%s\n' "$pid"
+		;;
+	*) die "unknown engine: $1 (docker|podman)" ;;
+	esac
+}
+
 cmd_ensure() {
 	local sock
 	sock=$(cmd_discover "$@")
@@ -428,6 +460,7 @@ main() {
 	ping) cmd_ping "$@" ;;
 	start) cmd_start "$@" ;;
 	stop) cmd_stop "$@" ;;
+	pid) cmd_pid "$@" ;;
 	ensure) cmd_ensure "$@" ;;
 	podman-conf) ensure_podman_conf ;;
 	podman)

@@ -1,0 +1,128 @@
+// Fault: the engine process is SIGKILLed while a run is in flight.
+//
+// A run prints `started` and then loops; the engine (dockerd, or the
+// `podman system service` process) gets SIGKILL. The call must end with
+// status error, a message about the engine and the output it had; while
+// the engine is down a new call fails fast naming the socket; once the
+// engine is back (scripts/engine.sh start) the same daemon runs code again
+// and removes the interrupted run's container within 10 s.
+//
+//   node --test tests/faults/engine-kill.test.mjs   (see tests/faults/run.sh)
+
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+
+import { RUN_ID, ENGINE_SOCKET, TEST_TIMEOUT_MS, SdkDaemon, preflight, withDaemon, sleep, tail } from '../integration/lib.mjs';
+import {
+  ENGINE_KIND, enginePid, signalEngine, startEngine, restoreEngine, enginePing, waitRunning, waitGone, containerState, forceRemove,
+  removeOurs, helloWorld, within, scOf,
+} from './lib.mjs';
+
+const MARKER = `${RUN_ID}-ek`;
+const DOWN_CALL_MAX_MS = 5000;
+const CONTAINER_GONE_MS = 10_000;
+// The engine stays down at least this long: longer than the daemon's own
+// quick retries, so the interrupted container's removal must outlast them.
+const MIN_DOWN_MS = 6000;
+const LOOP_CODE = "import time\nprint('started', flush=True)\nwhile True:\n    time.sleep(0.05)";
+
+const st = {};
+
+after(async () => {
+  await restoreEngine();
+  if (st.d) await st.d.close();
+  if (st.container) await forceRemove(st.container.id);
+  await removeOurs(RUN_ID);
+});
+
+test('preflight', async (t) => {
+  await preflight(t);
+  t.diagnostic(`engine kind ${ENGINE_KIND}, pid ${enginePid()}`);
+});
+
+test('engine SIGKILLed mid-run: the call ends with an engine error and its partial output', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  st.d = await SdkDaemon.start('engine-kill', { env: { MCPSBX_TEST_RUN: MARKER } });
+  await withDaemon(st.d, async () => {
+    await helloWorld((n, a) => st.d.call(n, a), 'warm');
+    let sawStarted;
+    const started = new Promise((r) => (sawStarted = r));
+    const call = st.d.call(
+      'execute_code',
+      { language: 'python', code: LOOP_CODE, timeout_ms: 120_000 },
+      { onprogress: (p) => String(p.message ?? '').includes('started') && sawStarted() },
+    );
+    const s = await within(started, 60_000);
+    assert.ok(!s.timedOut, 'no `started` progress notification within 60 s');
+    st.container = await waitRunning(MARKER);
+
+    const pid = enginePid();
+    signalEngine(pid, 'SIGKILL');
+    st.killedAt = Date.now();
+    for (let i = 0; i < 50 && existsSync(`/proc/${pid}`); i++) await sleep(100);
+    t.diagnostic(`killed ${ENGINE_KIND} (pid ${pid}) with container ${st.container.short} running`);
+
+    const r = await within(call, 60_000);
+    assert.ok(!r.timedOut, 'the in-flight call did not end within 60 s of the engine dying');
+    if (r.error) throw r.error;
+    const { sc, text, ctx } = scOf(r.value);
+    t.diagnostic(`in-flight call ended ${Date.now() - st.killedAt} ms after the kill: ${sc.status}: ${sc.message}`);
+    assert.equal(sc.status, 'error', ctx);
+    assert.equal(r.value.isError, true, ctx);
+    assert.match(String(sc.message), /engine/i, `the message should mention the engine; ${ctx}`);
+    assert.match(text, /engine/i, `the text should mention the engine: ${text}`);
+    assert.ok(sc.stdout.includes('started'), `the partial output should be kept; ${ctx}`);
+  });
+});
+
+test('while the engine is down a call fails fast, naming the socket', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  assert.ok(st.killedAt, 'the engine was not killed (previous step failed)');
+  assert.equal(await enginePing(2000), false, 'the engine answers: it should be down');
+  await withDaemon(st.d, async () => {
+    const t0 = Date.now();
+    const r = await within(st.d.call('run_python_code', { code: "print('engine down')" }), 60_000);
+    const ms = Date.now() - t0;
+    assert.ok(!r.timedOut, 'no answer within 60 s with the engine down');
+    if (r.error) throw r.error;
+    const { sc, text, ctx } = scOf(r.value);
+    t.diagnostic(`failed in ${ms} ms: ${sc.message}`);
+    assert.equal(sc.status, 'error', ctx);
+    assert.ok(text.includes(ENGINE_SOCKET), `the message should name ${ENGINE_SOCKET}: ${text}`);
+    assert.ok(ms < DOWN_CALL_MAX_MS, `took ${ms} ms; should fail fast (< ${DOWN_CALL_MAX_MS} ms)`);
+  });
+});
+
+test('after scripts/engine.sh start, the same daemon runs code again', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  if (st.killedAt) await sleep(st.killedAt + MIN_DOWN_MS - Date.now());
+  const t0 = Date.now();
+  startEngine();
+  st.upAt = Date.now();
+  // Watched from now on, alongside the runs below.
+  if (st.container) st.gone = waitGone(st.container.id, CONTAINER_GONE_MS, st.upAt);
+  t.diagnostic(`${ENGINE_KIND} back in ${st.upAt - t0} ms`);
+  await withDaemon(st.d, async () => {
+    assert.equal(st.d.exit, null, 'the daemon should still run');
+    // The first runs on a just-restarted engine can be slow.
+    const r = await within(helloWorld((n, a) => st.d.call(n, a), 'engine back'), 90_000);
+    assert.ok(!r.timedOut, 'no hello-world result within 90 s of the engine coming back');
+    if (r.error) throw r.error;
+    t.diagnostic(`first run after the restart took ${Date.now() - st.upAt} ms from the engine's return`);
+  });
+});
+
+test("the interrupted run's container is removed within 10 s of the engine's return", { timeout: TEST_TIMEOUT_MS }, async (t) => {
+  assert.ok(st.gone, 'no interrupted container or no restart (previous steps failed)');
+  const ms = await st.gone;
+  if (ms !== null) t.diagnostic(`container ${st.container.short} removed ${ms} ms after the engine came back`);
+  assert.ok(
+    ms !== null,
+    `container ${st.container.short} still there ${CONTAINER_GONE_MS} ms after the engine came back ` +
+      `(state: ${await containerState(st.container.id)})\n--- daemon stderr ---\n${tail(st.d.stderr, 3000)}`,
+  );
+});
+
+test('the daemon exits 0 at the end of stdin', { timeout: TEST_TIMEOUT_MS }, async () => {
+  assert.ok(st.d, 'no daemon');
+  const exit = await st.d.close();
+  assert.deepEqual(exit, { code: 0, signal: null }, `exit ${JSON.stringify(exit)}\n${tail(st.d.stderr, 3000)}`);
+});
