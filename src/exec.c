@@ -401,7 +401,9 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         goto out;
 
     json_object *body = sandbox_create_body(cfg, &spec);
+    reaper_create_begin(ctx->reaper);
     rc = engine_create(ctx->engine, body, req->start_by_ms, &id, err);
+    reaper_create_end(ctx->reaper, rc == 0 ? id : NULL);
     json_object_put(body);
     if (rc < 0)
         goto out;

@@ -40,6 +40,11 @@ struct reaper {
     pthread_cond_t cond; /* items changed, or stopping */
     struct reap_item *head, *tail;
     size_t pending;
+    /* containers runs hold, and creates under way (see reaper_create_begin) */
+    char **held;
+    size_t n_held, cap_held;
+    unsigned long creates_begun;
+    size_t creates_in_flight;
     bool stopping;
     pthread_t workers[REAPER_THREADS];
     size_t n_workers;
@@ -220,9 +225,44 @@ static bool enqueue_locked(struct reaper *r, const char *id)
     return true;
 }
 
+static ssize_t held_index_locked(const struct reaper *r, const char *id)
+{
+    for (size_t i = 0; i < r->n_held; i++)
+        if (strcmp(r->held[i], id) == 0)
+            return (ssize_t)i;
+    return -1;
+}
+
+void reaper_create_begin(struct reaper *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->creates_begun++;
+    r->creates_in_flight++;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void reaper_create_end(struct reaper *r, const char *id)
+{
+    pthread_mutex_lock(&r->lock);
+    r->creates_in_flight--;
+    if (id) {
+        if (r->n_held == r->cap_held) {
+            r->cap_held = r->cap_held ? 2 * r->cap_held : 16;
+            r->held = xrealloc(r->held, r->cap_held * sizeof(char *));
+        }
+        r->held[r->n_held++] = xstrdup(id);
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
 void reaper_remove(struct reaper *r, const char *id)
 {
     pthread_mutex_lock(&r->lock);
+    ssize_t i = held_index_locked(r, id);
+    if (i >= 0) {
+        free(r->held[i]);
+        r->held[i] = r->held[--r->n_held];
+    }
     enqueue_locked(r, id);
     pthread_mutex_unlock(&r->lock);
 }
@@ -305,10 +345,23 @@ static void *worker_main(void *arg)
 
 /* ---- the sweep ----------------------------------------------------------- */
 
+/* True when no create was under way from before the list was asked for
+ * until now: then every container of ours that no run holds was given up
+ * on, and none can be a run's whose create answer is still on its way. */
+static bool quiet_since_locked(const struct reaper *r, unsigned long begun_before,
+                               size_t in_flight_before)
+{
+    return in_flight_before == 0 && r->creates_in_flight == 0 && r->creates_begun == begun_before;
+}
+
 int reaper_sweep(struct reaper *r, struct err *err)
 {
     struct engine_container_info *list = NULL;
     size_t n = 0;
+    pthread_mutex_lock(&r->lock);
+    unsigned long begun_before = r->creates_begun;
+    size_t in_flight_before = r->creates_in_flight;
+    pthread_mutex_unlock(&r->lock);
     if (engine_list_managed(r->engine, LIST_TIMEOUT_MS, &list, &n, err) < 0)
         return -1;
     long long now = (long long)time(NULL);
@@ -317,11 +370,17 @@ int reaper_sweep(struct reaper *r, struct err *err)
         const struct engine_container_info *c = &list[i];
         bool own = c->instance && strcmp(c->instance, r->instance) == 0;
         const char *why = NULL;
-        if (c->expires > 0 && c->expires <= now)
+        if (c->expires > 0 && c->expires <= now) {
             why = "expired";
-        else if (own)
-            continue; /* ours and live: this daemon removes it when done */
-        else if (c->owner && reaper_owner_alive(c->owner, r->owner) == 0)
+        } else if (own) {
+            pthread_mutex_lock(&r->lock);
+            bool abandoned = held_index_locked(r, c->id) < 0 && !find_locked(r, c->id) &&
+                             quiet_since_locked(r, begun_before, in_flight_before);
+            pthread_mutex_unlock(&r->lock);
+            if (!abandoned)
+                continue; /* a run holds it and removes it when done */
+            why = "its run gave up waiting for the engine to create it";
+        } else if (c->owner && reaper_owner_alive(c->owner, r->owner) == 0)
             why = "the daemon that made it is gone";
         else if (c->expires == 0 && now - c->created >= r->legacy_max_age_s)
             why = "stale";
@@ -412,6 +471,9 @@ void reaper_free(struct reaper *r)
     /* Workers give every pending removal one last try before they end. */
     for (size_t i = 0; i < r->n_workers; i++)
         pthread_join(r->workers[i], NULL);
+    for (size_t i = 0; i < r->n_held; i++)
+        free(r->held[i]);
+    free(r->held);
     while (r->head) {
         struct reap_item *it = r->head;
         r->head = it->next;

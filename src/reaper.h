@@ -8,7 +8,10 @@
  *    expiry in their ENGINE_LABEL_EXPIRES label, or created by a daemon
  *    process on this host that no longer runs (ENGINE_LABEL_OWNER). The
  *    live containers of another running daemon are never touched before
- *    their expiry.
+ *    their expiry; nor are this daemon's own runs. A container of this
+ *    daemon that no run holds (the engine created it after the run gave
+ *    up waiting, e.g. while stalled) is removed by a sweep that sees no
+ *    create in flight.
  * Threads: REAPER_THREADS removal workers and one sweeper, all owned here. */
 #ifndef MCPSBX_REAPER_H
 #define MCPSBX_REAPER_H
@@ -43,7 +46,14 @@ void reaper_free(struct reaper *r);
 /* This process's ENGINE_LABEL_OWNER value. */
 const char *reaper_owner(const struct reaper *r);
 
-/* Removes container id off the caller's path, retrying until it is gone. */
+/* A run brackets its create request with these, so the sweep can tell a
+ * container a run holds from one whose create the run gave up on. id is
+ * the created container, or NULL when the create failed. */
+void reaper_create_begin(struct reaper *r);
+void reaper_create_end(struct reaper *r, const char *id);
+
+/* Removes container id off the caller's path, retrying until it is gone;
+ * the run no longer holds it. */
 void reaper_remove(struct reaper *r, const char *id);
 
 /* One sweep now. Returns how many containers it queued for removal, or -1

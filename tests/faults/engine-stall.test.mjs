@@ -11,9 +11,9 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { RUN_ID, TEST_TIMEOUT_MS, SdkDaemon, preflight, withDaemon, sleep, tail } from '../integration/lib.mjs';
+import { RUN_ID, TEST_TIMEOUT_MS, SdkDaemon, preflight, withDaemon, sleep, tail, waitNoContainers } from '../integration/lib.mjs';
 import {
-  ENGINE_KIND, enginePid, signalEngine, restoreEngine, enginePing, removeOurs, helloWorld, within, scOf, waitNoContainersOrExpired,
+  ENGINE_KIND, enginePid, signalEngine, restoreEngine, enginePing, removeOurs, helloWorld, within, scOf,
 } from './lib.mjs';
 
 const MARKER = `${RUN_ID}-stall`;
@@ -22,11 +22,9 @@ const CALL_MAX_MS = CALL_TIMEOUT_MS + 5000;
 // Ping and tools/list never touch the engine; generous for a loaded machine.
 const PROMPT_MS = 1500;
 // A create the daemon gave up on may still be carried out once the engine
-// continues; such a container is the periodic sweep's to remove when it
-// expires, so it gets until its expiry label plus a grace period (about two
-// minutes with the daemon's current margins).
-const LEFTOVER_WAIT_MS = 15_000;
-const EXPIRY_CAP_MS = 180_000;
+// continues; the daemon's sweep (every 5 s) removes such a container of its
+// own that no run holds.
+const LEFTOVER_WAIT_MS = 20_000;
 
 const st = {};
 
@@ -98,14 +96,14 @@ test('after SIGCONT, runs work again', { timeout: TEST_TIMEOUT_MS }, async () =>
   });
 });
 
-test('no container of the test is left after a short while, and the daemon exits 0', { timeout: TEST_TIMEOUT_MS + EXPIRY_CAP_MS }, async (t) => {
+test('no container of the test is left after a short while, and the daemon exits 0', { timeout: TEST_TIMEOUT_MS }, async (t) => {
   assert.ok(st.d, 'no daemon');
   const t0 = Date.now();
-  const left = await waitNoContainersOrExpired(MARKER, LEFTOVER_WAIT_MS, { capMs: EXPIRY_CAP_MS });
+  const left = await waitNoContainers(MARKER, LEFTOVER_WAIT_MS);
   t.diagnostic(`${left.length ? 'containers still there' : 'no container left'} after ${Date.now() - t0} ms`);
   const exit = await st.d.close();
   const problems = [];
-  if (left.length) problems.push(`containers left after the engine continued (${LEFTOVER_WAIT_MS} ms, or expiry + 15 s): ${JSON.stringify(left)}`);
+  if (left.length) problems.push(`containers left ${LEFTOVER_WAIT_MS} ms after the engine continued: ${JSON.stringify(left)}`);
   if (exit?.code !== 0 || exit?.signal) problems.push(`daemon exit ${JSON.stringify(exit)}`);
   assert.deepEqual(problems, [], `${problems.join('\n')}\n${tail(st.d.stderr, 3000)}`);
 });

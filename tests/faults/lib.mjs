@@ -164,38 +164,6 @@ export async function waitGone(id, ms, t0 = Date.now()) {
   return null;
 }
 
-/** The io.mcp-sandboxd.expires label of container id (unix seconds), or
- * null when it has none or is gone. */
-export async function expiresOf(id) {
-  try {
-    const r = await engineCall('GET', `/v1.41/containers/${id}/json`, { timeoutMs: 5000 });
-    if (r.status !== 200) return null;
-    const v = Number(JSON.parse(r.body)?.Config?.Labels?.['io.mcp-sandboxd.expires']);
-    return Number.isFinite(v) && v > 0 ? v : null;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Waits up to ms for marker's containers to be gone; for those left that
- * carry an expiry label, then up to their expiry + graceMs (the periodic
- * sweep's business), capped at capMs from now. Returns what is left, each
- * with its expiry.
- */
-export async function waitNoContainersOrExpired(marker, ms, { graceMs = 15_000, capMs = 120_000 } = {}) {
-  const start = Date.now();
-  let left = await waitNoContainers(marker, ms);
-  if (!left.length) return left;
-  const exp = (await Promise.all(left.map((c) => expiresOf(c.id)))).filter((v) => v !== null);
-  if (exp.length) {
-    const until = Math.min(Math.max(...exp) * 1000 + graceMs, start + capMs);
-    if (until > Date.now()) left = await waitNoContainers(marker, until - Date.now());
-  }
-  for (const c of left) c.expires = await expiresOf(c.id);
-  return left;
-}
-
 /** State of container id ('removed' once the engine does not know it). */
 export async function containerState(id) {
   try {

@@ -309,6 +309,8 @@ static void test_sweep_decisions(void **state)
              now, self, now + 600, now - 900, self, now - 1, now, self, now + 600, now, dead,
              now + 600, now, now + 600, now - 900, now - 1, now - 3600, now - 10, now - 10);
     set_list(list);
+    reaper_create_begin(r);
+    reaper_create_end(r, "aaaaaaaaaa01"); /* a run of ours holds it */
     assert_int_equal(reaper_sweep(r, &err), 4);
     wait_drained(r);
     assert_false(was_deleted("aaaaaaaaaa01"));
@@ -366,6 +368,42 @@ static void test_removal_survives_engine_outage(void **state)
     engine_free(e);
 }
 
+/* A container of ours that no run holds was created after its run gave up
+ * (a stalled engine answering late): removed, but only by a sweep during
+ * which no create was under way, since a create still waiting for its
+ * answer may be the one that made it. */
+static void test_abandoned_create(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct engine *e = engine_new(F.path);
+    struct reaper *r = reaper_new(e, "me", 600, 0, &err);
+    long long now = (long long)time(NULL);
+    char list[1024];
+    snprintf(list, sizeof(list),
+             "[{\"Id\":\"eeeeeeeeee01\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
+             "\"me\",\"io.mcp-sandboxd.expires\":\"%lld\"}},"
+             "{\"Id\":\"eeeeeeeeee02\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
+             "\"me\",\"io.mcp-sandboxd.expires\":\"%lld\"}}]",
+             now, now + 600, now, now + 600);
+    set_list(list);
+    reaper_create_begin(r);
+    reaper_create_end(r, "eeeeeeeeee01"); /* held by its run */
+    reaper_create_begin(r);               /* a create under way */
+    assert_int_equal(reaper_sweep(r, &err), 0);
+    reaper_create_end(r, NULL); /* the run gave up on it */
+    assert_int_equal(reaper_sweep(r, &err), 1);
+    wait_drained(r);
+    assert_true(was_deleted("eeeeeeeeee02"));
+    assert_false(was_deleted("eeeeeeeeee01"));
+    /* Once its run is done with it, it goes like any other. */
+    reaper_remove(r, "eeeeeeeeee01");
+    wait_drained(r);
+    assert_true(was_deleted("eeeeeeeeee01"));
+    reaper_free(r);
+    engine_free(e);
+}
+
 /* With sweeps on, a crashed daemon's orphan goes without any call. */
 static void test_periodic_sweep(void **state)
 {
@@ -394,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_sweep_decisions),
         cmocka_unit_test(test_removal_retried),
         cmocka_unit_test(test_removal_survives_engine_outage),
+        cmocka_unit_test(test_abandoned_create),
         cmocka_unit_test(test_periodic_sweep),
     };
     return cmocka_run_group_tests_name("reaper", tests, setup, teardown);
