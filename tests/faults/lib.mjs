@@ -20,12 +20,11 @@ import http from 'node:http';
 import path from 'node:path';
 
 import {
-  ROOT, ENGINE_SOCKET, RUN_ID, allDaemons, daemonArgs, daemonEnv, spawnDaemon, awaitExit, annotate, sleep, ourContainers, waitNoContainers,
+  ROOT, ENGINE_SOCKET, RUN_ID, sleep, ourContainers,
 } from '../integration/lib.mjs';
 
 export const ENGINE_KIND = process.env.FAULTS_ENGINE || (/podman/.test(ENGINE_SOCKET) ? 'podman' : 'docker');
 const ENGINE_SH = path.join(ROOT, 'scripts', 'engine.sh');
-const START_WAIT_MS = 20_000;
 
 // ---- the engine process ------------------------------------------------------
 
@@ -224,48 +223,4 @@ export async function within(p, ms) {
 
 // ---- a daemon serving HTTP -------------------------------------------------------
 
-/** A daemon serving HTTP on an ephemeral port of 127.0.0.1 (as in
- * ../integration/http.test.mjs); stopped with SIGTERM. */
-export class HttpDaemon {
-  constructor(name, marker) {
-    this.name = name;
-    this.marker = marker;
-    this.stderr = '';
-    this.stdout = '';
-    this.exit = null;
-    this.stopped = false;
-    allDaemons.push(this);
-  }
-
-  static async start(name, { args = [], env = {}, marker = RUN_ID } = {}) {
-    const d = new HttpDaemon(name, marker);
-    spawnDaemon(d, ['--http', '127.0.0.1:0', ...daemonArgs(args)], daemonEnv(env, marker), 'ignore');
-    d.proc.stdout.on('data', (c) => (d.stdout += c.toString('utf8')));
-    const deadline = Date.now() + START_WAIT_MS;
-    for (;;) {
-      const m = /serving MCP over HTTP at (http:\/\/[^\s/]+)\/mcp\b/.exec(d.stderr);
-      if (m) {
-        d.base = m[1];
-        d.port = Number(new URL(d.base).port);
-        return d;
-      }
-      if (d.exit) throw annotate(new Error(`daemon '${name}' exited before serving: ${JSON.stringify(d.exit)}`), d);
-      if (Date.now() > deadline) throw annotate(new Error(`daemon '${name}' did not log its HTTP address within ${START_WAIT_MS} ms`), d);
-      await sleep(25);
-    }
-  }
-
-  async stop() {
-    if (this.stopped) return this.exit;
-    this.stopped = true;
-    if (this.proc && this.exit === null) {
-      this.proc.kill('SIGTERM');
-      await awaitExit(this);
-    }
-    return this.exit;
-  }
-
-  close() {
-    return this.stop();
-  }
-}
+export { HttpDaemon } from '../integration/lib.mjs';

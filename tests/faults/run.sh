@@ -51,6 +51,9 @@ readonly PASS_TIMEOUT=${FAULTS_PASS_TIMEOUT:-$((600 + SOAK_RUNS / 2))}
 
 log() { printf 'faults: %s\n' "$*" >&2; }
 
+# shellcheck source=tests/lib.sh
+. "$TESTS/lib.sh"
+
 passes=("$@")
 [ ${#passes[@]} -eq 0 ] && passes=(docker podman)
 for p in "${passes[@]}"; do
@@ -69,18 +72,7 @@ done
 
 command -v node >/dev/null || { log "node not found"; exit 2; }
 
-# ---- node_modules ------------------------------------------------------------
-if [ ! -f "$TESTS/node_modules/.package-lock.json" ] ||
-	[ "$TESTS/package-lock.json" -nt "$TESTS/node_modules/.package-lock.json" ] ||
-	[ "$TESTS/package.json" -nt "$TESTS/node_modules/.package-lock.json" ]; then
-	command -v npm >/dev/null || { log "npm not found"; exit 2; }
-	log "installing test dependencies (npm ci)"
-	if ! (cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
-		log "npm ci failed in $TESTS"
-		echo "faults: 0 passed, 1 failed"
-		exit 1
-	fi
-fi
+ensure_node_modules faults
 
 work=$(mktemp -d /tmp/mcpsbx-faults.XXXXXX)
 
@@ -110,17 +102,10 @@ total_pass=0
 total_fail=0
 summaries=()
 
-# tap_count FILE KEY: the number on the "# KEY N" line of a TAP summary.
-tap_count() {
-	local n
-	n=$(sed -n "s/^# $2 \([0-9][0-9]*\)\$/\1/p" "$1" 2>/dev/null | tail -n 1)
-	echo "${n:-}"
-}
-
 # run_pass ENGINE SOCKET
 run_pass() {
 	local engine=$1 sock=$2 bin=$BIN
-	local t0 pass fail cancelled tests tap=$work/$engine.tap rc
+	local t0 pass fail tests tap=$work/$engine.tap rc
 	t0=$(date +%s)
 	case $bin in /*) ;; *) bin=$ROOT/$bin ;; esac
 	echo
@@ -150,21 +135,8 @@ run_pass() {
 		--test-reporter=tap --test-reporter-destination="$tap" \
 		tests/faults/*.test.mjs)
 	rc=$?
-	pass=$(tap_count "$tap" pass)
-	fail=$(tap_count "$tap" fail)
-	cancelled=$(tap_count "$tap" cancelled)
-	tests=$(tap_count "$tap" tests)
-	if [ -z "$pass" ] || [ -z "$fail" ]; then
-		# No summary: the runner was killed (timeout) or crashed.
-		pass=${pass:-0}
-		fail=$((${fail:-0} + 1))
-		log "$engine: the test run ended without a summary (exit $rc; timeout ${PASS_TIMEOUT}s?)"
-	fi
-	fail=$((fail + ${cancelled:-0}))
-	if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
-		fail=1
-		log "$engine: node --test exited $rc with no failed test"
-	fi
+	tap_totals "$engine" "$tap" "$rc" "$PASS_TIMEOUT"
+	pass=$TAP_PASS fail=$TAP_FAIL tests=$TAP_TESTS
 
 	# The tests restore the engine themselves; a killed run could not.
 	local extra=""

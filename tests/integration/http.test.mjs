@@ -34,65 +34,12 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { LATEST_PROTOCOL_VERSION, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  RUN_MARKER, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, sleep, allDaemons, daemonEnv, daemonArgs, annotate, withDaemon,
-  SdkDaemon, spawnDaemon, awaitExit, engineRequest, preflight, ourContainers, textOf, checkDaemonsAndContainers,
+  RUN_MARKER, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, sleep, withDaemon, SdkDaemon, engineRequest, preflight,
+  ourContainers, textOf, checkDaemonsAndContainers, HttpDaemon, SseParser,
 } from './lib.mjs';
 
-const START_WAIT_MS = 20_000;
 const PV = '2025-11-25'; // the version raw sessions ask for
 const EVIL = 'evil.example.com';
-
-// ---- daemons ---------------------------------------------------------------
-
-/** A daemon serving HTTP on an ephemeral port of 127.0.0.1. */
-class HttpDaemon {
-  constructor(name, marker) {
-    this.name = name;
-    this.marker = marker;
-    this.stderr = '';
-    this.stdout = '';
-    this.exit = null;
-    this.stopped = false;
-    allDaemons.push(this);
-  }
-
-  static async start(name, { args = [], env = {}, marker = RUN_ID } = {}) {
-    const d = new HttpDaemon(name, marker);
-    spawnDaemon(d, ['--http', '127.0.0.1:0', ...daemonArgs(args)], daemonEnv(env, marker), 'ignore');
-    d.proc.stdout.on('data', (c) => (d.stdout += c.toString('utf8')));
-    const deadline = Date.now() + START_WAIT_MS;
-    for (;;) {
-      const m = /serving MCP over HTTP at (http:\/\/[^\s/]+)\/mcp\b/.exec(d.stderr);
-      if (m) {
-        d.base = m[1];
-        d.url = `${d.base}/mcp`;
-        d.port = Number(new URL(d.base).port);
-        d.hostport = `127.0.0.1:${d.port}`;
-        return d;
-      }
-      if (d.exit) throw annotate(new Error(`daemon '${name}' exited before serving: ${JSON.stringify(d.exit)}`), d);
-      if (Date.now() > deadline) {
-        throw annotate(new Error(`daemon '${name}' logged no "serving MCP over HTTP at" line within ${START_WAIT_MS} ms`), d);
-      }
-      await sleep(25);
-    }
-  }
-
-  /** SIGTERM, then waits for the exit (SIGKILL if it hangs). */
-  async stop() {
-    if (this.stopped) return this.exit;
-    this.stopped = true;
-    if (this.proc && this.exit === null) {
-      this.proc.kill('SIGTERM');
-      await awaitExit(this);
-    }
-    return this.exit;
-  }
-
-  close() {
-    return this.stop();
-  }
-}
 
 // ---- SDK clients -------------------------------------------------------------
 
@@ -116,39 +63,6 @@ async function sdkClient(d, { kind = 'streamable', headers, name = 'mcp-sandboxd
 
 // ---- raw HTTP ----------------------------------------------------------------
 
-/** Incremental text/event-stream parser: push text, get complete events
- * ({id?, event?, data?, retry?}). */
-class SseParser {
-  constructor() {
-    this.partial = '';
-    this.cur = null;
-  }
-
-  push(text) {
-    const out = [];
-    this.partial += text;
-    const lines = this.partial.split('\n');
-    this.partial = lines.pop();
-    for (let line of lines) {
-      if (line.endsWith('\r')) line = line.slice(0, -1);
-      if (line === '') {
-        if (this.cur) out.push(this.cur);
-        this.cur = null;
-        continue;
-      }
-      if (line.startsWith(':')) continue;
-      const i = line.indexOf(':');
-      const field = i < 0 ? line : line.slice(0, i);
-      let value = i < 0 ? '' : line.slice(i + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      this.cur ??= {};
-      if (field === 'data') this.cur.data = this.cur.data === undefined ? value : `${this.cur.data}\n${value}`;
-      else if (field === 'retry') this.cur.retry = /^\d+$/.test(value) ? Number(value) : value;
-      else if (field === 'id' || field === 'event') this.cur[field] = value;
-    }
-    return out;
-  }
-}
 
 function jsonOf(ev) {
   if (!ev.data) return undefined;

@@ -286,6 +286,94 @@ export async function waitNoContainers(marker, ms = 5000, opts) {
   }
 }
 
+// ---- HTTP --------------------------------------------------------------------
+
+const HTTP_START_WAIT_MS = 20_000;
+
+/** A daemon serving HTTP on an ephemeral port of 127.0.0.1. */
+export class HttpDaemon {
+  constructor(name, marker) {
+    this.name = name;
+    this.marker = marker;
+    this.stderr = '';
+    this.stdout = '';
+    this.exit = null;
+    this.stopped = false;
+    allDaemons.push(this);
+  }
+
+  static async start(name, { args = [], env = {}, marker = RUN_ID } = {}) {
+    const d = new HttpDaemon(name, marker);
+    spawnDaemon(d, ['--http', '127.0.0.1:0', ...daemonArgs(args)], daemonEnv(env, marker), 'ignore');
+    d.proc.stdout.on('data', (c) => (d.stdout += c.toString('utf8')));
+    const deadline = Date.now() + HTTP_START_WAIT_MS;
+    for (;;) {
+      const m = /serving MCP over HTTP at (http:\/\/[^\s/]+)\/mcp\b/.exec(d.stderr);
+      if (m) {
+        d.base = m[1];
+        d.url = `${d.base}/mcp`;
+        d.port = Number(new URL(d.base).port);
+        d.hostport = `127.0.0.1:${d.port}`;
+        return d;
+      }
+      if (d.exit) throw annotate(new Error(`daemon '${name}' exited before serving: ${JSON.stringify(d.exit)}`), d);
+      if (Date.now() > deadline) {
+        throw annotate(new Error(`daemon '${name}' logged no "serving MCP over HTTP at" line within ${HTTP_START_WAIT_MS} ms`), d);
+      }
+      await sleep(25);
+    }
+  }
+
+  /** SIGTERM, then waits for the exit (SIGKILL if it hangs). */
+  async stop() {
+    if (this.stopped) return this.exit;
+    this.stopped = true;
+    if (this.proc && this.exit === null) {
+      this.proc.kill('SIGTERM');
+      await awaitExit(this);
+    }
+    return this.exit;
+  }
+
+  close() {
+    return this.stop();
+  }
+}
+
+/** Incremental text/event-stream parser: push text, get complete events
+ * ({id?, event?, data?, retry?}). */
+export class SseParser {
+  constructor() {
+    this.partial = '';
+    this.cur = null;
+  }
+
+  push(text) {
+    const out = [];
+    this.partial += text;
+    const lines = this.partial.split('\n');
+    this.partial = lines.pop();
+    for (let line of lines) {
+      if (line.endsWith('\r')) line = line.slice(0, -1);
+      if (line === '') {
+        if (this.cur) out.push(this.cur);
+        this.cur = null;
+        continue;
+      }
+      if (line.startsWith(':')) continue;
+      const i = line.indexOf(':');
+      const field = i < 0 ? line : line.slice(0, i);
+      let value = i < 0 ? '' : line.slice(i + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      this.cur ??= {};
+      if (field === 'data') this.cur.data = this.cur.data === undefined ? value : `${this.cur.data}\n${value}`;
+      else if (field === 'retry') this.cur.retry = /^\d+$/.test(value) ? Number(value) : value;
+      else if (field === 'id' || field === 'event') this.cur[field] = value;
+    }
+    return out;
+  }
+}
+
 // ---- result checks ---------------------------------------------------------
 
 const STATUSES = ['ok', 'error', 'timeout', 'oom', 'output_limit', 'cancelled', 'busy'];

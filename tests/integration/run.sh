@@ -51,6 +51,9 @@ readonly ASAN_BIN=${INTEGRATION_ASAN_BIN:-build/asan/mcp-sandboxd}
 
 log() { printf 'integration: %s\n' "$*" >&2; }
 
+# shellcheck source=tests/lib.sh
+. "$TESTS/lib.sh"
+
 passes=("$@")
 [ ${#passes[@]} -eq 0 ] && passes=(docker podman asan conformance)
 for p in "${passes[@]}"; do
@@ -69,18 +72,7 @@ done
 
 command -v node >/dev/null || { log "node not found"; exit 2; }
 
-# ---- node_modules ------------------------------------------------------------
-if [ ! -f "$TESTS/node_modules/.package-lock.json" ] ||
-	[ "$TESTS/package-lock.json" -nt "$TESTS/node_modules/.package-lock.json" ] ||
-	[ "$TESTS/package.json" -nt "$TESTS/node_modules/.package-lock.json" ]; then
-	command -v npm >/dev/null || { log "npm not found"; exit 2; }
-	log "installing test dependencies (npm ci)"
-	if ! (cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
-		log "npm ci failed in $TESTS"
-		echo "integration: 0 passed, 1 failed"
-		exit 1
-	fi
-fi
+ensure_node_modules integration
 
 work=$(mktemp -d /tmp/mcpsbx-integration.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -89,17 +81,10 @@ total_pass=0
 total_fail=0
 summaries=()
 
-# tap_count FILE KEY: the number on the "# KEY N" line of a TAP summary.
-tap_count() {
-	local n
-	n=$(sed -n "s/^# $2 \([0-9][0-9]*\)\$/\1/p" "$1" 2>/dev/null | tail -n 1)
-	echo "${n:-}"
-}
-
 # run_pass NAME ENGINE SOCKET BINARY [latency]
 run_pass() {
 	local name=$1 engine=$2 sock=$3 bin=$4 latency=${5:-}
-	local t0 pass fail cancelled tests tap=$work/$name.tap rc
+	local t0 pass fail tests tap=$work/$name.tap rc
 	t0=$(date +%s)
 	case $bin in /*) ;; *) bin=$ROOT/$bin ;; esac
 	echo
@@ -145,21 +130,8 @@ run_pass() {
 		--test-reporter=tap --test-reporter-destination="$tap" \
 		tests/integration/*.test.mjs)
 	rc=$?
-	pass=$(tap_count "$tap" pass)
-	fail=$(tap_count "$tap" fail)
-	cancelled=$(tap_count "$tap" cancelled)
-	tests=$(tap_count "$tap" tests)
-	if [ -z "$pass" ] || [ -z "$fail" ]; then
-		# No summary: the runner was killed (timeout) or crashed.
-		pass=${pass:-0}
-		fail=$(( ${fail:-0} + 1 ))
-		log "$name: the test run ended without a summary (exit $rc; timeout ${PASS_TIMEOUT}s?)"
-	fi
-	fail=$((fail + ${cancelled:-0}))
-	if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
-		fail=1
-		log "$name: node --test exited $rc with no failed test"
-	fi
+	tap_totals "$name" "$tap" "$rc" "$PASS_TIMEOUT"
+	pass=$TAP_PASS fail=$TAP_FAIL tests=$TAP_TESTS
 
 	local extra=""
 	if [ -n "$latency" ]; then

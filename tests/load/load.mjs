@@ -40,8 +40,9 @@ import http from 'node:http';
 import path from 'node:path';
 
 import {
-  ROOT, BIN, ENGINE, ENGINE_SOCKET, RUN_MARKER, RUN_ID, sleep, daemonEnv, daemonArgs,
-  SdkDaemon, spawnDaemon, awaitExit, preflight, ourContainers, waitNoContainers, checkRun,
+  ROOT, BIN, ENGINE, ENGINE_SOCKET, RUN_MARKER, RUN_ID, sleep,
+  SdkDaemon, awaitExit, preflight, ourContainers, waitNoContainers, checkRun,
+  HttpDaemon, SseParser,
 } from '../integration/lib.mjs';
 
 const int = (name, dflt) => {
@@ -66,7 +67,6 @@ const ENV_URI = 'mcp-sandboxd://environment';
 // Calls wait in the daemon's queue behind up to 8 runs, so allow for that.
 const CALL_TIMEOUT_MS = 45_000;
 const QUICK_TIMEOUT_MS = 15_000;
-const START_WAIT_MS = 20_000;
 const LEFTOVER_WAIT_MS = 10_000;
 // A cancelled call sleeps this long unless the cancellation works.
 const CANCEL_SLEEP_S = 20;
@@ -260,37 +260,6 @@ async function leftoverCheck(name, marker) {
 
 // ---- raw HTTP --------------------------------------------------------------------
 
-/** Incremental text/event-stream parser: push text, get complete events. */
-class SseParser {
-  constructor() {
-    this.partial = '';
-    this.cur = null;
-  }
-
-  push(text) {
-    const out = [];
-    this.partial += text;
-    const lines = this.partial.split('\n');
-    this.partial = lines.pop();
-    for (let line of lines) {
-      if (line.endsWith('\r')) line = line.slice(0, -1);
-      if (line === '') {
-        if (this.cur) out.push(this.cur);
-        this.cur = null;
-        continue;
-      }
-      if (line.startsWith(':')) continue;
-      const i = line.indexOf(':');
-      const field = i < 0 ? line : line.slice(0, i);
-      let value = i < 0 ? '' : line.slice(i + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      this.cur ??= {};
-      if (field === 'data') this.cur.data = this.cur.data === undefined ? value : `${this.cur.data}\n${value}`;
-      else if (field === 'id' || field === 'event' || field === 'retry') this.cur[field] = value;
-    }
-    return out;
-  }
-}
 
 /**
  * One HTTP request to 127.0.0.1:port. Returns {done, abort}: done resolves
@@ -912,21 +881,10 @@ async function legacyClient(d, no, deadline, isDead) {
 // ---- phase http ----------------------------------------------------------------------
 
 async function startHttpDaemon(marker) {
-  const d = { name: 'http', marker, stderr: '', stdout: '', exit: null, stopping: false };
-  spawnDaemon(d, ['--http', '127.0.0.1:0', ...daemonArgs()], daemonEnv({}, marker), 'ignore');
-  d.proc.stdout.on('data', (c) => (d.stdout += c.toString('utf8')));
+  const d = await HttpDaemon.start('http', { marker });
+  d.stopping = false;
   watchDeath(d);
-  const deadline = Date.now() + START_WAIT_MS;
-  for (;;) {
-    const m = /serving MCP over HTTP at http:\/\/127\.0\.0\.1:(\d+)\/mcp\b/.exec(d.stderr);
-    if (m) {
-      d.port = Number(m[1]);
-      return d;
-    }
-    if (d.exit) throw new Error(`the daemon exited before serving: ${JSON.stringify(d.exit)}\n${stderrTail(d)}`);
-    if (Date.now() > deadline) throw new Error(`no "serving MCP over HTTP at http://127.0.0.1:PORT/mcp" log line within ${START_WAIT_MS} ms\n${stderrTail(d)}`);
-    await sleep(25);
-  }
+  return d;
 }
 
 async function phaseHttp() {

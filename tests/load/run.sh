@@ -48,6 +48,9 @@ readonly BIN
 
 log() { printf 'load: %s\n' "$*" >&2; }
 
+# shellcheck source=tests/lib.sh
+. "$TESTS/lib.sh"
+
 # setup_failed MESSAGE: one failed check, the summary line, exit 1.
 setup_failed() {
 	log "$*"
@@ -74,15 +77,7 @@ fi
 
 command -v node >/dev/null || setup_failed "node not found"
 
-# ---- node_modules ------------------------------------------------------------
-if [ ! -f "$TESTS/node_modules/.package-lock.json" ] ||
-	[ "$TESTS/package-lock.json" -nt "$TESTS/node_modules/.package-lock.json" ] ||
-	[ "$TESTS/package.json" -nt "$TESTS/node_modules/.package-lock.json" ]; then
-	command -v npm >/dev/null || setup_failed "npm not found"
-	log "installing test dependencies (npm ci)"
-	(cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
-		setup_failed "npm ci failed in $TESTS"
-fi
+ensure_node_modules load
 
 # ---- engine, images, binary ----------------------------------------------------
 [ -x "$BIN" ] || setup_failed "$BIN not found (make load builds it, or set LOAD_BIN)"

@@ -5,12 +5,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "admission.h"
+#include "threads.h"
 
 /* A job that can be held inside run() until released. */
 struct tjob {
@@ -195,19 +195,6 @@ static void test_free_refuses_waiting(void **state)
     admission_free(a);
     assert_int_equal(atomic_load(&busy.ran), 1);
     assert_int_equal(atomic_load(&waiting.ran) + atomic_load(&waiting.refused), 1);
-}
-
-static int count_threads(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    int n = 0;
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
 }
 
 /* ---- stress: many submitters, withdrawals, deadlines ---------------------- */

@@ -1,0 +1,51 @@
+# shellcheck shell=bash
+# Helpers shared by the test drivers (tests/*/run.sh), sourced after they set
+# TESTS (the tests/ folder) and define log(). Not a program of its own.
+
+# ensure_node_modules SUITE: `npm ci` in tests/ when node_modules is missing
+# or older than package.json / package-lock.json. When that fails, prints
+# the suite's summary line "SUITE: 0 passed, 1 failed" and exits 1.
+ensure_node_modules() {
+	local suite=$1 stamp=$TESTS/node_modules/.package-lock.json
+	if [ -f "$stamp" ] && [ ! "$TESTS/package-lock.json" -nt "$stamp" ] &&
+		[ ! "$TESTS/package.json" -nt "$stamp" ]; then
+		return 0
+	fi
+	command -v npm >/dev/null || { log "npm not found"; exit 2; }
+	log "installing test dependencies (npm ci)"
+	if ! (cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+		log "npm ci failed in $TESTS"
+		echo "$suite: 0 passed, 1 failed"
+		exit 1
+	fi
+}
+
+# tap_count FILE KEY: the number on the "# KEY N" line of a TAP summary.
+tap_count() {
+	local n
+	n=$(sed -n "s/^# $2 \([0-9][0-9]*\)\$/\1/p" "$1" 2>/dev/null | tail -n 1)
+	echo "${n:-}"
+}
+
+# tap_totals NAME TAP RC TIMEOUT: reads node --test's TAP summary into
+# TAP_PASS, TAP_FAIL and TAP_TESTS. Cancelled tests count as failed; a run
+# with no summary (killed at its TIMEOUT seconds, or crashed) counts one more
+# failure, and so does a non-zero exit with nothing failed.
+# shellcheck disable=SC2034 # TAP_* are the caller's to read
+tap_totals() {
+	local name=$1 tap=$2 rc=$3 timeout=$4 cancelled
+	TAP_PASS=$(tap_count "$tap" pass)
+	TAP_FAIL=$(tap_count "$tap" fail)
+	TAP_TESTS=$(tap_count "$tap" tests)
+	cancelled=$(tap_count "$tap" cancelled)
+	if [ -z "$TAP_PASS" ] || [ -z "$TAP_FAIL" ]; then
+		TAP_PASS=${TAP_PASS:-0}
+		TAP_FAIL=$((${TAP_FAIL:-0} + 1))
+		log "$name: the test run ended without a summary (exit $rc; timeout ${timeout}s?)"
+	fi
+	TAP_FAIL=$((TAP_FAIL + ${cancelled:-0}))
+	if [ "$rc" -ne 0 ] && [ "$TAP_FAIL" -eq 0 ]; then
+		TAP_FAIL=1
+		log "$name: node --test exited $rc with no failed test"
+	fi
+}
