@@ -59,7 +59,7 @@ const result = (language) => {
     duration_ms: 0,
     truncated: false,
     language,
-    message: 'benchmark baseline: not implemented',
+    message: 'this server only answers tools/list for the benchmark; it runs no code',
   };
   return { content: [{ type: 'text', text: structuredContent.message }], structuredContent, isError: true };
 };
