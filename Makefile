@@ -24,7 +24,8 @@ CFLAGS  ?= -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 LDLIBS  := $(PKG_LIBS) -pthread -lm
 
 B       ?= build
-SRCS    := $(filter-out src/main.c,$(wildcard src/*.c))
+# src/<layer>/[<backend>/]<module>.c: the folders are the layers (README.md).
+SRCS    := $(filter-out src/main.c,$(wildcard src/*/*.c src/*/*/*.c))
 GEN     := build/gen/runner_scripts.c
 OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -51,16 +52,18 @@ $(B)/obj/runner_scripts.o: $(GEN)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 
 # The runners are real files (tested on their own) embedded as C strings.
-$(GEN): src/runner/runner.py src/runner/runner.js scripts/embed.sh
+RUNNERS := src/sandbox/runner/runner.py src/sandbox/runner/runner.js
+$(GEN): $(RUNNERS) scripts/embed.sh
 	@mkdir -p $(dir $@)
-	scripts/embed.sh $@ runner_python_src=src/runner/runner.py runner_node_src=src/runner/runner.js
+	scripts/embed.sh $@ runner_python_src=src/sandbox/runner/runner.py \
+	    runner_node_src=src/sandbox/runner/runner.js
 
 $(B)/tests/%: tests/unit/%.c $(B)/libcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Wno-missing-prototypes -Wno-missing-declarations -Wno-write-strings \
 	    -o $@ $< $(B)/libcore.a $(LDFLAGS) $(LDLIBS) -lcmocka
 
--include $(wildcard $(B)/obj/*.d)
+-include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d $(B)/obj/*/*/*.d)
 
 # ---- running -------------------------------------------------------------
 deps:
@@ -114,7 +117,7 @@ lint:
 	@scripts/lint.sh
 
 format:
-	clang-format -i src/*.c src/*.h tests/unit/*.c tests/fuzz/*.c
+	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) tests/unit/*.[ch] tests/fuzz/*.c
 
 format-check:
 	@scripts/lint.sh format

@@ -79,8 +79,8 @@ build() {
     # The daemon's code once, instrumented for coverage (fuzzer-no-link),
     # then one link per harness.
     local srcs=() s
-    for s in src/*.c; do
-        [ "$s" = src/main.c ] || srcs+=("$s")
+    for s in src/*/*.c src/*/*/*.c; do
+        srcs+=("$s")
     done
     srcs+=("$GEN")
     rm -f "$OUT"/obj/*.o

@@ -77,8 +77,8 @@ run_check() {
     esac
 }
 
-C_SOURCES=(src/*.c)
-C_HEADERS=(src/*.h)
+C_SOURCES=(src/**/*.c)
+C_HEADERS=(src/**/*.h)
 TEST_SOURCES=(tests/unit/*.c tests/fuzz/*.c)
 
 # ---- (a) formatting -------------------------------------------------------
@@ -124,7 +124,7 @@ tidy_one() {
     shift
     local model=(-include scripts/lint/analyzer-model.h)
     # err.c defines the functions the model turns into macros.
-    [ "$f" = src/err.c ] && model=()
+    [ "$f" = src/base/err.c ] && model=()
     "$CLANG_TIDY" -quiet --warnings-as-errors='*' "$f" -- "$@" "${model[@]}" \
         >"$TMP/tidy.$(basename "$f").out" 2>&1
     echo $? >"$TMP/tidy.$(basename "$f").rc"
@@ -262,29 +262,29 @@ check_systemd_unit() {
 }
 
 # ---- (f) layering -----------------------------------------------------------
-# A module may include headers of its own layer or a lower one. Dependencies
-# point down only: transports -> mcp -> jsonrpc; tools -> exec -> runner,
-# sandbox -> engine -> engine_http, engine_stream -> base. A new module must
-# be added here (the check fails on modules it does not know).
-declare -A LAYER=(
-    [util]=0 [err]=0 [log]=0 [buf]=0 [config]=0 [admission]=0
-    [engine_http]=1 [engine_stream]=1
-    [engine]=2
-    [runner]=3 [sandbox]=3 [reaper]=3
-    [exec]=4
-    [tools]=5
-    [jsonrpc]=6
-    [mcp]=7
-    [transport_stdio]=8 [transport_http]=8
-    [main]=9
-)
+# The folders of src/ are the layers, lowest first; a file may include
+# headers of its own folder's layer or a lower one, so dependencies point
+# down only. Includes name headers by their path under src/ (the folder is
+# in the include). A folder not in this table fails the check.
+LAYERS=(base backend sandbox tools mcp transport)
+
+# layer_of PATH (under src/, e.g. "mcp/mcp.h" or "main.c"): its layer number,
+# or nothing when its folder is not a layer.
+layer_of() {
+    local top=${1%%/*} i
+    [ "$1" = main.c ] && { echo "${#LAYERS[@]}"; return; }
+    for i in "${!LAYERS[@]}"; do
+        [ "${LAYERS[$i]}" = "$top" ] && { echo "$i"; return; }
+    done
+}
+
 check_layering() {
-    local f mod dep bad=0 lno inc
+    local f rel dep lno inc mine theirs bad=0
     for f in "${C_SOURCES[@]}" "${C_HEADERS[@]}"; do
-        mod=$(basename "$f")
-        mod=${mod%.*}
-        if [ -z "${LAYER[$mod]+x}" ]; then
-            echo "  $f: module '$mod' is not in the layer table in scripts/lint.sh"
+        rel=${f#src/}
+        mine=$(layer_of "$rel")
+        if [ -z "$mine" ]; then
+            echo "  $f: folder '${rel%%/*}' is not a layer (LAYERS in scripts/lint.sh)"
             bad=1
             continue
         fi
@@ -294,13 +294,15 @@ check_layering() {
             case "$inc" in
             *'<'*) [ -f "src/$dep" ] || continue ;;
             esac
-            dep=${dep%.h}
-            if [ -z "${LAYER[$dep]+x}" ]; then
-                echo "  $f:$lno: includes \"$dep.h\", which is not in the layer table"
+            if [ ! -f "src/$dep" ]; then
+                echo "  $f:$lno: includes \"$dep\", which is not a path under src/"
                 bad=1
-            elif [ "${LAYER[$dep]}" -gt "${LAYER[$mod]}" ]; then
-                echo "  $f:$lno: $mod (layer ${LAYER[$mod]}) must not include $dep.h" \
-                    "(layer ${LAYER[$dep]}): dependencies point down only"
+                continue
+            fi
+            theirs=$(layer_of "$dep")
+            if [ -z "$theirs" ] || [ "$theirs" -gt "$mine" ]; then
+                echo "  $f:$lno: ${rel%%/*} (layer $mine) must not include $dep" \
+                    "(layer ${theirs:-none}): dependencies point down only"
                 bad=1
             fi
         done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$f")

@@ -40,13 +40,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
-#include "engine.h"
-#include "exec.h"
-#include "log.h"
-#include "mcp.h"
-#include "transport_http.h"
-#include "transport_stdio.h"
+#include "base/config.h"
+#include "backend/docker/engine.h"
+#include "sandbox/exec.h"
+#include "base/log.h"
+#include "mcp/mcp.h"
+#include "transport/transport_http.h"
+#include "transport/transport_stdio.h"
 
 static int stop_pipe[2] = {-1, -1};
 

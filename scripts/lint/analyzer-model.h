@@ -1,9 +1,9 @@
 /* Force-included (-include) by scripts/lint.sh into every translation unit
- * that clang-tidy analyses, except src/err.c, which defines these functions.
+ * that clang-tidy analyses, except src/base/err.c, which defines these functions.
  *
  * Why: the static analyzer looks at one translation unit at a time, so it
  * cannot see that err_set() and err_wrap() always return -1 (the contract
- * written in src/err.h). It then explores "return err_set(...)" paths as if
+ * written in src/base/err.h). It then explores "return err_set(...)" paths as if
  * they returned >= 0 and reports garbage or NULL values that callers only
  * read on success. Modelling the contract here keeps those checks on for
  * real bugs. Nothing here is compiled into the daemon. If err.h ever makes
@@ -11,7 +11,7 @@
 #ifndef MCPSBX_LINT_ANALYZER_MODEL_H
 #define MCPSBX_LINT_ANALYZER_MODEL_H
 
-#include "err.h"
+#include "base/err.h"
 
 #ifndef err_set
 #define err_set(...) ((err_set)(__VA_ARGS__), -1)

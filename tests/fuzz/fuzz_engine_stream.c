@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_stream.h"
+#include "backend/docker/engine_stream.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonrpc.h"
+#include "mcp/jsonrpc.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

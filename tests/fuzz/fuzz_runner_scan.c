@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner.h"
+#include "sandbox/runner.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonrpc.h"
-#include "tools.h"
+#include "mcp/jsonrpc.h"
+#include "tools/tools.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Host tests of the in-container runners (src/runner/runner.py, .js).
+"""Host tests of the in-container runners (src/sandbox/runner/runner.py, .js).
 
 Each case frames a request exactly as the daemon does, pipes it into
 `python3 -u -c <runner.py>` / `node -e <runner.js>` running in a fresh temp
@@ -21,8 +21,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PY_SRC = open(os.path.join(ROOT, "src/runner/runner.py")).read()
-JS_SRC = open(os.path.join(ROOT, "src/runner/runner.js")).read()
+PY_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner.py")).read()
+JS_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner.js")).read()
 PYTHON = os.environ.get("PYTHON", "python3")
 NODE = os.environ.get("NODE", "node")
 NONCE = "0123456789abcdef0123456789abcdef"

@@ -9,7 +9,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "admission.h"
+#include "base/admission.h"
 #include "threads.h"
 
 /* A job that can be held inside run() until released. */

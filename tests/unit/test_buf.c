@@ -4,7 +4,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 static void test_cap(void **state)
 {

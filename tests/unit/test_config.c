@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include "base/config.h"
 
 static int load(struct config *cfg, char **argv, char **envp, struct err *err)
 {

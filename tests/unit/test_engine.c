@@ -17,9 +17,9 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "engine.h"
-#include "engine_http.h"
-#include "engine_stream.h"
+#include "backend/docker/engine.h"
+#include "backend/docker/engine_http.h"
+#include "backend/docker/engine_stream.h"
 
 #define GOOD_ID    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define STALL_ID   "aaaaaaaaaaaa"

@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "buf.h"
-#include "engine_stream.h"
+#include "base/buf.h"
+#include "backend/docker/engine_stream.h"
 
 struct collect {
     struct buf out[4];

@@ -4,7 +4,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "jsonrpc.h"
+#include "mcp/jsonrpc.h"
 
 static json_object *parse_ok(const char *s)
 {

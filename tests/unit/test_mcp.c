@@ -5,10 +5,10 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "engine.h"
-#include "jsonrpc.h"
-#include "mcp.h"
-#include "tools.h"
+#include "backend/docker/engine.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
+#include "tools/tools.h"
 
 /* A channel that records every message sent on it. */
 struct capture {

@@ -20,9 +20,9 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "engine.h"
-#include "jsonrpc.h"
-#include "mcp.h"
+#include "backend/docker/engine.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
 #include "threads.h"
 
 /* ---- a channel that keeps every reply as text ----------------------------- */

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "reaper.h"
+#include "sandbox/reaper.h"
 
 #define MAX_DELETES 64
 

@@ -19,7 +19,7 @@
 
 #include <json-c/json.h>
 
-#include "runner.h"
+#include "sandbox/runner.h"
 
 #define NONCE  "0123456789abcdef0123456789abcdef"
 #define OTHER  "fedcba9876543210fedcba9876543210"

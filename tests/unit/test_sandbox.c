@@ -4,7 +4,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "sandbox.h"
+#include "sandbox/sandbox.h"
 
 static json_object *get(json_object *o, const char *key)
 {

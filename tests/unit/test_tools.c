@@ -4,7 +4,7 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "tools.h"
+#include "tools/tools.h"
 
 static struct config cfg;
 

@@ -8,10 +8,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "engine.h"
-#include "jsonrpc.h"
-#include "tools.h"
-#include "transport_http.h"
+#include "backend/docker/engine.h"
+#include "mcp/jsonrpc.h"
+#include "tools/tools.h"
+#include "transport/transport_http.h"
 
 /* ---- a server on 127.0.0.1, ephemeral port, no engine ---------------------- */
 

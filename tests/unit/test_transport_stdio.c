@@ -6,10 +6,10 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "engine.h"
-#include "jsonrpc.h"
-#include "tools.h"
-#include "transport_stdio.h"
+#include "backend/docker/engine.h"
+#include "mcp/jsonrpc.h"
+#include "tools/tools.h"
+#include "transport/transport_stdio.h"
 
 struct server {
     struct config cfg;

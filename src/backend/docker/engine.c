@@ -1,0 +1,613 @@
+#include "backend/docker/engine.h"
+
+#include <curl/curl.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "base/log.h"
+
+#define API "/" ENGINE_API_VERSION
+
+/* Request timeouts. Create can be slow on a busy engine (layer setup).
+ * Podman 4.3 answers /version in 0.5-1 s (it runs conmon and runc to
+ * report their versions), so that probe gets more than a "fast" budget. */
+#define ENGINE_TIMEOUT_CONTROL_MS 10000L
+#define ENGINE_TIMEOUT_CREATE_MS  30000L
+#define ENGINE_TIMEOUT_REMOVE_MS  30000L
+#define ENGINE_TIMEOUT_PING_MS    2000
+#define ENGINE_TIMEOUT_VERSION_MS 5000L
+
+#define ENGINE_JSON_DEPTH   32
+#define ENGINE_MAX_NAME_LEN 128u /* engine name/version/instance strings */
+
+struct engine {
+    char *socket;
+    /* 1 when the engine is known to report OOMKilled (Docker), 0 when it is
+     * known not to (Podman 4 leaves it false), -1 before /version answered. */
+    atomic_int oom_flag_reliable;
+};
+
+struct engine *engine_new(const char *socket_path)
+{
+    struct engine *e = xcalloc(1, sizeof(*e));
+    e->socket = xstrdup(socket_path);
+    atomic_init(&e->oom_flag_reliable, -1);
+    return e;
+}
+
+void engine_free(struct engine *e)
+{
+    if (!e)
+        return;
+    free(e->socket);
+    free(e);
+}
+
+const char *engine_socket(const struct engine *e)
+{
+    return e->socket;
+}
+
+/* Container ids go into URL paths: accept only what engines generate. */
+static bool id_valid(const char *id)
+{
+    size_t n = 0;
+    for (; id[n]; n++) {
+        char c = id[n];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) || n >= 64)
+            return false;
+    }
+    return n >= 12;
+}
+
+static int check_id(const char *id, struct err *err)
+{
+    if (!id || !id_valid(id))
+        return err_set(err, ERR_INVALID, "invalid container id");
+    return 0;
+}
+
+/* Parses a whole response body as JSON (trailing whitespace allowed). */
+static json_object *parse_json(const struct buf *b, const char *what, struct err *err)
+{
+    if (b->len == 0 || b->len > ENGINE_HTTP_MAX_RESPONSE) {
+        err_set(err, ERR_PROTOCOL, "the container engine's answer to %s is empty", what);
+        return NULL;
+    }
+    json_tokener *tok = json_tokener_new_ex(ENGINE_JSON_DEPTH);
+    if (!tok) {
+        err_set(err, ERR_INTERNAL, "json_tokener_new_ex failed");
+        return NULL;
+    }
+    json_object *o = json_tokener_parse_ex(tok, b->data, (int)b->len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    if (jerr != json_tokener_success || !o) {
+        json_object_put(o);
+        err_set(err, ERR_PROTOCOL, "the container engine's answer to %s is not valid JSON", what);
+        return NULL;
+    }
+    for (size_t i = end; i < b->len; i++) {
+        char c = b->data[i];
+        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+            json_object_put(o);
+            err_set(err, ERR_PROTOCOL, "the container engine's answer to %s has trailing bytes",
+                    what);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+/* Copies an engine string, capped and with control bytes replaced. */
+static char *engine_text(const char *s, size_t n)
+{
+    if (n > ENGINE_MAX_NAME_LEN)
+        n = ENGINE_MAX_NAME_LEN;
+    char *out = xmalloc(n + 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        out[i] = (c < 0x20 || c >= 0x7f) ? '?' : (char)c;
+    }
+    out[n] = '\0';
+    return out;
+}
+
+static const char *get_str(json_object *o, const char *key, size_t *len)
+{
+    json_object *v = NULL;
+    if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+        return NULL;
+    if (len)
+        *len = (size_t)json_object_get_string_len(v);
+    return json_object_get_string(v);
+}
+
+/* Sets err from an unexpected status, with the engine's message. */
+static int status_error(const struct engine *e, long status, const struct buf *resp,
+                        const char *what, struct err *err)
+{
+    cleanup_free char *msg = engine_http_message(resp->data, resp->len);
+    return err_set(err, status == 404 ? ERR_NOT_FOUND : ERR_ENGINE,
+                   "the container engine at unix://%s refused to %s (HTTP %ld): %s", e->socket,
+                   what, status, msg ? msg : "no message");
+}
+
+static int call(struct engine *e, const char *method, const char *path, const char *body,
+                long timeout_ms, long *status, struct buf *resp, struct err *err)
+{
+    return engine_http_request(e->socket, method, path, body, body ? strlen(body) : 0, timeout_ms,
+                               status, resp, err);
+}
+
+int engine_version(struct engine *e, char **name, char **version, struct err *err)
+{
+    struct buf resp;
+    buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
+    long status = 0;
+    int ret = -1;
+    json_object *root = NULL;
+
+    if (call(e, "GET", API "/version", NULL, ENGINE_TIMEOUT_VERSION_MS, &status, &resp, err) < 0)
+        goto out;
+    if (status != 200) {
+        status_error(e, status, &resp, "report its version", err);
+        goto out;
+    }
+    root = parse_json(&resp, "GET /version", err);
+    if (!root)
+        goto out;
+
+    /* Podman lists "Podman Engine" among its components, Docker "Engine". */
+    const char *n = NULL, *v = NULL;
+    size_t nl = 0, vl = 0;
+    json_object *comps = NULL;
+    if (json_object_object_get_ex(root, "Components", &comps) &&
+        json_object_is_type(comps, json_type_array)) {
+        size_t count = json_object_array_length(comps);
+        for (size_t i = 0; i < count; i++) {
+            json_object *c = json_object_array_get_idx(comps, i);
+            size_t cl = 0;
+            const char *cn = get_str(c, "Name", &cl);
+            if (!cn)
+                continue;
+            if (strcmp(cn, "Podman Engine") == 0) {
+                n = "Podman Engine";
+                atomic_store(&e->oom_flag_reliable, 0);
+                v = get_str(c, "Version", &vl);
+                break;
+            }
+            if (strcmp(cn, "Engine") == 0 && !n) {
+                n = "Docker Engine";
+                atomic_store(&e->oom_flag_reliable, 1);
+                v = get_str(c, "Version", &vl);
+            }
+        }
+    }
+    if (!n) {
+        json_object *plat = NULL;
+        if (json_object_object_get_ex(root, "Platform", &plat))
+            n = get_str(plat, "Name", &nl);
+        if (!n || nl == 0) {
+            n = "unknown engine";
+            nl = 0;
+        }
+    }
+    if (!v)
+        v = get_str(root, "Version", &vl);
+    if (!v) {
+        v = "unknown";
+        vl = strlen(v);
+    }
+    *name = engine_text(n, nl ? nl : strlen(n));
+    *version = engine_text(v, vl);
+    ret = 0;
+out:
+    json_object_put(root);
+    buf_free(&resp);
+    return ret;
+}
+
+static int image_missing(const struct engine *e, json_object *body, const struct buf *resp,
+                         struct err *err)
+{
+    size_t il = 0;
+    const char *image = get_str(body, "Image", &il);
+    cleanup_free char *img = engine_text(image ? image : "?", image ? il : 1);
+    cleanup_free char *msg = engine_http_message(resp->data, resp->len);
+    return err_set(err, ERR_NOT_FOUND,
+                   "image '%s' is not present in the engine at unix://%s: build it with "
+                   "`make images` (engine: %s)",
+                   img, e->socket, msg ? msg : "no message");
+}
+
+/* A request's timeout: its usual one, cut to what is left before deadline_ms
+ * (util_now_ms() time; 0 = none). Fails once the deadline has passed. */
+static int budget(const struct engine *e, long usual_ms, double deadline_ms, const char *what,
+                  long *out, struct err *err)
+{
+    *out = usual_ms;
+    if (deadline_ms <= 0)
+        return 0;
+    double left = deadline_ms - util_now_ms();
+    if (left < 1.0)
+        return err_set(err, ERR_TIMEOUT,
+                       "the container engine at unix://%s took too long: no time was left to %s "
+                       "within the run's time limit",
+                       e->socket, what);
+    if (left < (double)usual_ms)
+        *out = (long)left;
+    return 0;
+}
+
+int engine_create(struct engine *e, json_object *body, double deadline_ms, char **id,
+                  struct err *err)
+{
+    const char *json = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+    struct buf resp;
+    buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
+    long status = 0;
+    int ret = -1;
+    json_object *root = NULL;
+    long timeout_ms = 0;
+
+    if (budget(e, ENGINE_TIMEOUT_CREATE_MS, deadline_ms, "create a container", &timeout_ms, err) <
+            0 ||
+        call(e, "POST", API "/containers/create", json, timeout_ms, &status, &resp, err) < 0)
+        goto out;
+    if (status == 404) {
+        image_missing(e, body, &resp, err);
+        goto out;
+    }
+    if (status != 201) {
+        status_error(e, status, &resp, "create a container", err);
+        goto out;
+    }
+    root = parse_json(&resp, "POST /containers/create", err);
+    if (!root)
+        goto out;
+    const char *cid = get_str(root, "Id", NULL);
+    if (!cid || !id_valid(cid)) {
+        err_set(err, ERR_PROTOCOL, "the container engine returned an invalid container id");
+        goto out;
+    }
+    json_object *warn = NULL;
+    if (json_object_object_get_ex(root, "Warnings", &warn) &&
+        json_object_is_type(warn, json_type_array) && json_object_array_length(warn) > 0)
+        log_warn("engine warnings creating %.12s: %s", cid,
+                 json_object_to_json_string_ext(warn, JSON_C_TO_STRING_PLAIN));
+    *id = xstrdup(cid);
+    ret = 0;
+out:
+    json_object_put(root);
+    buf_free(&resp);
+    return ret;
+}
+
+int engine_attach(struct engine *e, const char *id, double deadline_ms,
+                  struct engine_http_conn **out, struct err *err)
+{
+    long timeout_ms = 0;
+    if (check_id(id, err) < 0 ||
+        budget(e, ENGINE_TIMEOUT_CONTROL_MS, deadline_ms, "attach", &timeout_ms, err) < 0)
+        return -1;
+    cleanup_free char *path =
+        xasprintf(API "/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1", id);
+    if (engine_http_upgrade(e->socket, path, timeout_ms, out, err) < 0)
+        return err_wrap(err, "attach to container %.12s", id);
+    return 0;
+}
+
+/* POSTs path with no body and accepts the listed statuses. */
+static int simple_call(struct engine *e, const char *method, const char *path, long timeout_ms,
+                       const long *ok, size_t nok, const char *what, struct err *err)
+{
+    struct buf resp;
+    buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
+    long status = 0;
+    int ret = call(e, method, path, NULL, timeout_ms, &status, &resp, err);
+    if (ret == 0) {
+        ret = -1;
+        for (size_t i = 0; i < nok; i++)
+            if (status == ok[i])
+                ret = 0;
+        if (ret < 0)
+            status_error(e, status, &resp, what, err);
+    }
+    buf_free(&resp);
+    return ret;
+}
+
+int engine_start(struct engine *e, const char *id, double deadline_ms, struct err *err)
+{
+    long timeout_ms = 0;
+    if (check_id(id, err) < 0 || budget(e, ENGINE_TIMEOUT_CONTROL_MS, deadline_ms,
+                                        "start the container", &timeout_ms, err) < 0)
+        return -1;
+    static const long ok[] = {204, 304};
+    cleanup_free char *path = xasprintf(API "/containers/%s/start", id);
+    cleanup_free char *what = xasprintf("start container %.12s", id);
+    return simple_call(e, "POST", path, timeout_ms, ok, ARRAY_SIZE(ok), what, err);
+}
+
+/* True when a kill answered with status left nothing running. */
+static bool kill_moot(struct engine *e, const char *id, long status)
+{
+    /* 404: gone; 409 (Docker): not running. */
+    if (status == 404 || status == 409)
+        return true;
+    if (status != 500)
+        return false;
+    /* Podman answers 500 "container state improper" for a stopped
+     * container: ask for the state rather than parse its wording. */
+    struct engine_state st = {0};
+    struct err ierr = ERR_INIT;
+    int irc = engine_inspect_state(e, id, &st, &ierr);
+    bool moot = (irc == 0 && !st.running) || (irc < 0 && ierr.code == ERR_NOT_FOUND);
+    err_clear(&ierr);
+    return moot;
+}
+
+int engine_kill(struct engine *e, const char *id, struct err *err)
+{
+    if (check_id(id, err) < 0)
+        return -1;
+    cleanup_free char *path = xasprintf(API "/containers/%s/kill?signal=SIGKILL", id);
+    struct buf resp;
+    buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
+    long status = 0;
+    int ret = call(e, "POST", path, NULL, ENGINE_TIMEOUT_CONTROL_MS, &status, &resp, err);
+    if (ret == 0 && status != 204 && !kill_moot(e, id, status)) {
+        cleanup_free char *what = xasprintf("kill container %.12s", id);
+        ret = status_error(e, status, &resp, what, err);
+    }
+    buf_free(&resp);
+    return ret;
+}
+
+int engine_remove(struct engine *e, const char *id, struct err *err)
+{
+    if (check_id(id, err) < 0)
+        return -1;
+    static const long ok[] = {204, 404};
+    cleanup_free char *path = xasprintf(API "/containers/%s?force=1&v=1", id);
+    cleanup_free char *what = xasprintf("remove container %.12s", id);
+    /* Podman answers 500 "container state improper" when the container is
+     * stopping at that moment; a moment later the same request succeeds. */
+    static const useconds_t backoff_us[] = {50000, 100000, 200000, 400000, 800000};
+    struct err local = ERR_INIT;
+    for (size_t attempt = 0;; attempt++) {
+        if (simple_call(e, "DELETE", path, ENGINE_TIMEOUT_REMOVE_MS, ok, ARRAY_SIZE(ok), what,
+                        &local) == 0)
+            return 0;
+        if (attempt == ARRAY_SIZE(backoff_us) || local.code != ERR_ENGINE) {
+            if (err) {
+                err_clear(err);
+                *err = local;
+            } else {
+                err_clear(&local);
+            }
+            return -1;
+        }
+        log_debug("retrying: %s", err_msg(&local));
+        err_clear(&local);
+        usleep(backoff_us[attempt]);
+    }
+}
+
+static bool get_bool(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    return o && json_object_object_get_ex(o, key, &v) &&
+           json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
+static bool get_int(json_object *o, const char *key, int64_t *out)
+{
+    json_object *v = NULL;
+    if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+        return false;
+    *out = json_object_get_int64(v);
+    return true;
+}
+
+int engine_inspect_state(struct engine *e, const char *id, struct engine_state *st, struct err *err)
+{
+    if (check_id(id, err) < 0)
+        return -1;
+    char *path = xasprintf(API "/containers/%s/json", id);
+    struct buf resp;
+    buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
+    long status = 0;
+    int ret = -1;
+    json_object *root = NULL;
+
+    if (call(e, "GET", path, NULL, ENGINE_TIMEOUT_CONTROL_MS, &status, &resp, err) < 0)
+        goto out;
+    if (status != 200) {
+        status_error(e, status, &resp, "inspect the container", err);
+        goto out;
+    }
+    root = parse_json(&resp, "GET /containers/{id}/json", err);
+    if (!root)
+        goto out;
+    json_object *state = NULL;
+    if (!json_object_object_get_ex(root, "State", &state) ||
+        !json_object_is_type(state, json_type_object)) {
+        err_set(err, ERR_PROTOCOL, "the container engine's inspect answer has no State");
+        goto out;
+    }
+    int64_t code = 0;
+    st->running = get_bool(state, "Running");
+    st->oom_killed = get_bool(state, "OOMKilled");
+    st->exit_code = get_int(state, "ExitCode", &code) ? (int)code : -1;
+    ret = 0;
+out:
+    free(path);
+    json_object_put(root);
+    buf_free(&resp);
+    return ret;
+}
+
+int engine_wait(struct engine *e, const char *id, long timeout_ms, struct engine_state *st,
+                struct err *err)
+{
+    if (check_id(id, err) < 0)
+        return -1;
+    char *path = xasprintf(API "/containers/%s/wait?condition=not-running", id);
+    struct buf resp;
+    buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
+    long status = 0;
+    int ret = -1;
+    json_object *root = NULL;
+
+    if (call(e, "POST", path, NULL, timeout_ms, &status, &resp, err) < 0)
+        goto out;
+    if (status != 200) {
+        status_error(e, status, &resp, "wait for the container", err);
+        goto out;
+    }
+    root = parse_json(&resp, "POST /containers/{id}/wait", err);
+    if (!root)
+        goto out;
+    int64_t code = 0;
+    if (!get_int(root, "StatusCode", &code)) {
+        err_set(err, ERR_PROTOCOL, "the container engine's wait answer has no StatusCode");
+        goto out;
+    }
+
+    /* The wait answer does not say why the container died; inspect does. */
+    struct engine_state ins = {0};
+    struct err ierr = ERR_INIT;
+    if (engine_inspect_state(e, id, &ins, &ierr) < 0) {
+        /* Gone already (removed by someone else): the exit code stands. */
+        if (ierr.code != ERR_NOT_FOUND) {
+            err_set(err, ierr.code, "%s", err_msg(&ierr));
+            err_clear(&ierr);
+            goto out;
+        }
+        err_clear(&ierr);
+    }
+    st->running = false;
+    st->exit_code = (int)code;
+    st->oom_killed = ins.oom_killed;
+    ret = 0;
+out:
+    free(path);
+    json_object_put(root);
+    buf_free(&resp);
+    return ret;
+}
+
+/* Labels are anyone's to set: only plain decimal seconds count. */
+static long long parse_unix_time(const char *s, size_t n)
+{
+    if (n == 0 || n > 12)
+        return 0;
+    long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+int engine_list_managed(struct engine *e, long timeout_ms, struct engine_container_info **out,
+                        size_t *n, struct err *err)
+{
+    struct buf resp;
+    buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
+    long status = 0;
+    int ret = -1;
+    json_object *root = NULL;
+    char *filters = NULL, *path = NULL;
+    struct engine_container_info *list = NULL;
+    size_t count = 0;
+
+    CURL *curl = curl_easy_init();
+    if (curl) {
+        filters = curl_easy_escape(curl, "{\"label\":[\"" ENGINE_LABEL_MANAGED "\"]}", 0);
+        curl_easy_cleanup(curl);
+    }
+    if (!filters) {
+        err_set(err, ERR_INTERNAL, "curl_easy_escape failed");
+        goto out;
+    }
+    path = xasprintf(API "/containers/json?all=1&filters=%s", filters);
+    if (call(e, "GET", path, NULL, timeout_ms > 0 ? timeout_ms : ENGINE_TIMEOUT_CONTROL_MS, &status,
+             &resp, err) < 0)
+        goto out;
+    if (status != 200) {
+        status_error(e, status, &resp, "list containers", err);
+        goto out;
+    }
+    root = parse_json(&resp, "GET /containers/json", err);
+    if (!root)
+        goto out;
+    if (!json_object_is_type(root, json_type_array)) {
+        err_set(err, ERR_PROTOCOL, "the container engine's container list is not an array");
+        goto out;
+    }
+    size_t total = json_object_array_length(root);
+    list = xcalloc(total ? total : 1, sizeof(*list));
+    for (size_t i = 0; i < total; i++) {
+        json_object *c = json_object_array_get_idx(root, i);
+        const char *cid = get_str(c, "Id", NULL);
+        if (!cid || !id_valid(cid)) {
+            log_warn("engine listed a container with an invalid id; skipped");
+            continue;
+        }
+        struct engine_container_info *ci = &list[count++];
+        ci->id = xstrdup(cid);
+        int64_t created = 0;
+        ci->created = get_int(c, "Created", &created) ? (long long)created : 0;
+        json_object *labels = NULL;
+        size_t il = 0, ol = 0, el = 0;
+        const char *inst = NULL, *owner = NULL, *expires = NULL;
+        if (json_object_object_get_ex(c, "Labels", &labels)) {
+            inst = get_str(labels, ENGINE_LABEL_INSTANCE, &il);
+            owner = get_str(labels, ENGINE_LABEL_OWNER, &ol);
+            expires = get_str(labels, ENGINE_LABEL_EXPIRES, &el);
+        }
+        ci->instance = inst ? engine_text(inst, il) : NULL;
+        ci->owner = owner ? engine_text(owner, ol) : NULL;
+        ci->expires = expires ? parse_unix_time(expires, el) : 0;
+    }
+    *out = list;
+    *n = count;
+    list = NULL;
+    ret = 0;
+out:
+    engine_container_list_free(list, count);
+    json_object_put(root);
+    curl_free(filters);
+    free(path);
+    buf_free(&resp);
+    return ret;
+}
+
+void engine_container_list_free(struct engine_container_info *list, size_t n)
+{
+    if (!list)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(list[i].id);
+        free(list[i].instance);
+        free(list[i].owner);
+    }
+    free(list);
+}
+
+int engine_oom_flag_reliable(const struct engine *e)
+{
+    return atomic_load(&e->oom_flag_reliable);
+}
+
+int engine_ping(struct engine *e, struct err *err)
+{
+    static const long ok[] = {200};
+    return simple_call(e, "GET", API "/_ping", ENGINE_TIMEOUT_PING_MS, ok, ARRAY_SIZE(ok),
+                       "answer a ping", err);
+}

@@ -1,0 +1,638 @@
+#include "base/config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/log.h"
+
+#define DEFAULT_PYTHON_IMAGE "mcp-sandboxd-python:latest"
+#define DEFAULT_JS_IMAGE     "mcp-sandboxd-node:latest"
+#define MAX_CONFIG_LINE      4096
+
+enum opt_type { OPT_STR, OPT_INT, OPT_DOUBLE, OPT_LIST, OPT_FLAG };
+
+struct opt_def {
+    const char *name;
+    enum opt_type type;
+    size_t offset;
+    long long min, max;
+    const char *arg;
+    const char *help;
+    int (*check_item)(const char *s, size_t n); /* OPT_LIST items */
+};
+
+#define F(field) offsetof(struct config, field)
+
+/* Alphabetical, so --help reads like a reference. Each option can also be
+ * set as MCPSANDBOXD_<NAME> (upper case, '-' -> '_') or "name = value" in
+ * the config file. */
+static int valid_env_name(const char *s, size_t n);
+static int valid_token(const char *s, size_t n);
+
+static const struct opt_def options[] = {
+    {"allowed-hosts", OPT_LIST, F(allowed_hosts), 0, 0, "HOST[:PORT],...",
+     "Host header values accepted besides localhost, 127.0.0.1 and [::1]", valid_token},
+    {"allowed-origins", OPT_LIST, F(allowed_origins), 0, 0, "ORIGIN,...",
+     "Origin values accepted besides http(s)://localhost, 127.0.0.1 and [::1]", valid_token},
+    {"auth-token-file", OPT_STR, F(auth_token_file), 0, 0, "FILE",
+     "require 'Authorization: Bearer <token>' on HTTP, token read from FILE (or set "
+     "MCPSANDBOXD_AUTH_TOKEN)",
+     NULL},
+    {"config", OPT_STR, F(config_file), 0, 0, "FILE",
+     "read options from FILE (lines 'name = value'; see config/mcp-sandboxd.conf)", NULL},
+    {"cpus", OPT_DOUBLE, F(cpus), 0, 64, "N", "CPUs per sandbox, fractional allowed (default 1)",
+     NULL},
+    {"engine", OPT_STR, F(engine_socket), 0, 0, "unix:///PATH",
+     "container engine socket (default: DOCKER_HOST, CONTAINER_HOST, /var/run/docker.sock, "
+     "/run/podman/podman.sock)",
+     NULL},
+    {"help", OPT_FLAG, F(help), 0, 0, NULL, "show this help and exit", NULL},
+    {"http", OPT_STR, F(http_listen), 0, 0, "HOST:PORT",
+     "serve MCP over streamable HTTP (/mcp) and legacy SSE (/sse) instead of stdio, e.g. "
+     "127.0.0.1:8080",
+     NULL},
+    {"js-image", OPT_STR, F(js_image), 0, 0, "IMAGE",
+     "image for JavaScript (default " DEFAULT_JS_IMAGE ")", NULL},
+    {"log-level", OPT_STR, F(log_level), 0, 0, "LEVEL",
+     "error, warn, info or debug (default info); logs go to stderr", NULL},
+    {"max-code-bytes", OPT_INT, F(max_code_bytes), 1, 64LL << 20, "N",
+     "largest accepted code or stdin argument (default 4 MiB)", NULL},
+    {"max-concurrent", OPT_INT, F(max_concurrent), 1, 1024, "N",
+     "runs at once, each on a worker thread started with the daemon; more wait in a queue "
+     "(default 8)",
+     NULL},
+    {"max-memory-mb", OPT_INT, F(max_memory_mb), 16, 1 << 20, "N",
+     "largest memory_mb a caller may ask for (default 2048)", NULL},
+    {"max-message-bytes", OPT_INT, F(max_message_bytes), 1024, 256LL << 20, "N",
+     "largest JSON-RPC message accepted (default 16 MiB)", NULL},
+    {"max-output-bytes", OPT_INT, F(max_output_bytes), 1024, 256LL << 20, "N",
+     "stdout+stderr kept per run; past it the run stops with output_limit (default 1 MiB)", NULL},
+    {"max-queued", OPT_INT, F(max_queued), 0, 100000, "N",
+     "calls waiting, in arrival order, for one of the --max-concurrent slots; more get a "
+     "'busy' result at once (default 64)",
+     NULL},
+    {"max-sessions", OPT_INT, F(max_sessions), 1, 100000, "N",
+     "HTTP sessions at once; more get 503 (default 64)", NULL},
+    {"max-timeout-ms", OPT_INT, F(max_timeout_ms), 100, 24LL * 3600 * 1000, "MS",
+     "largest timeout_ms a caller may ask for (default 300000)", NULL},
+    {"memory-mb", OPT_INT, F(memory_mb), 16, 1 << 20, "N",
+     "memory per sandbox, no swap (default 512)", NULL},
+    {"pass-through-env", OPT_LIST, F(pass_through_env), 0, 0, "NAME[,NAME...]",
+     "set these variables from the daemon's environment inside every sandbox; repeatable",
+     valid_env_name},
+    {"pids-limit", OPT_INT, F(pids_limit), 8, 1 << 20, "N",
+     "processes and threads per sandbox (default 256)", NULL},
+    {"python-image", OPT_STR, F(python_image), 0, 0, "IMAGE",
+     "image for Python (default " DEFAULT_PYTHON_IMAGE ")", NULL},
+    {"queue-timeout-ms", OPT_INT, F(queue_timeout_ms), 100, 24LL * 3600 * 1000, "MS",
+     "longest a call waits for a run slot before a 'busy' result; never longer than its own "
+     "timeout (default 60000)",
+     NULL},
+    {"runtime", OPT_STR, F(runtime), 0, 0, "NAME",
+     "OCI runtime for sandboxes, e.g. runsc for gVisor (default: the engine's)", NULL},
+    {"sandbox-user", OPT_STR, F(sandbox_user), 0, 0, "UID:GID",
+     "unprivileged user the code runs as (default 10001:10001)", NULL},
+    {"session-idle-ms", OPT_INT, F(session_idle_ms), 1000, 7LL * 24 * 3600 * 1000, "MS",
+     "an HTTP session with nothing running ends after this long unused (default 1800000)", NULL},
+    {"timeout-ms", OPT_INT, F(timeout_ms), 100, 24LL * 3600 * 1000, "MS",
+     "default wall-clock limit per run (default 30000)", NULL},
+    {"tmpfs-mb", OPT_INT, F(tmpfs_mb), 1, 1 << 20, "N",
+     "size of the writable working directory /tmp, counted as memory (default 64)", NULL},
+    {"version", OPT_FLAG, F(version), 0, 0, NULL, "print the version and exit", NULL},
+};
+
+#undef F
+
+void config_init(struct config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->python_image = xstrdup(DEFAULT_PYTHON_IMAGE);
+    cfg->js_image = xstrdup(DEFAULT_JS_IMAGE);
+    cfg->pass_through_env.items = xcalloc(1, sizeof(char *));
+    cfg->allowed_origins.items = xcalloc(1, sizeof(char *));
+    cfg->allowed_hosts.items = xcalloc(1, sizeof(char *));
+    cfg->http_listen = xstrdup("");
+    cfg->max_sessions = 64;
+    cfg->session_idle_ms = 30LL * 60 * 1000;
+    cfg->timeout_ms = 30000;
+    cfg->max_timeout_ms = 300000;
+    cfg->memory_mb = 512;
+    cfg->max_memory_mb = 2048;
+    cfg->max_output_bytes = 1 << 20;
+    cfg->max_code_bytes = 4 << 20;
+    cfg->max_message_bytes = 16 << 20;
+    cfg->pids_limit = 256;
+    cfg->tmpfs_mb = 64;
+    cfg->max_concurrent = 8;
+    cfg->max_queued = 64;
+    cfg->queue_timeout_ms = 60000;
+    cfg->cpus = 1.0;
+    cfg->runtime = xstrdup("");
+    cfg->sandbox_user = xstrdup("10001:10001");
+    cfg->log_level = xstrdup("info");
+}
+
+static void free_list(char **list)
+{
+    if (!list)
+        return;
+    for (char **p = list; *p; p++)
+        free(*p);
+    free(list);
+}
+
+void config_free(struct config *cfg)
+{
+    free(cfg->engine_socket);
+    free(cfg->engine_source);
+    free(cfg->python_image);
+    free(cfg->js_image);
+    free_list(cfg->pass_through_env.items);
+    free_list(cfg->allowed_origins.items);
+    free_list(cfg->allowed_hosts.items);
+    free(cfg->http_listen);
+    free(cfg->http_host);
+    free(cfg->auth_token_file);
+    if (cfg->auth_token) {
+        explicit_bzero(cfg->auth_token, strlen(cfg->auth_token));
+        free(cfg->auth_token);
+    }
+    free(cfg->runtime);
+    free(cfg->sandbox_user);
+    free(cfg->log_level);
+    free(cfg->config_file);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+void config_usage(FILE *fp, const char *argv0)
+{
+    fprintf(fp,
+            "Usage: %s [OPTION]...\n"
+            "MCP server that runs Python and JavaScript in fresh hardened containers.\n"
+            "Speaks MCP (JSON-RPC, one message per line) on stdin/stdout, or over HTTP with\n"
+            "--http; logs go to stderr.\n\n",
+            argv0);
+    for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+        const struct opt_def *o = &options[i];
+        char left[64];
+        snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        fprintf(fp, "  %-30s %s\n", left, o->help);
+    }
+    fprintf(fp, "\nEvery option can also be set as MCPSANDBOXD_<OPTION> in the environment\n"
+                "(e.g. MCPSANDBOXD_TIMEOUT_MS=10000). CONTAINER_IMAGE with CONTAINER_LANGUAGE\n"
+                "(python or javascript) sets the image of that language.\n");
+}
+
+static int valid_env_name(const char *s, size_t n)
+{
+    if (n == 0 || n > 128 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+            return 0;
+    return 1;
+}
+
+static int valid_token(const char *s, size_t n)
+{
+    if (n == 0 || n > 256)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isgraph((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+static int add_list(struct config_list *list, const struct opt_def *o, const char *value,
+                    struct err *err)
+{
+    const char *p = value;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        /* Tolerate "A, B" as operators write it. */
+        while (n && isspace((unsigned char)*p))
+            p++, n--;
+        while (n && isspace((unsigned char)p[n - 1]))
+            n--;
+        if (n) {
+            if (o->check_item && !o->check_item(p, n))
+                return err_set(err, ERR_INVALID, "--%s: '%.*s' is not valid", o->name,
+                               (int)(n > 64 ? 64 : n), p);
+            int dup = 0;
+            for (size_t i = 0; i < list->n; i++)
+                if (strlen(list->items[i]) == n && memcmp(list->items[i], p, n) == 0)
+                    dup = 1;
+            if (!dup) {
+                list->items = xrealloc(list->items, (list->n + 2) * sizeof(char *));
+                list->items[list->n++] = xstrndup(p, n);
+                list->items[list->n] = NULL;
+            }
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+static int set_option(struct config *cfg, const struct opt_def *o, const char *value,
+                      struct err *err)
+{
+    char *base = (char *)cfg;
+    switch (o->type) {
+    case OPT_STR: {
+        char **slot = (char **)(void *)(base + o->offset);
+        free(*slot);
+        *slot = xstrdup(value);
+        return 0;
+    }
+    case OPT_INT: {
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (errno || end == value || *end != '\0')
+            return err_set(err, ERR_INVALID, "--%s: '%s' is not an integer", o->name, value);
+        if (v < o->min || v > o->max)
+            return err_set(err, ERR_INVALID, "--%s: %lld is out of range [%lld, %lld]", o->name, v,
+                           o->min, o->max);
+        *(long long *)(void *)(base + o->offset) = v;
+        return 0;
+    }
+    case OPT_DOUBLE: {
+        char *end = NULL;
+        errno = 0;
+        double v = strtod(value, &end);
+        if (errno || end == value || *end != '\0' || !(v > 0) || v > (double)o->max)
+            return err_set(err, ERR_INVALID, "--%s: '%s' must be a number in (0, %lld]", o->name,
+                           value, o->max);
+        *(double *)(void *)(base + o->offset) = v;
+        return 0;
+    }
+    case OPT_LIST:
+        return add_list((struct config_list *)(void *)(base + o->offset), o, value, err);
+    case OPT_FLAG: {
+        bool *slot = (bool *)(void *)(base + o->offset);
+        if (!value || !*value || strcmp(value, "1") == 0 || strcmp(value, "true") == 0 ||
+            strcmp(value, "yes") == 0)
+            *slot = true;
+        else if (strcmp(value, "0") == 0 || strcmp(value, "false") == 0 || strcmp(value, "no") == 0)
+            *slot = false;
+        else
+            return err_set(err, ERR_INVALID, "--%s: expected true or false, got '%s'", o->name,
+                           value);
+        return 0;
+    }
+    }
+    return err_set(err, ERR_INTERNAL, "bad option type");
+}
+
+static const struct opt_def *find_option(const char *name, size_t n)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(options); i++)
+        if (strlen(options[i].name) == n && memcmp(options[i].name, name, n) == 0)
+            return &options[i];
+    return NULL;
+}
+
+static const char *env_get(char **envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (char **e = envp; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
+static void env_name_for(const struct opt_def *o, char *out, size_t outsz)
+{
+    size_t k = (size_t)snprintf(out, outsz, "MCPSANDBOXD_");
+    for (const char *p = o->name; *p && k + 1 < outsz; p++)
+        out[k++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+    out[k] = '\0';
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+static int load_file(struct config *cfg, const char *path, struct err *err)
+{
+    FILE *fp = fopen(path, "re");
+    if (!fp)
+        return err_set(err, ERR_IO, "cannot open config file %s: %s", path, strerror(errno));
+    char line[MAX_CONFIG_LINE];
+    int lineno = 0;
+    int rc = 0;
+    while (fgets(line, sizeof(line), fp)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(fp)) {
+            rc = err_set(err, ERR_INVALID, "%s:%d: line too long", path, lineno);
+            break;
+        }
+        char *s = trim(line);
+        if (*s == '\0' || *s == '#')
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            rc = err_set(err, ERR_INVALID, "%s:%d: expected 'name = value'", path, lineno);
+            break;
+        }
+        *eq = '\0';
+        char *name = trim(s);
+        char *value = trim(eq + 1);
+        const struct opt_def *o = find_option(name, strlen(name));
+        if (!o || o->type == OPT_FLAG || strcmp(o->name, "config") == 0) {
+            rc = err_set(err, ERR_INVALID, "%s:%d: unknown option '%s'", path, lineno, name);
+            break;
+        }
+        if (set_option(cfg, o, value, err) < 0) {
+            rc = err_wrap(err, "%s:%d", path, lineno);
+            break;
+        }
+    }
+    fclose(fp);
+    return rc;
+}
+
+int config_resolve_engine(const char *cli_engine, const char *docker_host,
+                          const char *container_host, char **socket_path, char **source,
+                          struct err *err)
+{
+    const char *url = NULL;
+    const char *from = NULL;
+    if (cli_engine && *cli_engine) {
+        url = cli_engine;
+        from = "--engine";
+    } else if (docker_host && *docker_host) {
+        url = docker_host;
+        from = "DOCKER_HOST";
+    } else if (container_host && *container_host) {
+        url = container_host;
+        from = "CONTAINER_HOST";
+    }
+    if (url) {
+        const char *path = url;
+        if (strncmp(url, "unix://", 7) == 0)
+            path = url + 7;
+        else if (strstr(url, "://"))
+            return err_set(err, ERR_INVALID,
+                           "%s: only unix:// engine sockets are supported, got '%s'", from, url);
+        if (path[0] != '/')
+            return err_set(err, ERR_INVALID, "%s: engine socket path must be absolute, got '%s'",
+                           from, url);
+        *socket_path = xstrdup(path);
+        *source = xstrdup(from);
+        return 0;
+    }
+    static const char *const defaults[] = {"/var/run/docker.sock", "/run/podman/podman.sock"};
+    struct stat st;
+    for (size_t i = 0; i < ARRAY_SIZE(defaults); i++) {
+        if (stat(defaults[i], &st) == 0 && S_ISSOCK(st.st_mode)) {
+            *socket_path = xstrdup(defaults[i]);
+            *source = xstrdup("default");
+            return 0;
+        }
+    }
+    *socket_path = xstrdup(defaults[0]);
+    *source = xstrdup("default");
+    return 0;
+}
+
+static int apply_container_image_pair(struct config *cfg, char **envp, struct err *err)
+{
+    const char *image = env_get(envp, "CONTAINER_IMAGE");
+    const char *lang = env_get(envp, "CONTAINER_LANGUAGE");
+    if (!image || !*image) {
+        if (lang && *lang)
+            return err_set(err, ERR_INVALID,
+                           "CONTAINER_LANGUAGE is set but CONTAINER_IMAGE is not");
+        return 0;
+    }
+    char **slot;
+    if (!lang || strcmp(lang, "python") == 0)
+        slot = &cfg->python_image;
+    else if (strcmp(lang, "javascript") == 0 || strcmp(lang, "js") == 0 ||
+             strcmp(lang, "node") == 0)
+        slot = &cfg->js_image;
+    else
+        return err_set(err, ERR_INVALID,
+                       "CONTAINER_LANGUAGE must be python or javascript, got '%.64s'", lang);
+    free(*slot);
+    *slot = xstrdup(image);
+    return 0;
+}
+
+/* "host:port", "[v6]:port"; port 0 picks a free port (tests). */
+static int parse_listen(struct config *cfg, struct err *err)
+{
+    const char *s = cfg->http_listen;
+    const char *colon;
+    const char *host = s;
+    size_t host_len;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':')
+            return err_set(err, ERR_INVALID, "--http: expected [ADDRESS]:PORT, got '%s'", s);
+        host = s + 1;
+        host_len = (size_t)(close - host);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            return err_set(err, ERR_INVALID, "--http: expected HOST:PORT, got '%s'", s);
+        host_len = (size_t)(colon - s);
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (host_len == 0 || !isdigit((unsigned char)colon[1]) || errno || *end != '\0' || port > 65535)
+        return err_set(err, ERR_INVALID, "--http: expected HOST:PORT, got '%s'", s);
+    free(cfg->http_host);
+    cfg->http_host = xstrndup(host, host_len);
+    cfg->http_port = (unsigned)port;
+    return 0;
+}
+
+#define MAX_TOKEN_BYTES 4096
+
+static int load_token(struct config *cfg, char **envp, struct err *err)
+{
+    const char *env_token = env_get(envp, "MCPSANDBOXD_AUTH_TOKEN");
+    char *token = NULL;
+    if (cfg->auth_token_file && *cfg->auth_token_file) {
+        FILE *fp = fopen(cfg->auth_token_file, "re");
+        if (!fp)
+            return err_set(err, ERR_IO, "--auth-token-file: cannot open %s: %s",
+                           cfg->auth_token_file, strerror(errno));
+        char buf[MAX_TOKEN_BYTES + 2];
+        size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+        fclose(fp);
+        if (n > MAX_TOKEN_BYTES)
+            return err_set(err, ERR_INVALID, "--auth-token-file: token longer than %d bytes",
+                           MAX_TOKEN_BYTES);
+        buf[n] = '\0';
+        token = xstrdup(trim(buf));
+        explicit_bzero(buf, sizeof(buf));
+    } else if (env_token && *env_token) {
+        token = xstrdup(env_token);
+    }
+    if (!token)
+        return 0;
+    if (!valid_token(token, strlen(token))) {
+        explicit_bzero(token, strlen(token));
+        free(token);
+        return err_set(err, ERR_INVALID,
+                       "the auth token must be 1 to 256 visible ASCII characters");
+    }
+    cfg->auth_token = token;
+    return 0;
+}
+
+/* A numeric, non-root "uid:gid": names would depend on the image. */
+static int valid_user(const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long uid = strtoul(s, &end, 10);
+    if (!isdigit((unsigned char)s[0]) || errno || *end != ':' || uid == 0 || uid > 0x7fffffffUL)
+        return 0;
+    const char *g = end + 1;
+    unsigned long gid = strtoul(g, &end, 10);
+    if (!isdigit((unsigned char)g[0]) || errno || *end != '\0' || gid == 0 || gid > 0x7fffffffUL)
+        return 0;
+    return 1;
+}
+
+static int check_config(struct config *cfg, struct err *err)
+{
+    if (cfg->timeout_ms > cfg->max_timeout_ms)
+        return err_set(err, ERR_INVALID, "--timeout-ms (%lld) exceeds --max-timeout-ms (%lld)",
+                       cfg->timeout_ms, cfg->max_timeout_ms);
+    if (cfg->memory_mb > cfg->max_memory_mb)
+        return err_set(err, ERR_INVALID, "--memory-mb (%lld) exceeds --max-memory-mb (%lld)",
+                       cfg->memory_mb, cfg->max_memory_mb);
+    if (!*cfg->python_image || !*cfg->js_image)
+        return err_set(err, ERR_INVALID, "image names must not be empty");
+    if (log_level_from_name(cfg->log_level) < 0)
+        return err_set(err, ERR_INVALID, "--log-level: '%s' is not error, warn, info or debug",
+                       cfg->log_level);
+    if (!valid_user(cfg->sandbox_user))
+        return err_set(err, ERR_INVALID,
+                       "--sandbox-user must be numeric UID:GID other than root, got '%s'",
+                       cfg->sandbox_user);
+    for (const char *p = cfg->runtime; *p; p++)
+        if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.'))
+            return err_set(err, ERR_INVALID, "--runtime: '%s' is not a valid runtime name",
+                           cfg->runtime);
+    if (*cfg->http_listen && parse_listen(cfg, err) < 0)
+        return -1;
+    /* The message must fit the code it carries plus JSON escaping. */
+    if (cfg->max_message_bytes < cfg->max_code_bytes)
+        return err_set(err, ERR_INVALID, "--max-message-bytes must be at least --max-code-bytes");
+    return 0;
+}
+
+int config_load(struct config *cfg, int argc, char **argv, char **envp, struct err *err)
+{
+    struct option longopts[ARRAY_SIZE(options) + 1];
+    for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+        longopts[i].name = options[i].name;
+        longopts[i].has_arg = options[i].type == OPT_FLAG ? no_argument : required_argument;
+        longopts[i].flag = NULL;
+        longopts[i].val = 1000 + (int)i;
+    }
+    memset(&longopts[ARRAY_SIZE(options)], 0, sizeof(struct option));
+
+    /* Pass 1 finds --config (and --help/--version, which need no checks). */
+    const char *cfgfile = env_get(envp, "MCPSANDBOXD_CONFIG");
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
+        if (c >= 1000 && strcmp(options[c - 1000].name, "config") == 0)
+            cfgfile = optarg;
+    }
+    if (cfgfile && *cfgfile) {
+        free(cfg->config_file);
+        cfg->config_file = xstrdup(cfgfile);
+        if (load_file(cfg, cfgfile, err) < 0)
+            return -1;
+    }
+
+    char envname[96];
+    for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+        const struct opt_def *o = &options[i];
+        if (o->type == OPT_FLAG || strcmp(o->name, "config") == 0)
+            continue;
+        env_name_for(o, envname, sizeof(envname));
+        const char *v = env_get(envp, envname);
+        if (v && set_option(cfg, o, v, err) < 0)
+            return err_wrap(err, "%s", envname);
+    }
+    if (apply_container_image_pair(cfg, envp, err) < 0)
+        return -1;
+
+    char *cli_engine = NULL;
+    optind = 1;
+    int rc = 0;
+    while ((c = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            cfg->help = true;
+        } else if (c == 'V') {
+            cfg->version = true;
+        } else if (c >= 1000) {
+            const struct opt_def *o = &options[c - 1000];
+            if (strcmp(o->name, "config") == 0)
+                continue;
+            if (strcmp(o->name, "engine") == 0) {
+                free(cli_engine);
+                cli_engine = xstrdup(optarg);
+                continue;
+            }
+            if (set_option(cfg, o, optarg, err) < 0) {
+                rc = -1;
+                break;
+            }
+        } else {
+            const char *arg = argv[optind - 1];
+            rc = err_set(err, ERR_INVALID, "unknown or incomplete option '%s' (see --help)",
+                         arg ? arg : "?");
+            break;
+        }
+    }
+    if (rc == 0 && optind < argc)
+        rc = err_set(err, ERR_INVALID, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (rc < 0 || cfg->help || cfg->version) {
+        free(cli_engine);
+        return rc;
+    }
+
+    /* --engine and MCPSANDBOXD_ENGINE win over DOCKER_HOST. */
+    const char *engine = cli_engine ? cli_engine : cfg->engine_socket;
+    char *path = NULL;
+    char *source = NULL;
+    rc = config_resolve_engine(engine, env_get(envp, "DOCKER_HOST"),
+                               env_get(envp, "CONTAINER_HOST"), &path, &source, err);
+    free(cli_engine);
+    if (rc < 0)
+        return -1;
+    free(cfg->engine_socket);
+    cfg->engine_socket = path;
+    free(cfg->engine_source);
+    cfg->engine_source = source;
+    if (check_config(cfg, err) < 0)
+        return -1;
+    return load_token(cfg, envp, err);
+}

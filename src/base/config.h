@@ -1,0 +1,74 @@
+/* Daemon configuration: one table of options (name, type, bounds, help)
+ * drives --help, command-line parsing, MCPSANDBOXD_* environment variables
+ * and the config file. Precedence: defaults < file < environment < CLI. */
+#ifndef MCPSBX_CONFIG_H
+#define MCPSBX_CONFIG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "base/err.h"
+
+/* A NULL-terminated list of strings with its length. */
+struct config_list {
+    char **items;
+    size_t n;
+};
+
+struct config {
+    char *engine_socket; /* resolved filesystem path of the engine socket */
+    char *engine_source; /* where it came from, for messages */
+    char *python_image;
+    char *js_image;
+    struct config_list pass_through_env; /* variable names */
+    long long timeout_ms;
+    long long max_timeout_ms;
+    long long memory_mb;
+    long long max_memory_mb;
+    long long max_output_bytes;
+    long long max_code_bytes;
+    long long max_message_bytes;
+    long long pids_limit;
+    long long tmpfs_mb;
+    long long max_concurrent;
+    long long max_queued;
+    long long queue_timeout_ms;
+    double cpus;
+    char *runtime;      /* OCI runtime name, e.g. runsc; empty = engine default */
+    char *sandbox_user; /* "uid:gid" */
+    char *log_level;
+    /* HTTP transport; http_listen empty = serve stdio. */
+    char *http_listen; /* "HOST:PORT" as given */
+    char *http_host;   /* parsed host, brackets removed for IPv6 */
+    unsigned http_port;
+    struct config_list allowed_origins; /* extra Origin values, e.g. https://app.example */
+    struct config_list allowed_hosts;   /* extra Host values, e.g. sandbox.internal:8080 */
+    char *auth_token_file;
+    char *auth_token; /* from the file or MCPSANDBOXD_AUTH_TOKEN; never logged */
+    long long max_sessions;
+    long long session_idle_ms;
+    char *config_file;
+    bool help;
+    bool version;
+};
+
+void config_init(struct config *cfg);
+void config_free(struct config *cfg);
+
+/* Reads the config file (if --config or MCPSANDBOXD_CONFIG names one), then
+ * the environment, then argv; resolves the engine socket; checks every
+ * bound. envp is the daemon's environment. */
+int config_load(struct config *cfg, int argc, char **argv, char **envp, struct err *err);
+
+/* Writes --help text to fp. */
+void config_usage(FILE *fp, const char *argv0);
+
+/* Picks the engine socket: --engine, else DOCKER_HOST (unix://), else
+ * CONTAINER_HOST, else /var/run/docker.sock if present, else
+ * /run/podman/podman.sock if present, else /var/run/docker.sock.
+ * cli_engine may be NULL. Results are allocated. */
+int config_resolve_engine(const char *cli_engine, const char *docker_host,
+                          const char *container_host, char **socket_path, char **source,
+                          struct err *err);
+
+#endif

@@ -1,0 +1,47 @@
+/* The error contract: a function that can fail takes `struct err *err`
+ * (may be NULL), returns a negative value on failure and fills err with a
+ * category and an allocated, human-readable message. Callers add context on
+ * the way up with err_wrap(). One category maps to one JSON-RPC error or
+ * one tool result. Messages never contain secret values. */
+#ifndef MCPSBX_ERR_H
+#define MCPSBX_ERR_H
+
+#include "base/util.h"
+
+enum err_code {
+    ERR_OK = 0,
+    ERR_INVALID,   /* caller's input is malformed or out of range */
+    ERR_TOO_BIG,   /* input or output over a named cap */
+    ERR_ENGINE,    /* container engine unreachable or refused a request */
+    ERR_NOT_FOUND, /* e.g. image or container missing */
+    ERR_IO,        /* local I/O failure */
+    ERR_TIMEOUT,   /* an engine request or stream timed out */
+    ERR_CANCELLED, /* the operation was cancelled */
+    ERR_PROTOCOL,  /* bytes from the engine or the runner broke the protocol */
+    ERR_INTERNAL,
+};
+
+struct err {
+    enum err_code code;
+    char *msg;
+};
+
+#define ERR_INIT                                                                                   \
+    {                                                                                              \
+        ERR_OK, NULL                                                                               \
+    }
+
+/* Sets err (replacing any previous message); always returns -1. */
+int err_set(struct err *err, enum err_code code, const char *fmt, ...) ATTR_PRINTF(3, 4);
+
+/* Prefixes the message with "context: "; returns -1. */
+int err_wrap(struct err *err, const char *fmt, ...) ATTR_PRINTF(2, 3);
+
+/* Frees the message and resets to ERR_OK. */
+void err_clear(struct err *err);
+
+/* Never NULL. */
+const char *err_msg(const struct err *err);
+const char *err_code_name(enum err_code code);
+
+#endif

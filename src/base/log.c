@@ -1,0 +1,49 @@
+#include "base/log.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+atomic_int log_threshold = LOG_LVL_INFO;
+
+void log_set_threshold(enum log_level level)
+{
+    atomic_store(&log_threshold, (int)level);
+}
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+
+int log_level_from_name(const char *name)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(level_names); i++)
+        if (strcmp(name, level_names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
+void log_write(enum log_level level, const char *fmt, ...)
+{
+    char line[2048];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    int n = snprintf(line, sizeof(line),
+                     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ mcp-sandboxd %s: ", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     ts.tv_nsec / 1000000, level_names[level]);
+    if (n < 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        return;
+    size_t len = (size_t)n + (size_t)m;
+    if (len > sizeof(line) - 2)
+        len = sizeof(line) - 2;
+    line[len++] = '\n';
+    /* One write per line keeps lines from concurrent threads whole. */
+    (void)util_write_all(STDERR_FILENO, line, len);
+}

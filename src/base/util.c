@@ -1,0 +1,218 @@
+#include "base/util.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+static void oom(void)
+{
+    static const char msg[] = "mcp-sandboxd: out of memory\n";
+    ssize_t r = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+    (void)r;
+    abort();
+}
+
+void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *xcalloc(size_t count, size_t n)
+{
+    void *p = calloc(count ? count : 1, n ? n : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        oom();
+    return q;
+}
+
+char *xstrdup(const char *s)
+{
+    char *p = strdup(s);
+    if (!p)
+        oom();
+    return p;
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *p = strndup(s, n);
+    if (!p)
+        oom();
+    return p;
+}
+
+char *xvasprintf(const char *fmt, va_list ap)
+{
+    char *p = NULL;
+    if (vasprintf(&p, fmt, ap) < 0)
+        oom();
+    return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *p = xvasprintf(fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+double util_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+void util_cond_init_monotonic(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+void util_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, double ms)
+{
+    if (ms < 0)
+        ms = 0;
+    if (ms > 3600e3)
+        ms = 3600e3;
+    long whole = (long)ms;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += whole / 1000;
+    ts.tv_nsec += (whole % 1000) * 1000000L + (long)((ms - (double)whole) * 1e6);
+    while (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cond, lock, &ts);
+}
+
+int util_random_bytes(void *buf, size_t n)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+void util_hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 0xf];
+    }
+    out[2 * n] = '\0';
+}
+
+int util_write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
+static size_t utf8_seq_len(const unsigned char *p, size_t avail)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) {
+        len = 2;
+        cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+        len = 3;
+        cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+        len = 4;
+        cp = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (avail < len)
+        return 0;
+    for (size_t k = 1; k < len; k++) {
+        if ((p[k] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[k] & 0x3f);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+char *util_utf8_sanitize(const char *s, size_t n, size_t *out_len)
+{
+    /* Worst case every byte becomes the 3-byte replacement character. */
+    char *out = xmalloc(n * 3 + 1);
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, k = 0;
+    while (i < n) {
+        size_t len = utf8_seq_len(p + i, n - i);
+        if (len == 0) {
+            memcpy(out + k, "\xef\xbf\xbd", 3);
+            k += 3;
+            i++;
+        } else {
+            memcpy(out + k, p + i, len);
+            k += len;
+            i += len;
+        }
+    }
+    out[k] = '\0';
+    if (out_len)
+        *out_len = k;
+    return out;
+}
+
+int util_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        size_t len = utf8_seq_len(p + i, n - i);
+        if (len == 0)
+            return 0;
+        i += len;
+    }
+    return 1;
+}

@@ -1,0 +1,104 @@
+/* The MCP server side of a connection: lifecycle and version negotiation,
+ * the method table, and in-flight tool calls. Transports feed it bytes and
+ * give it a channel to answer on.
+ *
+ * Threads and json-c: Debian's json-c is built without atomic reference
+ * counts, and every object carries its own serialization buffer, so a
+ * json-c object must never be reachable from two threads. A message is
+ * parsed, dispatched and answered on the thread that received it; a
+ * tools/call copies what it needs (id, progress token, arguments) into
+ * plain C data before it waits for a run slot, and its worker builds the
+ * answer from scratch. Built-in JSON (the tool list) is serialized once
+ * and spliced into replies as bytes. Channels carry bytes only. */
+#ifndef MCPSBX_MCP_H
+#define MCPSBX_MCP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include <json-c/json.h>
+
+#include "base/config.h"
+#include "sandbox/exec.h"
+
+#define MCP_SERVER_NAME "mcp-sandboxd"
+
+/* JSON-RPC error code for resources/read of an unknown URI. */
+#define MCP_RESOURCE_NOT_FOUND (-32002)
+
+enum mcp_version {
+    MCP_V_2024_11_05 = 0,
+    MCP_V_2025_03_26,
+    MCP_V_2025_06_18,
+    MCP_V_2025_11_25,
+    MCP_V_COUNT,
+};
+
+#define MCP_V_LATEST MCP_V_2025_11_25
+
+const char *mcp_version_name(enum mcp_version v);
+
+/* Returns the version for a name, or -1 when unsupported. */
+int mcp_version_from_name(const char *name);
+
+/* What initialize answers for a requested version: the same when supported,
+ * else the latest. */
+enum mcp_version mcp_negotiate(const char *requested);
+
+/* Where replies and related notifications go: the stdio stream, or one
+ * HTTP request's stream. Reference counted because tool calls answer from
+ * their own threads; release runs when the last reference goes. send must
+ * be thread-safe; it gets one serialized message without a newline. */
+struct mcp_channel {
+    int (*send)(struct mcp_channel *ch, const char *json, size_t len);
+    void (*release)(struct mcp_channel *ch);
+    atomic_int refs;
+};
+
+void mcp_channel_init(struct mcp_channel *ch,
+                      int (*send)(struct mcp_channel *, const char *, size_t),
+                      void (*release)(struct mcp_channel *));
+void mcp_channel_ref(struct mcp_channel *ch);
+void mcp_channel_unref(struct mcp_channel *ch);
+
+struct mcp_server;
+
+/* cfg and exec are borrowed. Starts the run workers (--max-concurrent)
+ * and their admission queue (--max-queued); NULL with err if it cannot. */
+struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exec, struct err *err);
+void mcp_server_free(struct mcp_server *srv);
+
+struct mcp_session;
+
+struct mcp_session *mcp_session_new(struct mcp_server *srv);
+
+/* Parses and dispatches one message (or batch) of len bytes. Replies go to
+ * ch, possibly later from another thread. */
+void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
+                         struct mcp_channel *ch);
+
+/* Dispatches an already parsed message or batch (borrowed). */
+void mcp_session_receive_json(struct mcp_session *s, json_object *msg, struct mcp_channel *ch);
+
+/* The negotiated version (MCP_V_LATEST before initialize). */
+enum mcp_version mcp_session_version(struct mcp_session *s);
+
+/* True once initialize has been answered. */
+bool mcp_session_initialized(struct mcp_session *s);
+
+/* Answers a message that could not even be read (e.g. over the size cap)
+ * with a JSON-RPC error with a null id. */
+void mcp_session_reject(struct mcp_session *s, int code, const char *message,
+                        struct mcp_channel *ch);
+
+/* Cancels every in-flight call (no responses are sent for them) and waits
+ * until they have all returned. */
+void mcp_session_close(struct mcp_session *s);
+
+/* Closes if needed, then frees. */
+void mcp_session_free(struct mcp_session *s);
+
+/* Number of tool calls in flight. */
+int mcp_session_inflight(struct mcp_session *s);
+
+#endif

@@ -1,0 +1,451 @@
+#include "sandbox/exec.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+
+#include "backend/docker/engine_stream.h"
+#include "base/log.h"
+
+_Static_assert(EXEC_STDOUT == ENGINE_STREAM_STDOUT && EXEC_STDERR == ENGINE_STREAM_STDERR,
+               "exec stream numbers are the engine's");
+#include "sandbox/reaper.h"
+#include "sandbox/runner.h"
+#include "sandbox/sandbox.h"
+
+/* Waits for the engine to report the exit after the stream ended. */
+#define WAIT_AFTER_EOF_MS 10000
+#define SEND_TIMEOUT_MS   30000
+/* Without a deadline from the caller, how long create, attach and start may
+ * take at most (the engine's own request timeouts). */
+#define ENGINE_SETUP_MAX_MS 60000
+#define READ_CHUNK          65536
+/* A container's expiry label: its run's deadlines plus this margin, after
+ * which any daemon may remove it. */
+#define EXPIRY_MARGIN_S 60
+
+struct exec_cancel {
+    int fd; /* eventfd, readable once cancelled */
+    atomic_bool cancelled;
+};
+
+struct exec_ctx {
+    const struct config *cfg;
+    struct engine *engine;
+    char instance[RUNNER_NONCE_HEX_LEN + 1];
+    char **env; /* pass-through "NAME=value" list */
+    struct reaper *reaper;
+};
+
+const char *exec_status_name(enum exec_status st)
+{
+    switch (st) {
+    case EXEC_OK:
+        return "ok";
+    case EXEC_ERROR:
+        return "error";
+    case EXEC_TIMEOUT:
+        return "timeout";
+    case EXEC_OOM:
+        return "oom";
+    case EXEC_OUTPUT_LIMIT:
+        return "output_limit";
+    case EXEC_CANCELLED:
+        return "cancelled";
+    case EXEC_BUSY:
+        return "busy";
+    }
+    return "error";
+}
+
+const char *exec_language_name(enum exec_language lang)
+{
+    return lang == EXEC_PYTHON ? "python" : "javascript";
+}
+
+/* ---- cancel handles ---------------------------------------------------- */
+
+struct exec_cancel *exec_cancel_new(void)
+{
+    struct exec_cancel *c = xcalloc(1, sizeof(*c));
+    c->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    atomic_init(&c->cancelled, false);
+    return c;
+}
+
+void exec_cancel(struct exec_cancel *c)
+{
+    if (!c)
+        return;
+    atomic_store(&c->cancelled, true);
+    if (c->fd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(c->fd, &one, sizeof(one));
+        (void)w;
+    }
+}
+
+bool exec_cancelled(const struct exec_cancel *c)
+{
+    return c && atomic_load(&c->cancelled);
+}
+
+void exec_cancel_free(struct exec_cancel *c)
+{
+    if (!c)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c);
+}
+
+/* ---- results ----------------------------------------------------------- */
+
+void exec_result_init(struct exec_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->status = EXEC_ERROR;
+    buf_init(&r->out, 0);
+    buf_init(&r->err, 0);
+}
+
+void exec_result_free(struct exec_result *r)
+{
+    buf_free(&r->out);
+    buf_free(&r->err);
+    free(r->message);
+    r->message = NULL;
+}
+
+static void warn_missing_env(const char *name)
+{
+    log_warn("--pass-through-env: %s is not set in the daemon's environment; skipped", name);
+}
+
+struct exec_ctx *exec_ctx_new(const struct config *cfg, struct engine *engine, struct err *err)
+{
+    struct exec_ctx *ctx = xcalloc(1, sizeof(*ctx));
+    ctx->cfg = cfg;
+    ctx->engine = engine;
+    if (runner_new_nonce(ctx->instance, err) < 0) {
+        exec_ctx_free(ctx);
+        return NULL;
+    }
+    ctx->env = sandbox_pass_through_env(cfg, environ, warn_missing_env);
+    long long legacy_age = cfg->max_timeout_ms / 1000 + REAPER_LEGACY_MARGIN_S;
+    ctx->reaper = reaper_new(engine, ctx->instance, legacy_age, REAPER_SWEEP_MS, err);
+    if (!ctx->reaper) {
+        exec_ctx_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+void exec_ctx_free(struct exec_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    reaper_free(ctx->reaper);
+    sandbox_env_free(ctx->env);
+    free(ctx);
+}
+
+const char *exec_ctx_instance(const struct exec_ctx *ctx)
+{
+    return ctx->instance;
+}
+
+/* ---- one run ------------------------------------------------------------ */
+
+struct run {
+    const struct exec_request *req;
+    struct exec_result *res;
+    struct runner_scan scan_out;
+    struct runner_scan scan_err;
+    size_t total;
+    size_t cap;
+    bool limit_hit;
+};
+
+static int emit(struct run *r, int stream, const char *data, size_t len)
+{
+    size_t room = r->cap - r->total;
+    size_t take = len < room ? len : room;
+    struct buf *b = stream == ENGINE_STREAM_STDERR ? &r->res->err : &r->res->out;
+    if (take) {
+        take = buf_add_upto(b, data, take);
+        r->total += take;
+        if (r->req->on_output)
+            r->req->on_output(r->req->on_output_ctx, stream, data, take);
+    }
+    if (take < len) {
+        r->limit_hit = true;
+        return -2;
+    }
+    return 0;
+}
+
+static int emit_out(void *arg, const char *data, size_t len)
+{
+    return emit(arg, ENGINE_STREAM_STDOUT, data, len);
+}
+
+static int emit_err(void *arg, const char *data, size_t len)
+{
+    return emit(arg, ENGINE_STREAM_STDERR, data, len);
+}
+
+static int on_frame(void *arg, int stream, const char *data, size_t len)
+{
+    struct run *r = arg;
+    if (stream == ENGINE_STREAM_STDOUT)
+        return r->scan_out.done ? 0 : runner_scan_feed(&r->scan_out, data, len, emit_out, r, NULL);
+    if (stream == ENGINE_STREAM_STDERR)
+        return r->scan_err.done ? 0 : runner_scan_feed(&r->scan_err, data, len, emit_err, r, NULL);
+    return 0;
+}
+
+static void set_message(struct exec_result *res, const char *fmt, ...) ATTR_PRINTF(2, 3);
+static void set_message(struct exec_result *res, const char *fmt, ...)
+{
+    free(res->message);
+    va_list ap;
+    va_start(ap, fmt);
+    res->message = xvasprintf(fmt, ap);
+    va_end(ap);
+}
+
+static void finish_from_record(struct run *r)
+{
+    struct runner_done done = {0};
+    struct err perr = ERR_INIT;
+    const struct runner_scan *s = r->scan_out.done ? &r->scan_out : &r->scan_err;
+    if (runner_scan_result(s, &done, &perr) < 0) {
+        r->res->status = EXEC_ERROR;
+        set_message(r->res, "unreadable completion record from the runner: %s", err_msg(&perr));
+        err_clear(&perr);
+        return;
+    }
+    r->res->has_exit_code = true;
+    r->res->exit_code = done.exit_code;
+    if (done.runner_error) {
+        r->res->status = EXEC_ERROR;
+        set_message(r->res, "the sandbox runner failed: %.500s", done.runner_error);
+    } else if (done.memory_error) {
+        r->res->status = EXEC_OOM;
+        set_message(r->res, "the program ran out of memory (limit %lld MiB)", r->req->memory_mb);
+    } else {
+        r->res->status = EXEC_OK;
+    }
+    free(done.runner_error);
+}
+
+/* The stream ended without a completion record: the process was killed or
+ * left without the runner's help (os._exit, a crash). Ask the engine. */
+static void finish_from_engine(struct exec_ctx *ctx, struct run *r, const char *id)
+{
+    struct engine_state st = {0};
+    struct err werr = ERR_INIT;
+    if (engine_wait(ctx->engine, id, WAIT_AFTER_EOF_MS, &st, &werr) < 0) {
+        r->res->status = EXEC_ERROR;
+        set_message(r->res, "the program's output ended but its exit status is unknown: %s",
+                    err_msg(&werr));
+        err_clear(&werr);
+        return;
+    }
+    r->res->has_exit_code = true;
+    r->res->exit_code = st.exit_code;
+    /* SIGKILL that we did not send: on an engine whose OOMKilled flag cannot
+     * be trusted, the memory limit is by far the likeliest sender. */
+    bool likely_oom = st.exit_code == 137 && engine_oom_flag_reliable(ctx->engine) != 1;
+    if (st.oom_killed || likely_oom) {
+        r->res->status = EXEC_OOM;
+        set_message(r->res, "the program was killed for using more than %lld MiB of memory",
+                    r->req->memory_mb);
+        return;
+    }
+    r->res->status = EXEC_OK;
+    if (st.exit_code > 128 && st.exit_code < 128 + 65)
+        set_message(r->res, "the program was killed by signal %d", st.exit_code - 128);
+}
+
+static int read_loop(struct exec_ctx *ctx, struct run *r, struct engine_http_conn *conn,
+                     const char *id, struct exec_cancel *cancel, double deadline, struct err *err)
+{
+    struct engine_stream demux;
+    engine_stream_init(&demux);
+    char *chunk = xmalloc(READ_CHUNK);
+    int rc = 0;
+    for (;;) {
+        if (r->scan_out.done && r->scan_err.done) {
+            finish_from_record(r);
+            break;
+        }
+        if (!engine_http_conn_pending(conn)) {
+            double left = deadline - util_now_ms();
+            if (left <= 0) {
+                r->res->status = EXEC_TIMEOUT;
+                set_message(r->res, "the program was stopped after %lld ms (timeout)",
+                            r->req->timeout_ms);
+                break;
+            }
+            struct pollfd pfd[2] = {{.fd = engine_http_conn_fd(conn), .events = POLLIN},
+                                    {.fd = cancel ? cancel->fd : -1, .events = POLLIN}};
+            /* Live output is coalesced upstream; wake it up now and then so
+             * buffered output goes out while the program is quiet. */
+            int wait_ms = (int)(left + 1);
+            if (r->req->on_output && wait_ms > EXEC_TICK_MS)
+                wait_ms = EXEC_TICK_MS;
+            int pr = poll(pfd, 2, wait_ms);
+            if (pr < 0 && errno != EINTR) {
+                rc = err_set(err, ERR_IO, "poll on the attach stream: %s", strerror(errno));
+                break;
+            }
+            if (exec_cancelled(cancel)) {
+                r->res->status = EXEC_CANCELLED;
+                set_message(r->res, "the run was cancelled");
+                break;
+            }
+            if (pr == 0 && r->req->on_output)
+                r->req->on_output(r->req->on_output_ctx, EXEC_TICK, NULL, 0);
+            if (pr <= 0)
+                continue;
+        }
+        long n = engine_http_conn_recv(conn, chunk, READ_CHUNK, err);
+        if (n == -2)
+            continue;
+        if (n < 0) {
+            rc = err_wrap(err, "reading the program's output");
+            break;
+        }
+        if (n == 0) {
+            runner_scan_flush(&r->scan_out, emit_out, r);
+            runner_scan_flush(&r->scan_err, emit_err, r);
+            if (r->limit_hit)
+                goto limit;
+            if (r->scan_out.done)
+                finish_from_record(r);
+            else
+                finish_from_engine(ctx, r, id);
+            break;
+        }
+        int fr = engine_stream_feed(&demux, chunk, (size_t)n, on_frame, r, err);
+        if (r->limit_hit)
+            goto limit;
+        if (fr < 0) {
+            rc = err_wrap(err, "demultiplexing the program's output");
+            break;
+        }
+        continue;
+    limit:
+        r->res->status = EXEC_OUTPUT_LIMIT;
+        r->res->truncated = true;
+        set_message(r->res, "output passed the %zu-byte limit; the program was stopped", r->cap);
+        break;
+    }
+    free(chunk);
+    return rc;
+}
+
+int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_cancel *cancel,
+             struct exec_result *res, struct err *err)
+{
+    const struct config *cfg = ctx->cfg;
+    double t0 = util_now_ms();
+    exec_result_free(res);
+    exec_result_init(res);
+    buf_init(&res->out, (size_t)cfg->max_output_bytes);
+    buf_init(&res->err, (size_t)cfg->max_output_bytes);
+
+    const char *image = req->language == EXEC_PYTHON ? cfg->python_image : cfg->js_image;
+    const char *py_cmd[] = {"python3", "-u", "-B", "-c", runner_python_src, NULL};
+    const char *js_cmd[] = {"node", "-e", runner_node_src, NULL};
+    /* Nobody needs the container once every deadline of the run is past:
+     * setup, the program, the wait for its exit status. */
+    double setup_ms = req->start_by_ms > 0 ? req->start_by_ms - t0 : (double)ENGINE_SETUP_MAX_MS;
+    long long expires = (long long)time(NULL) + (long long)(setup_ms / 1000.0) +
+                        (req->timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 +
+                        EXPIRY_MARGIN_S;
+    struct sandbox_spec spec = {
+        .image = image,
+        .cmd = req->language == EXEC_PYTHON ? py_cmd : js_cmd,
+        .memory_mb = req->memory_mb,
+        .instance = ctx->instance,
+        .owner = reaper_owner(ctx->reaper),
+        .expires = expires,
+        .env = ctx->env,
+    };
+    struct run r = {.req = req, .res = res, .cap = (size_t)cfg->max_output_bytes};
+    char nonce[RUNNER_NONCE_HEX_LEN + 1];
+    struct buf request;
+    /* JSON escaping grows a byte to at most six (\u0000). */
+    buf_init(&request, (req->code_len + req->stdin_len) * 6 + 4096);
+    struct engine_http_conn *conn = NULL;
+    char *id = NULL;
+    int rc = -1;
+
+    if (runner_new_nonce(nonce, err) < 0)
+        goto out;
+    runner_scan_init(&r.scan_out, nonce);
+    runner_scan_init(&r.scan_err, nonce);
+    struct runner_request rreq = {.nonce_hex = nonce,
+                                  .code = req->code,
+                                  .code_len = req->code_len,
+                                  .stdin_data = req->stdin_data,
+                                  .stdin_len = req->stdin_len};
+    if (runner_encode_request(&rreq, &request, err) < 0)
+        goto out;
+
+    json_object *body = sandbox_create_body(cfg, &spec);
+    reaper_create_begin(ctx->reaper);
+    rc = engine_create(ctx->engine, body, req->start_by_ms, &id, err);
+    reaper_create_end(ctx->reaper, rc == 0 ? id : NULL);
+    json_object_put(body);
+    if (rc < 0)
+        goto out;
+    rc = -1;
+    log_debug("created container %.12s (%s)", id, exec_language_name(req->language));
+    if (exec_cancelled(cancel)) {
+        res->status = EXEC_CANCELLED;
+        set_message(res, "the run was cancelled");
+        rc = 0;
+        goto out;
+    }
+    /* Attach before start so no output is lost. */
+    if (engine_attach(ctx->engine, id, req->start_by_ms, &conn, err) < 0)
+        goto out;
+    if (engine_start(ctx->engine, id, req->start_by_ms, err) < 0)
+        goto out;
+    long send_ms = SEND_TIMEOUT_MS;
+    if (req->start_by_ms > 0 && req->start_by_ms - util_now_ms() < (double)send_ms)
+        send_ms = (long)(req->start_by_ms - util_now_ms()) + 1;
+    if (send_ms <= 0 || engine_http_conn_send(conn, request.data, request.len, send_ms, err) < 0) {
+        if (send_ms <= 0)
+            err_set(err, ERR_TIMEOUT, "the run's time limit passed while its sandbox started");
+        err_wrap(err, "sending the code to the sandbox");
+        goto out;
+    }
+    double deadline = util_now_ms() + (double)req->timeout_ms;
+    rc = read_loop(ctx, &r, conn, id, cancel, deadline, err);
+
+out:
+    if (rc < 0) {
+        res->status = EXEC_ERROR;
+        set_message(res, "%s", err_msg(err));
+    }
+    if (conn)
+        engine_http_conn_close(conn);
+    if (id) {
+        reaper_remove(ctx->reaper, id);
+        free(id);
+    }
+    runner_scan_free(&r.scan_out);
+    runner_scan_free(&r.scan_err);
+    buf_free(&request);
+    res->duration_ms = util_now_ms() - t0;
+    return rc;
+}

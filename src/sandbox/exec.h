@@ -1,0 +1,98 @@
+/* One execution: policy -> fresh container -> attach -> run the framed
+ * request -> read output until the runner's completion record, the
+ * deadline, the output cap, a cancel, or the end of the stream -> result.
+ * The container is removed on every path, off the request's path (the
+ * reaper, which retries until the engine confirms). Concurrency is bounded
+ * by the caller (mcp's admission queue), not here. */
+#ifndef MCPSBX_EXEC_H
+#define MCPSBX_EXEC_H
+
+#include <stdbool.h>
+
+#include "base/buf.h"
+#include "base/config.h"
+#include "backend/docker/engine.h"
+#include "base/err.h"
+
+enum exec_language { EXEC_PYTHON, EXEC_JAVASCRIPT };
+
+enum exec_status {
+    EXEC_OK,           /* the program finished; exit_code is its status */
+    EXEC_ERROR,        /* the run could not complete: see message */
+    EXEC_TIMEOUT,      /* killed at the deadline */
+    EXEC_OOM,          /* killed for memory (or died of MemoryError) */
+    EXEC_OUTPUT_LIMIT, /* stopped when output passed the cap */
+    EXEC_CANCELLED,    /* stopped because the caller cancelled */
+    EXEC_BUSY,         /* never started: every run slot stayed taken */
+};
+
+const char *exec_status_name(enum exec_status st);
+const char *exec_language_name(enum exec_language lang);
+
+struct exec_ctx;
+
+/* cfg and engine are borrowed and must outlive the context. */
+struct exec_ctx *exec_ctx_new(const struct config *cfg, struct engine *engine, struct err *err);
+
+/* Call once every run has returned: tries the pending removals once more,
+ * stops the reaper, frees. */
+void exec_ctx_free(struct exec_ctx *ctx);
+
+/* The random id labelling this daemon's containers. */
+const char *exec_ctx_instance(const struct exec_ctx *ctx);
+
+/* A cancel handle: exec_cancel() may be called from any thread, any number
+ * of times, before, during or after the run. */
+struct exec_cancel;
+struct exec_cancel *exec_cancel_new(void);
+void exec_cancel(struct exec_cancel *c);
+bool exec_cancelled(const struct exec_cancel *c);
+void exec_cancel_free(struct exec_cancel *c);
+
+/* Live output: called from the running thread for each chunk, in order
+ * (stream 1 = stdout, 2 = stderr), and with stream EXEC_TICK and no data
+ * every EXEC_TICK_MS while the program is quiet. */
+typedef void (*exec_output_cb)(void *ctx, int stream, const char *data, size_t len);
+
+#define EXEC_STDOUT  1
+#define EXEC_STDERR  2
+#define EXEC_TICK    (-1)
+#define EXEC_TICK_MS 50
+
+struct exec_request {
+    enum exec_language language;
+    const char *code;
+    size_t code_len;
+    const char *stdin_data; /* may be NULL */
+    size_t stdin_len;
+    long long timeout_ms; /* already clamped by the caller */
+    long long memory_mb;  /* already clamped by the caller */
+    /* util_now_ms() time by which the program must have started: engine
+     * requests before that are cut short there (0 = the engine timeouts). */
+    double start_by_ms;
+    exec_output_cb on_output;
+    void *on_output_ctx;
+};
+
+struct exec_result {
+    enum exec_status status;
+    bool has_exit_code;
+    int exit_code;
+    struct buf out; /* stdout, capped */
+    struct buf err; /* stderr, capped */
+    double duration_ms;
+    bool truncated;
+    char *message; /* why, for anything but a plain finish; may be NULL */
+};
+
+void exec_result_init(struct exec_result *r);
+void exec_result_free(struct exec_result *r);
+
+/* Runs one request. Returns 0 with res filled for every outcome of the
+ * program (including timeout, oom, output limit, cancel). Returns -1 with
+ * err when the sandbox could not be set up or the engine failed; res then
+ * holds status EXEC_ERROR and the message too. cancel may be NULL. */
+int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_cancel *cancel,
+             struct exec_result *res, struct err *err);
+
+#endif

@@ -1,0 +1,75 @@
+/* Container garbage collection, so no container outlives its use whatever
+ * happens to a daemon or the engine:
+ *  - removal off the request's path, retried with backoff until the engine
+ *    confirms it (a removal that failed while the engine was down or
+ *    stalled is not forgotten);
+ *  - a sweep at start and every REAPER_SWEEP_MS that removes managed
+ *    containers nobody needs any more, whoever created them: past the
+ *    expiry in their ENGINE_LABEL_EXPIRES label, or created by a daemon
+ *    process on this host that no longer runs (ENGINE_LABEL_OWNER). The
+ *    live containers of another running daemon are never touched before
+ *    their expiry; nor are this daemon's own runs. A container of this
+ *    daemon that no run holds (the engine created it after the run gave
+ *    up waiting, e.g. while stalled) is removed by a sweep that sees no
+ *    create in flight.
+ * Threads: REAPER_THREADS removal workers and one sweeper, all owned here. */
+#ifndef MCPSBX_REAPER_H
+#define MCPSBX_REAPER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backend/docker/engine.h"
+#include "base/err.h"
+
+#define REAPER_THREADS  4
+#define REAPER_SWEEP_MS 5000
+
+/* Containers without an expiry label (made before labels carried one) are
+ * stale once older than this many seconds. */
+#define REAPER_LEGACY_MARGIN_S 300
+
+#define REAPER_OWNER_MAX 128
+
+struct reaper;
+
+/* engine is borrowed; instance is this daemon's ENGINE_LABEL_INSTANCE
+ * value; containers without an expiry label count as stale once older than
+ * legacy_max_age_s. sweep_ms is the period between sweeps (0 = none, for
+ * tests that sweep by hand). */
+struct reaper *reaper_new(struct engine *engine, const char *instance, long long legacy_max_age_s,
+                          long sweep_ms, struct err *err);
+
+/* Stops sweeping, tries every pending removal once more, joins, frees. */
+void reaper_free(struct reaper *r);
+
+/* This process's ENGINE_LABEL_OWNER value. */
+const char *reaper_owner(const struct reaper *r);
+
+/* A run brackets its create request with these, so the sweep can tell a
+ * container a run holds from one whose create the run gave up on. id is
+ * the created container, or NULL when the create failed. */
+void reaper_create_begin(struct reaper *r);
+void reaper_create_end(struct reaper *r, const char *id);
+
+/* Removes container id off the caller's path, retrying until it is gone;
+ * the run no longer holds it. */
+void reaper_remove(struct reaper *r, const char *id);
+
+/* One sweep now. Returns how many containers it queued for removal, or -1
+ * with err when the engine could not list them. */
+int reaper_sweep(struct reaper *r, struct err *err);
+
+/* Removals queued or being retried. */
+size_t reaper_pending(struct reaper *r);
+
+/* Whether the process named by an ENGINE_LABEL_OWNER value runs: 1 yes,
+ * 0 provably not (same host and pid namespace, and the pid is gone or is a
+ * different process), -1 cannot tell (another host or namespace, or a
+ * malformed value). self is this process's value (reaper_owner). */
+int reaper_owner_alive(const char *owner, const char *self);
+
+/* Fills out with this process's owner value; returns 0 or -1 with err. */
+int reaper_owner_self(char out[REAPER_OWNER_MAX], struct err *err);
+
+#endif

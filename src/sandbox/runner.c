@@ -1,0 +1,240 @@
+/* The daemon's side of the runner protocol (see runner.h): framing the
+ * request and finding the completion record in the program's output. */
+#include "sandbox/runner.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+/* The runners refuse larger requests (runner.py / runner.js MAX_REQUEST). */
+#define RUNNER_MAX_REQUEST (64u << 20)
+/* The record is a flat object; anything deeper is not ours. */
+#define RUNNER_RECORD_DEPTH 4
+
+static bool nonce_valid(const char *nonce)
+{
+    if (!nonce)
+        return false;
+    for (size_t i = 0; i < RUNNER_NONCE_HEX_LEN; i++) {
+        char c = nonce[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            return false;
+    }
+    return nonce[RUNNER_NONCE_HEX_LEN] == '\0';
+}
+
+static json_object *new_string(const char *s, size_t len)
+{
+    /* Sizes, not C strings: code and stdin may contain NUL bytes. */
+    return json_object_new_string_len(s ? s : "", (int)len);
+}
+
+int runner_encode_request(const struct runner_request *req, struct buf *out, struct err *err)
+{
+    if (!nonce_valid(req->nonce_hex))
+        return err_set(err, ERR_INVALID, "runner request: nonce must be %d lowercase hex digits",
+                       RUNNER_NONCE_HEX_LEN);
+    if (!req->code && req->code_len)
+        return err_set(err, ERR_INVALID, "runner request: no code");
+    if (req->code_len > RUNNER_MAX_REQUEST || req->stdin_len > RUNNER_MAX_REQUEST)
+        return err_set(err, ERR_TOO_BIG, "code or stdin over %u bytes", RUNNER_MAX_REQUEST);
+
+    json_object *obj = json_object_new_object();
+    json_object_object_add(obj, "nonce", json_object_new_string(req->nonce_hex));
+    json_object_object_add(obj, "code", new_string(req->code, req->code_len));
+    json_object_object_add(obj, "stdin",
+                           new_string(req->stdin_data, req->stdin_data ? req->stdin_len : 0));
+    size_t len = 0;
+    const char *json = json_object_to_json_string_length(
+        obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+
+    int rc = -1;
+    size_t old_len = out->len;
+    char header[32];
+    int hn = snprintf(header, sizeof(header), RUNNER_PROTOCOL " %zu\n", len);
+    if (!json) {
+        err_set(err, ERR_INTERNAL, "runner request: JSON encoding failed");
+    } else if (len > RUNNER_MAX_REQUEST) {
+        err_set(err, ERR_TOO_BIG, "runner request of %zu bytes is over %u", len,
+                RUNNER_MAX_REQUEST);
+    } else if (hn <= 0 || (size_t)hn >= sizeof(header) || buf_add(out, header, (size_t)hn) < 0 ||
+               buf_add(out, json, len) < 0) {
+        /* All or nothing: drop a header whose body did not fit. */
+        out->len = old_len;
+        if (out->data)
+            out->data[old_len] = '\0';
+        err_set(err, ERR_TOO_BIG, "runner request of %zu bytes does not fit", len);
+    } else {
+        rc = 0;
+    }
+    json_object_put(obj);
+    return rc;
+}
+
+int runner_new_nonce(char *nonce_hex, struct err *err)
+{
+    unsigned char raw[RUNNER_NONCE_HEX_LEN / 2];
+    if (util_random_bytes(raw, sizeof(raw)) < 0)
+        return err_set(err, ERR_INTERNAL, "no random bytes for a runner nonce");
+    util_hex(raw, sizeof(raw), nonce_hex);
+    return 0;
+}
+
+/* ---- the stdout scanner ----------------------------------------------------
+ *
+ * The marker (prefix + nonce + ':') holds exactly one NUL, its first byte:
+ * the nonce is hex and the copy below stops at a NUL. So a partial match
+ * never overlaps a later one: after a mismatch the only possible restart is
+ * at a NUL. The scanner therefore keeps one number, held_len, of bytes that
+ * match the start of the marker; they are always marker[0..held_len), and
+ * everything before them is program output. Between NULs it uses memchr. */
+
+void runner_scan_init(struct runner_scan *s, const char *nonce_hex)
+{
+    memset(s, 0, sizeof(*s));
+    memcpy(s->marker, RUNNER_RECORD_PREFIX, RUNNER_RECORD_PREFIX_LEN);
+    size_t n = nonce_hex ? strnlen(nonce_hex, RUNNER_NONCE_HEX_LEN) : 0;
+    memcpy(s->marker + RUNNER_RECORD_PREFIX_LEN, nonce_hex ? nonce_hex : "", n);
+    s->marker[RUNNER_RECORD_PREFIX_LEN + n] = ':';
+    s->marker_len = RUNNER_RECORD_PREFIX_LEN + n + 1;
+    buf_init(&s->record, RUNNER_MAX_RECORD);
+}
+
+/* Emits bytes [from, to) of the stream "held bytes at entry, then data";
+ * the held part is marker[0..h0). */
+static int emit_span(const struct runner_scan *s, size_t h0, const char *data, size_t from,
+                     size_t to, runner_emit_cb emit, void *ctx)
+{
+    if (from >= to || !emit)
+        return 0;
+    if (from < h0) {
+        size_t end = to < h0 ? to : h0;
+        int rc = emit(ctx, s->marker + from, end - from);
+        if (rc < 0)
+            return rc;
+        from = end;
+    }
+    if (from < to) {
+        int rc = emit(ctx, data + (from - h0), to - from);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int collect_record(struct runner_scan *s, const char *data, size_t len, struct err *err)
+{
+    const char *nl = memchr(data, '\n', len);
+    size_t take = nl ? (size_t)(nl - data) : len;
+    if (buf_add(&s->record, data, take) < 0)
+        return err_set(err, ERR_PROTOCOL, "runner completion record over %d bytes",
+                       RUNNER_MAX_RECORD);
+    if (nl)
+        s->done = true;
+    return 0;
+}
+
+int runner_scan_feed(struct runner_scan *s, const char *data, size_t len, runner_emit_cb emit,
+                     void *ctx, struct err *err)
+{
+    if (s->done || len == 0)
+        return 0;
+    if (s->in_record)
+        return collect_record(s, data, len, err);
+
+    /* Stream positions count the held bytes first, then data: data[i] is at
+     * h0 + i. Everything before the q matching bytes is output, emitted in
+     * one go at the end (or when the marker completes). */
+    size_t h0 = s->held_len;
+    size_t q = s->held_len;
+    size_t i = 0;
+    while (i < len) {
+        if (q == 0) {
+            const char *nul = memchr(data + i, '\0', len - i);
+            if (!nul)
+                break;
+            i = (size_t)(nul - data) + 1;
+            q = 1;
+            continue;
+        }
+        if (data[i] == s->marker[q]) {
+            i++;
+            if (++q == s->marker_len) {
+                int rc = emit_span(s, h0, data, 0, h0 + i - q, emit, ctx);
+                if (rc < 0)
+                    return rc;
+                s->held_len = 0;
+                s->in_record = true;
+                return collect_record(s, data + i, len - i, err);
+            }
+            continue;
+        }
+        /* Mismatch: the held bytes were output; data[i] is looked at anew
+         * (it may be a NUL starting the real marker). */
+        q = 0;
+    }
+    int rc = emit_span(s, h0, data, 0, h0 + len - q, emit, ctx);
+    if (rc < 0)
+        return rc;
+    s->held_len = q;
+    memcpy(s->held, s->marker, q);
+    return 0;
+}
+
+int runner_scan_flush(struct runner_scan *s, runner_emit_cb emit, void *ctx)
+{
+    /* A record cut off by the end of the stream is not output either: those
+     * bytes came from the runner, which died while writing them. */
+    if (s->done || s->in_record || s->held_len == 0)
+        return 0;
+    size_t n = s->held_len;
+    s->held_len = 0;
+    return emit ? emit(ctx, s->held, n) : 0;
+}
+
+int runner_scan_result(const struct runner_scan *s, struct runner_done *out, struct err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!s->done)
+        return err_set(err, ERR_PROTOCOL, "no completion record from the runner");
+
+    struct json_tokener *tok = json_tokener_new_ex(RUNNER_RECORD_DEPTH);
+    if (!tok)
+        return err_set(err, ERR_INTERNAL, "out of memory parsing the completion record");
+    json_object *obj =
+        json_tokener_parse_ex(tok, s->record.data ? s->record.data : "", (int)s->record.len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+
+    int rc = -1;
+    json_object *v;
+    if (!obj || jerr != json_tokener_success || end != s->record.len) {
+        err_set(err, ERR_PROTOCOL, "completion record is not JSON: %s",
+                obj ? "trailing bytes" : json_tokener_error_desc(jerr));
+    } else if (!json_object_is_type(obj, json_type_object)) {
+        err_set(err, ERR_PROTOCOL, "completion record is not a JSON object");
+    } else if (!json_object_object_get_ex(obj, "exit_code", &v) ||
+               !json_object_is_type(v, json_type_int) || json_object_get_int64(v) < INT_MIN ||
+               json_object_get_int64(v) > INT_MAX) {
+        err_set(err, ERR_PROTOCOL, "completion record has no integer exit_code");
+    } else {
+        out->exit_code = (int)json_object_get_int64(v);
+        out->memory_error = json_object_object_get_ex(obj, "memory_error", &v) &&
+                            json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+        if (json_object_object_get_ex(obj, "runner_error", &v) &&
+            json_object_is_type(v, json_type_string))
+            out->runner_error =
+                xstrndup(json_object_get_string(v), (size_t)json_object_get_string_len(v));
+        rc = 0;
+    }
+    json_object_put(obj);
+    return rc;
+}
+
+void runner_scan_free(struct runner_scan *s)
+{
+    buf_free(&s->record);
+}

@@ -1,0 +1,94 @@
+/* The in-container runner protocol, shared by src/runner/runner.py and
+ * src/runner/runner.js (embedded below as C strings).
+ *
+ * Request (daemon -> runner, on the container's stdin):
+ *     "mcpsbx/1 <decimal length>\n" followed by exactly that many bytes of a
+ *     JSON object {"nonce": "<32 hex>", "code": "...", "stdin": "..."}.
+ *     The runner reads exactly that much, writes stdin to a file that becomes
+ *     the program's fd 0 (so the program sees the given stdin, then EOF),
+ *     and runs the code in-process as the main program.
+ *
+ * Completion record (runner -> daemon, on stdout, once, after the program
+ * finished: Python after non-daemon threads are joined, atexit handlers ran
+ * and SystemExit was handled; Node when the event loop drained or on
+ * process.exit/uncaught error):
+ *     RUNNER_RECORD_PREFIX "<nonce>:" JSON "\n"
+ *     JSON = {"exit_code": N, "memory_error": bool, "runner_error": "..."?}
+ * The prefix starts with a NUL byte and carries the per-run nonce, so
+ * ordinary output cannot be mistaken for it. The same record line is also
+ * written on stderr, just before the stdout one: the engine copies the two
+ * streams independently (their order is not kept), so only a mark on each
+ * tells that both are complete. Scan each stream with its own runner_scan.
+ * When Node's report of a fatal error cannot be reproduced exactly (see
+ * runner.js), the runner writes no record and Node exits as usual: EOF.
+ * A runner failure (bad frame, bad JSON) exits 76; the record carries
+ * runner_error when the nonce was read, otherwise stderr says why. */
+#ifndef MCPSBX_RUNNER_H
+#define MCPSBX_RUNNER_H
+
+#include <stdbool.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+
+extern const char runner_python_src[];
+extern const char runner_node_src[];
+
+#define RUNNER_PROTOCOL          "mcpsbx/1"
+#define RUNNER_RECORD_PREFIX     "\0\036mcpsbx-done:"
+#define RUNNER_RECORD_PREFIX_LEN 14
+#define RUNNER_NONCE_HEX_LEN     32
+#define RUNNER_MAX_RECORD        4096
+
+struct runner_request {
+    const char *nonce_hex; /* RUNNER_NONCE_HEX_LEN hex digits */
+    const char *code;
+    size_t code_len;
+    const char *stdin_data; /* may be NULL */
+    size_t stdin_len;
+};
+
+/* Appends the framed request to out. */
+int runner_encode_request(const struct runner_request *req, struct buf *out, struct err *err);
+
+/* Fills nonce_hex (RUNNER_NONCE_HEX_LEN + 1 bytes) with a fresh random nonce. */
+int runner_new_nonce(char *nonce_hex, struct err *err);
+
+/* Scans the stdout stream for the completion record, passing through every
+ * byte that is certainly program output and holding back only a possible
+ * partial record prefix. */
+struct runner_scan {
+    char marker[RUNNER_RECORD_PREFIX_LEN + RUNNER_NONCE_HEX_LEN + 2];
+    size_t marker_len;
+    char held[RUNNER_RECORD_PREFIX_LEN + RUNNER_NONCE_HEX_LEN + 2];
+    size_t held_len;
+    bool in_record; /* marker seen, collecting the record up to '\n' */
+    bool done;      /* record complete */
+    struct buf record;
+};
+
+typedef int (*runner_emit_cb)(void *ctx, const char *data, size_t len);
+
+void runner_scan_init(struct runner_scan *s, const char *nonce_hex);
+
+/* Feeds stdout bytes; emit gets program output in order. Bytes after the
+ * record are ignored. Returns 0, emit's negative value, or -1 (err) when
+ * the record is over RUNNER_MAX_RECORD. */
+int runner_scan_feed(struct runner_scan *s, const char *data, size_t len, runner_emit_cb emit,
+                     void *ctx, struct err *err);
+
+/* At end of stream: emits any held bytes (they were output after all). */
+int runner_scan_flush(struct runner_scan *s, runner_emit_cb emit, void *ctx);
+
+struct runner_done {
+    int exit_code;
+    bool memory_error;  /* the program died of MemoryError / heap exhaustion */
+    char *runner_error; /* the runner itself failed (caller frees), or NULL */
+};
+
+/* Parses the completed record. Only valid when s->done. */
+int runner_scan_result(const struct runner_scan *s, struct runner_done *out, struct err *err);
+
+void runner_scan_free(struct runner_scan *s);
+
+#endif

@@ -1,0 +1,91 @@
+/* The tool registry (data: name, title, description, schemas), argument
+ * validation and clamping, and CallToolResult building. */
+#ifndef MCPSBX_TOOLS_H
+#define MCPSBX_TOOLS_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "base/config.h"
+#include "sandbox/exec.h"
+
+/* What the negotiated protocol version allows in tool shapes. */
+struct tools_features {
+    bool annotations; /* 2025-03-26+ */
+    bool structured;  /* 2025-06-18+: title, outputSchema, structuredContent */
+};
+
+#define TOOLS_VARIANTS 4 /* combinations of tools_features */
+
+/* The tools of one server. Read-only once tools_env_init returns, so any
+ * thread may use it: the tools/list arrays are kept as serialized bytes,
+ * never as json-c objects (which must not be shared between threads). */
+struct tools_env {
+    const struct config *cfg;
+    struct exec_ctx *exec;
+    char *list_json[TOOLS_VARIANTS];
+    size_t list_len[TOOLS_VARIANTS];
+};
+
+/* cfg and exec are borrowed. Fails only on a bad built-in definition. */
+int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_ctx *exec,
+                   struct err *err);
+void tools_env_cleanup(struct tools_env *env);
+
+/* The JSON array of Tool objects for f, owned by env. */
+const char *tools_list_json(const struct tools_env *env, const struct tools_features *f,
+                            size_t *len);
+
+bool tools_exists(const char *name);
+
+/* Runs tool `name` (which must exist) with args (borrowed, may be NULL) in
+ * the calling thread: tools_prepare then tools_run. Returns a new
+ * CallToolResult: bad arguments and failed runs are results with isError
+ * set, never protocol errors. on_output may be NULL. */
+json_object *tools_call(const struct tools_env *env, const char *name, json_object *args,
+                        const struct tools_features *f, struct exec_cancel *cancel,
+                        exec_output_cb on_output, void *on_output_ctx);
+
+/* Validated, clamped arguments of a run (exposed for tests). */
+struct tools_run_args {
+    const char *tool; /* static name */
+    enum exec_language language;
+    const char *code;
+    size_t code_len;
+    const char *stdin_data;
+    size_t stdin_len;
+    long long timeout_ms;
+    long long memory_mb;
+    double start_by_ms; /* util_now_ms() time the program must have started by; 0 = none */
+    char *owned;        /* set by tools_prepare: the copy code and stdin_data point into */
+};
+
+/* Returns 0, or -1 with an ERR_INVALID message fit to show the caller.
+ * code and stdin_data point into args. */
+int tools_parse_args(const struct config *cfg, const char *name, json_object *args,
+                     struct tools_run_args *out, struct err *err);
+
+/* Validates args (borrowed) in the caller's thread and copies what the run
+ * needs out of them, so the run may go to another thread with no json-c
+ * object. Returns 0, or -1 with *error_result a CallToolResult (isError)
+ * naming the bad argument. Release a prepared call with
+ * tools_run_args_release. */
+int tools_prepare(const struct config *cfg, const char *name, json_object *args,
+                  struct tools_run_args *out, json_object **error_result);
+void tools_run_args_release(struct tools_run_args *a);
+
+/* Runs a prepared call; returns a new CallToolResult. */
+json_object *tools_run(const struct tools_env *env, const struct tools_run_args *a,
+                       const struct tools_features *f, struct exec_cancel *cancel,
+                       exec_output_cb on_output, void *on_output_ctx);
+
+/* The result of a call that never ran because every run slot stayed taken
+ * (status busy). */
+json_object *tools_busy_result(const struct tools_run_args *a, const struct tools_features *f,
+                               const char *message, double waited_ms);
+
+/* Builds the CallToolResult for a finished run (exposed for tests). */
+json_object *tools_result(const struct exec_result *res, enum exec_language lang,
+                          const struct tools_features *f);
+
+#endif
