@@ -3,6 +3,30 @@
 
 CC      ?= gcc
 PREFIX  ?= /usr/local
+
+# One switch for the sanitizer builds, each in a folder of its own:
+#   make SANITIZER=address [target]    ASan + UBSan, build/asan
+#   make SANITIZER=undefined [target]  UBSan alone, build/ubsan
+#   make SANITIZER=thread [target]     TSan, build/tsan
+# `make asan`, `make asan-unit` and `make tsan` are aliases.
+SANITIZER ?=
+ifneq ($(SANITIZER),)
+ifeq ($(SANITIZER),address)
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all
+B         := build/asan
+else ifeq ($(SANITIZER),undefined)
+SAN_FLAGS := -fsanitize=undefined -fno-sanitize-recover=all
+B         := build/ubsan
+else ifeq ($(SANITIZER),thread)
+SAN_FLAGS := -fsanitize=thread
+B         := build/tsan
+else
+$(error SANITIZER must be address, undefined or thread, not '$(SANITIZER)')
+endif
+CC      := clang
+CFLAGS  := -O1 -fno-omit-frame-pointer $(SAN_FLAGS)
+LDFLAGS += $(SAN_FLAGS)
+endif
 VERSION := 0.1.0
 
 PKGS    := libcurl json-c libmicrohttpd
@@ -31,7 +55,7 @@ OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all run test deps images unit runner-test conformance asan asan-unit tsan tsan-unit valgrind lint format format-check \
+.PHONY: all run test deps images unit runner-test conformance asan asan-unit tsan valgrind lint format format-check \
         fuzz fuzz-smoke integration faults load clean install uninstall bench
 
 all: $(B)/mcp-sandboxd
@@ -84,25 +108,17 @@ runner-test:
 	@tests/runner/test_runners.sh
 
 asan:
-	$(MAKE) B=build/asan CC=clang \
-	    CFLAGS='-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all' \
-	    LDFLAGS='-fsanitize=address,undefined' all
+	$(MAKE) SANITIZER=address all
 
 asan-unit:
-	$(MAKE) B=build/asan CC=clang \
-	    CFLAGS='-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all' \
-	    LDFLAGS='-fsanitize=address,undefined' unit
+	$(MAKE) SANITIZER=address unit
 
 # ThreadSanitizer over the unit tests, the concurrency stress tests among
 # them. TSan cannot see inside the uninstrumented libjson-c, which is why
 # no json-c object may ever be reachable from two threads (mcp.h).
-TSAN_FLAGS := -O1 -fno-omit-frame-pointer -fsanitize=thread
 tsan:
-	$(MAKE) B=build/tsan CC=clang CFLAGS='$(TSAN_FLAGS)' LDFLAGS='-fsanitize=thread' all
-	$(MAKE) B=build/tsan CC=clang CFLAGS='$(TSAN_FLAGS)' LDFLAGS='-fsanitize=thread' tsan-unit
-
-tsan-unit: $(UNIT_BINS)
-	@TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1' scripts/run-unit.sh $(UNIT_BINS)
+	$(MAKE) SANITIZER=thread all
+	TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1' $(MAKE) SANITIZER=thread unit
 
 valgrind: $(UNIT_BINS) $(B)/mcp-sandboxd
 	@scripts/valgrind.sh $(UNIT_BINS)

@@ -30,14 +30,7 @@ static inline void util_freep(void *p)
     free(*(void **)p);
 }
 
-static inline void util_closep(const int *fd)
-{
-    if (*fd >= 0)
-        close(*fd);
-}
-
-#define cleanup_free  __attribute__((cleanup(util_freep)))
-#define cleanup_close __attribute__((cleanup(util_closep)))
+#define cleanup_free __attribute__((cleanup(util_freep)))
 
 /* Monotonic clock in milliseconds, for deadlines and durations. */
 double util_now_ms(void);

@@ -206,7 +206,6 @@ struct mcp_session {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool initialize_done;
-    bool initialized_notified;
     enum mcp_version version;
     int log_level; /* index into log_levels, -1 when never set */
     struct call *calls;
@@ -874,13 +873,8 @@ static void handle_message(struct mcp_session *s, json_object *msg, struct reply
         reply_done(r, NULL);
         return;
     case JSONRPC_NOTIFICATION:
-        if (strcmp(m.method, "notifications/initialized") == 0) {
-            pthread_mutex_lock(&s->lock);
-            s->initialized_notified = true;
-            pthread_mutex_unlock(&s->lock);
-        } else if (strcmp(m.method, "notifications/cancelled") == 0) {
+        if (strcmp(m.method, "notifications/cancelled") == 0)
             n_cancelled(s, &m);
-        }
         reply_done(r, NULL);
         return;
     case JSONRPC_REQUEST:
@@ -928,14 +922,6 @@ void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
     }
     mcp_session_receive_json(s, msg, ch);
     json_object_put(msg);
-}
-
-enum mcp_version mcp_session_version(struct mcp_session *s)
-{
-    pthread_mutex_lock(&s->lock);
-    enum mcp_version v = s->version;
-    pthread_mutex_unlock(&s->lock);
-    return v;
 }
 
 bool mcp_session_initialized(struct mcp_session *s)

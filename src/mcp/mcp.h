@@ -80,9 +80,6 @@ void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
 /* Dispatches an already parsed message or batch (borrowed). */
 void mcp_session_receive_json(struct mcp_session *s, json_object *msg, struct mcp_channel *ch);
 
-/* The negotiated version (MCP_V_LATEST before initialize). */
-enum mcp_version mcp_session_version(struct mcp_session *s);
-
 /* True once initialize has been answered. */
 bool mcp_session_initialized(struct mcp_session *s);
 

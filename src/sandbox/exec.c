@@ -154,11 +154,6 @@ void exec_ctx_free(struct exec_ctx *ctx)
     free(ctx);
 }
 
-const char *exec_ctx_instance(const struct exec_ctx *ctx)
-{
-    return ctx->instance;
-}
-
 /* ---- one run ------------------------------------------------------------ */
 
 struct run {

@@ -38,9 +38,6 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, struct engine *engine, s
  * stops the reaper, frees. */
 void exec_ctx_free(struct exec_ctx *ctx);
 
-/* The random id labelling this daemon's containers. */
-const char *exec_ctx_instance(const struct exec_ctx *ctx);
-
 /* A cancel handle: exec_cancel() may be called from any thread, any number
  * of times, before, during or after the run. */
 struct exec_cancel;

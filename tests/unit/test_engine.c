@@ -764,9 +764,6 @@ static void test_attach_stream(void **state)
     assert_int_equal(r.attach_in_len, 5);
     assert_memory_equal(r.attach_in, "hello", 5);
 
-    /* After EOF, the half-close helper still behaves. */
-    (void)engine_http_conn_shutdown_write(c, &err);
-    err_clear(&err);
     engine_http_conn_close(c);
     for (int i = 0; i < 4; i++)
         buf_free(&d.out[i]);

@@ -622,16 +622,6 @@ int engine_http_conn_pending(const struct engine_http_conn *c)
     return c->pending_off < c->pending_len;
 }
 
-int engine_http_conn_shutdown_write(struct engine_http_conn *c, struct err *err)
-{
-    if (shutdown(c->fd, SHUT_WR) < 0) {
-        char os[128];
-        os_error_text(errno, os, sizeof(os));
-        return err_set(err, ERR_IO, "half-closing the attach stream: %s", os);
-    }
-    return 0;
-}
-
 void engine_http_conn_close(struct engine_http_conn *c)
 {
     if (!c)

@@ -52,10 +52,6 @@ long engine_http_conn_recv(struct engine_http_conn *c, void *data, size_t n, str
 /* True when bytes are buffered that poll() would not report. */
 int engine_http_conn_pending(const struct engine_http_conn *c);
 
-/* Half-closes the socket (shutdown SHUT_WR) so the engine sees EOF on the
- * container's stdin while output can still be read. */
-int engine_http_conn_shutdown_write(struct engine_http_conn *c, struct err *err);
-
 void engine_http_conn_close(struct engine_http_conn *c);
 
 #endif
