@@ -43,6 +43,11 @@ int err_wrap(struct err *err, const char *fmt, ...)
     va_start(ap, fmt);
     char *ctx = xvasprintf(fmt, ap);
     va_end(ap);
+    if (err->code == ERR_OK && !err->msg) {
+        err->msg = ctx;
+        err->code = ERR_INTERNAL;
+        return -1;
+    }
     char *msg = xasprintf("%s: %s", ctx, err_msg(err));
     free(ctx);
     free(err->msg);
@@ -59,6 +64,17 @@ void err_clear(struct err *err)
     free(err->msg);
     err->msg = NULL;
     err->code = ERR_OK;
+}
+
+void err_move(struct err *dst, struct err *src)
+{
+    if (!dst || !src || dst == src)
+        return;
+    free(dst->msg);
+    dst->msg = src->msg;
+    dst->code = src->code;
+    src->msg = NULL;
+    src->code = ERR_OK;
 }
 
 const char *err_msg(const struct err *err)

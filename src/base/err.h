@@ -34,11 +34,16 @@ struct err {
 /* Sets err (replacing any previous message); always returns -1. */
 int err_set(struct err *err, enum err_code code, const char *fmt, ...) ATTR_PRINTF(3, 4);
 
-/* Prefixes the message with "context: "; returns -1. */
+/* Prefixes the message with "context: "; returns -1. An error that was
+ * never set gets the context alone, as an internal error: nothing ever reads
+ * "context: ok". */
 int err_wrap(struct err *err, const char *fmt, ...) ATTR_PRINTF(2, 3);
 
 /* Frees the message and resets to ERR_OK. */
 void err_clear(struct err *err);
+
+/* Hands src's error to dst (replacing what dst held) and resets src. */
+void err_move(struct err *dst, struct err *src);
 
 /* Never NULL. */
 const char *err_msg(const struct err *err);

@@ -164,6 +164,7 @@ struct run {
     size_t total;
     size_t cap;
     bool limit_hit;
+    struct err feed_err; /* why the runner's framing could not be read */
 };
 
 static int emit(struct run *r, int stream, const char *data, size_t len)
@@ -198,9 +199,13 @@ static int on_frame(void *arg, int stream, const char *data, size_t len)
 {
     struct run *r = arg;
     if (stream == ENGINE_STREAM_STDOUT)
-        return r->scan_out.done ? 0 : runner_scan_feed(&r->scan_out, data, len, emit_out, r, NULL);
+        return r->scan_out.done
+                   ? 0
+                   : runner_scan_feed(&r->scan_out, data, len, emit_out, r, &r->feed_err);
     if (stream == ENGINE_STREAM_STDERR)
-        return r->scan_err.done ? 0 : runner_scan_feed(&r->scan_err, data, len, emit_err, r, NULL);
+        return r->scan_err.done
+                   ? 0
+                   : runner_scan_feed(&r->scan_err, data, len, emit_err, r, &r->feed_err);
     return 0;
 }
 
@@ -332,7 +337,10 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct engine_http_con
         if (r->limit_hit)
             goto limit;
         if (fr < 0) {
-            rc = err_wrap(err, "demultiplexing the program's output");
+            /* The stream's own error, or else the runner framing's. */
+            if (err && err->code == ERR_OK)
+                err_move(err, &r->feed_err);
+            rc = err_wrap(err, "reading the program's output");
             break;
         }
         continue;
@@ -440,6 +448,7 @@ out:
     }
     runner_scan_free(&r.scan_out);
     runner_scan_free(&r.scan_err);
+    err_clear(&r.feed_err);
     buf_free(&request);
     res->duration_ms = util_now_ms() - t0;
     return rc;

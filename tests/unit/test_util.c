@@ -1,0 +1,108 @@
+/* base/util.c: UTF-8 checks and repair, hex, write_all, the monotonic
+ * timed wait. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+#include "base/util.h"
+
+static void test_utf8(void **state)
+{
+    (void)state;
+    assert_true(util_utf8_valid("", 0));
+    assert_true(util_utf8_valid("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 15));
+    assert_true(util_utf8_valid("a\0b", 3)); /* NUL is valid UTF-8 */
+    static const char *const bad[] = {
+        "\xc3",             /* cut short */
+        "\xc0\xaf",         /* overlong */
+        "\xed\xa0\x80",     /* surrogate */
+        "\xf4\x90\x80\x80", /* past U+10FFFF */
+        "\xff",
+        "\x80",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+        assert_false(util_utf8_valid(bad[i], strlen(bad[i])));
+
+    size_t n = 0;
+    char *s = util_utf8_sanitize("a\xff"
+                                 "b\xc3",
+                                 4, &n);
+    /* Each bad byte becomes U+FFFD; the rest is kept as it was. */
+    assert_int_equal(n, 8);
+    assert_memory_equal(s,
+                        "a\xef\xbf\xbd"
+                        "b\xef\xbf\xbd",
+                        8);
+    assert_true(util_utf8_valid(s, n));
+    free(s);
+    s = util_utf8_sanitize("ok\0ok", 5, &n);
+    assert_int_equal(n, 5);
+    assert_memory_equal(s, "ok\0ok", 5);
+    free(s);
+}
+
+static void test_hex_and_strings(void **state)
+{
+    (void)state;
+    char out[9];
+    util_hex((const unsigned char *)"\x00\x9f\xff\x10", 4, out);
+    assert_string_equal(out, "009fff10");
+    char *p = xasprintf("%s-%d", "x", 42);
+    assert_string_equal(p, "x-42");
+    free(p);
+    p = xstrndup("abcdef", 3);
+    assert_string_equal(p, "abc");
+    free(p);
+    unsigned char r1[16] = {0}, r2[16] = {0};
+    assert_int_equal(util_random_bytes(r1, sizeof(r1)), 0);
+    assert_int_equal(util_random_bytes(r2, sizeof(r2)), 0);
+    assert_memory_not_equal(r1, r2, sizeof(r1));
+}
+
+static void test_write_all(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(util_write_all(fds[1], "hello", 5), 0);
+    char buf[8] = {0};
+    assert_int_equal(read(fds[0], buf, sizeof(buf)), 5);
+    assert_string_equal(buf, "hello");
+    close(fds[0]);
+    /* A reader that went away is an error, not a crash (SIGPIPE ignored). */
+    signal(SIGPIPE, SIG_IGN);
+    assert_int_equal(util_write_all(fds[1], "x", 1), -1);
+    close(fds[1]);
+}
+
+static void test_cond_wait_ms(void **state)
+{
+    (void)state;
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cond;
+    util_cond_init_monotonic(&cond);
+    pthread_mutex_lock(&lock);
+    double t0 = util_now_ms();
+    util_cond_wait_ms(&cond, &lock, 30.5);
+    double took = util_now_ms() - t0;
+    /* Only that it waited and came back: no upper bound on a busy machine. */
+    assert_true(took >= 25.0);
+    util_cond_wait_ms(&cond, &lock, -5); /* a past deadline returns at once */
+    pthread_mutex_unlock(&lock);
+    pthread_cond_destroy(&cond);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_hex_and_strings),
+        cmocka_unit_test(test_write_all),
+        cmocka_unit_test(test_cond_wait_ms),
+    };
+    return cmocka_run_group_tests_name("util", tests, NULL, NULL);
+}
