@@ -44,35 +44,11 @@ static void test_binary(void **state)
     buf_free(&b);
 }
 
-static void test_utf8(void **state)
-{
-    (void)state;
-    assert_true(util_utf8_valid("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 16));
-    assert_false(util_utf8_valid("\xff", 1));
-    assert_false(util_utf8_valid("\xc3", 1));         /* cut short */
-    assert_false(util_utf8_valid("\xc0\xaf", 2));     /* overlong */
-    assert_false(util_utf8_valid("\xed\xa0\x80", 3)); /* surrogate */
-    size_t n = 0;
-    char *s = util_utf8_sanitize("a\xff"
-                                 "b\xc3",
-                                 4, &n);
-    assert_int_equal(n, 8);
-    assert_memory_equal(s,
-                        "a\xef\xbf\xbd"
-                        "b\xef\xbf\xbd",
-                        8);
-    free(s);
-    s = util_utf8_sanitize("a\0b", 3, &n);
-    assert_int_equal(n, 3);
-    free(s);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cap),
         cmocka_unit_test(test_binary),
-        cmocka_unit_test(test_utf8),
     };
     return cmocka_run_group_tests_name("buf", tests, NULL, NULL);
 }
