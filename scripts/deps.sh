@@ -56,8 +56,10 @@ fi
 if ((want_test)); then
 	# libclang-rt-14-dev ships libclang_rt.fuzzer*.a, which is all that
 	# `clang -fsanitize=fuzzer` needs on bookworm (no libfuzzer-14-dev).
+	# iproute2's ss tells the fault tests which process listens on an
+	# engine socket.
 	pkgs+=(python3 nodejs npm valgrind clang clang-format clang-tidy cppcheck
-		shellcheck libclang-rt-14-dev curl wrk)
+		shellcheck libclang-rt-14-dev curl wrk iproute2)
 fi
 
 ((want_gvisor)) && pkgs+=(runsc)

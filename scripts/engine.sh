@@ -16,7 +16,13 @@
 #                                       stop an engine this script started
 #   scripts/engine.sh pid docker|podman print the pid of the running engine
 #                                       process (dockerd, or the Podman API
-#                                       service) for fault tests to signal
+#                                       service) for fault tests to signal;
+#                                       fails unless that process, and no
+#                                       other, listens on the engine socket
+#   scripts/engine.sh systemd-units docker|podman
+#                                       print the active systemd units that
+#                                       serve this engine (socket activation
+#                                       restarts an engine a test killed)
 #   scripts/engine.sh ensure [--engine unix:///path]
 #       make sure the discovered engine answers (starts docker or podman
 #       when the socket is one of theirs)
@@ -45,7 +51,7 @@ log() { printf 'engine.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-	sed -n '2,29s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,35s/^# \{0,1\}//p' "$0" >&2
 }
 
 # strip_unix URL: "unix:///p" -> "/p"; "/p" -> "/p"; anything else fails.
@@ -111,6 +117,21 @@ api() {
 ping_sock() {
 	[[ -S $1 ]] || return 1
 	[[ $(api "$1" /_ping 2>/dev/null) == OK ]]
+}
+
+# listeners SOCKET: the pids of processes holding a listening socket bound
+# at SOCKET (one per line; /var/run and /run are the same place). Prints
+# nothing when ss(8) is missing.
+listeners() {
+	local want=$1 alt
+	command -v ss >/dev/null || return 0
+	case $want in
+	/var/run/*) alt=/run/${want#/var/run/} ;;
+	/run/*) alt=/var/run/${want#/run/} ;;
+	*) alt=$want ;;
+	esac
+	ss -xlpnH 2>/dev/null | awk -v a="$want" -v b="$alt" '$5 == a || $5 == b' |
+		grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -un
 }
 
 cmd_ping() {
@@ -410,8 +431,7 @@ cmd_stop() {
 # The pid of a running engine: the one this script started, else (dockerd
 # started some other way) the pid dockerd records itself. Fault tests send it
 # SIGKILL, SIGSTOP and SIGCONT.
-cmd_pid() {
-	(($# == 1)) || die "usage: engine.sh pid docker|podman"
+engine_pid() {
 	local pid
 	case $1 in
 	docker)
@@ -434,6 +454,43 @@ cmd_pid() {
 		;;
 	*) die "unknown engine: $1 (docker|podman)" ;;
 	esac
+}
+
+# A signal to the engine must reach whatever answers on its socket: with a
+# second listener (systemd socket activation, a stray earlier service) a
+# stopped or killed engine would still seem to answer.
+cmd_pid() {
+	(($# == 1)) || die "usage: engine.sh pid docker|podman"
+	local pid sock others
+	pid=$(engine_pid "$1")
+	case $1 in
+	docker) sock=$DOCKER_SOCK ;;
+	podman) sock=$PODMAN_SOCK ;;
+	esac
+	if command -v ss >/dev/null; then
+		others=$(listeners "$sock" | grep -vx "$pid" | tr '\n' ' ' || true)
+		listeners "$sock" | grep -qx "$pid" ||
+			die "$1 pid $pid does not listen on $sock (listening: ${others:-nothing})"
+		[[ -z $others ]] ||
+			die "$1 pid $pid is not alone on $sock: pids ${others% } listen there too (systemd units: $(cmd_systemd_units "$1" | tr '\n' ' '))"
+	fi
+	printf '%s\n' "$pid"
+}
+
+# Units of a systemd that runs as init and serves this engine, active now.
+cmd_systemd_units() {
+	(($# == 1)) || die "usage: engine.sh systemd-units docker|podman"
+	local unit units
+	case $1 in
+	docker) units=(docker.socket docker.service) ;;
+	podman) units=(podman.socket podman.service) ;;
+	*) die "unknown engine: $1 (docker|podman)" ;;
+	esac
+	[[ -d /run/systemd/system ]] && command -v systemctl >/dev/null || return 0
+	for unit in "${units[@]}"; do
+		systemctl is-active --quiet "$unit" 2>/dev/null && printf '%s\n' "$unit"
+	done
+	return 0
 }
 
 cmd_ensure() {
@@ -461,6 +518,7 @@ main() {
 	start) cmd_start "$@" ;;
 	stop) cmd_stop "$@" ;;
 	pid) cmd_pid "$@" ;;
+	systemd-units) cmd_systemd_units "$@" ;;
 	ensure) cmd_ensure "$@" ;;
 	podman-conf) ensure_podman_conf ;;
 	podman)

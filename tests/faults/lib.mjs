@@ -40,6 +40,15 @@ export function enginePid() {
   return Number(r.stdout);
 }
 
+/** What listens on the engine socket (ss -xlpn), for failure messages. */
+export function engineListeners() {
+  const r = spawnSync('ss', ['-xlpnH'], { encoding: 'utf8', timeout: 5000 });
+  const sock = ENGINE_SOCKET.replace(/^unix:\/\//, '');
+  const alt = sock.startsWith('/var/run/') ? sock.slice(4) : `/var${sock}`;
+  const lines = (r.stdout || '').split('\n').filter((l) => l.includes(` ${sock} `) || l.includes(` ${alt} `));
+  return lines.length ? lines.map((l) => l.replace(/\s+/g, ' ').trim()).join('\n') : `nothing listed (${r.error?.message || 'ss found no listener'})`;
+}
+
 /** Pids this process stopped and has not continued yet. */
 const stopped = new Set();
 

@@ -86,11 +86,33 @@ recover() {
 	timeout 150 "$ENGINE_SH" start "$1"
 }
 
-# Whatever ends this script (a timeout, ^C), leave the engines running.
+# These tests must own the engine process: under systemd socket activation
+# a killed engine comes straight back and a stopped one still has a
+# listener. Stop such units for the run (started again on exit).
+units_stopped=()
+take_engine() {
+	local u units
+	units=$("$ENGINE_SH" systemd-units "$1") || return 1
+	for u in $units; do
+		log "$1: stopping systemd unit $u for the fault tests (started again at the end)"
+		systemctl stop "$u" || return 1
+		units_stopped+=("$1:$u")
+	done
+}
+
+# Whatever ends this script (a timeout, ^C), leave the engines running: the
+# systemd units it stopped, else the ones scripts/engine.sh started.
 touched=()
 cleanup() {
-	local e
+	local e u
 	for e in "${touched[@]}"; do
+		if printf '%s\n' "${units_stopped[@]}" | grep -q "^$e:"; then
+			"$ENGINE_SH" stop "$e" >/dev/null 2>&1 || true
+			for u in "${units_stopped[@]}"; do
+				[[ $u == "$e:"* ]] && { systemctl start "${u#"$e":}" || log "could not start ${u#"$e":} again"; }
+			done
+			continue
+		fi
 		recover "$e" >/dev/null 2>&1 || log "could not bring $e back (scripts/engine.sh start $e)"
 	done
 	rm -rf "$work"
@@ -115,6 +137,8 @@ run_pass() {
 	touched+=("$engine")
 	if [ ! -x "$bin" ]; then
 		setup_err="$bin not found (make faults builds it)"
+	elif ! take_engine "$engine"; then
+		setup_err="could not stop the systemd units serving $engine"
 	elif ! recover "$engine"; then
 		setup_err="scripts/engine.sh start $engine failed"
 	elif ! DOCKER_HOST=unix://$sock "$ROOT/scripts/images.sh"; then
