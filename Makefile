@@ -52,6 +52,11 @@ B       ?= build
 SRCS    := $(filter-out src/main.c,$(wildcard src/*/*.c src/*/*/*.c))
 GEN     := build/gen/runner_scripts.c
 OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
+# Tool definitions (src/tools/defs/*.json): checked by build/tooldefs-check,
+# then embedded as tooldef_<file name> (src/tools/tooldef.h).
+TOOL_DEFS     := $(sort $(wildcard src/tools/defs/*.json))
+TOOL_DEFS_GEN := build/gen/tool_defs.c
+OBJS          += $(B)/obj/tool_defs.o
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 
@@ -82,10 +87,33 @@ $(GEN): $(RUNNERS) scripts/embed.sh
 	scripts/embed.sh $@ runner_python_src=src/sandbox/runner/runner.py \
 	    runner_node_src=src/sandbox/runner/runner.js
 
-$(B)/tests/%: tests/unit/%.c $(B)/libcore.a
+# A host program built from the daemon's own validator, so a bad definition
+# fails here rather than at the daemon's start; one for every build flavour.
+TOOLDEFS_CHECK_SRCS := src/tooldefs_check.c src/tools/tooldef.c src/tools/schema.c \
+                       src/base/err.c src/base/util.c src/base/buf.c
+build/tooldefs-check: $(TOOLDEFS_CHECK_SRCS) $(wildcard src/tools/*.h src/base/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Wno-missing-prototypes -Wno-missing-declarations -Wno-write-strings \
-	    -o $@ $< $(B)/libcore.a $(LDFLAGS) $(LDLIBS) -lcmocka
+	$(CC) -O1 $(BASE_CFLAGS) -o $@ $(TOOLDEFS_CHECK_SRCS) $(LDLIBS)
+
+$(TOOL_DEFS_GEN): $(TOOL_DEFS) build/tooldefs-check scripts/embed.sh
+	@mkdir -p $(dir $@)
+	build/tooldefs-check $(TOOL_DEFS)
+	scripts/embed.sh $@ $(foreach f,$(TOOL_DEFS),tooldef_$(basename $(notdir $(f)))=$(f))
+
+$(B)/obj/tool_defs.o: $(TOOL_DEFS_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
+
+# The fake Engine API the unit tests run against (tests/fake_engine).
+FAKE_ENGINE := $(B)/testlib/fake_engine.o
+$(FAKE_ENGINE): tests/fake_engine/fake_engine.c tests/fake_engine/fake_engine.h src/sandbox/runner.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Itests -c -o $@ $<
+
+$(B)/tests/%: tests/unit/%.c $(FAKE_ENGINE) $(B)/libcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Itests -Wno-missing-prototypes -Wno-missing-declarations -Wno-write-strings \
+	    -o $@ $< $(FAKE_ENGINE) $(B)/libcore.a $(LDFLAGS) $(LDLIBS) -lcmocka
 
 -include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d $(B)/obj/*/*/*.d)
 
@@ -133,7 +161,7 @@ lint:
 	@scripts/lint.sh
 
 format:
-	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) tests/unit/*.[ch] tests/fuzz/*.c
+	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) tests/unit/*.[ch] tests/fake_engine/*.[ch] tests/fuzz/*.c
 
 format-check:
 	@scripts/lint.sh format

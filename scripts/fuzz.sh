@@ -24,7 +24,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 FUZZ_RSS_MB=${FUZZ_RSS_MB:-2048}
 FUZZ_JOBS=${FUZZ_JOBS:-2}
 OUT=build/fuzz
-GEN=build/gen/runner_scripts.c
+GEN=(build/gen/runner_scripts.c build/gen/tool_defs.c)
 # shellcheck disable=SC2054 # the commas belong to the flags
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:symbolize=1}
@@ -64,8 +64,8 @@ build() {
     fi
     rm -f "$OUT/probe" "$OUT/probe.c"
 
-    if ! make -s "$GEN"; then
-        echo "fuzz: cannot generate $GEN" >&2
+    if ! make -s "${GEN[@]}"; then
+        echo "fuzz: cannot generate ${GEN[*]}" >&2
         return 1
     fi
 
@@ -82,7 +82,7 @@ build() {
     for s in src/*/*.c src/*/*/*.c; do
         srcs+=("$s")
     done
-    srcs+=("$GEN")
+    srcs+=("${GEN[@]}")
     rm -f "$OUT"/obj/*.o
     export FUZZ_CC OUT
     # shellcheck disable=SC2016 # expanded by the inner sh

@@ -79,7 +79,7 @@ run_check() {
 
 C_SOURCES=(src/**/*.c)
 C_HEADERS=(src/**/*.h)
-TEST_SOURCES=(tests/unit/*.c tests/fuzz/*.c)
+TEST_SOURCES=(tests/unit/*.c tests/fake_engine/*.[ch] tests/fuzz/*.c)
 
 # ---- (a) formatting -------------------------------------------------------
 check_format() {
@@ -269,10 +269,11 @@ check_systemd_unit() {
 LAYERS=(base backend sandbox tools mcp transport)
 
 # layer_of PATH (under src/, e.g. "mcp/mcp.h" or "main.c"): its layer number,
-# or nothing when its folder is not a layer.
+# or nothing when its folder is not a layer. Files directly in src/ are
+# programs (the daemon's main.c, the build's tooldefs_check.c): above all.
 layer_of() {
     local top=${1%%/*} i
-    [ "$1" = main.c ] && { echo "${#LAYERS[@]}"; return; }
+    [[ $1 != */* ]] && { echo "${#LAYERS[@]}"; return; }
     for i in "${!LAYERS[@]}"; do
         [ "${LAYERS[$i]}" = "$top" ] && { echo "$i"; return; }
     done

@@ -14,7 +14,8 @@
  *             (272 by default). A connection thread parses its request body,
  *             dispatches it to mcp and answers it; SSE responses block it
  *             on its session's condition variable. Sessions, streams and
- *             events belong to the transport under its one lock.
+ *             events belong to the transport under its one lock
+ *             (src/transport/http_server.c describes its files).
  *             + 1 janitor thread that ends idle sessions.
  * workers     --max-concurrent threads started with the server (admission.c).
  *             A tools/call is validated and copied into plain C data on the

@@ -6,75 +6,23 @@
 #include <string.h>
 
 #include "base/log.h"
-
-#define MIN_MEMORY_MB 16
+#include "tools/schema.h"
+#include "tools/tooldef.h"
 
 enum tool_kind { TOOL_PYTHON, TOOL_JAVASCRIPT, TOOL_EXECUTE };
 
+/* What a tool does is code; what it looks like (title, description,
+ * schemas) is its definition file, src/tools/defs/<name>.json. */
 struct tool_def {
-    const char *name;
-    const char *title;
-    const char *description;
-    const char *input_schema;
+    const char *name; /* the definition's name too (tools_env_init checks) */
     enum tool_kind kind;
-    const char *const *keys; /* the input schema's properties, NULL-terminated */
+    const char *def; /* the embedded definition file */
 };
 
-#define CODE_SCHEMA_PY                                                                             \
-    "{\"type\":\"object\",\"properties\":{\"code\":{\"type\":\"string\",\"description\":"          \
-    "\"Python 3 source to run as the main program.\"}},\"required\":[\"code\"],"                   \
-    "\"additionalProperties\":false}"
-#define CODE_SCHEMA_JS                                                                             \
-    "{\"type\":\"object\",\"properties\":{\"code\":{\"type\":\"string\",\"description\":"          \
-    "\"JavaScript (Node.js) source to run as the main module; CommonJS or ES module syntax.\"}},"  \
-    "\"required\":[\"code\"],\"additionalProperties\":false}"
-#define EXECUTE_SCHEMA                                                                             \
-    "{\"type\":\"object\",\"properties\":{"                                                        \
-    "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"javascript\"],"                      \
-    "\"description\":\"Language of the code.\"},"                                                  \
-    "\"code\":{\"type\":\"string\",\"description\":\"Source to run as the main program.\"},"       \
-    "\"stdin\":{\"type\":\"string\",\"description\":\"Text given to the program on standard "      \
-    "input (then end of file).\"},"                                                                \
-    "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Wall-clock limit in "    \
-    "milliseconds; capped by the server's maximum.\"},"                                            \
-    "\"memory_mb\":{\"type\":\"integer\",\"minimum\":16,\"description\":\"Memory limit in MiB; "   \
-    "capped by the server's maximum.\"}},"                                                         \
-    "\"required\":[\"language\",\"code\"],\"additionalProperties\":false}"
-
-#define OUTPUT_SCHEMA                                                                              \
-    "{\"type\":\"object\",\"properties\":{"                                                        \
-    "\"status\":{\"type\":\"string\",\"enum\":[\"ok\",\"error\",\"timeout\",\"oom\","              \
-    "\"output_limit\",\"cancelled\",\"busy\"]},"                                                   \
-    "\"exit_code\":{\"type\":[\"integer\",\"null\"]},"                                             \
-    "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"                           \
-    "\"duration_ms\":{\"type\":\"number\"},\"truncated\":{\"type\":\"boolean\"},"                  \
-    "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"javascript\"]},"                     \
-    "\"message\":{\"type\":\"string\"}},"                                                          \
-    "\"required\":[\"status\",\"exit_code\",\"stdout\",\"stderr\",\"duration_ms\","                \
-    "\"truncated\",\"language\"]}"
-
-#define SANDBOX_NOTE                                                                               \
-    " Each call runs in a fresh, isolated container with no network access; the working "          \
-    "directory /tmp is writable and discarded afterwards. Returns stdout, stderr, the exit code "  \
-    "and a status (ok, error, timeout, oom, output_limit, cancelled)."
-
-static const char *const code_keys[] = {"code", NULL};
-static const char *const execute_keys[] = {"language",   "code",      "stdin",
-                                           "timeout_ms", "memory_mb", NULL};
-
 static const struct tool_def tools[] = {
-    {"run_python_code", "Run Python code",
-     "Run Python 3 code and return its output. Print what you want to see. numpy, pandas, "
-     "scipy, sympy, matplotlib (Agg backend) and requests are installed." SANDBOX_NOTE,
-     CODE_SCHEMA_PY, TOOL_PYTHON, code_keys},
-    {"run_js_code", "Run JavaScript code",
-     "Run JavaScript with Node.js and return its output. Use console.log to print; "
-     "CommonJS require and ES module import of Node's built-in modules both work." SANDBOX_NOTE,
-     CODE_SCHEMA_JS, TOOL_JAVASCRIPT, code_keys},
-    {"execute_code", "Execute code",
-     "Run Python or JavaScript code with optional stdin and per-call time and memory limits "
-     "(capped by the server's maximums)." SANDBOX_NOTE,
-     EXECUTE_SCHEMA, TOOL_EXECUTE, execute_keys},
+    {"run_python_code", TOOL_PYTHON, tooldef_run_python_code},
+    {"run_js_code", TOOL_JAVASCRIPT, tooldef_run_js_code},
+    {"execute_code", TOOL_EXECUTE, tooldef_execute_code},
 };
 
 static const struct tool_def *find_tool(const char *name)
@@ -90,18 +38,11 @@ bool tools_exists(const char *name)
     return find_tool(name) != NULL;
 }
 
-/* One Tool object; schemas are parsed from their texts here, so a bad
- * built-in schema fails tools_env_init, never a request. */
-static int tool_json(const struct tool_def *t, const struct config *cfg,
-                     const struct tools_features *f, json_object **out, struct err *err)
+/* One Tool object for f from a checked definition; shares the schemas
+ * (reference counts: everything here stays on the calling thread). */
+static json_object *tool_json(const struct tooldef *t, json_object *output_schema,
+                              const struct config *cfg, const struct tools_features *f)
 {
-    json_object *schema = json_tokener_parse(t->input_schema);
-    json_object *output = f->structured ? json_tokener_parse(OUTPUT_SCHEMA) : NULL;
-    if (!schema || (f->structured && !output)) {
-        json_object_put(schema);
-        json_object_put(output);
-        return err_set(err, ERR_INTERNAL, "bad built-in schema for %s", t->name);
-    }
     json_object *o = json_object_new_object();
     json_object_object_add(o, "name", json_object_new_string(t->name));
     if (f->structured)
@@ -112,10 +53,11 @@ static int tool_json(const struct tool_def *t, const struct config *cfg,
                            cfg->max_memory_mb, cfg->max_output_bytes);
     json_object_object_add(o, "description", json_object_new_string(desc));
     free(desc);
-    json_object_object_add(o, "inputSchema", schema);
-    if (output)
-        json_object_object_add(o, "outputSchema", output);
+    json_object_object_add(o, "inputSchema", json_object_get(t->input_schema));
+    if (f->structured)
+        json_object_object_add(o, "outputSchema", json_object_get(output_schema));
     if (f->annotations) {
+        /* The same for every tool: each run is a fresh sandbox. */
         json_object *a = json_object_new_object();
         json_object_object_add(a, "title", json_object_new_string(t->title));
         json_object_object_add(a, "readOnlyHint", json_object_new_boolean(0));
@@ -125,13 +67,20 @@ static int tool_json(const struct tool_def *t, const struct config *cfg,
         json_object_object_add(a, "openWorldHint", json_object_new_boolean(0));
         json_object_object_add(o, "annotations", a);
     }
-    *out = o;
-    return 0;
+    return o;
 }
 
 static size_t variant_of(const struct tools_features *f)
 {
     return (f->annotations ? 1u : 0u) | (f->structured ? 2u : 0u);
+}
+
+static json_object *builtin(const char *text, const char *what, struct err *err)
+{
+    json_object *o = tooldef_parse(text, strlen(text), err);
+    if (!o)
+        err_wrap(err, "built-in %s", what);
+    return o;
 }
 
 int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_ctx *exec,
@@ -140,18 +89,35 @@ int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_
     memset(env, 0, sizeof(*env));
     env->cfg = cfg;
     env->exec = exec;
+    json_object *defs[ARRAY_SIZE(tools)] = {NULL};
+    struct tooldef parsed[ARRAY_SIZE(tools)];
+    int rc = -1;
+    json_object *output = builtin(tooldef_output_schema, "output schema", err);
+    if (!output)
+        goto out;
+    if (tooldef_check_output_schema(output, err) < 0) {
+        err_wrap(err, "built-in output schema");
+        goto out;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
+        defs[i] = builtin(tools[i].def, tools[i].name, err);
+        if (!defs[i])
+            goto out;
+        if (tooldef_check(defs[i], &parsed[i], err) < 0) {
+            err_wrap(err, "built-in definition of %s", tools[i].name);
+            goto out;
+        }
+        if (strcmp(parsed[i].name, tools[i].name) != 0) {
+            err_set(err, ERR_INTERNAL, "the built-in definition of %s is named %s", tools[i].name,
+                    parsed[i].name);
+            goto out;
+        }
+    }
     for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
         struct tools_features f = {.annotations = (v & 1u) != 0, .structured = (v & 2u) != 0};
         json_object *arr = json_object_new_array();
-        for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-            json_object *o = NULL;
-            if (tool_json(&tools[i], cfg, &f, &o, err) < 0) {
-                json_object_put(arr);
-                tools_env_cleanup(env);
-                return -1;
-            }
-            json_object_array_add(arr, o);
-        }
+        for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+            json_object_array_add(arr, tool_json(&parsed[i], output, cfg, &f));
         size_t len = 0;
         const char *text = json_object_to_json_string_length(
             arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
@@ -159,7 +125,17 @@ int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_
         env->list_len[v] = len;
         json_object_put(arr);
     }
-    return 0;
+    rc = 0;
+out:
+    /* The build checked every definition; this is a build that did not. */
+    if (rc < 0 && err)
+        err->code = ERR_INTERNAL;
+    for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+        json_object_put(defs[i]);
+    json_object_put(output);
+    if (rc < 0)
+        tools_env_cleanup(env);
+    return rc;
 }
 
 void tools_env_cleanup(struct tools_env *env)
@@ -181,17 +157,14 @@ const char *tools_list_json(const struct tools_env *env, const struct tools_feat
 
 /* ---- arguments ----------------------------------------------------------- */
 
-static int get_string(json_object *args, const char *key, bool required, long long max,
-                      const char **out, size_t *len, struct err *err)
+/* A string argument the schema has checked; *out stays NULL when absent.
+ * The cap is the operator's, so it is not in the schema. */
+static int get_string(json_object *args, const char *key, long long max, const char **out,
+                      size_t *len, struct err *err)
 {
     json_object *v = NULL;
-    if (!json_object_object_get_ex(args, key, &v) || !v) {
-        if (required)
-            return err_set(err, ERR_INVALID, "missing required argument '%s'", key);
+    if (!json_object_object_get_ex(args, key, &v) || !v)
         return 0;
-    }
-    if (!json_object_is_type(v, json_type_string))
-        return err_set(err, ERR_INVALID, "argument '%s' must be a string", key);
     int n = json_object_get_string_len(v);
     if ((long long)n > max)
         return err_set(err, ERR_TOO_BIG, "argument '%s' is %d bytes; the limit is %lld bytes", key,
@@ -201,26 +174,26 @@ static int get_string(json_object *args, const char *key, bool required, long lo
     return 0;
 }
 
-/* Integer argument; an integral double such as 5000.0 is accepted. */
-static int get_int(json_object *args, const char *key, long long *out, bool *present,
-                   struct err *err)
+/* An integer argument the schema has checked, clamped to the operator's
+ * maximum; *out is untouched when absent. */
+static void get_clamped(json_object *args, const char *key, long long max, long long *out)
 {
     json_object *v = NULL;
-    *present = false;
-    if (!json_object_object_get_ex(args, key, &v) || !v)
-        return 0;
-    if (json_object_is_type(v, json_type_int)) {
-        *out = json_object_get_int64(v);
-    } else if (json_object_is_type(v, json_type_double)) {
-        double d = json_object_get_double(v);
-        if (!isfinite(d) || d != floor(d) || fabs(d) > 9e15)
-            return err_set(err, ERR_INVALID, "argument '%s' must be an integer", key);
-        *out = (long long)d;
-    } else {
-        return err_set(err, ERR_INVALID, "argument '%s' must be an integer", key);
+    long long n = 0;
+    if (json_object_object_get_ex(args, key, &v) && schema_integer(v, &n))
+        *out = n > max ? max : n;
+}
+
+static int language_of(const char *name, enum exec_language *out)
+{
+    const enum exec_language all[] = {EXEC_PYTHON, EXEC_JAVASCRIPT};
+    for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
+        if (strcmp(exec_language_name(all[i]), name) == 0) {
+            *out = all[i];
+            return 0;
+        }
     }
-    *present = true;
-    return 0;
+    return -1;
 }
 
 int tools_parse_args(const struct config *cfg, const char *name, json_object *args,
@@ -231,25 +204,19 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
         return err_set(err, ERR_INVALID, "unknown tool '%s'", name);
     memset(out, 0, sizeof(*out));
     out->tool = t->name;
-    if (args && !json_object_is_type(args, json_type_object))
-        return err_set(err, ERR_INVALID, "arguments must be an object");
+    /* Parsed per call: json-c objects must stay on one thread (mcp.h). */
+    json_object *def = tooldef_parse(t->def, strlen(t->def), err);
+    json_object *schema = NULL;
+    if (!def || !json_object_object_get_ex(def, "inputSchema", &schema)) {
+        json_object_put(def);
+        return err_set(err, ERR_INTERNAL, "bad built-in definition of %s", t->name);
+    }
     json_object *empty = NULL;
     if (!args)
         args = empty = json_object_new_object();
     int rc = -1;
-
-    /* Unknown keys are refused, as the schemas say (additionalProperties). */
-    json_object_object_foreach(args, key, val)
-    {
-        (void)val;
-        bool known = false;
-        for (const char *const *k = t->keys; *k && !known; k++)
-            known = strcmp(*k, key) == 0;
-        if (!known) {
-            err_set(err, ERR_INVALID, "unknown argument '%.64s' for %s", key, t->name);
-            goto out;
-        }
-    }
+    if (schema_validate(schema, args, SCHEMA_NULL_IS_ABSENT, err) < 0)
+        goto out;
 
     switch (t->kind) {
     case TOOL_PYTHON:
@@ -259,54 +226,33 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
         out->language = EXEC_JAVASCRIPT;
         break;
     case TOOL_EXECUTE: {
-        const char *lang = NULL;
-        size_t lang_len = 0;
-        if (get_string(args, "language", true, 64, &lang, &lang_len, err) < 0)
-            goto out;
-        if (strcmp(lang, "python") == 0) {
-            out->language = EXEC_PYTHON;
-        } else if (strcmp(lang, "javascript") == 0) {
-            out->language = EXEC_JAVASCRIPT;
-        } else {
-            err_set(err, ERR_INVALID,
-                    "argument 'language' must be \"python\" or \"javascript\", got \"%.32s\"",
-                    lang);
+        json_object *lang = NULL;
+        if (!json_object_object_get_ex(args, "language", &lang) ||
+            language_of(json_object_get_string(lang), &out->language) < 0) {
+            err_set(err, ERR_INTERNAL, "the schema of %s allows a language the daemon lacks",
+                    t->name);
             goto out;
         }
         break;
     }
     }
-    if (get_string(args, "code", true, cfg->max_code_bytes, &out->code, &out->code_len, err) < 0)
+    if (get_string(args, "code", cfg->max_code_bytes, &out->code, &out->code_len, err) < 0)
         goto out;
-    if (get_string(args, "stdin", false, cfg->max_code_bytes, &out->stdin_data, &out->stdin_len,
-                   err) < 0)
+    if (!out->code) {
+        err_set(err, ERR_INTERNAL, "the schema of %s does not require code", t->name);
         goto out;
-
-    long long v = 0;
-    bool present = false;
+    }
+    if (get_string(args, "stdin", cfg->max_code_bytes, &out->stdin_data, &out->stdin_len, err) < 0)
+        goto out;
+    /* The schemas hold the lower bounds; the maximums are the operator's. */
     out->timeout_ms = cfg->timeout_ms;
-    if (get_int(args, "timeout_ms", &v, &present, err) < 0)
-        goto out;
-    if (present) {
-        if (v < 1) {
-            err_set(err, ERR_INVALID, "argument 'timeout_ms' must be at least 1");
-            goto out;
-        }
-        out->timeout_ms = v > cfg->max_timeout_ms ? cfg->max_timeout_ms : v;
-    }
+    get_clamped(args, "timeout_ms", cfg->max_timeout_ms, &out->timeout_ms);
     out->memory_mb = cfg->memory_mb;
-    if (get_int(args, "memory_mb", &v, &present, err) < 0)
-        goto out;
-    if (present) {
-        if (v < MIN_MEMORY_MB) {
-            err_set(err, ERR_INVALID, "argument 'memory_mb' must be at least %d", MIN_MEMORY_MB);
-            goto out;
-        }
-        out->memory_mb = v > cfg->max_memory_mb ? cfg->max_memory_mb : v;
-    }
+    get_clamped(args, "memory_mb", cfg->max_memory_mb, &out->memory_mb);
     rc = 0;
 out:
     json_object_put(empty);
+    json_object_put(def);
     return rc;
 }
 

@@ -2,7 +2,8 @@
  * DELETE; JSON or SSE answers; sessions; resumable SSE streams) and the
  * legacy 2024-11-05 HTTP+SSE transport at /sse + /messages, plus /healthz.
  * Host and Origin are checked on every request; a bearer token is required
- * when configured. */
+ * when configured. Implemented by the http_*.c files of this folder, which
+ * http_server.c describes. */
 #ifndef MCPSBX_TRANSPORT_HTTP_H
 #define MCPSBX_TRANSPORT_HTTP_H
 

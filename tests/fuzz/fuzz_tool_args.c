@@ -7,7 +7,8 @@
  * max_code_bytes, the language of the tool, and a timeout and memory limit
  * inside the configured bounds. Then the input bytes are used as a
  * program's stdout and stderr for tools_result, whose CallToolResult must
- * serialize to valid UTF-8 JSON whatever bytes the program wrote.
+ * serialize to valid UTF-8 JSON whatever bytes the program wrote, with a
+ * structuredContent valid against the served outputSchema.
  *
  * Replay one input: build/fuzz/fuzz_tool_args FILE */
 #include <stdint.h>
@@ -16,6 +17,8 @@
 #include <string.h>
 
 #include "mcp/jsonrpc.h"
+#include "tools/schema.h"
+#include "tools/tooldef.h"
 #include "tools/tools.h"
 
 #define CHECK(cond)                                                                                \
@@ -31,6 +34,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static struct config cfg_default;
 static struct config cfg_tight;
+static json_object *output_schema;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -43,6 +47,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg_tight.max_timeout_ms = 1000;
     cfg_tight.memory_mb = 32;
     cfg_tight.max_memory_mb = 64;
+    output_schema = tooldef_parse(tooldef_output_schema, strlen(tooldef_output_schema), NULL);
+    CHECK(output_schema != NULL);
     return 0;
 }
 
@@ -100,6 +106,14 @@ static void check_result(const uint8_t *data, size_t size)
               json_object_is_type(v, json_type_boolean));
         CHECK(json_object_object_get_ex(r, "content", &v) &&
               json_object_is_type(v, json_type_array) && json_object_array_length(v) >= 1);
+        if (structured) {
+            struct err err = ERR_INIT;
+            CHECK(json_object_object_get_ex(r, "structuredContent", &v));
+            if (schema_validate(output_schema, v, 0, &err) < 0) {
+                fprintf(stderr, "structuredContent against outputSchema: %s\n", err_msg(&err));
+                abort();
+            }
+        }
         size_t len = 0;
         const char *s = jsonrpc_serialize(r, &len);
         CHECK(util_utf8_valid(s, len));

@@ -14,7 +14,7 @@
 #   conformance  build/mcp-sandboxd --http on Docker: tests/conformance/run.sh
 #                (counts one test per scenario; unexpected failures fail)
 # The docker, podman and asan passes run every tests/integration/*.test.mjs
-# (stdio.test.mjs, http.test.mjs) with node --test.
+# (stdio.test.mjs, http.test.mjs, inspector.test.mjs) with node --test.
 #
 # Builds nothing except `npm ci` in tests/ when node_modules is missing or
 # older than package-lock.json (make integration builds both binaries);

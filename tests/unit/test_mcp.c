@@ -10,21 +10,29 @@
 #include "mcp/mcp.h"
 #include "tools/tools.h"
 
-/* A channel that records every message sent on it. */
+/* A channel that records every message sent on it. Replies to tools/call
+ * come from the call's own thread, where cmocka must not assert (it
+ * longjmps): capture_send only records, and the test's thread checks. */
 struct capture {
     struct mcp_channel ch;
     pthread_mutex_t lock;
-    json_object *msgs; /* array */
+    pthread_cond_t cond; /* a message arrived */
+    json_object *msgs;   /* array */
+    char problem[256];   /* the first malformed message, or "" */
 };
 
 static int capture_send(struct mcp_channel *ch, const char *json, size_t len)
 {
     struct capture *c = (struct capture *)ch;
-    assert_null(memchr(json, '\n', len));
     json_object *o = json_tokener_parse(json);
-    assert_non_null(o);
     pthread_mutex_lock(&c->lock);
-    json_object_array_add(c->msgs, o);
+    if (!c->problem[0] && memchr(json, '\n', len))
+        snprintf(c->problem, sizeof(c->problem), "a newline in a message: %.200s", json);
+    if (!c->problem[0] && !o)
+        snprintf(c->problem, sizeof(c->problem), "a message that is not JSON: %.200s", json);
+    if (o)
+        json_object_array_add(c->msgs, o);
+    pthread_cond_broadcast(&c->cond);
     pthread_mutex_unlock(&c->lock);
     return 0;
 }
@@ -53,6 +61,7 @@ static int setup(void **state)
     f->s = mcp_session_new(f->srv);
     mcp_channel_init(&f->cap.ch, capture_send, NULL);
     pthread_mutex_init(&f->cap.lock, NULL);
+    util_cond_init_monotonic(&f->cap.cond);
     f->cap.msgs = json_object_new_array();
     *state = f;
     return 0;
@@ -66,6 +75,7 @@ static int teardown(void **state)
     exec_ctx_free(f->exec);
     engine_free(f->engine);
     json_object_put(f->cap.msgs);
+    pthread_cond_destroy(&f->cap.cond);
     pthread_mutex_destroy(&f->cap.lock);
     config_free(&f->cfg);
     free(f);
@@ -80,21 +90,40 @@ static size_t count(struct fixture *f)
     return n;
 }
 
+/* Fails the test (from its own thread) when a message was malformed. */
+static void check_capture(struct fixture *f)
+{
+    pthread_mutex_lock(&f->cap.lock);
+    char problem[sizeof(f->cap.problem)];
+    memcpy(problem, f->cap.problem, sizeof(problem));
+    pthread_mutex_unlock(&f->cap.lock);
+    if (problem[0])
+        fail_msg("%s", problem);
+}
+
 /* Sends text and returns the one reply it must produce (borrowed). */
 static json_object *send1(struct fixture *f, const char *text)
 {
     size_t before = count(f);
     mcp_session_receive(f->s, text, strlen(text), &f->cap.ch);
-    for (int i = 0; i < 1000 && count(f) == before; i++)
-        usleep(10000); /* tools/call answers from its own thread */
-    assert_int_equal(count(f), before + 1);
-    return json_object_array_get_idx(f->cap.msgs, before);
+    /* tools/call answers from its own thread; the deadline is a hang guard. */
+    double deadline = util_now_ms() + 20000;
+    pthread_mutex_lock(&f->cap.lock);
+    while (json_object_array_length(f->cap.msgs) == before && util_now_ms() < deadline)
+        util_cond_wait_ms(&f->cap.cond, &f->cap.lock, deadline - util_now_ms());
+    size_t n = json_object_array_length(f->cap.msgs);
+    json_object *reply = n > before ? json_object_array_get_idx(f->cap.msgs, before) : NULL;
+    pthread_mutex_unlock(&f->cap.lock);
+    check_capture(f);
+    assert_int_equal(n, before + 1);
+    return reply;
 }
 
 static void send0(struct fixture *f, const char *text)
 {
     size_t before = count(f);
     mcp_session_receive(f->s, text, strlen(text), &f->cap.ch);
+    check_capture(f);
     assert_int_equal(count(f), before);
 }
 

@@ -1,4 +1,4 @@
-/* reaper.c against a small programmable Engine API on a unix socket: which
+/* reaper.c against the fake Engine API (tests/fake_engine): which
  * containers a sweep removes (expired, orphaned by a dead daemon, stale
  * without a label) and which it must leave alone (another live daemon's),
  * removals retried after failures and across an engine outage, and the
@@ -7,205 +7,95 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 
+#include "fake_engine/fake_engine.h"
 #include "sandbox/reaper.h"
 
-#define MAX_DELETES 64
+#define GUARD FAKE_HANG_GUARD_MS
 
-struct fake {
-    char dir[64];
-    char path[96]; /* fits sockaddr_un's sun_path */
-    int lfd;
-    int stop[2];
-    pthread_t th;
-    bool running;
+static struct fake_engine *F;
+static struct engine *E;
 
-    pthread_mutex_t mu;
-    char list[8192];  /* the body of GET /containers/json */
-    int fail_deletes; /* answer this many DELETEs with 500 first */
-    char deleted[MAX_DELETES][80];
-    int n_deleted;
-    int n_delete_calls;
-};
-
-static struct fake F;
-
-static void write_all(int fd, const char *p, size_t n)
+/* The one place the reaper meets the fake engine (adapt it when the reaper
+ * takes a backend). Instance "me"; containers without an expiry label are
+ * stale after 600 s; sweep_ms 0 means sweeps only by hand. */
+static struct reaper *new_reaper(long sweep_ms)
 {
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
+    struct err err = ERR_INIT;
+    E = engine_new(fake_engine_socket(F));
+    struct reaper *r = reaper_new(E, "me", 600, sweep_ms, &err);
+    if (!r)
+        fail_msg("reaper_new: %s", err_msg(&err));
+    return r;
 }
 
-static void respond(int fd, int status, const char *body)
+static void free_reaper(struct reaper *r)
 {
-    char head[256];
-    int n = snprintf(head, sizeof(head),
-                     "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-                     "Connection: close\r\n\r\n",
-                     status, body ? strlen(body) : 0);
-    write_all(fd, head, (size_t)n);
-    if (body)
-        write_all(fd, body, strlen(body));
+    reaper_free(r);
+    engine_free(E);
+    E = NULL;
 }
 
-static void handle(int fd)
+static int group_setup(void **state)
 {
-    char req[4096];
-    size_t len = 0;
-    while (len < sizeof(req) - 1) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, 2000) <= 0)
-            return;
-        ssize_t r = recv(fd, req + len, sizeof(req) - 1 - len, 0);
-        if (r <= 0)
-            return;
-        len += (size_t)r;
-        req[len] = '\0';
-        if (strstr(req, "\r\n\r\n"))
-            break;
-    }
-    char m[16] = "", t[1024] = "";
-    if (sscanf(req, "%15s %1023s", m, t) != 2)
-        return;
-    static const char del_prefix[] = "/v1.41/containers/";
-    pthread_mutex_lock(&F.mu);
-    if (!strcmp(m, "GET") && !strncmp(t, "/v1.41/containers/json?", 23)) {
-        char body[sizeof(F.list)];
-        memcpy(body, F.list, sizeof(body));
-        pthread_mutex_unlock(&F.mu);
-        respond(fd, 200, body);
-        return;
-    }
-    if (!strcmp(m, "DELETE") && !strncmp(t, del_prefix, sizeof(del_prefix) - 1)) {
-        F.n_delete_calls++;
-        if (F.fail_deletes > 0) {
-            F.fail_deletes--;
-            pthread_mutex_unlock(&F.mu);
-            respond(fd, 500, "{\"message\":\"removal of container is already in progress\"}");
-            return;
-        }
-        const char *id = t + sizeof(del_prefix) - 1;
-        size_t idlen = strcspn(id, "?");
-        if (F.n_deleted < MAX_DELETES && idlen < sizeof(F.deleted[0])) {
-            memcpy(F.deleted[F.n_deleted], id, idlen);
-            F.deleted[F.n_deleted++][idlen] = '\0';
-        }
-        pthread_mutex_unlock(&F.mu);
-        respond(fd, 204, NULL);
-        return;
-    }
-    pthread_mutex_unlock(&F.mu);
-    respond(fd, 400, "{\"message\":\"fake engine: no route\"}");
+    (void)state;
+    struct err err = ERR_INIT;
+    return engine_http_global_init(&err);
 }
 
-static void *serve(void *arg)
+static int group_teardown(void **state)
 {
-    (void)arg;
-    for (;;) {
-        struct pollfd p[2] = {{.fd = F.lfd, .events = POLLIN}, {.fd = F.stop[0], .events = POLLIN}};
-        if (poll(p, 2, -1) < 0 || (p[1].revents & POLLIN))
-            return NULL;
-        int fd = accept(F.lfd, NULL, NULL);
-        if (fd < 0)
-            continue;
-        handle(fd);
-        close(fd);
-    }
-}
-
-/* Starts (or restarts, after engine_down) serving on F.path. */
-static void engine_up(void)
-{
-    F.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", F.path);
-    assert_true(F.lfd >= 0);
-    assert_int_equal(bind(F.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(listen(F.lfd, 64), 0);
-    assert_int_equal(pipe(F.stop), 0);
-    assert_int_equal(pthread_create(&F.th, NULL, serve, NULL), 0);
-    F.running = true;
-}
-
-/* Like an engine that died: nothing listens at the socket any more. */
-static void engine_down(void)
-{
-    if (!F.running)
-        return;
-    assert_int_equal(write(F.stop[1], "x", 1), 1);
-    pthread_join(F.th, NULL);
-    close(F.lfd);
-    close(F.stop[0]);
-    close(F.stop[1]);
-    unlink(F.path);
-    F.running = false;
+    (void)state;
+    engine_http_global_cleanup();
+    return 0;
 }
 
 static int setup(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    if (engine_http_global_init(&err) < 0)
-        return -1;
-    memset(&F, 0, sizeof(F));
-    pthread_mutex_init(&F.mu, NULL);
-    snprintf(F.dir, sizeof(F.dir), "/tmp/test_reaper.XXXXXX");
-    if (!mkdtemp(F.dir))
-        return -1;
-    snprintf(F.path, sizeof(F.path), "%.64s/engine.sock", F.dir);
-    snprintf(F.list, sizeof(F.list), "[]");
-    engine_up();
-    return 0;
+    F = fake_engine_start();
+    return F ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    engine_down();
-    rmdir(F.dir);
-    pthread_mutex_destroy(&F.mu);
-    engine_http_global_cleanup();
+    fake_engine_stop(F);
+    F = NULL;
     return 0;
 }
 
-static void set_list(const char *json)
+/* A managed container with these extra labels (a JSON members list). */
+static void add(const char *id, long long created, const char *fmt, ...) ATTR_PRINTF(3, 4);
+static void add(const char *id, long long created, const char *fmt, ...)
 {
-    pthread_mutex_lock(&F.mu);
-    size_t n = strlen(json);
-    assert_true(n < sizeof(F.list));
-    memcpy(F.list, json, n + 1);
-    F.n_deleted = 0;
-    F.n_delete_calls = 0;
-    pthread_mutex_unlock(&F.mu);
+    va_list ap;
+    va_start(ap, fmt);
+    char *members = xvasprintf(fmt, ap);
+    va_end(ap);
+    char *labels =
+        xasprintf("{\"io.mcp-sandboxd.managed\":\"1\"%s%s}", *members ? "," : "", members);
+    fake_engine_add_container(F, id, created, labels, false);
+    free(labels);
+    free(members);
 }
 
 static bool was_deleted(const char *id)
 {
-    bool found = false;
-    pthread_mutex_lock(&F.mu);
-    for (int i = 0; i < F.n_deleted; i++)
-        found |= strcmp(F.deleted[i], id) == 0;
-    pthread_mutex_unlock(&F.mu);
-    return found;
+    return fake_engine_removed(F, id);
 }
 
+/* The reaper offers no condition to wait on; this polls, as a hang guard
+ * only (a removal the fake confirmed is unqueued right after). */
 static void wait_drained(struct reaper *r)
 {
-    for (int i = 0; i < 2000 && reaper_pending(r) > 0; i++)
-        usleep(5000);
+    double deadline = util_now_ms() + GUARD;
+    while (reaper_pending(r) > 0 && util_now_ms() < deadline)
+        usleep(2000);
     assert_int_equal(reaper_pending(r), 0);
 }
 
@@ -267,48 +157,46 @@ static void test_sweep_decisions(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct engine *e = engine_new(F.path);
-    struct reaper *r = reaper_new(e, "me", 600, 0, &err);
-    assert_non_null(r);
+    struct reaper *r = new_reaper(0);
     const char *self = reaper_owner(r);
     char dead[REAPER_OWNER_MAX];
     dead_owner(self, dead, sizeof(dead));
     long long now = (long long)time(NULL);
-    char list[8192];
-    snprintf(list, sizeof(list),
-             "["
-             /* ours, live */
-             "{\"Id\":\"aaaaaaaaaa01\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"me\",\"io.mcp-sandboxd.owner\":\"%s\",\"io.mcp-sandboxd.expires\":\"%lld\"}},"
-             /* ours, past its expiry (a stuck run) */
-             "{\"Id\":\"aaaaaaaaaa02\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"me\",\"io.mcp-sandboxd.owner\":\"%s\",\"io.mcp-sandboxd.expires\":\"%lld\"}},"
-             /* another live daemon's (same process here), not expired */
-             "{\"Id\":\"aaaaaaaaaa03\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"other\",\"io.mcp-sandboxd.owner\":\"%s\",\"io.mcp-sandboxd.expires\":\"%lld\"}},"
-             /* a crashed daemon's orphan, long before its expiry */
-             "{\"Id\":\"aaaaaaaaaa04\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"gone\",\"io.mcp-sandboxd.owner\":\"%s\",\"io.mcp-sandboxd.expires\":\"%lld\"}},"
-             /* a daemon on another host: only its expiry counts */
-             "{\"Id\":\"aaaaaaaaaa05\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"far\",\"io.mcp-sandboxd.owner\":\"00000000-0000-0000-0000-000000000000:1:1:1\","
-             "\"io.mcp-sandboxd.expires\":\"%lld\"}},"
-             /* expired, whoever made it */
-             "{\"Id\":\"aaaaaaaaaa06\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"far\",\"io.mcp-sandboxd.expires\":\"%lld\"}},"
-             /* no expiry label: by age */
-             "{\"Id\":\"aaaaaaaaaa07\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"old\"}},"
-             "{\"Id\":\"aaaaaaaaaa08\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"young\"}},"
-             /* a malformed expiry counts as none; a bad id is never used */
-             "{\"Id\":\"aaaaaaaaaa09\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"odd\",\"io.mcp-sandboxd.expires\":\"-1\"}},"
-             "{\"Id\":\"../../x\",\"Created\":1,\"Labels\":{\"io.mcp-sandboxd.expires\":\"1\"}}"
-             "]",
-             now, self, now + 600, now - 900, self, now - 1, now, self, now + 600, now, dead,
-             now + 600, now, now + 600, now - 900, now - 1, now - 3600, now - 10, now - 10);
-    set_list(list);
+    /* ours, live */
+    add("aaaaaaaaaa01", now,
+        "\"io.mcp-sandboxd.instance\":\"me\",\"io.mcp-sandboxd.owner\":\"%s\","
+        "\"io.mcp-sandboxd.expires\":\"%lld\"",
+        self, now + 600);
+    /* ours, past its expiry (a stuck run) */
+    add("aaaaaaaaaa02", now - 900,
+        "\"io.mcp-sandboxd.instance\":\"me\",\"io.mcp-sandboxd.owner\":\"%s\","
+        "\"io.mcp-sandboxd.expires\":\"%lld\"",
+        self, now - 1);
+    /* another live daemon's (same process here), not expired */
+    add("aaaaaaaaaa03", now,
+        "\"io.mcp-sandboxd.instance\":\"other\",\"io.mcp-sandboxd.owner\":\"%s\","
+        "\"io.mcp-sandboxd.expires\":\"%lld\"",
+        self, now + 600);
+    /* a crashed daemon's orphan, long before its expiry */
+    add("aaaaaaaaaa04", now,
+        "\"io.mcp-sandboxd.instance\":\"gone\",\"io.mcp-sandboxd.owner\":\"%s\","
+        "\"io.mcp-sandboxd.expires\":\"%lld\"",
+        dead, now + 600);
+    /* a daemon on another host: only its expiry counts */
+    add("aaaaaaaaaa05", now,
+        "\"io.mcp-sandboxd.instance\":\"far\",\"io.mcp-sandboxd.owner\":"
+        "\"00000000-0000-0000-0000-000000000000:1:1:1\",\"io.mcp-sandboxd.expires\":\"%lld\"",
+        now + 600);
+    /* expired, whoever made it */
+    add("aaaaaaaaaa06", now - 900,
+        "\"io.mcp-sandboxd.instance\":\"far\",\"io.mcp-sandboxd.expires\":\"%lld\"", now - 1);
+    /* no expiry label: by age */
+    add("aaaaaaaaaa07", now - 3600, "\"io.mcp-sandboxd.instance\":\"old\"");
+    add("aaaaaaaaaa08", now - 10, "\"io.mcp-sandboxd.instance\":\"young\"");
+    /* a malformed expiry counts as none; a bad id is never used */
+    add("aaaaaaaaaa09", now - 10,
+        "\"io.mcp-sandboxd.instance\":\"odd\",\"io.mcp-sandboxd.expires\":\"-1\"");
+    add("../../x", 1, "\"io.mcp-sandboxd.expires\":\"1\"");
     reaper_create_begin(r);
     reaper_create_end(r, "aaaaaaaaaa01"); /* a run of ours holds it */
     assert_int_equal(reaper_sweep(r, &err), 4);
@@ -322,50 +210,46 @@ static void test_sweep_decisions(void **state)
     assert_true(was_deleted("aaaaaaaaaa07"));
     assert_false(was_deleted("aaaaaaaaaa08"));
     assert_false(was_deleted("aaaaaaaaaa09"));
-    reaper_free(r);
-    engine_free(e);
+    assert_int_equal(fake_engine_count(F, FAKE_OP_DELETE, NULL), 4);
+    free_reaper(r);
 }
 
+/* Refusals absorbed by engine_remove's own quick retries; one removal
+ * queued however often it is asked for. */
 static void test_removal_retried(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct engine *e = engine_new(F.path);
-    struct reaper *r = reaper_new(e, "me", 600, 0, &err);
-    set_list("[]");
-    pthread_mutex_lock(&F.mu);
-    F.fail_deletes = 2;
-    pthread_mutex_unlock(&F.mu);
+    struct reaper *r = new_reaper(0);
+    add("bbbbbbbbbb01", 1, "%s", "");
+    fake_engine_fault(F, FAKE_OP_DELETE, 500,
+                      "{\"message\":\"removal of container is already in progress\"}", 2);
     reaper_remove(r, "bbbbbbbbbb01");
     reaper_remove(r, "bbbbbbbbbb01"); /* queued once */
     wait_drained(r);
     assert_true(was_deleted("bbbbbbbbbb01"));
-    pthread_mutex_lock(&F.mu);
-    int calls = F.n_delete_calls;
-    pthread_mutex_unlock(&F.mu);
-    assert_int_equal(calls, 3);
-    reaper_free(r);
-    engine_free(e);
+    assert_int_equal(fake_engine_count(F, FAKE_OP_DELETE, "bbbbbbbbbb01"), 3);
+    free_reaper(r);
 }
 
 /* The removal of a run interrupted by an engine outage happens once the
- * engine is back, without anyone asking again. */
+ * engine is back, without anyone asking again: after engine_remove gave
+ * up (its first try and 5 retries all dropped), the reaper's own retry. */
 static void test_removal_survives_engine_outage(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct engine *e = engine_new(F.path);
-    struct reaper *r = reaper_new(e, "me", 600, 0, &err);
-    set_list("[]");
-    engine_down();
+    struct reaper *r = new_reaper(0);
+    add("cccccccccc01", 1, "%s", "");
+    fake_engine_set_outage(F, true);
     reaper_remove(r, "cccccccccc01");
-    usleep(600 * 1000); /* a few failed tries */
-    assert_int_equal(reaper_pending(r), 1);
-    engine_up();
+    bool dropped = fake_engine_wait_dropped(F, 6, GUARD);
+    size_t pending = reaper_pending(r);
+    fake_engine_set_outage(F, false);
+    assert_true(dropped);
+    assert_int_equal(pending, 1);
+    assert_true(fake_engine_wait_removed(F, "cccccccccc01", GUARD));
     wait_drained(r);
-    assert_true(was_deleted("cccccccccc01"));
-    reaper_free(r);
-    engine_free(e);
+    assert_int_equal(fake_engine_count(F, FAKE_OP_DELETE, "cccccccccc01"), 1);
+    free_reaper(r);
 }
 
 /* A container of ours that no run holds was created after its run gave up
@@ -376,17 +260,12 @@ static void test_abandoned_create(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct engine *e = engine_new(F.path);
-    struct reaper *r = reaper_new(e, "me", 600, 0, &err);
+    struct reaper *r = new_reaper(0);
     long long now = (long long)time(NULL);
-    char list[1024];
-    snprintf(list, sizeof(list),
-             "[{\"Id\":\"eeeeeeeeee01\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"me\",\"io.mcp-sandboxd.expires\":\"%lld\"}},"
-             "{\"Id\":\"eeeeeeeeee02\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"me\",\"io.mcp-sandboxd.expires\":\"%lld\"}}]",
-             now, now + 600, now, now + 600);
-    set_list(list);
+    add("eeeeeeeeee01", now,
+        "\"io.mcp-sandboxd.instance\":\"me\",\"io.mcp-sandboxd.expires\":\"%lld\"", now + 600);
+    add("eeeeeeeeee02", now,
+        "\"io.mcp-sandboxd.instance\":\"me\",\"io.mcp-sandboxd.expires\":\"%lld\"", now + 600);
     reaper_create_begin(r);
     reaper_create_end(r, "eeeeeeeeee01"); /* held by its run */
     reaper_create_begin(r);               /* a create under way */
@@ -400,40 +279,48 @@ static void test_abandoned_create(void **state)
     reaper_remove(r, "eeeeeeeeee01");
     wait_drained(r);
     assert_true(was_deleted("eeeeeeeeee01"));
-    reaper_free(r);
-    engine_free(e);
+    free_reaper(r);
+}
+
+/* A sweep the engine cannot answer fails, and queues nothing. */
+static void test_sweep_engine_error(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct reaper *r = new_reaper(0);
+    fake_engine_fault(F, FAKE_OP_LIST, 500, NULL, 1);
+    assert_int_equal(reaper_sweep(r, &err), -1);
+    assert_int_equal(err.code, ERR_ENGINE);
+    assert_non_null(strstr(err.msg, "injected list failure"));
+    err_clear(&err);
+    assert_int_equal(reaper_pending(r), 0);
+    free_reaper(r);
 }
 
 /* With sweeps on, a crashed daemon's orphan goes without any call. */
 static void test_periodic_sweep(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct engine *e = engine_new(F.path);
     long long now = (long long)time(NULL);
-    char list[512];
-    snprintf(list, sizeof(list),
-             "[{\"Id\":\"dddddddddd01\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.instance\":"
-             "\"x\",\"io.mcp-sandboxd.expires\":\"%lld\"}}]",
-             now - 100, now - 1);
-    set_list(list);
-    struct reaper *r = reaper_new(e, "me", 600, 50, &err);
-    for (int i = 0; i < 400 && !was_deleted("dddddddddd01"); i++)
-        usleep(10000);
-    assert_true(was_deleted("dddddddddd01"));
-    reaper_free(r);
-    engine_free(e);
+    add("dddddddddd01", now - 100,
+        "\"io.mcp-sandboxd.instance\":\"x\",\"io.mcp-sandboxd.expires\":\"%lld\"", now - 1);
+    struct reaper *r = new_reaper(50);
+    assert_true(fake_engine_wait_removed(F, "dddddddddd01", GUARD));
+    free_reaper(r);
 }
 
 int main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_owner_values),
-        cmocka_unit_test(test_sweep_decisions),
-        cmocka_unit_test(test_removal_retried),
-        cmocka_unit_test(test_removal_survives_engine_outage),
-        cmocka_unit_test(test_abandoned_create),
-        cmocka_unit_test(test_periodic_sweep),
+        T(test_sweep_decisions),
+        T(test_removal_retried),
+        T(test_removal_survives_engine_outage),
+        T(test_abandoned_create),
+        T(test_sweep_engine_error),
+        T(test_periodic_sweep),
     };
-    return cmocka_run_group_tests_name("reaper", tests, setup, teardown);
+#undef T
+    return cmocka_run_group_tests_name("reaper", tests, group_setup, group_teardown);
 }

@@ -4,6 +4,7 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "tools/schema.h"
 #include "tools/tools.h"
 
 static struct config cfg;
@@ -109,6 +110,27 @@ static void test_execute_code(void **state)
     expect_invalid("execute_code", big, "limit is 100 bytes");
 }
 
+/* Clients send null for optional arguments they leave out. */
+static void test_null_arguments(void **state)
+{
+    (void)state;
+    struct tools_run_args a;
+    struct err err = ERR_INIT;
+    assert_int_equal(parse("execute_code",
+                           "{\"language\":\"python\",\"code\":\"x\",\"stdin\":null,"
+                           "\"timeout_ms\":null,\"memory_mb\":null}",
+                           &a, &err),
+                     0);
+    assert_null(a.stdin_data);
+    assert_int_equal(a.timeout_ms, cfg.timeout_ms);
+    assert_int_equal(a.memory_mb, cfg.memory_mb);
+    expect_invalid("run_python_code", "{\"code\":null}", "missing required argument 'code'");
+    expect_invalid("execute_code", "{\"language\":null,\"code\":\"x\"}",
+                   "missing required argument 'language'");
+    expect_invalid("run_python_code", "{\"code\":\"x\",\"stdin\":null}",
+                   "unknown argument 'stdin'");
+}
+
 static json_object *get(json_object *o, const char *key)
 {
     json_object *v = NULL;
@@ -184,6 +206,83 @@ static json_object *list_of(const struct tools_env *env, const struct tools_feat
     return l;
 }
 
+/* The served outputSchema of the first tool, for f (structured). */
+static json_object *output_schema(const struct tools_env *env, const struct tools_features *f)
+{
+    json_object *l = list_of(env, f);
+    json_object *schema = json_object_get(get(json_object_array_get_idx(l, 0), "outputSchema"));
+    json_object_put(l);
+    return schema;
+}
+
+/* Every result's structuredContent matches the outputSchema served. */
+static void test_result_matches_output_schema(void **state)
+{
+    (void)state;
+    struct tools_env env;
+    struct err err = ERR_INIT;
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
+    struct tools_features modern = {.annotations = true, .structured = true};
+    json_object *schema = output_schema(&env, &modern);
+    struct exec_result res;
+    exec_result_init(&res);
+    const struct {
+        enum exec_status status;
+        bool has_exit_code;
+        const char *message;
+    } cases[] = {
+        {EXEC_OK, true, NULL},
+        {EXEC_TIMEOUT, false, "stopped"},
+        {EXEC_ERROR, false, "engine unreachable"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        res.status = cases[i].status;
+        res.has_exit_code = cases[i].has_exit_code;
+        free(res.message);
+        res.message = cases[i].message ? xstrdup(cases[i].message) : NULL;
+        json_object *r = tools_result(&res, EXEC_JAVASCRIPT, &modern);
+        if (schema_validate(schema, get(r, "structuredContent"), 0, &err) < 0)
+            fail_msg("case %zu: %s", i, err_msg(&err));
+        json_object_put(r);
+    }
+    struct tools_run_args a = {.language = EXEC_PYTHON};
+    json_object *r = tools_busy_result(&a, &modern, "every run slot is taken", 12.5);
+    if (schema_validate(schema, get(r, "structuredContent"), 0, &err) < 0)
+        fail_msg("busy: %s", err_msg(&err));
+    json_object_put(r);
+    exec_result_free(&res);
+    json_object_put(schema);
+    tools_env_cleanup(&env);
+}
+
+/* Each language execute_code's schema offers is one the daemon runs, and
+ * no served schema uses a type array (portable to single-type dialects). */
+static void test_schema_and_code_agree(void **state)
+{
+    (void)state;
+    struct tools_env env;
+    struct err err = ERR_INIT;
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
+    struct tools_features modern = {.annotations = true, .structured = true};
+    size_t len = 0;
+    assert_null(strstr(tools_list_json(&env, &modern, &len), "\"type\":["));
+    json_object *l = list_of(&env, &modern);
+    json_object *exec = json_object_array_get_idx(l, 2);
+    assert_string_equal(json_object_get_string(get(exec, "name")), "execute_code");
+    json_object *langs = get(get(get(get(exec, "inputSchema"), "properties"), "language"), "enum");
+    assert_int_equal(json_object_array_length(langs), 2);
+    for (size_t i = 0; i < json_object_array_length(langs); i++) {
+        const char *lang = json_object_get_string(json_object_array_get_idx(langs, i));
+        char *args = xasprintf("{\"language\":\"%s\",\"code\":\"x\"}", lang);
+        struct tools_run_args a;
+        assert_int_equal(parse("execute_code", args, &a, &err), 0);
+        assert_string_equal(exec_language_name(a.language), lang);
+        free(args);
+    }
+    json_object_put(l);
+    tools_env_cleanup(&env);
+}
+
 static void test_list(void **state)
 {
     (void)state;
@@ -217,7 +316,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixed_language_tools),
         cmocka_unit_test(test_execute_code),
+        cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_result_shape),
+        cmocka_unit_test(test_result_matches_output_schema),
+        cmocka_unit_test(test_schema_and_code_agree),
         cmocka_unit_test(test_list),
     };
     return cmocka_run_group_tests_name("tools", tests, setup, teardown);

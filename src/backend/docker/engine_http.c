@@ -379,20 +379,19 @@ static bool value_is(const char *v, size_t n, const char *want)
     return true;
 }
 
-/* Parses the status line and the headers we care about from head[0..n). */
-static int parse_head(const char *head, size_t n, long *status, struct body_want *w,
-                      struct err *err)
+int engine_http_parse_head(const char *head, size_t n, long *status, long long *content_length,
+                           bool *chunked, struct err *err)
 {
     const char *eol = find_bytes(head, n, "\r\n", 2);
-    size_t l0 = (size_t)(eol - head);
+    size_t l0 = eol ? (size_t)(eol - head) : 0;
     if (l0 < 12 || memcmp(head, "HTTP/1.", 7) != 0 || head[8] != ' ' ||
         !isdigit((unsigned char)head[9]) || !isdigit((unsigned char)head[10]) ||
         !isdigit((unsigned char)head[11]) || (l0 > 12 && head[12] != ' '))
         return err_set(err, ERR_PROTOCOL, "the container engine sent a malformed status line");
     *status = (head[9] - '0') * 100 + (head[10] - '0') * 10 + (head[11] - '0');
 
-    w->content_length = -1;
-    w->chunked = false;
+    *content_length = -1;
+    *chunked = false;
     const char *p = eol + 2;
     const char *end = head + n;
     while (p < end) {
@@ -409,18 +408,16 @@ static int parse_head(const char *head, size_t n, long *status, struct body_want
                                    "the container engine sent a bad Content-Length");
                 cl = cl * 10 + (v[i] - '0');
             }
-            w->content_length = cl;
+            *content_length = cl;
         } else if ((v = header_value(p, len, "transfer-encoding", &vlen))) {
-            w->chunked = value_is(v, vlen, "chunked");
+            *chunked = value_is(v, vlen, "chunked");
         }
         p = e + 2;
     }
     return 0;
 }
 
-/* Decodes a chunked body in place; on any irregularity keeps what was
- * decoded so far (only used for error messages). */
-static size_t dechunk(char *b, size_t n)
+size_t engine_http_dechunk(char *b, size_t n)
 {
     size_t in = 0, out = 0;
     while (in < n) {
@@ -460,7 +457,7 @@ static size_t refusal_body(CURL *curl, int fd, struct buf *b, size_t head_len, s
     if (w->content_length >= 0 && (long long)blen > w->content_length)
         blen = (size_t)w->content_length;
     if (w->chunked)
-        blen = dechunk(b->data + head_len, blen);
+        blen = engine_http_dechunk(b->data + head_len, blen);
     return blen;
 }
 
@@ -536,7 +533,7 @@ int engine_http_upgrade(const char *socket_path, const char *path, long timeout_
     size_t head_len = (size_t)(hend - b.data) + 4;
     long status = 0;
     struct body_want w;
-    if (parse_head(b.data, head_len, &status, &w, err) < 0)
+    if (engine_http_parse_head(b.data, head_len, &status, &w.content_length, &w.chunked, err) < 0)
         goto wrap;
 
     if (status != 101 && status != 200) {

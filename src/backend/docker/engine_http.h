@@ -4,6 +4,8 @@
 #ifndef MCPSBX_ENGINE_HTTP_H
 #define MCPSBX_ENGINE_HTTP_H
 
+#include <stdbool.h>
+
 #include "base/buf.h"
 #include "base/err.h"
 
@@ -27,6 +29,18 @@ int engine_http_request(const char *socket_path, const char *method, const char 
  * plain text); length-capped, control characters replaced, trimmed. NULL
  * when there is none. Caller frees. */
 char *engine_http_message(const char *body, size_t len);
+
+/* The status and body framing of an HTTP/1.x response head in head[0..n)
+ * (status line, then CRLF-separated headers): *content_length is -1 when
+ * absent, *chunked is true for Transfer-Encoding: chunked. Fails with
+ * ERR_PROTOCOL on a malformed status line or Content-Length. Pure. */
+int engine_http_parse_head(const char *head, size_t n, long *status, long long *content_length,
+                           bool *chunked, struct err *err);
+
+/* Decodes a chunked body in b[0..n) in place and returns the decoded
+ * length; on any irregularity keeps what was decoded so far (it only ever
+ * reads error messages). Pure. */
+size_t engine_http_dechunk(char *b, size_t n);
 
 /* A hijacked (upgraded) connection: after the 101/200 answer the socket is
  * a raw byte stream. */

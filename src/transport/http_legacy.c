@@ -1,0 +1,48 @@
+#include "transport/http_legacy.h"
+
+#include "transport/http_headers.h"
+#include "transport/http_sessions.h"
+#include "transport/http_sse.h"
+
+enum MHD_Result http_legacy_sse(struct transport_http *t, struct MHD_Connection *c,
+                                struct request *rq)
+{
+    const char *accept = http_header(c, "Accept");
+    if (accept && !http_accept_lists(accept, "text/event-stream"))
+        return http_reply_error(c, rq, MHD_HTTP_NOT_ACCEPTABLE, HTTP_ERR_SERVER,
+                                "Not Acceptable: Accept must list text/event-stream");
+    unsigned status = 0;
+    const char *why = NULL;
+    struct session *s = http_session_create(t, true, &status, &why);
+    if (!s)
+        return http_reply_busy(c, rq, status, why);
+    pthread_mutex_lock(&t->lock);
+    struct reader *r = http_reader_attach_locked(s, s->legacy_stream, 0, c);
+    pthread_mutex_unlock(&t->lock);
+    http_session_put(s);
+    return http_queue_sse(c, rq, r, NULL);
+}
+
+enum MHD_Result http_legacy_messages(struct transport_http *t, struct MHD_Connection *c,
+                                     struct request *rq)
+{
+    enum MHD_Result ret = MHD_NO;
+    const char *sid = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sessionId");
+    if (!sid)
+        return http_reply_error(c, rq, MHD_HTTP_BAD_REQUEST, HTTP_ERR_SERVER,
+                                "Bad Request: sessionId query parameter is required");
+    json_object *msg = http_read_post(t, c, rq, &ret);
+    if (!msg)
+        return ret;
+    struct session *s = http_session_get(t, sid, true);
+    if (!s) {
+        ret = http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SESSION, "Session not found");
+    } else {
+        /* Replies go to the session's SSE connection. */
+        mcp_session_receive_json(s->mcp, msg, &s->legacy_stream->ch);
+        http_session_put(s);
+        ret = http_queue(c, rq, MHD_HTTP_ACCEPTED, http_response_text("Accepted", 8, "text/plain"));
+    }
+    json_object_put(msg);
+    return ret;
+}

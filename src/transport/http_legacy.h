@@ -1,0 +1,17 @@
+/* The legacy 2024-11-05 HTTP+SSE transport: GET /sse opens a session and
+ * its one SSE stream, whose first event names the URL to POST messages to
+ * (/messages?sessionId=...); every reply travels on that stream. */
+#ifndef MCPSBX_HTTP_LEGACY_H
+#define MCPSBX_HTTP_LEGACY_H
+
+#include "transport/http_server.h"
+
+/* GET /sse */
+enum MHD_Result http_legacy_sse(struct transport_http *t, struct MHD_Connection *c,
+                                struct request *rq);
+
+/* POST /messages?sessionId= */
+enum MHD_Result http_legacy_messages(struct transport_http *t, struct MHD_Connection *c,
+                                     struct request *rq);
+
+#endif

@@ -1,0 +1,512 @@
+/* The HTTP transports on libmicrohttpd (MHD): start and stop, routing, the
+ * request lifecycle, plain responses and /healthz.
+ *
+ * Files of the HTTP transport (src/transport/):
+ *   transport_http.h    the public entry main.c uses: start, port, stop
+ *   http_server.[ch]    this file; the transport object shared by the others
+ *   http_guard.[ch]     Host and Origin allow-lists, bearer token: checked first
+ *   http_headers.[ch]   pure parsers of header values (Accept, Content-Type,
+ *                       Host, Origin, Authorization, Content-Length,
+ *                       Last-Event-ID, MCP-Protocol-Version)
+ *   http_sessions.[ch]  the session table, reference counts, ending, janitor
+ *   http_sse.[ch]       reply streams, SSE event ids, the replay buffer that
+ *                       Last-Event-ID resumes from, SSE readers, keep-alives
+ *   http_mcp.[ch]       /mcp, streamable HTTP: POST, GET, DELETE
+ *   http_legacy.[ch]    /sse + /messages, the 2024-11-05 HTTP+SSE transport
+ *
+ * Threads: MHD's listener accepts connections and gives each a thread of
+ * its own, which runs on_request and, for an SSE answer, the stream's
+ * content reader; so handlers and readers may block on condition variables
+ * (a JSON answer until its stream completes, an SSE reader until its next
+ * event). A janitor thread ends idle sessions (http_sessions.c). mcp sends
+ * replies from its own threads (workers, the queue timer) through the
+ * streams' channels (http_sse.c). main starts and stops the transport.
+ *
+ * Locking: one mutex, t->lock, guards the session table and every session's
+ * fields, streams and events. Each session has a condition variable (used
+ * with t->lock), broadcast when one of its streams gets an event or
+ * completes and when the session ends. mcp functions are never called with
+ * t->lock held. Lifetimes: http_sessions.c (sessions), http_sse.h (streams).
+ * json-c objects stay on the connection thread that parsed them; only
+ * serialized bytes cross threads. */
+#include "transport/http_server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "base/log.h"
+#include "mcp/jsonrpc.h"
+#include "transport/http_guard.h"
+#include "transport/http_headers.h"
+#include "transport/http_legacy.h"
+#include "transport/http_mcp.h"
+#include "transport/http_sessions.h"
+
+#define STOP_DRAIN_MS        3000 /* stop lets answers in progress go out */
+#define CONNECTION_TIMEOUT_S 120  /* idle keep-alive connections; SSE writes keep theirs */
+#define RETRY_AFTER_S        "5"
+
+#define ALLOW_METHODS "GET, POST, DELETE, OPTIONS"
+#define ALLOW_HEADERS                                                                              \
+    "Content-Type, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+
+/* ---- responses ----------------------------------------------------------- */
+
+const char *http_header(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+enum MHD_Result http_queue(struct MHD_Connection *c, struct request *rq, unsigned status,
+                           struct MHD_Response *resp)
+{
+    if (!resp)
+        return MHD_NO; /* out of memory: MHD drops the connection */
+    if (rq->origin) {
+        MHD_add_response_header(resp, "Access-Control-Allow-Origin", rq->origin);
+        MHD_add_response_header(resp, "Vary", "Origin");
+        MHD_add_response_header(resp, "Access-Control-Expose-Headers", "Mcp-Session-Id");
+    }
+    rq->status = status;
+    enum MHD_Result ret = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+struct MHD_Response *http_response_text(const char *text, size_t len, const char *type)
+{
+    char *copy = xmalloc(len + 1);
+    memcpy(copy, text, len);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, copy, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(copy);
+        return NULL;
+    }
+    if (type)
+        MHD_add_response_header(resp, "Content-Type", type);
+    return resp;
+}
+
+struct MHD_Response *http_response_empty(void)
+{
+    return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+}
+
+struct MHD_Response *http_response_json(json_object *body)
+{
+    size_t len = 0;
+    const char *s = jsonrpc_serialize(body, &len);
+    struct MHD_Response *resp = http_response_text(s, len, "application/json");
+    json_object_put(body);
+    return resp;
+}
+
+struct MHD_Response *http_response_error(int code, const char *message)
+{
+    return http_response_json(jsonrpc_error(NULL, code, message, NULL));
+}
+
+enum MHD_Result http_reply_error(struct MHD_Connection *c, struct request *rq, unsigned status,
+                                 int code, const char *message)
+{
+    return http_queue(c, rq, status, http_response_error(code, message));
+}
+
+enum MHD_Result http_reply_busy(struct MHD_Connection *c, struct request *rq, unsigned status,
+                                const char *why)
+{
+    struct MHD_Response *resp = http_response_error(HTTP_ERR_SERVER, why);
+    if (resp && status == MHD_HTTP_SERVICE_UNAVAILABLE)
+        MHD_add_response_header(resp, "Retry-After", RETRY_AFTER_S);
+    return http_queue(c, rq, status, resp);
+}
+
+static enum MHD_Result reply_not_allowed(struct MHD_Connection *c, struct request *rq,
+                                         const char *allow)
+{
+    struct MHD_Response *resp = http_response_error(HTTP_ERR_SERVER, "Method not allowed");
+    if (resp)
+        MHD_add_response_header(resp, "Allow", allow);
+    return http_queue(c, rq, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
+}
+
+static enum MHD_Result reply_preflight(struct MHD_Connection *c, struct request *rq,
+                                       const char *allow)
+{
+    struct MHD_Response *resp = http_response_empty();
+    if (resp) {
+        MHD_add_response_header(resp, "Allow", allow);
+        MHD_add_response_header(resp, "Access-Control-Allow-Methods", allow);
+        MHD_add_response_header(resp, "Access-Control-Allow-Headers", ALLOW_HEADERS);
+        MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
+    }
+    return http_queue(c, rq, MHD_HTTP_NO_CONTENT, resp);
+}
+
+static enum MHD_Result reply_too_big(const struct transport_http *t, struct MHD_Connection *c,
+                                     struct request *rq)
+{
+    char *msg = xasprintf("Invalid Request: message exceeds %lld bytes (--max-message-bytes)",
+                          t->cfg->max_message_bytes);
+    enum MHD_Result ret =
+        http_reply_error(c, rq, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST, msg);
+    free(msg);
+    return ret;
+}
+
+json_object *http_read_post(const struct transport_http *t, struct MHD_Connection *c,
+                            struct request *rq, enum MHD_Result *ret)
+{
+    if (rq->too_big) {
+        *ret = reply_too_big(t, c, rq);
+        return NULL;
+    }
+    if (!http_media_type_is(http_header(c, "Content-Type"), "application/json")) {
+        *ret = http_reply_error(c, rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, HTTP_ERR_SERVER,
+                                "Unsupported Media Type: Content-Type must be application/json");
+        return NULL;
+    }
+    json_object *msg = NULL;
+    struct err err = ERR_INIT;
+    if (jsonrpc_parse(rq->body.data ? rq->body.data : "", rq->body.len, &msg, &err) < 0) {
+        *ret = http_reply_error(c, rq, MHD_HTTP_BAD_REQUEST, JSONRPC_PARSE_ERROR, err_msg(&err));
+        err_clear(&err);
+        return NULL;
+    }
+    return msg;
+}
+
+/* ---- /healthz ---------------------------------------------------------------- */
+
+static enum MHD_Result healthz(struct transport_http *t, struct MHD_Connection *c,
+                               struct request *rq)
+{
+    struct err err = ERR_INIT;
+    json_object *o = json_object_new_object();
+    unsigned status = MHD_HTTP_OK;
+    if (t->engine && engine_ping(t->engine, &err) == 0) {
+        json_object_object_add(o, "status", json_object_new_string("ok"));
+        json_object_object_add(o, "engine", json_object_new_string("reachable"));
+    } else {
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        json_object_object_add(o, "status", json_object_new_string("degraded"));
+        json_object_object_add(o, "engine", json_object_new_string("unreachable"));
+        json_object_object_add(o, "error",
+                               json_object_new_string(t->engine ? err_msg(&err) : "no engine"));
+    }
+    if (t->engine)
+        json_object_object_add(o, "socket", json_object_new_string(engine_socket(t->engine)));
+    err_clear(&err);
+    struct MHD_Response *resp = http_response_json(o);
+    if (resp)
+        MHD_add_response_header(resp, "Cache-Control", "no-store");
+    return http_queue(c, rq, status, resp);
+}
+
+/* ---- dispatch ---------------------------------------------------------------- */
+
+static bool method_is(const char *method, const char *name)
+{
+    return strcmp(method, name) == 0;
+}
+
+static enum MHD_Result route(struct transport_http *t, struct MHD_Connection *c, struct request *rq,
+                             const char *url, const char *method)
+{
+    if (strcmp(url, "/mcp") == 0) {
+        if (method_is(method, "POST"))
+            return http_mcp_post(t, c, rq);
+        if (method_is(method, "GET"))
+            return http_mcp_get(t, c, rq);
+        if (method_is(method, "DELETE"))
+            return http_mcp_delete(t, c, rq);
+        if (method_is(method, "OPTIONS"))
+            return reply_preflight(c, rq, ALLOW_METHODS);
+        return reply_not_allowed(c, rq, ALLOW_METHODS);
+    }
+    if (strcmp(url, "/sse") == 0) {
+        if (method_is(method, "GET"))
+            return http_legacy_sse(t, c, rq);
+        if (method_is(method, "OPTIONS"))
+            return reply_preflight(c, rq, "GET, OPTIONS");
+        return reply_not_allowed(c, rq, "GET, OPTIONS");
+    }
+    if (strcmp(url, "/messages") == 0) {
+        if (method_is(method, "POST"))
+            return http_legacy_messages(t, c, rq);
+        if (method_is(method, "OPTIONS"))
+            return reply_preflight(c, rq, "POST, OPTIONS");
+        return reply_not_allowed(c, rq, "POST, OPTIONS");
+    }
+    if (strcmp(url, "/healthz") == 0) {
+        if (method_is(method, "GET"))
+            return healthz(t, c, rq);
+        return reply_not_allowed(c, rq, "GET");
+    }
+    return http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SERVER,
+                            "Not Found: the MCP endpoint is /mcp");
+}
+
+/* Checks that come before anything else; answers early (MHD then skips
+ * the body and closes the connection) or returns MHD_YES to go on. */
+static enum MHD_Result first_call(struct transport_http *t, struct MHD_Connection *c,
+                                  struct request *rq, const char *url, const char *method)
+{
+    pthread_mutex_lock(&t->lock);
+    bool stopping = t->stopping;
+    pthread_mutex_unlock(&t->lock);
+    if (stopping)
+        return http_reply_busy(c, rq, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: shutting down");
+    enum MHD_Result ret = MHD_NO;
+    if (!http_guard_admit(t, c, rq, url, method, &ret))
+        return ret;
+    /* Refused before the body is read (and before 100 Continue). */
+    if (http_content_length_over(http_header(c, "Content-Length"),
+                                 (unsigned long long)t->cfg->max_message_bytes))
+        return reply_too_big(t, c, rq);
+    return MHD_YES;
+}
+
+/* Copies for a log line: bounded, control bytes and spaces as '?'. */
+static void copy_printable(char *dst, size_t cap, const char *src)
+{
+    size_t i = 0;
+    for (; src && src[i] && i + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)src[i];
+        dst[i] = ch < 0x21 || ch > 0x7e ? '?' : (char)ch;
+    }
+    dst[i] = '\0';
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
+{
+    struct transport_http *t = cls;
+    struct request *rq = *req_cls;
+    (void)version;
+    if (!rq) {
+        rq = xcalloc(1, sizeof(*rq));
+        rq->start = util_now_ms();
+        copy_printable(rq->method, sizeof(rq->method), method);
+        copy_printable(rq->path, sizeof(rq->path), url);
+        buf_init(&rq->body, (size_t)t->cfg->max_message_bytes);
+        *req_cls = rq;
+        pthread_mutex_lock(&t->lock);
+        t->active++;
+        pthread_mutex_unlock(&t->lock);
+        return first_call(t, c, rq, url, method);
+    }
+    if (*upload_data_size) {
+        rq->received += *upload_data_size;
+        if (!rq->too_big && buf_add(&rq->body, upload_data, *upload_data_size) < 0) {
+            rq->too_big = true;
+            buf_free(&rq->body);
+        }
+        *upload_data_size = 0;
+        /* Without a Content-Length the cap shows only while reading, and
+         * MHD can answer only once the body is in: past twice the cap,
+         * stop reading and drop the connection instead. */
+        if (rq->too_big && rq->received / 2 > (size_t)t->cfg->max_message_bytes)
+            return MHD_NO;
+        return MHD_YES;
+    }
+    return route(t, c, rq, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct transport_http *t = cls;
+    struct request *rq = *req_cls;
+    (void)c;
+    if (!rq)
+        return;
+    pthread_mutex_lock(&t->lock);
+    t->active--;
+    pthread_cond_broadcast(&t->janitor_cond); /* stop may be draining */
+    pthread_mutex_unlock(&t->lock);
+    log_debug("http: %s %s %u %.0f ms%s", rq->method, rq->path, rq->status,
+              util_now_ms() - rq->start,
+              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
+    buf_free(&rq->body);
+    free(rq);
+    *req_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) ATTR_PRINTF(2, 0);
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    const struct transport_http *t = cls;
+    char *msg = xvasprintf(fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    /* Once serving, MHD mostly reports clients that went away. */
+    if (atomic_load(&t->started))
+        log_debug("http: %s", msg);
+    else
+        log_error("http: %s", msg);
+    free(msg);
+}
+
+static int discard_send(struct mcp_channel *ch, const char *json, size_t len)
+{
+    (void)ch;
+    (void)json;
+    (void)len;
+    return 0;
+}
+
+/* ---- start and stop ----------------------------------------------------------- */
+
+static int resolve_bind(const char *host, unsigned port, struct sockaddr_storage *ss, bool *v6,
+                        struct err *err)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (!host || !*host || strcasecmp(host, "localhost") == 0)
+        host = "127.0.0.1";
+    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons((uint16_t)port);
+        *v6 = false;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons((uint16_t)port);
+        *v6 = true;
+        return 0;
+    }
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    if (rc != 0 || !res)
+        return err_set(err, ERR_INVALID, "--http: cannot resolve '%s': %s", host,
+                       rc ? gai_strerror(rc) : "no address");
+    if (res->ai_addrlen > sizeof(*ss) ||
+        (res->ai_family != AF_INET && res->ai_family != AF_INET6)) {
+        freeaddrinfo(res);
+        return err_set(err, ERR_INVALID, "--http: '%s' has no IPv4 or IPv6 address", host);
+    }
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *v6 = res->ai_family == AF_INET6;
+    freeaddrinfo(res);
+    if (*v6)
+        sin6->sin6_port = htons((uint16_t)port);
+    else
+        sin->sin_port = htons((uint16_t)port);
+    return 0;
+}
+
+/* How a Host header names the bind address; NULL for wildcard addresses,
+ * which a browser must not be able to use to reach us. */
+static char *self_host_name(const char *host)
+{
+    if (!host || !*host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0)
+        return NULL;
+    if (strchr(host, ':'))
+        return xasprintf("[%s]", host);
+    return xstrdup(host);
+}
+
+int transport_http_start(struct mcp_server *srv, struct engine *engine, const struct config *cfg,
+                         struct transport_http **out, struct err *err)
+{
+    struct sockaddr_storage ss;
+    bool v6 = false;
+    *out = NULL;
+    if (resolve_bind(cfg->http_host, cfg->http_port, &ss, &v6, err) < 0)
+        return -1;
+
+    struct transport_http *t = xcalloc(1, sizeof(*t));
+    t->srv = srv;
+    t->engine = engine;
+    t->cfg = cfg;
+    t->self_host = self_host_name(cfg->http_host);
+    mcp_channel_init(&t->discard, discard_send, NULL);
+    pthread_mutex_init(&t->lock, NULL);
+    util_cond_init_monotonic(&t->janitor_cond);
+
+    /* Thread per connection: SSE readers and JSON answers block on
+     * condition variables. ITC lets stop quiesce the listener. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
+    long long limit = cfg->max_sessions * 4 + 16;
+    t->daemon = MHD_start_daemon(flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, t,
+                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, t, MHD_OPTION_SOCK_ADDR,
+                                 (const struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+                                 (unsigned)(limit > 1000000 ? 1000000 : limit),
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, t, MHD_OPTION_END);
+    if (!t->daemon) {
+        err_set(err, ERR_IO, "cannot listen on %s%s%s:%u (see the message above)", v6 ? "[" : "",
+                cfg->http_host ? cfg->http_host : "127.0.0.1", v6 ? "]" : "", cfg->http_port);
+        goto fail;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(t->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    t->port = info ? info->port : cfg->http_port;
+    atomic_store(&t->started, true);
+
+    if (http_sessions_start(t, err) < 0) {
+        MHD_stop_daemon(t->daemon);
+        goto fail;
+    }
+    *out = t;
+    return 0;
+fail:
+    pthread_cond_destroy(&t->janitor_cond);
+    pthread_mutex_destroy(&t->lock);
+    free(t->self_host);
+    free(t);
+    return -1;
+}
+
+unsigned transport_http_port(const struct transport_http *t)
+{
+    return t->port;
+}
+
+void transport_http_stop(struct transport_http *t)
+{
+    if (!t)
+        return;
+    /* 1. Stop accepting; refuse new requests on open connections; end
+     * every live session (http_sessions_stop): runs are cancelled and
+     * waited for, readers and waiting handlers wake and finish. */
+    MHD_socket listen_fd = MHD_quiesce_daemon(t->daemon);
+    http_sessions_stop(t);
+
+    /* 2. Readers see stopping and end their streams; waiting handlers got
+     * their answers. Give those a moment to reach the clients. */
+    double deadline = util_now_ms() + STOP_DRAIN_MS;
+    pthread_mutex_lock(&t->lock);
+    while (t->active > 0 && util_now_ms() < deadline)
+        util_cond_wait_ms(&t->janitor_cond, &t->lock, 100);
+    int left = t->active;
+    pthread_mutex_unlock(&t->lock);
+    if (left)
+        log_debug("http: stopping with %d request(s) unfinished", left);
+
+    /* 3. MHD joins its connection threads; their responses' free callbacks
+     * drop the last handler and reader references (freeing the sessions). */
+    MHD_stop_daemon(t->daemon);
+    if (listen_fd != MHD_INVALID_SOCKET)
+        close(listen_fd); /* ours after quiesce, once MHD's threads are gone */
+
+    pthread_cond_destroy(&t->janitor_cond);
+    pthread_mutex_destroy(&t->lock);
+    free(t->self_host);
+    free(t);
+}

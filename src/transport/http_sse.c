@@ -1,0 +1,315 @@
+#include "transport/http_sse.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#define KEEPALIVE_MS   15000 /* SSE comment while idle, so a dead peer shows */
+#define HANGUP_POLL_MS 1000  /* a waiting reader checks for a client hang-up */
+#define SSE_RETRY_MS   2000  /* reconnection delay suggested to clients */
+#define SSE_BLOCK_SIZE (32u * 1024u)
+
+/* Resumption keeps the newest events of a stream and the newest finished
+ * streams of a session, within these bounds. */
+#define STREAM_MAX_EVENTS    512
+#define STREAM_MAX_BYTES     (4u << 20)
+#define SESSION_MAX_FINISHED 32
+#define SESSION_RETAIN_BYTES (16u << 20)
+
+struct reader {
+    struct transport_http *t;
+    struct session *sess; /* one reference */
+    struct stream *st;    /* st->readers counts us */
+    unsigned gen;
+    unsigned long next_seq;
+    int fd; /* the connection's socket, polled for hang-ups */
+    bool endpoint_pending;
+    double last_write;
+    struct buf out;
+    size_t off;
+};
+
+/* ---- streams (all under t->lock unless the stream is not yet shared) ---- */
+
+static void stream_drop_head(struct stream *st)
+{
+    struct event *ev = st->head;
+    st->head = ev->next;
+    if (!st->head)
+        st->tail = NULL;
+    st->n_events--;
+    st->bytes -= ev->len;
+    free(ev);
+}
+
+/* Appends "<prefix><json>\n\n" as the next event, dropping the oldest
+ * beyond the bounds (the newest always stays). */
+static void stream_push(struct stream *st, const char *prefix, const char *json, size_t len)
+{
+    size_t plen = strlen(prefix);
+    struct event *ev = xmalloc(sizeof(*ev) + plen + len + 3);
+    ev->next = NULL;
+    ev->seq = st->next_seq++;
+    memcpy(ev->text, prefix, plen);
+    memcpy(ev->text + plen, json, len);
+    memcpy(ev->text + plen + len, "\n\n", 3);
+    ev->len = plen + len + 2;
+    if (st->tail)
+        st->tail->next = ev;
+    else
+        st->head = ev;
+    st->tail = ev;
+    st->n_events++;
+    st->bytes += ev->len;
+    while ((st->n_events > STREAM_MAX_EVENTS || st->bytes > STREAM_MAX_BYTES) &&
+           st->head != st->tail)
+        stream_drop_head(st);
+}
+
+static void stream_push_message(struct stream *st, const char *json, size_t len)
+{
+    char prefix[64];
+    if (st->kind == STREAM_LEGACY)
+        snprintf(prefix, sizeof(prefix), "event: message\ndata: ");
+    else
+        snprintf(prefix, sizeof(prefix), "id: %lu-%lu\ndata: ", st->no, st->next_seq);
+    stream_push(st, prefix, json, len);
+}
+
+static int stream_send(struct mcp_channel *ch, const char *json, size_t len)
+{
+    struct stream *st = (struct stream *)ch;
+    struct transport_http *t = st->sess->t;
+    pthread_mutex_lock(&t->lock);
+    if (st->kind == STREAM_JSON) {
+        /* Notifications (progress, logs) come before the response; a JSON
+         * answer can carry only the response, which is the last message. */
+        free(st->last);
+        st->last = xmalloc(len + 1);
+        memcpy(st->last, json, len);
+        st->last[len] = '\0';
+        st->last_len = len;
+    } else {
+        stream_push_message(st, json, len);
+    }
+    pthread_cond_broadcast(&st->sess->cond);
+    pthread_mutex_unlock(&t->lock);
+    return 0;
+}
+
+/* Every reply for the messages dispatched on the stream has been sent. */
+static void stream_release(struct mcp_channel *ch)
+{
+    struct stream *st = (struct stream *)ch;
+    struct transport_http *t = st->sess->t;
+    pthread_mutex_lock(&t->lock);
+    st->complete = true;
+    pthread_cond_broadcast(&st->sess->cond);
+    pthread_mutex_unlock(&t->lock);
+}
+
+void http_stream_free(struct stream *st)
+{
+    while (st->head)
+        stream_drop_head(st);
+    free(st->last);
+    free(st);
+}
+
+/* Drops the oldest finished, unattached streams beyond the bounds. */
+static void session_prune_locked(struct session *s)
+{
+    size_t finished = 0;
+    size_t bytes = 0;
+    struct stream **pp = &s->streams;
+    while (*pp) {
+        struct stream *st = *pp;
+        if (st->complete && st->readers == 0 && st->kind != STREAM_LEGACY) {
+            finished++;
+            bytes += st->bytes;
+            if (finished > SESSION_MAX_FINISHED || bytes > SESSION_RETAIN_BYTES) {
+                *pp = st->next;
+                http_stream_free(st);
+                continue;
+            }
+        }
+        pp = &st->next;
+    }
+}
+
+struct stream *http_stream_new(struct session *s, enum stream_kind kind)
+{
+    struct stream *st = xcalloc(1, sizeof(*st));
+    st->sess = s;
+    st->kind = kind;
+    if (kind == STREAM_LEGACY)
+        mcp_channel_init(&st->ch, stream_send, NULL); /* lives as long as the session */
+    else
+        mcp_channel_init(&st->ch, stream_send, stream_release);
+    if (kind == STREAM_JSON)
+        return st;
+    st->no = ++s->next_stream_no;
+    if (kind != STREAM_LEGACY) {
+        /* Priming event: an id to resume from, and a retry hint. */
+        char prefix[96];
+        snprintf(prefix, sizeof(prefix), "id: %lu-0\nretry: %d\ndata: ", st->no, SSE_RETRY_MS);
+        stream_push(st, prefix, "", 0);
+    }
+    session_prune_locked(s);
+    st->next = s->streams;
+    s->streams = st;
+    return st;
+}
+
+/* ---- SSE readers ------------------------------------------------------------ */
+
+static int connection_fd(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? ci->connect_fd : -1;
+}
+
+/* True once the client closed its side: nothing more will read our events. */
+static bool peer_hung_up(int fd)
+{
+    if (fd < 0)
+        return false;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+struct reader *http_reader_attach_locked(struct session *s, struct stream *st, unsigned long seq,
+                                         struct MHD_Connection *c)
+{
+    struct reader *r = xcalloc(1, sizeof(*r));
+    r->t = s->t;
+    r->sess = s;
+    r->st = st;
+    s->refs++;
+    s->readers++;
+    st->readers++;
+    r->gen = ++st->gen;
+    r->next_seq = seq;
+    r->fd = connection_fd(c);
+    /* The 2024-11-05 transport tells the client where to POST first. */
+    r->endpoint_pending = st->kind == STREAM_LEGACY;
+    r->last_write = util_now_ms();
+    buf_init(&r->out, SIZE_MAX);
+    pthread_cond_broadcast(&s->cond); /* an earlier reader of st steps aside */
+    return r;
+}
+
+static const struct event *stream_find(const struct stream *st, unsigned long seq)
+{
+    for (const struct event *ev = st->head; ev; ev = ev->next)
+        if (ev->seq >= seq)
+            return ev;
+    return NULL;
+}
+
+/* Fills r->out with what comes next, waiting if need be (lock held).
+ * Returns 0 with output, 1 at the end of the stream, -1 to abort. */
+static int reader_next_locked(struct reader *r)
+{
+    struct transport_http *t = r->t;
+    struct stream *st = r->st;
+    for (;;) {
+        if (t->stopping || st->gen != r->gen)
+            return 1;
+        if (r->endpoint_pending) {
+            r->endpoint_pending = false;
+            if (buf_addf(&r->out, "event: endpoint\ndata: /messages?sessionId=%s\n\n",
+                         r->sess->id) < 0)
+                return -1;
+            return 0;
+        }
+        const struct event *ev = stream_find(st, r->next_seq);
+        if (ev) {
+            if (buf_add(&r->out, ev->text, ev->len) < 0)
+                return -1;
+            r->next_seq = ev->seq + 1;
+            /* Legacy streams are not resumable: sent events can go. */
+            while (st->kind == STREAM_LEGACY && st->head && st->head->seq < r->next_seq)
+                stream_drop_head(st);
+            return 0;
+        }
+        if (st->complete || (r->sess->ended && st->kind != STREAM_SSE))
+            return 1;
+        double idle = util_now_ms() - r->last_write;
+        if (idle >= KEEPALIVE_MS) {
+            if (buf_add(&r->out, ": keepalive\n\n", 13) < 0)
+                return -1;
+            return 0;
+        }
+        if (peer_hung_up(r->fd))
+            return -1;
+        long wait = (long)(KEEPALIVE_MS - idle) + 1;
+        util_cond_wait_ms(&r->sess->cond, &t->lock, wait < HANGUP_POLL_MS ? wait : HANGUP_POLL_MS);
+    }
+}
+
+/* MHD content reader: blocks (thread per connection) until there is
+ * something to send. A client going away cancels nothing. */
+static ssize_t reader_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+    struct reader *r = cls;
+    (void)pos;
+    ssize_t ret;
+    pthread_mutex_lock(&r->t->lock);
+    if (r->off >= r->out.len) {
+        buf_reset(&r->out);
+        r->off = 0;
+        int rc = reader_next_locked(r);
+        if (rc != 0) {
+            pthread_mutex_unlock(&r->t->lock);
+            return rc > 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+    size_t n = r->out.len - r->off;
+    if (n > max)
+        n = max;
+    memcpy(out, r->out.data + r->off, n);
+    r->off += n;
+    r->last_write = util_now_ms();
+    ret = (ssize_t)n;
+    pthread_mutex_unlock(&r->t->lock);
+    return ret;
+}
+
+/* MHD is done with the response (sent, failed or connection closed). */
+static void reader_free(void *cls)
+{
+    struct reader *r = cls;
+    struct session *s = r->sess;
+    pthread_mutex_lock(&r->t->lock);
+    r->st->readers--;
+    s->readers--;
+    s->last_active = util_now_ms();
+    session_prune_locked(s);
+    pthread_mutex_unlock(&r->t->lock);
+    /* A 2024-11-05 session lives exactly as long as its SSE connection. */
+    if (s->legacy)
+        http_session_end_put(s);
+    else
+        http_session_put(s);
+    buf_free(&r->out);
+    free(r);
+}
+
+enum MHD_Result http_queue_sse(struct MHD_Connection *c, struct request *rq, struct reader *r,
+                               const char *session_id)
+{
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, SSE_BLOCK_SIZE,
+                                                                  reader_read, r, reader_free);
+    if (!resp) {
+        reader_free(r);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    MHD_add_response_header(resp, "X-Accel-Buffering", "no"); /* proxies: do not buffer */
+    if (session_id)
+        MHD_add_response_header(resp, "Mcp-Session-Id", session_id);
+    return http_queue(c, rq, MHD_HTTP_OK, resp);
+}

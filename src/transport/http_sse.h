@@ -1,0 +1,67 @@
+/* Reply streams and SSE: the channels mcp answers on, SSE event ids
+ * ("<stream>-<seq>"), the bounded replay buffer that Last-Event-ID resumes
+ * from, and the SSE readers that send a stream's events on a connection.
+ *
+ * A reply stream embeds the struct mcp_channel mcp answers on; release
+ * marks it complete. SSE streams live in their session's list (for
+ * resumption) and go with the session, or earlier once complete with no
+ * reader. A JSON stream belongs to the handler, which waits for it to
+ * complete. All stream fields are under t->lock. */
+#ifndef MCPSBX_HTTP_SSE_H
+#define MCPSBX_HTTP_SSE_H
+
+#include "transport/http_sessions.h"
+
+enum stream_kind {
+    STREAM_JSON,       /* one answer collected for a JSON response */
+    STREAM_SSE,        /* a POST's SSE stream, resumable */
+    STREAM_STANDALONE, /* GET /mcp: server-initiated messages */
+    STREAM_LEGACY,     /* GET /sse: everything for a 2024-11-05 session */
+};
+
+struct event {
+    struct event *next;
+    unsigned long seq;
+    size_t len;
+    char text[]; /* the whole SSE event, ending in a blank line */
+};
+
+struct stream {
+    struct mcp_channel ch; /* first: the channel pointer is the stream */
+    struct session *sess;
+    enum stream_kind kind;
+    unsigned long no;
+    struct event *head, *tail; /* oldest first */
+    size_t n_events;
+    size_t bytes;
+    unsigned long next_seq;
+    char *last; /* STREAM_JSON: the last message sent */
+    size_t last_len;
+    bool complete;
+    int readers;         /* attached SSE readers */
+    unsigned gen;        /* bumped by each attach: an older reader steps aside */
+    struct stream *next; /* in the session's list, newest first */
+};
+
+/* An SSE response attached to a stream. */
+struct reader;
+
+/* A new stream of s with one channel reference; SSE kinds join the
+ * session's list and start with a priming event (lock held, or s not yet
+ * shared). */
+struct stream *http_stream_new(struct session *s, enum stream_kind kind);
+
+void http_stream_free(struct stream *st);
+
+/* Attaches a reader for connection c to st from event seq on (lock held);
+ * it holds a reference to s. A reader of the legacy stream first sends
+ * the endpoint event. */
+struct reader *http_reader_attach_locked(struct session *s, struct stream *st, unsigned long seq,
+                                         struct MHD_Connection *c);
+
+/* Answers with r's events as text/event-stream; MHD owns r from here.
+ * session_id: set on the answer to an initialize that made a session. */
+enum MHD_Result http_queue_sse(struct MHD_Connection *c, struct request *rq, struct reader *r,
+                               const char *session_id);
+
+#endif

@@ -1,0 +1,116 @@
+/* The engine's answer to an attach upgrade: response head parsing and the
+ * chunked decoding of a refusal's body (backend/docker/engine_http.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "backend/docker/engine_http.h"
+
+static int parse(const char *head, long *status, long long *cl, bool *chunked)
+{
+    struct err err = ERR_INIT;
+    int rc = engine_http_parse_head(head, strlen(head), status, cl, chunked, &err);
+    if (rc < 0) {
+        assert_int_equal(err.code, ERR_PROTOCOL);
+        assert_non_null(err.msg);
+        err_clear(&err);
+    }
+    return rc;
+}
+
+static void test_parse_head(void **state)
+{
+    (void)state;
+    long status = 0;
+    long long cl = 0;
+    bool chunked = true;
+    assert_int_equal(parse("HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n",
+                           &status, &cl, &chunked),
+                     0);
+    assert_int_equal(status, 101);
+    assert_int_equal(cl, -1);
+    assert_false(chunked);
+
+    assert_int_equal(parse("HTTP/1.0 404\r\ncontent-LENGTH:\t 46 \r\n\r\n", &status, &cl, &chunked),
+                     0);
+    assert_int_equal(status, 404);
+    assert_int_equal(cl, 46);
+
+    assert_int_equal(
+        parse("HTTP/1.1 500 Oops\r\nTransfer-Encoding: Chunked\r\n\r\n", &status, &cl, &chunked),
+        0);
+    assert_int_equal(status, 500);
+    assert_true(chunked);
+    assert_int_equal(parse("HTTP/1.1 500 Oops\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", &status,
+                           &cl, &chunked),
+                     0);
+    assert_false(chunked);
+    /* Headers after the blank line are body, not head. */
+    assert_int_equal(parse("HTTP/1.1 200 OK\r\n\r\nContent-Length: 5\r\n", &status, &cl, &chunked),
+                     0);
+    assert_int_equal(cl, -1);
+
+    static const char *const bad[] = {
+        "",
+        "HTTP/1.1 200 OK",          /* no CRLF at all */
+        "HTTP/2 200 OK\r\n\r\n",    /* not HTTP/1.x */
+        "HTTP/1.1 20 OK\r\n\r\n",   /* two digits */
+        "HTTP/1.1 2000 OK\r\n\r\n", /* four digits */
+        "HTTP/1.1  200\r\n\r\n",
+        "http/1.1 200 OK\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 12x\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (parse(bad[i], &status, &cl, &chunked) == 0)
+            fail_msg("head accepted: '%s'", bad[i]);
+}
+
+static size_t dechunk(char *out, size_t cap, const char *in)
+{
+    size_t n = strlen(in);
+    assert_true(n < cap);
+    memcpy(out, in, n + 1);
+    return engine_http_dechunk(out, n);
+}
+
+static void test_dechunk(void **state)
+{
+    (void)state;
+    char b[256];
+    size_t n = dechunk(b, sizeof(b), "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");
+    assert_int_equal(n, 11);
+    assert_memory_equal(b, "hello world", 11);
+    /* Extensions are skipped; sizes are hex in either case. */
+    n = dechunk(b, sizeof(b), "0A;name=v\r\n0123456789\r\nb\r\nabcdefghijk\r\n0\r\n\r\n");
+    assert_int_equal(n, 21);
+    assert_memory_equal(b, "0123456789abcdefghijk", 21);
+    /* A short last chunk gives what is there. */
+    n = dechunk(b, sizeof(b), "5\r\nhello\r\nff\r\npartial");
+    assert_int_equal(n, 12);
+    assert_memory_equal(b, "hellopartial", 12);
+    /* Irregularities stop decoding, keeping what came before. */
+    n = dechunk(b, sizeof(b), "3\r\nabc\r\nzz\r\nxyz\r\n");
+    assert_int_equal(n, 3);
+    assert_memory_equal(b, "abc", 3);
+    n = dechunk(b, sizeof(b), "3\r\nabc\r\n4");
+    assert_int_equal(n, 3);
+    assert_int_equal(dechunk(b, sizeof(b), "not chunked"), 0);
+    assert_int_equal(dechunk(b, sizeof(b), ""), 0);
+    assert_int_equal(engine_http_dechunk(NULL, 0), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_head),
+        cmocka_unit_test(test_dechunk),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,651 @@
+/* exec.c end to end against the fake Engine API (tests/fake_engine): one
+ * run per test, through create, attach, start, the runner protocol on the
+ * attach stream, wait and the removal, with the program's behaviour and
+ * the engine's faults scripted. Every run must leave no container behind.
+ * Nothing waits on a sleep: the fake's conditions are the handshakes, their
+ * timeouts only hang guards. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "backend/docker/engine.h"
+#include "fake_engine/fake_engine.h"
+#include "sandbox/exec.h"
+
+#define GUARD FAKE_HANG_GUARD_MS
+
+static const char PODMAN_VERSION[] =
+    "{\"Components\":[{\"Name\":\"Podman Engine\",\"Version\":\"4.3.1\"}],\"Version\":\"4.3.1\"}";
+
+struct rig {
+    struct fake_engine *fe;
+    struct config cfg;
+    struct engine *engine;
+    struct exec_ctx *exec;
+};
+
+/* The one place exec meets the fake engine (adapt it when exec takes a
+ * backend). probe asks the engine's kind first, as main() does at start;
+ * without it the engine's kind is unknown. */
+static void rig_open(struct rig *g, bool probe)
+{
+    struct err err = ERR_INIT;
+    g->engine = engine_new(fake_engine_socket(g->fe));
+    if (probe) {
+        char *name = NULL, *version = NULL;
+        if (engine_version(g->engine, &name, &version, &err) < 0)
+            fail_msg("engine_version: %s", err_msg(&err));
+        free(name);
+        free(version);
+    }
+    g->exec = exec_ctx_new(&g->cfg, g->engine, &err);
+    if (!g->exec)
+        fail_msg("exec_ctx_new: %s", err_msg(&err));
+}
+
+static void rig_close(struct rig *g)
+{
+    exec_ctx_free(g->exec);
+    engine_free(g->engine);
+    g->exec = NULL;
+    g->engine = NULL;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    return engine_http_global_init(&err);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    engine_http_global_cleanup();
+    return 0;
+}
+
+static int setup(void **state)
+{
+    struct rig *g = xcalloc(1, sizeof(*g));
+    g->fe = fake_engine_start();
+    if (!g->fe) {
+        free(g);
+        return -1;
+    }
+    config_init(&g->cfg);
+    *state = g;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct rig *g = *state;
+    if (g->exec)
+        rig_close(g);
+    fake_engine_stop(g->fe);
+    config_free(&g->cfg);
+    free(g);
+    return 0;
+}
+
+/* Live output as the callback saw it (called on the running thread). */
+struct live {
+    struct buf out, err;
+    int ticks;
+};
+
+static void on_output(void *ctx, int stream, const char *data, size_t len)
+{
+    struct live *l = ctx;
+    if (stream == EXEC_TICK) {
+        l->ticks++;
+        return;
+    }
+    size_t added = buf_add_upto(stream == EXEC_STDERR ? &l->err : &l->out, data, len);
+    (void)added;
+}
+
+static struct exec_request request(const char *code)
+{
+    return (struct exec_request){
+        .language = EXEC_PYTHON,
+        .code = code,
+        .code_len = strlen(code),
+        .timeout_ms = 30000,
+        .memory_mb = 128,
+    };
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+    if (!hay || !strstr(hay, needle))
+        fail_msg("\"%s\" does not contain \"%s\"", hay ? hay : "(null)", needle);
+}
+
+/* The run's container: the last one created. */
+static void last_container(struct rig *g, char id[FAKE_ID_MAX + 1])
+{
+    if (!fake_engine_last_id(g->fe, id, FAKE_ID_MAX + 1))
+        fail_msg("no container was created");
+}
+
+/* The run's container was removed: the daemon asked, and it is gone. */
+static void assert_removed(struct rig *g, const char *id)
+{
+    if (!fake_engine_wait_removed(g->fe, id, GUARD))
+        fail_msg("container %.12s was not removed (%d DELETE requests)", id,
+                 fake_engine_count(g->fe, FAKE_OP_DELETE, id));
+    assert_int_equal(fake_engine_live(g->fe), 0);
+}
+
+/* ---- a normal run -------------------------------------------------------- */
+
+static void test_ok(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {
+        .out = "hello\n", .out_len = 6, .err = "warn\n", .err_len = 5, .exit_code = 3};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g, false);
+
+    struct live live = {.ticks = 0};
+    buf_init(&live.out, 1 << 16);
+    buf_init(&live.err, 1 << 16);
+    struct exec_request req = request("print('hello')");
+    req.stdin_data = "some input";
+    req.stdin_len = 10;
+    req.on_output = on_output;
+    req.on_output_ctx = &live;
+    struct exec_result res;
+    exec_result_init(&res);
+    struct err err = ERR_INIT;
+    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
+    assert_int_equal(res.status, EXEC_OK);
+    assert_true(res.has_exit_code);
+    assert_int_equal(res.exit_code, 3);
+    assert_string_equal(buf_cstr(&res.out), "hello\n");
+    assert_string_equal(buf_cstr(&res.err), "warn\n");
+    assert_false(res.truncated);
+    assert_null(res.message);
+    assert_true(res.duration_ms >= 0);
+    /* Live output is the same bytes; the record is in neither. */
+    assert_string_equal(buf_cstr(&live.out), "hello\n");
+    assert_string_equal(buf_cstr(&live.err), "warn\n");
+
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, id, &info));
+    assert_true(info.code_received);
+    assert_string_equal(info.code, "print('hello')");
+    assert_string_equal(info.stdin_data, "some input");
+    assert_string_equal(info.image, g->cfg.python_image);
+    struct fake_request create;
+    assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
+    assert_contains(create.body, "\"" ENGINE_LABEL_MANAGED "\":\"1\"");
+    assert_contains(create.body, "\"NetworkMode\":\"none\"");
+    /* Attached before it started, so no output can be lost. */
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 1);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_START, id), 1);
+    /* The record ended the run: the engine was not asked for the exit. */
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_WAIT, id), 0);
+    assert_removed(g, id);
+
+    /* JavaScript runs in its own image. */
+    struct exec_request js = request("console.log(1)");
+    js.language = EXEC_JAVASCRIPT;
+    if (exec_run(g->exec, &js, NULL, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
+    assert_int_equal(res.status, EXEC_OK);
+    last_container(g, id);
+    assert_true(fake_engine_info(g->fe, id, &info));
+    assert_string_equal(info.image, g->cfg.js_image);
+    assert_removed(g, id);
+    exec_result_free(&res);
+    buf_free(&live.out);
+    buf_free(&live.err);
+}
+
+/* ---- time limit, cancel, output cap ---------------------------------------- */
+
+static void test_timeout(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "tick\n", .out_len = 5, .run_ms = FAKE_RUN_FOREVER};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g, false);
+    struct exec_request req = request("while True: pass");
+    req.timeout_ms = 200;
+    struct exec_result res;
+    exec_result_init(&res);
+    struct err err = ERR_INIT;
+    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), 0);
+    assert_int_equal(res.status, EXEC_TIMEOUT);
+    assert_false(res.has_exit_code);
+    assert_contains(res.message, "200 ms (timeout)");
+    assert_true(res.duration_ms >= 200);
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_removed(g, id);
+    /* It never ends by itself: the removal (DELETE with force) killed it. */
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, id, &info));
+    assert_true(info.killed);
+    struct fake_request del;
+    assert_true(fake_engine_last(g->fe, FAKE_OP_DELETE, &del));
+    assert_contains(del.target, "force=1");
+    exec_result_free(&res);
+}
+
+struct bg_run {
+    struct rig *g;
+    struct exec_request req;
+    struct exec_cancel *cancel;
+    struct exec_result res;
+    struct err err;
+    int rc;
+    pthread_t th;
+};
+
+/* Runs exec_run off the test's thread; only the test's thread asserts. */
+static void *bg_main(void *arg)
+{
+    struct bg_run *b = arg;
+    b->rc = exec_run(b->g->exec, &b->req, b->cancel, &b->res, &b->err);
+    return NULL;
+}
+
+static void test_cancel_mid_run(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "working\n", .out_len = 8, .run_ms = FAKE_RUN_FOREVER};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g, false);
+    struct bg_run b = {.g = g, .req = request("import time; time.sleep(60)"), .err = ERR_INIT};
+    b.cancel = exec_cancel_new();
+    exec_result_init(&b.res);
+    assert_int_equal(pthread_create(&b.th, NULL, bg_main, &b), 0);
+    char id[FAKE_ID_MAX + 1];
+    bool running = fake_engine_wait_running(g->fe, id, sizeof(id), GUARD);
+    exec_cancel(b.cancel); /* before any assert: the run must end either way */
+    pthread_join(b.th, NULL);
+    assert_true(running);
+    assert_int_equal(b.rc, 0);
+    assert_int_equal(b.res.status, EXEC_CANCELLED);
+    assert_contains(b.res.message, "cancelled");
+    assert_true(exec_cancelled(b.cancel));
+    assert_removed(g, id);
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, id, &info));
+    assert_true(info.killed);
+    exec_result_free(&b.res);
+    exec_cancel_free(b.cancel);
+}
+
+/* Cancelled before it started: the container it made goes too, unstarted. */
+static void test_cancel_before_run(void **state)
+{
+    struct rig *g = *state;
+    rig_open(g, false);
+    struct exec_cancel *c = exec_cancel_new();
+    exec_cancel(c);
+    struct exec_request req = request("print(1)");
+    struct exec_result res;
+    exec_result_init(&res);
+    struct err err = ERR_INIT;
+    assert_int_equal(exec_run(g->exec, &req, c, &res, &err), 0);
+    assert_int_equal(res.status, EXEC_CANCELLED);
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_START, NULL), 0);
+    assert_removed(g, id);
+    exec_result_free(&res);
+    exec_cancel_free(c);
+}
+
+/* The cap counts stdout and stderr together; the program is stopped. */
+static void test_output_limit(void **state)
+{
+    struct rig *g = *state;
+    char out[600], err_text[600];
+    memset(out, 'o', sizeof(out));
+    memset(err_text, 'e', sizeof(err_text));
+    struct fake_program p = {.out = out,
+                             .out_len = sizeof(out),
+                             .err = err_text,
+                             .err_len = sizeof(err_text),
+                             .run_ms = FAKE_RUN_FOREVER};
+    fake_engine_set_program(g->fe, &p);
+    g->cfg.max_output_bytes = 1000;
+    rig_open(g, false);
+    struct exec_request req = request("print('o' * 600)");
+    struct exec_result res;
+    exec_result_init(&res);
+    struct err err = ERR_INIT;
+    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), 0);
+    assert_int_equal(res.status, EXEC_OUTPUT_LIMIT);
+    assert_true(res.truncated);
+    assert_int_equal(res.out.len, 600);
+    assert_int_equal(res.err.len, 400);
+    assert_contains(res.message, "1000-byte limit");
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_removed(g, id);
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, id, &info));
+    assert_true(info.killed);
+    exec_result_free(&res);
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+
+/* Runs one request with the program given and returns the result's status
+ * (res filled; the container checked removed). */
+static enum exec_status run_program(struct rig *g, const struct fake_program *p, bool probe,
+                                    struct exec_result *res)
+{
+    fake_engine_set_program(g->fe, p);
+    if (!g->exec)
+        rig_open(g, probe);
+    struct exec_request req = request("x = 'a' * 10**10");
+    struct err err = ERR_INIT;
+    exec_run(g->exec, &req, NULL, res, &err);
+    err_clear(&err);
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_removed(g, id);
+    return res->status;
+}
+
+/* The runner saw MemoryError: its record says so. */
+static void test_oom_memory_error(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.exit_code = 1, .memory_error = true};
+    struct exec_result res;
+    exec_result_init(&res);
+    assert_int_equal(run_program(g, &p, false, &res), EXEC_OOM);
+    assert_true(res.has_exit_code);
+    assert_int_equal(res.exit_code, 1);
+    assert_contains(res.message, "ran out of memory (limit 128 MiB)");
+    exec_result_free(&res);
+}
+
+/* Killed by the kernel: no record, exit 137; Docker's OOMKilled is trusted. */
+static void test_oom_killed_docker(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program oom = {.end = FAKE_END_EXIT, .exit_code = 137, .oom_killed = true};
+    struct fake_program sigkill = {.end = FAKE_END_EXIT, .exit_code = 137};
+    struct exec_result res;
+    exec_result_init(&res);
+    assert_int_equal(run_program(g, &oom, true, &res), EXEC_OOM);
+    assert_int_equal(res.exit_code, 137);
+    assert_contains(res.message, "more than 128 MiB");
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_WAIT, id), 1);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_INSPECT, id), 1);
+    /* A SIGKILL Docker does not call an OOM kill is just a signal. */
+    assert_int_equal(run_program(g, &sigkill, true, &res), EXEC_OK);
+    assert_int_equal(res.exit_code, 137);
+    assert_contains(res.message, "killed by signal 9");
+    exec_result_free(&res);
+}
+
+/* Where OOMKilled cannot be trusted (Podman 4) or the engine's kind is not
+ * known yet, exit 137 under a memory limit counts as an OOM kill. */
+static void test_oom_heuristic(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.end = FAKE_END_EXIT, .exit_code = 137};
+    struct exec_result res;
+    exec_result_init(&res);
+    assert_int_equal(run_program(g, &p, false, &res), EXEC_OOM);
+    rig_close(g);
+    fake_engine_set_version(g->fe, PODMAN_VERSION);
+    assert_int_equal(run_program(g, &p, true, &res), EXEC_OOM);
+    assert_int_equal(res.exit_code, 137);
+    /* Other exits without a record stay what they are. */
+    struct fake_program crash = {.end = FAKE_END_EXIT, .exit_code = 139};
+    assert_int_equal(run_program(g, &crash, true, &res), EXEC_OK);
+    assert_int_equal(res.exit_code, 139);
+    assert_contains(res.message, "signal 11");
+    exec_result_free(&res);
+}
+
+/* ---- the engine failing at each step ------------------------------------------ */
+
+/* Runs print(1) against the fault already injected; returns exec_run's
+ * value, the result in res. */
+static int run_faulty(struct rig *g, struct exec_result *res, struct err *err)
+{
+    rig_open(g, false);
+    struct exec_request req = request("print(1)");
+    exec_result_init(res);
+    return exec_run(g->exec, &req, NULL, res, err);
+}
+
+static void test_create_fails(void **state)
+{
+    struct rig *g = *state;
+    fake_engine_fault(g->fe, FAKE_OP_CREATE, 500, NULL, 1);
+    struct exec_result res;
+    struct err err = ERR_INIT;
+    assert_int_equal(run_faulty(g, &res, &err), -1);
+    assert_int_equal(err.code, ERR_ENGINE);
+    assert_int_equal(res.status, EXEC_ERROR);
+    assert_contains(res.message, "refused to create a container (HTTP 500)");
+    assert_contains(res.message, "injected create failure");
+    assert_contains(res.message, fake_engine_socket(g->fe));
+    err_clear(&err);
+    /* Nothing was made, so nothing is to remove. */
+    assert_int_equal(fake_engine_live(g->fe), 0);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, NULL), 0);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_DELETE, NULL), 0);
+
+    /* A missing image is named, with how to build it. */
+    fake_engine_fault(g->fe, FAKE_OP_CREATE, 404, "{\"message\":\"No such image\"}", 1);
+    struct exec_request req = request("print(1)");
+    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
+    assert_int_equal(err.code, ERR_NOT_FOUND);
+    assert_contains(res.message, g->cfg.python_image);
+    assert_contains(res.message, "make images");
+    err_clear(&err);
+    assert_int_equal(fake_engine_live(g->fe), 0);
+    exec_result_free(&res);
+}
+
+static void test_attach_fails(void **state)
+{
+    struct rig *g = *state;
+    fake_engine_fault(g->fe, FAKE_OP_ATTACH, 500, NULL, 1);
+    struct exec_result res;
+    struct err err = ERR_INIT;
+    assert_int_equal(run_faulty(g, &res, &err), -1);
+    assert_int_equal(res.status, EXEC_ERROR);
+    assert_contains(res.message, "attach");
+    assert_contains(res.message, "HTTP 500");
+    assert_contains(res.message, "injected attach failure");
+    err_clear(&err);
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_START, NULL), 0);
+    assert_removed(g, id);
+    exec_result_free(&res);
+}
+
+static void test_start_fails(void **state)
+{
+    struct rig *g = *state;
+    fake_engine_fault(g->fe, FAKE_OP_START, 500, NULL, 1);
+    struct exec_result res;
+    struct err err = ERR_INIT;
+    assert_int_equal(run_faulty(g, &res, &err), -1);
+    assert_int_equal(res.status, EXEC_ERROR);
+    assert_contains(res.message, "refused to start container");
+    assert_contains(res.message, "injected start failure");
+    err_clear(&err);
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_removed(g, id);
+    exec_result_free(&res);
+}
+
+/* The stream ended without a record and the engine cannot say how the
+ * program exited: an error result, not a guessed status. */
+static void test_wait_fails(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "bye\n", .out_len = 4, .end = FAKE_END_EXIT, .exit_code = 1};
+    fake_engine_set_program(g->fe, &p);
+    fake_engine_fault(g->fe, FAKE_OP_WAIT, 500, NULL, 1);
+    struct exec_result res;
+    struct err err = ERR_INIT;
+    /* exec_run returns 0 here: the failure is in the result only. */
+    assert_int_equal(run_faulty(g, &res, &err), 0);
+    assert_int_equal(res.status, EXEC_ERROR);
+    assert_false(res.has_exit_code);
+    assert_contains(res.message, "exit status is unknown");
+    assert_contains(res.message, "injected wait failure");
+    assert_string_equal(buf_cstr(&res.out), "bye\n");
+    err_clear(&err);
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_removed(g, id);
+    exec_result_free(&res);
+}
+
+/* A removal the engine refuses does not touch the result; the reaper
+ * retries it after engine_remove's own tries (1 + 5) have all failed. */
+static void test_remove_fails_then_retried(void **state)
+{
+    struct rig *g = *state;
+    fake_engine_fault(g->fe, FAKE_OP_DELETE, 500, NULL, 6);
+    struct exec_result res;
+    struct err err = ERR_INIT;
+    assert_int_equal(run_faulty(g, &res, &err), 0);
+    assert_int_equal(res.status, EXEC_OK);
+    assert_int_equal(res.exit_code, 0);
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_removed(g, id);
+    /* At least: a sweep that listed it before it went may ask once more. */
+    assert_true(fake_engine_count(g->fe, FAKE_OP_DELETE, id) >= 7);
+    exec_result_free(&res);
+}
+
+/* A stalled engine cannot hold a run past its start deadline; the
+ * container it made is removed even while the stalled start is pending. */
+static void test_stalled_start(void **state)
+{
+    struct rig *g = *state;
+    fake_engine_fault(g->fe, FAKE_OP_START, FAKE_STALL, NULL, 1);
+    rig_open(g, false);
+    struct exec_request req = request("print(1)");
+    req.start_by_ms = util_now_ms() + 1000;
+    struct exec_result res;
+    exec_result_init(&res);
+    struct err err = ERR_INIT;
+    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
+    assert_int_equal(err.code, ERR_TIMEOUT);
+    assert_int_equal(res.status, EXEC_ERROR);
+    assert_contains(res.message, "did not answer");
+    assert_contains(res.message, "/start");
+    err_clear(&err);
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_removed(g, id);
+    assert_true(fake_engine_wait_held(g->fe, 1, GUARD));
+    fake_engine_release(g->fe);
+    exec_result_free(&res);
+}
+
+/* ---- the attach stream failing ---------------------------------------------- */
+
+static void test_stream_cut_mid_frame(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "partial\n", .out_len = 8, .end = FAKE_END_CUT};
+    fake_engine_set_program(g->fe, &p);
+    struct exec_result res;
+    struct err err = ERR_INIT;
+    assert_int_equal(run_faulty(g, &res, &err), 0);
+    /* The end of the stream inside a frame is taken as the program's end:
+     * the exit status comes from the engine, the partial frame's bytes are
+     * output. */
+    assert_int_equal(res.status, EXEC_OK);
+    assert_true(res.has_exit_code);
+    assert_int_equal(res.exit_code, 0);
+    assert_string_equal(buf_cstr(&res.out), "partial\ncut short!");
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_WAIT, id), 1);
+    assert_removed(g, id);
+    exec_result_free(&res);
+}
+
+static void test_oversized_record(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "x\n", .out_len = 2, .end = FAKE_END_BIG_RECORD};
+    fake_engine_set_program(g->fe, &p);
+    struct exec_result res;
+    struct err err = ERR_INIT;
+    assert_int_equal(run_faulty(g, &res, &err), -1);
+    assert_int_equal(res.status, EXEC_ERROR);
+    assert_contains(res.message, "completion record over 4096 bytes");
+    err_clear(&err);
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_removed(g, id);
+    exec_result_free(&res);
+}
+
+static void test_runner_error(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.exit_code = 76, .runner_error = "request is not JSON"};
+    fake_engine_set_program(g->fe, &p);
+    struct exec_result res;
+    struct err err = ERR_INIT;
+    assert_int_equal(run_faulty(g, &res, &err), 0);
+    assert_int_equal(res.status, EXEC_ERROR);
+    assert_int_equal(res.exit_code, 76);
+    assert_contains(res.message, "the sandbox runner failed: request is not JSON");
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_removed(g, id);
+    exec_result_free(&res);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_ok),
+        T(test_timeout),
+        T(test_cancel_mid_run),
+        T(test_cancel_before_run),
+        T(test_output_limit),
+        T(test_oom_memory_error),
+        T(test_oom_killed_docker),
+        T(test_oom_heuristic),
+        T(test_create_fails),
+        T(test_attach_fails),
+        T(test_start_fails),
+        T(test_wait_fails),
+        T(test_remove_fails_then_retried),
+        T(test_stalled_start),
+        T(test_stream_cut_mid_frame),
+        T(test_oversized_record),
+        T(test_runner_error),
+    };
+#undef T
+    return cmocka_run_group_tests_name("exec", tests, group_setup, group_teardown);
+}
