@@ -47,8 +47,9 @@ static void sink_free(struct sink *k)
         free(k->bytes[i]);
 }
 
-static int on_payload(void *ctx, int stream, const char *p, size_t n)
+static int on_payload(void *ctx, int stream, const char *p, size_t n, struct err *err)
 {
+    (void)err;
     struct sink *k = ctx;
     CHECK(stream >= 0 && stream <= 3);
     CHECK(n > 0);

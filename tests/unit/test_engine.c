@@ -545,7 +545,7 @@ static void test_wait_and_inspect(void **state)
     (void)state;
     struct engine *e = engine_new(F->path);
     struct err err = ERR_INIT;
-    struct engine_state st = {.running = true};
+    struct backend_state st = {.running = true};
 
     check_ok(engine_wait(e, GOOD_ID, 5000, &st, &err));
     assert_false(st.running);
@@ -566,7 +566,7 @@ static void test_wait_timeout(void **state)
     (void)state;
     struct engine *e = engine_new(F->path);
     struct err err = ERR_INIT;
-    struct engine_state st;
+    struct backend_state st;
     double t0 = util_now_ms();
     assert_int_equal(engine_wait(e, STALL_ID, 150, &st, &err), -1);
     double dt = util_now_ms() - t0;
@@ -616,7 +616,7 @@ static void test_list_managed(void **state)
     (void)state;
     struct engine *e = engine_new(F->path);
     struct err err = ERR_INIT;
-    struct engine_container_info *list = NULL;
+    struct backend_container *list = NULL;
     size_t n = 0;
     check_ok(engine_list_managed(e, 0, &list, &n, &err));
     assert_int_equal(n, 2);
@@ -625,7 +625,7 @@ static void test_list_managed(void **state)
     assert_string_equal(list[0].instance, "inst-1");
     assert_string_equal(list[1].id, "bbbbbbbbbbbb");
     assert_null(list[1].instance);
-    engine_container_list_free(list, n);
+    backend_container_list_free(list, n);
     struct record r = last();
     assert_string_equal(r.target, "/v1.41/containers/json?all=1&filters="
                                   "%7B%22label%22%3A%5B%22io.mcp-sandboxd.managed%22%5D%7D");
@@ -647,7 +647,7 @@ static void test_bad_ids_never_reach_engine(void **state)
     };
     struct engine *e = engine_new(F->path);
     struct err err = ERR_INIT;
-    struct engine_state st;
+    struct backend_state st;
     struct engine_http_conn *c = NULL;
     int before = nreq();
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -711,8 +711,9 @@ struct demux {
     struct buf out[4];
 };
 
-static int on_frame(void *ctx, int stream, const char *data, size_t len)
+static int on_frame(void *ctx, int stream, const char *data, size_t len, struct err *err)
 {
+    (void)err;
     struct demux *d = ctx;
     assert_int_equal(buf_add(&d->out[stream], data, len), 0);
     return 0;

@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "backend/docker/docker.h"
+#include "backend/docker/engine_http.h"
 #include "sandbox/reaper.h"
 
 #define MAX_DELETES 64
@@ -267,7 +269,7 @@ static void test_sweep_decisions(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct engine *e = engine_new(F.path);
+    struct backend *e = docker_backend_new(F.path);
     struct reaper *r = reaper_new(e, "me", 600, 0, &err);
     assert_non_null(r);
     const char *self = reaper_owner(r);
@@ -323,14 +325,14 @@ static void test_sweep_decisions(void **state)
     assert_false(was_deleted("aaaaaaaaaa08"));
     assert_false(was_deleted("aaaaaaaaaa09"));
     reaper_free(r);
-    engine_free(e);
+    backend_free(e);
 }
 
 static void test_removal_retried(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct engine *e = engine_new(F.path);
+    struct backend *e = docker_backend_new(F.path);
     struct reaper *r = reaper_new(e, "me", 600, 0, &err);
     set_list("[]");
     pthread_mutex_lock(&F.mu);
@@ -345,7 +347,7 @@ static void test_removal_retried(void **state)
     pthread_mutex_unlock(&F.mu);
     assert_int_equal(calls, 3);
     reaper_free(r);
-    engine_free(e);
+    backend_free(e);
 }
 
 /* The removal of a run interrupted by an engine outage happens once the
@@ -354,7 +356,7 @@ static void test_removal_survives_engine_outage(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct engine *e = engine_new(F.path);
+    struct backend *e = docker_backend_new(F.path);
     struct reaper *r = reaper_new(e, "me", 600, 0, &err);
     set_list("[]");
     engine_down();
@@ -365,7 +367,7 @@ static void test_removal_survives_engine_outage(void **state)
     wait_drained(r);
     assert_true(was_deleted("cccccccccc01"));
     reaper_free(r);
-    engine_free(e);
+    backend_free(e);
 }
 
 /* A container of ours that no run holds was created after its run gave up
@@ -376,7 +378,7 @@ static void test_abandoned_create(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct engine *e = engine_new(F.path);
+    struct backend *e = docker_backend_new(F.path);
     struct reaper *r = reaper_new(e, "me", 600, 0, &err);
     long long now = (long long)time(NULL);
     char list[1024];
@@ -401,7 +403,7 @@ static void test_abandoned_create(void **state)
     wait_drained(r);
     assert_true(was_deleted("eeeeeeeeee01"));
     reaper_free(r);
-    engine_free(e);
+    backend_free(e);
 }
 
 /* With sweeps on, a crashed daemon's orphan goes without any call. */
@@ -409,7 +411,7 @@ static void test_periodic_sweep(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct engine *e = engine_new(F.path);
+    struct backend *e = docker_backend_new(F.path);
     long long now = (long long)time(NULL);
     char list[512];
     snprintf(list, sizeof(list),
@@ -422,7 +424,7 @@ static void test_periodic_sweep(void **state)
         usleep(10000);
     assert_true(was_deleted("dddddddddd01"));
     reaper_free(r);
-    engine_free(e);
+    backend_free(e);
 }
 
 int main(void)
