@@ -297,9 +297,8 @@ int engine_attach(struct engine *e, const char *id, double deadline_ms,
         return -1;
     cleanup_free char *path =
         xasprintf(API "/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1", id);
-    if (engine_http_upgrade(e->socket, path, timeout_ms, out, err) < 0)
-        return err_wrap(err, "attach to container %.12s", id);
-    return 0;
+    /* Its error already names the attach request and the container. */
+    return engine_http_upgrade(e->socket, path, timeout_ms, out, err);
 }
 
 /* POSTs path with no body and accepts the listed statuses. */
