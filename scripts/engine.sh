@@ -2,11 +2,11 @@
 # Find, identify, start and stop the container engine mcp-sandboxd talks to.
 #
 #   scripts/engine.sh discover [--engine unix:///path]
-#       Print the engine socket path the daemon would use: --engine, else
-#       $MCPSANDBOXD_ENGINE, else $DOCKER_HOST (unix:// only), else
-#       $CONTAINER_HOST (unix:// only), else /var/run/docker.sock if it
-#       exists, else /run/podman/podman.sock if it exists, else
-#       /var/run/docker.sock.
+#       Print the engine socket path the daemon would use, as the daemon
+#       itself says (mcp-sandboxd --print-engine): --engine, else
+#       $MCPSANDBOXD_ENGINE, else $DOCKER_HOST, else $CONTAINER_HOST, else
+#       /var/run/docker.sock if it exists, else /run/podman/podman.sock if
+#       it exists, else /var/run/docker.sock.
 #   scripts/engine.sh kind SOCKET       print "docker" or "podman" (GET /version)
 #   scripts/engine.sh ping SOCKET       exit 0 when SOCKET answers GET /_ping
 #   scripts/engine.sh start docker      start dockerd on /var/run/docker.sock
@@ -34,6 +34,8 @@
 # needs doing.
 set -euo pipefail
 
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+readonly ROOT
 readonly DOCKER_SOCK=/var/run/docker.sock
 readonly PODMAN_SOCK=/run/podman/podman.sock
 readonly STATE_DIR=/run/mcp-sandboxd
@@ -63,49 +65,15 @@ strip_unix() {
 	esac
 }
 
-# engine_arg ARGS...: the value of --engine X / --engine=X, if any.
-engine_arg() {
-	while (($#)); do
-		case $1 in
-		--engine)
-			(($# >= 2)) || die "--engine needs a value (unix:///path)"
-			printf '%s\n' "$2"
-			return 0
-			;;
-		--engine=*)
-			printf '%s\n' "${1#--engine=}"
-			return 0
-			;;
-		*) die "unknown argument: $1" ;;
-		esac
-	done
-}
-
+# The daemon's own rules, so the scripts and the daemon always agree (the
+# daemon is built first when missing).
 cmd_discover() {
-	local spec path var
-	spec=$(engine_arg "$@")
-	[[ -n $spec ]] || spec=${MCPSANDBOXD_ENGINE:-}
-	if [[ -n $spec ]]; then
-		path=$(strip_unix "$spec") || die "engine must be unix:///path, got: $spec"
-		printf '%s\n' "$path"
-		return 0
+	local bin=${MCPSANDBOXD_BIN:-$ROOT/build/mcp-sandboxd}
+	if [[ ! -x $bin ]]; then
+		log "building $bin to ask it which engine it would use"
+		make -C "$ROOT" -s all >&2 || die "could not build the daemon (scripts/deps.sh installs what it needs)"
 	fi
-	for var in DOCKER_HOST CONTAINER_HOST; do
-		spec=${!var:-}
-		[[ -n $spec ]] || continue
-		if [[ $spec == unix://* ]]; then
-			printf '%s\n' "${spec#unix://}"
-			return 0
-		fi
-		log "ignoring $var=$spec (only unix:// sockets are supported)"
-	done
-	if [[ -S $DOCKER_SOCK ]]; then
-		printf '%s\n' "$DOCKER_SOCK"
-	elif [[ -S $PODMAN_SOCK ]]; then
-		printf '%s\n' "$PODMAN_SOCK"
-	else
-		printf '%s\n' "$DOCKER_SOCK"
-	fi
+	"$bin" --print-engine "$@" || die "the daemon refused its engine settings (see above)"
 }
 
 # api SOCKET PATH: GET PATH over the socket, body on stdout.

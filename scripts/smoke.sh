@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Check that the engine runs the sandbox images the way mcp-sandboxd does:
-# through the Engine API (curl on the unix socket), with the daemon's hardened
-# HostConfig (read-only root, tmpfs /tmp, Init, no capabilities,
-# no-new-privileges, no network, memory/pids limits, explicit ulimits,
-# LogConfig none), as user 10001:10001 in /tmp.
+# through the Engine API (curl on the unix socket), with the daemon's own
+# create request (`mcp-sandboxd --dry-run-create`: read-only root, tmpfs
+# /tmp, Init, no capabilities, no-new-privileges, no network, memory/pids
+# limits, explicit ulimits), as its unprivileged user in /tmp. Needs
+# build/mcp-sandboxd (make) and python3.
 #
 #   scripts/smoke.sh [--engine unix:///path] [python] [node]
 #
@@ -16,6 +17,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly ENGINE_SH=$ROOT/scripts/engine.sh
+readonly BIN=${MCPSANDBOXD_BIN:-$ROOT/build/mcp-sandboxd}
 readonly API=v1.41
 
 log() { printf 'smoke.sh: %s\n' "$*" >&2; }
@@ -82,31 +84,23 @@ if (b.length) console.log('failed checks:', b.join(' '));
 process.exit(b.length);"
 
 # json_str TEXT: TEXT as a JSON string (newlines and tabs escaped).
-json_str() {
-	local s=$1
-	[[ $s != *[\"\\]* ]] || die "program text must not contain double quotes or backslashes"
-	s=${s//$'\n'/\\n}
-	s=${s//$'\t'/\\t}
-	printf '"%s"' "$s"
-}
-
-# create_body IMAGE LOGTYPE ARGV...
+# create_body LANG LOGTYPE ARGV...: the daemon's own create request for LANG
+# (mcp-sandboxd --dry-run-create), with ARGV as the command, stdin off and
+# LOGTYPE as the log driver, so the checks run under exactly its policy.
 create_body() {
-	local image=$1 logtype=$2 cmd="" a
+	local lang=$1 logtype=$2
 	shift 2
-	for a in "$@"; do
-		cmd+=${cmd:+,}$(json_str "$a")
-	done
-	cat <<EOF
-{"Image":"$image","User":"10001:10001","WorkingDir":"/tmp","Cmd":[$cmd],
- "AttachStdout":true,"AttachStderr":true,"Tty":false,
- "HostConfig":{"ReadonlyRootfs":true,"Tmpfs":{"/tmp":"rw,nosuid,nodev,size=64m"},
-  "Init":true,"CapDrop":["ALL"],"SecurityOpt":["no-new-privileges:true"],
-  "NetworkMode":"none","Memory":268435456,"MemorySwap":268435456,"PidsLimit":256,
-  "Ulimits":[{"Name":"nofile","Soft":1024,"Hard":1024},{"Name":"nproc","Soft":4096,"Hard":4096},
-   {"Name":"core","Soft":0,"Hard":0},{"Name":"fsize","Soft":67108864,"Hard":67108864}],
-  "LogConfig":{"Type":"$logtype"}}}
-EOF
+	# The memory check below expects 256 MiB.
+	"$BIN" --dry-run-create "$lang" --memory-mb 256 "${engine_args[@]}" |
+		python3 -c '
+import json, sys
+body = json.load(sys.stdin)
+body["Cmd"] = sys.argv[2:]
+for k in ("AttachStdin", "OpenStdin", "StdinOnce"):
+    body[k] = False
+body["HostConfig"]["LogConfig"] = {"Type": sys.argv[1]}
+json.dump(body, sys.stdout)
+' "$logtype" "$@"
 }
 
 # api METHOD PATH [BODY]: prints the response body then the HTTP status on
@@ -117,12 +111,12 @@ api() {
 	curl "${args[@]}" "http://d/$API$2"
 }
 
-# run_once IMAGE LOGTYPE ARGV...: create, start, wait, (logs), remove.
+# run_once LANG IMAGE LOGTYPE ARGV...: create, start, wait, (logs), remove.
 # Prints the exit status, then the logs when LOGTYPE is not "none".
 run_once() {
-	local image=$1 logtype=$2 resp code id status
-	shift 2
-	resp=$(api POST /containers/create "$(create_body "$image" "$logtype" "$@")")
+	local lang=$1 image=$2 logtype=$3 resp code id status
+	shift 3
+	resp=$(api POST /containers/create "$(create_body "$lang" "$logtype" "$@")")
 	code=${resp##*$'\n'}
 	[[ $code == 201 ]] || die "$kind rejected POST /containers/create for $image (HTTP $code): ${resp%$'\n'*}"
 	[[ $resp != *'"Warnings":['[^]]* ]] || log "create warnings: ${resp%$'\n'*}"
@@ -149,16 +143,18 @@ failed=0
 for lang in "${langs[@]}"; do
 	case $lang in
 	python)
+		dlang=python
 		image=${MCPSANDBOXD_PYTHON_IMAGE:-mcp-sandboxd-python:latest}
 		argv=(python3 -u -c "$py_check")
 		;;
 	node)
+		dlang=javascript
 		image=${MCPSANDBOXD_JS_IMAGE:-mcp-sandboxd-node:latest}
 		argv=(node -e "$js_check")
 		;;
 	esac
 	t0=$(date +%s%N)
-	status=$(run_once "$image" none "${argv[@]}")
+	status=$(run_once "$dlang" "$image" none "${argv[@]}")
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	if [[ $status == 0 ]]; then
 		printf '%s: ok (%s unix://%s, create+start+wait+remove %d ms)\n' "$image" "$kind" "$sock" "$ms"
@@ -167,7 +163,7 @@ for lang in "${langs[@]}"; do
 		log "rerunning $image with logs on:"
 		logtype=json-file
 		[[ $kind == podman ]] && logtype=k8s-file
-		run_once "$image" "$logtype" "${argv[@]}" | sed 's/^/  /' >&2
+		run_once "$dlang" "$image" "$logtype" "${argv[@]}" | sed 's/^/  /' >&2
 		failed=1
 	fi
 done

@@ -42,7 +42,8 @@
 #include <string.h>
 
 #include "base/config.h"
-#include "backend/docker/engine.h"
+#include "backend/docker/docker.h"
+#include "backend/docker/engine_http.h"
 #include "sandbox/exec.h"
 #include "base/log.h"
 #include "mcp/mcp.h"
@@ -70,11 +71,10 @@ static void wait_for_stop(void)
     }
 }
 
-static int serve_http(struct mcp_server *srv, struct engine *engine, const struct config *cfg,
-                      struct err *err)
+static int serve_http(struct mcp_server *srv, const struct config *cfg, struct err *err)
 {
     struct transport_http *http = NULL;
-    if (transport_http_start(srv, engine, cfg, &http, err) < 0)
+    if (transport_http_start(srv, cfg, &http, err) < 0)
         return -1;
     bool v6 = strchr(cfg->http_host, ':') != NULL;
     log_info("serving MCP over HTTP at http://%s%s%s:%u/mcp (legacy SSE at /sse, health at "
@@ -102,12 +102,12 @@ static int setup_signals(void)
     return 0;
 }
 
-static void check_engine(struct engine *engine, const struct config *cfg)
+static void check_engine(struct backend *backend, const struct config *cfg)
 {
     struct err err = ERR_INIT;
     char *name = NULL;
     char *version = NULL;
-    if (engine_version(engine, &name, &version, &err) < 0) {
+    if (backend_version(backend, &name, &version, &err) < 0) {
         log_warn("no container engine answers at unix://%s (from %s): %s; tool calls will fail "
                  "until one does",
                  cfg->engine_socket, cfg->engine_source, err_msg(&err));
@@ -117,6 +117,24 @@ static void check_engine(struct engine *engine, const struct config *cfg)
     log_info("engine: %s %s at unix://%s", name, version, cfg->engine_socket);
     free(name);
     free(version);
+}
+
+/* --print-engine and --dry-run-create: what the scripts ask, so they never
+ * carry their own copy of the discovery rules or the create request. */
+static int print_and_exit(const struct config *cfg)
+{
+    if (cfg->print_engine) {
+        printf("%s\n", cfg->engine_socket);
+        return 0;
+    }
+    enum exec_language lang =
+        strcmp(cfg->dry_run_create, "python") == 0 ? EXEC_PYTHON : EXEC_JAVASCRIPT;
+    struct backend *backend = docker_backend_new(cfg->engine_socket);
+    char *text = exec_render_create(cfg, backend, lang);
+    printf("%s\n", text);
+    free(text);
+    backend_free(backend);
+    return 0;
 }
 
 int main(int argc, char **argv, char **envp)
@@ -142,8 +160,13 @@ int main(int argc, char **argv, char **envp)
         return 0;
     }
     log_set_threshold((enum log_level)log_level_from_name(cfg.log_level));
+    if (cfg.print_engine || *cfg.dry_run_create) {
+        status = print_and_exit(&cfg);
+        config_free(&cfg);
+        return status;
+    }
 
-    struct engine *engine = NULL;
+    struct backend *backend = NULL;
     struct exec_ctx *exec = NULL;
     struct mcp_server *srv = NULL;
 
@@ -155,9 +178,9 @@ int main(int argc, char **argv, char **envp)
         log_error("%s", err_msg(&err));
         goto out;
     }
-    engine = engine_new(cfg.engine_socket);
-    check_engine(engine, &cfg);
-    exec = exec_ctx_new(&cfg, engine, &err);
+    backend = docker_backend_new(cfg.engine_socket);
+    check_engine(backend, &cfg);
+    exec = exec_ctx_new(&cfg, backend, envp, &err);
     if (!exec) {
         log_error("%s", err_msg(&err));
         goto out;
@@ -171,7 +194,7 @@ int main(int argc, char **argv, char **envp)
     }
     log_info("python image %s, javascript image %s", cfg.python_image, cfg.js_image);
     if (*cfg.http_listen) {
-        if (serve_http(srv, engine, &cfg, &err) < 0) {
+        if (serve_http(srv, &cfg, &err) < 0) {
             log_error("%s", err_msg(&err));
             goto out;
         }
@@ -186,7 +209,7 @@ int main(int argc, char **argv, char **envp)
 out:
     mcp_server_free(srv);
     exec_ctx_free(exec);
-    engine_free(engine);
+    backend_free(backend);
     engine_http_global_cleanup();
     err_clear(&err);
     config_free(&cfg);

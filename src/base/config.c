@@ -47,6 +47,10 @@ static const struct opt_def options[] = {
      "read options from FILE (lines 'name = value'; see config/mcp-sandboxd.conf)", NULL},
     {"cpus", OPT_DOUBLE, F(cpus), 0, 64, "N", "CPUs per sandbox, fractional allowed (default 1)",
      NULL},
+    {"dry-run-create", OPT_STR, F(dry_run_create), 0, 0, "LANGUAGE",
+     "print the container create request a python or javascript run would send, and exit "
+     "(pass-through variables are left out: their values are secrets)",
+     NULL},
     {"engine", OPT_STR, F(engine_socket), 0, 0, "unix:///PATH",
      "container engine socket (default: DOCKER_HOST, CONTAINER_HOST, /var/run/docker.sock, "
      "/run/podman/podman.sock)",
@@ -85,6 +89,8 @@ static const struct opt_def options[] = {
     {"pass-through-env", OPT_LIST, F(pass_through_env), 0, 0, "NAME[,NAME...]",
      "set these variables from the daemon's environment inside every sandbox; repeatable",
      valid_env_name},
+    {"print-engine", OPT_FLAG, F(print_engine), 0, 0, NULL,
+     "print the engine socket path the daemon would use, and exit", NULL},
     {"pids-limit", OPT_INT, F(pids_limit), 8, 1 << 20, "N",
      "processes and threads per sandbox (default 256)", NULL},
     {"python-image", OPT_STR, F(python_image), 0, 0, "IMAGE",
@@ -133,6 +139,7 @@ void config_init(struct config *cfg)
     cfg->queue_timeout_ms = 60000;
     cfg->cpus = 1.0;
     cfg->runtime = xstrdup("");
+    cfg->dry_run_create = xstrdup("");
     cfg->sandbox_user = xstrdup("10001:10001");
     cfg->log_level = xstrdup("info");
 }
@@ -163,6 +170,7 @@ void config_free(struct config *cfg)
         free(cfg->auth_token);
     }
     free(cfg->runtime);
+    free(cfg->dry_run_create);
     free(cfg->sandbox_user);
     free(cfg->log_level);
     free(cfg->config_file);
@@ -525,6 +533,10 @@ static int check_config(struct config *cfg, struct err *err)
                        cfg->memory_mb, cfg->max_memory_mb);
     if (!*cfg->python_image || !*cfg->js_image)
         return err_set(err, ERR_INVALID, "image names must not be empty");
+    if (*cfg->dry_run_create && strcmp(cfg->dry_run_create, "python") != 0 &&
+        strcmp(cfg->dry_run_create, "javascript") != 0)
+        return err_set(err, ERR_INVALID, "--dry-run-create: '%.64s' is not python or javascript",
+                       cfg->dry_run_create);
     if (log_level_from_name(cfg->log_level) < 0)
         return err_set(err, ERR_INVALID, "--log-level: '%s' is not error, warn, info or debug",
                        cfg->log_level);

@@ -50,6 +50,8 @@ struct config {
     char *config_file;
     bool help;
     bool version;
+    bool print_engine;    /* print the engine socket that would be used, and exit */
+    char *dry_run_create; /* "python"/"javascript": print that create request, and exit */
 };
 
 void config_init(struct config *cfg);

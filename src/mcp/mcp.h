@@ -68,6 +68,10 @@ struct mcp_server;
 struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exec, struct err *err);
 void mcp_server_free(struct mcp_server *srv);
 
+/* Whether the sandboxes' backend answers (for health checks); *address
+ * says where it is. Any thread. */
+int mcp_server_backend_ping(struct mcp_server *srv, const char **address, struct err *err);
+
 struct mcp_session;
 
 struct mcp_session *mcp_session_new(struct mcp_server *srv);

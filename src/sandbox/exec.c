@@ -8,14 +8,13 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
-#include "backend/docker/engine_stream.h"
 #include "base/log.h"
-
-_Static_assert(EXEC_STDOUT == ENGINE_STREAM_STDOUT && EXEC_STDERR == ENGINE_STREAM_STDERR,
-               "exec stream numbers are the engine's");
+#include "sandbox/policy.h"
 #include "sandbox/reaper.h"
 #include "sandbox/runner.h"
-#include "sandbox/sandbox.h"
+
+_Static_assert(EXEC_STDOUT == BACKEND_STDOUT && EXEC_STDERR == BACKEND_STDERR,
+               "exec stream numbers are the backend's");
 
 /* Waits for the engine to report the exit after the stream ended. */
 #define WAIT_AFTER_EOF_MS 10000
@@ -23,7 +22,6 @@ _Static_assert(EXEC_STDOUT == ENGINE_STREAM_STDOUT && EXEC_STDERR == ENGINE_STRE
 /* Without a deadline from the caller, how long create, attach and start may
  * take at most (the engine's own request timeouts). */
 #define ENGINE_SETUP_MAX_MS 60000
-#define READ_CHUNK          65536
 /* A container's expiry label: its run's deadlines plus this margin, after
  * which any daemon may remove it. */
 #define EXPIRY_MARGIN_S 60
@@ -35,9 +33,9 @@ struct exec_cancel {
 
 struct exec_ctx {
     const struct config *cfg;
-    struct engine *engine;
+    struct backend *backend;
     char instance[RUNNER_NONCE_HEX_LEN + 1];
-    char **env; /* pass-through "NAME=value" list */
+    char **env; /* the sandbox's whole environment (policy_env_new) */
     struct reaper *reaper;
 };
 
@@ -126,18 +124,19 @@ static void warn_missing_env(const char *name)
     log_warn("--pass-through-env: %s is not set in the daemon's environment; skipped", name);
 }
 
-struct exec_ctx *exec_ctx_new(const struct config *cfg, struct engine *engine, struct err *err)
+struct exec_ctx *exec_ctx_new(const struct config *cfg, struct backend *backend, char **envp,
+                              struct err *err)
 {
     struct exec_ctx *ctx = xcalloc(1, sizeof(*ctx));
     ctx->cfg = cfg;
-    ctx->engine = engine;
+    ctx->backend = backend;
     if (runner_new_nonce(ctx->instance, err) < 0) {
         exec_ctx_free(ctx);
         return NULL;
     }
-    ctx->env = sandbox_pass_through_env(cfg, environ, warn_missing_env);
+    ctx->env = policy_env_new(cfg, envp, warn_missing_env);
     long long legacy_age = cfg->max_timeout_ms / 1000 + REAPER_LEGACY_MARGIN_S;
-    ctx->reaper = reaper_new(engine, ctx->instance, legacy_age, REAPER_SWEEP_MS, err);
+    ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, err);
     if (!ctx->reaper) {
         exec_ctx_free(ctx);
         return NULL;
@@ -150,11 +149,50 @@ void exec_ctx_free(struct exec_ctx *ctx)
     if (!ctx)
         return;
     reaper_free(ctx->reaper);
-    sandbox_env_free(ctx->env);
+    policy_env_free(ctx->env);
     free(ctx);
 }
 
+int exec_ping(struct exec_ctx *ctx, struct err *err)
+{
+    return backend_ping(ctx->backend, err);
+}
+
+const char *exec_backend_address(const struct exec_ctx *ctx)
+{
+    return backend_address(ctx->backend);
+}
+
 /* ---- one run ------------------------------------------------------------ */
+
+static const char *const python_cmd[] = {"python3", "-u", "-B", "-c", runner_python_src, NULL};
+static const char *const node_cmd[] = {"node", "-e", runner_node_src, NULL};
+
+static const char *language_image(const struct config *cfg, enum exec_language lang)
+{
+    return lang == EXEC_PYTHON ? cfg->python_image : cfg->js_image;
+}
+
+static const char *const *language_cmd(enum exec_language lang)
+{
+    return lang == EXEC_PYTHON ? python_cmd : node_cmd;
+}
+
+char *exec_render_create(const struct config *cfg, struct backend *backend, enum exec_language lang)
+{
+    char **env = policy_env_new(cfg, NULL, NULL);
+    struct policy_run run = {
+        .image = language_image(cfg, lang),
+        .cmd = language_cmd(lang),
+        .memory_mb = cfg->memory_mb,
+        .instance = "dry-run",
+    };
+    struct backend_spec spec;
+    policy_spec(cfg, &run, env, &spec);
+    char *text = backend_render_create(backend, &spec);
+    policy_env_free(env);
+    return text;
+}
 
 struct run {
     const struct exec_request *req;
@@ -164,14 +202,16 @@ struct run {
     size_t total;
     size_t cap;
     bool limit_hit;
-    struct err feed_err; /* why the runner's framing could not be read */
 };
+
+/* Returned by the output callbacks to stop reading: not a failure. */
+#define STOP_OUTPUT_LIMIT 1
 
 static int emit(struct run *r, int stream, const char *data, size_t len)
 {
     size_t room = r->cap - r->total;
     size_t take = len < room ? len : room;
-    struct buf *b = stream == ENGINE_STREAM_STDERR ? &r->res->err : &r->res->out;
+    struct buf *b = stream == EXEC_STDERR ? &r->res->err : &r->res->out;
     if (take) {
         take = buf_add_upto(b, data, take);
         r->total += take;
@@ -180,33 +220,28 @@ static int emit(struct run *r, int stream, const char *data, size_t len)
     }
     if (take < len) {
         r->limit_hit = true;
-        return -2;
+        return STOP_OUTPUT_LIMIT;
     }
     return 0;
 }
 
 static int emit_out(void *arg, const char *data, size_t len)
 {
-    return emit(arg, ENGINE_STREAM_STDOUT, data, len);
+    return emit(arg, EXEC_STDOUT, data, len);
 }
 
 static int emit_err(void *arg, const char *data, size_t len)
 {
-    return emit(arg, ENGINE_STREAM_STDERR, data, len);
+    return emit(arg, EXEC_STDERR, data, len);
 }
 
-static int on_frame(void *arg, int stream, const char *data, size_t len)
+static int on_output(void *arg, int stream, const char *data, size_t len, struct err *err)
 {
     struct run *r = arg;
-    if (stream == ENGINE_STREAM_STDOUT)
-        return r->scan_out.done
-                   ? 0
-                   : runner_scan_feed(&r->scan_out, data, len, emit_out, r, &r->feed_err);
-    if (stream == ENGINE_STREAM_STDERR)
-        return r->scan_err.done
-                   ? 0
-                   : runner_scan_feed(&r->scan_err, data, len, emit_err, r, &r->feed_err);
-    return 0;
+    struct runner_scan *scan = stream == EXEC_STDERR ? &r->scan_err : &r->scan_out;
+    if (scan->done)
+        return 0;
+    return runner_scan_feed(scan, data, len, stream == EXEC_STDERR ? emit_err : emit_out, r, err);
 }
 
 static void set_message(struct exec_result *res, const char *fmt, ...) ATTR_PRINTF(2, 3);
@@ -248,9 +283,9 @@ static void finish_from_record(struct run *r)
  * left without the runner's help (os._exit, a crash). Ask the engine. */
 static void finish_from_engine(struct exec_ctx *ctx, struct run *r, const char *id)
 {
-    struct engine_state st = {0};
+    struct backend_state st = {0};
     struct err werr = ERR_INIT;
-    if (engine_wait(ctx->engine, id, WAIT_AFTER_EOF_MS, &st, &werr) < 0) {
+    if (backend_wait(ctx->backend, id, WAIT_AFTER_EOF_MS, &st, &werr) < 0) {
         r->res->status = EXEC_ERROR;
         set_message(r->res, "the program's output ended but its exit status is unknown: %s",
                     err_msg(&werr));
@@ -261,7 +296,7 @@ static void finish_from_engine(struct exec_ctx *ctx, struct run *r, const char *
     r->res->exit_code = st.exit_code;
     /* SIGKILL that we did not send: on an engine whose OOMKilled flag cannot
      * be trusted, the memory limit is by far the likeliest sender. */
-    bool likely_oom = st.exit_code == 137 && engine_oom_flag_reliable(ctx->engine) != 1;
+    bool likely_oom = st.exit_code == 137 && backend_oom_flag_reliable(ctx->backend) != 1;
     if (st.oom_killed || likely_oom) {
         r->res->status = EXEC_OOM;
         set_message(r->res, "the program was killed for using more than %lld MiB of memory",
@@ -273,19 +308,16 @@ static void finish_from_engine(struct exec_ctx *ctx, struct run *r, const char *
         set_message(r->res, "the program was killed by signal %d", st.exit_code - 128);
 }
 
-static int read_loop(struct exec_ctx *ctx, struct run *r, struct engine_http_conn *conn,
+static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream *stream,
                      const char *id, struct exec_cancel *cancel, double deadline, struct err *err)
 {
-    struct engine_stream demux;
-    engine_stream_init(&demux);
-    char *chunk = xmalloc(READ_CHUNK);
     int rc = 0;
     for (;;) {
         if (r->scan_out.done && r->scan_err.done) {
             finish_from_record(r);
             break;
         }
-        if (!engine_http_conn_pending(conn)) {
+        if (!backend_stream_pending(stream)) {
             double left = deadline - util_now_ms();
             if (left <= 0) {
                 r->res->status = EXEC_TIMEOUT;
@@ -293,7 +325,7 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct engine_http_con
                             r->req->timeout_ms);
                 break;
             }
-            struct pollfd pfd[2] = {{.fd = engine_http_conn_fd(conn), .events = POLLIN},
+            struct pollfd pfd[2] = {{.fd = backend_stream_fd(stream), .events = POLLIN},
                                     {.fd = cancel ? cancel->fd : -1, .events = POLLIN}};
             /* Live output is coalesced upstream; wake it up now and then so
              * buffered output goes out while the program is quiet. */
@@ -315,9 +347,11 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct engine_http_con
             if (pr <= 0)
                 continue;
         }
-        long n = engine_http_conn_recv(conn, chunk, READ_CHUNK, err);
-        if (n == -2)
+        long n = backend_stream_read(stream, on_output, r, err);
+        if (n == BACKEND_AGAIN)
             continue;
+        if (r->limit_hit)
+            goto limit;
         if (n < 0) {
             rc = err_wrap(err, "reading the program's output");
             break;
@@ -333,16 +367,6 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct engine_http_con
                 finish_from_engine(ctx, r, id);
             break;
         }
-        int fr = engine_stream_feed(&demux, chunk, (size_t)n, on_frame, r, err);
-        if (r->limit_hit)
-            goto limit;
-        if (fr < 0) {
-            /* The stream's own error, or else the runner framing's. */
-            if (err && err->code == ERR_OK)
-                err_move(err, &r->feed_err);
-            rc = err_wrap(err, "reading the program's output");
-            break;
-        }
         continue;
     limit:
         r->res->status = EXEC_OUTPUT_LIMIT;
@@ -350,7 +374,6 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct engine_http_con
         set_message(r->res, "output passed the %zu-byte limit; the program was stopped", r->cap);
         break;
     }
-    free(chunk);
     return rc;
 }
 
@@ -364,30 +387,28 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     buf_init(&res->out, (size_t)cfg->max_output_bytes);
     buf_init(&res->err, (size_t)cfg->max_output_bytes);
 
-    const char *image = req->language == EXEC_PYTHON ? cfg->python_image : cfg->js_image;
-    const char *py_cmd[] = {"python3", "-u", "-B", "-c", runner_python_src, NULL};
-    const char *js_cmd[] = {"node", "-e", runner_node_src, NULL};
     /* Nobody needs the container once every deadline of the run is past:
      * setup, the program, the wait for its exit status. */
     double setup_ms = req->start_by_ms > 0 ? req->start_by_ms - t0 : (double)ENGINE_SETUP_MAX_MS;
     long long expires = (long long)time(NULL) + (long long)(setup_ms / 1000.0) +
                         (req->timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 +
                         EXPIRY_MARGIN_S;
-    struct sandbox_spec spec = {
-        .image = image,
-        .cmd = req->language == EXEC_PYTHON ? py_cmd : js_cmd,
+    struct policy_run run = {
+        .image = language_image(cfg, req->language),
+        .cmd = language_cmd(req->language),
         .memory_mb = req->memory_mb,
         .instance = ctx->instance,
         .owner = reaper_owner(ctx->reaper),
         .expires = expires,
-        .env = ctx->env,
     };
+    struct backend_spec spec;
+    policy_spec(cfg, &run, ctx->env, &spec);
     struct run r = {.req = req, .res = res, .cap = (size_t)cfg->max_output_bytes};
     char nonce[RUNNER_NONCE_HEX_LEN + 1];
     struct buf request;
     /* JSON escaping grows a byte to at most six (\u0000). */
     buf_init(&request, (req->code_len + req->stdin_len) * 6 + 4096);
-    struct engine_http_conn *conn = NULL;
+    struct backend_stream *stream = NULL;
     char *id = NULL;
     int rc = -1;
 
@@ -403,11 +424,9 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     if (runner_encode_request(&rreq, &request, err) < 0)
         goto out;
 
-    json_object *body = sandbox_create_body(cfg, &spec);
     reaper_create_begin(ctx->reaper);
-    rc = engine_create(ctx->engine, body, req->start_by_ms, &id, err);
+    rc = backend_create(ctx->backend, &spec, req->start_by_ms, &id, err);
     reaper_create_end(ctx->reaper, rc == 0 ? id : NULL);
-    json_object_put(body);
     if (rc < 0)
         goto out;
     rc = -1;
@@ -419,36 +438,34 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         goto out;
     }
     /* Attach before start so no output is lost. */
-    if (engine_attach(ctx->engine, id, req->start_by_ms, &conn, err) < 0)
+    if (backend_attach(ctx->backend, id, req->start_by_ms, &stream, err) < 0)
         goto out;
-    if (engine_start(ctx->engine, id, req->start_by_ms, err) < 0)
+    if (backend_start(ctx->backend, id, req->start_by_ms, err) < 0)
         goto out;
     long send_ms = SEND_TIMEOUT_MS;
     if (req->start_by_ms > 0 && req->start_by_ms - util_now_ms() < (double)send_ms)
         send_ms = (long)(req->start_by_ms - util_now_ms()) + 1;
-    if (send_ms <= 0 || engine_http_conn_send(conn, request.data, request.len, send_ms, err) < 0) {
+    if (send_ms <= 0 || backend_stream_send(stream, request.data, request.len, send_ms, err) < 0) {
         if (send_ms <= 0)
             err_set(err, ERR_TIMEOUT, "the run's time limit passed while its sandbox started");
         err_wrap(err, "sending the code to the sandbox");
         goto out;
     }
     double deadline = util_now_ms() + (double)req->timeout_ms;
-    rc = read_loop(ctx, &r, conn, id, cancel, deadline, err);
+    rc = read_loop(ctx, &r, stream, id, cancel, deadline, err);
 
 out:
     if (rc < 0) {
         res->status = EXEC_ERROR;
         set_message(res, "%s", err_msg(err));
     }
-    if (conn)
-        engine_http_conn_close(conn);
+    backend_stream_close(stream);
     if (id) {
         reaper_remove(ctx->reaper, id);
         free(id);
     }
     runner_scan_free(&r.scan_out);
     runner_scan_free(&r.scan_err);
-    err_clear(&r.feed_err);
     buf_free(&request);
     res->duration_ms = util_now_ms() - t0;
     return rc;

@@ -9,9 +9,9 @@
 
 #include <stdbool.h>
 
+#include "backend/backend.h"
 #include "base/buf.h"
 #include "base/config.h"
-#include "backend/docker/engine.h"
 #include "base/err.h"
 
 enum exec_language { EXEC_PYTHON, EXEC_JAVASCRIPT };
@@ -31,12 +31,24 @@ const char *exec_language_name(enum exec_language lang);
 
 struct exec_ctx;
 
-/* cfg and engine are borrowed and must outlive the context. */
-struct exec_ctx *exec_ctx_new(const struct config *cfg, struct engine *engine, struct err *err);
+/* cfg and backend are borrowed and must outlive the context. envp is the
+ * daemon's environment, read once here for --pass-through-env. */
+struct exec_ctx *exec_ctx_new(const struct config *cfg, struct backend *backend, char **envp,
+                              struct err *err);
 
 /* Call once every run has returned: tries the pending removals once more,
  * stops the reaper, frees. */
 void exec_ctx_free(struct exec_ctx *ctx);
+
+/* Whether the backend answers (short timeout), and where it is. */
+int exec_ping(struct exec_ctx *ctx, struct err *err);
+const char *exec_backend_address(const struct exec_ctx *ctx);
+
+/* The backend's create request for a run of lang with the default limits,
+ * as text. The pass-through variables are left out (their values are
+ * secrets); nothing is sent to the backend. Caller frees. */
+char *exec_render_create(const struct config *cfg, struct backend *backend,
+                         enum exec_language lang);
 
 /* A cancel handle: exec_cancel() may be called from any thread, any number
  * of times, before, during or after the run. */

@@ -30,7 +30,7 @@ struct reap_item {
 };
 
 struct reaper {
-    struct engine *engine;
+    struct backend *backend;
     char *instance;
     char owner[REAPER_OWNER_MAX];
     long long legacy_max_age_s;
@@ -316,7 +316,7 @@ static void *worker_main(void *arg)
         struct err err = ERR_INIT;
         /* DELETE with force kills and removes in one request; a container
          * already gone counts as removed. */
-        int rc = engine_remove(r->engine, it->id, &err);
+        int rc = backend_remove(r->backend, it->id, &err);
 
         pthread_mutex_lock(&r->lock);
         it->busy = false;
@@ -356,18 +356,18 @@ static bool quiet_since_locked(const struct reaper *r, unsigned long begun_befor
 
 int reaper_sweep(struct reaper *r, struct err *err)
 {
-    struct engine_container_info *list = NULL;
+    struct backend_container *list = NULL;
     size_t n = 0;
     pthread_mutex_lock(&r->lock);
     unsigned long begun_before = r->creates_begun;
     size_t in_flight_before = r->creates_in_flight;
     pthread_mutex_unlock(&r->lock);
-    if (engine_list_managed(r->engine, LIST_TIMEOUT_MS, &list, &n, err) < 0)
+    if (backend_list(r->backend, LIST_TIMEOUT_MS, &list, &n, err) < 0)
         return -1;
     long long now = (long long)time(NULL);
     int queued = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct engine_container_info *c = &list[i];
+        const struct backend_container *c = &list[i];
         bool own = c->instance && strcmp(c->instance, r->instance) == 0;
         const char *why = NULL;
         if (c->expires > 0 && c->expires <= now) {
@@ -394,7 +394,7 @@ int reaper_sweep(struct reaper *r, struct err *err)
             queued++;
         }
     }
-    engine_container_list_free(list, n);
+    backend_container_list_free(list, n);
     return queued;
 }
 
@@ -425,11 +425,11 @@ static void *sweeper_main(void *arg)
 
 /* ---- life ---------------------------------------------------------------- */
 
-struct reaper *reaper_new(struct engine *engine, const char *instance, long long legacy_max_age_s,
+struct reaper *reaper_new(struct backend *backend, const char *instance, long long legacy_max_age_s,
                           long sweep_ms, struct err *err)
 {
     struct reaper *r = xcalloc(1, sizeof(*r));
-    r->engine = engine;
+    r->backend = backend;
     r->instance = xstrdup(instance);
     r->legacy_max_age_s = legacy_max_age_s;
     r->sweep_ms = sweep_ms;

@@ -5,8 +5,8 @@
  *    stalled is not forgotten);
  *  - a sweep at start and every REAPER_SWEEP_MS that removes managed
  *    containers nobody needs any more, whoever created them: past the
- *    expiry in their ENGINE_LABEL_EXPIRES label, or created by a daemon
- *    process on this host that no longer runs (ENGINE_LABEL_OWNER). The
+ *    expiry (backend_spec.expires), or created by a daemon
+ *    process on this host that no longer runs (backend_spec.owner). The
  *    live containers of another running daemon are never touched before
  *    their expiry; nor are this daemon's own runs. A container of this
  *    daemon that no run holds (the engine created it after the run gave
@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "backend/docker/engine.h"
+#include "backend/backend.h"
 #include "base/err.h"
 
 #define REAPER_THREADS  4
@@ -33,17 +33,17 @@
 
 struct reaper;
 
-/* engine is borrowed; instance is this daemon's ENGINE_LABEL_INSTANCE
+/* backend is borrowed; instance is this daemon's backend_spec.instance
  * value; containers without an expiry label count as stale once older than
  * legacy_max_age_s. sweep_ms is the period between sweeps (0 = none, for
  * tests that sweep by hand). */
-struct reaper *reaper_new(struct engine *engine, const char *instance, long long legacy_max_age_s,
+struct reaper *reaper_new(struct backend *backend, const char *instance, long long legacy_max_age_s,
                           long sweep_ms, struct err *err);
 
 /* Stops sweeping, tries every pending removal once more, joins, frees. */
 void reaper_free(struct reaper *r);
 
-/* This process's ENGINE_LABEL_OWNER value. */
+/* This process's backend_spec.owner value. */
 const char *reaper_owner(const struct reaper *r);
 
 /* A run brackets its create request with these, so the sweep can tell a
@@ -63,7 +63,7 @@ int reaper_sweep(struct reaper *r, struct err *err);
 /* Removals queued or being retried. */
 size_t reaper_pending(struct reaper *r);
 
-/* Whether the process named by an ENGINE_LABEL_OWNER value runs: 1 yes,
+/* Whether the process named by a backend_spec.owner value runs: 1 yes,
  * 0 provably not (same host and pid namespace, and the pid is gone or is a
  * different process), -1 cannot tell (another host or namespace, or a
  * malformed value). self is this process's value (reaper_owner). */

@@ -112,13 +112,13 @@ static int emit_span(const struct runner_scan *s, size_t h0, const char *data, s
     if (from < h0) {
         size_t end = to < h0 ? to : h0;
         int rc = emit(ctx, s->marker + from, end - from);
-        if (rc < 0)
+        if (rc != 0)
             return rc;
         from = end;
     }
     if (from < to) {
         int rc = emit(ctx, data + (from - h0), to - from);
-        if (rc < 0)
+        if (rc != 0)
             return rc;
     }
     return 0;
@@ -163,7 +163,7 @@ int runner_scan_feed(struct runner_scan *s, const char *data, size_t len, runner
             i++;
             if (++q == s->marker_len) {
                 int rc = emit_span(s, h0, data, 0, h0 + i - q, emit, ctx);
-                if (rc < 0)
+                if (rc != 0)
                     return rc;
                 s->held_len = 0;
                 s->in_record = true;
@@ -176,7 +176,7 @@ int runner_scan_feed(struct runner_scan *s, const char *data, size_t len, runner
         q = 0;
     }
     int rc = emit_span(s, h0, data, 0, h0 + len - q, emit, ctx);
-    if (rc < 0)
+    if (rc != 0)
         return rc;
     s->held_len = q;
     memcpy(s->held, s->marker, q);

@@ -67,13 +67,14 @@ struct runner_scan {
     struct buf record;
 };
 
+/* Returns 0 to go on, or a positive value to stop (not a failure). */
 typedef int (*runner_emit_cb)(void *ctx, const char *data, size_t len);
 
 void runner_scan_init(struct runner_scan *s, const char *nonce_hex);
 
 /* Feeds stdout bytes; emit gets program output in order. Bytes after the
- * record are ignored. Returns 0, emit's negative value, or -1 (err) when
- * the record is over RUNNER_MAX_RECORD. */
+ * record are ignored. Returns 0, emit's stop value, or -1 (err) when the
+ * record is over RUNNER_MAX_RECORD. */
 int runner_scan_feed(struct runner_scan *s, const char *data, size_t len, runner_emit_cb emit,
                      void *ctx, struct err *err);
 

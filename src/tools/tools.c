@@ -438,3 +438,9 @@ json_object *tools_call(const struct tools_env *env, const char *name, json_obje
     tools_run_args_release(&a);
     return r;
 }
+
+int tools_backend_ping(const struct tools_env *env, const char **address, struct err *err)
+{
+    *address = exec_backend_address(env->exec);
+    return exec_ping(env->exec, err);
+}

@@ -38,6 +38,10 @@ const char *tools_list_json(const struct tools_env *env, const struct tools_feat
 
 bool tools_exists(const char *name);
 
+/* Whether the sandboxes' backend answers (short timeout); *address says
+ * where it is. */
+int tools_backend_ping(const struct tools_env *env, const char **address, struct err *err);
+
 /* Runs tool `name` (which must exist) with args (borrowed, may be NULL) in
  * the calling thread: tools_prepare then tools_run. Returns a new
  * CallToolResult: bad arguments and failed runs are results with isError

@@ -189,18 +189,17 @@ static enum MHD_Result healthz(struct transport_http *t, struct MHD_Connection *
     struct err err = ERR_INIT;
     json_object *o = json_object_new_object();
     unsigned status = MHD_HTTP_OK;
-    if (t->engine && engine_ping(t->engine, &err) == 0) {
+    const char *address = NULL;
+    if (mcp_server_backend_ping(t->srv, &address, &err) == 0) {
         json_object_object_add(o, "status", json_object_new_string("ok"));
         json_object_object_add(o, "engine", json_object_new_string("reachable"));
     } else {
         status = MHD_HTTP_SERVICE_UNAVAILABLE;
         json_object_object_add(o, "status", json_object_new_string("degraded"));
         json_object_object_add(o, "engine", json_object_new_string("unreachable"));
-        json_object_object_add(o, "error",
-                               json_object_new_string(t->engine ? err_msg(&err) : "no engine"));
+        json_object_object_add(o, "error", json_object_new_string(err_msg(&err)));
     }
-    if (t->engine)
-        json_object_object_add(o, "socket", json_object_new_string(engine_socket(t->engine)));
+    json_object_object_add(o, "socket", json_object_new_string(address));
     err_clear(&err);
     struct MHD_Response *resp = http_response_json(o);
     if (resp)
@@ -421,7 +420,7 @@ static char *self_host_name(const char *host)
     return xstrdup(host);
 }
 
-int transport_http_start(struct mcp_server *srv, struct engine *engine, const struct config *cfg,
+int transport_http_start(struct mcp_server *srv, const struct config *cfg,
                          struct transport_http **out, struct err *err)
 {
     struct sockaddr_storage ss;
@@ -432,7 +431,6 @@ int transport_http_start(struct mcp_server *srv, struct engine *engine, const st
 
     struct transport_http *t = xcalloc(1, sizeof(*t));
     t->srv = srv;
-    t->engine = engine;
     t->cfg = cfg;
     t->self_host = self_host_name(cfg->http_host);
     mcp_channel_init(&t->discard, discard_send, NULL);

@@ -22,7 +22,6 @@ struct session;
 
 struct transport_http {
     struct mcp_server *srv;
-    struct engine *engine;
     const struct config *cfg;
     struct MHD_Daemon *daemon;
     unsigned port;

@@ -7,14 +7,13 @@
 #ifndef MCPSBX_TRANSPORT_HTTP_H
 #define MCPSBX_TRANSPORT_HTTP_H
 
-#include "backend/docker/engine.h"
 #include "mcp/mcp.h"
 
 struct transport_http;
 
 /* Starts serving on cfg->http_host:cfg->http_port in background threads.
- * srv, engine and cfg are borrowed and must outlive the transport. */
-int transport_http_start(struct mcp_server *srv, struct engine *engine, const struct config *cfg,
+ * srv and cfg are borrowed and must outlive the transport. */
+int transport_http_start(struct mcp_server *srv, const struct config *cfg,
                          struct transport_http **out, struct err *err);
 
 /* The port actually bound (useful when cfg->http_port is 0). */

@@ -47,8 +47,9 @@ static void sink_free(struct sink *k)
         free(k->bytes[i]);
 }
 
-static int on_payload(void *ctx, int stream, const char *p, size_t n)
+static int on_payload(void *ctx, int stream, const char *p, size_t n, struct err *err)
 {
+    (void)err;
     struct sink *k = ctx;
     CHECK(stream >= 0 && stream <= 3);
     CHECK(n > 0);
@@ -81,7 +82,7 @@ static int reference(const unsigned char *s, size_t n, struct sink *k, int *boun
         off += 8;
         size_t take = len < n - off ? len : n - off;
         if (take)
-            on_payload(k, h[0], (const char *)s + off, take);
+            on_payload(k, h[0], (const char *)s + off, take, NULL);
         off += take;
         if (take < len) {
             *boundary = 0;

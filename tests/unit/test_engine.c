@@ -365,7 +365,7 @@ static void test_wait_and_inspect(void **state)
     (void)state;
     struct engine *e = engine_new(fake_engine_socket(F));
     struct err err = ERR_INIT;
-    struct engine_state st = {.running = true};
+    struct backend_state st = {.running = true};
     struct fake_program oom = {.end = FAKE_END_EXIT, .exit_code = 137, .oom_killed = true};
     fake_engine_set_program(F, &oom);
     char *id = create(e);
@@ -395,7 +395,7 @@ static void test_wait_timeout(void **state)
     (void)state;
     struct engine *e = engine_new(fake_engine_socket(F));
     struct err err = ERR_INIT;
-    struct engine_state st;
+    struct backend_state st;
     fake_engine_fault(F, FAKE_OP_WAIT, FAKE_STALL, NULL, 1);
     double t0 = util_now_ms();
     assert_int_equal(engine_wait(e, STALL_ID, 150, &st, &err), -1);
@@ -456,7 +456,7 @@ static void test_list_managed(void **state)
                               true);
     /* Not ours: the label filter leaves it out. */
     fake_engine_add_container(F, "cccccccccccc", 1, "{\"other\":\"1\"}", false);
-    struct engine_container_info *list = NULL;
+    struct backend_container *list = NULL;
     size_t n = 0;
     check_ok(engine_list_managed(e, 0, &list, &n, &err));
     assert_int_equal(n, 2);
@@ -465,7 +465,7 @@ static void test_list_managed(void **state)
     assert_string_equal(list[0].instance, "inst-1");
     assert_string_equal(list[1].id, "bbbbbbbbbbbb");
     assert_null(list[1].instance);
-    engine_container_list_free(list, n);
+    backend_container_list_free(list, n);
     struct fake_request r = last();
     assert_string_equal(r.target, "/v1.41/containers/json?all=1&filters="
                                   "%7B%22label%22%3A%5B%22io.mcp-sandboxd.managed%22%5D%7D");
@@ -487,7 +487,7 @@ static void test_bad_ids_never_reach_engine(void **state)
     };
     struct engine *e = engine_new(fake_engine_socket(F));
     struct err err = ERR_INIT;
-    struct engine_state st;
+    struct backend_state st;
     struct engine_http_conn *c = NULL;
     int before = fake_engine_nreq(F);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -555,8 +555,9 @@ struct demux {
     struct buf out[4];
 };
 
-static int on_frame(void *ctx, int stream, const char *data, size_t len)
+static int on_frame(void *ctx, int stream, const char *data, size_t len, struct err *err)
 {
+    (void)err;
     struct demux *d = ctx;
     return buf_add(&d->out[stream], data, len);
 }

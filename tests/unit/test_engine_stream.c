@@ -15,7 +15,8 @@
 struct collect {
     struct buf out[4];
     int calls;
-    int stop_at_call; /* return -7 on this call (1-based); 0 = never */
+    int stop_at_call; /* stop (7) on this call (1-based); 0 = never */
+    int fail_at_call; /* fail on this call (1-based); 0 = never */
 };
 
 static void collect_init(struct collect *c)
@@ -31,7 +32,7 @@ static void collect_free(struct collect *c)
         buf_free(&c->out[i]);
 }
 
-static int on_data(void *ctx, int stream, const char *data, size_t len)
+static int on_data(void *ctx, int stream, const char *data, size_t len, struct err *err)
 {
     struct collect *c = ctx;
     assert_true(stream >= 0 && stream <= 3);
@@ -39,7 +40,9 @@ static int on_data(void *ctx, int stream, const char *data, size_t len)
     assert_int_equal(buf_add(&c->out[stream], data, len), 0);
     c->calls++;
     if (c->stop_at_call && c->calls == c->stop_at_call)
-        return -7;
+        return 7;
+    if (c->fail_at_call && c->calls == c->fail_at_call)
+        return err_set(err, ERR_IO, "the sink broke");
     return 0;
 }
 
@@ -344,9 +347,30 @@ static void test_callback_stop(void **state)
     engine_stream_init(&st);
     collect_init(&c);
     c.stop_at_call = 2;
-    assert_int_equal(engine_stream_feed(&st, s.in.data, s.in.len, on_data, &c, &err), -7);
+    assert_int_equal(engine_stream_feed(&st, s.in.data, s.in.len, on_data, &c, &err), 7);
     assert_int_equal(c.calls, 2);
     assert_int_equal(err.code, ERR_OK);
+    collect_free(&c);
+    sample_free(&s);
+}
+
+/* A failing callback is a failure of the feed, with the callback's error. */
+static void test_callback_failure(void **state)
+{
+    (void)state;
+    struct sample s;
+    sample_build(&s);
+    struct engine_stream st;
+    struct collect c;
+    struct err err = ERR_INIT;
+    engine_stream_init(&st);
+    collect_init(&c);
+    c.fail_at_call = 1;
+    assert_int_equal(engine_stream_feed(&st, s.in.data, s.in.len, on_data, &c, &err), -1);
+    assert_int_equal(c.calls, 1);
+    assert_int_equal(err.code, ERR_IO);
+    assert_string_equal(err_msg(&err), "the sink broke");
+    err_clear(&err);
     collect_free(&c);
     sample_free(&s);
 }
@@ -363,6 +387,7 @@ int main(void)
         cmocka_unit_test(test_partial_payload_not_at_boundary),
         cmocka_unit_test(test_malformed_headers),
         cmocka_unit_test(test_callback_stop),
+        cmocka_unit_test(test_callback_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

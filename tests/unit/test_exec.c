@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
 #include "fake_engine/fake_engine.h"
 #include "sandbox/exec.h"
@@ -23,25 +24,25 @@ static const char PODMAN_VERSION[] =
 struct rig {
     struct fake_engine *fe;
     struct config cfg;
-    struct engine *engine;
+    struct backend *backend;
     struct exec_ctx *exec;
 };
 
-/* The one place exec meets the fake engine (adapt it when exec takes a
- * backend). probe asks the engine's kind first, as main() does at start;
- * without it the engine's kind is unknown. */
+/* The one place exec meets the fake engine, through the Docker backend.
+ * probe asks the engine's kind first, as main() does at start; without it
+ * the engine's kind is unknown. */
 static void rig_open(struct rig *g, bool probe)
 {
     struct err err = ERR_INIT;
-    g->engine = engine_new(fake_engine_socket(g->fe));
+    g->backend = docker_backend_new(fake_engine_socket(g->fe));
     if (probe) {
         char *name = NULL, *version = NULL;
-        if (engine_version(g->engine, &name, &version, &err) < 0)
-            fail_msg("engine_version: %s", err_msg(&err));
+        if (backend_version(g->backend, &name, &version, &err) < 0)
+            fail_msg("backend_version: %s", err_msg(&err));
         free(name);
         free(version);
     }
-    g->exec = exec_ctx_new(&g->cfg, g->engine, &err);
+    g->exec = exec_ctx_new(&g->cfg, g->backend, NULL, &err);
     if (!g->exec)
         fail_msg("exec_ctx_new: %s", err_msg(&err));
 }
@@ -49,9 +50,9 @@ static void rig_open(struct rig *g, bool probe)
 static void rig_close(struct rig *g)
 {
     exec_ctx_free(g->exec);
-    engine_free(g->engine);
+    backend_free(g->backend);
     g->exec = NULL;
-    g->engine = NULL;
+    g->backend = NULL;
 }
 
 static int group_setup(void **state)

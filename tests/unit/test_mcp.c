@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
@@ -39,7 +40,7 @@ static int capture_send(struct mcp_channel *ch, const char *json, size_t len)
 
 struct fixture {
     struct config cfg;
-    struct engine *engine;
+    struct backend *backend;
     struct exec_ctx *exec;
     struct mcp_server *srv;
     struct mcp_session *s;
@@ -53,8 +54,8 @@ static int setup(void **state)
     config_init(&f->cfg);
     f->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-test.sock");
     engine_http_global_init(&err);
-    f->engine = engine_new(f->cfg.engine_socket);
-    f->exec = exec_ctx_new(&f->cfg, f->engine, &err);
+    f->backend = docker_backend_new(f->cfg.engine_socket);
+    f->exec = exec_ctx_new(&f->cfg, f->backend, NULL, &err);
     assert_non_null(f->exec);
     f->srv = mcp_server_new(&f->cfg, f->exec, &err);
     assert_non_null(f->srv);
@@ -73,7 +74,7 @@ static int teardown(void **state)
     mcp_session_free(f->s);
     mcp_server_free(f->srv);
     exec_ctx_free(f->exec);
-    engine_free(f->engine);
+    backend_free(f->backend);
     json_object_put(f->cap.msgs);
     pthread_cond_destroy(&f->cap.cond);
     pthread_mutex_destroy(&f->cap.lock);

@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
@@ -118,7 +119,7 @@ static const char *status_of(json_object *reply)
 
 struct rig {
     struct config cfg;
-    struct engine *engine;
+    struct backend *backend;
     struct exec_ctx *exec;
     struct mcp_server *srv;
     int stall_fd; /* a socket that accepts connections and never answers */
@@ -150,8 +151,8 @@ static struct rig *rig_new(const char *engine, long long max_concurrent, long lo
     g->cfg.max_queued = max_queued;
     g->cfg.queue_timeout_ms = queue_timeout_ms;
     assert_int_equal(engine_http_global_init(&err), 0);
-    g->engine = engine_new(g->cfg.engine_socket);
-    g->exec = exec_ctx_new(&g->cfg, g->engine, &err);
+    g->backend = docker_backend_new(g->cfg.engine_socket);
+    g->exec = exec_ctx_new(&g->cfg, g->backend, NULL, &err);
     assert_non_null(g->exec);
     g->srv = mcp_server_new(&g->cfg, g->exec, &err);
     assert_non_null(g->srv);
@@ -162,7 +163,7 @@ static void rig_free(struct rig *g)
 {
     mcp_server_free(g->srv);
     exec_ctx_free(g->exec);
-    engine_free(g->engine);
+    backend_free(g->backend);
     if (g->stall_fd >= 0) {
         close(g->stall_fd);
         unlink(g->stall_path);

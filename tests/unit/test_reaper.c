@@ -12,21 +12,23 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "backend/docker/docker.h"
+#include "backend/docker/engine_http.h"
 #include "fake_engine/fake_engine.h"
 #include "sandbox/reaper.h"
 
 #define GUARD FAKE_HANG_GUARD_MS
 
 static struct fake_engine *F;
-static struct engine *E;
+static struct backend *E;
 
-/* The one place the reaper meets the fake engine (adapt it when the reaper
- * takes a backend). Instance "me"; containers without an expiry label are
+/* The one place the reaper meets the fake engine, through the Docker
+ * backend. Instance "me"; containers without an expiry label are
  * stale after 600 s; sweep_ms 0 means sweeps only by hand. */
 static struct reaper *new_reaper(long sweep_ms)
 {
     struct err err = ERR_INIT;
-    E = engine_new(fake_engine_socket(F));
+    E = docker_backend_new(fake_engine_socket(F));
     struct reaper *r = reaper_new(E, "me", 600, sweep_ms, &err);
     if (!r)
         fail_msg("reaper_new: %s", err_msg(&err));
@@ -36,7 +38,7 @@ static struct reaper *new_reaper(long sweep_ms)
 static void free_reaper(struct reaper *r)
 {
     reaper_free(r);
-    engine_free(E);
+    backend_free(E);
     E = NULL;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
 #include "mcp/jsonrpc.h"
 #include "tools/tools.h"
@@ -17,7 +18,7 @@
 
 struct server {
     struct config cfg;
-    struct engine *engine;
+    struct backend *backend;
     struct exec_ctx *exec;
     struct mcp_server *srv;
     struct transport_http *t;
@@ -52,12 +53,12 @@ static struct server *start_with(long long max_sessions, long long idle_ms, cons
         s->cfg.auth_token = xstrdup(token);
     if (tweak)
         tweak(&s->cfg);
-    s->engine = engine_new(s->cfg.engine_socket);
-    s->exec = exec_ctx_new(&s->cfg, s->engine, &err);
+    s->backend = docker_backend_new(s->cfg.engine_socket);
+    s->exec = exec_ctx_new(&s->cfg, s->backend, NULL, &err);
     assert_non_null(s->exec);
     s->srv = mcp_server_new(&s->cfg, s->exec, &err);
     assert_non_null(s->srv);
-    if (transport_http_start(s->srv, s->engine, &s->cfg, &s->t, &err) < 0)
+    if (transport_http_start(s->srv, &s->cfg, &s->t, &err) < 0)
         fail_msg("transport_http_start: %s", err_msg(&err));
     s->port = transport_http_port(s->t);
     assert_true(s->port > 0);
@@ -74,7 +75,7 @@ static void stop(struct server *s)
     transport_http_stop(s->t);
     mcp_server_free(s->srv);
     exec_ctx_free(s->exec);
-    engine_free(s->engine);
+    backend_free(s->backend);
     config_free(&s->cfg);
     free(s);
 }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
 #include "mcp/jsonrpc.h"
 #include "tools/tools.h"
@@ -13,7 +14,7 @@
 
 struct server {
     struct config cfg;
-    struct engine *engine;
+    struct backend *backend;
     struct exec_ctx *exec;
     struct mcp_server *srv;
     int in[2], out[2], stop[2];
@@ -39,8 +40,8 @@ static struct server *start(long long max_message)
     s->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-stdio.sock");
     s->cfg.max_message_bytes = max_message;
     engine_http_global_init(&err);
-    s->engine = engine_new(s->cfg.engine_socket);
-    s->exec = exec_ctx_new(&s->cfg, s->engine, &err);
+    s->backend = docker_backend_new(s->cfg.engine_socket);
+    s->exec = exec_ctx_new(&s->cfg, s->backend, NULL, &err);
     s->srv = mcp_server_new(&s->cfg, s->exec, &err);
     assert_non_null(s->srv);
     assert_int_equal(pipe(s->in), 0);
@@ -73,7 +74,7 @@ static char *finish(struct server *s, bool by_signal)
     close(s->stop[1]);
     mcp_server_free(s->srv);
     exec_ctx_free(s->exec);
-    engine_free(s->engine);
+    backend_free(s->backend);
     config_free(&s->cfg);
     free(s);
     return buf_take(&out, NULL);

@@ -1,6 +1,5 @@
 #include "backend/docker/engine.h"
 
-#include <curl/curl.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -16,6 +15,10 @@
 #define ENGINE_TIMEOUT_REMOVE_MS  30000L
 #define ENGINE_TIMEOUT_PING_MS    2000
 #define ENGINE_TIMEOUT_VERSION_MS 5000L
+
+/* filters={"label":["<managed label>"]}, URL-encoded. The label is made of
+ * characters a URL carries as they are (letters, '.', '-'). */
+#define LIST_FILTER "%7B%22label%22%3A%5B%22" ENGINE_LABEL_MANAGED "%22%5D%7D"
 
 #define ENGINE_JSON_DEPTH   32
 #define ENGINE_MAX_NAME_LEN 128u /* engine name/version/instance strings */
@@ -294,9 +297,8 @@ int engine_attach(struct engine *e, const char *id, double deadline_ms,
         return -1;
     cleanup_free char *path =
         xasprintf(API "/containers/%s/attach?stream=1&stdin=1&stdout=1&stderr=1", id);
-    if (engine_http_upgrade(e->socket, path, timeout_ms, out, err) < 0)
-        return err_wrap(err, "attach to container %.12s", id);
-    return 0;
+    /* Its error already names the attach request and the container. */
+    return engine_http_upgrade(e->socket, path, timeout_ms, out, err);
 }
 
 /* POSTs path with no body and accepts the listed statuses. */
@@ -341,7 +343,7 @@ static bool kill_moot(struct engine *e, const char *id, long status)
         return false;
     /* Podman answers 500 "container state improper" for a stopped
      * container: ask for the state rather than parse its wording. */
-    struct engine_state st = {0};
+    struct backend_state st = {0};
     struct err ierr = ERR_INIT;
     int irc = engine_inspect_state(e, id, &st, &ierr);
     bool moot = (irc == 0 && !st.running) || (irc < 0 && ierr.code == ERR_NOT_FOUND);
@@ -412,7 +414,8 @@ static bool get_int(json_object *o, const char *key, int64_t *out)
     return true;
 }
 
-int engine_inspect_state(struct engine *e, const char *id, struct engine_state *st, struct err *err)
+int engine_inspect_state(struct engine *e, const char *id, struct backend_state *st,
+                         struct err *err)
 {
     if (check_id(id, err) < 0)
         return -1;
@@ -450,7 +453,7 @@ out:
     return ret;
 }
 
-int engine_wait(struct engine *e, const char *id, long timeout_ms, struct engine_state *st,
+int engine_wait(struct engine *e, const char *id, long timeout_ms, struct backend_state *st,
                 struct err *err)
 {
     if (check_id(id, err) < 0)
@@ -478,7 +481,7 @@ int engine_wait(struct engine *e, const char *id, long timeout_ms, struct engine
     }
 
     /* The wait answer does not say why the container died; inspect does. */
-    struct engine_state ins = {0};
+    struct backend_state ins = {0};
     struct err ierr = ERR_INIT;
     if (engine_inspect_state(e, id, &ins, &ierr) < 0) {
         /* Gone already (removed by someone else): the exit code stands. */
@@ -514,7 +517,7 @@ static long long parse_unix_time(const char *s, size_t n)
     return v;
 }
 
-int engine_list_managed(struct engine *e, long timeout_ms, struct engine_container_info **out,
+int engine_list_managed(struct engine *e, long timeout_ms, struct backend_container **out,
                         size_t *n, struct err *err)
 {
     struct buf resp;
@@ -522,20 +525,11 @@ int engine_list_managed(struct engine *e, long timeout_ms, struct engine_contain
     long status = 0;
     int ret = -1;
     json_object *root = NULL;
-    char *filters = NULL, *path = NULL;
-    struct engine_container_info *list = NULL;
+    char *path = NULL;
+    struct backend_container *list = NULL;
     size_t count = 0;
 
-    CURL *curl = curl_easy_init();
-    if (curl) {
-        filters = curl_easy_escape(curl, "{\"label\":[\"" ENGINE_LABEL_MANAGED "\"]}", 0);
-        curl_easy_cleanup(curl);
-    }
-    if (!filters) {
-        err_set(err, ERR_INTERNAL, "curl_easy_escape failed");
-        goto out;
-    }
-    path = xasprintf(API "/containers/json?all=1&filters=%s", filters);
+    path = xasprintf(API "/containers/json?all=1&filters=%s", LIST_FILTER);
     if (call(e, "GET", path, NULL, timeout_ms > 0 ? timeout_ms : ENGINE_TIMEOUT_CONTROL_MS, &status,
              &resp, err) < 0)
         goto out;
@@ -559,7 +553,7 @@ int engine_list_managed(struct engine *e, long timeout_ms, struct engine_contain
             log_warn("engine listed a container with an invalid id; skipped");
             continue;
         }
-        struct engine_container_info *ci = &list[count++];
+        struct backend_container *ci = &list[count++];
         ci->id = xstrdup(cid);
         int64_t created = 0;
         ci->created = get_int(c, "Created", &created) ? (long long)created : 0;
@@ -580,24 +574,11 @@ int engine_list_managed(struct engine *e, long timeout_ms, struct engine_contain
     list = NULL;
     ret = 0;
 out:
-    engine_container_list_free(list, count);
+    backend_container_list_free(list, count);
     json_object_put(root);
-    curl_free(filters);
     free(path);
     buf_free(&resp);
     return ret;
-}
-
-void engine_container_list_free(struct engine_container_info *list, size_t n)
-{
-    if (!list)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        free(list[i].id);
-        free(list[i].instance);
-        free(list[i].owner);
-    }
-    free(list);
 }
 
 int engine_oom_flag_reliable(const struct engine *e)

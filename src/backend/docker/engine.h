@@ -6,6 +6,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
+#include "backend/backend.h"
 #include "backend/docker/engine_http.h"
 #include "base/err.h"
 
@@ -53,20 +54,14 @@ int engine_start(struct engine *e, const char *id, double deadline_ms, struct er
  * is not an error. */
 int engine_kill(struct engine *e, const char *id, struct err *err);
 
-struct engine_state {
-    bool running;
-    bool oom_killed;
-    int exit_code;
-};
-
 /* POST /containers/{id}/wait with a timeout, then inspect for OOMKilled.
  * Podman 4.3 (runc, cgroup v1) reports OOMKilled false even for an OOM
  * kill: there, exit code 137 under a memory limit is the only sign. */
-int engine_wait(struct engine *e, const char *id, long timeout_ms, struct engine_state *st,
+int engine_wait(struct engine *e, const char *id, long timeout_ms, struct backend_state *st,
                 struct err *err);
 
 /* GET /containers/{id}/json -> State. */
-int engine_inspect_state(struct engine *e, const char *id, struct engine_state *st,
+int engine_inspect_state(struct engine *e, const char *id, struct backend_state *st,
                          struct err *err);
 
 /* 1 when State.OOMKilled can be trusted (Docker), 0 when the engine is
@@ -78,20 +73,11 @@ int engine_oom_flag_reliable(const struct engine *e);
  * error. */
 int engine_remove(struct engine *e, const char *id, struct err *err);
 
-struct engine_container_info {
-    char *id;
-    long long created; /* unix seconds */
-    long long expires; /* ENGINE_LABEL_EXPIRES, unix seconds; 0 when absent or malformed */
-    char *instance;    /* value of ENGINE_LABEL_INSTANCE, may be NULL */
-    char *owner;       /* value of ENGINE_LABEL_OWNER, may be NULL */
-};
-
 /* GET /containers/json?all=1 filtered by label ENGINE_LABEL_MANAGED, within
- * timeout_ms (0 = the usual control timeout).
- * *out is an allocated array of *n entries; free with
- * engine_container_list_free. */
-int engine_list_managed(struct engine *e, long timeout_ms, struct engine_container_info **out,
+ * timeout_ms (0 = the usual control timeout). expires, instance and owner
+ * come from ENGINE_LABEL_EXPIRES, _INSTANCE and _OWNER. *out is an
+ * allocated array of *n entries; free with backend_container_list_free. */
+int engine_list_managed(struct engine *e, long timeout_ms, struct backend_container **out,
                         size_t *n, struct err *err);
-void engine_container_list_free(struct engine_container_info *list, size_t n);
 
 #endif

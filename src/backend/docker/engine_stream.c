@@ -54,12 +54,14 @@ int engine_stream_feed(struct engine_stream *s, const char *data, size_t len, en
         size_t take = s->remaining;
         if (take > len - off)
             take = len - off;
-        int rc = cb(ctx, s->stream, data + off, take);
+        int rc = cb(ctx, s->stream, data + off, take, err);
         off += take;
         s->remaining -= (uint32_t)take;
         if (s->remaining == 0)
             s->hdr_len = 0;
         if (rc < 0)
+            return -1;
+        if (rc > 0)
             return rc;
     }
     return 0;

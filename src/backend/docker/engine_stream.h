@@ -24,15 +24,17 @@ struct engine_stream {
 };
 
 /* Called for each piece of payload as it arrives (a frame may come in
- * several pieces). Return <0 to stop feeding; feed then returns that. */
-typedef int (*engine_stream_cb)(void *ctx, int stream, const char *data, size_t len);
+ * several pieces). Returns 0 to go on, a positive value to stop feeding
+ * (not a failure: feed returns it), or -1 with err set. */
+typedef int (*engine_stream_cb)(void *ctx, int stream, const char *data, size_t len,
+                                struct err *err);
 
 void engine_stream_init(struct engine_stream *s);
 
-/* Feeds bytes; returns 0, the callback's negative value, or -1 with
- * ERR_PROTOCOL for a malformed header (and for every later feed: there is
- * no way to find the next frame). Zero-length frames are skipped without a
- * callback. */
+/* Feeds bytes; returns 0, the callback's positive stop value, or -1 with
+ * err: the callback's failure, or ERR_PROTOCOL for a malformed header (and
+ * for every later feed: there is no way to find the next frame).
+ * Zero-length frames are skipped without a callback. */
 int engine_stream_feed(struct engine_stream *s, const char *data, size_t len, engine_stream_cb cb,
                        void *ctx, struct err *err);
 

@@ -4,7 +4,8 @@
 #include <cmocka.h>
 #include <string.h>
 
-#include "sandbox/sandbox.h"
+#include "backend/docker/docker.h"
+#include "sandbox/policy.h"
 
 static json_object *get(json_object *o, const char *key)
 {
@@ -29,9 +30,10 @@ static void test_hardened_body(void **state)
     config_init(&cfg);
     const char *cmd[] = {"python3", "-c", "pass", NULL};
     char *env[] = {"API_KEY=v", NULL};
-    struct sandbox_spec spec = {
-        .image = "img:1", .cmd = cmd, .memory_mb = 128, .instance = "abc", .env = env};
-    json_object *b = sandbox_create_body(&cfg, &spec);
+    struct policy_run run = {.image = "img:1", .cmd = cmd, .memory_mb = 128, .instance = "abc"};
+    struct backend_spec spec;
+    policy_spec(&cfg, &run, env, &spec);
+    json_object *b = docker_create_body(&spec);
     assert_string_equal(json_object_get_string(get(b, "Image")), "img:1");
     assert_string_equal(json_object_get_string(get(b, "User")), "10001:10001");
     assert_true(array_has(get(b, "Env"), "API_KEY=v"));
@@ -56,7 +58,8 @@ static void test_hardened_body(void **state)
 
     free(cfg.runtime);
     cfg.runtime = xstrdup("runsc");
-    b = sandbox_create_body(&cfg, &spec);
+    policy_spec(&cfg, &run, env, &spec);
+    b = docker_create_body(&spec);
     assert_string_equal(json_object_get_string(get(get(b, "HostConfig"), "Runtime")), "runsc");
     json_object_put(b);
     config_free(&cfg);
@@ -73,10 +76,19 @@ static void test_pass_through(void **state)
     cfg.pass_through_env.items[2] = NULL;
     cfg.pass_through_env.n = 2;
     char *envp[] = {"AB=no", "A=yes=1", "OTHER=x", NULL};
-    char **env = sandbox_pass_through_env(&cfg, envp, NULL);
-    assert_string_equal(env[0], "A=yes=1");
-    assert_null(env[1]);
-    sandbox_env_free(env);
+    char **env = policy_env_new(&cfg, envp, NULL);
+    /* The fixed base first, then the pass-through variables that are set. */
+    size_t n = 0;
+    while (env[n])
+        n++;
+    assert_true(n >= 2);
+    assert_string_equal(env[0], "HOME=/tmp");
+    assert_string_equal(env[n - 1], "A=yes=1");
+    for (size_t i = 0; i < n; i++) {
+        assert_null(strstr(env[i], "OTHER"));
+        assert_null(strstr(env[i], "AB=no"));
+    }
+    policy_env_free(env);
     config_free(&cfg);
 }
 
@@ -86,5 +98,5 @@ int main(void)
         cmocka_unit_test(test_hardened_body),
         cmocka_unit_test(test_pass_through),
     };
-    return cmocka_run_group_tests_name("sandbox", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }

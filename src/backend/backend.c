@@ -1,0 +1,122 @@
+#include "backend/backend.h"
+
+#include <stdlib.h>
+
+void backend_free(struct backend *b)
+{
+    if (b)
+        b->ops->free(b);
+}
+
+const char *backend_kind(const struct backend *b)
+{
+    return b->ops->kind;
+}
+
+const char *backend_address(const struct backend *b)
+{
+    return b->ops->address(b);
+}
+
+int backend_ping(struct backend *b, struct err *err)
+{
+    return b->ops->ping(b, err);
+}
+
+int backend_version(struct backend *b, char **name, char **version, struct err *err)
+{
+    return b->ops->version(b, name, version, err);
+}
+
+char *backend_render_create(const struct backend *b, const struct backend_spec *spec)
+{
+    return b->ops->render_create(b, spec);
+}
+
+int backend_create(struct backend *b, const struct backend_spec *spec, double deadline_ms,
+                   char **id, struct err *err)
+{
+    return b->ops->create(b, spec, deadline_ms, id, err);
+}
+
+int backend_attach(struct backend *b, const char *id, double deadline_ms,
+                   struct backend_stream **out, struct err *err)
+{
+    return b->ops->attach(b, id, deadline_ms, out, err);
+}
+
+int backend_start(struct backend *b, const char *id, double deadline_ms, struct err *err)
+{
+    return b->ops->start(b, id, deadline_ms, err);
+}
+
+int backend_wait(struct backend *b, const char *id, long timeout_ms, struct backend_state *st,
+                 struct err *err)
+{
+    return b->ops->wait(b, id, timeout_ms, st, err);
+}
+
+int backend_kill(struct backend *b, const char *id, struct err *err)
+{
+    return b->ops->kill(b, id, err);
+}
+
+int backend_remove(struct backend *b, const char *id, struct err *err)
+{
+    return b->ops->remove(b, id, err);
+}
+
+int backend_inspect(struct backend *b, const char *id, struct backend_state *st, struct err *err)
+{
+    return b->ops->inspect(b, id, st, err);
+}
+
+int backend_list(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,
+                 struct err *err)
+{
+    return b->ops->list(b, timeout_ms, out, n, err);
+}
+
+void backend_container_list_free(struct backend_container *list, size_t n)
+{
+    if (!list)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(list[i].id);
+        free(list[i].instance);
+        free(list[i].owner);
+    }
+    free(list);
+}
+
+int backend_oom_flag_reliable(const struct backend *b)
+{
+    return b->ops->oom_flag_reliable(b);
+}
+
+int backend_stream_fd(const struct backend_stream *s)
+{
+    return s->ops->stream_fd(s);
+}
+
+bool backend_stream_pending(const struct backend_stream *s)
+{
+    return s->ops->stream_pending(s);
+}
+
+int backend_stream_send(struct backend_stream *s, const void *data, size_t n, long timeout_ms,
+                        struct err *err)
+{
+    return s->ops->stream_send(s, data, n, timeout_ms, err);
+}
+
+long backend_stream_read(struct backend_stream *s, backend_output_cb cb, void *ctx, struct err *err)
+{
+    return s->ops->stream_read(s, cb, ctx, err);
+}
+
+void backend_stream_close(struct backend_stream *s)
+{
+    if (s)
+        s->ops->stream_close(s);
+}

@@ -1,0 +1,184 @@
+/* The operations a sandbox needs from a container backend, as a table of
+ * functions: create, attach, start, wait, kill, remove, list, inspect,
+ * ping. The Docker Engine API (Docker or Podman) is one implementation
+ * (backend/docker/); layers above this folder see only this header.
+ *
+ * Every backend applies the same hardening to every container, whatever
+ * the spec says: no network, a read-only root filesystem with one
+ * size-capped writable tmpfs (spec.workdir), every capability dropped, no
+ * new privileges, an init process as PID 1, a private IPC namespace, no
+ * logs kept by the engine, and the spec's resource limits. A backend that
+ * cannot apply one of these must fail create, never run without it.
+ *
+ * Thread-safe: any thread may call any operation; a stream belongs to the
+ * thread that attached it. */
+#ifndef MCPSBX_BACKEND_H
+#define MCPSBX_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/err.h"
+
+/* What to run, and within what limits. Borrowed for the create call. */
+struct backend_spec {
+    const char *image;
+    const char *const *cmd; /* NULL-terminated argv; the whole command */
+    const char *user;
+    const char *workdir;            /* the writable tmpfs, also the cwd */
+    long long workdir_mb;           /* its size */
+    const char *const *env;         /* NULL-terminated "NAME=value"; nothing else is set */
+    long long memory_bytes;         /* RAM, and RAM + swap: no swap */
+    long long nano_cpus;            /* CPU time, in billionths of a CPU */
+    long long pids_limit;           /* processes and threads */
+    long long nofile, nproc, fsize; /* rlimits (fsize in bytes); core is always 0 */
+    long long shm_bytes;            /* /dev/shm */
+    const char *runtime;            /* OCI runtime name (e.g. runsc); NULL = the default */
+    /* Marks, listed back by backend_list: */
+    const char *instance; /* this daemon's run of containers */
+    const char *owner;    /* the daemon process; may be NULL */
+    long long expires;    /* unix time after which any daemon may remove it; 0 = never */
+};
+
+struct backend_state {
+    bool running;
+    bool oom_killed;
+    int exit_code;
+};
+
+/* A container this daemon's kind created (any instance). */
+struct backend_container {
+    char *id;
+    long long created; /* unix seconds */
+    long long expires; /* unix seconds; 0 when unknown */
+    char *instance;    /* may be NULL */
+    char *owner;       /* may be NULL */
+};
+
+enum backend_fd { BACKEND_STDOUT = 1, BACKEND_STDERR = 2 };
+
+/* Output as it is read: stream is BACKEND_STDOUT or BACKEND_STDERR.
+ * Returns 0 to go on, a positive value to drop the rest of this read (not
+ * a failure), or -1 with err set. */
+typedef int (*backend_output_cb)(void *ctx, int stream, const char *data, size_t len,
+                                 struct err *err);
+
+/* backend_stream_read found nothing to read (a spurious wake-up). */
+#define BACKEND_AGAIN (-2)
+
+struct backend;
+struct backend_stream;
+
+struct backend_ops {
+    const char *kind; /* "docker" */
+    void (*free)(struct backend *b);
+    /* Where the backend is (for messages): e.g. the engine socket path. */
+    const char *(*address)(const struct backend *b);
+    int (*ping)(struct backend *b, struct err *err);
+    int (*version)(struct backend *b, char **name, char **version, struct err *err);
+    /* The request create would send for spec, as text (for --dry-run-create). */
+    char *(*render_create)(const struct backend *b, const struct backend_spec *spec);
+    int (*create)(struct backend *b, const struct backend_spec *spec, double deadline_ms, char **id,
+                  struct err *err);
+    int (*attach)(struct backend *b, const char *id, double deadline_ms,
+                  struct backend_stream **out, struct err *err);
+    int (*start)(struct backend *b, const char *id, double deadline_ms, struct err *err);
+    int (*wait)(struct backend *b, const char *id, long timeout_ms, struct backend_state *st,
+                struct err *err);
+    int (*kill)(struct backend *b, const char *id, struct err *err);
+    int (*remove)(struct backend *b, const char *id, struct err *err);
+    int (*inspect)(struct backend *b, const char *id, struct backend_state *st, struct err *err);
+    int (*list)(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,
+                struct err *err);
+    int (*oom_flag_reliable)(const struct backend *b);
+
+    int (*stream_fd)(const struct backend_stream *s);
+    bool (*stream_pending)(const struct backend_stream *s);
+    int (*stream_send)(struct backend_stream *s, const void *data, size_t n, long timeout_ms,
+                       struct err *err);
+    long (*stream_read)(struct backend_stream *s, backend_output_cb cb, void *ctx, struct err *err);
+    void (*stream_close)(struct backend_stream *s);
+};
+
+/* Implementations put this first in their own structs. */
+struct backend {
+    const struct backend_ops *ops;
+};
+
+struct backend_stream {
+    const struct backend_ops *ops;
+};
+
+void backend_free(struct backend *b);
+const char *backend_kind(const struct backend *b);
+const char *backend_address(const struct backend *b);
+
+/* Short timeout: cheap reachability for health checks. */
+int backend_ping(struct backend *b, struct err *err);
+
+/* The engine's own name ("Docker Engine", "Podman Engine") and version;
+ * the caller frees both. */
+int backend_version(struct backend *b, char **name, char **version, struct err *err);
+
+/* Caller frees. */
+char *backend_render_create(const struct backend *b, const struct backend_spec *spec);
+
+/* create, attach and start take deadline_ms, a util_now_ms() time their
+ * request must end by (0 = the backend's usual timeouts only), so a
+ * stalled engine cannot hold a run past its time limit. */
+
+/* *id is allocated. A missing image fails with ERR_NOT_FOUND and a message
+ * naming the image. */
+int backend_create(struct backend *b, const struct backend_spec *spec, double deadline_ms,
+                   char **id, struct err *err);
+
+/* The container's stdin, stdout and stderr, attached before start so no
+ * output is lost. */
+int backend_attach(struct backend *b, const char *id, double deadline_ms,
+                   struct backend_stream **out, struct err *err);
+int backend_start(struct backend *b, const char *id, double deadline_ms, struct err *err);
+
+/* Waits up to timeout_ms for the container to stop, then reports how. */
+int backend_wait(struct backend *b, const char *id, long timeout_ms, struct backend_state *st,
+                 struct err *err);
+
+/* SIGKILL. A container that already stopped is not an error. */
+int backend_kill(struct backend *b, const char *id, struct err *err);
+
+/* Stops and removes it with its storage. Already gone is not an error. */
+int backend_remove(struct backend *b, const char *id, struct err *err);
+
+int backend_inspect(struct backend *b, const char *id, struct backend_state *st, struct err *err);
+
+/* Every container created through any backend_create of this kind, within
+ * timeout_ms (0 = the usual control timeout). Free with
+ * backend_container_list_free. */
+int backend_list(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,
+                 struct err *err);
+void backend_container_list_free(struct backend_container *list, size_t n);
+
+/* 1 when oom_killed can be trusted, 0 when the backend is known to leave it
+ * false after a real OOM kill (then exit code 137 under a memory limit is
+ * the only sign), -1 while that is not known yet. */
+int backend_oom_flag_reliable(const struct backend *b);
+
+/* For poll(2): readable when backend_stream_read has something to do. */
+int backend_stream_fd(const struct backend_stream *s);
+
+/* True when bytes are already buffered, so poll would not see them. */
+bool backend_stream_pending(const struct backend_stream *s);
+
+/* Writes all of data to the container's stdin within timeout_ms. */
+int backend_stream_send(struct backend_stream *s, const void *data, size_t n, long timeout_ms,
+                        struct err *err);
+
+/* Reads what is there and hands it to cb, demultiplexed. Returns the bytes
+ * read (>0; all of them went to cb unless it asked to stop), 0 at the end
+ * of the stream, BACKEND_AGAIN, or -1 with err (cb's failure among them). */
+long backend_stream_read(struct backend_stream *s, backend_output_cb cb, void *ctx,
+                         struct err *err);
+
+/* Closes and frees; NULL is fine. */
+void backend_stream_close(struct backend_stream *s);
+
+#endif

@@ -1,0 +1,318 @@
+#include "backend/docker/docker.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/docker/engine.h"
+#include "backend/docker/engine_stream.h"
+#include "base/util.h"
+
+#define READ_CHUNK 65536
+
+_Static_assert((int)BACKEND_STDOUT == (int)ENGINE_STREAM_STDOUT &&
+                   (int)BACKEND_STDERR == (int)ENGINE_STREAM_STDERR,
+               "backend stream numbers are the engine's");
+
+struct docker {
+    struct backend base;
+    struct engine *engine;
+};
+
+struct docker_stream {
+    struct backend_stream base;
+    struct engine_http_conn *conn;
+    struct engine_stream demux;
+    char *chunk;
+};
+
+static struct engine *engine_of(struct backend *b)
+{
+    return ((struct docker *)b)->engine;
+}
+
+/* ---- the create body --------------------------------------------------- */
+
+static json_object *ulimit(const char *name, long long soft, long long hard)
+{
+    json_object *u = json_object_new_object();
+    json_object_object_add(u, "Name", json_object_new_string(name));
+    json_object_object_add(u, "Soft", json_object_new_int64(soft));
+    json_object_object_add(u, "Hard", json_object_new_int64(hard));
+    return u;
+}
+
+static json_object *string_array(const char *const *items)
+{
+    json_object *a = json_object_new_array();
+    for (const char *const *p = items; p && *p; p++)
+        json_object_array_add(a, json_object_new_string(*p));
+    return a;
+}
+
+static json_object *labels(const struct backend_spec *spec)
+{
+    json_object *l = json_object_new_object();
+    json_object_object_add(l, ENGINE_LABEL_MANAGED, json_object_new_string("1"));
+    json_object_object_add(l, ENGINE_LABEL_INSTANCE, json_object_new_string(spec->instance));
+    if (spec->owner)
+        json_object_object_add(l, ENGINE_LABEL_OWNER, json_object_new_string(spec->owner));
+    if (spec->expires > 0) {
+        char when[24];
+        snprintf(when, sizeof(when), "%lld", spec->expires);
+        json_object_object_add(l, ENGINE_LABEL_EXPIRES, json_object_new_string(when));
+    }
+    return l;
+}
+
+/* The hardening every backend promises (backend.h), in Docker's terms. */
+static json_object *host_config(const struct backend_spec *spec)
+{
+    json_object *hc = json_object_new_object();
+    json_object_object_add(hc, "NetworkMode", json_object_new_string("none"));
+    json_object_object_add(hc, "ReadonlyRootfs", json_object_new_boolean(1));
+    json_object *tmpfs = json_object_new_object();
+    char *opts = xasprintf("rw,nosuid,nodev,size=%lldm,mode=1777", spec->workdir_mb);
+    json_object_object_add(tmpfs, spec->workdir, json_object_new_string(opts));
+    free(opts);
+    json_object_object_add(hc, "Tmpfs", tmpfs);
+    json_object *capdrop = json_object_new_array();
+    json_object_array_add(capdrop, json_object_new_string("ALL"));
+    json_object_object_add(hc, "CapDrop", capdrop);
+    json_object *secopt = json_object_new_array();
+    json_object_array_add(secopt, json_object_new_string("no-new-privileges:true"));
+    json_object_object_add(hc, "SecurityOpt", secopt);
+    json_object_object_add(hc, "Memory", json_object_new_int64(spec->memory_bytes));
+    json_object_object_add(hc, "MemorySwap", json_object_new_int64(spec->memory_bytes));
+    json_object_object_add(hc, "NanoCpus", json_object_new_int64(spec->nano_cpus));
+    json_object_object_add(hc, "PidsLimit", json_object_new_int64(spec->pids_limit));
+    json_object *ul = json_object_new_array();
+    json_object_array_add(ul, ulimit("nofile", spec->nofile, spec->nofile));
+    json_object_array_add(ul, ulimit("nproc", spec->nproc, spec->nproc));
+    json_object_array_add(ul, ulimit("fsize", spec->fsize, spec->fsize));
+    json_object_array_add(ul, ulimit("core", 0, 0));
+    json_object_object_add(hc, "Ulimits", ul);
+    json_object_object_add(hc, "Init", json_object_new_boolean(1));
+    json_object_object_add(hc, "AutoRemove", json_object_new_boolean(0));
+    json_object_object_add(hc, "Privileged", json_object_new_boolean(0));
+    json_object_object_add(hc, "IpcMode", json_object_new_string("private"));
+    json_object_object_add(hc, "ShmSize", json_object_new_int64(spec->shm_bytes));
+    json_object_object_add(hc, "OomScoreAdj", json_object_new_int(1000));
+    json_object *logcfg = json_object_new_object();
+    json_object_object_add(logcfg, "Type", json_object_new_string("none"));
+    json_object_object_add(hc, "LogConfig", logcfg);
+    if (spec->runtime && *spec->runtime)
+        json_object_object_add(hc, "Runtime", json_object_new_string(spec->runtime));
+    return hc;
+}
+
+json_object *docker_create_body(const struct backend_spec *spec)
+{
+    json_object *b = json_object_new_object();
+    json_object_object_add(b, "Image", json_object_new_string(spec->image));
+    json_object_object_add(b, "Cmd", string_array(spec->cmd));
+    /* Some images set an ENTRYPOINT; the command must be the whole command. */
+    json_object_object_add(b, "Entrypoint", json_object_new_array());
+    json_object_object_add(b, "User", json_object_new_string(spec->user));
+    json_object_object_add(b, "WorkingDir", json_object_new_string(spec->workdir));
+    json_object_object_add(b, "Env", string_array(spec->env));
+    json_object_object_add(b, "Labels", labels(spec));
+    json_object_object_add(b, "AttachStdin", json_object_new_boolean(1));
+    json_object_object_add(b, "AttachStdout", json_object_new_boolean(1));
+    json_object_object_add(b, "AttachStderr", json_object_new_boolean(1));
+    json_object_object_add(b, "OpenStdin", json_object_new_boolean(1));
+    /* If the daemon disappears, the program sees EOF and the container ends. */
+    json_object_object_add(b, "StdinOnce", json_object_new_boolean(1));
+    json_object_object_add(b, "Tty", json_object_new_boolean(0));
+    json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(1));
+    json_object_object_add(b, "HostConfig", host_config(spec));
+    return b;
+}
+
+/* ---- operations -------------------------------------------------------- */
+
+static void docker_free(struct backend *b)
+{
+    engine_free(engine_of(b));
+    free(b);
+}
+
+static const char *docker_address(const struct backend *b)
+{
+    return engine_socket(((const struct docker *)b)->engine);
+}
+
+static int docker_ping(struct backend *b, struct err *err)
+{
+    return engine_ping(engine_of(b), err);
+}
+
+static int docker_version(struct backend *b, char **name, char **version, struct err *err)
+{
+    return engine_version(engine_of(b), name, version, err);
+}
+
+static char *docker_render_create(const struct backend *b, const struct backend_spec *spec)
+{
+    (void)b;
+    json_object *body = docker_create_body(spec);
+    char *s = xstrdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PRETTY |
+                                                               JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(body);
+    return s;
+}
+
+static int docker_create(struct backend *b, const struct backend_spec *spec, double deadline_ms,
+                         char **id, struct err *err)
+{
+    json_object *body = docker_create_body(spec);
+    int rc = engine_create(engine_of(b), body, deadline_ms, id, err);
+    json_object_put(body);
+    return rc;
+}
+
+static const struct backend_ops docker_ops;
+
+static int docker_attach(struct backend *b, const char *id, double deadline_ms,
+                         struct backend_stream **out, struct err *err)
+{
+    struct engine_http_conn *conn = NULL;
+    if (engine_attach(engine_of(b), id, deadline_ms, &conn, err) < 0)
+        return -1;
+    struct docker_stream *s = xcalloc(1, sizeof(*s));
+    s->base.ops = &docker_ops;
+    s->conn = conn;
+    engine_stream_init(&s->demux);
+    s->chunk = xmalloc(READ_CHUNK);
+    *out = &s->base;
+    return 0;
+}
+
+static int docker_start(struct backend *b, const char *id, double deadline_ms, struct err *err)
+{
+    return engine_start(engine_of(b), id, deadline_ms, err);
+}
+
+static int docker_wait(struct backend *b, const char *id, long timeout_ms, struct backend_state *st,
+                       struct err *err)
+{
+    return engine_wait(engine_of(b), id, timeout_ms, st, err);
+}
+
+static int docker_kill(struct backend *b, const char *id, struct err *err)
+{
+    return engine_kill(engine_of(b), id, err);
+}
+
+static int docker_remove(struct backend *b, const char *id, struct err *err)
+{
+    return engine_remove(engine_of(b), id, err);
+}
+
+static int docker_inspect(struct backend *b, const char *id, struct backend_state *st,
+                          struct err *err)
+{
+    return engine_inspect_state(engine_of(b), id, st, err);
+}
+
+static int docker_list(struct backend *b, long timeout_ms, struct backend_container **out,
+                       size_t *n, struct err *err)
+{
+    return engine_list_managed(engine_of(b), timeout_ms, out, n, err);
+}
+
+static int docker_oom_flag_reliable(const struct backend *b)
+{
+    return engine_oom_flag_reliable(((const struct docker *)b)->engine);
+}
+
+/* ---- the attach stream -------------------------------------------------- */
+
+static struct docker_stream *stream_of(struct backend_stream *s)
+{
+    return (struct docker_stream *)s;
+}
+
+static int docker_stream_fd(const struct backend_stream *s)
+{
+    return engine_http_conn_fd(((const struct docker_stream *)s)->conn);
+}
+
+static bool docker_stream_pending(const struct backend_stream *s)
+{
+    return engine_http_conn_pending(((const struct docker_stream *)s)->conn) != 0;
+}
+
+static int docker_stream_send(struct backend_stream *s, const void *data, size_t n, long timeout_ms,
+                              struct err *err)
+{
+    return engine_http_conn_send(stream_of(s)->conn, data, n, timeout_ms, err);
+}
+
+struct deliver {
+    backend_output_cb cb;
+    void *ctx;
+};
+
+/* Only the program's stdout and stderr go up; stdin echoes and the
+ * engine's own frames do not. */
+static int deliver(void *arg, int stream, const char *data, size_t len, struct err *err)
+{
+    const struct deliver *d = arg;
+    if (stream != ENGINE_STREAM_STDOUT && stream != ENGINE_STREAM_STDERR)
+        return 0;
+    return d->cb(d->ctx, stream, data, len, err);
+}
+
+static long docker_stream_read(struct backend_stream *bs, backend_output_cb cb, void *ctx,
+                               struct err *err)
+{
+    struct docker_stream *s = stream_of(bs);
+    long n = engine_http_conn_recv(s->conn, s->chunk, READ_CHUNK, err);
+    if (n == -2)
+        return BACKEND_AGAIN;
+    if (n <= 0)
+        return n;
+    struct deliver d = {.cb = cb, .ctx = ctx};
+    if (engine_stream_feed(&s->demux, s->chunk, (size_t)n, deliver, &d, err) < 0)
+        return -1;
+    return n;
+}
+
+static void docker_stream_close(struct backend_stream *bs)
+{
+    struct docker_stream *s = stream_of(bs);
+    engine_http_conn_close(s->conn);
+    free(s->chunk);
+    free(s);
+}
+
+static const struct backend_ops docker_ops = {
+    .kind = "docker",
+    .free = docker_free,
+    .address = docker_address,
+    .ping = docker_ping,
+    .version = docker_version,
+    .render_create = docker_render_create,
+    .create = docker_create,
+    .attach = docker_attach,
+    .start = docker_start,
+    .wait = docker_wait,
+    .kill = docker_kill,
+    .remove = docker_remove,
+    .inspect = docker_inspect,
+    .list = docker_list,
+    .oom_flag_reliable = docker_oom_flag_reliable,
+    .stream_fd = docker_stream_fd,
+    .stream_pending = docker_stream_pending,
+    .stream_send = docker_stream_send,
+    .stream_read = docker_stream_read,
+    .stream_close = docker_stream_close,
+};
+
+struct backend *docker_backend_new(const char *socket_path)
+{
+    struct docker *d = xcalloc(1, sizeof(*d));
+    d->base.ops = &docker_ops;
+    d->engine = engine_new(socket_path);
+    return &d->base;
+}

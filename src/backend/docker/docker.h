@@ -1,0 +1,18 @@
+/* The Docker Engine API backend (Docker, or Podman's compatible service):
+ * the backend operations (backend/backend.h) over a unix socket. */
+#ifndef MCPSBX_DOCKER_H
+#define MCPSBX_DOCKER_H
+
+#include <json-c/json.h>
+
+#include "backend/backend.h"
+
+/* socket_path is a filesystem path (no unix:// prefix); copied. Call
+ * engine_http_global_init first. */
+struct backend *docker_backend_new(const char *socket_path);
+
+/* The POST /containers/create body for spec (caller owns; exposed for
+ * tests). */
+json_object *docker_create_body(const struct backend_spec *spec);
+
+#endif

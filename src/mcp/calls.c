@@ -1,0 +1,326 @@
+#include "mcp/calls.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/util.h"
+
+/* Live output is gathered and sent at most every LIVE_FLUSH_MS (or when
+ * LIVE_FLUSH_BYTES are waiting), so a print loop cannot flood the client. */
+#define LIVE_FLUSH_MS    100.0
+#define LIVE_FLUSH_BYTES (16u * 1024u)
+#define LIVE_MAX_BYTES   (64u * 1024u)
+
+/* A tools/call from admission to answer. It holds no json-c object: the
+ * request's id, progress token and arguments are copied out of the parsed
+ * message by the thread that received it, and the call then waits in the
+ * admission queue and runs on a worker thread. */
+struct call {
+    struct admission_job job;
+    struct mcp_session *s;
+    struct jsonrpc_id id;
+    struct jsonrpc_id progress_token; /* NONE when the caller asked for no progress */
+    struct tools_run_args args;
+    struct reply reply;
+    struct exec_cancel *cancel;
+    atomic_bool cancelled;
+    struct tools_features features;
+    enum mcp_version version;
+    double received_ms;
+    /* live output, touched only by the worker running the call */
+    struct buf live;
+    int live_stream;
+    double live_last;
+    long long progress;
+    struct call *next;
+    struct call *withdrawn_next; /* taken back out of the queue, to finish unlocked */
+};
+
+static void call_finish(struct call *c, json_object *result);
+
+/* Cancels a call (s->lock held): one still waiting for a run slot is taken
+ * back and added to *withdrawn, to be finished once the lock is released;
+ * a running one has its container killed. */
+static void call_cancel_locked(struct call *c, struct call **withdrawn)
+{
+    atomic_store(&c->cancelled, true);
+    if (admission_withdraw(c->s->srv->admission, &c->job)) {
+        c->withdrawn_next = *withdrawn;
+        *withdrawn = c;
+    } else {
+        exec_cancel(c->cancel);
+    }
+}
+
+static void finish_withdrawn(struct call *list)
+{
+    while (list) {
+        struct call *c = list;
+        list = c->withdrawn_next;
+        call_finish(c, NULL);
+    }
+}
+
+void calls_cancel_all(struct mcp_session *s)
+{
+    struct call *withdrawn = NULL;
+    pthread_mutex_lock(&s->lock);
+    s->closing = true;
+    for (struct call *c = s->calls; c; c = c->next)
+        call_cancel_locked(c, &withdrawn);
+    pthread_mutex_unlock(&s->lock);
+    finish_withdrawn(withdrawn);
+}
+
+/* Bytes at the end of p[0..n) that start a UTF-8 sequence the chunk cut
+ * short: held for the next flush instead of being mangled. */
+static size_t utf8_incomplete_tail(const char *p, size_t n)
+{
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        unsigned char c = (unsigned char)p[n - back];
+        if ((c & 0xc0) == 0x80)
+            continue; /* continuation byte: keep looking for the lead */
+        size_t need = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 1;
+        return need > back ? back : 0;
+    }
+    return 0;
+}
+
+static void live_flush(struct call *c, bool final)
+{
+    if (c->live.len == 0 || atomic_load(&c->cancelled))
+        return;
+    size_t n = c->live.len;
+    if (!final)
+        n -= utf8_incomplete_tail(c->live.data, n);
+    if (n == 0)
+        return;
+    size_t clean_len = 0;
+    char *clean = util_utf8_sanitize(c->live.data, n, &clean_len);
+    const char *stream_name = c->live_stream == EXEC_STDERR ? "stderr" : "stdout";
+    if (c->progress_token.kind != JSONRPC_ID_NONE) {
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "progressToken", jsonrpc_id_json(&c->progress_token));
+        json_object_object_add(p, "progress", json_object_new_int64(++c->progress));
+        if (c->version >= MCP_V_2025_03_26)
+            json_object_object_add(p, "message", json_object_new_string_len(clean, (int)clean_len));
+        json_object *meta = json_object_new_object();
+        json_object_object_add(meta, "dev.mcp-sandboxd/stream",
+                               json_object_new_string(stream_name));
+        json_object_object_add(p, "_meta", meta);
+        json_object *note = jsonrpc_notification("notifications/progress", p);
+        channel_send_json(c->reply.ch, note);
+        json_object_put(note);
+    }
+    /* stdout is "info", stderr "warning" for the client's logging level. */
+    int level = c->live_stream == EXEC_STDERR ? 3 : 1;
+    pthread_mutex_lock(&c->s->lock);
+    int threshold = c->s->log_level;
+    pthread_mutex_unlock(&c->s->lock);
+    if (threshold >= 0 && level >= threshold) {
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "level", json_object_new_string(mcp_log_levels[level]));
+        json_object_object_add(p, "logger", json_object_new_string(stream_name));
+        json_object_object_add(p, "data", json_object_new_string_len(clean, (int)clean_len));
+        json_object *note = jsonrpc_notification("notifications/message", p);
+        channel_send_json(c->reply.ch, note);
+        json_object_put(note);
+    }
+    free(clean);
+    buf_consume(&c->live, n);
+    c->live_last = util_now_ms();
+}
+
+static void on_output(void *ctx, int stream, const char *data, size_t len)
+{
+    struct call *c = ctx;
+    if (stream != EXEC_TICK) {
+        if (c->live.len && stream != c->live_stream)
+            live_flush(c, true);
+        c->live_stream = stream;
+        while (len) {
+            size_t took = buf_add_upto(&c->live, data, len);
+            data += took;
+            len -= took;
+            if (len)
+                live_flush(c, c->live.len == c->live.max);
+        }
+    }
+    if (c->live.len &&
+        (c->live.len >= LIVE_FLUSH_BYTES || util_now_ms() - c->live_last >= LIVE_FLUSH_MS))
+        live_flush(c, false);
+}
+
+static bool wants_live_output(struct call *c)
+{
+    if (c->progress_token.kind != JSONRPC_ID_NONE)
+        return true;
+    pthread_mutex_lock(&c->s->lock);
+    bool logging = c->s->log_level >= 0;
+    pthread_mutex_unlock(&c->s->lock);
+    return logging;
+}
+
+static void call_free(struct call *c)
+{
+    jsonrpc_id_clear(&c->id);
+    jsonrpc_id_clear(&c->progress_token);
+    tools_run_args_release(&c->args);
+    exec_cancel_free(c->cancel);
+    free(c);
+}
+
+static void call_unlink_locked(struct mcp_session *s, struct call *c)
+{
+    for (struct call **pp = &s->calls; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    }
+}
+
+/* The one way a call ends, whichever thread ends it: answers with result
+ * (taken; a cancelled request gets no response at all, the spec's rule),
+ * then lets the session know. */
+static void call_finish(struct call *c, json_object *result)
+{
+    struct mcp_session *s = c->s;
+    pthread_mutex_lock(&s->lock);
+    call_unlink_locked(s, c);
+    bool cancelled = atomic_load(&c->cancelled);
+    pthread_mutex_unlock(&s->lock);
+
+    if (cancelled || !result) {
+        json_object_put(result);
+        reply_done(&c->reply, NULL);
+    } else {
+        json_object *id = jsonrpc_id_json(&c->id);
+        reply_result(&c->reply, id, result);
+        json_object_put(id);
+    }
+    call_free(c);
+
+    pthread_mutex_lock(&s->lock);
+    s->inflight--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void call_run(struct admission_job *job)
+{
+    struct call *c = (struct call *)(void *)((char *)job - offsetof(struct call, job));
+    struct mcp_session *s = c->s;
+    buf_init(&c->live, LIVE_MAX_BYTES);
+    c->live_last = util_now_ms();
+    bool live = wants_live_output(c);
+    json_object *result =
+        tools_run(&s->srv->env, &c->args, &c->features, c->cancel, live ? on_output : NULL, c);
+    /* Everything streamed goes out before the result; nothing after it. */
+    live_flush(c, true);
+    buf_free(&c->live);
+    call_finish(c, result);
+}
+
+static void call_refuse(struct admission_job *job, enum admission_refusal why)
+{
+    struct call *c = (struct call *)(void *)((char *)job - offsetof(struct call, job));
+    double waited = util_now_ms() - c->received_ms;
+    char *msg = why == ADMISSION_STOPPING
+                    ? xstrdup("server busy: shutting down")
+                    : xasprintf("server busy: waited %.0f ms and no run slot came free (%lld "
+                                "runs at once, --max-concurrent); try again shortly",
+                                waited, c->s->srv->cfg->max_concurrent);
+    call_finish(c, tools_busy_result(&c->args, &c->features, msg, waited));
+    free(msg);
+}
+
+void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    json_object *name = NULL;
+    json_object *args = NULL;
+    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, "name", &name) ||
+        !json_object_is_type(name, json_type_string)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: tools/call needs a name");
+        return;
+    }
+    const char *tool = json_object_get_string(name);
+    if (!tools_exists(tool)) {
+        char *msg = xasprintf("Unknown tool: %.128s", tool);
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, msg);
+        free(msg);
+        return;
+    }
+    json_object_object_get_ex(m->params, "arguments", &args);
+
+    const struct config *cfg = s->srv->cfg;
+    struct call *c = xcalloc(1, sizeof(*c));
+    json_object *bad = NULL;
+    /* Bad arguments are answered at once, without taking a run slot. */
+    if (tools_prepare(cfg, tool, args, &c->args, &bad) < 0) {
+        free(c);
+        reply_result(r, m->id, bad);
+        return;
+    }
+    c->s = s;
+    jsonrpc_id_copy(&c->id, m->id);
+    c->reply = *r;
+    c->cancel = exec_cancel_new();
+    atomic_init(&c->cancelled, false);
+    c->received_ms = util_now_ms();
+    json_object *meta = NULL;
+    json_object *token = NULL;
+    if (json_object_object_get_ex(m->params, "_meta", &meta) &&
+        json_object_object_get_ex(meta, "progressToken", &token) && jsonrpc_valid_id(token))
+        jsonrpc_id_copy(&c->progress_token, token);
+    /* Waiting for a slot and starting the sandbox both count against the
+     * call's own timeout; the program then gets its whole timeout. */
+    double wait_ms = (double)cfg->queue_timeout_ms;
+    if ((double)c->args.timeout_ms < wait_ms)
+        wait_ms = (double)c->args.timeout_ms;
+    c->job.run = call_run;
+    c->job.refuse = call_refuse;
+    c->job.deadline_ms = c->received_ms + wait_ms;
+    c->args.start_by_ms = c->received_ms + (double)c->args.timeout_ms;
+
+    pthread_mutex_lock(&s->lock);
+    if (s->closing) {
+        pthread_mutex_unlock(&s->lock);
+        call_free(c);
+        reply_done(r, NULL);
+        return;
+    }
+    c->features = mcp_features_of(s->version);
+    c->version = s->version;
+    c->next = s->calls;
+    s->calls = c;
+    s->inflight++;
+    pthread_mutex_unlock(&s->lock);
+
+    if (admission_submit(s->srv->admission, &c->job) < 0) {
+        char *msg = xasprintf("server busy: %lld runs in progress and %lld waiting "
+                              "(--max-concurrent, --max-queued); try again shortly",
+                              cfg->max_concurrent, cfg->max_queued);
+        call_finish(c, tools_busy_result(&c->args, &c->features, msg, 0.0));
+        free(msg);
+    }
+}
+
+void calls_cancel_request(struct mcp_session *s, const struct jsonrpc_msg *m)
+{
+    json_object *rid = NULL;
+    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, "requestId", &rid))
+        return;
+    struct call *withdrawn = NULL;
+    pthread_mutex_lock(&s->lock);
+    for (struct call *c = s->calls; c; c = c->next)
+        if (jsonrpc_id_equal(&c->id, rid))
+            call_cancel_locked(c, &withdrawn);
+    pthread_mutex_unlock(&s->lock);
+    finish_withdrawn(withdrawn);
+}

@@ -1,0 +1,137 @@
+#include "mcp/reply.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "mcp/jsonrpc.h"
+
+/* ---- channels ------------------------------------------------------------ */
+
+void mcp_channel_init(struct mcp_channel *ch,
+                      int (*send)(struct mcp_channel *, const char *, size_t),
+                      void (*release)(struct mcp_channel *))
+{
+    ch->send = send;
+    ch->release = release;
+    atomic_init(&ch->refs, 1);
+}
+
+void mcp_channel_ref(struct mcp_channel *ch)
+{
+    atomic_fetch_add(&ch->refs, 1);
+}
+
+void mcp_channel_unref(struct mcp_channel *ch)
+{
+    if (atomic_fetch_sub(&ch->refs, 1) == 1 && ch->release)
+        ch->release(ch);
+}
+
+void channel_send_json(struct mcp_channel *ch, json_object *msg)
+{
+    size_t len = 0;
+    const char *s = jsonrpc_serialize(msg, &len);
+    if (ch->send(ch, s, len) < 0)
+        log_debug("could not deliver a message: the client went away");
+}
+
+/* ---- replies ---------------------------------------------------------------- */
+
+/* A batch's answers are collected as serialized text, because its slots
+ * are filled from different threads (a tools/call answers from a worker). */
+struct batch {
+    pthread_mutex_t lock;
+    size_t n;
+    size_t remaining;
+    char **texts;
+    size_t *lens;
+    struct mcp_channel *ch;
+};
+
+static void batch_send(struct batch *b)
+{
+    struct buf out;
+    buf_init(&out, (size_t)-1);
+    int rc = buf_add(&out, "[", 1);
+    bool any = false;
+    for (size_t i = 0; i < b->n; i++) {
+        if (!b->texts[i])
+            continue;
+        if (any)
+            rc |= buf_add(&out, ",", 1);
+        rc |= buf_add(&out, b->texts[i], b->lens[i]);
+        any = true;
+    }
+    rc |= buf_add(&out, "]", 1);
+    (void)rc; /* out has no cap */
+    /* A batch of only notifications gets no answer at all. */
+    if (any && b->ch->send(b->ch, out.data, out.len) < 0)
+        log_debug("could not deliver a message: the client went away");
+    buf_free(&out);
+}
+
+void reply_done(struct reply *r, json_object *resp)
+{
+    if (!r->batch) {
+        if (resp)
+            channel_send_json(r->ch, resp);
+        json_object_put(resp);
+        mcp_channel_unref(r->ch);
+        return;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    if (resp) {
+        const char *s = jsonrpc_serialize(resp, &len);
+        text = xstrndup(s, len);
+        json_object_put(resp);
+    }
+    struct batch *b = r->batch;
+    pthread_mutex_lock(&b->lock);
+    b->texts[r->index] = text;
+    b->lens[r->index] = len;
+    bool last = --b->remaining == 0;
+    pthread_mutex_unlock(&b->lock);
+    if (!last)
+        return;
+    batch_send(b);
+    mcp_channel_unref(b->ch);
+    for (size_t i = 0; i < b->n; i++)
+        free(b->texts[i]);
+    pthread_mutex_destroy(&b->lock);
+    free(b->texts);
+    free(b->lens);
+    free(b);
+}
+
+void reply_result(struct reply *r, json_object *id, json_object *result)
+{
+    reply_done(r, jsonrpc_result(id, result));
+}
+
+void reply_error(struct reply *r, json_object *id, int code, const char *message)
+{
+    reply_done(r, jsonrpc_error(id, code, message, NULL));
+}
+
+struct batch *reply_batch_new(struct mcp_channel *ch, size_t n)
+{
+    struct batch *b = xcalloc(1, sizeof(*b));
+    pthread_mutex_init(&b->lock, NULL);
+    b->n = n;
+    b->remaining = n;
+    b->texts = xcalloc(n, sizeof(char *));
+    b->lens = xcalloc(n, sizeof(size_t));
+    b->ch = ch;
+    mcp_channel_ref(ch);
+    return b;
+}
+
+struct reply reply_batch_slot(struct batch *b, size_t i)
+{
+    struct reply r = {.ch = b->ch, .batch = b, .index = i};
+    return r;
+}

@@ -1,0 +1,35 @@
+/* Replies: every message gets exactly one reply slot, filled by whichever
+ * thread answers it (a tools/call answers from a worker). A batch's slots
+ * are sent together, as one array, once the last is filled. */
+#ifndef MCPSBX_MCP_REPLY_H
+#define MCPSBX_MCP_REPLY_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+#include "mcp/mcp.h"
+
+struct batch;
+
+struct reply {
+    struct mcp_channel *ch; /* one reference held while the slot is open */
+    struct batch *batch;    /* NULL for a single message */
+    size_t index;
+};
+
+/* Sends msg (borrowed) on ch now: notifications, and answers outside any
+ * slot. */
+void channel_send_json(struct mcp_channel *ch, json_object *msg);
+
+/* Fills the slot with resp (taken; NULL means no response) and releases it. */
+void reply_done(struct reply *r, json_object *resp);
+void reply_result(struct reply *r, json_object *id, json_object *result);
+void reply_error(struct reply *r, json_object *id, int code, const char *message);
+
+/* A batch of n slots answering on ch (takes a reference to it). */
+struct batch *reply_batch_new(struct mcp_channel *ch, size_t n);
+
+/* Slot i of batch b. */
+struct reply reply_batch_slot(struct batch *b, size_t i);
+
+#endif

@@ -1,0 +1,125 @@
+#include "mcp/resources.h"
+
+#include <string.h>
+
+#include "base/util.h"
+#include "tools/environment.h"
+
+#define ENVIRONMENT_URI "mcp-sandboxd://environment"
+
+static bool params_string(const struct jsonrpc_msg *m, const char *key, const char **out)
+{
+    json_object *v = NULL;
+    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, key, &v) || !json_object_is_type(v, json_type_string))
+        return false;
+    *out = json_object_get_string(v);
+    return true;
+}
+
+void resources_list(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    (void)s;
+    json_object *res = json_object_new_object();
+    json_object *list = json_object_new_array();
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "uri", json_object_new_string(ENVIRONMENT_URI));
+    json_object_object_add(e, "name", json_object_new_string("environment"));
+    json_object_object_add(e, "description",
+                           json_object_new_string("Languages, images and limits of the sandboxes"));
+    json_object_object_add(e, "mimeType", json_object_new_string("application/json"));
+    json_object_array_add(list, e);
+    json_object_object_add(res, "resources", list);
+    reply_result(r, m->id, res);
+}
+
+void resources_templates_list(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    (void)s;
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "resourceTemplates", json_object_new_array());
+    reply_result(r, m->id, res);
+}
+
+void resources_read(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    const char *uri = NULL;
+    if (!params_string(m, "uri", &uri)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: uri is required");
+        return;
+    }
+    if (strcmp(uri, ENVIRONMENT_URI) != 0) {
+        reply_done(r, jsonrpc_error(m->id, MCP_RESOURCE_NOT_FOUND, "Resource not found", NULL));
+        return;
+    }
+    json_object *env = tools_environment_json(&s->srv->env);
+    json_object *c = json_object_new_object();
+    json_object_object_add(c, "uri", json_object_new_string(ENVIRONMENT_URI));
+    json_object_object_add(c, "mimeType", json_object_new_string("application/json"));
+    json_object_object_add(
+        c, "text",
+        json_object_new_string(json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN)));
+    json_object_put(env);
+    json_object *contents = json_object_new_array();
+    json_object_array_add(contents, c);
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "contents", contents);
+    reply_result(r, m->id, res);
+}
+
+/* Our one resource never changes; subscriptions are accepted and cost nothing. */
+void resources_subscribe(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    (void)s;
+    const char *uri = NULL;
+    if (!params_string(m, "uri", &uri)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: uri is required");
+        return;
+    }
+    reply_result(r, m->id, json_object_new_object());
+}
+
+void prompts_list(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    (void)s;
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "prompts", json_object_new_array());
+    reply_result(r, m->id, res);
+}
+
+void prompts_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    (void)s;
+    const char *name = NULL;
+    if (!params_string(m, "name", &name)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: name is required");
+        return;
+    }
+    char *text = xasprintf("Invalid params: unknown prompt '%.128s'", name);
+    reply_error(r, m->id, JSONRPC_INVALID_PARAMS, text);
+    free(text);
+}
+
+/* No prompt or resource template takes arguments, so nothing completes. */
+void completion_complete(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    (void)s;
+    json_object *ref = NULL;
+    json_object *arg = NULL;
+    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, "ref", &ref) ||
+        !json_object_is_type(ref, json_type_object) ||
+        !json_object_object_get_ex(m->params, "argument", &arg) ||
+        !json_object_is_type(arg, json_type_object)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS,
+                    "Invalid params: completion/complete needs ref and argument objects");
+        return;
+    }
+    json_object *c = json_object_new_object();
+    json_object_object_add(c, "values", json_object_new_array());
+    json_object_object_add(c, "total", json_object_new_int(0));
+    json_object_object_add(c, "hasMore", json_object_new_boolean(0));
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "completion", c);
+    reply_result(r, m->id, res);
+}

@@ -1,0 +1,41 @@
+/* What the mcp folder's files share: the server and session state. A
+ * session's fields are guarded by its lock; the server is read-only once
+ * made. */
+#ifndef MCPSBX_MCP_SESSION_H
+#define MCPSBX_MCP_SESSION_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "base/admission.h"
+#include "mcp/mcp.h"
+#include "tools/tools.h"
+
+struct mcp_server {
+    const struct config *cfg;
+    struct tools_env env;
+    struct admission *admission; /* run slots and the queue in front of them */
+};
+
+struct call;
+
+struct mcp_session {
+    struct mcp_server *srv;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool initialize_done;
+    enum mcp_version version;
+    int log_level; /* index into mcp_log_levels, -1 when never set */
+    struct call *calls;
+    int inflight;
+    bool closing;
+};
+
+/* RFC 5424 severities, lowest first, as logging/setLevel names them. */
+#define MCP_LOG_LEVELS 8
+extern const char *const mcp_log_levels[MCP_LOG_LEVELS];
+
+/* What the negotiated version allows in tool shapes. */
+struct tools_features mcp_features_of(enum mcp_version v);
+
+#endif
