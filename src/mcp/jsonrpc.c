@@ -3,6 +3,8 @@
 #include <json-c/printbuf.h>
 #include <string.h>
 
+#include "base/json.h"
+
 int jsonrpc_parse(const char *data, size_t len, json_object **out, struct err *err)
 {
     *out = NULL;
@@ -10,35 +12,21 @@ int jsonrpc_parse(const char *data, size_t len, json_object **out, struct err *e
         return err_set(err, ERR_TOO_BIG, "message too large");
     if (!util_utf8_valid(data, len))
         return err_set(err, ERR_INVALID, "Parse error: message is not valid UTF-8");
-    json_tokener *tok = json_tokener_new_ex(JSONRPC_MAX_DEPTH);
-    if (!tok)
+    struct json_exact why;
+    if (json_parse_exact(data, len, JSONRPC_MAX_DEPTH, JSON_TOKENER_STRICT, out, &why) == 0)
+        return 0;
+    switch (why.status) {
+    case JSON_EXACT_INCOMPLETE:
+        return err_set(err, ERR_INVALID, "Parse error: incomplete JSON");
+    case JSON_EXACT_TRAILING:
+        return err_set(err, ERR_INVALID, "Parse error: trailing data after JSON value");
+    case JSON_EXACT_NOMEM:
         return err_set(err, ERR_INTERNAL, "out of memory");
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    json_object *obj = json_tokener_parse_ex(tok, data, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t used = tok->char_offset;
-    int rc = 0;
-    if (jerr == json_tokener_continue) {
-        rc = err_set(err, ERR_INVALID, "Parse error: incomplete JSON");
-    } else if (jerr != json_tokener_success) {
-        rc = err_set(err, ERR_INVALID, "Parse error: %s at offset %zu",
-                     json_tokener_error_desc(jerr), used);
-    } else {
-        for (size_t i = used; i < len; i++) {
-            char c = data[i];
-            if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
-                rc = err_set(err, ERR_INVALID, "Parse error: trailing data after JSON value");
-                break;
-            }
-        }
+    case JSON_EXACT_OK:
+    case JSON_EXACT_SYNTAX:
+        break;
     }
-    json_tokener_free(tok);
-    if (rc < 0) {
-        json_object_put(obj);
-        return rc;
-    }
-    *out = obj;
-    return 0;
+    return err_set(err, ERR_INVALID, "Parse error: %s at offset %zu", why.why, why.offset);
 }
 
 int jsonrpc_valid_id(json_object *id)

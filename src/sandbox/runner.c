@@ -8,6 +8,8 @@
 
 #include <json-c/json.h>
 
+#include "base/json.h"
+
 /* The runners refuse larger requests (runner.py / runner.js MAX_REQUEST). */
 #define RUNNER_MAX_REQUEST (64u << 20)
 /* The record is a flat object; anything deeper is not ours. */
@@ -200,20 +202,18 @@ int runner_scan_result(const struct runner_scan *s, struct runner_done *out, str
     if (!s->done)
         return err_set(err, ERR_PROTOCOL, "no completion record from the runner");
 
-    struct json_tokener *tok = json_tokener_new_ex(RUNNER_RECORD_DEPTH);
-    if (!tok)
-        return err_set(err, ERR_INTERNAL, "out of memory parsing the completion record");
-    json_object *obj =
-        json_tokener_parse_ex(tok, s->record.data ? s->record.data : "", (int)s->record.len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
+    json_object *obj = NULL;
+    struct json_exact why;
+    int parsed =
+        json_parse_exact(s->record.data, s->record.len, RUNNER_RECORD_DEPTH, 0, &obj, &why);
 
     int rc = -1;
     json_object *v;
-    if (!obj || jerr != json_tokener_success || end != s->record.len) {
+    if (parsed < 0) {
         err_set(err, ERR_PROTOCOL, "completion record is not JSON: %s",
-                obj ? "trailing bytes" : json_tokener_error_desc(jerr));
+                why.status == JSON_EXACT_TRAILING     ? "trailing bytes"
+                : why.status == JSON_EXACT_INCOMPLETE ? "it ends inside a value"
+                                                      : why.why);
     } else if (!json_object_is_type(obj, json_type_object)) {
         err_set(err, ERR_PROTOCOL, "completion record is not a JSON object");
     } else if (!json_object_object_get_ex(obj, "exit_code", &v) ||

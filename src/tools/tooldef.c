@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "tools/schema.h"
 
 static const char *const members[] = {"name", "title", "description", "inputSchema"};
@@ -61,27 +62,18 @@ json_object *tooldef_parse(const char *text, size_t len, struct err *err)
                 (unsigned char)text[odd]);
         return NULL;
     }
-    json_tokener *tok = json_tokener_new();
-    if (!tok) {
-        err_set(err, ERR_INTERNAL, "out of memory");
-        return NULL;
-    }
     /* Strict: the files must be plain JSON for every other tool too. */
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-    json_object *o = json_tokener_parse_ex(tok, text, (int)len);
-    enum json_tokener_error e = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
-    while (e == json_tokener_success && end < len &&
-           (text[end] == ' ' || text[end] == '\t' || text[end] == '\r' || text[end] == '\n'))
-        end++;
-    where(text, end, pos, sizeof(pos));
-    if (e == json_tokener_continue)
+    json_object *o = NULL;
+    struct json_exact why;
+    int parsed = json_parse_exact(text, len, JSON_TOKENER_DEFAULT_DEPTH,
+                                  JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8, &o, &why);
+    where(text, why.offset, pos, sizeof(pos));
+    if (parsed < 0 && why.status == JSON_EXACT_INCOMPLETE)
         err_set(err, ERR_INVALID, "invalid JSON: the text ends inside a value");
-    else if (e != json_tokener_success)
-        err_set(err, ERR_INVALID, "invalid JSON at %s: %s", pos, json_tokener_error_desc(e));
-    else if (end < len)
+    else if (parsed < 0 && why.status == JSON_EXACT_TRAILING)
         err_set(err, ERR_INVALID, "invalid JSON at %s: more text after the value", pos);
+    else if (parsed < 0)
+        err_set(err, ERR_INVALID, "invalid JSON at %s: %s", pos, why.why);
     else if (!json_object_is_type(o, json_type_object))
         err_set(err, ERR_INVALID, "must be a JSON object");
     else

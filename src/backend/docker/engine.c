@@ -3,6 +3,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/log.h"
 
 #define API "/" ENGINE_API_VERSION
@@ -77,28 +78,16 @@ static json_object *parse_json(const struct buf *b, const char *what, struct err
         err_set(err, ERR_PROTOCOL, "the container engine's answer to %s is empty", what);
         return NULL;
     }
-    json_tokener *tok = json_tokener_new_ex(ENGINE_JSON_DEPTH);
-    if (!tok) {
-        err_set(err, ERR_INTERNAL, "json_tokener_new_ex failed");
-        return NULL;
-    }
-    json_object *o = json_tokener_parse_ex(tok, b->data, (int)b->len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t end = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
-    if (jerr != json_tokener_success || !o) {
-        json_object_put(o);
-        err_set(err, ERR_PROTOCOL, "the container engine's answer to %s is not valid JSON", what);
-        return NULL;
-    }
-    for (size_t i = end; i < b->len; i++) {
-        char c = b->data[i];
-        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
-            json_object_put(o);
+    json_object *o = NULL;
+    struct json_exact why;
+    if (json_parse_exact(b->data, b->len, ENGINE_JSON_DEPTH, 0, &o, &why) < 0 || !o) {
+        if (why.status == JSON_EXACT_TRAILING)
             err_set(err, ERR_PROTOCOL, "the container engine's answer to %s has trailing bytes",
                     what);
-            return NULL;
-        }
+        else
+            err_set(err, ERR_PROTOCOL, "the container engine's answer to %s is not valid JSON",
+                    what);
+        return NULL;
     }
     return o;
 }

@@ -1,0 +1,56 @@
+#include "base/json.h"
+
+#include <stdint.h>
+
+int json_parse_exact(const char *data, size_t len, int depth, int flags, json_object **value,
+                     struct json_exact *out)
+{
+    *value = NULL;
+    *out = (struct json_exact){.status = JSON_EXACT_OK, .why = "", .offset = 0};
+    if (len > (size_t)INT32_MAX) {
+        out->status = JSON_EXACT_SYNTAX;
+        out->why = "too large";
+        return -1;
+    }
+    json_tokener *tok = json_tokener_new_ex(depth);
+    if (!tok) {
+        out->status = JSON_EXACT_NOMEM;
+        return -1;
+    }
+    if (flags)
+        json_tokener_set_flags(tok, flags);
+    json_object *o = json_tokener_parse_ex(tok, data ? data : "", (int)len);
+    enum json_tokener_error e = json_tokener_get_error(tok);
+    size_t end = json_tokener_get_parse_end(tok);
+    if (e == json_tokener_continue) {
+        /* A number or literal at the very end stays pending until the
+         * tokener sees where it stops; a NUL tells it. Anything else still
+         * open really is cut short. */
+        o = json_tokener_parse_ex(tok, "", 1);
+        if (json_tokener_get_error(tok) == json_tokener_success) {
+            e = json_tokener_success;
+            end = len;
+        }
+    }
+    json_tokener_free(tok);
+    out->offset = end;
+    if (e == json_tokener_continue) {
+        out->status = JSON_EXACT_INCOMPLETE;
+    } else if (e != json_tokener_success) {
+        out->status = JSON_EXACT_SYNTAX;
+        out->why = json_tokener_error_desc(e);
+    } else {
+        while (end < len &&
+               (data[end] == ' ' || data[end] == '\t' || data[end] == '\r' || data[end] == '\n'))
+            end++;
+        if (end < len) {
+            out->status = JSON_EXACT_TRAILING;
+            out->offset = end;
+        } else {
+            *value = o;
+            return 0;
+        }
+    }
+    json_object_put(o);
+    return -1;
+}
