@@ -7,6 +7,10 @@ int json_parse_exact(const char *data, size_t len, int depth, int flags, json_ob
 {
     *value = NULL;
     *out = (struct json_exact){.status = JSON_EXACT_OK, .why = "", .offset = 0};
+    if (!data) {
+        data = "";
+        len = 0;
+    }
     if (len > (size_t)INT32_MAX) {
         out->status = JSON_EXACT_SYNTAX;
         out->why = "too large";
@@ -19,7 +23,7 @@ int json_parse_exact(const char *data, size_t len, int depth, int flags, json_ob
     }
     if (flags)
         json_tokener_set_flags(tok, flags);
-    json_object *o = json_tokener_parse_ex(tok, data ? data : "", (int)len);
+    json_object *o = json_tokener_parse_ex(tok, data, (int)len);
     enum json_tokener_error e = json_tokener_get_error(tok);
     size_t end = json_tokener_get_parse_end(tok);
     if (e == json_tokener_continue) {
