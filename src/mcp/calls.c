@@ -25,7 +25,7 @@ struct call {
     struct jsonrpc_id progress_token; /* NONE when the caller asked for no progress */
     struct tools_run_args args;
     struct reply reply;
-    struct exec_cancel *cancel;
+    tools_cancel *cancel;
     atomic_bool cancelled;
     struct tools_features features;
     enum mcp_version version;
@@ -51,7 +51,7 @@ static void call_cancel_locked(struct call *c, struct call **withdrawn)
         c->withdrawn_next = *withdrawn;
         *withdrawn = c;
     } else {
-        exec_cancel(c->cancel);
+        tools_cancel_call(c->cancel);
     }
 }
 
@@ -100,7 +100,7 @@ static void live_flush(struct call *c, bool final)
         return;
     size_t clean_len = 0;
     char *clean = util_utf8_sanitize(c->live.data, n, &clean_len);
-    const char *stream_name = c->live_stream == EXEC_STDERR ? "stderr" : "stdout";
+    const char *stream_name = c->live_stream == TOOLS_STDERR ? "stderr" : "stdout";
     if (c->progress_token.kind != JSONRPC_ID_NONE) {
         json_object *p = json_object_new_object();
         json_object_object_add(p, "progressToken", jsonrpc_id_json(&c->progress_token));
@@ -116,7 +116,7 @@ static void live_flush(struct call *c, bool final)
         json_object_put(note);
     }
     /* stdout is "info", stderr "warning" for the client's logging level. */
-    int level = c->live_stream == EXEC_STDERR ? 3 : 1;
+    int level = c->live_stream == TOOLS_STDERR ? 3 : 1;
     pthread_mutex_lock(&c->s->lock);
     int threshold = c->s->log_level;
     pthread_mutex_unlock(&c->s->lock);
@@ -137,7 +137,7 @@ static void live_flush(struct call *c, bool final)
 static void on_output(void *ctx, int stream, const char *data, size_t len)
 {
     struct call *c = ctx;
-    if (stream != EXEC_TICK) {
+    if (stream != TOOLS_TICK) {
         if (c->live.len && stream != c->live_stream)
             live_flush(c, true);
         c->live_stream = stream;
@@ -169,7 +169,7 @@ static void call_free(struct call *c)
     jsonrpc_id_clear(&c->id);
     jsonrpc_id_clear(&c->progress_token);
     tools_run_args_release(&c->args);
-    exec_cancel_free(c->cancel);
+    tools_cancel_free(c->cancel);
     free(c);
 }
 
@@ -269,7 +269,7 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     c->s = s;
     jsonrpc_id_copy(&c->id, m->id);
     c->reply = *r;
-    c->cancel = exec_cancel_new();
+    c->cancel = tools_cancel_new();
     atomic_init(&c->cancelled, false);
     c->received_ms = util_now_ms();
     json_object *meta = NULL;

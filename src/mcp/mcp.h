@@ -19,7 +19,7 @@
 #include <json-c/json.h>
 
 #include "base/config.h"
-#include "sandbox/exec.h"
+#include "base/err.h"
 
 #define MCP_SERVER_NAME "mcp-sandboxd"
 
@@ -62,6 +62,7 @@ void mcp_channel_ref(struct mcp_channel *ch);
 void mcp_channel_unref(struct mcp_channel *ch);
 
 struct mcp_server;
+struct exec_ctx; /* opaque here: handed to the tools */
 
 /* cfg and exec are borrowed. Starts the run workers (--max-concurrent)
  * and their admission queue (--max-queued); NULL with err if it cannot. */

@@ -387,8 +387,8 @@ void tools_run_args_release(struct tools_run_args *a)
 }
 
 json_object *tools_run(const struct tools_env *env, const struct tools_run_args *a,
-                       const struct tools_features *f, struct exec_cancel *cancel,
-                       exec_output_cb on_output, void *on_output_ctx)
+                       const struct tools_features *f, tools_cancel *cancel,
+                       tools_output_cb on_output, void *on_output_ctx)
 {
     struct err err = ERR_INIT;
     struct exec_request req = {
@@ -427,8 +427,8 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
 }
 
 json_object *tools_call(const struct tools_env *env, const char *name, json_object *args,
-                        const struct tools_features *f, struct exec_cancel *cancel,
-                        exec_output_cb on_output, void *on_output_ctx)
+                        const struct tools_features *f, tools_cancel *cancel,
+                        tools_output_cb on_output, void *on_output_ctx)
 {
     struct tools_run_args a;
     json_object *bad = NULL;

@@ -17,6 +17,30 @@ struct tools_features {
 
 #define TOOLS_VARIANTS 4 /* combinations of tools_features */
 
+/* A call's cancel handle and its live output, as the sandbox layer defines
+ * them, named here so the protocol layer needs nothing from below tools.
+ * tools_cancel_call() may be called from any thread, any number of times. */
+typedef struct exec_cancel tools_cancel;
+typedef exec_output_cb tools_output_cb;
+#define TOOLS_STDOUT EXEC_STDOUT
+#define TOOLS_STDERR EXEC_STDERR
+#define TOOLS_TICK   EXEC_TICK /* no data: the program is quiet */
+
+static inline tools_cancel *tools_cancel_new(void)
+{
+    return exec_cancel_new();
+}
+
+static inline void tools_cancel_call(tools_cancel *c)
+{
+    exec_cancel(c);
+}
+
+static inline void tools_cancel_free(tools_cancel *c)
+{
+    exec_cancel_free(c);
+}
+
 /* The tools of one server. Read-only once tools_env_init returns, so any
  * thread may use it: the tools/list arrays are kept as serialized bytes,
  * never as json-c objects (which must not be shared between threads). */
@@ -47,8 +71,8 @@ int tools_backend_ping(const struct tools_env *env, const char **address, struct
  * CallToolResult: bad arguments and failed runs are results with isError
  * set, never protocol errors. on_output may be NULL. */
 json_object *tools_call(const struct tools_env *env, const char *name, json_object *args,
-                        const struct tools_features *f, struct exec_cancel *cancel,
-                        exec_output_cb on_output, void *on_output_ctx);
+                        const struct tools_features *f, tools_cancel *cancel,
+                        tools_output_cb on_output, void *on_output_ctx);
 
 /* Validated, clamped arguments of a run (exposed for tests). */
 struct tools_run_args {
@@ -80,8 +104,8 @@ void tools_run_args_release(struct tools_run_args *a);
 
 /* Runs a prepared call; returns a new CallToolResult. */
 json_object *tools_run(const struct tools_env *env, const struct tools_run_args *a,
-                       const struct tools_features *f, struct exec_cancel *cancel,
-                       exec_output_cb on_output, void *on_output_ctx);
+                       const struct tools_features *f, tools_cancel *cancel,
+                       tools_output_cb on_output, void *on_output_ctx);
 
 /* The result of a call that never ran because every run slot stayed taken
  * (status busy). */

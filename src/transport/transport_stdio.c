@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "mcp/jsonrpc.h"
 #include "base/log.h"
 

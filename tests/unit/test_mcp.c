@@ -9,6 +9,7 @@
 #include "backend/docker/engine.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
+#include "sandbox/exec.h"
 #include "tools/tools.h"
 
 /* A channel that records every message sent on it. Replies to tools/call

@@ -24,6 +24,7 @@
 #include "backend/docker/engine.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
+#include "sandbox/exec.h"
 #include "threads.h"
 
 /* ---- a channel that keeps every reply as text ----------------------------- */
