@@ -159,6 +159,7 @@ fuzz-smoke:
 
 lint:
 	@scripts/lint.sh
+	@tests/lint/test_layering.sh
 
 format:
 	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) tests/unit/*.[ch] tests/fake_engine/*.[ch] tests/fuzz/*.c

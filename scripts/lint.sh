@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Mechanical gates (`make lint`, `make format-check`).
 #
-#   scripts/lint.sh [all]   every check below
-#   scripts/lint.sh format  only the clang-format check
+#   scripts/lint.sh [all]     every check below
+#   scripts/lint.sh format    only the clang-format check
+#   scripts/lint.sh layering  only the layering check (tests/lint runs it on
+#                             trees of its own)
 #
 # Checks: format (clang-format), cppcheck, clang-tidy (.clang-tidy), banned
-# functions, shellcheck, layering (the include table below), the systemd unit
+# functions, shellcheck, layering (the LAYERS table below), the systemd unit
 # (systemd-analyze verify). A check whose
 # tool is missing is skipped with a note, except when CI is set: there a
 # missing tool fails the check. Exit status is non-zero when any check fails.
@@ -25,9 +27,9 @@ LINT_JOBS=${LINT_JOBS:-2}
 
 mode=${1:-all}
 case "$mode" in
-all | format) ;;
+all | format | layering) ;;
 *)
-    echo "usage: $0 [all|format]" >&2
+    echo "usage: $0 [all|format|layering]" >&2
     exit 2
     ;;
 esac
@@ -311,7 +313,11 @@ check_layering() {
     return $bad
 }
 
-run_check format check_format
+if [ "$mode" = layering ]; then
+    run_check layering check_layering
+else
+    run_check format check_format
+fi
 if [ "$mode" = all ]; then
     run_check cppcheck check_cppcheck
     run_check clang-tidy check_tidy

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The layering rule of scripts/lint.sh, tried on small trees of its own: a
+# clean tree passes; an upward include, an include that is not a path under
+# src/, and a folder that is not a layer each fail with a message naming
+# the file and line.
+#
+#   tests/lint/test_layering.sh      prints "lint-test: N passed, M failed"
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+readonly ROOT
+work=$(mktemp -d /tmp/mcpsbx-lint-test.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+passed=0
+failed=0
+
+# tree NAME: a copy of the lint script beside a minimal clean src/.
+tree() {
+	local t=$work/$1
+	mkdir -p "$t/scripts" "$t/src/base" "$t/src/mcp" "$t/src/transport"
+	cp "$ROOT/scripts/lint.sh" "$t/scripts/lint.sh"
+	printf '#include <stdio.h>\n' >"$t/src/base/util.h"
+	printf '#include "base/util.h"\n' >"$t/src/mcp/mcp.h"
+	printf '#include "mcp/mcp.h"\n#include "base/util.h"\n' >"$t/src/transport/stdio.c"
+	printf '#include "transport/stdio.c"\n' >"$t/src/main.c"
+	printf '%s\n' "$t"
+}
+
+# expect NAME WANT_STATUS PATTERN: run the layering check on tree NAME.
+expect() {
+	local name=$1 want=$2 pattern=$3 out rc
+	out=$("$work/$name/scripts/lint.sh" layering 2>&1)
+	rc=$?
+	if { [ "$want" = pass ] && [ $rc -eq 0 ]; } || { [ "$want" = fail ] && [ $rc -ne 0 ]; }; then
+		if [ -z "$pattern" ] || grep -qE -- "$pattern" <<<"$out"; then
+			echo "ok - $name"
+			passed=$((passed + 1))
+			return
+		fi
+	fi
+	echo "not ok - $name (wanted $want${pattern:+ with /$pattern/}, exit $rc):"
+	printf '    %s\n' "${out//$'\n'/$'\n'    }"
+	failed=$((failed + 1))
+}
+
+tree clean >/dev/null
+expect clean pass ""
+
+t=$(tree upward)
+printf '#include "transport/stdio.c"\n' >>"$t/src/mcp/mcp.h"
+expect upward fail 'src/mcp/mcp.h:2: mcp \(layer [0-9]+\) must not include transport/stdio.c'
+
+t=$(tree bare)
+printf '#include "util.h"\n' >>"$t/src/mcp/mcp.h"
+expect bare fail 'src/mcp/mcp.h:2: includes "util.h", which is not a path under src/'
+
+t=$(tree stray)
+mkdir -p "$t/src/misc"
+printf '#include "base/util.h"\n' >"$t/src/misc/x.c"
+expect stray fail "folder 'misc' is not a layer"
+
+t=$(tree base-up)
+printf '#include "mcp/mcp.h"\n' >>"$t/src/base/util.h"
+expect base-up fail 'src/base/util.h:2: base \(layer 0\) must not include mcp/mcp.h'
+
+echo "lint-test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
