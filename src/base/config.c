@@ -196,6 +196,14 @@ void config_usage(FILE *fp, const char *argv0)
                 "(python or javascript) sets the image of that language.\n");
 }
 
+/* Actions rather than settings: a config file or a variable left in the
+ * environment must never turn a daemon into a one-shot command. */
+static bool command_line_only(const struct opt_def *o)
+{
+    return o->type == OPT_FLAG || strcmp(o->name, "config") == 0 ||
+           strcmp(o->name, "dry-run-create") == 0;
+}
+
 static int valid_env_name(const char *s, size_t n)
 {
     if (n == 0 || n > 128 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
@@ -361,7 +369,7 @@ static int load_file(struct config *cfg, const char *path, struct err *err)
         char *name = trim(s);
         char *value = trim(eq + 1);
         const struct opt_def *o = find_option(name, strlen(name));
-        if (!o || o->type == OPT_FLAG || strcmp(o->name, "config") == 0) {
+        if (!o || command_line_only(o)) {
             rc = err_set(err, ERR_INVALID, "%s:%d: unknown option '%s'", path, lineno, name);
             break;
         }
@@ -586,7 +594,7 @@ int config_load(struct config *cfg, int argc, char **argv, char **envp, struct e
     char envname[96];
     for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
         const struct opt_def *o = &options[i];
-        if (o->type == OPT_FLAG || strcmp(o->name, "config") == 0)
+        if (command_line_only(o))
             continue;
         env_name_for(o, envname, sizeof(envname));
         const char *v = env_get(envp, envname);

@@ -2,7 +2,14 @@
  * (may be NULL), returns a negative value on failure and fills err with a
  * category and an allocated, human-readable message. Callers add context on
  * the way up with err_wrap(). One category maps to one JSON-RPC error or
- * one tool result. Messages never contain secret values. */
+ * one tool result. Messages never contain secret values. A result that is
+ * not a failure (a callback asking to stop) is a positive value, never an
+ * error.
+ *
+ * The base/ folder, which every layer uses: err.c (this), log.c (stderr
+ * logs), buf.c (capped buffers), util.c (allocation, UTF-8, time), json.c
+ * (parse exactly one JSON value), config.c (the option table) and
+ * admission.c (run slots behind a bounded queue). */
 #ifndef MCPSBX_ERR_H
 #define MCPSBX_ERR_H
 

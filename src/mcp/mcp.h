@@ -2,6 +2,11 @@
  * the method table, and in-flight tool calls. Transports feed it bytes and
  * give it a channel to answer on.
  *
+ * The mcp/ folder: mcp.c (this API, initialize, the method table),
+ * calls.c (tools/call: admission, live output, cancellation), reply.c (one
+ * reply slot per message, batches), resources.c (resources, prompts,
+ * completion), session.h (state the files share), jsonrpc.c (messages).
+ *
  * Threads and json-c: Debian's json-c is built without atomic reference
  * counts, and every object carries its own serialization buffer, so a
  * json-c object must never be reachable from two threads. A message is

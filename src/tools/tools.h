@@ -1,5 +1,10 @@
 /* The tool registry (data: name, title, description, schemas), argument
- * validation and clamping, and CallToolResult building. */
+ * validation and clamping, and CallToolResult building.
+ *
+ * The tools/ folder: tools.c (this API), defs/ (one JSON definition per
+ * tool, embedded at build time), tooldef.c (reading and checking a
+ * definition), schema.c (the JSON Schema subset: checker and validator),
+ * environment.c (the environment resource's content). */
 #ifndef MCPSBX_TOOLS_H
 #define MCPSBX_TOOLS_H
 

@@ -187,6 +187,30 @@ static void test_help(void **state)
     free(buf);
 }
 
+/* Actions, not settings: only the command line asks for them. */
+static void test_print_and_dry_run(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct err err = ERR_INIT;
+    char *argv[] = {"x", "--print-engine", "--dry-run-create", "javascript", NULL};
+    char *none[] = {NULL};
+    assert_int_equal(load(&cfg, argv, none, &err), 0);
+    assert_true(cfg.print_engine);
+    assert_string_equal(cfg.dry_run_create, "javascript");
+    config_free(&cfg);
+
+    char *plain[] = {"x", NULL};
+    char *env[] = {"MCPSANDBOXD_DRY_RUN_CREATE=python", "MCPSANDBOXD_PRINT_ENGINE=1", NULL};
+    assert_int_equal(load(&cfg, plain, env, &err), 0);
+    assert_false(cfg.print_engine);
+    assert_string_equal(cfg.dry_run_create, "");
+    config_free(&cfg);
+
+    char *bad[] = {"x", "--dry-run-create", "ruby", NULL};
+    expect_error(bad, none, "'ruby' is not python or javascript");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -197,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_container_image_pair),
         cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_help),
+        cmocka_unit_test(test_print_and_dry_run),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

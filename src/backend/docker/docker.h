@@ -1,5 +1,10 @@
 /* The Docker Engine API backend (Docker, or Podman's compatible service):
- * the backend operations (backend/backend.h) over a unix socket. */
+ * the backend operations (backend/backend.h) over a unix socket.
+ *
+ * The backend/docker/ folder: docker.c (the operations table, the create
+ * body, attach streams), engine.c (the Engine API requests), engine_http.c
+ * (libcurl on the unix socket and the attach upgrade; the daemon's only
+ * libcurl user), engine_stream.c (the attach stream's frame demultiplexer). */
 #ifndef MCPSBX_DOCKER_H
 #define MCPSBX_DOCKER_H
 
