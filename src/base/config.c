@@ -318,11 +318,8 @@ static const struct opt_def *find_option(const char *name, size_t n)
 
 static const char *env_get(char **envp, const char *name)
 {
-    size_t n = strlen(name);
-    for (char **e = envp; e && *e; e++)
-        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-            return *e + n + 1;
-    return NULL;
+    const char *entry = util_env_entry(envp, name);
+    return entry ? entry + strlen(name) + 1 : NULL;
 }
 
 static void env_name_for(const struct opt_def *o, char *out, size_t outsz)

@@ -216,3 +216,12 @@ int util_utf8_valid(const char *s, size_t n)
     }
     return 1;
 }
+
+const char *util_env_entry(char *const *envp, const char *name)
+{
+    size_t n = strlen(name);
+    for (char *const *e = envp; e && *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
+            return *e;
+    return NULL;
+}

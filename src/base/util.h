@@ -53,6 +53,10 @@ int util_write_all(int fd, const void *buf, size_t n);
 /* True when s is valid UTF-8 of exactly n bytes. */
 int util_utf8_valid(const char *s, size_t n);
 
+/* The entry "NAME=value" for name in envp (NULL-terminated, may be NULL),
+ * the first one as getenv(3) would pick, or NULL. */
+const char *util_env_entry(char *const *envp, const char *name);
+
 /* Returns an allocated copy of s[0..n) that is valid UTF-8: each invalid
  * byte becomes U+FFFD. *out_len gets the length (the copy is also
  * NUL-terminated but may contain NULs). */

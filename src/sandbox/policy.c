@@ -55,11 +55,7 @@ char **policy_env_new(const struct config *cfg, char **envp, void (*missing_cb)(
         out[k++] = xstrdup(base_env[i]);
     for (size_t i = 0; i < cfg->pass_through_env.n; i++) {
         const char *name = cfg->pass_through_env.items[i];
-        size_t n = strlen(name);
-        const char *found = NULL;
-        for (char **e = envp; e && *e; e++)
-            if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-                found = *e;
+        const char *found = util_env_entry(envp, name);
         if (found)
             out[k++] = xstrdup(found);
         else if (missing_cb)

@@ -96,12 +96,22 @@ static void test_cond_wait_ms(void **state)
     pthread_cond_destroy(&cond);
 }
 
+static void test_env_entry(void **state)
+{
+    (void)state;
+    char *envp[] = {"AB=1", "A=2", "A=3", "B", NULL};
+    assert_string_equal(util_env_entry(envp, "A"), "A=2");
+    assert_string_equal(util_env_entry(envp, "AB"), "AB=1");
+    assert_null(util_env_entry(envp, "B"));
+    assert_null(util_env_entry(envp, "C"));
+    assert_null(util_env_entry(NULL, "A"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_hex_and_strings),
-        cmocka_unit_test(test_write_all),
+        cmocka_unit_test(test_env_entry),       cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_hex_and_strings), cmocka_unit_test(test_write_all),
         cmocka_unit_test(test_cond_wait_ms),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
