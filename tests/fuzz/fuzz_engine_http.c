@@ -20,23 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "backend/docker/engine_http.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* engine_http.c's caps: chunk-size digits stop accumulating at
  * ENGINE_HTTP_MAX_ERROR_BODY; a message is at most ENGINE_HTTP_MAX_MESSAGE
  * bytes. */
 #define REF_MAX_CHUNK   (64u * 1024u)
 #define REF_MAX_MESSAGE 300u
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static uint32_t next_rand(uint32_t *x)
 {

@@ -25,17 +25,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fuzz.h"
 #include "transport/http_headers.h"
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const char *const media_types[] = {"application/json", "text/event-stream"};
 

@@ -18,19 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "sandbox/runner.h"
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);               \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
 #define NONCE "0123456789abcdef0123456789abcdef"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 struct out {
     char *bytes;
