@@ -162,7 +162,7 @@ lint:
 	@tests/lint/test_layering.sh
 
 format:
-	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) tests/unit/*.[ch] tests/fake_engine/*.[ch] tests/fuzz/*.c
+	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) $(wildcard tests/unit/*.[ch] tests/unit/*/*.[ch] tests/unit/*/*/*.[ch]) tests/fake_engine/*.[ch] tests/fuzz/*.[ch]
 
 format-check:
 	@scripts/lint.sh format

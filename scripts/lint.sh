@@ -81,7 +81,7 @@ run_check() {
 
 C_SOURCES=(src/**/*.c)
 C_HEADERS=(src/**/*.h)
-TEST_SOURCES=(tests/unit/*.c tests/fake_engine/*.[ch] tests/fuzz/*.c)
+TEST_SOURCES=(tests/unit/**/*.[ch] tests/fake_engine/*.[ch] tests/fuzz/*.[ch])
 
 # ---- (a) formatting -------------------------------------------------------
 check_format() {
