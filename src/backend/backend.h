@@ -173,8 +173,9 @@ int backend_stream_send(struct backend_stream *s, const void *data, size_t n, lo
                         struct err *err);
 
 /* Reads what is there and hands it to cb, demultiplexed. Returns the bytes
- * read (>0; all of them went to cb unless it asked to stop), 0 at the end
- * of the stream, BACKEND_AGAIN, or -1 with err (cb's failure among them). */
+ * read (>0; all of them went to cb unless it asked to stop), 0 at a clean
+ * end of the stream, BACKEND_AGAIN, or -1 with err (cb's failure among
+ * them, and a stream that ends with output cut short). */
 long backend_stream_read(struct backend_stream *s, backend_output_cb cb, void *ctx,
                          struct err *err);
 

@@ -3,7 +3,12 @@
  * deadline, the output cap, a cancel, or the end of the stream -> result.
  * The container is removed on every path, off the request's path (the
  * reaper, which retries until the engine confirms). Concurrency is bounded
- * by the caller (mcp's admission queue), not here. */
+ * by the caller (mcp's admission queue), not here.
+ *
+ * The sandbox/ folder: exec.c (this), policy.c (what a sandbox may use, as
+ * a backend-neutral spec), runner.c + runner/ (the in-container runners
+ * and the framing between them and exec), reaper.c (container removal
+ * with retries, and the sweep for leftovers). */
 #ifndef MCPSBX_EXEC_H
 #define MCPSBX_EXEC_H
 
@@ -18,7 +23,7 @@ enum exec_language { EXEC_PYTHON, EXEC_JAVASCRIPT };
 
 enum exec_status {
     EXEC_OK,           /* the program finished; exit_code is its status */
-    EXEC_ERROR,        /* the run could not complete: see message */
+    EXEC_ERROR,        /* the run failed, not the program: see message (exec_run's -1) */
     EXEC_TIMEOUT,      /* killed at the deadline */
     EXEC_OOM,          /* killed for memory (or died of MemoryError) */
     EXEC_OUTPUT_LIMIT, /* stopped when output passed the cap */
@@ -98,9 +103,14 @@ void exec_result_init(struct exec_result *r);
 void exec_result_free(struct exec_result *r);
 
 /* Runs one request. Returns 0 with res filled for every outcome of the
- * program (including timeout, oom, output limit, cancel). Returns -1 with
- * err when the sandbox could not be set up or the engine failed; res then
- * holds status EXEC_ERROR and the message too. cancel may be NULL. */
+ * program itself: it finished (whatever its exit status), or it was stopped
+ * for time, memory, output or a cancel. Returns -1 with err whenever the
+ * run failed instead: the backend failed or broke its protocol (including
+ * an output stream cut short, or an exit status it cannot report), or the
+ * sandbox machinery did (the runner failed, its completion record is
+ * unreadable). Then res holds status EXEC_ERROR, err's message, and the
+ * output received before the failure. res alone describes the run either
+ * way. cancel and err may be NULL. */
 int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_cancel *cancel,
              struct exec_result *res, struct err *err);
 
