@@ -254,22 +254,19 @@ static void set_message(struct exec_result *res, const char *fmt, ...)
     va_end(ap);
 }
 
-static void finish_from_record(struct run *r)
+/* A runner that failed is the sandbox failing, not the program: an error
+ * of the run, like the record being unreadable. */
+static int finish_from_record(struct run *r, struct err *err)
 {
     struct runner_done done = {0};
-    struct err perr = ERR_INIT;
     const struct runner_scan *s = r->scan_out.done ? &r->scan_out : &r->scan_err;
-    if (runner_scan_result(s, &done, &perr) < 0) {
-        r->res->status = EXEC_ERROR;
-        set_message(r->res, "unreadable completion record from the runner: %s", err_msg(&perr));
-        err_clear(&perr);
-        return;
-    }
+    if (runner_scan_result(s, &done, err) < 0)
+        return err_wrap(err, "unreadable completion record from the runner");
     r->res->has_exit_code = true;
     r->res->exit_code = done.exit_code;
+    int rc = 0;
     if (done.runner_error) {
-        r->res->status = EXEC_ERROR;
-        set_message(r->res, "the sandbox runner failed: %.500s", done.runner_error);
+        rc = err_set(err, ERR_INTERNAL, "the sandbox runner failed: %.500s", done.runner_error);
     } else if (done.memory_error) {
         r->res->status = EXEC_OOM;
         set_message(r->res, "the program ran out of memory (limit %lld MiB)", r->req->memory_mb);
@@ -277,21 +274,16 @@ static void finish_from_record(struct run *r)
         r->res->status = EXEC_OK;
     }
     free(done.runner_error);
+    return rc;
 }
 
 /* The stream ended without a completion record: the process was killed or
  * left without the runner's help (os._exit, a crash). Ask the engine. */
-static void finish_from_engine(struct exec_ctx *ctx, struct run *r, const char *id)
+static int finish_from_engine(struct exec_ctx *ctx, struct run *r, const char *id, struct err *err)
 {
     struct backend_state st = {0};
-    struct err werr = ERR_INIT;
-    if (backend_wait(ctx->backend, id, WAIT_AFTER_EOF_MS, &st, &werr) < 0) {
-        r->res->status = EXEC_ERROR;
-        set_message(r->res, "the program's output ended but its exit status is unknown: %s",
-                    err_msg(&werr));
-        err_clear(&werr);
-        return;
-    }
+    if (backend_wait(ctx->backend, id, WAIT_AFTER_EOF_MS, &st, err) < 0)
+        return err_wrap(err, "the program's output ended but its exit status is unknown");
     r->res->has_exit_code = true;
     r->res->exit_code = st.exit_code;
     /* SIGKILL that we did not send: on an engine whose OOMKilled flag cannot
@@ -301,11 +293,12 @@ static void finish_from_engine(struct exec_ctx *ctx, struct run *r, const char *
         r->res->status = EXEC_OOM;
         set_message(r->res, "the program was killed for using more than %lld MiB of memory",
                     r->req->memory_mb);
-        return;
+        return 0;
     }
     r->res->status = EXEC_OK;
     if (st.exit_code > 128 && st.exit_code < 128 + 65)
         set_message(r->res, "the program was killed by signal %d", st.exit_code - 128);
+    return 0;
 }
 
 static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream *stream,
@@ -314,7 +307,7 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream 
     int rc = 0;
     for (;;) {
         if (r->scan_out.done && r->scan_err.done) {
-            finish_from_record(r);
+            rc = finish_from_record(r, err);
             break;
         }
         if (!backend_stream_pending(stream)) {
@@ -353,6 +346,9 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream 
         if (r->limit_hit)
             goto limit;
         if (n < 0) {
+            /* Bytes held back as a possible record start were output. */
+            runner_scan_flush(&r->scan_out, emit_out, r);
+            runner_scan_flush(&r->scan_err, emit_err, r);
             rc = err_wrap(err, "reading the program's output");
             break;
         }
@@ -362,9 +358,9 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream 
             if (r->limit_hit)
                 goto limit;
             if (r->scan_out.done)
-                finish_from_record(r);
+                rc = finish_from_record(r, err);
             else
-                finish_from_engine(ctx, r, id);
+                rc = finish_from_engine(ctx, r, id, err);
             break;
         }
         continue;
@@ -380,6 +376,10 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream 
 int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_cancel *cancel,
              struct exec_result *res, struct err *err)
 {
+    /* res.message is err's message: there must be one. */
+    struct err local = ERR_INIT;
+    if (!err)
+        err = &local;
     const struct config *cfg = ctx->cfg;
     double t0 = util_now_ms();
     exec_result_free(res);
@@ -467,6 +467,7 @@ out:
     runner_scan_free(&r.scan_out);
     runner_scan_free(&r.scan_err);
     buf_free(&request);
+    err_clear(&local);
     res->duration_ms = util_now_ms() - t0;
     return rc;
 }

@@ -9,9 +9,18 @@
 
 #include "base/log.h"
 
-/* Retry backoff for a removal the engine did not confirm. */
-#define RETRY_FIRST_MS 250.0
+/* Retry backoff for a removal the engine did not confirm: short at first,
+ * since some refusals last a moment (Podman's while the container stops),
+ * then RETRY_MAX_MS apart while the engine stays away. */
+#define RETRY_FIRST_MS 50.0
 #define RETRY_MAX_MS   2000.0
+/* A removal still failing this long after it was asked for is worth a
+ * warning; refusals that end sooner are not. */
+#define RETRY_WARN_AFTER_MS 1000.0
+
+/* Containers removed while a sweep is under way, remembered for it. More
+ * than this (a sweep's list is short), and that sweep queues nothing. */
+#define GONE_MAX 1024
 
 /* A sweep's list call: short, because stopping the daemon waits for it and
  * the next sweep comes soon anyway. */
@@ -22,8 +31,10 @@
 
 struct reap_item {
     char *id;
-    double next_try; /* util_now_ms() */
+    double queued_at; /* util_now_ms() */
+    double next_try;  /* 0: now */
     unsigned attempts;
+    bool warned;
     bool busy;          /* a worker is removing it now */
     bool tried_at_stop; /* the one last try during reaper_free */
     struct reap_item *next;
@@ -37,19 +48,28 @@ struct reaper {
     long sweep_ms;
 
     pthread_mutex_t lock;
-    pthread_cond_t cond; /* items changed, or stopping */
+    pthread_cond_t cond; /* items changed, or stopping: the workers' */
+    /* The sweeper's own wake-up, so removals coming and going do not wake it. */
+    pthread_cond_t sweep_cond;
     struct reap_item *head, *tail;
     size_t pending;
+    /* Removals confirmed since the oldest sweep under way asked for its
+     * list: that list may still show them (see reaper_sweep). */
+    char **gone;
+    size_t n_gone;
+    unsigned sweeps_running;
+    bool gone_overflow;
+    bool stopping;   /* the workers' last tries */
+    bool sweep_stop; /* the sweeper's end */
+    bool sweeping;
     /* containers runs hold, and creates under way (see reaper_create_begin) */
     char **held;
     size_t n_held, cap_held;
     unsigned long creates_begun;
     size_t creates_in_flight;
-    bool stopping;
     pthread_t workers[REAPER_THREADS];
     size_t n_workers;
     pthread_t sweeper;
-    bool sweeping;
 };
 
 /* ---- who made a container ------------------------------------------------ */
@@ -215,6 +235,7 @@ static bool enqueue_locked(struct reaper *r, const char *id)
         return false;
     struct reap_item *it = xcalloc(1, sizeof(*it));
     it->id = xstrdup(id);
+    it->queued_at = util_now_ms();
     if (r->tail)
         r->tail->next = it;
     else
@@ -223,6 +244,40 @@ static bool enqueue_locked(struct reaper *r, const char *id)
     r->pending++;
     pthread_cond_broadcast(&r->cond);
     return true;
+}
+
+/* Takes id (allocated). */
+static void remember_gone_locked(struct reaper *r, char *id)
+{
+    if (r->sweeps_running == 0 || r->n_gone == GONE_MAX) {
+        if (r->sweeps_running > 0)
+            r->gone_overflow = true;
+        free(id);
+        return;
+    }
+    if (!r->gone)
+        r->gone = xcalloc(GONE_MAX, sizeof(char *));
+    r->gone[r->n_gone++] = id;
+}
+
+static bool gone_locked(const struct reaper *r, const char *id)
+{
+    if (r->gone_overflow)
+        return true;
+    for (size_t i = 0; i < r->n_gone; i++)
+        if (strcmp(r->gone[i], id) == 0)
+            return true;
+    return false;
+}
+
+static void sweep_end_locked(struct reaper *r)
+{
+    if (--r->sweeps_running > 0)
+        return;
+    for (size_t i = 0; i < r->n_gone; i++)
+        free(r->gone[i]);
+    r->n_gone = 0;
+    r->gone_overflow = false;
 }
 
 static ssize_t held_index_locked(const struct reaper *r, const char *id)
@@ -323,18 +378,23 @@ static void *worker_main(void *arg)
         if (rc == 0) {
             log_debug("removed container %.12s", it->id);
             unlink_locked(r, it);
-            free(it->id);
+            remember_gone_locked(r, it->id);
             free(it);
         } else {
             it->attempts++;
-            double backoff = RETRY_FIRST_MS * (double)(1u << (it->attempts < 4 ? it->attempts : 4));
-            it->next_try = util_now_ms() + (backoff < RETRY_MAX_MS ? backoff : RETRY_MAX_MS);
-            if (it->attempts == 1)
+            double now = util_now_ms();
+            double backoff = RETRY_FIRST_MS;
+            for (unsigned i = 1; i < it->attempts && backoff < RETRY_MAX_MS; i++)
+                backoff *= 2;
+            it->next_try = now + (backoff < RETRY_MAX_MS ? backoff : RETRY_MAX_MS);
+            if (!it->warned && now - it->queued_at >= RETRY_WARN_AFTER_MS) {
+                it->warned = true;
                 log_warn("could not remove container %.12s (will retry until it is gone): %s",
                          it->id, err_msg(&err));
-            else
+            } else {
                 log_debug("removing container %.12s, try %u: %s", it->id, it->attempts,
                           err_msg(&err));
+            }
         }
         err_clear(&err);
         pthread_cond_broadcast(&r->cond);
@@ -354,6 +414,9 @@ static bool quiet_since_locked(const struct reaper *r, unsigned long begun_befor
     return in_flight_before == 0 && r->creates_in_flight == 0 && r->creates_begun == begun_before;
 }
 
+/* The list shows the engine as it was when it answered: a removal this
+ * daemon finished since may be in it, and must not be taken for a
+ * container left behind. Those are remembered until the sweep ends. */
 int reaper_sweep(struct reaper *r, struct err *err)
 {
     struct backend_container *list = NULL;
@@ -361,9 +424,14 @@ int reaper_sweep(struct reaper *r, struct err *err)
     pthread_mutex_lock(&r->lock);
     unsigned long begun_before = r->creates_begun;
     size_t in_flight_before = r->creates_in_flight;
+    r->sweeps_running++;
     pthread_mutex_unlock(&r->lock);
-    if (backend_list(r->backend, LIST_TIMEOUT_MS, &list, &n, err) < 0)
+    if (backend_list(r->backend, LIST_TIMEOUT_MS, &list, &n, err) < 0) {
+        pthread_mutex_lock(&r->lock);
+        sweep_end_locked(r);
+        pthread_mutex_unlock(&r->lock);
         return -1;
+    }
     long long now = (long long)time(NULL);
     int queued = 0;
     for (size_t i = 0; i < n; i++) {
@@ -387,13 +455,16 @@ int reaper_sweep(struct reaper *r, struct err *err)
         if (!why)
             continue;
         pthread_mutex_lock(&r->lock);
-        bool fresh = enqueue_locked(r, c->id);
+        bool fresh = !gone_locked(r, c->id) && enqueue_locked(r, c->id);
         pthread_mutex_unlock(&r->lock);
         if (fresh) {
             log_info("removing container %.12s left behind (%s)", c->id, why);
             queued++;
         }
     }
+    pthread_mutex_lock(&r->lock);
+    sweep_end_locked(r);
+    pthread_mutex_unlock(&r->lock);
     backend_container_list_free(list, n);
     return queued;
 }
@@ -403,7 +474,7 @@ static void *sweeper_main(void *arg)
     struct reaper *r = arg;
     bool reported = false;
     pthread_mutex_lock(&r->lock);
-    while (!r->stopping) {
+    while (!r->sweep_stop) {
         pthread_mutex_unlock(&r->lock);
         struct err err = ERR_INIT;
         if (reaper_sweep(r, &err) < 0) {
@@ -416,8 +487,12 @@ static void *sweeper_main(void *arg)
         }
         err_clear(&err);
         pthread_mutex_lock(&r->lock);
-        if (!r->stopping)
-            util_cond_wait_ms(&r->cond, &r->lock, (double)r->sweep_ms);
+        double next = util_now_ms() + (double)r->sweep_ms;
+        double left = (double)r->sweep_ms;
+        while (!r->sweep_stop && left > 0) {
+            util_cond_wait_ms(&r->sweep_cond, &r->lock, left);
+            left = next - util_now_ms();
+        }
     }
     pthread_mutex_unlock(&r->lock);
     return NULL;
@@ -435,6 +510,7 @@ struct reaper *reaper_new(struct backend *backend, const char *instance, long lo
     r->sweep_ms = sweep_ms;
     pthread_mutex_init(&r->lock, NULL);
     util_cond_init_monotonic(&r->cond);
+    util_cond_init_monotonic(&r->sweep_cond);
     if (reaper_owner_self(r->owner, err) < 0) {
         reaper_free(r);
         return NULL;
@@ -463,12 +539,18 @@ void reaper_free(struct reaper *r)
     if (!r)
         return;
     pthread_mutex_lock(&r->lock);
-    r->stopping = true;
-    pthread_cond_broadcast(&r->cond);
+    r->sweep_stop = true;
+    pthread_cond_broadcast(&r->sweep_cond);
     pthread_mutex_unlock(&r->lock);
     if (r->sweeping)
         pthread_join(r->sweeper, NULL);
-    /* Workers give every pending removal one last try before they end. */
+    /* The sweeper has ended, so nothing queues removals any more (a sweep
+     * under way at the stop could): only now do workers give every pending
+     * one a last try before they end. */
+    pthread_mutex_lock(&r->lock);
+    r->stopping = true;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->lock);
     for (size_t i = 0; i < r->n_workers; i++)
         pthread_join(r->workers[i], NULL);
     for (size_t i = 0; i < r->n_held; i++)
@@ -484,6 +566,10 @@ void reaper_free(struct reaper *r)
         free(it->id);
         free(it);
     }
+    for (size_t i = 0; i < r->n_gone; i++)
+        free(r->gone[i]);
+    free(r->gone);
+    pthread_cond_destroy(&r->sweep_cond);
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->lock);
     free(r->instance);

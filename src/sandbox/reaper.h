@@ -35,12 +35,13 @@ struct reaper;
 
 /* backend is borrowed; instance is this daemon's backend_spec.instance
  * value; containers without an expiry label count as stale once older than
- * legacy_max_age_s. sweep_ms is the period between sweeps (0 = none, for
- * tests that sweep by hand). */
+ * legacy_max_age_s. sweep_ms is the period between sweeps, the first at
+ * once (0 = none, for tests that sweep by hand); nothing else starts one. */
 struct reaper *reaper_new(struct backend *backend, const char *instance, long long legacy_max_age_s,
                           long sweep_ms, struct err *err);
 
-/* Stops sweeping, tries every pending removal once more, joins, frees. */
+/* Stops sweeping (a sweep under way finishes and queues what it found),
+ * then tries every pending removal once more, joins, frees. */
 void reaper_free(struct reaper *r);
 
 /* This process's backend_spec.owner value. */
@@ -56,8 +57,10 @@ void reaper_create_end(struct reaper *r, const char *id);
  * the run no longer holds it. */
 void reaper_remove(struct reaper *r, const char *id);
 
-/* One sweep now. Returns how many containers it queued for removal, or -1
- * with err when the engine could not list them. */
+/* One sweep now. A container this daemon removed while the sweep was under
+ * way is not queued again, though the engine's list may still show it.
+ * Returns how many containers it queued for removal, or -1 with err when
+ * the engine could not list them. */
 int reaper_sweep(struct reaper *r, struct err *err);
 
 /* Removals queued or being retried. */

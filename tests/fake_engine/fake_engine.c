@@ -798,8 +798,9 @@ static bool read_runner_request(struct fake_engine *fe, int fd, struct container
 }
 
 static bool send_record(struct fake_engine *fe, int fd, const struct container *c,
-                        const char *nonce, bool big)
+                        const char *nonce, enum fake_end end)
 {
+    bool big = end == FAKE_END_BIG_RECORD;
     json_object *rec = json_object_new_object();
     json_object_object_add(rec, "exit_code", json_object_new_int(c->prog.exit_code));
     json_object_object_add(rec, "memory_error", json_object_new_boolean(c->prog.memory_error));
@@ -812,7 +813,9 @@ static bool send_record(struct fake_engine *fe, int fd, const struct container *
         json_object_object_add(rec, "pad", json_object_new_string(pad));
         free(pad);
     }
-    const char *js = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN);
+    const char *js = end == FAKE_END_BAD_RECORD
+                         ? "{\"exit_code\":"
+                         : json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN);
     struct buf line;
     buf_init(&line, RUNNER_MAX_RECORD * 4);
     bool ok = buf_add(&line, RUNNER_RECORD_PREFIX, RUNNER_RECORD_PREFIX_LEN) == 0 &&
@@ -893,8 +896,9 @@ static void op_attach(struct fake_engine *fe, int fd, const char *id, struct req
     if (killed) {
         code = 137;
         oom = false;
-    } else if (streaming && (p->end == FAKE_END_RECORD || p->end == FAKE_END_BIG_RECORD)) {
-        send_record(fe, fd, c, nonce, p->end == FAKE_END_BIG_RECORD);
+    } else if (streaming && (p->end == FAKE_END_RECORD || p->end == FAKE_END_BIG_RECORD ||
+                             p->end == FAKE_END_BAD_RECORD)) {
+        send_record(fe, fd, c, nonce, p->end);
     }
 end:
     /* The exit is known before the stream ends, as with a real engine. */

@@ -49,6 +49,7 @@ enum fake_end {
     FAKE_END_EXIT,       /* exit without a record (os._exit, a crash, the kernel's OOM kill) */
     FAKE_END_CUT,        /* the stream breaks inside a frame: a header, then part of its payload */
     FAKE_END_BIG_RECORD, /* a completion record larger than RUNNER_MAX_RECORD */
+    FAKE_END_BAD_RECORD, /* a completion record that is not JSON */
 };
 
 #define FAKE_RUN_FOREVER (-1L)

@@ -360,6 +360,40 @@ static void test_start_kill_remove(void **state)
     engine_free(e);
 }
 
+/* One request whatever the failure: retrying is the caller's (the
+ * reaper's), which can do other work meanwhile. */
+static void test_remove_tries_once(void **state)
+{
+    (void)state;
+    struct engine *e = engine_new(fake_engine_socket(F));
+    struct err err = ERR_INIT;
+    fake_engine_add_container(F, RUNNING_ID, 1, NULL, true);
+    /* Podman's answer for a container that is stopping at that moment. */
+    fake_engine_fault(F, FAKE_OP_DELETE, 500,
+                      "{\"cause\":\"container state improper\",\"message\":\"container state "
+                      "improper\",\"response\":500}",
+                      1);
+    assert_int_equal(engine_remove(e, RUNNING_ID, &err), -1);
+    assert_int_equal(err.code, ERR_ENGINE);
+    assert_non_null(strstr(err.msg, "container state improper"));
+    err_clear(&err);
+    assert_int_equal(fake_engine_count(F, FAKE_OP_DELETE, RUNNING_ID), 1);
+    assert_false(fake_engine_removed(F, RUNNING_ID));
+
+    /* An engine that is down: one connection. */
+    fake_engine_set_outage(F, true);
+    assert_int_equal(engine_remove(e, RUNNING_ID, &err), -1);
+    fake_engine_set_outage(F, false);
+    assert_int_equal(err.code, ERR_ENGINE);
+    err_clear(&err);
+    assert_int_equal(fake_engine_dropped(F), 1);
+
+    check_ok(engine_remove(e, RUNNING_ID, &err));
+    assert_true(fake_engine_removed(F, RUNNING_ID));
+    assert_int_equal(fake_engine_count(F, FAKE_OP_DELETE, RUNNING_ID), 2);
+    engine_free(e);
+}
+
 static void test_wait_and_inspect(void **state)
 {
     (void)state;
@@ -690,12 +724,19 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, fake_start, fake_stop)
     const struct CMUnitTest tests[] = {
-        T(test_version),           T(test_create),
-        T(test_start_kill_remove), T(test_wait_and_inspect),
-        T(test_wait_timeout),      T(test_request_timeout_and_caps),
-        T(test_list_managed),      T(test_bad_ids_never_reach_engine),
-        T(test_unreachable),       T(test_attach_stream),
-        T(test_attach_refused),    cmocka_unit_test(test_engine_message),
+        T(test_version),
+        T(test_create),
+        T(test_start_kill_remove),
+        T(test_remove_tries_once),
+        T(test_wait_and_inspect),
+        T(test_wait_timeout),
+        T(test_request_timeout_and_caps),
+        T(test_list_managed),
+        T(test_bad_ids_never_reach_engine),
+        T(test_unreachable),
+        T(test_attach_stream),
+        T(test_attach_refused),
+        cmocka_unit_test(test_engine_message),
     };
 #undef T
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,12 +1,14 @@
 /* reaper.c against the fake Engine API (tests/fake_engine): which
  * containers a sweep removes (expired, orphaned by a dead daemon, stale
- * without a label) and which it must leave alone (another live daemon's),
- * removals retried after failures and across an engine outage, and the
- * owner label's parsing of hostile values. */
+ * without a label) and which it must leave alone (another live daemon's,
+ * and those this daemon has just removed), removals retried after failures
+ * and across an engine outage, when the sweeper sweeps, what stopping
+ * finishes, and the owner label's parsing of hostile values. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -93,12 +95,17 @@ static bool was_deleted(const char *id)
 
 /* The reaper offers no condition to wait on; this polls, as a hang guard
  * only (a removal the fake confirmed is unqueued right after). */
-static void wait_drained(struct reaper *r)
+static bool drained(struct reaper *r)
 {
     double deadline = util_now_ms() + GUARD;
     while (reaper_pending(r) > 0 && util_now_ms() < deadline)
         usleep(2000);
-    assert_int_equal(reaper_pending(r), 0);
+    return reaper_pending(r) == 0;
+}
+
+static void wait_drained(struct reaper *r)
+{
+    assert_true(drained(r));
 }
 
 /* An owner value for a process that has exited (same boot, same pid
@@ -216,8 +223,9 @@ static void test_sweep_decisions(void **state)
     free_reaper(r);
 }
 
-/* Refusals absorbed by engine_remove's own quick retries; one removal
- * queued however often it is asked for. */
+/* Refusals (Podman's while a removal is under way) retried by the reaper
+ * until the engine confirms; one removal queued however often it is asked
+ * for. */
 static void test_removal_retried(void **state)
 {
     (void)state;
@@ -234,8 +242,7 @@ static void test_removal_retried(void **state)
 }
 
 /* The removal of a run interrupted by an engine outage happens once the
- * engine is back, without anyone asking again: after engine_remove gave
- * up (its first try and 5 retries all dropped), the reaper's own retry. */
+ * engine is back, without anyone asking again: the reaper's retries. */
 static void test_removal_survives_engine_outage(void **state)
 {
     (void)state;
@@ -243,7 +250,7 @@ static void test_removal_survives_engine_outage(void **state)
     add("cccccccccc01", 1, "%s", "");
     fake_engine_set_outage(F, true);
     reaper_remove(r, "cccccccccc01");
-    bool dropped = fake_engine_wait_dropped(F, 6, GUARD);
+    bool dropped = fake_engine_wait_dropped(F, 3, GUARD);
     size_t pending = reaper_pending(r);
     fake_engine_set_outage(F, false);
     assert_true(dropped);
@@ -311,6 +318,132 @@ static void test_periodic_sweep(void **state)
     free_reaper(r);
 }
 
+/* The sweeper sweeps at start and then once a period: removals coming and
+ * going do not wake it. */
+static void test_sweep_period(void **state)
+{
+    (void)state;
+    enum { N = 8 };
+    char ids[N][16];
+    for (int i = 0; i < N; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "ffffffffff%02d", i);
+        fake_engine_add_container(F, ids[i], 1, NULL, false); /* unlabelled: never listed */
+    }
+    struct reaper *r = new_reaper(600000); /* no period ends during the test */
+    assert_true(fake_engine_wait_count(F, FAKE_OP_LIST, NULL, 1, GUARD));
+    for (int i = 0; i < N; i++)
+        reaper_remove(r, ids[i]);
+    wait_drained(r);
+    for (int i = 0; i < N; i++)
+        assert_true(was_deleted(ids[i]));
+    /* Stopping wakes the sweeper (no 10-minute wait) and joins it: every
+     * list it asked for is counted by now. */
+    free_reaper(r);
+    assert_int_equal(fake_engine_count(F, FAKE_OP_LIST, NULL), 1);
+}
+
+/* The engine's answer to a list, as it was before: held until released. */
+static bool stale_list(struct fake_engine *fe, int fd, const struct fake_request *req, void *ctx)
+{
+    if (req->op != FAKE_OP_LIST)
+        return false;
+    fake_engine_hold(fe);
+    fake_engine_respond(fd, 200, ctx);
+    return true;
+}
+
+struct bg_sweep {
+    struct reaper *r;
+    struct err err;
+    int queued;
+    pthread_t th;
+};
+
+static void *sweep_main(void *arg)
+{
+    struct bg_sweep *b = arg;
+    b->queued = reaper_sweep(b->r, &b->err);
+    return NULL;
+}
+
+/* A container removed while a sweep's list was on its way is not taken
+ * for one left behind: not queued again, not deleted twice. */
+static void test_sweep_skips_just_removed(void **state)
+{
+    (void)state;
+    struct reaper *r = new_reaper(0);
+    long long now = (long long)time(NULL);
+    /* a run's container, and an expired one an earlier sweep queued */
+    add("cafe0000aa01", now,
+        "\"io.mcp-sandboxd.instance\":\"me\",\"io.mcp-sandboxd.expires\":\"%lld\"", now + 600);
+    add("cafe0000aa02", now - 900,
+        "\"io.mcp-sandboxd.instance\":\"far\",\"io.mcp-sandboxd.expires\":\"%lld\"", now - 1);
+    char *listed = xasprintf(
+        "[{\"Id\":\"cafe0000aa01\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.managed\":\"1\","
+        "\"io.mcp-sandboxd.instance\":\"me\",\"io.mcp-sandboxd.expires\":\"%lld\"}},"
+        "{\"Id\":\"cafe0000aa02\",\"Created\":%lld,\"Labels\":{\"io.mcp-sandboxd.managed\":\"1\","
+        "\"io.mcp-sandboxd.instance\":\"far\",\"io.mcp-sandboxd.expires\":\"%lld\"}}]",
+        now, now + 600, now - 900, now - 1);
+    reaper_create_begin(r);
+    reaper_create_end(r, "cafe0000aa01");
+    fake_engine_set_hook(F, stale_list, listed);
+    struct bg_sweep b = {.r = r, .err = ERR_INIT};
+    assert_int_equal(pthread_create(&b.th, NULL, sweep_main, &b), 0);
+    /* The list is asked for; both go before it is answered (the list's
+     * own timeout, 2 s, is far more than two removals take). */
+    bool held = fake_engine_wait_held(F, 1, GUARD);
+    reaper_remove(r, "cafe0000aa01");
+    reaper_remove(r, "cafe0000aa02");
+    bool gone = drained(r);
+    fake_engine_release(F);
+    pthread_join(b.th, NULL);
+    assert_true(held);
+    assert_true(gone);
+    if (b.queued < 0)
+        fail_msg("reaper_sweep: %s", err_msg(&b.err));
+    assert_int_equal(b.queued, 0);
+    wait_drained(r);
+    assert_true(was_deleted("cafe0000aa01"));
+    assert_true(was_deleted("cafe0000aa02"));
+    assert_int_equal(fake_engine_count(F, FAKE_OP_DELETE, "cafe0000aa01"), 1);
+    assert_int_equal(fake_engine_count(F, FAKE_OP_DELETE, "cafe0000aa02"), 1);
+    free_reaper(r);
+    fake_engine_set_hook(F, NULL, NULL);
+    free(listed);
+}
+
+static void *free_main(void *arg)
+{
+    reaper_free(arg);
+    return NULL;
+}
+
+/* Stopping while a sweep is under way: what the sweep queues still gets
+ * its try before the reaper ends. */
+static void test_free_finishes_sweep(void **state)
+{
+    (void)state;
+    long long now = (long long)time(NULL);
+    add("beef0000aa01", now - 900,
+        "\"io.mcp-sandboxd.instance\":\"far\",\"io.mcp-sandboxd.expires\":\"%lld\"", now - 1);
+    fake_engine_fault(F, FAKE_OP_LIST, FAKE_STALL, NULL, 1);
+    struct reaper *r = new_reaper(600000);
+    bool held = fake_engine_wait_held(F, 1, GUARD);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, free_main, r), 0);
+    /* Not a handshake: the removal must happen with any timing. The pause
+     * only lets reaper_free get as far as it can before the list answers,
+     * which is where an order that ends the workers first loses it. */
+    usleep(100000);
+    fake_engine_release(F);
+    pthread_join(th, NULL);
+    backend_free(E);
+    E = NULL;
+    assert_true(held);
+    assert_true(was_deleted("beef0000aa01"));
+    assert_int_equal(fake_engine_count(F, FAKE_OP_DELETE, "beef0000aa01"), 1);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -322,6 +455,9 @@ int main(void)
         T(test_abandoned_create),
         T(test_sweep_engine_error),
         T(test_periodic_sweep),
+        T(test_sweep_period),
+        T(test_sweep_skips_just_removed),
+        T(test_free_finishes_sweep),
     };
 #undef T
     return cmocka_run_group_tests_name("reaper", tests, group_setup, group_teardown);

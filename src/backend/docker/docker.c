@@ -20,6 +20,7 @@ struct docker {
 
 struct docker_stream {
     struct backend_stream base;
+    const struct engine *engine; /* for messages */
     struct engine_http_conn *conn;
     struct engine_stream demux;
     char *chunk;
@@ -180,6 +181,7 @@ static int docker_attach(struct backend *b, const char *id, double deadline_ms,
         return -1;
     struct docker_stream *s = xcalloc(1, sizeof(*s));
     s->base.ops = &docker_ops;
+    s->engine = engine_of(b);
     s->conn = conn;
     engine_stream_init(&s->demux);
     s->chunk = xmalloc(READ_CHUNK);
@@ -270,6 +272,12 @@ static long docker_stream_read(struct backend_stream *bs, backend_output_cb cb, 
     long n = engine_http_conn_recv(s->conn, s->chunk, READ_CHUNK, err);
     if (n == -2)
         return BACKEND_AGAIN;
+    /* A frame cut short means output is missing, however the program ended. */
+    if (n == 0 && !engine_stream_at_boundary(&s->demux))
+        return err_set(err, ERR_PROTOCOL,
+                       "the container engine at unix://%s ended the attach stream in the middle "
+                       "of a frame",
+                       engine_socket(s->engine));
     if (n <= 0)
         return n;
     struct deliver d = {.cb = cb, .ctx = ctx};

@@ -364,27 +364,7 @@ int engine_remove(struct engine *e, const char *id, struct err *err)
     static const long ok[] = {204, 404};
     cleanup_free char *path = xasprintf(API "/containers/%s?force=1&v=1", id);
     cleanup_free char *what = xasprintf("remove container %.12s", id);
-    /* Podman answers 500 "container state improper" when the container is
-     * stopping at that moment; a moment later the same request succeeds. */
-    static const useconds_t backoff_us[] = {50000, 100000, 200000, 400000, 800000};
-    struct err local = ERR_INIT;
-    for (size_t attempt = 0;; attempt++) {
-        if (simple_call(e, "DELETE", path, ENGINE_TIMEOUT_REMOVE_MS, ok, ARRAY_SIZE(ok), what,
-                        &local) == 0)
-            return 0;
-        if (attempt == ARRAY_SIZE(backoff_us) || local.code != ERR_ENGINE) {
-            if (err) {
-                err_clear(err);
-                *err = local;
-            } else {
-                err_clear(&local);
-            }
-            return -1;
-        }
-        log_debug("retrying: %s", err_msg(&local));
-        err_clear(&local);
-        usleep(backoff_us[attempt]);
-    }
+    return simple_call(e, "DELETE", path, ENGINE_TIMEOUT_REMOVE_MS, ok, ARRAY_SIZE(ok), what, err);
 }
 
 static bool get_bool(json_object *o, const char *key)

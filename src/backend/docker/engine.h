@@ -69,8 +69,10 @@ int engine_inspect_state(struct engine *e, const char *id, struct backend_state 
  * engine's kind is unknown (engine_version has not answered yet). */
 int engine_oom_flag_reliable(const struct engine *e);
 
-/* DELETE /containers/{id}?force=1&v=1. A container already gone is not an
- * error. */
+/* DELETE /containers/{id}?force=1&v=1, once. A container already gone is
+ * not an error. Failures can be brief (Podman refuses with 500 "container
+ * state improper" while the container is stopping; a moment later the same
+ * request succeeds): the caller retries. */
 int engine_remove(struct engine *e, const char *id, struct err *err);
 
 /* GET /containers/json?all=1 filtered by label ENGINE_LABEL_MANAGED, within
