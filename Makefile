@@ -57,7 +57,8 @@ OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
 TOOL_DEFS     := $(sort $(wildcard src/tools/defs/*.json))
 TOOL_DEFS_GEN := build/gen/tool_defs.c
 OBJS          += $(B)/obj/tool_defs.o
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+# tests/unit mirrors src/: tests/unit/<layer>/[<backend>/]test_<module>.c
+UNIT_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all run test deps images unit runner-test conformance asan asan-unit tsan valgrind lint format format-check \

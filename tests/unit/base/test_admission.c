@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/admission.h"
-#include "threads.h"
+#include "unit/threads.h"
 
 /* A job that can be held inside run() until released. */
 struct tjob {

@@ -25,7 +25,7 @@
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "sandbox/exec.h"
-#include "threads.h"
+#include "unit/threads.h"
 
 /* ---- a channel that keeps every reply as text ----------------------------- */
 
