@@ -1,0 +1,135 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "backend/docker/docker.h"
+#include "backend/docker/engine.h"
+
+static json_object *get(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v))
+        fail_msg("no '%s'", key);
+    return v;
+}
+
+static int array_has(json_object *arr, const char *s)
+{
+    for (size_t i = 0; i < json_object_array_length(arr); i++)
+        if (strcmp(json_object_get_string(json_object_array_get_idx(arr, i)), s) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *const cmd[] = {"python3", "-c", "pass", NULL};
+static const char *const env[] = {"HOME=/tmp", "API_KEY=v", NULL};
+
+static struct backend_spec spec_of(void)
+{
+    struct backend_spec s = {
+        .image = "img:1",
+        .cmd = cmd,
+        .user = "10001:10001",
+        .workdir = "/tmp",
+        .workdir_mb = 64,
+        .env = env,
+        .memory_bytes = 128LL << 20,
+        .nano_cpus = 1000000000LL,
+        .pids_limit = 256,
+        .nofile = 1024,
+        .nproc = 4096,
+        .fsize = 64LL << 20,
+        .shm_bytes = 16LL << 20,
+        .instance = "abc",
+        .owner = "me",
+        .expires = 42,
+    };
+    return s;
+}
+
+/* What backend.h promises every container gets, in Docker's terms, plus
+ * the spec's own values. */
+static void test_create_body_hardening(void **state)
+{
+    (void)state;
+    struct backend_spec spec = spec_of();
+    json_object *b = docker_create_body(&spec);
+    assert_string_equal(json_object_get_string(get(b, "Image")), "img:1");
+    assert_string_equal(json_object_get_string(get(b, "User")), "10001:10001");
+    assert_string_equal(json_object_get_string(get(b, "WorkingDir")), "/tmp");
+    assert_int_equal(json_object_array_length(get(b, "Entrypoint")), 0);
+    assert_int_equal(json_object_array_length(get(b, "Cmd")), 3);
+    assert_int_equal(json_object_array_length(get(b, "Env")), 2);
+    assert_true(array_has(get(b, "Env"), "API_KEY=v"));
+    assert_false(json_object_get_boolean(get(b, "Tty")));
+    assert_true(json_object_get_boolean(get(b, "OpenStdin")));
+    assert_true(json_object_get_boolean(get(b, "StdinOnce")));
+    assert_true(json_object_get_boolean(get(b, "NetworkDisabled")));
+    json_object *hc = get(b, "HostConfig");
+    assert_string_equal(json_object_get_string(get(hc, "NetworkMode")), "none");
+    assert_true(json_object_get_boolean(get(hc, "ReadonlyRootfs")));
+    assert_true(array_has(get(hc, "CapDrop"), "ALL"));
+    assert_true(array_has(get(hc, "SecurityOpt"), "no-new-privileges:true"));
+    assert_int_equal(json_object_get_int64(get(hc, "Memory")), 128LL << 20);
+    assert_int_equal(json_object_get_int64(get(hc, "MemorySwap")), 128LL << 20);
+    assert_int_equal(json_object_get_int64(get(hc, "NanoCpus")), 1000000000LL);
+    assert_int_equal(json_object_get_int64(get(hc, "PidsLimit")), 256);
+    assert_true(json_object_get_boolean(get(hc, "Init")));
+    assert_false(json_object_get_boolean(get(hc, "Privileged")));
+    assert_string_equal(json_object_get_string(get(hc, "IpcMode")), "private");
+    assert_string_equal(json_object_get_string(get(get(hc, "LogConfig"), "Type")), "none");
+    assert_non_null(strstr(json_object_get_string(get(get(hc, "Tmpfs"), "/tmp")), "size=64m"));
+    assert_int_equal(json_object_array_length(get(hc, "Ulimits")), 4);
+    assert_false(json_object_object_get_ex(hc, "Binds", NULL));
+    assert_false(json_object_object_get_ex(hc, "Runtime", NULL));
+    json_object *labels = get(b, "Labels");
+    assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_MANAGED)), "1");
+    assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_INSTANCE)), "abc");
+    assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_OWNER)), "me");
+    assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_EXPIRES)), "42");
+    json_object_put(b);
+}
+
+static void test_create_body_options(void **state)
+{
+    (void)state;
+    struct backend_spec spec = spec_of();
+    spec.runtime = "runsc";
+    spec.owner = NULL;
+    spec.expires = 0;
+    json_object *b = docker_create_body(&spec);
+    assert_string_equal(json_object_get_string(get(get(b, "HostConfig"), "Runtime")), "runsc");
+    json_object *labels = get(b, "Labels");
+    assert_false(json_object_object_get_ex(labels, ENGINE_LABEL_OWNER, NULL));
+    assert_false(json_object_object_get_ex(labels, ENGINE_LABEL_EXPIRES, NULL));
+    json_object_put(b);
+}
+
+/* --dry-run-create's text is the body, and sends nothing. */
+static void test_render_create(void **state)
+{
+    (void)state;
+    struct backend *b = docker_backend_new("/nonexistent/mcpsbx-render.sock");
+    struct backend_spec spec = spec_of();
+    char *text = backend_render_create(b, &spec);
+    json_object *o = json_tokener_parse(text);
+    assert_non_null(o);
+    assert_string_equal(json_object_get_string(get(o, "Image")), "img:1");
+    json_object_put(o);
+    free(text);
+    assert_string_equal(backend_kind(b), "docker");
+    assert_string_equal(backend_address(b), "/nonexistent/mcpsbx-render.sock");
+    backend_free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_body_hardening),
+        cmocka_unit_test(test_create_body_options),
+        cmocka_unit_test(test_render_create),
+    };
+    return cmocka_run_group_tests_name("docker", tests, NULL, NULL);
+}
