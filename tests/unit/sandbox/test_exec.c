@@ -143,6 +143,14 @@ static void assert_removed(struct rig *g, const char *id)
     assert_int_equal(fake_engine_live(g->fe), 0);
 }
 
+/* The last container the run created was removed. */
+static void assert_last_removed(struct rig *g)
+{
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    assert_removed(g, id);
+}
+
 /* ---- a normal run -------------------------------------------------------- */
 
 static void test_ok(void **state)
@@ -358,9 +366,7 @@ static enum exec_status run_program(struct rig *g, const struct fake_program *p,
     int rc = exec_run(g->exec, &req, NULL, res, &err);
     assert_int_equal(rc, res->status == EXEC_ERROR ? -1 : 0);
     err_clear(&err);
-    char id[FAKE_ID_MAX + 1];
-    last_container(g, id);
-    assert_removed(g, id);
+    assert_last_removed(g);
     return res->status;
 }
 
@@ -493,9 +499,7 @@ static void test_start_fails(void **state)
     assert_contains(res.message, "refused to start container");
     assert_contains(res.message, "injected start failure");
     err_clear(&err);
-    char id[FAKE_ID_MAX + 1];
-    last_container(g, id);
-    assert_removed(g, id);
+    assert_last_removed(g);
     exec_result_free(&res);
 }
 
@@ -518,9 +522,7 @@ static void test_wait_fails(void **state)
     assert_string_equal(res.message, err_msg(&err));
     assert_string_equal(buf_cstr(&res.out), "bye\n");
     err_clear(&err);
-    char id[FAKE_ID_MAX + 1];
-    last_container(g, id);
-    assert_removed(g, id);
+    assert_last_removed(g);
     exec_result_free(&res);
 }
 
@@ -562,9 +564,7 @@ static void test_stalled_start(void **state)
     assert_contains(res.message, "did not answer");
     assert_contains(res.message, "/start");
     err_clear(&err);
-    char id[FAKE_ID_MAX + 1];
-    last_container(g, id);
-    assert_removed(g, id);
+    assert_last_removed(g);
     assert_true(fake_engine_wait_held(g->fe, 1, GUARD));
     fake_engine_release(g->fe);
     exec_result_free(&res);
@@ -609,9 +609,7 @@ static void test_oversized_record(void **state)
     assert_int_equal(res.status, EXEC_ERROR);
     assert_contains(res.message, "completion record over 4096 bytes");
     err_clear(&err);
-    char id[FAKE_ID_MAX + 1];
-    last_container(g, id);
-    assert_removed(g, id);
+    assert_last_removed(g);
     exec_result_free(&res);
 }
 
@@ -630,9 +628,7 @@ static void test_runner_error(void **state)
     assert_contains(res.message, "the sandbox runner failed: request is not JSON");
     assert_string_equal(res.message, err_msg(&err));
     err_clear(&err);
-    char id[FAKE_ID_MAX + 1];
-    last_container(g, id);
-    assert_removed(g, id);
+    assert_last_removed(g);
     exec_result_free(&res);
 }
 
@@ -650,9 +646,7 @@ static void test_bad_record(void **state)
     assert_string_equal(res.message, err_msg(&err));
     assert_string_equal(buf_cstr(&res.out), "x\n");
     err_clear(&err);
-    char id[FAKE_ID_MAX + 1];
-    last_container(g, id);
-    assert_removed(g, id);
+    assert_last_removed(g);
     exec_result_free(&res);
 }
 
@@ -668,9 +662,7 @@ static void test_error_without_err(void **state)
     assert_int_equal(exec_run(g->exec, &req, NULL, &res, NULL), -1);
     assert_int_equal(res.status, EXEC_ERROR);
     assert_contains(res.message, "injected start failure");
-    char id[FAKE_ID_MAX + 1];
-    last_container(g, id);
-    assert_removed(g, id);
+    assert_last_removed(g);
     exec_result_free(&res);
 }
 
