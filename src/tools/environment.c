@@ -1,10 +1,7 @@
 #include "tools/environment.h"
 
 #include "sandbox/policy.h"
-
-/* The one-language tools, as their definitions name them. */
-#define TOOLS_PYTHON     "run_python_code"
-#define TOOLS_JAVASCRIPT "run_js_code"
+#include "tools/registry.h"
 
 json_object *tools_environment_json(const struct tools_env *tenv)
 {
@@ -13,7 +10,8 @@ json_object *tools_environment_json(const struct tools_env *tenv)
     json_object *langs = json_object_new_array();
     const char *names[] = {"python", "javascript"};
     const char *images[] = {cfg->python_image, cfg->js_image};
-    const char *tools[] = {TOOLS_PYTHON, TOOLS_JAVASCRIPT};
+    const char *tools[] = {registry_for_kind(TOOL_PYTHON)->name,
+                           registry_for_kind(TOOL_JAVASCRIPT)->name};
     for (size_t i = 0; i < 2; i++) {
         json_object *l = json_object_new_object();
         json_object_object_add(l, "language", json_object_new_string(names[i]));

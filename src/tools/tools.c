@@ -6,82 +6,9 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "tools/registry.h"
 #include "tools/schema.h"
 #include "tools/tooldef.h"
-
-enum tool_kind { TOOL_PYTHON, TOOL_JAVASCRIPT, TOOL_EXECUTE };
-
-/* What a tool does is code; what it looks like (title, description,
- * schemas) is its definition file, src/tools/defs/<name>.json. */
-struct tool_def {
-    const char *name; /* the definition's name too (tools_env_init checks) */
-    enum tool_kind kind;
-    const char *def; /* the embedded definition file */
-};
-
-static const struct tool_def tools[] = {
-    {"run_python_code", TOOL_PYTHON, tooldef_run_python_code},
-    {"run_js_code", TOOL_JAVASCRIPT, tooldef_run_js_code},
-    {"execute_code", TOOL_EXECUTE, tooldef_execute_code},
-};
-
-static const struct tool_def *find_tool(const char *name)
-{
-    for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
-        if (strcmp(tools[i].name, name) == 0)
-            return &tools[i];
-    return NULL;
-}
-
-bool tools_exists(const char *name)
-{
-    return find_tool(name) != NULL;
-}
-
-/* One Tool object for f from a checked definition; shares the schemas
- * (reference counts: everything here stays on the calling thread). */
-static json_object *tool_json(const struct tooldef *t, json_object *output_schema,
-                              const struct config *cfg, const struct tools_features *f)
-{
-    json_object *o = json_object_new_object();
-    json_object_object_add(o, "name", json_object_new_string(t->name));
-    if (f->structured)
-        json_object_object_add(o, "title", json_object_new_string(t->title));
-    char *desc = xasprintf("%s Default limits: %lld ms, %lld MiB memory (at most %lld ms, "
-                           "%lld MiB); output kept up to %lld bytes.",
-                           t->description, cfg->timeout_ms, cfg->memory_mb, cfg->max_timeout_ms,
-                           cfg->max_memory_mb, cfg->max_output_bytes);
-    json_object_object_add(o, "description", json_object_new_string(desc));
-    free(desc);
-    json_object_object_add(o, "inputSchema", json_object_get(t->input_schema));
-    if (f->structured)
-        json_object_object_add(o, "outputSchema", json_object_get(output_schema));
-    if (f->annotations) {
-        /* The same for every tool: each run is a fresh sandbox. */
-        json_object *a = json_object_new_object();
-        json_object_object_add(a, "title", json_object_new_string(t->title));
-        json_object_object_add(a, "readOnlyHint", json_object_new_boolean(0));
-        json_object_object_add(a, "destructiveHint", json_object_new_boolean(0));
-        json_object_object_add(a, "idempotentHint", json_object_new_boolean(0));
-        /* Sandboxes have no network. */
-        json_object_object_add(a, "openWorldHint", json_object_new_boolean(0));
-        json_object_object_add(o, "annotations", a);
-    }
-    return o;
-}
-
-static size_t variant_of(const struct tools_features *f)
-{
-    return (f->annotations ? 1u : 0u) | (f->structured ? 2u : 0u);
-}
-
-static json_object *builtin(const char *text, const char *what, struct err *err)
-{
-    json_object *o = tooldef_parse(text, strlen(text), err);
-    if (!o)
-        err_wrap(err, "built-in %s", what);
-    return o;
-}
 
 int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_ctx *exec,
                    struct err *err)
@@ -89,70 +16,25 @@ int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_
     memset(env, 0, sizeof(*env));
     env->cfg = cfg;
     env->exec = exec;
-    json_object *defs[ARRAY_SIZE(tools)] = {NULL};
-    struct tooldef parsed[ARRAY_SIZE(tools)];
-    int rc = -1;
-    json_object *output = builtin(tooldef_output_schema, "output schema", err);
-    if (!output)
-        goto out;
-    if (tooldef_check_output_schema(output, err) < 0) {
-        err_wrap(err, "built-in output schema");
-        goto out;
-    }
-    for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        defs[i] = builtin(tools[i].def, tools[i].name, err);
-        if (!defs[i])
-            goto out;
-        if (tooldef_check(defs[i], &parsed[i], err) < 0) {
-            err_wrap(err, "built-in definition of %s", tools[i].name);
-            goto out;
-        }
-        if (strcmp(parsed[i].name, tools[i].name) != 0) {
-            err_set(err, ERR_INTERNAL, "the built-in definition of %s is named %s", tools[i].name,
-                    parsed[i].name);
-            goto out;
-        }
-    }
-    for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
-        struct tools_features f = {.annotations = (v & 1u) != 0, .structured = (v & 2u) != 0};
-        json_object *arr = json_object_new_array();
-        for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
-            json_object_array_add(arr, tool_json(&parsed[i], output, cfg, &f));
-        size_t len = 0;
-        const char *text = json_object_to_json_string_length(
-            arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-        env->list_json[v] = xstrndup(text, len);
-        env->list_len[v] = len;
-        json_object_put(arr);
-    }
-    rc = 0;
-out:
-    /* The build checked every definition; this is a build that did not. */
-    if (rc < 0 && err)
-        err->code = ERR_INTERNAL;
-    for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
-        json_object_put(defs[i]);
-    json_object_put(output);
-    if (rc < 0)
-        tools_env_cleanup(env);
-    return rc;
+    return registry_serialize(cfg, env->list_json, env->list_len, err);
 }
 
 void tools_env_cleanup(struct tools_env *env)
 {
-    for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
-        free(env->list_json[v]);
-        env->list_json[v] = NULL;
-        env->list_len[v] = 0;
-    }
+    registry_serialized_free(env->list_json, env->list_len);
 }
 
 const char *tools_list_json(const struct tools_env *env, const struct tools_features *f,
                             size_t *len)
 {
-    size_t v = variant_of(f);
+    size_t v = registry_variant(f);
     *len = env->list_len[v];
     return env->list_json[v];
+}
+
+bool tools_exists(const char *name)
+{
+    return registry_find(name) != NULL;
 }
 
 /* ---- arguments ----------------------------------------------------------- */
@@ -199,7 +81,7 @@ static int language_of(const char *name, enum exec_language *out)
 int tools_parse_args(const struct config *cfg, const char *name, json_object *args,
                      struct tools_run_args *out, struct err *err)
 {
-    const struct tool_def *t = find_tool(name);
+    const struct tool_def *t = registry_find(name);
     if (!t)
         return err_set(err, ERR_INVALID, "unknown tool '%s'", name);
     memset(out, 0, sizeof(*out));

@@ -1,10 +1,12 @@
-/* The tool registry (data: name, title, description, schemas), argument
- * validation and clamping, and CallToolResult building.
+/* The tools as the protocol layer sees them: the list, and a call from its
+ * arguments (checked against the tool's schema, clamped to the operator's
+ * limits) through the run to its CallToolResult.
  *
- * The tools/ folder: tools.c (this API), defs/ (one JSON definition per
- * tool, embedded at build time), tooldef.c (reading and checking a
- * definition), schema.c (the JSON Schema subset: checker and validator),
- * environment.c (the environment resource's content). */
+ * The tools/ folder: tools.c (this API: arguments, runs, results),
+ * registry.c (which tools exist, their kinds, the serialized list),
+ * defs/ (one JSON definition per tool, embedded at build time), tooldef.c
+ * (reading and checking a definition), schema.c (the JSON Schema subset:
+ * checker and validator), environment.c (the environment resource). */
 #ifndef MCPSBX_TOOLS_H
 #define MCPSBX_TOOLS_H
 
@@ -13,14 +15,7 @@
 
 #include "base/config.h"
 #include "sandbox/exec.h"
-
-/* What the negotiated protocol version allows in tool shapes. */
-struct tools_features {
-    bool annotations; /* 2025-03-26+ */
-    bool structured;  /* 2025-06-18+: title, outputSchema, structuredContent */
-};
-
-#define TOOLS_VARIANTS 4 /* combinations of tools_features */
+#include "tools/registry.h"
 
 /* A call's cancel handle and its live output, as the sandbox layer defines
  * them, named here so the protocol layer needs nothing from below tools.

@@ -1,0 +1,139 @@
+#include "tools/registry.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+#include "tools/tooldef.h"
+
+static const struct tool_def tools[] = {
+    {"run_python_code", TOOL_PYTHON, tooldef_run_python_code},
+    {"run_js_code", TOOL_JAVASCRIPT, tooldef_run_js_code},
+    {"execute_code", TOOL_EXECUTE, tooldef_execute_code},
+};
+
+const struct tool_def *registry_find(const char *name)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+        if (strcmp(tools[i].name, name) == 0)
+            return &tools[i];
+    return NULL;
+}
+
+const struct tool_def *registry_for_kind(enum tool_kind kind)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+        if (tools[i].kind == kind)
+            return &tools[i];
+    return NULL;
+}
+
+size_t registry_variant(const struct tools_features *f)
+{
+    return (f->annotations ? 1u : 0u) | (f->structured ? 2u : 0u);
+}
+
+/* One Tool object for f from a checked definition; shares the schemas
+ * (reference counts: everything here stays on the calling thread). */
+static json_object *tool_json(const struct tooldef *t, json_object *output_schema,
+                              const struct config *cfg, const struct tools_features *f)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "name", json_object_new_string(t->name));
+    if (f->structured)
+        json_object_object_add(o, "title", json_object_new_string(t->title));
+    char *desc = xasprintf("%s Default limits: %lld ms, %lld MiB memory (at most %lld ms, "
+                           "%lld MiB); output kept up to %lld bytes.",
+                           t->description, cfg->timeout_ms, cfg->memory_mb, cfg->max_timeout_ms,
+                           cfg->max_memory_mb, cfg->max_output_bytes);
+    json_object_object_add(o, "description", json_object_new_string(desc));
+    free(desc);
+    json_object_object_add(o, "inputSchema", json_object_get(t->input_schema));
+    if (f->structured)
+        json_object_object_add(o, "outputSchema", json_object_get(output_schema));
+    if (f->annotations) {
+        /* The same for every tool: each run is a fresh sandbox. */
+        json_object *a = json_object_new_object();
+        json_object_object_add(a, "title", json_object_new_string(t->title));
+        json_object_object_add(a, "readOnlyHint", json_object_new_boolean(0));
+        json_object_object_add(a, "destructiveHint", json_object_new_boolean(0));
+        json_object_object_add(a, "idempotentHint", json_object_new_boolean(0));
+        /* Sandboxes have no network. */
+        json_object_object_add(a, "openWorldHint", json_object_new_boolean(0));
+        json_object_object_add(o, "annotations", a);
+    }
+    return o;
+}
+
+static json_object *builtin(const char *text, const char *what, struct err *err)
+{
+    json_object *o = tooldef_parse(text, strlen(text), err);
+    if (!o)
+        err_wrap(err, "built-in %s", what);
+    return o;
+}
+
+int registry_serialize(const struct config *cfg, char *json[TOOLS_VARIANTS],
+                       size_t len[TOOLS_VARIANTS], struct err *err)
+{
+    for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
+        json[v] = NULL;
+        len[v] = 0;
+    }
+    json_object *defs[ARRAY_SIZE(tools)] = {NULL};
+    struct tooldef parsed[ARRAY_SIZE(tools)];
+    int rc = -1;
+    json_object *output = builtin(tooldef_output_schema, "output schema", err);
+    if (!output)
+        goto out;
+    if (tooldef_check_output_schema(output, err) < 0) {
+        err_wrap(err, "built-in output schema");
+        goto out;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
+        defs[i] = builtin(tools[i].def, tools[i].name, err);
+        if (!defs[i])
+            goto out;
+        if (tooldef_check(defs[i], &parsed[i], err) < 0) {
+            err_wrap(err, "built-in definition of %s", tools[i].name);
+            goto out;
+        }
+        if (strcmp(parsed[i].name, tools[i].name) != 0) {
+            err_set(err, ERR_INTERNAL, "the built-in definition of %s is named %s", tools[i].name,
+                    parsed[i].name);
+            goto out;
+        }
+    }
+    for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
+        struct tools_features f = {.annotations = (v & 1u) != 0, .structured = (v & 2u) != 0};
+        json_object *arr = json_object_new_array();
+        for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+            json_object_array_add(arr, tool_json(&parsed[i], output, cfg, &f));
+        size_t n = 0;
+        const char *text = json_object_to_json_string_length(
+            arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+        json[v] = xstrndup(text, n);
+        len[v] = n;
+        json_object_put(arr);
+    }
+    rc = 0;
+out:
+    /* The build checked every definition; this is a build that did not. */
+    if (rc < 0 && err)
+        err->code = ERR_INTERNAL;
+    for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+        json_object_put(defs[i]);
+    json_object_put(output);
+    if (rc < 0)
+        registry_serialized_free(json, len);
+    return rc;
+}
+
+void registry_serialized_free(char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS])
+{
+    for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
+        free(json[v]);
+        json[v] = NULL;
+        len[v] = 0;
+    }
+}

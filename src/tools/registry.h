@@ -1,0 +1,48 @@
+/* The tools this server has: for each, its name, what kind of run it is
+ * (code), and its embedded definition file (data: src/tools/defs/). Also
+ * the tools/list arrays built from them, serialized once per feature set. */
+#ifndef MCPSBX_TOOLS_REGISTRY_H
+#define MCPSBX_TOOLS_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/config.h"
+#include "base/err.h"
+
+/* What the negotiated protocol version allows in tool shapes. */
+struct tools_features {
+    bool annotations; /* 2025-03-26+ */
+    bool structured;  /* 2025-06-18+: title, outputSchema, structuredContent */
+};
+
+#define TOOLS_VARIANTS 4 /* combinations of tools_features */
+
+enum tool_kind { TOOL_PYTHON, TOOL_JAVASCRIPT, TOOL_EXECUTE };
+
+/* What a tool does is code; what it looks like (title, description,
+ * schemas) is its definition file, src/tools/defs/<name>.json. */
+struct tool_def {
+    const char *name; /* the definition's name too (registry_serialize checks) */
+    enum tool_kind kind;
+    const char *def; /* the embedded definition file */
+};
+
+/* NULL when there is no such tool. */
+const struct tool_def *registry_find(const char *name);
+
+/* The first tool of that kind (the one-language tools have one each). */
+const struct tool_def *registry_for_kind(enum tool_kind kind);
+
+/* Index into the serialized arrays for f. */
+size_t registry_variant(const struct tools_features *f);
+
+/* Builds the tools/list array for every feature variant, as JSON text
+ * (json[v] allocated, len[v] its length), with cfg's limits in the
+ * descriptions. Fails only on a bad built-in definition (ERR_INTERNAL).
+ * Free with registry_serialized_free. */
+int registry_serialize(const struct config *cfg, char *json[TOOLS_VARIANTS],
+                       size_t len[TOOLS_VARIANTS], struct err *err);
+void registry_serialized_free(char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS]);
+
+#endif
