@@ -373,6 +373,41 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream 
     return rc;
 }
 
+/* The container for req: the policy's limits, and labels that let any
+ * daemon remove it once every deadline of the run is past (setup, the
+ * program, the wait for its exit status). */
+static void run_spec(const struct exec_ctx *ctx, const struct exec_request *req, double t0,
+                     struct backend_spec *spec)
+{
+    double setup_ms = req->start_by_ms > 0 ? req->start_by_ms - t0 : (double)ENGINE_SETUP_MAX_MS;
+    long long expires = (long long)time(NULL) + (long long)(setup_ms / 1000.0) +
+                        (req->timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 +
+                        EXPIRY_MARGIN_S;
+    struct policy_run run = {
+        .image = language_image(ctx->cfg, req->language),
+        .cmd = language_cmd(req->language),
+        .memory_mb = req->memory_mb,
+        .instance = ctx->instance,
+        .owner = reaper_owner(ctx->reaper),
+        .expires = expires,
+    };
+    policy_spec(ctx->cfg, &run, ctx->env, spec);
+}
+
+/* Sends the framed request, within what is left of the start deadline. */
+static int send_request(struct backend_stream *stream, const struct exec_request *req,
+                        const struct buf *request, struct err *err)
+{
+    long send_ms = SEND_TIMEOUT_MS;
+    if (req->start_by_ms > 0 && req->start_by_ms - util_now_ms() < (double)send_ms)
+        send_ms = (long)(req->start_by_ms - util_now_ms()) + 1;
+    if (send_ms <= 0)
+        err_set(err, ERR_TIMEOUT, "the run's time limit passed while its sandbox started");
+    else if (backend_stream_send(stream, request->data, request->len, send_ms, err) == 0)
+        return 0;
+    return err_wrap(err, "sending the code to the sandbox");
+}
+
 int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_cancel *cancel,
              struct exec_result *res, struct err *err)
 {
@@ -387,22 +422,8 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     buf_init(&res->out, (size_t)cfg->max_output_bytes);
     buf_init(&res->err, (size_t)cfg->max_output_bytes);
 
-    /* Nobody needs the container once every deadline of the run is past:
-     * setup, the program, the wait for its exit status. */
-    double setup_ms = req->start_by_ms > 0 ? req->start_by_ms - t0 : (double)ENGINE_SETUP_MAX_MS;
-    long long expires = (long long)time(NULL) + (long long)(setup_ms / 1000.0) +
-                        (req->timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 +
-                        EXPIRY_MARGIN_S;
-    struct policy_run run = {
-        .image = language_image(cfg, req->language),
-        .cmd = language_cmd(req->language),
-        .memory_mb = req->memory_mb,
-        .instance = ctx->instance,
-        .owner = reaper_owner(ctx->reaper),
-        .expires = expires,
-    };
     struct backend_spec spec;
-    policy_spec(cfg, &run, ctx->env, &spec);
+    run_spec(ctx, req, t0, &spec);
     struct run r = {.req = req, .res = res, .cap = (size_t)cfg->max_output_bytes};
     char nonce[RUNNER_NONCE_HEX_LEN + 1];
     struct buf request;
@@ -442,15 +463,8 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         goto out;
     if (backend_start(ctx->backend, id, req->start_by_ms, err) < 0)
         goto out;
-    long send_ms = SEND_TIMEOUT_MS;
-    if (req->start_by_ms > 0 && req->start_by_ms - util_now_ms() < (double)send_ms)
-        send_ms = (long)(req->start_by_ms - util_now_ms()) + 1;
-    if (send_ms <= 0 || backend_stream_send(stream, request.data, request.len, send_ms, err) < 0) {
-        if (send_ms <= 0)
-            err_set(err, ERR_TIMEOUT, "the run's time limit passed while its sandbox started");
-        err_wrap(err, "sending the code to the sandbox");
+    if (send_request(stream, req, &request, err) < 0)
         goto out;
-    }
     double deadline = util_now_ms() + (double)req->timeout_ms;
     rc = read_loop(ctx, &r, stream, id, cancel, deadline, err);
 
