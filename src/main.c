@@ -42,7 +42,7 @@
 #include <string.h>
 
 #include "base/config.h"
-#include "backend/backend.h"
+#include "backend/backends.h"
 #include "sandbox/exec.h"
 #include "base/log.h"
 #include "mcp/mcp.h"
@@ -128,7 +128,7 @@ static int print_and_exit(const struct config *cfg)
     }
     enum exec_language lang =
         strcmp(cfg->dry_run_create, "python") == 0 ? EXEC_PYTHON : EXEC_JAVASCRIPT;
-    struct backend *backend = backend_new(cfg->engine_socket);
+    struct backend *backend = backends_open(cfg->engine_socket);
     char *text = exec_render_create(cfg, backend, lang);
     printf("%s\n", text);
     free(text);
@@ -173,11 +173,11 @@ int main(int argc, char **argv, char **envp)
         log_error("cannot set up signal handling: %s", strerror(errno));
         goto out;
     }
-    if (backend_init(&err) < 0) {
+    if (backends_init(&err) < 0) {
         log_error("%s", err_msg(&err));
         goto out;
     }
-    backend = backend_new(cfg.engine_socket);
+    backend = backends_open(cfg.engine_socket);
     check_engine(backend, &cfg);
     exec = exec_ctx_new(&cfg, backend, envp, &err);
     if (!exec) {
@@ -209,7 +209,7 @@ out:
     mcp_server_free(srv);
     exec_ctx_free(exec);
     backend_free(backend);
-    backend_cleanup();
+    backends_cleanup();
     err_clear(&err);
     config_free(&cfg);
     log_debug("exited cleanly");

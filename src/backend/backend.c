@@ -2,25 +2,6 @@
 
 #include <stdlib.h>
 
-#include "backend/docker/docker.h"
-#include "backend/docker/engine_http.h"
-
-int backend_init(struct err *err)
-{
-    return engine_http_global_init(err);
-}
-
-void backend_cleanup(void)
-{
-    engine_http_global_cleanup();
-}
-
-/* One kind of backend so far; the choice among several belongs here. */
-struct backend *backend_new(const char *address)
-{
-    return docker_backend_new(address);
-}
-
 void backend_free(struct backend *b)
 {
     if (b)

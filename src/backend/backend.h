@@ -109,14 +109,6 @@ struct backend_stream {
     const struct backend_ops *ops;
 };
 
-/* Once per process, before any thread starts (libcurl's global setup). */
-int backend_init(struct err *err);
-void backend_cleanup(void);
-
-/* The backend at address (for the Docker Engine API, a unix socket path);
- * nothing is contacted yet. */
-struct backend *backend_new(const char *address);
-
 void backend_free(struct backend *b);
 const char *backend_kind(const struct backend *b);
 const char *backend_address(const struct backend *b);

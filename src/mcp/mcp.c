@@ -19,9 +19,6 @@ static const char *const version_names[MCP_V_COUNT] = {
     [MCP_V_2025_11_25] = "2025-11-25",
 };
 
-const char *const mcp_log_levels[MCP_LOG_LEVELS] = {"debug", "info",     "notice", "warning",
-                                                    "error", "critical", "alert",  "emergency"};
-
 #define INSTRUCTIONS                                                                               \
     "Runs Python and JavaScript in fresh, isolated containers with no network access. Use "        \
     "run_python_code or run_js_code for a quick run, execute_code for stdin and per-call limits. " \
@@ -117,15 +114,6 @@ void mcp_session_free(struct mcp_session *s)
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
     free(s);
-}
-
-struct tools_features mcp_features_of(enum mcp_version v)
-{
-    struct tools_features f = {
-        .annotations = v >= MCP_V_2025_03_26,
-        .structured = v >= MCP_V_2025_06_18,
-    };
-    return f;
 }
 
 /* ---- methods ------------------------------------------------------------- */

@@ -1,6 +1,6 @@
-/* What the mcp folder's files share: the server and session state. A
- * session's fields are guarded by its lock; the server is read-only once
- * made. */
+/* What the mcp folder's files share: the server and session state, and
+ * what a negotiated version and logging level mean. A session's fields are
+ * guarded by its lock; the server is read-only once made. */
 #ifndef MCPSBX_MCP_SESSION_H
 #define MCPSBX_MCP_SESSION_H
 

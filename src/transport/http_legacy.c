@@ -31,7 +31,7 @@ enum MHD_Result http_legacy_messages(struct transport_http *t, struct MHD_Connec
     if (!sid)
         return http_reply_error(c, rq, MHD_HTTP_BAD_REQUEST, HTTP_ERR_SERVER,
                                 "Bad Request: sessionId query parameter is required");
-    json_object *msg = http_read_post(t, c, rq, &ret);
+    json_object *msg = http_read_post(t->cfg->max_message_bytes, c, rq, &ret);
     if (!msg)
         return ret;
     struct session *s = http_session_get(t, sid, true);

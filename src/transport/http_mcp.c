@@ -125,7 +125,7 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
                                 "text/event-stream");
     if (!version_header_ok(c))
         return reply_bad_version(c, rq);
-    json_object *msg = http_read_post(t, c, rq, &ret);
+    json_object *msg = http_read_post(t->cfg->max_message_bytes, c, rq, &ret);
     if (!msg)
         return ret;
 

@@ -1,9 +1,11 @@
 /* The HTTP transports on libmicrohttpd (MHD): start and stop, routing, the
- * request lifecycle, plain responses and /healthz.
+ * request lifecycle and /healthz.
  *
  * Files of the HTTP transport (src/transport/):
  *   transport_http.h    the public entry main.c uses: start, port, stop
  *   http_server.[ch]    this file; the transport object shared by the others
+ *   http_response.[ch]  one request's state, and the plain responses every
+ *                       handler answers with
  *   http_guard.[ch]     Host and Origin allow-lists, bearer token: checked first
  *   http_headers.[ch]   pure parsers of header values (Accept, Content-Type,
  *                       Host, Origin, Authorization, Content-Length,
@@ -45,86 +47,17 @@
 #include "transport/http_headers.h"
 #include "transport/http_legacy.h"
 #include "transport/http_mcp.h"
+#include "transport/http_response.h"
 #include "transport/http_sessions.h"
 
 #define STOP_DRAIN_MS        3000 /* stop lets answers in progress go out */
 #define CONNECTION_TIMEOUT_S 120  /* idle keep-alive connections; SSE writes keep theirs */
-#define RETRY_AFTER_S        "5"
 
 #define ALLOW_METHODS "GET, POST, DELETE, OPTIONS"
 #define ALLOW_HEADERS                                                                              \
     "Content-Type, Authorization, Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
 
 /* ---- responses ----------------------------------------------------------- */
-
-const char *http_header(struct MHD_Connection *c, const char *name)
-{
-    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
-}
-
-enum MHD_Result http_queue(struct MHD_Connection *c, struct request *rq, unsigned status,
-                           struct MHD_Response *resp)
-{
-    if (!resp)
-        return MHD_NO; /* out of memory: MHD drops the connection */
-    if (rq->origin) {
-        MHD_add_response_header(resp, "Access-Control-Allow-Origin", rq->origin);
-        MHD_add_response_header(resp, "Vary", "Origin");
-        MHD_add_response_header(resp, "Access-Control-Expose-Headers", "Mcp-Session-Id");
-    }
-    rq->status = status;
-    enum MHD_Result ret = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    return ret;
-}
-
-struct MHD_Response *http_response_text(const char *text, size_t len, const char *type)
-{
-    char *copy = xmalloc(len + 1);
-    memcpy(copy, text, len);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, copy, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(copy);
-        return NULL;
-    }
-    if (type)
-        MHD_add_response_header(resp, "Content-Type", type);
-    return resp;
-}
-
-struct MHD_Response *http_response_empty(void)
-{
-    return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-}
-
-struct MHD_Response *http_response_json(json_object *body)
-{
-    size_t len = 0;
-    const char *s = jsonrpc_serialize(body, &len);
-    struct MHD_Response *resp = http_response_text(s, len, "application/json");
-    json_object_put(body);
-    return resp;
-}
-
-struct MHD_Response *http_response_error(int code, const char *message)
-{
-    return http_response_json(jsonrpc_error(NULL, code, message, NULL));
-}
-
-enum MHD_Result http_reply_error(struct MHD_Connection *c, struct request *rq, unsigned status,
-                                 int code, const char *message)
-{
-    return http_queue(c, rq, status, http_response_error(code, message));
-}
-
-enum MHD_Result http_reply_busy(struct MHD_Connection *c, struct request *rq, unsigned status,
-                                const char *why)
-{
-    struct MHD_Response *resp = http_response_error(HTTP_ERR_SERVER, why);
-    if (resp && status == MHD_HTTP_SERVICE_UNAVAILABLE)
-        MHD_add_response_header(resp, "Retry-After", RETRY_AFTER_S);
-    return http_queue(c, rq, status, resp);
-}
 
 static enum MHD_Result reply_not_allowed(struct MHD_Connection *c, struct request *rq,
                                          const char *allow)
@@ -146,39 +79,6 @@ static enum MHD_Result reply_preflight(struct MHD_Connection *c, struct request 
         MHD_add_response_header(resp, "Access-Control-Max-Age", "600");
     }
     return http_queue(c, rq, MHD_HTTP_NO_CONTENT, resp);
-}
-
-static enum MHD_Result reply_too_big(const struct transport_http *t, struct MHD_Connection *c,
-                                     struct request *rq)
-{
-    char *msg = xasprintf("Invalid Request: message exceeds %lld bytes (--max-message-bytes)",
-                          t->cfg->max_message_bytes);
-    enum MHD_Result ret =
-        http_reply_error(c, rq, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST, msg);
-    free(msg);
-    return ret;
-}
-
-json_object *http_read_post(const struct transport_http *t, struct MHD_Connection *c,
-                            struct request *rq, enum MHD_Result *ret)
-{
-    if (rq->too_big) {
-        *ret = reply_too_big(t, c, rq);
-        return NULL;
-    }
-    if (!http_media_type_is(http_header(c, "Content-Type"), "application/json")) {
-        *ret = http_reply_error(c, rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, HTTP_ERR_SERVER,
-                                "Unsupported Media Type: Content-Type must be application/json");
-        return NULL;
-    }
-    json_object *msg = NULL;
-    struct err err = ERR_INIT;
-    if (jsonrpc_parse(rq->body.data ? rq->body.data : "", rq->body.len, &msg, &err) < 0) {
-        *ret = http_reply_error(c, rq, MHD_HTTP_BAD_REQUEST, JSONRPC_PARSE_ERROR, err_msg(&err));
-        err_clear(&err);
-        return NULL;
-    }
-    return msg;
 }
 
 /* ---- /healthz ---------------------------------------------------------------- */
@@ -267,7 +167,7 @@ static enum MHD_Result first_call(struct transport_http *t, struct MHD_Connectio
     /* Refused before the body is read (and before 100 Continue). */
     if (http_content_length_over(http_header(c, "Content-Length"),
                                  (unsigned long long)t->cfg->max_message_bytes))
-        return reply_too_big(t, c, rq);
+        return http_reply_too_big(t->cfg->max_message_bytes, c, rq);
     return MHD_YES;
 }
 

@@ -1,0 +1,62 @@
+/* One HTTP request's state, and the plain responses every handler of the
+ * HTTP transport answers with (CORS headers added on the way out). */
+#ifndef MCPSBX_HTTP_RESPONSE_H
+#define MCPSBX_HTTP_RESPONSE_H
+
+#include <json-c/json.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/buf.h"
+
+#define HTTP_LOG_FIELD_MAX 96
+
+/* JSON-RPC codes for transport-level errors, as the TypeScript SDK uses. */
+#define HTTP_ERR_SERVER  (-32000)
+#define HTTP_ERR_SESSION (-32001)
+
+/* One HTTP request (MHD's per-request pointer). */
+struct request {
+    double start;
+    char method[16];
+    char path[HTTP_LOG_FIELD_MAX];
+    unsigned status;
+    const char *origin; /* an allowed Origin, echoed in CORS headers */
+    bool too_big;
+    size_t received;
+    struct buf body;
+};
+
+/* A request header's value, or NULL. */
+const char *http_header(struct MHD_Connection *c, const char *name);
+
+/* Queues resp (adding the CORS headers) and destroys it; a NULL resp (out
+ * of memory) makes MHD drop the connection. */
+enum MHD_Result http_queue(struct MHD_Connection *c, struct request *rq, unsigned status,
+                           struct MHD_Response *resp);
+
+/* A response owning a copy of text[0..len); type may be NULL. */
+struct MHD_Response *http_response_text(const char *text, size_t len, const char *type);
+struct MHD_Response *http_response_empty(void);
+/* Takes body. */
+struct MHD_Response *http_response_json(json_object *body);
+/* A JSON-RPC error with a null id as the body of an HTTP error. */
+struct MHD_Response *http_response_error(int code, const char *message);
+
+enum MHD_Result http_reply_error(struct MHD_Connection *c, struct request *rq, unsigned status,
+                                 int code, const char *message);
+/* 503 (with Retry-After) or another status with a "server busy" reason. */
+enum MHD_Result http_reply_busy(struct MHD_Connection *c, struct request *rq, unsigned status,
+                                const char *why);
+
+/* 413: the message is over --max-message-bytes. */
+enum MHD_Result http_reply_too_big(long long max_bytes, struct MHD_Connection *c,
+                                   struct request *rq);
+
+/* Checks and parses a POST body (both transports); answers and returns
+ * NULL when it is not a readable JSON message. */
+json_object *http_read_post(long long max_bytes, struct MHD_Connection *c, struct request *rq,
+                            enum MHD_Result *ret);
+
+#endif
