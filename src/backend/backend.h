@@ -11,7 +11,11 @@
  * cannot apply one of these must fail create, never run without it.
  *
  * Thread-safe: any thread may call any operation; a stream belongs to the
- * thread that attached it. */
+ * thread that attached it.
+ *
+ * The backend/ folder: backend.c (this interface's dispatch and helpers,
+ * which implementations use), backends.c (which implementation serves;
+ * main's entry), docker/ (the Docker Engine API implementation). */
 #ifndef MCPSBX_BACKEND_H
 #define MCPSBX_BACKEND_H
 

@@ -5,7 +5,8 @@
  * The mcp/ folder: mcp.c (this API, initialize, the method table),
  * calls.c (tools/call: admission, live output, cancellation), reply.c (one
  * reply slot per message, batches), resources.c (resources, prompts,
- * completion), session.h (state the files share), jsonrpc.c (messages).
+ * completion), session.c (state the files share; what a version and a log
+ * level mean), jsonrpc.c (messages).
  *
  * Threads and json-c: Debian's json-c is built without atomic reference
  * counts, and every object carries its own serialization buffer, so a
