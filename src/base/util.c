@@ -225,3 +225,17 @@ const char *util_env_entry(char *const *envp, const char *name)
             return *e;
     return NULL;
 }
+
+size_t util_printable_ascii(char *dst, size_t cap, const char *src, size_t n, bool keep_space)
+{
+    size_t i = 0;
+    if (cap == 0)
+        return 0;
+    for (; src && i < n && i + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)src[i];
+        bool ok = (ch > 0x20 && ch < 0x7f) || (keep_space && ch == ' ');
+        dst[i] = ok ? (char)ch : '?';
+    }
+    dst[i] = '\0';
+    return i;
+}

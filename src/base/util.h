@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,6 +53,12 @@ int util_write_all(int fd, const void *buf, size_t n);
 
 /* True when s is valid UTF-8 of exactly n bytes. */
 int util_utf8_valid(const char *s, size_t n);
+
+/* Copies src[0..n) into dst[cap], cut to cap - 1 bytes, as printable
+ * ASCII, NUL-terminated: every other byte (a NUL among them), and a space
+ * unless keep_space, becomes '?'. For identifiers and log-line fields that
+ * came from outside. Returns the length written. */
+size_t util_printable_ascii(char *dst, size_t cap, const char *src, size_t n, bool keep_space);
 
 /* The entry "NAME=value" for name in envp (NULL-terminated, may be NULL),
  * the first one as getenv(3) would pick, or NULL. */

@@ -171,17 +171,6 @@ static enum MHD_Result first_call(struct transport_http *t, struct MHD_Connectio
     return MHD_YES;
 }
 
-/* Copies for a log line: bounded, control bytes and spaces as '?'. */
-static void copy_printable(char *dst, size_t cap, const char *src)
-{
-    size_t i = 0;
-    for (; src && src[i] && i + 1 < cap; i++) {
-        unsigned char ch = (unsigned char)src[i];
-        dst[i] = ch < 0x21 || ch > 0x7e ? '?' : (char)ch;
-    }
-    dst[i] = '\0';
-}
-
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
@@ -192,8 +181,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!rq) {
         rq = xcalloc(1, sizeof(*rq));
         rq->start = util_now_ms();
-        copy_printable(rq->method, sizeof(rq->method), method);
-        copy_printable(rq->path, sizeof(rq->path), url);
+        util_printable_ascii(rq->method, sizeof(rq->method), method, method ? strlen(method) : 0,
+                             false);
+        util_printable_ascii(rq->path, sizeof(rq->path), url, url ? strlen(url) : 0, false);
         buf_init(&rq->body, (size_t)t->cfg->max_message_bytes);
         *req_cls = rq;
         pthread_mutex_lock(&t->lock);

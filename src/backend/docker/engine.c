@@ -98,11 +98,7 @@ static char *engine_text(const char *s, size_t n)
     if (n > ENGINE_MAX_NAME_LEN)
         n = ENGINE_MAX_NAME_LEN;
     char *out = xmalloc(n + 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        out[i] = (c < 0x20 || c >= 0x7f) ? '?' : (char)c;
-    }
-    out[n] = '\0';
+    util_printable_ascii(out, n + 1, s, n, true);
     return out;
 }
 

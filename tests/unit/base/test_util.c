@@ -96,6 +96,23 @@ static void test_cond_wait_ms(void **state)
     pthread_cond_destroy(&cond);
 }
 
+static void test_printable_ascii(void **state)
+{
+    (void)state;
+    char out[8];
+    assert_int_equal(util_printable_ascii(out, sizeof(out), "a b\n\x7f\xc3\xa9", 7, true), 7);
+    assert_string_equal(out, "a b????");
+    assert_int_equal(util_printable_ascii(out, sizeof(out), "a b", 3, false), 3);
+    assert_string_equal(out, "a?b");
+    /* A NUL inside is one more odd byte; the copy is cut to fit. */
+    assert_int_equal(util_printable_ascii(out, sizeof(out), "x\0y", 3, true), 3);
+    assert_string_equal(out, "x?y");
+    assert_int_equal(util_printable_ascii(out, 4, "abcdef", 6, true), 3);
+    assert_string_equal(out, "abc");
+    assert_int_equal(util_printable_ascii(out, sizeof(out), NULL, 5, true), 0);
+    assert_string_equal(out, "");
+}
+
 static void test_env_entry(void **state)
 {
     (void)state;
@@ -110,9 +127,9 @@ static void test_env_entry(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_env_entry),       cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_hex_and_strings), cmocka_unit_test(test_write_all),
-        cmocka_unit_test(test_cond_wait_ms),
+        cmocka_unit_test(test_env_entry), cmocka_unit_test(test_printable_ascii),
+        cmocka_unit_test(test_utf8),      cmocka_unit_test(test_hex_and_strings),
+        cmocka_unit_test(test_write_all), cmocka_unit_test(test_cond_wait_ms),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
