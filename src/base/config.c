@@ -561,6 +561,56 @@ static int check_config(struct config *cfg, struct err *err)
     return 0;
 }
 
+/* MCPSANDBOXD_<OPTION> variables, then the CONTAINER_IMAGE pair. */
+static int apply_environment(struct config *cfg, char **envp, struct err *err)
+{
+    char envname[96];
+    for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
+        const struct opt_def *o = &options[i];
+        if (command_line_only(o))
+            continue;
+        env_name_for(o, envname, sizeof(envname));
+        const char *v = env_get(envp, envname);
+        if (v && set_option(cfg, o, v, err) < 0)
+            return err_wrap(err, "%s", envname);
+    }
+    return apply_container_image_pair(cfg, envp, err);
+}
+
+/* The command line, last so it wins. --engine is handed back in
+ * *cli_engine (allocated) for config_resolve_engine. */
+static int apply_command_line(struct config *cfg, int argc, char **argv,
+                              const struct option *longopts, char **cli_engine, struct err *err)
+{
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            cfg->help = true;
+        } else if (c == 'V') {
+            cfg->version = true;
+        } else if (c >= 1000) {
+            const struct opt_def *o = &options[c - 1000];
+            if (strcmp(o->name, "config") == 0)
+                continue;
+            if (strcmp(o->name, "engine") == 0) {
+                free(*cli_engine);
+                *cli_engine = xstrdup(optarg);
+                continue;
+            }
+            if (set_option(cfg, o, optarg, err) < 0)
+                return -1;
+        } else {
+            const char *arg = argv[optind - 1];
+            return err_set(err, ERR_INVALID, "unknown or incomplete option '%s' (see --help)",
+                           arg ? arg : "?");
+        }
+    }
+    if (optind < argc)
+        return err_set(err, ERR_INVALID, "unexpected argument '%s' (see --help)", argv[optind]);
+    return 0;
+}
+
 int config_load(struct config *cfg, int argc, char **argv, char **envp, struct err *err)
 {
     struct option longopts[ARRAY_SIZE(options) + 1];
@@ -588,49 +638,11 @@ int config_load(struct config *cfg, int argc, char **argv, char **envp, struct e
             return -1;
     }
 
-    char envname[96];
-    for (size_t i = 0; i < ARRAY_SIZE(options); i++) {
-        const struct opt_def *o = &options[i];
-        if (command_line_only(o))
-            continue;
-        env_name_for(o, envname, sizeof(envname));
-        const char *v = env_get(envp, envname);
-        if (v && set_option(cfg, o, v, err) < 0)
-            return err_wrap(err, "%s", envname);
-    }
-    if (apply_container_image_pair(cfg, envp, err) < 0)
+    if (apply_environment(cfg, envp, err) < 0)
         return -1;
 
     char *cli_engine = NULL;
-    optind = 1;
-    int rc = 0;
-    while ((c = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            cfg->help = true;
-        } else if (c == 'V') {
-            cfg->version = true;
-        } else if (c >= 1000) {
-            const struct opt_def *o = &options[c - 1000];
-            if (strcmp(o->name, "config") == 0)
-                continue;
-            if (strcmp(o->name, "engine") == 0) {
-                free(cli_engine);
-                cli_engine = xstrdup(optarg);
-                continue;
-            }
-            if (set_option(cfg, o, optarg, err) < 0) {
-                rc = -1;
-                break;
-            }
-        } else {
-            const char *arg = argv[optind - 1];
-            rc = err_set(err, ERR_INVALID, "unknown or incomplete option '%s' (see --help)",
-                         arg ? arg : "?");
-            break;
-        }
-    }
-    if (rc == 0 && optind < argc)
-        rc = err_set(err, ERR_INVALID, "unexpected argument '%s' (see --help)", argv[optind]);
+    int rc = apply_command_line(cfg, argc, argv, longopts, &cli_engine, err);
     if (rc < 0 || cfg->help || cfg->version) {
         free(cli_engine);
         return rc;
