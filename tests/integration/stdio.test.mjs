@@ -409,6 +409,18 @@ describe('over the SDK client', { timeout: 900_000 }, () => {
     assert.equal(sc.stdout, 'numpy 45\npandas 90\nscipy 9.0\nsympy 9\npng True\n');
   });
 
+  t("matplotlib's font cache is the image's, ready before the first import", async () => {
+    const code = [
+      'import os',
+      "d = os.environ['MPLCONFIGDIR']",
+      "print(sorted(n.startswith('fontlist-') for n in os.listdir(d)))",
+      'import matplotlib.font_manager',
+      "print(matplotlib.get_cachedir() == d)",
+    ].join('\n');
+    const { sc } = checkRun(await d.call('run_python_code', { code }), { status: 'ok', exit_code: 0 });
+    assert.equal(sc.stdout, '[True]\nTrue\n');
+  });
+
   describe('argument validation', () => {
     t('missing code', async () => {
       checkInvalid(await d.call('run_python_code', {}), 'code');

@@ -73,6 +73,36 @@ def _mcpsbx_runner():
                 pass
         finish(runner_exit, runner_error=msg)
 
+    def seed_mpl_cache():
+        # An image may carry matplotlib's font cache prebuilt (its root is
+        # read-only here, and matplotlib wants a writable config directory):
+        # copying it into MPLCONFIGDIR spares the program the rebuild. Best
+        # effort; without it matplotlib builds the cache itself.
+        conf = os.environ.get("MPLCONFIGDIR")
+        seed = "/usr/local/share/mcp-sandboxd/matplotlib"
+        if not conf or not os.path.isdir(seed) or os.path.exists(conf):
+            return
+        try:
+            os.makedirs(conf, 0o700)
+            for name in os.listdir(seed):
+                src = os.open(os.path.join(seed, name), os.O_RDONLY)
+                try:
+                    data = b""
+                    while True:
+                        b = os.read(src, 1 << 20)
+                        if not b:
+                            break
+                        data += b
+                finally:
+                    os.close(src)
+                dst = os.open(os.path.join(conf, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                try:
+                    write_all(dst, data)
+                finally:
+                    os.close(dst)
+        except OSError:
+            pass
+
     # ---- the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON ----------
     # The header is read a byte at a time so nothing past the frame is
     # consumed.
@@ -151,6 +181,7 @@ def _mcpsbx_runner():
     except OSError as e:
         runner_fail("cannot prepare the working directory: %s" % e)
     del stdin
+    seed_mpl_cache()
 
     import builtins
     import io
