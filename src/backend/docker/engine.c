@@ -129,23 +129,33 @@ static int call(struct engine *e, const char *method, const char *path, const ch
                                status, resp, err);
 }
 
-int engine_version(struct engine *e, char **name, char **version, struct err *err)
+/* Sends method path with no body and parses the 200 answer as JSON (caller
+ * owns it). action is what the engine was asked, for a refusal; what names
+ * the request, for an answer that is not JSON. NULL with err otherwise. */
+static json_object *call_json(struct engine *e, const char *method, const char *path,
+                              long timeout_ms, const char *action, const char *what,
+                              struct err *err)
 {
     struct buf resp;
     buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
     long status = 0;
-    int ret = -1;
     json_object *root = NULL;
-
-    if (call(e, "GET", API "/version", NULL, ENGINE_TIMEOUT_VERSION_MS, &status, &resp, err) < 0)
-        goto out;
-    if (status != 200) {
-        status_error(e, status, &resp, "report its version", err);
-        goto out;
+    if (call(e, method, path, NULL, timeout_ms, &status, &resp, err) == 0) {
+        if (status != 200)
+            status_error(e, status, &resp, action, err);
+        else
+            root = parse_json(&resp, what, err);
     }
-    root = parse_json(&resp, "GET /version", err);
+    buf_free(&resp);
+    return root;
+}
+
+int engine_version(struct engine *e, char **name, char **version, struct err *err)
+{
+    json_object *root = call_json(e, "GET", API "/version", ENGINE_TIMEOUT_VERSION_MS,
+                                  "report its version", "GET /version", err);
     if (!root)
-        goto out;
+        return -1;
 
     /* Podman lists "Podman Engine" among its components, Docker "Engine". */
     const char *n = NULL, *v = NULL;
@@ -190,11 +200,8 @@ int engine_version(struct engine *e, char **name, char **version, struct err *er
     }
     *name = engine_text(n, nl ? nl : strlen(n));
     *version = engine_text(v, vl);
-    ret = 0;
-out:
     json_object_put(root);
-    buf_free(&resp);
-    return ret;
+    return 0;
 }
 
 static int image_missing(const struct engine *e, json_object *body, const struct buf *resp,
@@ -385,19 +392,9 @@ int engine_inspect_state(struct engine *e, const char *id, struct backend_state 
     if (check_id(id, err) < 0)
         return -1;
     char *path = xasprintf(API "/containers/%s/json", id);
-    struct buf resp;
-    buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
-    long status = 0;
     int ret = -1;
-    json_object *root = NULL;
-
-    if (call(e, "GET", path, NULL, ENGINE_TIMEOUT_CONTROL_MS, &status, &resp, err) < 0)
-        goto out;
-    if (status != 200) {
-        status_error(e, status, &resp, "inspect the container", err);
-        goto out;
-    }
-    root = parse_json(&resp, "GET /containers/{id}/json", err);
+    json_object *root = call_json(e, "GET", path, ENGINE_TIMEOUT_CONTROL_MS,
+                                  "inspect the container", "GET /containers/{id}/json", err);
     if (!root)
         goto out;
     json_object *state = NULL;
@@ -414,7 +411,6 @@ int engine_inspect_state(struct engine *e, const char *id, struct backend_state 
 out:
     free(path);
     json_object_put(root);
-    buf_free(&resp);
     return ret;
 }
 
@@ -424,19 +420,9 @@ int engine_wait(struct engine *e, const char *id, long timeout_ms, struct backen
     if (check_id(id, err) < 0)
         return -1;
     char *path = xasprintf(API "/containers/%s/wait?condition=not-running", id);
-    struct buf resp;
-    buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
-    long status = 0;
     int ret = -1;
-    json_object *root = NULL;
-
-    if (call(e, "POST", path, NULL, timeout_ms, &status, &resp, err) < 0)
-        goto out;
-    if (status != 200) {
-        status_error(e, status, &resp, "wait for the container", err);
-        goto out;
-    }
-    root = parse_json(&resp, "POST /containers/{id}/wait", err);
+    json_object *root = call_json(e, "POST", path, timeout_ms, "wait for the container",
+                                  "POST /containers/{id}/wait", err);
     if (!root)
         goto out;
     int64_t code = 0;
@@ -464,7 +450,6 @@ int engine_wait(struct engine *e, const char *id, long timeout_ms, struct backen
 out:
     free(path);
     json_object_put(root);
-    buf_free(&resp);
     return ret;
 }
 
@@ -485,24 +470,12 @@ static long long parse_unix_time(const char *s, size_t n)
 int engine_list_managed(struct engine *e, long timeout_ms, struct backend_container **out,
                         size_t *n, struct err *err)
 {
-    struct buf resp;
-    buf_init(&resp, ENGINE_HTTP_MAX_RESPONSE);
-    long status = 0;
     int ret = -1;
-    json_object *root = NULL;
-    char *path = NULL;
     struct backend_container *list = NULL;
     size_t count = 0;
-
-    path = xasprintf(API "/containers/json?all=1&filters=%s", LIST_FILTER);
-    if (call(e, "GET", path, NULL, timeout_ms > 0 ? timeout_ms : ENGINE_TIMEOUT_CONTROL_MS, &status,
-             &resp, err) < 0)
-        goto out;
-    if (status != 200) {
-        status_error(e, status, &resp, "list containers", err);
-        goto out;
-    }
-    root = parse_json(&resp, "GET /containers/json", err);
+    json_object *root = call_json(e, "GET", API "/containers/json?all=1&filters=" LIST_FILTER,
+                                  timeout_ms > 0 ? timeout_ms : ENGINE_TIMEOUT_CONTROL_MS,
+                                  "list containers", "GET /containers/json", err);
     if (!root)
         goto out;
     if (!json_object_is_type(root, json_type_array)) {
@@ -541,8 +514,6 @@ int engine_list_managed(struct engine *e, long timeout_ms, struct backend_contai
 out:
     backend_container_list_free(list, count);
     json_object_put(root);
-    free(path);
-    buf_free(&resp);
     return ret;
 }
 
