@@ -1,6 +1,7 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -215,6 +216,22 @@ int util_utf8_valid(const char *s, size_t n)
         i += len;
     }
     return 1;
+}
+
+int util_utf8_prefix(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max);
+    if (n > INT_MAX)
+        n = INT_MAX;
+    if (n == max && s[n] != '\0') {
+        /* Back off over continuation bytes to the start of the cut
+         * sequence, then drop that start byte too. */
+        size_t i = n;
+        while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80)
+            i--;
+        n = i;
+    }
+    return (int)n;
 }
 
 const char *util_env_entry(char *const *envp, const char *name)

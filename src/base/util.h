@@ -54,6 +54,11 @@ int util_write_all(int fd, const void *buf, size_t n);
 /* True when s is valid UTF-8 of exactly n bytes. */
 int util_utf8_valid(const char *s, size_t n);
 
+/* The length of the longest prefix of s (NUL-terminated) that is at most
+ * max bytes and does not split a UTF-8 sequence: for cutting text that
+ * goes back to a client ("%.*s") without making it invalid. */
+int util_utf8_prefix(const char *s, size_t max);
+
 /* Copies src[0..n) into dst[cap], cut to cap - 1 bytes, as printable
  * ASCII, NUL-terminated: every other byte (a NUL among them), and a space
  * unless keep_space, becomes '?'. For identifiers and log-line fields that

@@ -280,7 +280,7 @@ static void handle_message(struct mcp_session *s, json_object *msg, struct reply
         if (strcmp(methods[i].name, m.method) == 0)
             found = &methods[i];
     if (!found) {
-        char *text = xasprintf("Method not found: %.128s", m.method);
+        char *text = xasprintf("Method not found: %.*s", util_utf8_prefix(m.method, 128), m.method);
         reply_error(r, m.id, JSONRPC_METHOD_NOT_FOUND, text);
         free(text);
         return;

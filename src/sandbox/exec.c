@@ -266,7 +266,8 @@ static int finish_from_record(struct run *r, struct err *err)
     r->res->exit_code = done.exit_code;
     int rc = 0;
     if (done.runner_error) {
-        rc = err_set(err, ERR_INTERNAL, "the sandbox runner failed: %.500s", done.runner_error);
+        rc = err_set(err, ERR_INTERNAL, "the sandbox runner failed: %.*s",
+                     util_utf8_prefix(done.runner_error, 500), done.runner_error);
     } else if (done.memory_error) {
         r->res->status = EXEC_OOM;
         set_message(r->res, "the program ran out of memory (limit %lld MiB)", r->req->memory_mb);

@@ -72,8 +72,7 @@ static void classify_one(json_object *msg)
     if (m.kind == JSONRPC_INVALID) {
         reply = jsonrpc_error(m.id, JSONRPC_INVALID_REQUEST, m.invalid_reason, NULL);
     } else if (m.method) {
-        size_t n = strlen(m.method);
-        char *text = xasprintf("Method not found: %.*s", (int)(n > 200 ? 200 : n), m.method);
+        char *text = xasprintf("Method not found: %.*s", util_utf8_prefix(m.method, 128), m.method);
         reply = jsonrpc_error(m.id, JSONRPC_METHOD_NOT_FOUND, text,
                               m.params ? json_object_get(m.params) : NULL);
         free(text);

@@ -45,6 +45,25 @@ static void test_utf8(void **state)
     free(s);
 }
 
+static void test_utf8_prefix(void **state)
+{
+    (void)state;
+    /* "a" + U+20AC (3 bytes) + "b": a cut inside the euro sign keeps "a". */
+    const char *s = "a\xe2\x82\xac"
+                    "b";
+    assert_int_equal(util_utf8_prefix(s, 0), 0);
+    assert_int_equal(util_utf8_prefix(s, 1), 1);
+    assert_int_equal(util_utf8_prefix(s, 2), 1);
+    assert_int_equal(util_utf8_prefix(s, 3), 1);
+    assert_int_equal(util_utf8_prefix(s, 4), 4);
+    assert_int_equal(util_utf8_prefix(s, 5), 5);
+    assert_int_equal(util_utf8_prefix(s, 500), 5);
+    /* Every cut of a mixed string is valid UTF-8. */
+    const char *mix = "h\xc3\xa9llo \xf0\x9f\x98\x80!";
+    for (size_t max = 0; max <= strlen(mix) + 1; max++)
+        assert_true(util_utf8_valid(mix, (size_t)util_utf8_prefix(mix, max)));
+}
+
 static void test_hex_and_strings(void **state)
 {
     (void)state;
@@ -127,9 +146,13 @@ static void test_env_entry(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_env_entry), cmocka_unit_test(test_printable_ascii),
-        cmocka_unit_test(test_utf8),      cmocka_unit_test(test_hex_and_strings),
-        cmocka_unit_test(test_write_all), cmocka_unit_test(test_cond_wait_ms),
+        cmocka_unit_test(test_env_entry),
+        cmocka_unit_test(test_printable_ascii),
+        cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_utf8_prefix),
+        cmocka_unit_test(test_hex_and_strings),
+        cmocka_unit_test(test_write_all),
+        cmocka_unit_test(test_cond_wait_ms),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }

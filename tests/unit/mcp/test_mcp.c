@@ -207,6 +207,16 @@ static void test_errors(void **state)
     assert_int_equal(json_object_get_int(get(r, "id")), 5);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"no/such\"}");
     assert_int_equal(error_code(r), JSONRPC_METHOD_NOT_FOUND);
+    /* The echoed name is cut at 128 bytes, never inside a character: a euro
+     * sign straddling the cut goes whole. */
+    char long_method[300];
+    snprintf(long_method, sizeof(long_method),
+             "{\"jsonrpc\":\"2.0\",\"id\":61,\"method\":\"%0127d\xe2\x82\xac tail\"}", 0);
+    r = send1(f, long_method);
+    assert_int_equal(error_code(r), JSONRPC_METHOD_NOT_FOUND);
+    const char *msg = json_object_get_string(get(get(r, "error"), "message"));
+    assert_true(util_utf8_valid(msg, strlen(msg)));
+    assert_int_equal(strlen(msg), strlen("Method not found: ") + 127);
     send0(f, "{\"jsonrpc\":\"2.0\",\"method\":\"no/such/notification\"}");
     send0(f, "{\"jsonrpc\":\"2.0\",\"id\":99,\"result\":{}}");
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"logging/setLevel\",\"params\":{"
