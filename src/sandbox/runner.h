@@ -22,7 +22,13 @@
  * When Node's report of a fatal error cannot be reproduced exactly (see
  * runner.js), the runner writes no record and Node exits as usual: EOF.
  * A runner failure (bad frame, bad JSON) exits 76; the record carries
- * runner_error when the nonce was read, otherwise stderr says why. */
+ * runner_error when the nonce was read, otherwise stderr says why.
+ *
+ * Warm runner (the pool): one more argument, a comma-separated list of
+ * modules (RUNNER_PRELOAD_MAX bytes at most, possibly empty). The runner
+ * imports them with its output going nowhere, writes RUNNER_READY on
+ * stdout, and only then reads the request; nothing else comes before it.
+ * From the request on it behaves exactly as without the argument. */
 #ifndef MCPSBX_RUNNER_H
 #define MCPSBX_RUNNER_H
 
@@ -38,6 +44,9 @@ extern const char runner_node_src[];
 #define RUNNER_RECORD_PREFIX     "\0\036mcpsbx-done:"
 #define RUNNER_RECORD_PREFIX_LEN 14
 #define RUNNER_NONCE_HEX_LEN     32
+#define RUNNER_READY             "\0\036mcpsbx-ready\n"
+#define RUNNER_READY_LEN         15
+#define RUNNER_PRELOAD_MAX       1024
 #define RUNNER_MAX_RECORD        4096
 
 struct runner_request {

@@ -2,7 +2,10 @@
 // Started as `node -e <this file>`; waits on stdin for one framed request,
 // runs the code in this process as the main module (CommonJS, or an ES
 // module when the code needs it), and writes the completion record on
-// stderr and stdout when the process exits. Node >= 18, built-ins only.
+// stderr and stdout when the process exits. Started as
+// `node -e <this file> <modules>` it is a warm runner: it loads the
+// comma-separated built-in modules first, says it is ready, then waits.
+// Node >= 18, built-ins only.
 // Everything is inside one function so the program sees none of it.
 (function (require) {
   'use strict';
@@ -13,6 +16,7 @@
   const vm = require('vm');
 
   const PREFIX = Buffer.from('\u0000\u001emcpsbx-done:', 'latin1');
+  const READY = Buffer.from('\u0000\u001emcpsbx-ready\n', 'latin1');
   const MAX_REQUEST = 64 << 20;
   const RUNNER_EXIT = 76; // EX_PROTOCOL: the runner itself failed
   const CJS_PARAMS = ['exports', 'require', 'module', '__filename', '__dirname'];
@@ -252,6 +256,22 @@
   // Only modules: creating the streams would make fd 1/2 non-blocking early.
   require('net');
   void fs.ReadStream;
+
+  // Warm runner: built-ins only (nothing the program could not load the
+  // same way); one that is unknown or fails to load is skipped.
+  if (proc.argv.length > 1) {
+    const isBuiltin =
+      Module.isBuiltin || ((n) => Module.builtinModules.includes(n.replace(/^node:/, '')));
+    for (const name of String(proc.argv[1]).split(',')) {
+      if (name === '' || !isBuiltin(name)) continue;
+      try {
+        require(name);
+      } catch (e) {
+        // the program's own require reports it
+      }
+    }
+    writeAll(1, READY);
+  }
 
   // ---- read the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON -----
   let req;

@@ -1,7 +1,9 @@
 # mcp-sandboxd in-container runner for Python (protocol: src/runner.h).
 # Started as `python3 -u -c <this file>`; waits on stdin for one framed
 # request, runs the code in this process as the main program, then writes
-# the completion record on stderr and stdout. Standard library only
+# the completion record on stderr and stdout. Started as
+# `python3 -u -c <this file> <modules>` it is a warm runner: it imports the
+# comma-separated modules first, says it is ready, then waits. Standard library only
 # (Python >= 3.8; tracebacks match `python3 main.py` from 3.9 on).
 # Everything lives inside one function so that the program's namespace
 # (a fresh __main__ module) sees none of the runner's names.
@@ -14,6 +16,7 @@ def _mcpsbx_runner():
     from json import dumps, loads
 
     prefix = b"\x00\x1emcpsbx-done:"
+    ready = b"\x00\x1emcpsbx-ready\n"
     max_request = 64 << 20
     runner_exit = 76  # EX_PROTOCOL: the runner itself failed
     own_code = _mcpsbx_runner.__code__
@@ -102,6 +105,49 @@ def _mcpsbx_runner():
                     os.close(dst)
         except OSError:
             pass
+
+    def warm_up(modules):
+        # Output of the imports (warnings, banners) would reach the next
+        # program's output: it goes nowhere. A module that is missing or
+        # fails to import is skipped; the program's own import reports it.
+        seed_mpl_cache()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+        try:
+            for name in modules.split(","):
+                if name:
+                    try:
+                        __import__(name)
+                    except BaseException:
+                        pass
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except BaseException:
+                pass
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+        # A warning shown (to nowhere) while importing must show again
+        # when the program triggers it: new filter state, empty registries.
+        warnings = sys.modules.get("warnings")
+        mutated = getattr(warnings, "_filters_mutated", None)
+        if mutated is not None:
+            try:
+                mutated()
+            except BaseException:
+                pass
+        write_all(1, ready)
+
+    if len(sys.argv) > 1:
+        warm_up(sys.argv[1])
 
     # ---- the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON ----------
     # The header is read a byte at a time so nothing past the frame is
