@@ -13,6 +13,8 @@
 #define DEFAULT_PYTHON_IMAGE "mcp-sandboxd-python:latest"
 #define DEFAULT_JS_IMAGE     "mcp-sandboxd-node:latest"
 #define MAX_CONFIG_LINE      4096
+/* The packages the Python tool's description advertises. */
+#define DEFAULT_PYTHON_PRELOAD "numpy,pandas,matplotlib,matplotlib.pyplot"
 
 enum opt_type { OPT_STR, OPT_INT, OPT_DOUBLE, OPT_LIST, OPT_FLAG };
 
@@ -62,6 +64,9 @@ static const struct opt_def options[] = {
      NULL},
     {"js-image", OPT_STR, F(js_image), 0, 0, "IMAGE",
      "image for JavaScript (default " DEFAULT_JS_IMAGE ")", NULL},
+    {"js-preload", OPT_STR, F(js_preload), 0, 0, "MODULE,...",
+     "Node built-in modules a pooled JavaScript sandbox loads before it waits (default none)",
+     NULL},
     {"log-level", OPT_STR, F(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (default info); logs go to stderr", NULL},
     {"max-code-bytes", OPT_INT, F(max_code_bytes), 1, 64LL << 20, "N",
@@ -89,10 +94,20 @@ static const struct opt_def options[] = {
     {"pass-through-env", OPT_LIST, F(pass_through_env), 0, 0, "NAME[,NAME...]",
      "set these variables from the daemon's environment inside every sandbox; repeatable",
      valid_env_name},
+    {"pool-max-age-ms", OPT_INT, F(pool_max_age_ms), 1000, 7LL * 24 * 3600 * 1000, "MS",
+     "a waiting pooled sandbox older than this is replaced by a new one (default 600000)", NULL},
+    {"pool-size", OPT_INT, F(pool_size), 0, 64, "N",
+     "started sandboxes kept waiting per language, each used for one run only; 0 creates "
+     "every sandbox on demand (default 2)",
+     NULL},
     {"print-engine", OPT_FLAG, F(print_engine), 0, 0, NULL,
      "print the engine socket path the daemon would use, and exit", NULL},
     {"pids-limit", OPT_INT, F(pids_limit), 8, 1 << 20, "N",
      "processes and threads per sandbox (default 256)", NULL},
+    {"python-preload", OPT_STR, F(python_preload), 0, 0, "MODULE,...",
+     "modules a pooled Python sandbox imports before it waits, so programs importing them "
+     "start at once; empty for none (default " DEFAULT_PYTHON_PRELOAD ")",
+     NULL},
     {"python-image", OPT_STR, F(python_image), 0, 0, "IMAGE",
      "image for Python (default " DEFAULT_PYTHON_IMAGE ")", NULL},
     {"queue-timeout-ms", OPT_INT, F(queue_timeout_ms), 100, 24LL * 3600 * 1000, "MS",
@@ -140,6 +155,10 @@ void config_init(struct config *cfg)
     cfg->cpus = 1.0;
     cfg->runtime = xstrdup("");
     cfg->dry_run_create = xstrdup("");
+    cfg->pool_size = 2;
+    cfg->pool_max_age_ms = 10LL * 60 * 1000;
+    cfg->python_preload = xstrdup(DEFAULT_PYTHON_PRELOAD);
+    cfg->js_preload = xstrdup("");
     cfg->sandbox_user = xstrdup("10001:10001");
     cfg->log_level = xstrdup("info");
 }
@@ -170,6 +189,8 @@ void config_free(struct config *cfg)
         free(cfg->auth_token);
     }
     free(cfg->runtime);
+    free(cfg->python_preload);
+    free(cfg->js_preload);
     free(cfg->dry_run_create);
     free(cfg->sandbox_user);
     free(cfg->log_level);
@@ -528,8 +549,67 @@ static int valid_user(const char *s)
     return 1;
 }
 
+/* A module name a preload list may hold: Python's dotted identifiers, or
+ * a Node built-in's name ("fs", "node:fs", "fs/promises"). */
+static int valid_module(const char *s, size_t n, bool python)
+{
+    if (n == 0 || n > 128)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        bool ok = isalnum(c) || c == '_' || c == '.' || (!python && (c == ':' || c == '/'));
+        if (!ok || (python && c == '.' && (i == 0 || i + 1 == n || s[i - 1] == '.')) ||
+            (python && isdigit(c) && (i == 0 || s[i - 1] == '.')))
+            return 0;
+    }
+    return 1;
+}
+
+/* Checks a preload list and rewrites it as "a,b,c" (spaces and empty items
+ * dropped), the form the runner takes as one argument. */
+static int normalize_preload(char **list, const char *opt, bool python, struct err *err)
+{
+    char *out = xcalloc(1, strlen(*list) + 1);
+    size_t k = 0;
+    for (const char *p = *list; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        const char *item = p;
+        while (n && isspace((unsigned char)*item))
+            item++, n--;
+        while (n && isspace((unsigned char)item[n - 1]))
+            n--;
+        if (n) {
+            if (!valid_module(item, n, python)) {
+                free(out);
+                return err_set(err, ERR_INVALID, "--%s: '%.*s' is not a module name", opt,
+                               (int)(n > 64 ? 64 : n), item);
+            }
+            if (k)
+                out[k++] = ',';
+            memcpy(out + k, item, n);
+            k += n;
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    out[k] = '\0';
+    if (k > CONFIG_PRELOAD_MAX) {
+        free(out);
+        return err_set(err, ERR_INVALID, "--%s: the list is over %d bytes", opt,
+                       CONFIG_PRELOAD_MAX);
+    }
+    free(*list);
+    *list = out;
+    return 0;
+}
+
 static int check_config(struct config *cfg, struct err *err)
 {
+    if (normalize_preload(&cfg->python_preload, "python-preload", true, err) < 0 ||
+        normalize_preload(&cfg->js_preload, "js-preload", false, err) < 0)
+        return -1;
     if (cfg->timeout_ms > cfg->max_timeout_ms)
         return err_set(err, ERR_INVALID, "--timeout-ms (%lld) exceeds --max-timeout-ms (%lld)",
                        cfg->timeout_ms, cfg->max_timeout_ms);

@@ -9,6 +9,9 @@
 
 #include "base/err.h"
 
+/* Longest preload list, as the runner takes it (sandbox/runner.h). */
+#define CONFIG_PRELOAD_MAX 1024
+
 /* A NULL-terminated list of strings with its length. */
 struct config_list {
     char **items;
@@ -34,8 +37,12 @@ struct config {
     long long max_queued;
     long long queue_timeout_ms;
     double cpus;
-    char *runtime;      /* OCI runtime name, e.g. runsc; empty = engine default */
-    char *sandbox_user; /* "uid:gid" */
+    long long pool_size;       /* warm sandboxes per language; 0 = none */
+    long long pool_max_age_ms; /* a waiting one older than this is replaced */
+    char *python_preload;      /* "mod,mod.sub,..." after checking; may be empty */
+    char *js_preload;          /* Node built-ins, same form */
+    char *runtime;             /* OCI runtime name, e.g. runsc; empty = engine default */
+    char *sandbox_user;        /* "uid:gid" */
     char *log_level;
     /* HTTP transport; http_listen empty = serve stdio. */
     char *http_listen; /* "HOST:PORT" as given */

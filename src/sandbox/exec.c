@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "sandbox/policy.h"
+#include "sandbox/pool.h"
 #include "sandbox/reaper.h"
 #include "sandbox/runner.h"
 
@@ -37,6 +38,9 @@ struct exec_ctx {
     char instance[RUNNER_NONCE_HEX_LEN + 1];
     char **env; /* the sandbox's whole environment (policy_env_new) */
     struct reaper *reaper;
+    struct pool *pool; /* NULL without --pool-size */
+    /* The warm runners' commands, per language (the pool borrows them). */
+    const char *warm_cmd[2][8];
 };
 
 const char *exec_status_name(enum exec_status st)
@@ -119,6 +123,8 @@ void exec_result_free(struct exec_result *r)
     r->message = NULL;
 }
 
+static int pool_start(struct exec_ctx *ctx, struct err *err);
+
 static void warn_missing_env(const char *name)
 {
     log_warn("--pass-through-env: %s is not set in the daemon's environment; skipped", name);
@@ -137,7 +143,7 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, struct backend *backend,
     ctx->env = policy_env_new(cfg, envp, warn_missing_env);
     long long legacy_age = cfg->max_timeout_ms / 1000 + REAPER_LEGACY_MARGIN_S;
     ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, err);
-    if (!ctx->reaper) {
+    if (!ctx->reaper || (cfg->pool_size > 0 && pool_start(ctx, err) < 0)) {
         exec_ctx_free(ctx);
         return NULL;
     }
@@ -148,6 +154,8 @@ void exec_ctx_free(struct exec_ctx *ctx)
 {
     if (!ctx)
         return;
+    /* The pool hands its containers to the reaper: it goes first. */
+    pool_free(ctx->pool);
     reaper_free(ctx->reaper);
     policy_env_free(ctx->env);
     free(ctx);
@@ -176,6 +184,70 @@ static const char *language_image(const struct config *cfg, enum exec_language l
 static const char *const *language_cmd(enum exec_language lang)
 {
     return lang == EXEC_PYTHON ? python_cmd : node_cmd;
+}
+
+/* The pool's profile for req, or -1 when it must go on demand: only a run
+ * with exactly the pool's limits takes a pooled sandbox, so none ever runs
+ * with weaker limits than it asked for, or stronger ones it did not ask
+ * for (memory is the one limit a call chooses today). */
+static int pool_profile_for(const struct exec_ctx *ctx, const struct exec_request *req)
+{
+    if (!ctx->pool || req->memory_mb != ctx->cfg->memory_mb)
+        return -1;
+    return req->language == EXEC_PYTHON ? 0 : 1;
+}
+
+/* Everything but the runner's extra argument and the expiry is what an
+ * on-demand run of the default limits gets: one spec from the policy. */
+static int pool_start(struct exec_ctx *ctx, struct err *err)
+{
+    const struct config *cfg = ctx->cfg;
+    const char *const *py = ctx->warm_cmd[0];
+    const char *const *js = ctx->warm_cmd[1];
+    const char *const py_cmd[] = {"python3",           "-u", "-B", "-c", runner_python_src,
+                                  cfg->python_preload, NULL};
+    const char *const js_cmd[] = {"node", "-e", runner_node_src, cfg->js_preload, NULL};
+    memcpy(ctx->warm_cmd[0], py_cmd, sizeof(py_cmd));
+    memcpy(ctx->warm_cmd[1], js_cmd, sizeof(js_cmd));
+    struct pool_profile prof[2] = {{.name = "python", .size = (size_t)cfg->pool_size},
+                                   {.name = "javascript", .size = (size_t)cfg->pool_size}};
+    const enum exec_language langs[2] = {EXEC_PYTHON, EXEC_JAVASCRIPT};
+    const char *const *cmds[2] = {py, js};
+    for (size_t i = 0; i < 2; i++) {
+        struct policy_run run = {
+            .image = language_image(cfg, langs[i]),
+            .cmd = cmds[i],
+            .memory_mb = cfg->memory_mb,
+            .instance = ctx->instance,
+            .owner = reaper_owner(ctx->reaper),
+        };
+        policy_spec(cfg, &run, ctx->env, &prof[i].spec);
+    }
+    long long extra_s =
+        (cfg->max_timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 + EXPIRY_MARGIN_S;
+    ctx->pool = pool_new(ctx->backend, ctx->reaper, prof, 2, cfg->pool_max_age_ms, extra_s, err);
+    return ctx->pool ? 0 : -1;
+}
+
+bool exec_pool_stats(struct exec_ctx *ctx, enum exec_language lang, struct exec_pool_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!ctx->pool)
+        return false;
+    struct pool_stats st;
+    pool_stats(ctx->pool, lang == EXEC_PYTHON ? 0 : 1, &st);
+    *out = (struct exec_pool_stats){
+        .size = st.size,
+        .ready = st.ready,
+        .starting = st.starting,
+        .hits = st.hits,
+        .misses = st.misses,
+        .replaced = st.replaced,
+        .recycled = st.recycled,
+        .failed = st.failed,
+    };
+    snprintf(out->last_error, sizeof(out->last_error), "%s", st.last_error);
+    return true;
 }
 
 char *exec_render_create(const struct config *cfg, struct backend *backend, enum exec_language lang)
@@ -395,6 +467,28 @@ static void run_spec(const struct exec_ctx *ctx, const struct exec_request *req,
     policy_spec(ctx->cfg, &run, ctx->env, spec);
 }
 
+/* A container made for this run: create, attach (before start, so no
+ * output is lost), start. Returns 0, 1 when cancelled before it started,
+ * or -1 with err. *id and *stream may be set whatever it returns (the
+ * caller removes and closes them). */
+static int on_demand(struct exec_ctx *ctx, const struct exec_request *req,
+                     const struct backend_spec *spec, struct exec_cancel *cancel, char **id,
+                     struct backend_stream **stream, struct err *err)
+{
+    reaper_create_begin(ctx->reaper);
+    int rc = backend_create(ctx->backend, spec, req->start_by_ms, id, err);
+    reaper_create_end(ctx->reaper, rc == 0 ? *id : NULL);
+    if (rc < 0)
+        return -1;
+    log_debug("created container %.12s (%s)", *id, exec_language_name(req->language));
+    if (exec_cancelled(cancel))
+        return 1;
+    if (backend_attach(ctx->backend, *id, req->start_by_ms, stream, err) < 0 ||
+        backend_start(ctx->backend, *id, req->start_by_ms, err) < 0)
+        return -1;
+    return 0;
+}
+
 /* Sends the framed request, within what is left of the start deadline. */
 static int send_request(struct backend_stream *stream, const struct exec_request *req,
                         const struct buf *request, struct err *err)
@@ -446,26 +540,39 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     if (runner_encode_request(&rreq, &request, err) < 0)
         goto out;
 
-    reaper_create_begin(ctx->reaper);
-    rc = backend_create(ctx->backend, &spec, req->start_by_ms, &id, err);
-    reaper_create_end(ctx->reaper, rc == 0 ? id : NULL);
-    if (rc < 0)
-        goto out;
-    rc = -1;
-    log_debug("created container %.12s (%s)", id, exec_language_name(req->language));
-    if (exec_cancelled(cancel)) {
-        res->status = EXEC_CANCELLED;
-        set_message(res, "the run was cancelled");
-        rc = 0;
-        goto out;
+    /* A pooled sandbox if one fits and is healthy; one that fails before
+     * the code reached it is replaced by another, once; then on demand. */
+    int profile = pool_profile_for(ctx, req);
+    unsigned tries = 2;
+    for (;;) {
+        struct pool_entry e;
+        bool pooled = profile >= 0 && pool_take(ctx->pool, (size_t)profile, &tries, &e);
+        int cancelled = 0;
+        if (pooled) {
+            id = e.id;
+            stream = e.stream;
+            log_debug("took pooled container %.12s (%s)", id, exec_language_name(req->language));
+        } else if ((cancelled = on_demand(ctx, req, &spec, cancel, &id, &stream, err)) < 0) {
+            goto out;
+        }
+        if (cancelled || exec_cancelled(cancel)) {
+            res->status = EXEC_CANCELLED;
+            set_message(res, "the run was cancelled");
+            rc = 0;
+            goto out;
+        }
+        if (send_request(stream, req, &request, err) == 0)
+            break;
+        if (!pooled)
+            goto out;
+        log_info("pooled container %.12s failed before the run (%s); taking another", id,
+                 err_msg(err));
+        err_clear(err);
+        e = (struct pool_entry){.id = id, .stream = stream};
+        pool_entry_discard(ctx->pool, (size_t)profile, &e);
+        id = NULL;
+        stream = NULL;
     }
-    /* Attach before start so no output is lost. */
-    if (backend_attach(ctx->backend, id, req->start_by_ms, &stream, err) < 0)
-        goto out;
-    if (backend_start(ctx->backend, id, req->start_by_ms, err) < 0)
-        goto out;
-    if (send_request(stream, req, &request, err) < 0)
-        goto out;
     double deadline = util_now_ms() + (double)req->timeout_ms;
     rc = read_loop(ctx, &r, stream, id, cancel, deadline, err);
 

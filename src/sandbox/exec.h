@@ -5,10 +5,15 @@
  * reaper, which retries until the engine confirms). Concurrency is bounded
  * by the caller (mcp's admission queue), not here.
  *
+ * With --pool-size, a run whose limits are the pool's takes a container
+ * that was created and started ahead (pool.c) instead: same spec, same
+ * runner, only the setup is off the request's path.
+ *
  * The sandbox/ folder: exec.c (this), policy.c (what a sandbox may use, as
- * a backend-neutral spec), runner.c + runner/ (the in-container runners
- * and the framing between them and exec), reaper.c (container removal
- * with retries, and the sweep for leftovers). */
+ * a backend-neutral spec), pool.c (warm containers, each for one run),
+ * runner.c + runner/ (the in-container runners and the framing between
+ * them and exec), reaper.c (container removal with retries, and the sweep
+ * for leftovers). */
 #ifndef MCPSBX_EXEC_H
 #define MCPSBX_EXEC_H
 
@@ -54,6 +59,16 @@ const char *exec_backend_address(const struct exec_ctx *ctx);
  * secrets); nothing is sent to the backend. Caller frees. */
 char *exec_render_create(const struct config *cfg, struct backend *backend,
                          enum exec_language lang);
+
+/* The warm pool of one language, at this moment (pool.h's figures). */
+struct exec_pool_stats {
+    size_t size, ready, starting;
+    unsigned long long hits, misses, replaced, recycled, failed;
+    char last_error[256];
+};
+
+/* False (and zeros) when the daemon keeps no pool. */
+bool exec_pool_stats(struct exec_ctx *ctx, enum exec_language lang, struct exec_pool_stats *out);
 
 /* A cancel handle: exec_cancel() may be called from any thread, any number
  * of times, before, during or after the run. */

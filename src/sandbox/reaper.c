@@ -62,6 +62,9 @@ struct reaper {
     bool stopping;   /* the workers' last tries */
     bool sweep_stop; /* the sweeper's end */
     bool sweeping;
+    /* The sweeper's first sweep is over (done or failed); swept_cond says so. */
+    bool first_sweep_over;
+    pthread_cond_t swept_cond;
     /* containers runs hold, and creates under way (see reaper_create_begin) */
     char **held;
     size_t n_held, cap_held;
@@ -487,6 +490,10 @@ static void *sweeper_main(void *arg)
         }
         err_clear(&err);
         pthread_mutex_lock(&r->lock);
+        if (!r->first_sweep_over) {
+            r->first_sweep_over = true;
+            pthread_cond_broadcast(&r->swept_cond);
+        }
         double next = util_now_ms() + (double)r->sweep_ms;
         double left = (double)r->sweep_ms;
         while (!r->sweep_stop && left > 0) {
@@ -496,6 +503,17 @@ static void *sweeper_main(void *arg)
     }
     pthread_mutex_unlock(&r->lock);
     return NULL;
+}
+
+bool reaper_wait_first_sweep(struct reaper *r, long timeout_ms)
+{
+    double end = util_now_ms() + (double)timeout_ms;
+    pthread_mutex_lock(&r->lock);
+    while (r->sweep_ms > 0 && !r->first_sweep_over && !r->sweep_stop && util_now_ms() < end)
+        util_cond_wait_ms(&r->swept_cond, &r->lock, end - util_now_ms());
+    bool over = r->sweep_ms <= 0 || r->first_sweep_over;
+    pthread_mutex_unlock(&r->lock);
+    return over;
 }
 
 /* ---- life ---------------------------------------------------------------- */
@@ -511,6 +529,7 @@ struct reaper *reaper_new(struct backend *backend, const char *instance, long lo
     pthread_mutex_init(&r->lock, NULL);
     util_cond_init_monotonic(&r->cond);
     util_cond_init_monotonic(&r->sweep_cond);
+    util_cond_init_monotonic(&r->swept_cond);
     if (reaper_owner_self(r->owner, err) < 0) {
         reaper_free(r);
         return NULL;
@@ -541,6 +560,7 @@ void reaper_free(struct reaper *r)
     pthread_mutex_lock(&r->lock);
     r->sweep_stop = true;
     pthread_cond_broadcast(&r->sweep_cond);
+    pthread_cond_broadcast(&r->swept_cond);
     pthread_mutex_unlock(&r->lock);
     if (r->sweeping)
         pthread_join(r->sweeper, NULL);
@@ -570,6 +590,7 @@ void reaper_free(struct reaper *r)
         free(r->gone[i]);
     free(r->gone);
     pthread_cond_destroy(&r->sweep_cond);
+    pthread_cond_destroy(&r->swept_cond);
     pthread_cond_destroy(&r->cond);
     pthread_mutex_destroy(&r->lock);
     free(r->instance);

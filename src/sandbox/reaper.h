@@ -63,6 +63,12 @@ void reaper_remove(struct reaper *r, const char *id);
  * the engine could not list them. */
 int reaper_sweep(struct reaper *r, struct err *err);
 
+/* Waits up to timeout_ms for the periodic sweeper's first sweep to end
+ * (found nothing, queued what it found, or could not list), so a daemon
+ * clears what an earlier one left before it creates containers to keep.
+ * True when it has ended, or when there is no periodic sweep. */
+bool reaper_wait_first_sweep(struct reaper *r, long timeout_ms);
+
 /* Removals queued or being retried. */
 size_t reaper_pending(struct reaper *r);
 

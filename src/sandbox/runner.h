@@ -25,7 +25,7 @@
  * runner_error when the nonce was read, otherwise stderr says why.
  *
  * Warm runner (the pool): one more argument, a comma-separated list of
- * modules (RUNNER_PRELOAD_MAX bytes at most, possibly empty). The runner
+ * modules (a checked --python-preload / --js-preload; may be empty). The runner
  * imports them with its output going nowhere, writes RUNNER_READY on
  * stdout, and only then reads the request; nothing else comes before it.
  * From the request on it behaves exactly as without the argument. */
@@ -46,7 +46,6 @@ extern const char runner_node_src[];
 #define RUNNER_NONCE_HEX_LEN     32
 #define RUNNER_READY             "\0\036mcpsbx-ready\n"
 #define RUNNER_READY_LEN         15
-#define RUNNER_PRELOAD_MAX       1024
 #define RUNNER_MAX_RECORD        4096
 
 struct runner_request {

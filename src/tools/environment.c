@@ -1,7 +1,58 @@
 #include "tools/environment.h"
 
+#include <string.h>
+
+#include "base/util.h"
+#include "sandbox/exec.h"
 #include "sandbox/policy.h"
 #include "tools/registry.h"
+
+static json_object *preload_json(const char *list)
+{
+    json_object *a = json_object_new_array();
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        json_object_array_add(a, json_object_new_string_len(p, (int)n));
+        p = comma ? comma + 1 : p + n;
+    }
+    return a;
+}
+
+/* Warm sandboxes: what a run of the default limits gets at once, and how
+ * the pool has fared (a pooled sandbox is still used for one run only). */
+static json_object *pool_json(const struct tools_env *tenv)
+{
+    const struct config *cfg = tenv->cfg;
+    json_object *pool = json_object_new_object();
+    json_object_object_add(pool, "size", json_object_new_int64(cfg->pool_size));
+    json_object_object_add(pool, "max_age_ms", json_object_new_int64(cfg->pool_max_age_ms));
+    json_object *profiles = json_object_new_array();
+    const enum exec_language langs[] = {EXEC_PYTHON, EXEC_JAVASCRIPT};
+    const char *preloads[] = {cfg->python_preload, cfg->js_preload};
+    for (size_t i = 0; i < ARRAY_SIZE(langs); i++) {
+        struct exec_pool_stats st;
+        if (!tenv->exec || !exec_pool_stats(tenv->exec, langs[i], &st))
+            continue;
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "language", json_object_new_string(exec_language_name(langs[i])));
+        json_object_object_add(p, "memory_mb", json_object_new_int64(cfg->memory_mb));
+        json_object_object_add(p, "preload", preload_json(preloads[i]));
+        json_object_object_add(p, "size", json_object_new_int64((int64_t)st.size));
+        json_object_object_add(p, "ready", json_object_new_int64((int64_t)st.ready));
+        json_object_object_add(p, "starting", json_object_new_int64((int64_t)st.starting));
+        json_object_object_add(p, "hits", json_object_new_int64((int64_t)st.hits));
+        json_object_object_add(p, "misses", json_object_new_int64((int64_t)st.misses));
+        json_object_object_add(p, "replaced", json_object_new_int64((int64_t)st.replaced));
+        json_object_object_add(p, "recycled", json_object_new_int64((int64_t)st.recycled));
+        json_object_object_add(p, "failed", json_object_new_int64((int64_t)st.failed));
+        if (st.last_error[0])
+            json_object_object_add(p, "last_error", json_object_new_string(st.last_error));
+        json_object_array_add(profiles, p);
+    }
+    json_object_object_add(pool, "profiles", profiles);
+    return pool;
+}
 
 json_object *tools_environment_json(const struct tools_env *tenv)
 {
@@ -34,5 +85,6 @@ json_object *tools_environment_json(const struct tools_env *tenv)
     json_object_object_add(env, "network", json_object_new_string(POLICY_NETWORK));
     json_object_object_add(env, "working_directory", json_object_new_string(POLICY_WORKDIR));
     json_object_object_add(env, "persistent", json_object_new_boolean(0));
+    json_object_object_add(env, "pool", pool_json(tenv));
     return env;
 }

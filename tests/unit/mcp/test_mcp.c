@@ -53,6 +53,7 @@ static int setup(void **state)
     struct fixture *f = xcalloc(1, sizeof(*f));
     struct err err = ERR_INIT;
     config_init(&f->cfg);
+    f->cfg.pool_size = 0; /* the pool has tests of its own */
     f->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-test.sock");
     engine_http_global_init(&err);
     f->backend = docker_backend_new(f->cfg.engine_socket);

@@ -135,6 +135,7 @@ static struct rig *rig_new(const char *engine, long long max_concurrent, long lo
     struct rig *g = xcalloc(1, sizeof(*g));
     struct err err = ERR_INIT;
     config_init(&g->cfg);
+    g->cfg.pool_size = 0; /* the pool has tests of its own */
     g->stall_fd = -1;
     if (strcmp(engine, "stalled") == 0) {
         snprintf(g->stall_path, sizeof(g->stall_path), "/tmp/mcpsbx-stall.%d.sock", (int)getpid());

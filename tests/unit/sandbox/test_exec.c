@@ -78,6 +78,7 @@ static int setup(void **state)
         return -1;
     }
     config_init(&g->cfg);
+    g->cfg.pool_size = 0; /* the pool has tests of its own */
     *state = g;
     return 0;
 }

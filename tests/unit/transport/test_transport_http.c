@@ -43,6 +43,7 @@ static struct server *start_with(long long max_sessions, long long idle_ms, cons
     struct server *s = xcalloc(1, sizeof(*s));
     struct err err = ERR_INIT;
     config_init(&s->cfg);
+    s->cfg.pool_size = 0; /* the pool has tests of its own */
     s->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-http.sock");
     s->cfg.http_host = xstrdup("127.0.0.1");
     s->cfg.http_port = 0;

@@ -37,6 +37,7 @@ static struct server *start(long long max_message)
     struct server *s = xcalloc(1, sizeof(*s));
     struct err err = ERR_INIT;
     config_init(&s->cfg);
+    s->cfg.pool_size = 0; /* the pool has tests of its own */
     s->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-stdio.sock");
     s->cfg.max_message_bytes = max_message;
     engine_http_global_init(&err);
