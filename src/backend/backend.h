@@ -10,8 +10,9 @@
  * logs kept by the engine, and the spec's resource limits. A backend that
  * cannot apply one of these must fail create, never run without it.
  *
- * Thread-safe: any thread may call any operation; a stream belongs to the
- * thread that attached it.
+ * Thread-safe: any thread may call any operation. A stream has one owner
+ * at a time (at first the thread that attached it); handing it over, under
+ * a lock or through a queue, hands over the duty to close it.
  *
  * The backend/ folder: backend.c (this interface's dispatch and helpers,
  * which implementations use), backends.c (which implementation serves;
@@ -42,6 +43,7 @@ struct backend_spec {
     const char *instance; /* this daemon's run of containers */
     const char *owner;    /* the daemon process; may be NULL */
     long long expires;    /* unix time after which any daemon may remove it; 0 = never */
+    const char *pool;     /* the warm pool it is made for, or NULL (on demand) */
 };
 
 struct backend_state {

@@ -222,6 +222,7 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
             .owner = reaper_owner(ctx->reaper),
         };
         policy_spec(cfg, &run, ctx->env, &prof[i].spec);
+        prof[i].spec.pool = prof[i].name;
     }
     long long extra_s =
         (cfg->max_timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 + EXPIRY_MARGIN_S;

@@ -327,8 +327,8 @@ static size_t collect_unfit_locked(struct pool *p, struct waiting **bad)
 static void *watcher_main(void *arg)
 {
     struct pool *p = arg;
-    struct pollfd *pfd = NULL;
-    size_t pfd_cap = 0;
+    size_t pfd_cap = 8;
+    struct pollfd *pfd = xcalloc(pfd_cap, sizeof(*pfd));
     pthread_mutex_lock(&p->lock);
     while (!p->stopping) {
         size_t total = 2;

@@ -38,6 +38,9 @@ struct container {
     long long created;
     char *labels; /* JSON object text, or NULL */
     struct fake_program prog;
+    bool warm;     /* a warm runner: says it is ready before it reads */
+    char *preload; /* its modules argument, or NULL */
+    long long memory;
     bool attached, started, running, exited, killed, removed, oom_killed;
     int exit_code;
     bool code_received;
@@ -508,6 +511,28 @@ static void no_such_container(struct fake_engine *fe, int fd, const char *id)
 
 /* ---- the operations --------------------------------------------------------- */
 
+/* A runner started with one more argument after its source is a warm one
+ * (src/sandbox/runner.h); HostConfig.Memory is kept for the tests. */
+static void read_cmd(json_object *body, struct container *c)
+{
+    json_object *cmd = NULL, *hc = NULL, *mem = NULL;
+    if (json_object_object_get_ex(body, "HostConfig", &hc) &&
+        json_object_object_get_ex(hc, "Memory", &mem))
+        c->memory = json_object_get_int64(mem);
+    if (!json_object_object_get_ex(body, "Cmd", &cmd) || !json_object_is_type(cmd, json_type_array))
+        return;
+    size_t n = json_object_array_length(cmd);
+    for (size_t i = 0; i + 1 < n; i++) {
+        const char *a = json_object_get_string(json_object_array_get_idx(cmd, i));
+        if (a && (strncmp(a, "# mcp-sandboxd in-container runner", 34) == 0 ||
+                  strncmp(a, "// mcp-sandboxd in-container runner", 35) == 0)) {
+            c->warm = true;
+            c->preload = xstrdup(json_object_get_string(json_object_array_get_idx(cmd, i + 1)));
+            return;
+        }
+    }
+}
+
 static void op_create(struct fake_engine *fe, int fd, const struct request *r)
 {
     json_object *body = json_tokener_parse(r->body);
@@ -528,6 +553,7 @@ static void op_create(struct fake_engine *fe, int fd, const struct request *r)
         json_object_is_type(labels, json_type_object))
         c->labels = xstrdup(json_object_to_json_string_ext(labels, JSON_C_TO_STRING_PLAIN));
     program_copy(&c->prog, &fe->prog);
+    read_cmd(body, c);
     pthread_cond_broadcast(&fe->cond);
     pthread_mutex_unlock(&fe->mu);
     json_object_put(body);
@@ -868,6 +894,8 @@ static void op_attach(struct fake_engine *fe, int fd, const char *id, struct req
     }
 
     const struct fake_program *p = &c->prog; /* set at create, never changed */
+    if (c->warm)
+        send_frames(fe, fd, 1, RUNNER_READY, RUNNER_READY_LEN, c->wake_fd);
     char nonce[RUNNER_NONCE_HEX_LEN + 1];
     int code = p->exit_code;
     bool oom = p->oom_killed;
@@ -1152,6 +1180,7 @@ void fake_engine_stop(struct fake_engine *fe)
         if (c->wake_fd >= 0)
             close(c->wake_fd);
         free(c->labels);
+        free(c->preload);
         free(c->code);
         free(c->stdin_data);
         program_free(&c->prog);
@@ -1324,6 +1353,9 @@ bool fake_engine_info(struct fake_engine *fe, const char *id, struct fake_contai
         out->oom_killed = c->oom_killed;
         out->exit_code = c->exit_code;
         out->code_received = c->code_received;
+        out->warm = c->warm;
+        snprintf(out->preload, sizeof(out->preload), "%s", c->preload ? c->preload : "");
+        out->memory = c->memory;
         snprintf(out->code, sizeof(out->code), "%s", c->code ? c->code : "");
         snprintf(out->stdin_data, sizeof(out->stdin_data), "%s",
                  c->stdin_data ? c->stdin_data : "");

@@ -89,6 +89,9 @@ struct fake_container_info {
     bool attached, started, running, exited, killed, removed, oom_killed;
     int exit_code;
     bool code_received; /* the runner request arrived on stdin */
+    bool warm;          /* started as a warm runner (runner.h) */
+    char preload[256];  /* its modules argument */
+    long long memory;   /* HostConfig.Memory */
     char code[4096];    /* from the request, NUL-terminated, cut */
     char stdin_data[1024];
 };

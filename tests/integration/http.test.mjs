@@ -222,7 +222,11 @@ function initializeBody(id = 1) {
 
 // ---- engine ----------------------------------------------------------------
 
-/** Waits for a running container of marker; returns it. */
+/** Waits for a running container of marker; returns it. The daemon must run
+ * with NO_POOL: a waiting pooled container runs too (pool.test.mjs covers
+ * cancelling a pooled run). */
+const NO_POOL = ['--pool-size', '0'];
+
 async function waitRunning(marker, ms = 30_000) {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
@@ -482,7 +486,7 @@ describe('cancellation', { timeout: 300_000 }, () => {
 
   test('notifications/cancelled (AbortSignal) removes the container within a second; the daemon keeps serving', { timeout: TEST_TIMEOUT_MS }, async (tc) => {
     const marker = `${RUN_ID}-cancel`;
-    const d = await HttpDaemon.start('cancel', { marker });
+    const d = await HttpDaemon.start('cancel', { marker, args: NO_POOL });
     await withDaemon(d, async () => {
       const c = await sdkClient(d);
       try {
@@ -518,7 +522,7 @@ describe('cancellation', { timeout: 300_000 }, () => {
 
   test('DELETE of the session cancels its run, removes the container; the session is then 404', { timeout: TEST_TIMEOUT_MS }, async (tc) => {
     const marker = `${RUN_ID}-delete`;
-    const d = await HttpDaemon.start('delete', { marker });
+    const d = await HttpDaemon.start('delete', { marker, args: NO_POOL });
     await withDaemon(d, async () => {
       const c = await sdkClient(d);
       const sid = c.transport.sessionId;
@@ -553,7 +557,7 @@ describe('cancellation', { timeout: 300_000 }, () => {
 
   test('raw: after notifications/cancelled the POST stream ends with no response', { timeout: TEST_TIMEOUT_MS }, async (tc) => {
     const marker = `${RUN_ID}-rawcancel`;
-    const d = await HttpDaemon.start('raw-cancel', { marker });
+    const d = await HttpDaemon.start('raw-cancel', { marker, args: NO_POOL });
     await withDaemon(d, async () => {
       const s = new RawSession(d);
       await s.initialize();
@@ -583,7 +587,7 @@ describe('cancellation', { timeout: 300_000 }, () => {
 
   test('--max-concurrent 1: a second run at once waits for the slot, then runs', { timeout: TEST_TIMEOUT_MS }, async () => {
     const marker = `${RUN_ID}-queue`;
-    const d = await HttpDaemon.start('queue', { marker, args: ['--max-concurrent', '1'] });
+    const d = await HttpDaemon.start('queue', { marker, args: [...NO_POOL, '--max-concurrent', '1'] });
     await withDaemon(d, async () => {
       const c = await sdkClient(d);
       try {
@@ -602,7 +606,7 @@ describe('cancellation', { timeout: 300_000 }, () => {
 
   test('--max-concurrent 1 --max-queued 0: a second run at once gets a busy isError result', { timeout: TEST_TIMEOUT_MS }, async () => {
     const marker = `${RUN_ID}-busy`;
-    const d = await HttpDaemon.start('busy', { marker, args: ['--max-concurrent', '1', '--max-queued', '0'] });
+    const d = await HttpDaemon.start('busy', { marker, args: [...NO_POOL, '--max-concurrent', '1', '--max-queued', '0'] });
     await withDaemon(d, async () => {
       const c = await sdkClient(d);
       try {

@@ -70,9 +70,14 @@ export function daemonEnv(extra = {}, marker = RUN_ID) {
   return { ...env, ...extra };
 }
 
+/** INTEGRATION_POOL_SIZE: --pool-size for every daemon (run.sh's asan pass
+ * sets 0, so the whole suite also runs with every sandbox made on demand). */
+export const POOL_SIZE = process.env.INTEGRATION_POOL_SIZE;
+
 export function daemonArgs(args = [], passThrough = []) {
   // Debug logs make a failure's stderr tail useful; a test's args come last and win.
-  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...args];
+  const pool = POOL_SIZE !== undefined && POOL_SIZE !== '' ? ['--pool-size', POOL_SIZE] : [];
+  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...pool, ...args];
 }
 
 /** Appends the daemons' stderr to a failing assertion. */
@@ -207,11 +212,11 @@ export async function awaitExit(d) {
 
 // ---- engine ----------------------------------------------------------------
 
-/** GET p on the engine socket: {status, body}. */
-export function engineRequest(p) {
+/** GET (or method) p on the engine socket: {status, body}. */
+export function engineRequest(p, method = 'GET') {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { socketPath: ENGINE_SOCKET, path: p, method: 'GET', headers: { Host: 'engine' }, timeout: 10_000 },
+      { socketPath: ENGINE_SOCKET, path: p, method, headers: { Host: 'engine' }, timeout: 10_000 },
       (res) => {
         let body = '';
         res.setEncoding('utf8');
@@ -219,7 +224,7 @@ export function engineRequest(p) {
         res.on('end', () => resolve({ status: res.statusCode, body }));
       },
     );
-    req.on('timeout', () => req.destroy(new Error(`GET ${p}: timed out`)));
+    req.on('timeout', () => req.destroy(new Error(`${method} ${p}: timed out`)));
     req.on('error', reject);
     req.end();
   });
@@ -270,6 +275,7 @@ export async function ourContainers(marker = RUN_ID, { prefix = false } = {}) {
       mine.push({
         id: c.Id, short: c.Id.slice(0, 12), state: c.State, status: c.Status, image: c.Image,
         instance: info?.Config?.Labels?.['io.mcp-sandboxd.instance'], created: info?.Created,
+        pool: info?.Config?.Labels?.['io.mcp-sandboxd.pool'],
       });
     }
   }

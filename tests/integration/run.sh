@@ -10,7 +10,9 @@
 #   podman       build/mcp-sandboxd      on Podman  (/run/podman/podman.sock)
 #   asan         build/asan/mcp-sandboxd on Docker, ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 #                (a leak or sanitizer report at exit fails the test that
-#                closed that daemon)
+#                closed that daemon), with INTEGRATION_POOL_SIZE=0: every
+#                daemon runs with --pool-size 0 (every sandbox on demand)
+#                unless a test asks for a pool
 #   conformance  build/mcp-sandboxd --http on Docker: tests/conformance/run.sh
 #                (counts one test per scenario; unexpected failures fail)
 # The docker, podman and asan passes run every tests/integration/*.test.mjs
@@ -121,7 +123,7 @@ run_pass() {
 			fi
 		fi
 		env+=("ASAN_OPTIONS=detect_leaks=$lsan:abort_on_error=1"
-			UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1)
+			UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 INTEGRATION_POOL_SIZE=0)
 	fi
 
 	(cd "$ROOT" && env "${env[@]}" timeout --kill-after=10 "$PASS_TIMEOUT" \

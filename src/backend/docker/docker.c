@@ -57,6 +57,8 @@ static json_object *labels(const struct backend_spec *spec)
     json_object_object_add(l, ENGINE_LABEL_INSTANCE, json_object_new_string(spec->instance));
     if (spec->owner)
         json_object_object_add(l, ENGINE_LABEL_OWNER, json_object_new_string(spec->owner));
+    if (spec->pool)
+        json_object_object_add(l, ENGINE_LABEL_POOL, json_object_new_string(spec->pool));
     if (spec->expires > 0) {
         char when[24];
         snprintf(when, sizeof(when), "%lld", spec->expires);

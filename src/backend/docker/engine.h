@@ -20,6 +20,8 @@
 /* The process that created it, so a daemon on the same host can tell a
  * crashed predecessor's orphans from another live daemon's containers. */
 #define ENGINE_LABEL_OWNER "io.mcp-sandboxd.owner"
+/* On a pooled container: the pool it was made for ("python"). */
+#define ENGINE_LABEL_POOL "io.mcp-sandboxd.pool"
 
 struct engine;
 

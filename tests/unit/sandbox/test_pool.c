@@ -1,0 +1,512 @@
+/* pool.c through exec against the fake Engine API (tests/fake_engine):
+ * warm containers are made ahead as warm runners, each serves one run and
+ * is removed, dead or aged ones are replaced and never handed out, runs
+ * with other limits go on demand, a pool that cannot fill leaves runs on
+ * demand, and nothing is left after shutdown. Waits poll the pool's
+ * figures with hang guards; no assertion is about time. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/docker/docker.h"
+#include "backend/docker/engine.h"
+#include "fake_engine/fake_engine.h"
+#include "sandbox/exec.h"
+
+#define GUARD FAKE_HANG_GUARD_MS
+
+struct rig {
+    struct fake_engine *fe;
+    struct config cfg;
+    struct backend *backend;
+    struct exec_ctx *exec;
+};
+
+static void rig_open(struct rig *g)
+{
+    struct err err = ERR_INIT;
+    g->backend = docker_backend_new(fake_engine_socket(g->fe));
+    g->exec = exec_ctx_new(&g->cfg, g->backend, NULL, &err);
+    if (!g->exec)
+        fail_msg("exec_ctx_new: %s", err_msg(&err));
+}
+
+static void rig_close(struct rig *g)
+{
+    exec_ctx_free(g->exec);
+    backend_free(g->backend);
+    g->exec = NULL;
+    g->backend = NULL;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    return engine_http_global_init(&err);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    engine_http_global_cleanup();
+    return 0;
+}
+
+static int setup(void **state)
+{
+    struct rig *g = xcalloc(1, sizeof(*g));
+    g->fe = fake_engine_start();
+    if (!g->fe) {
+        free(g);
+        return -1;
+    }
+    config_init(&g->cfg);
+    g->cfg.pool_size = 1;
+    *state = g;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct rig *g = *state;
+    if (g->exec)
+        rig_close(g);
+    fake_engine_stop(g->fe);
+    config_free(&g->cfg);
+    free(g);
+    return 0;
+}
+
+static struct exec_request request(enum exec_language lang, const char *code, long long mb)
+{
+    return (struct exec_request){
+        .language = lang,
+        .code = code,
+        .code_len = strlen(code),
+        .timeout_ms = 30000,
+        .memory_mb = mb,
+    };
+}
+
+static void run_ok(struct rig *g, const struct exec_request *req, const char *want_out)
+{
+    struct exec_result res;
+    exec_result_init(&res);
+    struct err err = ERR_INIT;
+    if (exec_run(g->exec, req, NULL, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
+    assert_int_equal(res.status, EXEC_OK);
+    assert_int_equal(res.exit_code, 0);
+    assert_int_equal(res.out.len, strlen(want_out));
+    assert_memory_equal(res.out.data, want_out, res.out.len);
+    exec_result_free(&res);
+}
+
+static struct exec_pool_stats stats(struct rig *g, enum exec_language lang)
+{
+    struct exec_pool_stats st;
+    assert_true(exec_pool_stats(g->exec, lang, &st));
+    return st;
+}
+
+/* Waits until lang's pool has `ready` waiting containers (hang guard). */
+static void wait_ready(struct rig *g, enum exec_language lang, size_t ready)
+{
+    for (int i = 0; i < GUARD / 5; i++) {
+        if (stats(g, lang).ready == ready)
+            return;
+        usleep(5000);
+    }
+    struct exec_pool_stats st = stats(g, lang);
+    fail_msg("%s pool: %zu ready, %zu starting, %llu failed (%s); wanted %zu ready",
+             exec_language_name(lang), st.ready, st.starting, st.failed, st.last_error, ready);
+}
+
+/* The fake names its n-th container "fe" + n in 62 hex digits. */
+static void nth_id(unsigned long n, char id[FAKE_ID_MAX + 1])
+{
+    snprintf(id, FAKE_ID_MAX + 1, "fe%062lx", n);
+}
+
+/* The container whose program got code; fails when none or several did. */
+static void container_of(struct rig *g, const char *code, char id[FAKE_ID_MAX + 1])
+{
+    int found = 0;
+    int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    for (int i = 1; i <= n; i++) {
+        char cand[FAKE_ID_MAX + 1];
+        struct fake_container_info info;
+        nth_id((unsigned long)i, cand);
+        if (fake_engine_info(g->fe, cand, &info) && info.code_received &&
+            strcmp(info.code, code) == 0) {
+            memcpy(id, cand, FAKE_ID_MAX + 1);
+            found++;
+        }
+    }
+    if (found != 1)
+        fail_msg("%d containers ran \"%s\"", found, code);
+}
+
+/* The waiting container of the pool: the newest created, warm and unused. */
+static void waiting_id(struct rig *g, char id[FAKE_ID_MAX + 1])
+{
+    int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    for (int i = n; i >= 1; i--) {
+        struct fake_container_info info;
+        nth_id((unsigned long)i, id);
+        if (fake_engine_info(g->fe, id, &info) && info.warm && info.running &&
+            !info.code_received && !info.removed)
+            return;
+    }
+    fail_msg("no warm container is waiting");
+}
+
+static void assert_all_gone(struct rig *g)
+{
+    int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    for (int i = 1; i <= n; i++) {
+        char id[FAKE_ID_MAX + 1];
+        struct fake_container_info info;
+        nth_id((unsigned long)i, id);
+        /* Failed creates made no container: fewer ids than creates. */
+        if (!fake_engine_info(g->fe, id, &info))
+            continue;
+        if (!fake_engine_wait_removed(g->fe, id, GUARD))
+            fail_msg("container %.12s was not removed", id);
+    }
+    assert_int_equal(fake_engine_live(g->fe), 0);
+}
+
+/* ---- warm runs ------------------------------------------------------------ */
+
+/* A run takes the waiting container: no create, attach or start on its
+ * path; the container was a warm runner with the preload list, ran this
+ * one program only, and is removed; the pool makes a new one. */
+static void test_warm_run_single_use(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "hi\n", .out_len = 3};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 1);
+    wait_ready(g, EXEC_JAVASCRIPT, 1);
+    char warm[FAKE_ID_MAX + 1];
+    waiting_id(g, warm);
+    int creates = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+
+    struct exec_request req = request(EXEC_PYTHON, "print('hi')", g->cfg.memory_mb);
+    run_ok(g, &req, "hi\n");
+    char used[FAKE_ID_MAX + 1];
+    container_of(g, "print('hi')", used);
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, used, &info));
+    assert_true(info.warm);
+    assert_string_equal(info.image, g->cfg.python_image);
+    assert_true(info.memory == g->cfg.memory_mb << 20);
+    assert_true(fake_engine_wait_removed(g->fe, used, GUARD));
+    /* Made before the run, not for it. */
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_START, used), 1);
+    assert_true(strcmp(used, warm) == 0 || creates >= 2);
+
+    /* Refilled with a new container; the next run gets a fresh one. */
+    wait_ready(g, EXEC_PYTHON, 1);
+    req = request(EXEC_PYTHON, "print('hi') # 2", g->cfg.memory_mb);
+    run_ok(g, &req, "hi\n");
+    char second[FAKE_ID_MAX + 1];
+    container_of(g, "print('hi') # 2", second);
+    assert_string_not_equal(used, second);
+    assert_true(fake_engine_info(g->fe, second, &info));
+    assert_true(info.warm);
+
+    struct exec_pool_stats st = stats(g, EXEC_PYTHON);
+    assert_true(st.hits == 2);
+    assert_true(st.misses == 0);
+    assert_int_equal(st.size, 1);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+/* The warm runner gets the configured preload list as its argument. */
+static void test_preload_argument(void **state)
+{
+    struct rig *g = *state;
+    free(g->cfg.python_preload);
+    g->cfg.python_preload = xstrdup("json,decimal");
+    free(g->cfg.js_preload);
+    g->cfg.js_preload = xstrdup("zlib");
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 1);
+    wait_ready(g, EXEC_JAVASCRIPT, 1);
+    bool py = false, js = false;
+    int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    for (int i = 1; i <= n; i++) {
+        char id[FAKE_ID_MAX + 1];
+        struct fake_container_info info;
+        nth_id((unsigned long)i, id);
+        assert_true(fake_engine_info(g->fe, id, &info));
+        assert_true(info.warm);
+        if (strcmp(info.image, g->cfg.python_image) == 0) {
+            assert_string_equal(info.preload, "json,decimal");
+            py = true;
+        } else {
+            assert_string_equal(info.preload, "zlib");
+            js = true;
+        }
+    }
+    assert_true(py && js);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+/* ---- limits ---------------------------------------------------------------- */
+
+/* Other memory than the pool's: a container of its own, made for the run
+ * with exactly that limit; the pool is not touched. */
+static void test_other_limits_on_demand(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "big\n", .out_len = 4};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 1);
+    struct exec_request req = request(EXEC_PYTHON, "bigger", g->cfg.memory_mb * 2);
+    run_ok(g, &req, "big\n");
+    char used[FAKE_ID_MAX + 1];
+    container_of(g, "bigger", used);
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, used, &info));
+    assert_false(info.warm);
+    assert_true(info.memory == (g->cfg.memory_mb * 2) << 20);
+    req = request(EXEC_PYTHON, "smaller", 64);
+    run_ok(g, &req, "big\n");
+    container_of(g, "smaller", used);
+    assert_true(fake_engine_info(g->fe, used, &info));
+    assert_false(info.warm);
+    assert_true(info.memory == 64LL << 20);
+    struct exec_pool_stats st = stats(g, EXEC_PYTHON);
+    assert_true(st.hits == 0 && st.misses == 0);
+    assert_int_equal(st.ready, 1);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+/* ---- health ---------------------------------------------------------------- */
+
+/* A waiting container killed from outside is replaced and never runs a
+ * program; the run goes to a healthy one. */
+static void test_killed_waiting_replaced(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "ok\n", .out_len = 3};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 1);
+    char killed[FAKE_ID_MAX + 1];
+    struct fake_container_info info;
+    /* The newest warm one may be the JavaScript pool's: find Python's. */
+    int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    killed[0] = '\0';
+    for (int i = 1; i <= n; i++) {
+        char id[FAKE_ID_MAX + 1];
+        nth_id((unsigned long)i, id);
+        if (fake_engine_info(g->fe, id, &info) && info.warm && info.running &&
+            strcmp(info.image, g->cfg.python_image) == 0)
+            memcpy(killed, id, sizeof(killed));
+    }
+    assert_true(killed[0] != '\0');
+    struct err err = ERR_INIT;
+    if (backend_kill(g->backend, killed, &err) < 0)
+        fail_msg("kill: %s", err_msg(&err));
+    /* The watcher sees it die, removes it and the fillers make another. */
+    assert_true(fake_engine_wait_removed(g->fe, killed, GUARD));
+    wait_ready(g, EXEC_PYTHON, 1);
+    assert_true(stats(g, EXEC_PYTHON).replaced >= 1);
+
+    struct exec_request req = request(EXEC_PYTHON, "after kill", g->cfg.memory_mb);
+    run_ok(g, &req, "ok\n");
+    char used[FAKE_ID_MAX + 1];
+    container_of(g, "after kill", used);
+    assert_string_not_equal(used, killed);
+    assert_true(fake_engine_info(g->fe, killed, &info));
+    assert_false(info.code_received);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+/* Killed just before a run takes it: whoever notices first (the watcher or
+ * the take), the run never gets the dead one. */
+static void test_killed_just_before_take(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_size = 2;
+    struct fake_program p = {.out = "ok\n", .out_len = 3};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 2);
+    char victims[2][FAKE_ID_MAX + 1];
+    size_t nv = 0;
+    int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    for (int i = 1; i <= n && nv < 2; i++) {
+        struct fake_container_info info;
+        nth_id((unsigned long)i, victims[nv]);
+        if (fake_engine_info(g->fe, victims[nv], &info) && info.warm && info.running &&
+            strcmp(info.image, g->cfg.python_image) == 0)
+            nv++;
+    }
+    assert_int_equal(nv, 2);
+    struct err err = ERR_INIT;
+    assert_int_equal(backend_kill(g->backend, victims[0], &err), 0);
+    struct exec_request req = request(EXEC_PYTHON, "racing", g->cfg.memory_mb);
+    run_ok(g, &req, "ok\n");
+    char used[FAKE_ID_MAX + 1];
+    container_of(g, "racing", used);
+    assert_string_not_equal(used, victims[0]);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+/* Past the age limit a waiting container is replaced unused. */
+static void test_max_age_recycles(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_max_age_ms = 1000;
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 1);
+    char first[FAKE_ID_MAX + 1];
+    waiting_id(g, first);
+    assert_true(fake_engine_wait_removed(g->fe, first, GUARD));
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, first, &info));
+    assert_false(info.code_received);
+    wait_ready(g, EXEC_PYTHON, 1);
+    assert_true(stats(g, EXEC_PYTHON).recycled >= 1);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+/* ---- a pool that cannot fill ------------------------------------------------ */
+
+/* Fails every create of a warm runner (the pool's), serves the rest. */
+static bool fail_warm_creates(struct fake_engine *fe, int fd, const struct fake_request *req,
+                              void *ctx)
+{
+    (void)fe;
+    atomic_int *failed = ctx;
+    if (req->op != FAKE_OP_CREATE || !strstr(req->body, "numpy"))
+        return false;
+    atomic_fetch_add(failed, 1);
+    fake_engine_respond(fd, 500, "{\"message\":\"fake engine: no warm runners today\"}");
+    return true;
+}
+
+static void test_cannot_fill_runs_on_demand(void **state)
+{
+    struct rig *g = *state;
+    atomic_int failed = 0;
+    fake_engine_set_hook(g->fe, fail_warm_creates, &failed);
+    struct fake_program p = {.out = "cold\n", .out_len = 5};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    for (int i = 0; i < GUARD / 5 && stats(g, EXEC_PYTHON).failed == 0; i++)
+        usleep(5000);
+    struct exec_pool_stats st = stats(g, EXEC_PYTHON);
+    assert_true(st.failed >= 1);
+    assert_non_null(strstr(st.last_error, "no warm runners today"));
+    assert_int_equal(st.ready, 0);
+
+    struct exec_request req = request(EXEC_PYTHON, "cold run", g->cfg.memory_mb);
+    run_ok(g, &req, "cold\n");
+    char used[FAKE_ID_MAX + 1];
+    container_of(g, "cold run", used);
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, used, &info));
+    assert_false(info.warm);
+    assert_true(stats(g, EXEC_PYTHON).misses == 1);
+    rig_close(g);
+    fake_engine_set_hook(g->fe, NULL, NULL);
+    assert_all_gone(g);
+}
+
+/* ---- start and stop ---------------------------------------------------------- */
+
+/* Filling waits for the start-up sweep: the first create comes after the
+ * engine was asked for the list of containers. */
+static bool creates_after_list(struct fake_engine *fe, int fd, const struct fake_request *req,
+                               void *ctx)
+{
+    (void)fd;
+    atomic_int *early = ctx;
+    if (req->op == FAKE_OP_CREATE && fake_engine_count(fe, FAKE_OP_LIST, NULL) == 0)
+        atomic_fetch_add(early, 1);
+    return false;
+}
+
+static void test_sweep_before_fill(void **state)
+{
+    struct rig *g = *state;
+    atomic_int early = 0;
+    fake_engine_set_hook(g->fe, creates_after_list, &early);
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 1);
+    assert_int_equal(atomic_load(&early), 0);
+    rig_close(g);
+    fake_engine_set_hook(g->fe, NULL, NULL);
+    assert_all_gone(g);
+}
+
+/* Shutdown removes every waiting container, and those being made. */
+static void test_shutdown_removes_waiting(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_size = 3;
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 3);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+/* --pool-size 0: no pool, every run on demand. */
+static void test_size_zero(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_size = 0;
+    struct fake_program p = {.out = "x\n", .out_len = 2};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    struct exec_pool_stats st;
+    assert_false(exec_pool_stats(g->exec, EXEC_PYTHON, &st));
+    struct exec_request req = request(EXEC_JAVASCRIPT, "console.log('x')", g->cfg.memory_mb);
+    run_ok(g, &req, "x\n");
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_CREATE, NULL), 1);
+    char used[FAKE_ID_MAX + 1];
+    container_of(g, "console.log('x')", used);
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, used, &info));
+    assert_false(info.warm);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_warm_run_single_use, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preload_argument, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_other_limits_on_demand, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_waiting_replaced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_just_before_take, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_max_age_recycles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cannot_fill_runs_on_demand, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sweep_before_fill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shutdown_removes_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_size_zero, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
