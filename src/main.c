@@ -8,7 +8,8 @@
  *             and dispatches each line) or waits for a signal while HTTP
  *             serves; on the way out it stops the transport (which closes
  *             every session, cancelling and waiting for its calls), then
- *             the workers, then the reaper.
+ *             the workers, then the pool (removing what waits), then the
+ *             reaper.
  * HTTP        libmicrohttpd's listener plus one thread per connection
  *             (--http only), at most 4 * --max-sessions + 16 connections
  *             (272 by default). A connection thread parses its request body,
@@ -27,7 +28,13 @@
  * reaper      4 removal threads and 1 sweep thread (reaper.c): containers
  *             are removed off the request's path and retried until gone;
  *             leftovers of crashed daemons are swept every few seconds.
- * So the daemon runs at most 1 + 2 + max-concurrent + 5 threads on stdio,
+ * pool        with --pool-size: 2 filler threads and 1 watcher (pool.c).
+ *             Fillers create, attach and start warm containers and wait for
+ *             their runner's ready mark; the watcher polls the waiting ones'
+ *             streams and ages. Waiting containers (id + attach stream)
+ *             belong to the pool under its lock; a worker that takes one
+ *             owns it from then on and hands it to the reaper after its run.
+ * So the daemon runs at most 1 + 2 + max-concurrent + 8 threads on stdio,
  * plus 2 + the connection limit over HTTP, whatever clients send.
  *
  * json-c objects never cross threads (Debian's json-c has non-atomic

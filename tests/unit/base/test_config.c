@@ -107,6 +107,59 @@ static void test_errors(void **state)
     expect_error(a11, e2, "MCPSANDBOXD_CPUS");
 }
 
+/* The pool's options: defaults, the preload lists as the runner gets them
+ * (one comma list, spaces dropped), and what a module name may be. */
+static void test_pool_options(void **state)
+{
+    (void)state;
+    char *none[] = {NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    char *a0[] = {"d", NULL};
+    assert_int_equal(load(&cfg, a0, none, &err), 0);
+    assert_int_equal(cfg.pool_size, 2);
+    assert_int_equal(cfg.pool_max_age_ms, 600000);
+    assert_string_equal(cfg.python_preload, "numpy,pandas,matplotlib,matplotlib.pyplot");
+    assert_string_equal(cfg.js_preload, "");
+    config_free(&cfg);
+
+    char *a1[] = {"d",
+                  "--pool-size",
+                  "0",
+                  "--python-preload",
+                  " numpy , os.path,,_x9 ",
+                  "--js-preload",
+                  "node:fs,fs/promises,zlib",
+                  NULL};
+    char *e1[] = {"MCPSANDBOXD_POOL_MAX_AGE_MS=5000", NULL};
+    assert_int_equal(load(&cfg, a1, e1, &err), 0);
+    assert_int_equal(cfg.pool_size, 0);
+    assert_int_equal(cfg.pool_max_age_ms, 5000);
+    assert_string_equal(cfg.python_preload, "numpy,os.path,_x9");
+    assert_string_equal(cfg.js_preload, "node:fs,fs/promises,zlib");
+    config_free(&cfg);
+
+    char *a2[] = {"d", "--python-preload", "", NULL};
+    assert_int_equal(load(&cfg, a2, none, &err), 0);
+    assert_string_equal(cfg.python_preload, "");
+    config_free(&cfg);
+
+    char *b1[] = {"d", "--pool-size", "65", NULL};
+    expect_error(b1, none, "out of range");
+    char *b2[] = {"d", "--python-preload", "os;rm", NULL};
+    expect_error(b2, none, "'os;rm' is not a module name");
+    char *b3[] = {"d", "--python-preload", "1abc", NULL};
+    expect_error(b3, none, "1abc");
+    char *b4[] = {"d", "--python-preload", "a..b", NULL};
+    expect_error(b4, none, "a..b");
+    char *b5[] = {"d", "--python-preload", "node:fs", NULL};
+    expect_error(b5, none, "node:fs");
+    char *b6[] = {"d", "--js-preload", "fs --inspect", NULL};
+    expect_error(b6, none, "is not a module name");
+    char *b7[] = {"d", "--pool-max-age-ms", "10", NULL};
+    expect_error(b7, none, "out of range");
+}
+
 static void test_engine_resolution(void **state)
 {
     (void)state;
@@ -217,6 +270,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_cli_and_env),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_pool_options),
         cmocka_unit_test(test_engine_resolution),
         cmocka_unit_test(test_container_image_pair),
         cmocka_unit_test(test_config_file),

@@ -472,6 +472,96 @@ static void test_shutdown_removes_waiting(void **state)
     assert_all_gone(g);
 }
 
+/* ---- concurrency ------------------------------------------------------------ */
+
+#define STRESS_THREADS 8
+#define STRESS_RUNS    6
+
+struct stress {
+    struct rig *g;
+    int index;
+    atomic_int failures;
+    atomic_bool stop;
+};
+
+static void *stress_runner(void *arg)
+{
+    struct stress *st = arg;
+    struct rig *g = st->g;
+    for (int i = 0; i < STRESS_RUNS; i++) {
+        char code[64];
+        snprintf(code, sizeof(code), "stress %d %d", st->index, i);
+        enum exec_language lang = (i + st->index) % 2 ? EXEC_JAVASCRIPT : EXEC_PYTHON;
+        struct exec_request req = request(lang, code, g->cfg.memory_mb);
+        struct exec_result res;
+        exec_result_init(&res);
+        struct err err = ERR_INIT;
+        if (exec_run(g->exec, &req, NULL, &res, &err) < 0 || res.status != EXEC_OK ||
+            res.out.len != 3 || memcmp(res.out.data, "ok\n", 3) != 0)
+            atomic_fetch_add(&st->failures, 1);
+        err_clear(&err);
+        exec_result_free(&res);
+    }
+    return NULL;
+}
+
+/* Kills waiting containers now and then, as an operator or the OOM killer
+ * might, while runs take them. */
+static void *stress_killer(void *arg)
+{
+    struct stress *st = arg;
+    struct rig *g = st->g;
+    while (!atomic_load(&st->stop)) {
+        int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+        for (int i = n; i >= 1 && i > n - 4; i--) {
+            char id[FAKE_ID_MAX + 1];
+            struct fake_container_info info;
+            nth_id((unsigned long)i, id);
+            if (fake_engine_info(g->fe, id, &info) && info.warm && info.running &&
+                !info.code_received) {
+                struct err err = ERR_INIT;
+                (void)backend_kill(g->backend, id, &err);
+                err_clear(&err);
+                break;
+            }
+        }
+        usleep(20000);
+    }
+    return NULL;
+}
+
+/* Many runs at once take, refill and replace through one pool while
+ * waiting containers get killed: every run succeeds, nothing is left.
+ * Under TSan and ASan this is the pool's race and leak check. */
+static void test_concurrent_runs_and_kills(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_size = 2;
+    struct fake_program p = {.out = "ok\n", .out_len = 3};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    struct stress st[STRESS_THREADS];
+    struct stress killer = {.g = g};
+    pthread_t th[STRESS_THREADS], kth;
+    assert_int_equal(pthread_create(&kth, NULL, stress_killer, &killer), 0);
+    for (int i = 0; i < STRESS_THREADS; i++) {
+        st[i] = (struct stress){.g = g, .index = i};
+        assert_int_equal(pthread_create(&th[i], NULL, stress_runner, &st[i]), 0);
+    }
+    int failures = 0;
+    for (int i = 0; i < STRESS_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        failures += atomic_load(&st[i].failures);
+    }
+    atomic_store(&killer.stop, true);
+    pthread_join(kth, NULL);
+    assert_int_equal(failures, 0);
+    struct exec_pool_stats py = stats(g, EXEC_PYTHON), js = stats(g, EXEC_JAVASCRIPT);
+    assert_true(py.hits + py.misses + js.hits + js.misses >= STRESS_THREADS * STRESS_RUNS);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
 /* --pool-size 0: no pool, every run on demand. */
 static void test_size_zero(void **state)
 {
@@ -506,6 +596,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cannot_fill_runs_on_demand, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_before_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_removes_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_runs_and_kills, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_zero, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
