@@ -375,6 +375,10 @@ static int finish_from_engine(struct exec_ctx *ctx, struct run *r, const char *i
     return 0;
 }
 
+/* read_loop's answer when the stream ended before the runner had the code. */
+#define READ_NOT_STARTED 1
+
+/* Returns 0 (res says how the program ended), READ_NOT_STARTED, or -1. */
 static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream *stream,
                      const char *id, struct exec_cancel *cancel, double deadline, struct err *err)
 {
@@ -419,6 +423,12 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream 
             continue;
         if (r->limit_hit)
             goto limit;
+        if ((n < 0 || n == 0) && !runner_scan_started(&r->scan_out)) {
+            /* A pooled container that died before its runner had the
+             * code: the program never ran, another container may run it. */
+            rc = READ_NOT_STARTED;
+            break;
+        }
         if (n < 0) {
             /* Bytes held back as a possible record start were output. */
             runner_scan_flush(&r->scan_out, emit_out, r);
@@ -562,20 +572,33 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
             rc = 0;
             goto out;
         }
-        if (send_request(stream, req, &request, err) == 0)
+        if (pooled)
+            runner_scan_expect_go(&r.scan_out);
+        rc = send_request(stream, req, &request, err);
+        if (rc == 0) {
+            double deadline = util_now_ms() + (double)req->timeout_ms;
+            rc = read_loop(ctx, &r, stream, id, cancel, deadline, err);
+        }
+        if (!pooled || (rc != -1 && rc != READ_NOT_STARTED) ||
+            (rc == -1 && runner_scan_started(&r.scan_out)))
             break;
-        if (!pooled)
-            goto out;
-        log_info("pooled container %.12s failed before the run (%s); taking another", id,
-                 err_msg(err));
+        /* The code never reached this container's runner. */
+        log_info("pooled container %.12s failed before its run began (%s); taking another", id,
+                 rc < 0 ? err_msg(err) : "its stream ended");
         err_clear(err);
         e = (struct pool_entry){.id = id, .stream = stream};
         pool_entry_discard(ctx->pool, (size_t)profile, &e);
         id = NULL;
         stream = NULL;
+        rc = -1;
+        runner_scan_free(&r.scan_out);
+        runner_scan_free(&r.scan_err);
+        runner_scan_init(&r.scan_out, nonce);
+        runner_scan_init(&r.scan_err, nonce);
+        r.total = 0;
+        buf_reset(&res->out);
+        buf_reset(&res->err);
     }
-    double deadline = util_now_ms() + (double)req->timeout_ms;
-    rc = read_loop(ctx, &r, stream, id, cancel, deadline, err);
 
 out:
     if (rc < 0) {

@@ -98,69 +98,86 @@ static void waiting_discard(struct pool *p, struct waiting *w)
 
 /* ---- one container, from create to ready ------------------------------- */
 
-struct ready_scan {
-    size_t matched; /* bytes of RUNNER_READY seen on stdout */
+struct mark_scan {
+    const char *mark;
+    size_t mark_len;
+    size_t matched; /* bytes of mark seen on stdout */
     bool extra;     /* stdout went on past it */
     char junk[JUNK_KEEP];
     size_t junk_len;
 };
 
-static int ready_cb(void *ctx, int stream, const char *data, size_t len, struct err *err)
+static int mark_cb(void *ctx, int stream, const char *data, size_t len, struct err *err)
 {
-    struct ready_scan *r = ctx;
+    struct mark_scan *m = ctx;
     if (stream != BACKEND_STDOUT) {
         /* The interpreter's own complaints (the runner silences the
-         * imports): kept for the message should it never get ready. */
-        size_t room = sizeof(r->junk) - r->junk_len;
+         * imports): kept for the message should the mark never come. */
+        size_t room = sizeof(m->junk) - m->junk_len;
         size_t take = len < room ? len : room;
-        memcpy(r->junk + r->junk_len, data, take);
-        r->junk_len += take;
+        memcpy(m->junk + m->junk_len, data, take);
+        m->junk_len += take;
         return 0;
     }
     for (size_t k = 0; k < len; k++) {
-        if (r->matched == RUNNER_READY_LEN) {
-            r->extra = true;
+        if (m->matched == m->mark_len) {
+            m->extra = true;
             return 1;
         }
-        if (data[k] != RUNNER_READY[r->matched])
-            return err_set(err, ERR_PROTOCOL, "the runner wrote to stdout before it was ready");
-        r->matched++;
+        if (data[k] != m->mark[m->matched])
+            return err_set(err, ERR_PROTOCOL, "the runner wrote to stdout out of turn");
+        m->matched++;
     }
+    return 0;
+}
+
+/* Reads st until the runner's mark, which must be all of its stdout so
+ * far. Returns 0, 1 when stop_fd became readable first, or -1 with err. */
+static int await_mark(struct backend_stream *st, const char *mark, size_t mark_len, double deadline,
+                      int stop_fd, struct err *err)
+{
+    struct mark_scan m = {.mark = mark, .mark_len = mark_len};
+    while (m.matched < mark_len) {
+        if (!backend_stream_pending(st)) {
+            double left = deadline - util_now_ms();
+            if (left <= 0)
+                return err_set(err, ERR_TIMEOUT, "no word from the runner in time");
+            struct pollfd pfd[2] = {{.fd = backend_stream_fd(st), .events = POLLIN},
+                                    {.fd = stop_fd, .events = POLLIN}};
+            int pr = poll(pfd, 2, (int)left + 1);
+            if (pr < 0 && errno != EINTR)
+                return err_set(err, ERR_IO, "poll on the attach stream: %s", strerror(errno));
+            if (pfd[1].revents)
+                return 1;
+            if (pr <= 0)
+                continue;
+        }
+        long n = backend_stream_read(st, mark_cb, &m, err);
+        if (n == BACKEND_AGAIN)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0) {
+            char shown[JUNK_KEEP + 1];
+            util_printable_ascii(shown, sizeof(shown), m.junk, m.junk_len, true);
+            return err_set(err, ERR_ENGINE, "the sandbox exited before its runner was ready%s%s",
+                           m.junk_len ? ": " : "", shown);
+        }
+    }
+    if (m.extra)
+        return err_set(err, ERR_PROTOCOL, "the runner wrote to stdout out of turn");
     return 0;
 }
 
 static int await_ready(struct pool *p, struct backend_stream *st, double deadline, struct err *err)
 {
-    struct ready_scan r = {0};
-    while (r.matched < RUNNER_READY_LEN) {
-        if (!backend_stream_pending(st)) {
-            double left = deadline - util_now_ms();
-            if (left <= 0)
-                return err_set(err, ERR_TIMEOUT, "the runner was not ready within %d ms",
-                               POOL_READY_TIMEOUT_MS);
-            struct pollfd pfd[2] = {{.fd = backend_stream_fd(st), .events = POLLIN},
-                                    {.fd = p->stop_fd, .events = POLLIN}};
-            int pr = poll(pfd, 2, (int)left + 1);
-            if (pr < 0 && errno != EINTR)
-                return err_set(err, ERR_IO, "poll on the attach stream: %s", strerror(errno));
-            if (pfd[1].revents)
-                return err_set(err, ERR_INTERNAL, "the pool is stopping");
-            if (pr <= 0)
-                continue;
-        }
-        long n = backend_stream_read(st, ready_cb, &r, err);
-        if (n == BACKEND_AGAIN)
-            continue;
-        if (n < 0)
-            return err_wrap(err, "waiting for the runner to be ready");
-        if (n == 0) {
-            char shown[JUNK_KEEP + 1];
-            util_printable_ascii(shown, sizeof(shown), r.junk, r.junk_len, true);
-            return err_set(err, ERR_ENGINE, "the sandbox exited before its runner was ready%s%s",
-                           r.junk_len ? ": " : "", shown);
-        }
-    }
-    if (r.extra || backend_stream_pending(st))
+    int rc = await_mark(st, RUNNER_READY, RUNNER_READY_LEN, deadline, p->stop_fd, err);
+    if (rc > 0)
+        return err_set(err, ERR_INTERNAL, "the pool is stopping");
+    if (rc < 0)
+        return err_wrap(err, "waiting for the runner to be ready");
+    /* Nothing may follow until the request: the runner waits for it. */
+    if (backend_stream_pending(st))
         return err_set(err, ERR_PROTOCOL, "the runner wrote to stdout after it was ready");
     return 0;
 }

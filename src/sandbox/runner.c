@@ -138,9 +138,22 @@ static int collect_record(struct runner_scan *s, const char *data, size_t len, s
     return 0;
 }
 
+void runner_scan_expect_go(struct runner_scan *s)
+{
+    s->go_left = RUNNER_GO_LEN;
+}
+
+bool runner_scan_started(const struct runner_scan *s)
+{
+    return s->go_left == 0;
+}
+
 int runner_scan_feed(struct runner_scan *s, const char *data, size_t len, runner_emit_cb emit,
                      void *ctx, struct err *err)
 {
+    for (; s->go_left && len; data++, len--, s->go_left--)
+        if (*data != RUNNER_GO[RUNNER_GO_LEN - s->go_left])
+            return err_set(err, ERR_PROTOCOL, "the runner wrote to stdout before it had the code");
     if (s->done || len == 0)
         return 0;
     if (s->in_record)

@@ -28,7 +28,10 @@
  * modules (a checked --python-preload / --js-preload; may be empty). The runner
  * imports them with its output going nowhere, writes RUNNER_READY on
  * stdout, and only then reads the request; nothing else comes before it.
- * From the request on it behaves exactly as without the argument. */
+ * Once it has read the whole request it writes RUNNER_GO on stdout, before
+ * anything of the program: a stream that ends before RUNNER_GO is a
+ * container that died before the code reached it (safe to run elsewhere).
+ * Otherwise it behaves exactly as without the argument. */
 #ifndef MCPSBX_RUNNER_H
 #define MCPSBX_RUNNER_H
 
@@ -46,6 +49,8 @@ extern const char runner_node_src[];
 #define RUNNER_NONCE_HEX_LEN     32
 #define RUNNER_READY             "\0\036mcpsbx-ready\n"
 #define RUNNER_READY_LEN         15
+#define RUNNER_GO                "\0\036mcpsbx-go\n"
+#define RUNNER_GO_LEN            12
 #define RUNNER_MAX_RECORD        4096
 
 struct runner_request {
@@ -70,6 +75,7 @@ struct runner_scan {
     size_t marker_len;
     char held[RUNNER_RECORD_PREFIX_LEN + RUNNER_NONCE_HEX_LEN + 2];
     size_t held_len;
+    size_t go_left; /* bytes of RUNNER_GO still due before any output */
     bool in_record; /* marker seen, collecting the record up to '\n' */
     bool done;      /* record complete */
     struct buf record;
@@ -79,6 +85,11 @@ struct runner_scan {
 typedef int (*runner_emit_cb)(void *ctx, const char *data, size_t len);
 
 void runner_scan_init(struct runner_scan *s, const char *nonce_hex);
+
+/* A warm runner's stdout starts with RUNNER_GO: expect it, and drop it.
+ * Until it came (runner_scan_started), the code has not reached the runner. */
+void runner_scan_expect_go(struct runner_scan *s);
+bool runner_scan_started(const struct runner_scan *s);
 
 /* Feeds stdout bytes; emit gets program output in order. Bytes after the
  * record are ignored. Returns 0, emit's stop value, or -1 (err) when the

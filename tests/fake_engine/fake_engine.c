@@ -907,6 +907,13 @@ static void op_attach(struct fake_engine *fe, int fd, const char *id, struct req
         oom = false;
         goto end;
     }
+    if (c->warm && p->warm_dies) {
+        code = 137;
+        oom = false;
+        goto end;
+    }
+    if (c->warm)
+        send_frames(fe, fd, 1, RUNNER_GO, RUNNER_GO_LEN, c->wake_fd);
     bool streaming = send_frames(fe, fd, 1, p->out, p->out_len, c->wake_fd) &&
                      send_frames(fe, fd, 2, p->err, p->err_len, c->wake_fd);
     if (streaming && p->end == FAKE_END_CUT) {

@@ -67,6 +67,7 @@ struct fake_program {
     bool memory_error;        /* the record's memory_error */
     const char *runner_error; /* the record's runner_error, or NULL */
     bool oom_killed;          /* State.OOMKilled once it exited */
+    bool warm_dies; /* a warm runner exits 137 once it read the request, before RUNNER_GO */
 };
 
 /* A program killed (kill, or delete with force) ends its stream without a

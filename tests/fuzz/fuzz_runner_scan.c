@@ -10,7 +10,11 @@
  *   - with a marker, exactly the bytes before it come out; once the record
  *     line is complete (and within RUNNER_MAX_RECORD) the scan is done and
  *     runner_scan_result either parses it or fails with a message;
- *   - how the stream is cut into pieces changes nothing.
+ *   - how the stream is cut into pieces changes nothing;
+ *   - with byte 0's top bit set the stream is a warm runner's: it must
+ *     start with RUNNER_GO, which is dropped (then as above on the rest);
+ *     anything else there is an error with no output, a part of it is
+ *     no output and not started.
  *
  * Replay one input: build/fuzz/fuzz_runner_scan FILE */
 #include <stdint.h>
@@ -44,10 +48,11 @@ struct scan_outcome {
     int rc; /* first negative feed result, else 0 */
     bool done;
     bool in_record;
+    bool started;
 };
 
 /* Scans s[0..n) cut at the given piece sizes (the rest in one piece). */
-static void scan(const char *s, size_t n, const unsigned char *cuts, size_t ncuts,
+static void scan(const char *s, size_t n, const unsigned char *cuts, size_t ncuts, bool warm,
                  struct scan_outcome *res)
 {
     memset(res, 0, sizeof(*res));
@@ -55,6 +60,8 @@ static void scan(const char *s, size_t n, const unsigned char *cuts, size_t ncut
     res->out.bytes = malloc(n ? n : 1);
     struct runner_scan sc;
     runner_scan_init(&sc, NONCE);
+    if (warm)
+        runner_scan_expect_go(&sc);
     struct err err = ERR_INIT;
     size_t off = 0;
     for (size_t i = 0; i <= ncuts && res->rc == 0; i++) {
@@ -73,6 +80,7 @@ static void scan(const char *s, size_t n, const unsigned char *cuts, size_t ncut
         CHECK(runner_scan_flush(&sc, emit, &res->out) == 0);
     res->done = sc.done;
     res->in_record = sc.in_record;
+    res->started = runner_scan_started(&sc);
     if (sc.done) {
         struct runner_done d = {0};
         if (runner_scan_result(&sc, &d, &err) < 0) {
@@ -95,9 +103,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *s = (const char *)data + 1 + ncuts;
     size_t n = size - 1 - ncuts;
 
+    bool warm = (data[0] & 0x80) != 0;
+
     struct scan_outcome whole, pieces;
-    scan(s, n, cuts, 0, &whole);
-    scan(s, n, cuts, ncuts, &pieces);
+    scan(s, n, cuts, 0, warm, &whole);
+    scan(s, n, cuts, ncuts, warm, &pieces);
+    CHECK(whole.started == pieces.started);
+    if (warm) {
+        bool has_go = n >= RUNNER_GO_LEN && memcmp(s, RUNNER_GO, RUNNER_GO_LEN) == 0;
+        if (!has_go) {
+            bool part = n < RUNNER_GO_LEN && memcmp(s, RUNNER_GO, n) == 0;
+            CHECK(!whole.started && !pieces.started);
+            CHECK(whole.out.len == 0 && pieces.out.len == 0);
+            CHECK(!whole.done && !pieces.done);
+            CHECK(part ? whole.rc == 0 && pieces.rc == 0 : whole.rc < 0 && pieces.rc < 0);
+            free(whole.out.bytes);
+            free(pieces.out.bytes);
+            return 0;
+        }
+        /* The same as a cold scan of what follows the mark. */
+        struct scan_outcome cold;
+        scan(s + RUNNER_GO_LEN, n - RUNNER_GO_LEN, cuts, 0, false, &cold);
+        CHECK(whole.started && cold.rc == whole.rc && cold.done == whole.done);
+        CHECK(cold.out.len == whole.out.len);
+        CHECK(cold.out.len == 0 || memcmp(cold.out.bytes, whole.out.bytes, cold.out.len) == 0);
+        free(cold.out.bytes);
+        s += RUNNER_GO_LEN;
+        n -= RUNNER_GO_LEN;
+    }
 
     /* The cut does not matter. */
     CHECK(whole.rc == pieces.rc);

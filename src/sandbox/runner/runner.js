@@ -17,6 +17,7 @@
 
   const PREFIX = Buffer.from('\u0000\u001emcpsbx-done:', 'latin1');
   const READY = Buffer.from('\u0000\u001emcpsbx-ready\n', 'latin1');
+  const GO = Buffer.from('\u0000\u001emcpsbx-go\n', 'latin1');
   const MAX_REQUEST = 64 << 20;
   const RUNNER_EXIT = 76; // EX_PROTOCOL: the runner itself failed
   const CJS_PARAMS = ['exports', 'require', 'module', '__filename', '__dirname'];
@@ -259,7 +260,8 @@
 
   // Warm runner: built-ins only (nothing the program could not load the
   // same way); one that is unknown or fails to load is skipped.
-  if (proc.argv.length > 1) {
+  const warm = proc.argv.length > 1;
+  if (warm) {
     const isBuiltin =
       Module.isBuiltin || ((n) => Module.builtinModules.includes(n.replace(/^node:/, '')));
     for (const name of String(proc.argv[1]).split(',')) {
@@ -295,6 +297,8 @@
       if (n === 0) return runnerFail('end of input inside the request');
       off += n;
     }
+    // The code reached this runner: from here on a failure is the run's.
+    if (warm) writeAll(1, GO);
     try {
       req = JSON.parse(body.toString('utf8'));
     } catch (e) {

@@ -17,6 +17,7 @@ def _mcpsbx_runner():
 
     prefix = b"\x00\x1emcpsbx-done:"
     ready = b"\x00\x1emcpsbx-ready\n"
+    go = b"\x00\x1emcpsbx-go\n"
     max_request = 64 << 20
     runner_exit = 76  # EX_PROTOCOL: the runner itself failed
     own_code = _mcpsbx_runner.__code__
@@ -146,7 +147,8 @@ def _mcpsbx_runner():
                 pass
         write_all(1, ready)
 
-    if len(sys.argv) > 1:
+    warm = len(sys.argv) > 1
+    if warm:
         warm_up(sys.argv[1])
 
     # ---- the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON ----------
@@ -177,6 +179,9 @@ def _mcpsbx_runner():
         chunks.append(b)
         left -= len(b)
     body = b"".join(chunks)
+    if warm:
+        # The code reached this runner: from here on a failure is the run's.
+        write_all(1, go)
     del chunks
 
     try:

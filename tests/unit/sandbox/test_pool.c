@@ -372,6 +372,41 @@ static void test_killed_just_before_take(void **state)
     assert_all_gone(g);
 }
 
+/* A pooled container that dies once it has the request but before its
+ * runner said so: the code never ran there, so the run goes to another
+ * container (here on demand, the pool being empty) and succeeds. */
+static void test_dies_before_go_retried(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program dying = {.warm_dies = true};
+    fake_engine_set_program(g->fe, &dying);
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 1);
+    char doomed[FAKE_ID_MAX + 1];
+    int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    doomed[0] = '\0';
+    for (int i = 1; i <= n; i++) {
+        char id[FAKE_ID_MAX + 1];
+        struct fake_container_info info;
+        nth_id((unsigned long)i, id);
+        if (fake_engine_info(g->fe, id, &info) && info.warm && info.running &&
+            strcmp(info.image, g->cfg.python_image) == 0)
+            memcpy(doomed, id, sizeof(doomed));
+    }
+    assert_true(doomed[0] != '\0');
+    struct fake_program fine = {.out = "fine\n", .out_len = 5};
+    fake_engine_set_program(g->fe, &fine);
+    struct exec_request req = request(EXEC_PYTHON, "once", g->cfg.memory_mb);
+    run_ok(g, &req, "fine\n");
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, doomed, &info));
+    assert_true(info.code_received);
+    assert_true(fake_engine_wait_removed(g->fe, doomed, GUARD));
+    assert_true(stats(g, EXEC_PYTHON).replaced >= 1);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
 /* Past the age limit a waiting container is replaced unused. */
 static void test_max_age_recycles(void **state)
 {
@@ -592,6 +627,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_other_limits_on_demand, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_waiting_replaced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_just_before_take, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dies_before_go_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_age_recycles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cannot_fill_runs_on_demand, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_before_fill, setup, teardown),
