@@ -52,10 +52,12 @@ def frame(code, stdin="", nonce=NONCE, extra=None):
     return b"mcpsbx/1 %d\n" % len(body) + body
 
 
-def runner_cmd(lang):
+def runner_cmd(lang, warm=None):
+    """warm: the modules argument of a warm runner (src/sandbox/runner.h)."""
+    extra = [] if warm is None else [warm]
     if lang == "py":
-        return [PYTHON, "-u", "-c", PY_SRC]
-    return [NODE, "-e", JS_SRC]
+        return [PYTHON, "-u", "-c", PY_SRC] + extra
+    return [NODE, "-e", JS_SRC] + extra
 
 
 def split_record(data):
@@ -86,15 +88,21 @@ class Result:
         return self.stdout.decode("utf-8", "replace")
 
 
-def run(lang, code=None, stdin="", request=None, timeout=30, feed=None, nonblock=False):
+def run(lang, code=None, stdin="", request=None, timeout=30, feed=None, nonblock=False,
+        warm=None, files=None):
     """Runs the runner in a fresh temp dir. request: raw bytes to send
-    instead of a framed `code`; feed(fd, data): custom writer."""
+    instead of a framed `code`; feed(fd, data): custom writer; warm: run it
+    as a warm runner with this modules argument; files: {name: text} put in
+    the directory first."""
     data = request if request is not None else frame(code, stdin)
     with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-") as d:
+        for name, text in (files or {}).items():
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
         r, w = os.pipe()
         if nonblock:
             os.set_blocking(r, False)
-        p = subprocess.Popen(runner_cmd(lang), cwd=d, stdin=r, stdout=subprocess.PIPE,
+        p = subprocess.Popen(runner_cmd(lang, warm), cwd=d, stdin=r, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
         os.close(r)
 
@@ -545,6 +553,71 @@ def t_unicode_code(lang):
     res = run(lang, code)
     ok_record(res)
     eq(res.out, "\u00e9\u2603\U0001F600 3\n", "stdout")
+
+
+# ---- warm runners (the pool) -------------------------------------------------
+READY = b"\x00\x1emcpsbx-ready\n"
+GO = b"\x00\x1emcpsbx-go\n"
+
+
+def warm_run(lang, code, warm, **kw):
+    """A warm runner's run: its stdout must start READY, GO; returns the
+    Result with those two marks taken off stdout."""
+    res = run(lang, code, warm=warm, **kw)
+    check(res.stdout.startswith(READY + GO), "stdout does not start with READY, GO: %r" % res.stdout[:60])
+    res.stdout = res.stdout[len(READY + GO):]
+    return res
+
+
+@case("py", "js")
+def t_warm_hello(lang):
+    res = warm_run(lang, HELLO[lang], "json,decimal" if lang == "py" else "zlib,node:fs")
+    ok_record(res)
+    eq(res.out, "hello, world\n", "stdout")
+    eq(res.stderr, "", "stderr")
+
+
+@case("py")
+def t_warm_preload_is_imported_and_silent(lang):
+    noisy = "import sys, warnings\nprint('noise')\nprint('noise', file=sys.stderr)\nwarnings.warn('once')\n"
+    code = "import sys, warnings\nprint('noisy' in sys.modules, 'nosuchmod' in sys.modules)\nwarnings.warn('once')\n"
+    res = warm_run(lang, code, "noisy,nosuchmod,json", files={"noisy.py": noisy})
+    ok_record(res)
+    eq(res.out, "True False\n", "stdout")
+    # The warning shown (to nowhere) during the import shows again.
+    check("UserWarning: once" in res.stderr, "warning not shown: %r" % res.stderr)
+
+
+@case("js")
+def t_warm_preload_builtins_only(lang):
+    code = "console.log(Object.keys(require.cache).length, typeof require('zlib').gzipSync)"
+    res = warm_run(lang, code, "zlib,left-pad,./x")
+    cold = run(lang, code)
+    ok_record(res)
+    eq(res.out, cold.out, "stdout (warm vs cold)")
+
+
+@case("py", "js")
+def t_warm_looks_cold(lang):
+    probe = {
+        "py": "import json, os, sys\nprint(json.dumps([sys.argv, sorted(os.listdir('.')), __name__, sys.path[0] == os.getcwd(), sys.stdin.read()]))",
+        "js": "const fs = require('fs');\nconsole.log(JSON.stringify([process.argv.length, process.execArgv, fs.readdirSync('.').sort(), require.main === module, fs.readFileSync(0, 'utf8')]))",
+    }[lang]
+    res = warm_run(lang, probe, "json" if lang == "py" else "zlib", stdin="in")
+    cold = run(lang, probe, stdin="in")
+    ok_record(res)
+    ok_record(cold)
+    eq(res.out, cold.out, "stdout (warm vs cold)")
+    eq(res.stderr, cold.stderr, "stderr (warm vs cold)")
+
+
+@case("py", "js")
+def t_warm_bad_request_after_go(lang):
+    # GO comes once the whole frame is read, whatever it holds.
+    body = b"not json"
+    res = run(lang, request=b"mcpsbx/1 %d\n" % len(body) + body, warm="")
+    check(res.stdout.startswith(READY + GO), "stdout: %r" % res.stdout[:60])
+    eq(res.rc, RUNNER_EXIT, "exit status")
 
 
 def slow_feed(fd, data):
