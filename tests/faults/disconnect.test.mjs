@@ -28,6 +28,10 @@ import {
 } from '../integration/lib.mjs';
 import { HttpDaemon, procStats, fmtStats, removeOurs } from './lib.mjs';
 
+// No pool: the checks count this suite's containers and the daemon's fds
+// while it lives (pool.test.mjs covers pooled runs, the soak runs with one).
+const NO_POOL = ['--pool-size', '0'];
+
 const ROUNDS = Number(process.env.FAULTS_DISCONNECT_ROUNDS || 40);
 const STDIO_ROUNDS = Number(process.env.FAULTS_STDIO_ROUNDS || 8);
 const SEED = Number(process.env.FAULTS_SEED || Math.floor(Math.random() * 2 ** 31));
@@ -245,7 +249,7 @@ function legacyRound(d, i, delayMs) {
 async function stdioRound(i) {
   const d = { name: `stdio-${i}`, stderr: '', exit: null };
   st.stdio.push(d);
-  spawnDaemon(d, daemonArgs(), daemonEnv({}, `${RUN_ID}-stdio-${i}`));
+  spawnDaemon(d, daemonArgs(NO_POOL), daemonEnv({}, `${RUN_ID}-stdio-${i}`));
   d.proc.stdout.on('data', () => {});
   d.proc.stdin.on('error', () => {});
   d.proc.stdout.on('error', () => {});
@@ -287,7 +291,7 @@ test('preflight', async (t) => {
 });
 
 test('HTTP clients dropping connections at random points', { timeout: TEST_TIMEOUT_MS * 3 }, async (t) => {
-  st.d = await HttpDaemon.start('http-disconnect', { marker: HTTP_MARKER });
+  st.d = await HttpDaemon.start('http-disconnect', { marker: HTTP_MARKER, args: NO_POOL });
   await withDaemon(st.d, async () => {
     // Warm up (a session, a run, the session ended) before the baseline.
     const sid0 = await openSession(st.d);

@@ -40,7 +40,9 @@ test('preflight', async (t) => {
 });
 
 test('engine stopped: a call with timeout_ms 3000 ends in time; ping and tools/list stay prompt', { timeout: TEST_TIMEOUT_MS }, async (t) => {
-  st.d = await SdkDaemon.start('engine-stall', { env: { MCPSBX_TEST_RUN: MARKER } });
+  // No pool: the checks below count this daemon's containers while it lives
+  // (pool.test.mjs covers pooled runs, the soak runs with the pool).
+  st.d = await SdkDaemon.start('engine-stall', { args: ['--pool-size', '0'], env: { MCPSBX_TEST_RUN: MARKER } });
   await withDaemon(st.d, async () => {
     await helloWorld((n, a) => st.d.call(n, a), 'warm');
     st.pid = enginePid();

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 
 import {
   RUN_ID, RUN_MARKER, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, sleep,
-  SdkDaemon, HttpDaemon, withDaemon, preflight, ourContainers, waitNoContainers, engineRequest,
+  SdkDaemon, HttpDaemon, withDaemon, preflight, ourContainers, waitNoContainers, engineRequest, allDaemons, exitWait,
   checkRun, checkDaemonsAndContainers,
 } from './lib.mjs';
 
@@ -233,6 +233,26 @@ test('stdin EOF and SIGTERM remove every pooled container', { timeout: TEST_TIME
   const hexit = await h.stop();
   assert.equal(hexit.code, 0, JSON.stringify(hexit));
   assert.deepEqual(await waitNoContainers(marker, 5000), []);
+});
+
+test('a SIGKILLed daemon\'s pooled containers are removed by the next daemon', { timeout: TEST_TIMEOUT_MS }, async (tc) => {
+  const d = await startPooled('sigkill', 2);
+  await withDaemon(d, async () => {
+    await waitPool(d, full);
+    await waitPool(d, full, 'javascript');
+  });
+  assert.equal((await ourContainers(d.marker)).length, 4);
+  d.proc.kill('SIGKILL');
+  await Promise.race([d.exited, exitWait(10_000)]);
+  await d.client.close().catch(() => {});
+  allDaemons.splice(allDaemons.indexOf(d), 1); // it did not exit cleanly, on purpose
+  const t0 = Date.now();
+  const next = await startPooled('after-sigkill', 0);
+  await withDaemon(next, async () => {
+    assert.deepEqual(await waitNoContainers(d.marker, 10_000), [], 'the orphaned pool is still there');
+    tc.diagnostic(`orphaned pool removed within ${Date.now() - t0} ms of the next daemon's start`);
+  });
+  await next.close();
 });
 
 test('every daemon exited cleanly and no container is left', { timeout: 120_000 }, async () => {

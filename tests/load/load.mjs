@@ -41,8 +41,8 @@ import path from 'node:path';
 
 import {
   ROOT, BIN, ENGINE, ENGINE_SOCKET, RUN_MARKER, RUN_ID, sleep,
-  SdkDaemon, awaitExit, preflight, ourContainers, waitNoContainers, checkRun,
-  HttpDaemon, SseParser,
+  SdkDaemon, awaitExit, preflight, ourContainers, checkRun,
+  HttpDaemon, SseParser, POOL_SIZE,
 } from '../integration/lib.mjs';
 
 const int = (name, dflt) => {
@@ -68,6 +68,8 @@ const ENV_URI = 'mcp-sandboxd://environment';
 const CALL_TIMEOUT_MS = 45_000;
 const QUICK_TIMEOUT_MS = 15_000;
 const LEFTOVER_WAIT_MS = 10_000;
+// The daemons' --pool-size: the default unless INTEGRATION_POOL_SIZE says.
+const POOL_PER_LANGUAGE = POOL_SIZE !== undefined && POOL_SIZE !== '' ? Number(POOL_SIZE) : 2;
 // A cancelled call sleeps this long unless the cancellation works.
 const CANCEL_SLEEP_S = 20;
 const CANCEL_CODE = `import time\nprint('x', flush=True)\ntime.sleep(${CANCEL_SLEEP_S})`;
@@ -246,10 +248,24 @@ async function removeLeftovers(marker, { prefix = false, ms = 8000 } = {}) {
   return removed;
 }
 
-async function leftoverCheck(name, marker) {
+/** While the daemon lives its warm pool waits: only running pooled
+ * containers, at most POOL_PER_LANGUAGE per language, may be there. After it
+ * exited (final), nothing may. */
+async function leftoverCheck(name, marker, { final = false } = {}) {
+  const unexpected = (all) => {
+    if (final) return all;
+    const pooled = (lang) => all.filter((c) => c.pool === lang && c.state === 'running');
+    const over = ['python', 'javascript'].some((lang) => pooled(lang).length > POOL_PER_LANGUAGE);
+    return over ? all : all.filter((c) => !(c.pool && c.state === 'running'));
+  };
   let left;
   try {
-    left = await waitNoContainers(marker, LEFTOVER_WAIT_MS);
+    const deadline = Date.now() + LEFTOVER_WAIT_MS;
+    for (;;) {
+      left = unexpected(await ourContainers(marker));
+      if (left.length === 0 || Date.now() > deadline) break;
+      await sleep(200);
+    }
   } catch (e) {
     report(name, false, `engine query failed: ${e.message}`);
     return;
@@ -956,6 +972,7 @@ async function phaseHttp() {
     d.stdout ? `wrote to stdout: ${JSON.stringify(d.stdout.slice(0, 200))}` : '',
     sanitizerReport(d),
   ]);
+  if (!alreadyDead) await leftoverCheck('http: after SIGTERM no container of the run is left', marker, { final: true });
   return { rss, sessions: get('http.sessions'), loadS };
 }
 
@@ -1027,6 +1044,7 @@ async function phaseStdio() {
     alreadyDead ? `the daemon had already died (${exitText(d.exit)})` : `exit ${JSON.stringify(exit)}`,
     sanitizerReport(d),
   ]);
+  if (!alreadyDead) await leftoverCheck('stdio: after end of stdin no container of the run is left', marker, { final: true });
   return { rss, wallS };
 }
 
