@@ -39,8 +39,10 @@ struct exec_ctx {
     char **env; /* the sandbox's whole environment (policy_env_new) */
     struct reaper *reaper;
     struct pool *pool; /* NULL without --pool-size */
-    /* The warm runners' commands, per language (the pool borrows them). */
+    /* The warm runners' commands, per language, with and without the
+     * preloads (the pool borrows them). */
     const char *warm_cmd[2][8];
+    const char *lean_cmd[2][8];
 };
 
 const char *exec_status_name(enum exec_status st)
@@ -209,6 +211,12 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
     const char *const js_cmd[] = {"node", "-e", runner_node_src, cfg->js_preload, NULL};
     memcpy(ctx->warm_cmd[0], py_cmd, sizeof(py_cmd));
     memcpy(ctx->warm_cmd[1], js_cmd, sizeof(js_cmd));
+    memcpy(ctx->lean_cmd[0], py_cmd, sizeof(py_cmd));
+    memcpy(ctx->lean_cmd[1], js_cmd, sizeof(js_cmd));
+    ctx->lean_cmd[0][5] = "";
+    ctx->lean_cmd[1][3] = "";
+    const char *const *leans[2] = {ctx->lean_cmd[0], ctx->lean_cmd[1]};
+    const char *preloads[2] = {cfg->python_preload, cfg->js_preload};
     struct pool_profile prof[2] = {{.name = "python", .size = (size_t)cfg->pool_size},
                                    {.name = "javascript", .size = (size_t)cfg->pool_size}};
     const enum exec_language langs[2] = {EXEC_PYTHON, EXEC_JAVASCRIPT};
@@ -223,6 +231,8 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
         };
         policy_spec(cfg, &run, ctx->env, &prof[i].spec);
         prof[i].spec.pool = prof[i].name;
+        prof[i].lean = prof[i].spec;
+        prof[i].lean.cmd = *preloads[i] ? leans[i] : NULL;
     }
     long long extra_s =
         (cfg->max_timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 + EXPIRY_MARGIN_S;
@@ -246,6 +256,7 @@ bool exec_pool_stats(struct exec_ctx *ctx, enum exec_language lang, struct exec_
         .replaced = st.replaced,
         .recycled = st.recycled,
         .failed = st.failed,
+        .lean = st.lean,
     };
     snprintf(out->last_error, sizeof(out->last_error), "%s", st.last_error);
     return true;

@@ -63,7 +63,7 @@ char *exec_render_create(const struct config *cfg, struct backend *backend,
 /* The warm pool of one language, at this moment (pool.h's figures). */
 struct exec_pool_stats {
     size_t size, ready, starting;
-    unsigned long long hits, misses, replaced, recycled, failed;
+    unsigned long long hits, misses, replaced, recycled, failed, lean;
     char last_error[256];
 };
 

@@ -40,7 +40,8 @@ struct slot {
     size_t starting;
     unsigned failures_in_row;
     double retry_at_ms;
-    unsigned long long hits, misses, replaced, recycled, failed;
+    double pressed_until_ms; /* a run found none waiting: refill lean until then */
+    unsigned long long hits, misses, replaced, recycled, failed, lean;
     char last_error[256];
 };
 
@@ -182,9 +183,10 @@ static int await_ready(struct pool *p, struct backend_stream *st, double deadlin
     return 0;
 }
 
-static int fill_one(struct pool *p, const struct slot *s, struct waiting *out, struct err *err)
+static int fill_one(struct pool *p, const struct slot *s, bool lean, struct waiting *out,
+                    struct err *err)
 {
-    struct backend_spec spec = s->prof.spec;
+    struct backend_spec spec = lean ? s->prof.lean : s->prof.spec;
     spec.expires = (long long)time(NULL) + (p->max_age_ms + 999) / 1000 + p->expiry_extra_s;
     double t0 = util_now_ms();
     double setup_by = t0 + SETUP_TIMEOUT_MS;
@@ -203,7 +205,8 @@ static int fill_one(struct pool *p, const struct slot *s, struct waiting *out, s
         free(id);
         return -1;
     }
-    log_debug("pool: %s sandbox %.12s ready in %.0f ms", s->prof.name, id, util_now_ms() - t0);
+    log_debug("pool: %s sandbox %.12s ready in %.0f ms%s", s->prof.name, id, util_now_ms() - t0,
+              lean ? " (without preloads)" : "");
     *out = (struct waiting){.id = id, .stream = st, .born_ms = t0};
     return 0;
 }
@@ -256,11 +259,14 @@ static void *filler_main(void *arg)
         }
         struct slot *s = &p->slots[i];
         s->starting++;
+        bool lean = s->prof.lean.cmd && util_now_ms() < s->pressed_until_ms;
+        if (lean)
+            s->lean++;
         pthread_mutex_unlock(&p->lock);
 
         struct waiting w = {0};
         struct err err = ERR_INIT;
-        int rc = fill_one(p, s, &w, &err);
+        int rc = fill_one(p, s, lean, &w, &err);
 
         pthread_mutex_lock(&p->lock);
         s->starting--;
@@ -497,8 +503,10 @@ bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out
         else
             waiting_discard(p, &w); /* unreachable: tries is small */
     }
-    if (!got)
+    if (!got) {
         s->misses++;
+        s->pressed_until_ms = util_now_ms() + POOL_PRESSURE_MS;
+    }
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
     poke(p->wake_fd);
@@ -533,6 +541,7 @@ void pool_stats(struct pool *p, size_t i, struct pool_stats *out)
     out->replaced = s->replaced;
     out->recycled = s->recycled;
     out->failed = s->failed;
+    out->lean = s->lean;
     snprintf(out->last_error, sizeof(out->last_error), "%s", s->last_error);
     pthread_mutex_unlock(&p->lock);
 }

@@ -31,12 +31,18 @@
 #define POOL_FILLERS 2
 /* How long a new container may take from create to ready (imports included). */
 #define POOL_READY_TIMEOUT_MS 60000
+/* After a run found the pool empty, refills skip the preloads this long. */
+#define POOL_PRESSURE_MS 5000
 
 struct pool_profile {
     const char *name; /* for logs and stats, e.g. "python" */
     /* The create spec; its pointers are borrowed and must outlive the pool.
      * expires is set per container. */
     struct backend_spec spec;
+    /* The same without the preloads (cmd only differs), or cmd NULL. While
+     * runs find the pool empty, refills use it: a preload costs about a
+     * second of CPU per container, which sustained demand cannot afford. */
+    struct backend_spec lean;
     size_t size; /* containers kept waiting */
 };
 
@@ -79,6 +85,7 @@ struct pool_stats {
     unsigned long long replaced; /* found dead or misbehaving, removed */
     unsigned long long recycled; /* reached the age limit unused */
     unsigned long long failed;   /* set-ups that failed */
+    unsigned long long lean;     /* made without the preloads, under pressure */
     char last_error[256];        /* why the last set-up failed; "" if none since */
 };
 

@@ -46,6 +46,7 @@ static json_object *pool_json(const struct tools_env *tenv)
         json_object_object_add(p, "replaced", json_object_new_int64((int64_t)st.replaced));
         json_object_object_add(p, "recycled", json_object_new_int64((int64_t)st.recycled));
         json_object_object_add(p, "failed", json_object_new_int64((int64_t)st.failed));
+        json_object_object_add(p, "without_preload", json_object_new_int64((int64_t)st.lean));
         if (st.last_error[0])
             json_object_object_add(p, "last_error", json_object_new_string(st.last_error));
         json_object_array_add(profiles, p);

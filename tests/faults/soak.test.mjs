@@ -80,9 +80,10 @@ test(`soak: ${RUNS} hello-world runs, RSS and fds flat, no container left`, { ti
     assert.ok(last.rssKiB <= ref.rssKiB + RSS_SLACK_KIB, `RSS grew: ${fmtStats(ref)} at run ${SAMPLES[0]}, ${fmtStats(last)} at run ${RUNS} (+16 MiB allowed)`);
     assert.ok(last.fds <= ref.fds + FD_SLACK, `fds grew: ${ref.fds} at run ${SAMPLES[0]}, ${last.fds} at run ${RUNS} (+${FD_SLACK} allowed)`);
 
-    const left = await waitNoContainers(MARKER, 15_000);
-    assert.deepEqual(left, [], `containers left after the soak: ${JSON.stringify(left.slice(0, 10))}`);
+    // The warm pool waits while the daemon lives; its exit removes it too.
     const exit = await d.close();
     assert.deepEqual(exit, { code: 0, signal: null }, `exit ${JSON.stringify(exit)}\n${tail(d.stderr, 3000)}`);
+    const left = await waitNoContainers(MARKER, 15_000);
+    assert.deepEqual(left, [], `containers left after the soak: ${JSON.stringify(left.slice(0, 10))}`);
   });
 });

@@ -469,6 +469,40 @@ static void test_cannot_fill_runs_on_demand(void **state)
     assert_all_gone(g);
 }
 
+/* A run that found the pool empty puts it under pressure: refills skip the
+ * preloads for a while (here only those could succeed: the fake fails
+ * every create that asks for numpy). */
+static void test_pressure_refills_lean(void **state)
+{
+    struct rig *g = *state;
+    atomic_int failed = 0;
+    fake_engine_set_hook(g->fe, fail_warm_creates, &failed);
+    rig_open(g);
+    for (int i = 0; i < GUARD / 5 && stats(g, EXEC_PYTHON).failed == 0; i++)
+        usleep(5000);
+    struct exec_request req = request(EXEC_PYTHON, "missed", g->cfg.memory_mb);
+    run_ok(g, &req, "");
+    assert_true(stats(g, EXEC_PYTHON).misses == 1);
+    wait_ready(g, EXEC_PYTHON, 1);
+    assert_true(stats(g, EXEC_PYTHON).lean >= 1);
+    char id[FAKE_ID_MAX + 1];
+    int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    bool seen = false;
+    for (int i = 1; i <= n; i++) {
+        struct fake_container_info info;
+        nth_id((unsigned long)i, id);
+        if (fake_engine_info(g->fe, id, &info) && info.warm && info.running &&
+            strcmp(info.image, g->cfg.python_image) == 0) {
+            assert_string_equal(info.preload, "");
+            seen = true;
+        }
+    }
+    assert_true(seen);
+    rig_close(g);
+    fake_engine_set_hook(g->fe, NULL, NULL);
+    assert_all_gone(g);
+}
+
 /* ---- start and stop ---------------------------------------------------------- */
 
 /* Filling waits for the start-up sweep: the first create comes after the
@@ -630,6 +664,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dies_before_go_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_age_recycles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cannot_fill_runs_on_demand, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pressure_refills_lean, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_before_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_removes_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_runs_and_kills, setup, teardown),
