@@ -3,7 +3,7 @@
 # one run (never asserted in tests). Loopback only: every server listens on
 # 127.0.0.1 with a free port the kernel picks.
 #
-#   scripts/bench.sh
+#   scripts/bench.sh            (make bench [ENGINE=docker|podman] [RUNTIME=runsc])
 #
 #   1. tools/list throughput: wrk -t2 -c16 (POST /mcp, tests/bench/tools-list.lua)
 #      at build/mcp-sandboxd --http (one session, initialized with curl), then
@@ -14,9 +14,20 @@
 #      still be alive and answer tools/list with the 3 tools afterwards.
 #   3. hello-world latency: tests/integration/latency.mjs (run_python_code
 #      over stdio) on the discovered engine; skipped when it does not answer.
+#   4. warm pool: tests/bench/pool.mjs measures, on the same engine, hello
+#      world (p50/p95) by every approach: the raw floor (attach to a started,
+#      waiting runner with no daemon), the daemon over stdio through the SDK
+#      client with its warm pool and with --pool-size 0 (and a pandas
+#      program), peers' container per call (create, PUT archive, start,
+#      wait, logs, remove), Pyodide in an SDK stdio server (one warm
+#      instance; a fresh one per call); runs/s at 1, 4 and 16 concurrent
+#      calls next to the engine's own create/start/wait/remove churn; the
+#      daemon's VmRSS and fds before and after BENCH_POOL_RUNS runs. Prints
+#      the ratios and their targets (reported, not enforced). Skipped when
+#      the engine does not answer or RUNTIME is not configured in it.
 #   After every wrk run the daemon must be alive and answer a fresh tools/list
 #   correctly. Results: build/bench/http-tools-list.json, survival.json,
-#   latency.json, plus logs in build/bench/logs/; the summary goes to stdout,
+#   latency.json, pool.json, plus logs in build/bench/logs/; the summary goes to stdout,
 #   progress to stderr. Exits non-zero only when something broke (the daemon
 #   died, a wrong answer, a tool missing, a server that would not start),
 #   never because a figure is low.
@@ -27,9 +38,20 @@
 #   BENCH_WARMUP_SECONDS    unrecorded wrk run before each throughput run, so
 #                           node's JIT is warm too (default 2; 0 skips)
 #   BENCH_LATENCY_CALLS     hello-world calls measured (default 20)
+#   BENCH_POOL_SAMPLES      samples per warm-pool item (default 30; fresh
+#                           Pyodide: BENCH_POOL_FRESH, default 3)
+#   BENCH_POOL_SECONDS      each warm-pool throughput and churn run (default 10)
+#   BENCH_POOL_RUNS         runs between the daemon's two VmRSS/fd readings
+#                           (default 2000)
+#   BENCH_SECTIONS          which sections run (default http,survival,latency,pool)
 #   BENCH_BIN               daemon binary (default build/mcp-sandboxd)
-#   MCPSANDBOXD_ENGINE, DOCKER_HOST, CONTAINER_HOST
-#                           engine choice, as `scripts/engine.sh discover`
+#   ENGINE                  docker, podman or unix:///path: that engine for
+#                           every section (started when it does not answer);
+#                           unset: MCPSANDBOXD_ENGINE, DOCKER_HOST,
+#                           CONTAINER_HOST, as `scripts/engine.sh discover`
+#   RUNTIME                 OCI runtime for the warm-pool section, e.g. runsc:
+#                           the daemon's --runtime and HostConfig.Runtime of
+#                           the floor, peer and churn containers
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,11 +64,19 @@ readonly SECS=${BENCH_SECONDS:-10}
 readonly SURVIVAL_SECS=${BENCH_SURVIVAL_SECONDS:-60}
 readonly WARMUP_SECS=${BENCH_WARMUP_SECONDS:-2}
 readonly LATENCY_CALLS=${BENCH_LATENCY_CALLS:-20}
+readonly POOL_SAMPLES=${BENCH_POOL_SAMPLES:-30}
+readonly POOL_FRESH=${BENCH_POOL_FRESH:-3}
+readonly POOL_SECONDS=${BENCH_POOL_SECONDS:-10}
+readonly POOL_RUNS=${BENCH_POOL_RUNS:-2000}
+readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool}
+readonly RUNTIME=${RUNTIME:-}
 readonly THREADS=2
 readonly CONNS=16
 readonly SURVIVAL_CONNS=64
 readonly START_TIMEOUT=15
 readonly LATENCY_TIMEOUT=300
+# Far above the section's ~8 minutes (longer on Podman, whose churn is slower).
+readonly POOL_TIMEOUT=2400
 BIN=${BENCH_BIN:-$ROOT/build/mcp-sandboxd}
 case $BIN in /*) ;; *) BIN=$ROOT/$BIN ;; esac
 readonly BIN
@@ -56,16 +86,24 @@ die() { log "error: $*"; exit 1; }
 
 case ${1:-} in
 -h | --help)
-	sed -n '2,32s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,54s/^# \{0,1\}//p' "$0" >&2
 	exit 0
 	;;
 '') ;;
 *) die "unknown argument: $1 (settings are environment variables, see --help)" ;;
 esac
-for v in "$SECS" "$SURVIVAL_SECS" "$WARMUP_SECS" "$LATENCY_CALLS"; do
+for v in "$SECS" "$SURVIVAL_SECS" "$WARMUP_SECS" "$LATENCY_CALLS" "$POOL_SAMPLES" "$POOL_FRESH" "$POOL_SECONDS" "$POOL_RUNS"; do
 	[[ $v =~ ^[0-9]+$ ]] || die "durations and counts must be whole numbers, got '$v'"
 done
 ((SECS > 0 && SURVIVAL_SECS > 0 && LATENCY_CALLS > 0)) || die "BENCH_SECONDS, BENCH_SURVIVAL_SECONDS and BENCH_LATENCY_CALLS must be > 0"
+((POOL_SAMPLES > 0 && POOL_SECONDS > 0 && POOL_RUNS > 0)) || die "BENCH_POOL_SAMPLES, BENCH_POOL_SECONDS and BENCH_POOL_RUNS must be > 0"
+for s in ${SECTIONS//,/ }; do
+	case $s in http | survival | latency | pool) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool)" ;; esac
+done
+[[ $RUNTIME =~ ^[A-Za-z0-9._-]*$ ]] || die "RUNTIME must be a runtime name such as runsc, not '$RUNTIME'"
+
+# want SECTION: whether BENCH_SECTIONS names it.
+want() { [[ ",$SECTIONS," == *",$1,"* ]]; }
 
 # ---- tools -------------------------------------------------------------------
 "$ROOT/scripts/deps.sh" --test
@@ -80,8 +118,20 @@ if [ ! -f "$TESTS/node_modules/.package-lock.json" ] ||
 fi
 [ -x "$BIN" ] || die "$BIN not found (make builds it)"
 
-sock=$("$ROOT/scripts/engine.sh" discover)
-readonly ENGINE=unix://$sock
+# ENGINE (a make variable reaches us in the environment) names an engine;
+# unset, the daemon's own discovery rules apply.
+case ${ENGINE:-} in
+'') engine_opt=() ;;
+docker) engine_opt=(--engine unix:///var/run/docker.sock) ;;
+podman) engine_opt=(--engine unix:///run/podman/podman.sock) ;;
+unix:///*) engine_opt=(--engine "$ENGINE") ;;
+*) die "ENGINE must be docker, podman or unix:///path, not '$ENGINE'" ;;
+esac
+if ((${#engine_opt[@]})); then
+	"$ROOT/scripts/engine.sh" ensure "${engine_opt[@]}" || die "the engine $ENGINE could not be started (scripts/engine.sh ensure ${engine_opt[*]})"
+fi
+sock=$("$ROOT/scripts/engine.sh" discover "${engine_opt[@]}")
+readonly ENGINE_URL=unix://$sock
 
 mkdir -p "$LOGS"
 # Logs describe the last run only.
@@ -93,6 +143,11 @@ work=$(mktemp -d /tmp/mcpsbx-bench.XXXXXX)
 # ---- processes we start ------------------------------------------------------
 daemon_pid=""
 sdk_pid=""
+# The warm-pool section labels its containers with this id and lists the
+# daemons it starts in $work/pool.pids, so the exit trap can remove whatever
+# a killed run left behind.
+pool_run_id=bench-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+pool_started=""
 
 # stop_pid PID: SIGTERM, up to 15 s to exit (the daemon drains its
 # connections), then SIGKILL.
@@ -111,6 +166,10 @@ stop_pid() {
 cleanup() {
 	stop_pid "$sdk_pid"
 	stop_pid "$daemon_pid"
+	if [ -n "$pool_started" ]; then
+		node "$BENCH_DIR/pool.mjs" --sweep --engine "$ENGINE_URL" --run-id "$pool_run_id" \
+			--pidfile "$work/pool.pids" || log "could not sweep the warm-pool containers (label io.mcp-sandboxd.bench=$pool_run_id)"
+	fi
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -205,9 +264,9 @@ start_daemon() {
 
 start_daemon_1() {
 	local port code from f=$work/init.body
-	printf '\n==== %s: %s --http 127.0.0.1:0 --engine %s\n' "$(date -u +%FT%TZ)" "$BIN" "$ENGINE" >>"$LOGS/daemon.log"
+	printf '\n==== %s: %s --http 127.0.0.1:0 --engine %s\n' "$(date -u +%FT%TZ)" "$BIN" "$ENGINE_URL" >>"$LOGS/daemon.log"
 	from=$(stat -c %s "$LOGS/daemon.log")
-	"$BIN" --http 127.0.0.1:0 --engine "$ENGINE" 2>>"$LOGS/daemon.log" &
+	"$BIN" --http 127.0.0.1:0 --engine "$ENGINE_URL" 2>>"$LOGS/daemon.log" &
 	daemon_pid=$!
 	# Port 0: the kernel picks a free port; the daemon logs the bound one.
 	if ! port=$(wait_log_line "$LOGS/daemon.log" "$daemon_pid" \
@@ -279,156 +338,201 @@ common=(
 summary=()
 
 # ==== 1. tools/list throughput: ours, then the SDK ==========================
-log "1/3 tools/list throughput (${SECS}s each)"
-# Other work on the machine skews every figure: the load is recorded.
-load1=$(cut -d' ' -f1-3 /proc/loadavg)
-ours_daemon="not started"
-ours_answer="none"
-ours_bytes=0
-ours_restarted=false
-if start_daemon; then
-	if check_tools "$daemon_url" "$sid"; then
-		ours_bytes=$answer_bytes
-		if ((WARMUP_SECS > 0)); then
-			run_wrk ours-warmup "$daemon_url" "$sid" "$CONNS" "$WARMUP_SECS"
-			# A daemon that died warming up gets a second chance, so the
-			# measured run still has figures (the failure stays recorded).
-			if ! daemon_after "the warm-up run" && [ -z "$daemon_pid" ]; then
-				log "starting a new daemon for the measured run"
-				ours_restarted=true
-				start_daemon || true
+if want http; then
+	log "1/4 tools/list throughput (${SECS}s each)"
+	# Other work on the machine skews every figure: the load is recorded.
+	load1=$(cut -d' ' -f1-3 /proc/loadavg)
+	ours_daemon="not started"
+	ours_answer="none"
+	ours_bytes=0
+	ours_restarted=false
+	if start_daemon; then
+		if check_tools "$daemon_url" "$sid"; then
+			ours_bytes=$answer_bytes
+			if ((WARMUP_SECS > 0)); then
+				run_wrk ours-warmup "$daemon_url" "$sid" "$CONNS" "$WARMUP_SECS"
+				# A daemon that died warming up gets a second chance, so the
+				# measured run still has figures (the failure stays recorded).
+				if ! daemon_after "the warm-up run" && [ -z "$daemon_pid" ]; then
+					log "starting a new daemon for the measured run"
+					ours_restarted=true
+					start_daemon || true
+				fi
 			fi
-		fi
-		if [ -n "$daemon_pid" ]; then
-			run_wrk ours "$daemon_url" "$sid" "$CONNS" "$SECS"
-			daemon_after "the throughput run (-c$CONNS)" || true
-			ours_daemon=$daemon_state
-			ours_answer=$answer
-		fi
-	else
-		fail "tools/list before any load: $answer"
-		ours_answer=$answer
-		ours_daemon=alive
-	fi
-fi
-[ -f "$work/ours.json" ] || printf 'null\n' >"$work/ours.json"
-
-sdk_answer="none"
-sdk_bytes=0
-printf '\n==== %s\n' "$(date -u +%FT%TZ)" >>"$LOGS/sdk-server.log"
-node "$BENCH_DIR/sdk-server.mjs" 0 >"$work/sdk.out" 2>>"$LOGS/sdk-server.log" &
-sdk_pid=$!
-if sdk_port=$(wait_log_line "$work/sdk.out" "$sdk_pid" '^listening 127\.0\.0\.1:([0-9]+)$'); then
-	sdk_url=http://127.0.0.1:$sdk_port/mcp
-	log "SDK server pid $sdk_pid serving $sdk_url"
-	# Same request as wrk sends, Mcp-Session-Id included: stateless mode
-	# ignores it and needs no initialize.
-	if check_tools "$sdk_url" "$sid"; then
-		sdk_bytes=$answer_bytes
-		((WARMUP_SECS > 0)) && run_wrk sdk-warmup "$sdk_url" "$sid" "$CONNS" "$WARMUP_SECS"
-		run_wrk sdk "$sdk_url" "$sid" "$CONNS" "$SECS"
-		if is_alive "$sdk_pid" && check_tools "$sdk_url" "$sid"; then
-			sdk_answer=ok
+			if [ -n "$daemon_pid" ]; then
+				run_wrk ours "$daemon_url" "$sid" "$CONNS" "$SECS"
+				daemon_after "the throughput run (-c$CONNS)" || true
+				ours_daemon=$daemon_state
+				ours_answer=$answer
+			fi
 		else
-			sdk_answer=${answer:-"server gone"}
-			if ! is_alive "$sdk_pid"; then
-				reap "$sdk_pid"
-				sdk_answer="none (SDK server $ended)"
+			fail "tools/list before any load: $answer"
+			ours_answer=$answer
+			ours_daemon=alive
+		fi
+	fi
+	[ -f "$work/ours.json" ] || printf 'null\n' >"$work/ours.json"
+
+	sdk_answer="none"
+	sdk_bytes=0
+	printf '\n==== %s\n' "$(date -u +%FT%TZ)" >>"$LOGS/sdk-server.log"
+	node "$BENCH_DIR/sdk-server.mjs" 0 >"$work/sdk.out" 2>>"$LOGS/sdk-server.log" &
+	sdk_pid=$!
+	if sdk_port=$(wait_log_line "$work/sdk.out" "$sdk_pid" '^listening 127\.0\.0\.1:([0-9]+)$'); then
+		sdk_url=http://127.0.0.1:$sdk_port/mcp
+		log "SDK server pid $sdk_pid serving $sdk_url"
+		# Same request as wrk sends, Mcp-Session-Id included: stateless mode
+		# ignores it and needs no initialize.
+		if check_tools "$sdk_url" "$sid"; then
+			sdk_bytes=$answer_bytes
+			((WARMUP_SECS > 0)) && run_wrk sdk-warmup "$sdk_url" "$sid" "$CONNS" "$WARMUP_SECS"
+			run_wrk sdk "$sdk_url" "$sid" "$CONNS" "$SECS"
+			if is_alive "$sdk_pid" && check_tools "$sdk_url" "$sid"; then
+				sdk_answer=ok
+			else
+				sdk_answer=${answer:-"server gone"}
+				if ! is_alive "$sdk_pid"; then
+					reap "$sdk_pid"
+					sdk_answer="none (SDK server $ended)"
+				fi
+				fail "SDK baseline after its run: $sdk_answer (log: $LOGS/sdk-server.log)"
 			fi
-			fail "SDK baseline after its run: $sdk_answer (log: $LOGS/sdk-server.log)"
+		else
+			fail "SDK baseline tools/list: $answer (log: $LOGS/sdk-server.log)"
+			sdk_answer=$answer
 		fi
 	else
-		fail "SDK baseline tools/list: $answer (log: $LOGS/sdk-server.log)"
-		sdk_answer=$answer
+		fail "the SDK server did not start within ${START_TIMEOUT}s (log: $LOGS/sdk-server.log)"
 	fi
-else
-	fail "the SDK server did not start within ${START_TIMEOUT}s (log: $LOGS/sdk-server.log)"
+	# Not left competing for the CPU with the survival run.
+	stop_pid "$sdk_pid"
+	sdk_pid=""
+	[ -f "$work/sdk.json" ] || printf 'null\n' >"$work/sdk.json"
+
+	sdk_version=$(node -p "require('$TESTS/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null || echo unknown)
+	summary+=("$(node "$BENCH_DIR/report.mjs" http "$OUT/http-tools-list.json" "${common[@]}" "loadavg=$load1" \
+		"connections=$CONNS" "seconds=$SECS" \
+		"ours_wrk=@$work/ours.json" "ours_response_bytes=$ours_bytes" \
+		"ours_daemon=$ours_daemon" "ours_answer=$ours_answer" "ours_restarted=$ours_restarted" \
+		"sdk_wrk=@$work/sdk.json" "sdk_response_bytes=$sdk_bytes" "sdk_answer=$sdk_answer" \
+		"sdk_version=$sdk_version" "node_version=$(node --version)")")
+
+	# Non-2xx answers to a tools/list are wrong answers.
+	non2xx=$(node -p "const w = require('$work/ours.json'); w ? w.errors.non_2xx_3xx : 0")
+	((non2xx == 0)) || fail "mcp-sandboxd answered $non2xx tools/list requests with a non-2xx status under load"
 fi
-# Not left competing for the CPU with the survival run.
-stop_pid "$sdk_pid"
-sdk_pid=""
-[ -f "$work/sdk.json" ] || printf 'null\n' >"$work/sdk.json"
-
-sdk_version=$(node -p "require('$TESTS/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null || echo unknown)
-summary+=("$(node "$BENCH_DIR/report.mjs" http "$OUT/http-tools-list.json" "${common[@]}" "loadavg=$load1" \
-	"connections=$CONNS" "seconds=$SECS" \
-	"ours_wrk=@$work/ours.json" "ours_response_bytes=$ours_bytes" \
-	"ours_daemon=$ours_daemon" "ours_answer=$ours_answer" "ours_restarted=$ours_restarted" \
-	"sdk_wrk=@$work/sdk.json" "sdk_response_bytes=$sdk_bytes" "sdk_answer=$sdk_answer" \
-	"sdk_version=$sdk_version" "node_version=$(node --version)")")
-
-# Non-2xx answers to a tools/list are wrong answers.
-non2xx=$(node -p "const w = require('$work/ours.json'); w ? w.errors.non_2xx_3xx : 0")
-((non2xx == 0)) || fail "mcp-sandboxd answered $non2xx tools/list requests with a non-2xx status under load"
 
 # ==== 2. survival ===========================================================
-log "2/3 survival (${SURVIVAL_SECS}s at -c$SURVIVAL_CONNS)"
-load2=$(cut -d' ' -f1-3 /proc/loadavg)
-restarted=false
-if [ -z "$daemon_pid" ] || ! is_alive "$daemon_pid"; then
-	log "starting a new daemon: the first one is gone"
-	restarted=true
-	[ -n "$daemon_pid" ] && reap "$daemon_pid"
-	daemon_pid=""
-	start_daemon || true
-fi
-surv_state="not started"
-surv_answer="none"
-surv_result=fail
-if [ -n "$daemon_pid" ] && is_alive "$daemon_pid"; then
-	run_wrk survival "$daemon_url" "$sid" "$SURVIVAL_CONNS" "$SURVIVAL_SECS"
-	if daemon_after "the survival run (-c$SURVIVAL_CONNS)"; then
-		surv_result=pass
+if want survival; then
+	log "2/4 survival (${SURVIVAL_SECS}s at -c$SURVIVAL_CONNS)"
+	load2=$(cut -d' ' -f1-3 /proc/loadavg)
+	restarted=false
+	if [ -z "$daemon_pid" ] || ! is_alive "$daemon_pid"; then
+		# Without section 1 there was no first daemon: not a restart.
+		if want http; then
+			log "starting a new daemon: the first one is gone"
+			restarted=true
+		fi
+		[ -n "$daemon_pid" ] && reap "$daemon_pid"
+		daemon_pid=""
+		start_daemon || true
 	fi
-	surv_state=$daemon_state
-	surv_answer=$answer
-fi
-[ -f "$work/survival.json" ] || printf 'null\n' >"$work/survival.json"
-non2xx=$(node -p "const w = require('$work/survival.json'); w ? w.errors.non_2xx_3xx : 0")
-if ((non2xx > 0)); then
-	fail "mcp-sandboxd answered $non2xx tools/list requests with a non-2xx status in the survival run"
+	surv_state="not started"
+	surv_answer="none"
 	surv_result=fail
+	if [ -n "$daemon_pid" ] && is_alive "$daemon_pid"; then
+		run_wrk survival "$daemon_url" "$sid" "$SURVIVAL_CONNS" "$SURVIVAL_SECS"
+		if daemon_after "the survival run (-c$SURVIVAL_CONNS)"; then
+			surv_result=pass
+		fi
+		surv_state=$daemon_state
+		surv_answer=$answer
+	fi
+	[ -f "$work/survival.json" ] || printf 'null\n' >"$work/survival.json"
+	non2xx=$(node -p "const w = require('$work/survival.json'); w ? w.errors.non_2xx_3xx : 0")
+	if ((non2xx > 0)); then
+		fail "mcp-sandboxd answered $non2xx tools/list requests with a non-2xx status in the survival run"
+		surv_result=fail
+	fi
+	summary+=("$(node "$BENCH_DIR/report.mjs" survival "$OUT/survival.json" "${common[@]}" "loadavg=$load2" \
+		"connections=$SURVIVAL_CONNS" "seconds=$SURVIVAL_SECS" "wrk=@$work/survival.json" \
+		"restarted=$restarted" "daemon=$surv_state" "answer=$surv_answer" "result=$surv_result")")
+	# The HTTP daemon is done; the latency client starts its own over stdio.
+	stop_pid "$daemon_pid"
+	daemon_pid=""
 fi
-summary+=("$(node "$BENCH_DIR/report.mjs" survival "$OUT/survival.json" "${common[@]}" "loadavg=$load2" \
-	"connections=$SURVIVAL_CONNS" "seconds=$SURVIVAL_SECS" "wrk=@$work/survival.json" \
-	"restarted=$restarted" "daemon=$surv_state" "answer=$surv_answer" "result=$surv_result")")
-# The HTTP daemon is done; the latency client starts its own over stdio.
-stop_pid "$daemon_pid"
-daemon_pid=""
 
 # ==== 3. hello-world latency =================================================
-log "3/3 hello-world latency on $ENGINE"
-lat_args=("${common[@]}" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)" "engine=$ENGINE" "calls=$LATENCY_CALLS")
-if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
-	lat_args+=(result=skipped "reason=engine $ENGINE does not answer (scripts/engine.sh start docker|podman)")
-elif ! kind=$("$ROOT/scripts/engine.sh" kind "$sock" 2>/dev/null); then
-	lat_args+=(result=skipped "reason=engine $ENGINE does not say what it is (GET /version)")
-elif ! "$ROOT/scripts/images.sh" --engine "$ENGINE" >&2; then
-	lat_args+=(result=skipped "engine_kind=$kind" "reason=the sandbox images could not be built on $ENGINE (scripts/images.sh)")
-else
-	rc=0
-	(cd "$ROOT" && MCPSANDBOXD_BIN=$BIN MCPSANDBOXD_ENGINE=$ENGINE \
-		timeout --kill-after=10 "$LATENCY_TIMEOUT" node tests/integration/latency.mjs "$LATENCY_CALLS") \
-		>"$LOGS/latency.txt" 2>&1 || rc=$?
-	if ((rc == 0)); then
-		lat_args+=(result=ok)
+if want latency; then
+	log "3/4 hello-world latency on $ENGINE_URL"
+	lat_args=("${common[@]}" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)" "engine=$ENGINE_URL" "calls=$LATENCY_CALLS")
+	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
+		lat_args+=(result=skipped "reason=engine $ENGINE_URL does not answer (scripts/engine.sh start docker|podman)")
+	elif ! kind=$("$ROOT/scripts/engine.sh" kind "$sock" 2>/dev/null); then
+		lat_args+=(result=skipped "reason=engine $ENGINE_URL does not say what it is (GET /version)")
+	elif ! "$ROOT/scripts/images.sh" --engine "$ENGINE_URL" >&2; then
+		lat_args+=(result=skipped "engine_kind=$kind" "reason=the sandbox images could not be built on $ENGINE_URL (scripts/images.sh)")
 	else
-		lat_args+=(result=failed)
-		fail "latency.mjs exited with status $rc (see $LOGS/latency.txt)"
+		rc=0
+		(cd "$ROOT" && MCPSANDBOXD_BIN=$BIN MCPSANDBOXD_ENGINE=$ENGINE_URL \
+			timeout --kill-after=10 "$LATENCY_TIMEOUT" node tests/integration/latency.mjs "$LATENCY_CALLS") \
+			>"$LOGS/latency.txt" 2>&1 || rc=$?
+		if ((rc == 0)); then
+			lat_args+=(result=ok)
+		else
+			lat_args+=(result=failed)
+			fail "latency.mjs exited with status $rc (see $LOGS/latency.txt)"
+		fi
+		lat_args+=("engine_kind=$kind" "output=@@$LOGS/latency.txt")
 	fi
-	lat_args+=("engine_kind=$kind" "output=@@$LOGS/latency.txt")
+	lat_line=$(node "$BENCH_DIR/report.mjs" latency "$OUT/latency.json" "${lat_args[@]}")
+	summary+=("$lat_line")
+	case $lat_line in *SKIPPED*) log "${lat_line#hello-world latency: }" ;; esac
+	# Printed without figures only when latency.mjs printed none.
+	case $lat_line in *FAILED*) [[ " ${broken[*]} " == *latency.mjs* ]] || fail "latency: no figures in $LOGS/latency.txt" ;; esac
 fi
-lat_line=$(node "$BENCH_DIR/report.mjs" latency "$OUT/latency.json" "${lat_args[@]}")
-summary+=("$lat_line")
-case $lat_line in *SKIPPED*) log "${lat_line#hello-world latency: }" ;; esac
-# Printed without figures only when latency.mjs printed none.
-case $lat_line in *FAILED*) [[ " ${broken[*]} " == *latency.mjs* ]] || fail "latency: no figures in $LOGS/latency.txt" ;; esac
+
+# ==== 4. warm pool ===========================================================
+if want pool; then
+	log "4/4 warm pool on $ENGINE_URL${RUNTIME:+ (runtime $RUNTIME)}"
+	pool_args=(--engine "$ENGINE_URL" --bin "$BIN" --out "$OUT/pool.json" --log-dir "$LOGS"
+		--samples "$POOL_SAMPLES" --fresh "$POOL_FRESH" --seconds "$POOL_SECONDS" --runs "$POOL_RUNS"
+		--run-id "$pool_run_id" --pidfile "$work/pool.pids")
+	[ -n "$RUNTIME" ] && pool_args+=(--runtime "$RUNTIME")
+	: >"$LOGS/pool.txt"
+	pool_skip=""
+	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
+		pool_skip="engine $ENGINE_URL does not answer (scripts/engine.sh start docker|podman)"
+	elif ! "$ROOT/scripts/images.sh" --engine "$ENGINE_URL" >&2; then
+		pool_skip="the sandbox images could not be built on $ENGINE_URL (scripts/images.sh)"
+	fi
+	if [ -n "$pool_skip" ]; then
+		pool_line=$(node "$BENCH_DIR/pool.mjs" --skip "$pool_skip" --engine "$ENGINE_URL" --runtime "$RUNTIME" --out "$OUT/pool.json")
+		log "${pool_line#warm pool: }"
+	else
+		rc=0
+		pool_started=1
+		# The table comes on stdout; progress goes to the terminal and the log.
+		pool_line=$(timeout --kill-after=15 "$POOL_TIMEOUT" node "$BENCH_DIR/pool.mjs" "${pool_args[@]}" \
+			2> >(tee -a "$LOGS/pool.txt" >&2)) || rc=$?
+		if ((rc != 0)); then
+			fail "tests/bench/pool.mjs exited with status $rc (see $LOGS/pool.txt and ${OUT#"$ROOT"/}/pool.json \"problems\")"
+			[ -n "$pool_line" ] || pool_line="warm pool: FAILED - no table (see $LOGS/pool.txt)"
+		fi
+	fi
+	summary+=("$pool_line")
+fi
 
 # ==== summary ================================================================
 echo
 echo "=== bench ($(date -u +%FT%TZ), nproc $(nproc)) ==="
 printf '%s\n' "${summary[@]}"
-echo "results: ${OUT#"$ROOT"/}/http-tools-list.json, survival.json, latency.json (logs in ${LOGS#"$ROOT"/}/)"
+results=()
+want http && results+=(http-tools-list.json)
+want survival && results+=(survival.json)
+want latency && results+=(latency.json)
+want pool && results+=(pool.json)
+echo "results in ${OUT#"$ROOT"/}/: ${results[*]} (logs in ${LOGS#"$ROOT"/}/)"
 if ((${#broken[@]})); then
 	echo "bench: FAILED (${#broken[@]} problem(s)):"
 	printf '  - %s\n' "${broken[@]}"
