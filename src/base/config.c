@@ -96,6 +96,11 @@ static const struct opt_def options[] = {
      valid_env_name},
     {"pool-max-age-ms", OPT_INT, F(pool_max_age_ms), 1000, 7LL * 24 * 3600 * 1000, "MS",
      "a waiting pooled sandbox older than this is replaced by a new one (default 600000)", NULL},
+    {"pool-refill-delay-ms", OPT_INT, F(pool_refill_delay_ms), 0, 60000, "MS",
+     "refills wait up to this long while a run that took a pooled sandbox goes on (they start "
+     "as soon as it ends), so setting up the next sandbox does not slow that run down; 0 "
+     "refills at once (default 250)",
+     NULL},
     {"pool-size", OPT_INT, F(pool_size), 0, 64, "N",
      "started sandboxes kept waiting per language, each used for one run only; 0 creates "
      "every sandbox on demand (default 2)",
@@ -157,6 +162,7 @@ void config_init(struct config *cfg)
     cfg->dry_run_create = xstrdup("");
     cfg->pool_size = 2;
     cfg->pool_max_age_ms = 10LL * 60 * 1000;
+    cfg->pool_refill_delay_ms = 250;
     cfg->python_preload = xstrdup(DEFAULT_PYTHON_PRELOAD);
     cfg->js_preload = xstrdup("");
     cfg->sandbox_user = xstrdup("10001:10001");

@@ -37,12 +37,13 @@ struct config {
     long long max_queued;
     long long queue_timeout_ms;
     double cpus;
-    long long pool_size;       /* warm sandboxes per language; 0 = none */
-    long long pool_max_age_ms; /* a waiting one older than this is replaced */
-    char *python_preload;      /* "mod,mod.sub,..." after checking; may be empty */
-    char *js_preload;          /* Node built-ins, same form */
-    char *runtime;             /* OCI runtime name, e.g. runsc; empty = engine default */
-    char *sandbox_user;        /* "uid:gid" */
+    long long pool_size;            /* warm sandboxes per language; 0 = none */
+    long long pool_max_age_ms;      /* a waiting one older than this is replaced */
+    long long pool_refill_delay_ms; /* refills wait this long at most for a pooled run */
+    char *python_preload;           /* "mod,mod.sub,..." after checking; may be empty */
+    char *js_preload;               /* Node built-ins, same form */
+    char *runtime;                  /* OCI runtime name, e.g. runsc; empty = engine default */
+    char *sandbox_user;             /* "uid:gid" */
     char *log_level;
     /* HTTP transport; http_listen empty = serve stdio. */
     char *http_listen; /* "HOST:PORT" as given */

@@ -4,7 +4,9 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/random.h>
+#include <sys/uio.h>
 #include <time.h>
 
 static void oom(void)
@@ -144,6 +146,33 @@ int util_write_all(int fd, const void *buf, size_t n)
         }
         p += w;
         n -= (size_t)w;
+    }
+    return 0;
+}
+
+int util_write_line(int fd, const void *buf, size_t n)
+{
+    struct iovec iov[2] = {{.iov_base = (void *)(uintptr_t)buf, .iov_len = n},
+                           {.iov_base = (void *)(uintptr_t) "\n", .iov_len = 1}};
+    struct iovec *v = iov;
+    int cnt = 2;
+    while (cnt > 0) {
+        ssize_t w = writev(fd, v, cnt);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        size_t left = (size_t)w;
+        while (cnt > 0 && left >= v->iov_len) {
+            left -= v->iov_len;
+            v++;
+            cnt--;
+        }
+        if (cnt > 0) {
+            v->iov_base = (char *)v->iov_base + left;
+            v->iov_len -= left;
+        }
     }
     return 0;
 }

@@ -51,6 +51,10 @@ void util_hex(const unsigned char *in, size_t n, char *out);
 /* Writes all of buf to fd, retrying on EINTR and short writes. */
 int util_write_all(int fd, const void *buf, size_t n);
 
+/* Writes buf and a newline to fd in one system call where it can, so a
+ * reader sees the whole line at once; otherwise as util_write_all. */
+int util_write_line(int fd, const void *buf, size_t n);
+
 /* True when s is valid UTF-8 of exactly n bytes. */
 int util_utf8_valid(const char *s, size_t n);
 

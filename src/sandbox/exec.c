@@ -26,6 +26,9 @@ _Static_assert(EXEC_STDOUT == BACKEND_STDOUT && EXEC_STDERR == BACKEND_STDERR,
 /* A container's expiry label: its run's deadlines plus this margin, after
  * which any daemon may remove it. */
 #define EXPIRY_MARGIN_S 60
+/* A container whose program ended by itself is removed this long after the
+ * run (reaper_remove_after). */
+#define REMOVE_GRACE_MS 25
 
 struct exec_cancel {
     int fd; /* eventfd, readable once cancelled */
@@ -234,9 +237,13 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
         prof[i].lean = prof[i].spec;
         prof[i].lean.cmd = *preloads[i] ? leans[i] : NULL;
     }
-    long long extra_s =
-        (cfg->max_timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 + EXPIRY_MARGIN_S;
-    ctx->pool = pool_new(ctx->backend, ctx->reaper, prof, 2, cfg->pool_max_age_ms, extra_s, err);
+    struct pool_timing timing = {
+        .max_age_ms = cfg->pool_max_age_ms,
+        .expiry_extra_s =
+            (cfg->max_timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 + EXPIRY_MARGIN_S,
+        .refill_delay_ms = cfg->pool_refill_delay_ms,
+    };
+    ctx->pool = pool_new(ctx->backend, ctx->reaper, prof, 2, &timing, err);
     return ctx->pool ? 0 : -1;
 }
 
@@ -548,6 +555,7 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     buf_init(&request, (req->code_len + req->stdin_len) * 6 + 4096);
     struct backend_stream *stream = NULL;
     char *id = NULL;
+    bool pooled = false; /* id came from the pool */
     int rc = -1;
 
     if (runner_new_nonce(nonce, err) < 0)
@@ -568,7 +576,7 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     unsigned tries = 2;
     for (;;) {
         struct pool_entry e;
-        bool pooled = profile >= 0 && pool_take(ctx->pool, (size_t)profile, &tries, &e);
+        pooled = profile >= 0 && pool_take(ctx->pool, (size_t)profile, &tries, &e);
         int cancelled = 0;
         if (pooled) {
             id = e.id;
@@ -618,9 +626,15 @@ out:
     }
     backend_stream_close(stream);
     if (id) {
-        reaper_remove(ctx->reaper, id);
+        /* A program that ended by itself is gone with its runner: no hurry
+         * to remove its container. Anything else may still be running. */
+        bool ended =
+            rc == 0 && r.scan_out.done && (res->status == EXEC_OK || res->status == EXEC_OOM);
+        reaper_remove_after(ctx->reaper, id, ended ? REMOVE_GRACE_MS : 0);
         free(id);
     }
+    if (pooled)
+        pool_run_end(ctx->pool);
     runner_scan_free(&r.scan_out);
     runner_scan_free(&r.scan_err);
     buf_free(&request);

@@ -52,6 +52,9 @@ struct pool {
     size_t n;
     long long max_age_ms;
     long long expiry_extra_s;
+    long long refill_delay_ms;
+    size_t running;        /* taken containers whose run goes on */
+    double quiet_until_ms; /* fillers start nothing before this */
 
     pthread_mutex_t lock;
     pthread_cond_t cond; /* the fillers': a slot may need one, or stopping */
@@ -248,6 +251,11 @@ static void *filler_main(void *arg)
         log_debug("pool: filling before the first sweep ended");
     pthread_mutex_lock(&p->lock);
     while (!p->stopping) {
+        double quiet_ms = p->quiet_until_ms - util_now_ms();
+        if (quiet_ms > 0) {
+            util_cond_wait_ms(&p->cond, &p->lock, quiet_ms);
+            continue;
+        }
         double wait_ms;
         ssize_t i = next_slot_locked(p, &wait_ms);
         if (i < 0) {
@@ -401,14 +409,15 @@ static void *watcher_main(void *arg)
 /* ---- interface ------------------------------------------------------------ */
 
 struct pool *pool_new(struct backend *backend, struct reaper *reaper,
-                      const struct pool_profile *profiles, size_t n, long long max_age_ms,
-                      long long expiry_extra_s, struct err *err)
+                      const struct pool_profile *profiles, size_t n,
+                      const struct pool_timing *timing, struct err *err)
 {
     struct pool *p = xcalloc(1, sizeof(*p));
     p->backend = backend;
     p->reaper = reaper;
-    p->max_age_ms = max_age_ms;
-    p->expiry_extra_s = expiry_extra_s;
+    p->max_age_ms = timing->max_age_ms;
+    p->expiry_extra_s = timing->expiry_extra_s;
+    p->refill_delay_ms = timing->refill_delay_ms;
     p->slots = xcalloc(n ? n : 1, sizeof(*p->slots));
     p->n = n;
     for (size_t i = 0; i < n; i++)
@@ -496,6 +505,11 @@ bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out
             *out = (struct pool_entry){.id = w.id, .stream = w.stream};
             s->hits++;
             got = true;
+            p->running++;
+            double now = util_now_ms();
+            if (p->refill_delay_ms > 0 && now >= s->pressed_until_ms &&
+                now + (double)p->refill_delay_ms > p->quiet_until_ms)
+                p->quiet_until_ms = now + (double)p->refill_delay_ms;
             continue;
         }
         if (nunfit < ARRAY_SIZE(unfit))
@@ -506,6 +520,8 @@ bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out
     if (!got) {
         s->misses++;
         s->pressed_until_ms = util_now_ms() + POOL_PRESSURE_MS;
+        /* Demand outruns the pool: refilling matters more now. */
+        p->quiet_until_ms = 0;
     }
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
@@ -515,15 +531,40 @@ bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out
     return got;
 }
 
+/* One taken container's run is over; called with the lock held. */
+static void run_end_locked(struct pool *p, double grace_ms)
+{
+    if (p->running > 0)
+        p->running--;
+    if (p->running == 0) {
+        double until = util_now_ms() + grace_ms;
+        if (until < p->quiet_until_ms)
+            p->quiet_until_ms = until;
+    }
+    pthread_cond_broadcast(&p->cond);
+}
+
 void pool_entry_discard(struct pool *p, size_t i, struct pool_entry *e)
 {
     struct waiting w = {.id = e->id, .stream = e->stream};
     pthread_mutex_lock(&p->lock);
     if (i < p->n)
         p->slots[i].replaced++;
+    run_end_locked(p, 0);
     pthread_mutex_unlock(&p->lock);
     waiting_discard(p, &w);
     *e = (struct pool_entry){0};
+}
+
+void pool_run_end(struct pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    double grace = POOL_AFTER_RUN_MS < (double)p->refill_delay_ms ? POOL_AFTER_RUN_MS
+                                                                  : (double)p->refill_delay_ms;
+    run_end_locked(p, grace);
+    pthread_mutex_unlock(&p->lock);
 }
 
 void pool_stats(struct pool *p, size_t i, struct pool_stats *out)

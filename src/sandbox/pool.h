@@ -33,6 +33,9 @@
 #define POOL_READY_TIMEOUT_MS 60000
 /* After a run found the pool empty, refills skip the preloads this long. */
 #define POOL_PRESSURE_MS 5000
+/* Once the pooled runs have ended, refills wait this much longer (at most
+ * the refill delay), so the last run's answer leaves first. */
+#define POOL_AFTER_RUN_MS 25
 
 struct pool_profile {
     const char *name; /* for logs and stats, e.g. "python" */
@@ -48,13 +51,23 @@ struct pool_profile {
 
 struct pool;
 
+struct pool_timing {
+    long long max_age_ms;     /* a waiting container older than this is replaced */
+    long long expiry_extra_s; /* how long past its age limit a container may still be in
+                                 use by a run (the longest run and its margins) */
+    /* While a run that took a pooled container goes on, refills wait, at
+     * most this long after the take, unless runs find the pool empty: on
+     * a small machine the engine setting up the next container (and its
+     * preloads) would take the CPUs from the run. 0: refill at once. */
+    long long refill_delay_ms;
+};
+
 /* Starts filling once the reaper's first sweep is over. profiles (n of
- * them) are copied, not what they point to. expiry_extra_s: how long past
- * its age limit a container may still be in use by a run (the longest run
- * and its margins). Returns NULL with err when threads cannot start. */
+ * them) are copied, not what they point to. Returns NULL with err when
+ * threads cannot start. */
 struct pool *pool_new(struct backend *backend, struct reaper *reaper,
-                      const struct pool_profile *profiles, size_t n, long long max_age_ms,
-                      long long expiry_extra_s, struct err *err);
+                      const struct pool_profile *profiles, size_t n,
+                      const struct pool_timing *timing, struct err *err);
 
 /* Stops filling, then removes every waiting container (through the reaper,
  * which must outlive this call). NULL is fine. */
@@ -73,8 +86,14 @@ struct pool_entry {
 bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out);
 
 /* For a container taken from profile i that failed before its run began:
- * closes the stream, removes the container, counts it as replaced. */
+ * closes the stream, removes the container, counts it as replaced. The
+ * taker's run is over as far as refilling goes (pool_run_end is not
+ * called for it). */
 void pool_entry_discard(struct pool *p, size_t i, struct pool_entry *e);
+
+/* The run that took a container (pool_take) has ended: refills need not
+ * wait for it any more. Once per successful take not discarded. */
+void pool_run_end(struct pool *p);
 
 struct pool_stats {
     size_t size;                 /* target */

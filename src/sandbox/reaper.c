@@ -231,14 +231,16 @@ static void unlink_locked(struct reaper *r, struct reap_item *item)
     r->pending--;
 }
 
-/* Queues id unless it is queued already; returns true when it was new. */
-static bool enqueue_locked(struct reaper *r, const char *id)
+/* Queues id, first tried at not_before (util_now_ms(); 0: now), unless it
+ * is queued already; returns true when it was new. */
+static bool enqueue_locked(struct reaper *r, const char *id, double not_before)
 {
     if (find_locked(r, id))
         return false;
     struct reap_item *it = xcalloc(1, sizeof(*it));
     it->id = xstrdup(id);
     it->queued_at = util_now_ms();
+    it->next_try = not_before;
     if (r->tail)
         r->tail->next = it;
     else
@@ -313,16 +315,22 @@ void reaper_create_end(struct reaper *r, const char *id)
     pthread_mutex_unlock(&r->lock);
 }
 
-void reaper_remove(struct reaper *r, const char *id)
+void reaper_remove_after(struct reaper *r, const char *id, long delay_ms)
 {
+    double not_before = delay_ms > 0 ? util_now_ms() + (double)delay_ms : 0;
     pthread_mutex_lock(&r->lock);
     ssize_t i = held_index_locked(r, id);
     if (i >= 0) {
         free(r->held[i]);
         r->held[i] = r->held[--r->n_held];
     }
-    enqueue_locked(r, id);
+    enqueue_locked(r, id, not_before);
     pthread_mutex_unlock(&r->lock);
+}
+
+void reaper_remove(struct reaper *r, const char *id)
+{
+    reaper_remove_after(r, id, 0);
 }
 
 size_t reaper_pending(struct reaper *r)
@@ -458,7 +466,7 @@ int reaper_sweep(struct reaper *r, struct err *err)
         if (!why)
             continue;
         pthread_mutex_lock(&r->lock);
-        bool fresh = !gone_locked(r, c->id) && enqueue_locked(r, c->id);
+        bool fresh = !gone_locked(r, c->id) && enqueue_locked(r, c->id, 0);
         pthread_mutex_unlock(&r->lock);
         if (fresh) {
             log_info("removing container %.12s left behind (%s)", c->id, why);

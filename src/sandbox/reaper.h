@@ -57,6 +57,12 @@ void reaper_create_end(struct reaper *r, const char *id);
  * the run no longer holds it. */
 void reaper_remove(struct reaper *r, const char *id);
 
+/* The same, first tried delay_ms from now: for a container whose program
+ * has ended by itself, so killing and removing it keeps off the engine
+ * (and the CPUs) while the run's answer goes out. Stopping the reaper
+ * does not wait for the delay. */
+void reaper_remove_after(struct reaper *r, const char *id, long delay_ms);
+
 /* One sweep now. A container this daemon removed while the sweep was under
  * way is not queued again, though the engine's list may still show it.
  * Returns how many containers it queued for removal, or -1 with err when

@@ -27,6 +27,8 @@ static json_object *pool_json(const struct tools_env *tenv)
     json_object *pool = json_object_new_object();
     json_object_object_add(pool, "size", json_object_new_int64(cfg->pool_size));
     json_object_object_add(pool, "max_age_ms", json_object_new_int64(cfg->pool_max_age_ms));
+    json_object_object_add(pool, "refill_delay_ms",
+                           json_object_new_int64(cfg->pool_refill_delay_ms));
     json_object *profiles = json_object_new_array();
     const enum exec_language langs[] = {EXEC_PYTHON, EXEC_JAVASCRIPT};
     const char *preloads[] = {cfg->python_preload, cfg->js_preload};

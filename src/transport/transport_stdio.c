@@ -25,7 +25,7 @@ static int stdio_send(struct mcp_channel *ch, const char *json, size_t len)
     pthread_mutex_lock(&sc->lock);
     if (sc->broken) {
         rc = -1;
-    } else if (util_write_all(sc->fd, json, len) < 0 || util_write_all(sc->fd, "\n", 1) < 0) {
+    } else if (util_write_line(sc->fd, json, len) < 0) {
         sc->broken = true;
         rc = -1;
     }

@@ -119,6 +119,7 @@ static void test_pool_options(void **state)
     assert_int_equal(load(&cfg, a0, none, &err), 0);
     assert_int_equal(cfg.pool_size, 2);
     assert_int_equal(cfg.pool_max_age_ms, 600000);
+    assert_int_equal(cfg.pool_refill_delay_ms, 250);
     assert_string_equal(cfg.python_preload, "numpy,pandas,matplotlib,matplotlib.pyplot");
     assert_string_equal(cfg.js_preload, "");
     config_free(&cfg);
@@ -131,10 +132,11 @@ static void test_pool_options(void **state)
                   "--js-preload",
                   "node:fs,fs/promises,zlib",
                   NULL};
-    char *e1[] = {"MCPSANDBOXD_POOL_MAX_AGE_MS=5000", NULL};
+    char *e1[] = {"MCPSANDBOXD_POOL_MAX_AGE_MS=5000", "MCPSANDBOXD_POOL_REFILL_DELAY_MS=0", NULL};
     assert_int_equal(load(&cfg, a1, e1, &err), 0);
     assert_int_equal(cfg.pool_size, 0);
     assert_int_equal(cfg.pool_max_age_ms, 5000);
+    assert_int_equal(cfg.pool_refill_delay_ms, 0);
     assert_string_equal(cfg.python_preload, "numpy,os.path,_x9");
     assert_string_equal(cfg.js_preload, "node:fs,fs/promises,zlib");
     config_free(&cfg);

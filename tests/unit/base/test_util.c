@@ -1,12 +1,14 @@
-/* base/util.c: UTF-8 checks and repair, hex, write_all, the monotonic
+/* base/util.c: UTF-8 checks and repair, hex, write_all and write_line, the monotonic
  * timed wait. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/util.h"
 
@@ -98,6 +100,58 @@ static void test_write_all(void **state)
     close(fds[1]);
 }
 
+struct line_writer {
+    int fd;
+    const char *buf;
+    size_t n;
+    int rc;
+};
+
+static void *line_writer_main(void *arg)
+{
+    struct line_writer *w = arg;
+    w->rc = util_write_line(w->fd, w->buf, w->n);
+    close(w->fd);
+    return NULL;
+}
+
+/* One line, whole: the text and its newline, also when the pipe takes
+ * only part of it at a time (a reader draining a nearly full pipe). */
+static void test_write_line(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(util_write_line(fds[1], "{\"a\":1}", 7), 0);
+    char buf[16] = {0};
+    assert_int_equal(read(fds[0], buf, sizeof(buf)), 8);
+    assert_string_equal(buf, "{\"a\":1}\n");
+
+    /* Larger than the pipe: short writes inside the text. */
+    size_t n = (size_t)fcntl(fds[1], F_GETPIPE_SZ) * 3 + 11;
+    char *big = xmalloc(n);
+    memset(big, 'x', n);
+    struct line_writer w = {.fd = fds[1], .buf = big, .n = n, .rc = -2};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, line_writer_main, &w), 0);
+    size_t got = 0;
+    char last = 0;
+    for (;;) {
+        char chunk[4096];
+        ssize_t r = read(fds[0], chunk, sizeof(chunk));
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+        last = chunk[r - 1];
+    }
+    pthread_join(th, NULL);
+    assert_int_equal(w.rc, 0);
+    assert_int_equal(got, n + 1);
+    assert_int_equal(last, '\n');
+    close(fds[0]);
+    free(big);
+}
+
 static void test_cond_wait_ms(void **state)
 {
     (void)state;
@@ -152,6 +206,7 @@ int main(void)
         cmocka_unit_test(test_utf8_prefix),
         cmocka_unit_test(test_hex_and_strings),
         cmocka_unit_test(test_write_all),
+        cmocka_unit_test(test_write_line),
         cmocka_unit_test(test_cond_wait_ms),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);

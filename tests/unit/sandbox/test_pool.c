@@ -503,6 +503,140 @@ static void test_pressure_refills_lean(void **state)
     assert_all_gone(g);
 }
 
+/* ---- refills and the run that took a container ------------------------------- */
+
+struct bg_run {
+    struct rig *g;
+    struct exec_request req;
+    struct exec_cancel *cancel;
+    struct exec_result res;
+    int rc;
+    pthread_t th;
+};
+
+static void *bg_main(void *arg)
+{
+    struct bg_run *b = arg;
+    struct err err = ERR_INIT;
+    b->rc = exec_run(b->g->exec, &b->req, b->cancel, &b->res, &err);
+    err_clear(&err);
+    return NULL;
+}
+
+/* Starts a Python run of code in the background; returns once its program
+ * has the code (hang guard). */
+static void bg_start(struct rig *g, struct bg_run *b, const char *code)
+{
+    *b = (struct bg_run){.g = g, .req = request(EXEC_PYTHON, code, g->cfg.memory_mb)};
+    b->cancel = exec_cancel_new();
+    exec_result_init(&b->res);
+    assert_int_equal(pthread_create(&b->th, NULL, bg_main, b), 0);
+    for (int i = 0; i < GUARD / 5; i++) {
+        int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+        for (int k = 1; k <= n; k++) {
+            char id[FAKE_ID_MAX + 1];
+            struct fake_container_info info;
+            nth_id((unsigned long)k, id);
+            if (fake_engine_info(g->fe, id, &info) && info.code_received &&
+                strcmp(info.code, code) == 0)
+                return;
+        }
+        usleep(5000);
+    }
+    exec_cancel(b->cancel);
+    pthread_join(b->th, NULL);
+    fail_msg("the run of \"%s\" never reached its program", code);
+}
+
+static void bg_stop(struct bg_run *b)
+{
+    exec_cancel(b->cancel);
+    pthread_join(b->th, NULL);
+    assert_int_equal(b->rc, 0);
+    assert_int_equal(b->res.status, EXEC_CANCELLED);
+    exec_result_free(&b->res);
+    exec_cancel_free(b->cancel);
+}
+
+/* While a run that took the waiting container goes on, the pool does not
+ * set up the next one (within --pool-refill-delay-ms, here an hour); it
+ * does as soon as the run ends. The wait below can only hide a fault on a
+ * slow machine, never invent one. */
+static void test_refill_waits_for_run(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_refill_delay_ms = 3600 * 1000;
+    struct fake_program p = {.run_ms = FAKE_RUN_FOREVER};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 1);
+    wait_ready(g, EXEC_JAVASCRIPT, 1);
+    int creates = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    struct bg_run b;
+    bg_start(g, &b, "while True: pass");
+    usleep(300 * 1000);
+    int during = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    size_t ready = stats(g, EXEC_PYTHON).ready;
+    bg_stop(&b); /* before any assert: the run must end either way */
+    assert_int_equal(during, creates);
+    assert_int_equal(ready, 0);
+    wait_ready(g, EXEC_PYTHON, 1);
+    assert_true(stats(g, EXEC_PYTHON).hits == 1);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+/* With a refill delay of 0 the pool refills while the run goes on. */
+static void test_refill_at_once(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_refill_delay_ms = 0;
+    struct fake_program p = {.run_ms = FAKE_RUN_FOREVER};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 1);
+    struct bg_run b;
+    bg_start(g, &b, "while True: pass");
+    bool refilled = false;
+    for (int i = 0; i < GUARD / 5 && !refilled; i++) {
+        refilled = stats(g, EXEC_PYTHON).ready == 1;
+        if (!refilled)
+            usleep(5000);
+    }
+    bg_stop(&b);
+    assert_true(refilled);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+/* A run that finds the pool empty ends the wait: demand outruns the pool,
+ * so it refills while the first run still goes on. */
+static void test_miss_ends_refill_wait(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_refill_delay_ms = 3600 * 1000;
+    struct fake_program p = {.run_ms = FAKE_RUN_FOREVER};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 1);
+    struct bg_run first, second;
+    bg_start(g, &first, "first");
+    bg_start(g, &second, "second");
+    unsigned long long misses = stats(g, EXEC_PYTHON).misses;
+    bool refilled = false;
+    for (int i = 0; i < GUARD / 5 && !refilled; i++) {
+        refilled = stats(g, EXEC_PYTHON).ready == 1;
+        if (!refilled)
+            usleep(5000);
+    }
+    bg_stop(&second);
+    bg_stop(&first);
+    assert_true(misses == 1);
+    assert_true(refilled);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
 /* ---- start and stop ---------------------------------------------------------- */
 
 /* Filling waits for the start-up sweep: the first create comes after the
@@ -665,6 +799,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_max_age_recycles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cannot_fill_runs_on_demand, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pressure_refills_lean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refill_waits_for_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refill_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_miss_ends_refill_wait, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweep_before_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shutdown_removes_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_runs_and_kills, setup, teardown),

@@ -261,6 +261,27 @@ static void test_removal_survives_engine_outage(void **state)
     free_reaper(r);
 }
 
+/* A removal asked for later waits for its time while others go ahead, and
+ * stopping the reaper does not wait for it: it is removed at once. */
+static void test_removal_after_delay(void **state)
+{
+    (void)state;
+    struct reaper *r = new_reaper(0);
+    add("dddddddddd01", 1, "%s", "");
+    add("dddddddddd02", 1, "%s", "");
+    reaper_remove_after(r, "dddddddddd01", 3600 * 1000L);
+    reaper_remove(r, "dddddddddd02");
+    assert_true(fake_engine_wait_removed(F, "dddddddddd02", GUARD));
+    /* The worker unqueues 02 just after the fake confirmed it. */
+    double deadline = util_now_ms() + GUARD;
+    while (reaper_pending(r) > 1 && util_now_ms() < deadline)
+        usleep(2000);
+    assert_int_equal(reaper_pending(r), 1);
+    assert_false(was_deleted("dddddddddd01"));
+    free_reaper(r);
+    assert_true(was_deleted("dddddddddd01"));
+}
+
 /* A container of ours that no run holds was created after its run gave up
  * (a stalled engine answering late): removed, but only by a sweep during
  * which no create was under way, since a create still waiting for its
@@ -452,6 +473,7 @@ int main(void)
         T(test_sweep_decisions),
         T(test_removal_retried),
         T(test_removal_survives_engine_outage),
+        T(test_removal_after_delay),
         T(test_abandoned_create),
         T(test_sweep_engine_error),
         T(test_periodic_sweep),
