@@ -134,28 +134,10 @@ void util_hex(const unsigned char *in, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-int util_write_all(int fd, const void *buf, size_t n)
+/* Writes every byte of the cnt buffers at v (which it advances), retrying
+ * on EINTR and short writes. */
+static int writev_all(int fd, struct iovec *v, int cnt)
 {
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-int util_write_line(int fd, const void *buf, size_t n)
-{
-    struct iovec iov[2] = {{.iov_base = (void *)(uintptr_t)buf, .iov_len = n},
-                           {.iov_base = (void *)(uintptr_t) "\n", .iov_len = 1}};
-    struct iovec *v = iov;
-    int cnt = 2;
     while (cnt > 0) {
         ssize_t w = writev(fd, v, cnt);
         if (w < 0) {
@@ -175,6 +157,19 @@ int util_write_line(int fd, const void *buf, size_t n)
         }
     }
     return 0;
+}
+
+int util_write_all(int fd, const void *buf, size_t n)
+{
+    struct iovec iov = {.iov_base = (void *)(uintptr_t)buf, .iov_len = n};
+    return writev_all(fd, &iov, 1);
+}
+
+int util_write_line(int fd, const void *buf, size_t n)
+{
+    struct iovec iov[2] = {{.iov_base = (void *)(uintptr_t)buf, .iov_len = n},
+                           {.iov_base = (void *)(uintptr_t) "\n", .iov_len = 1}};
+    return writev_all(fd, iov, 2);
 }
 
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */

@@ -116,14 +116,22 @@ static struct exec_pool_stats stats(struct rig *g, enum exec_language lang)
     return st;
 }
 
-/* Waits until lang's pool has `ready` waiting containers (hang guard). */
-static void wait_ready(struct rig *g, enum exec_language lang, size_t ready)
+/* Whether lang's pool came to have `ready` waiting containers (hang guard). */
+static bool reached_ready(struct rig *g, enum exec_language lang, size_t ready)
 {
     for (int i = 0; i < GUARD / 5; i++) {
         if (stats(g, lang).ready == ready)
-            return;
+            return true;
         usleep(5000);
     }
+    return false;
+}
+
+/* Waits until lang's pool has `ready` waiting containers (hang guard). */
+static void wait_ready(struct rig *g, enum exec_language lang, size_t ready)
+{
+    if (reached_ready(g, lang, ready))
+        return;
     struct exec_pool_stats st = stats(g, lang);
     fail_msg("%s pool: %zu ready, %zu starting, %llu failed (%s); wanted %zu ready",
              exec_language_name(lang), st.ready, st.starting, st.failed, st.last_error, ready);
@@ -558,6 +566,17 @@ static void bg_stop(struct bg_run *b)
     exec_cancel_free(b->cancel);
 }
 
+/* Opens the rig with this refill delay and programs that run until
+ * cancelled, once the Python pool is full. */
+static void open_endless(struct rig *g, long long refill_delay_ms)
+{
+    g->cfg.pool_refill_delay_ms = refill_delay_ms;
+    struct fake_program p = {.run_ms = FAKE_RUN_FOREVER};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    wait_ready(g, EXEC_PYTHON, 1);
+}
+
 /* While a run that took the waiting container goes on, the pool does not
  * set up the next one (within --pool-refill-delay-ms, here an hour); it
  * does as soon as the run ends. The wait below can only hide a fault on a
@@ -565,11 +584,7 @@ static void bg_stop(struct bg_run *b)
 static void test_refill_waits_for_run(void **state)
 {
     struct rig *g = *state;
-    g->cfg.pool_refill_delay_ms = 3600 * 1000;
-    struct fake_program p = {.run_ms = FAKE_RUN_FOREVER};
-    fake_engine_set_program(g->fe, &p);
-    rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 1);
+    open_endless(g, 3600 * 1000);
     wait_ready(g, EXEC_JAVASCRIPT, 1);
     int creates = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
     struct bg_run b;
@@ -590,19 +605,10 @@ static void test_refill_waits_for_run(void **state)
 static void test_refill_at_once(void **state)
 {
     struct rig *g = *state;
-    g->cfg.pool_refill_delay_ms = 0;
-    struct fake_program p = {.run_ms = FAKE_RUN_FOREVER};
-    fake_engine_set_program(g->fe, &p);
-    rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 1);
+    open_endless(g, 0);
     struct bg_run b;
     bg_start(g, &b, "while True: pass");
-    bool refilled = false;
-    for (int i = 0; i < GUARD / 5 && !refilled; i++) {
-        refilled = stats(g, EXEC_PYTHON).ready == 1;
-        if (!refilled)
-            usleep(5000);
-    }
+    bool refilled = reached_ready(g, EXEC_PYTHON, 1);
     bg_stop(&b);
     assert_true(refilled);
     rig_close(g);
@@ -614,21 +620,12 @@ static void test_refill_at_once(void **state)
 static void test_miss_ends_refill_wait(void **state)
 {
     struct rig *g = *state;
-    g->cfg.pool_refill_delay_ms = 3600 * 1000;
-    struct fake_program p = {.run_ms = FAKE_RUN_FOREVER};
-    fake_engine_set_program(g->fe, &p);
-    rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 1);
+    open_endless(g, 3600 * 1000);
     struct bg_run first, second;
     bg_start(g, &first, "first");
     bg_start(g, &second, "second");
     unsigned long long misses = stats(g, EXEC_PYTHON).misses;
-    bool refilled = false;
-    for (int i = 0; i < GUARD / 5 && !refilled; i++) {
-        refilled = stats(g, EXEC_PYTHON).ready == 1;
-        if (!refilled)
-            usleep(5000);
-    }
+    bool refilled = reached_ready(g, EXEC_PYTHON, 1);
     bg_stop(&second);
     bg_stop(&first);
     assert_true(misses == 1);
