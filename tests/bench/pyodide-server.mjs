@@ -11,7 +11,7 @@
 // the previous ones left). --fresh: a new Pyodide per call.
 //
 // Nothing may come from the network: fetch and node's http/https clients are
-// replaced before Pyodide loads by stubs that refuse and count. Every result
+// replaced before Pyodide loads by functions that refuse and count. Every result
 // says how many such attempts there were so far (structuredContent.network_requests),
 // and the Pyodide version and load time; stderr logs them too.
 

@@ -143,8 +143,8 @@ static void nth_id(unsigned long n, char id[FAKE_ID_MAX + 1])
     snprintf(id, FAKE_ID_MAX + 1, "fe%062lx", n);
 }
 
-/* The container whose program got code; fails when none or several did. */
-static void container_of(struct rig *g, const char *code, char id[FAKE_ID_MAX + 1])
+/* How many containers' programs got code; id is set to the last of them. */
+static int count_ran(struct rig *g, const char *code, char id[FAKE_ID_MAX + 1])
 {
     int found = 0;
     int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
@@ -158,6 +158,13 @@ static void container_of(struct rig *g, const char *code, char id[FAKE_ID_MAX + 
             found++;
         }
     }
+    return found;
+}
+
+/* The container whose program got code; fails when none or several did. */
+static void container_of(struct rig *g, const char *code, char id[FAKE_ID_MAX + 1])
+{
+    int found = count_ran(g, code, id);
     if (found != 1)
         fail_msg("%d containers ran \"%s\"", found, code);
 }
@@ -539,16 +546,10 @@ static void bg_start(struct rig *g, struct bg_run *b, const char *code)
     b->cancel = exec_cancel_new();
     exec_result_init(&b->res);
     assert_int_equal(pthread_create(&b->th, NULL, bg_main, b), 0);
+    char id[FAKE_ID_MAX + 1];
     for (int i = 0; i < GUARD / 5; i++) {
-        int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
-        for (int k = 1; k <= n; k++) {
-            char id[FAKE_ID_MAX + 1];
-            struct fake_container_info info;
-            nth_id((unsigned long)k, id);
-            if (fake_engine_info(g->fe, id, &info) && info.code_received &&
-                strcmp(info.code, code) == 0)
-                return;
-        }
+        if (count_ran(g, code, id) > 0)
+            return;
         usleep(5000);
     }
     exec_cancel(b->cancel);
