@@ -17,6 +17,9 @@
 /* A removal still failing this long after it was asked for is worth a
  * warning; refusals that end sooner are not. */
 #define RETRY_WARN_AFTER_MS 1000.0
+/* During the stop, refusals are retried this often at most, within
+ * REAPER_STOP_RETRY_MS. */
+#define RETRY_STOP_MAX_MS 250.0
 
 /* Containers removed while a sweep is under way, remembered for it. More
  * than this (a sweep's list is short), and that sweep queues nothing. */
@@ -36,7 +39,7 @@ struct reap_item {
     unsigned attempts;
     bool warned;
     bool busy;          /* a worker is removing it now */
-    bool tried_at_stop; /* the one last try during reaper_free */
+    bool tried_at_stop; /* reaper_free's first try, due whatever next_try says */
     struct reap_item *next;
 };
 
@@ -60,6 +63,7 @@ struct reaper {
     unsigned sweeps_running;
     bool gone_overflow;
     bool stopping;   /* the workers' last tries */
+    double stop_by;  /* util_now_ms(): no try starts later, once stopping */
     bool sweep_stop; /* the sweeper's end */
     bool sweeping;
     /* The sweeper's first sweep is over (done or failed); swept_cond says so. */
@@ -341,22 +345,27 @@ size_t reaper_pending(struct reaper *r)
     return n;
 }
 
-/* The next item a worker may take, or NULL with *wait_ms until one is due. */
+/* The next item a worker may take, or NULL with *wait_ms until one is due
+ * (negative once stopping and none will be: the worker may end). */
 static struct reap_item *next_due_locked(struct reaper *r, double now, double *wait_ms)
 {
-    *wait_ms = 60000.0;
+    *wait_ms = r->stopping ? -1.0 : 60000.0;
     for (struct reap_item *it = r->head; it; it = it->next) {
         if (it->busy)
             continue;
         if (r->stopping) {
             if (!it->tried_at_stop)
                 return it;
-            continue;
+            if (now >= r->stop_by)
+                continue;
         }
         if (it->next_try <= now)
             return it;
-        if (it->next_try - now < *wait_ms)
-            *wait_ms = it->next_try - now;
+        double until = it->next_try - now;
+        if (r->stopping && r->stop_by - now < until)
+            until = r->stop_by - now;
+        if (*wait_ms < 0 || until < *wait_ms)
+            *wait_ms = until;
     }
     return NULL;
 }
@@ -369,7 +378,7 @@ static void *worker_main(void *arg)
         double wait_ms = 0;
         struct reap_item *it = next_due_locked(r, util_now_ms(), &wait_ms);
         if (!it) {
-            if (r->stopping)
+            if (wait_ms < 0)
                 break;
             util_cond_wait_ms(&r->cond, &r->lock, wait_ms);
             continue;
@@ -395,9 +404,10 @@ static void *worker_main(void *arg)
             it->attempts++;
             double now = util_now_ms();
             double backoff = RETRY_FIRST_MS;
-            for (unsigned i = 1; i < it->attempts && backoff < RETRY_MAX_MS; i++)
+            double cap = r->stopping ? RETRY_STOP_MAX_MS : RETRY_MAX_MS;
+            for (unsigned i = 1; i < it->attempts && backoff < cap; i++)
                 backoff *= 2;
-            it->next_try = now + (backoff < RETRY_MAX_MS ? backoff : RETRY_MAX_MS);
+            it->next_try = now + (backoff < cap ? backoff : cap);
             if (!it->warned && now - it->queued_at >= RETRY_WARN_AFTER_MS) {
                 it->warned = true;
                 log_warn("could not remove container %.12s (will retry until it is gone): %s",
@@ -574,9 +584,10 @@ void reaper_free(struct reaper *r)
         pthread_join(r->sweeper, NULL);
     /* The sweeper has ended, so nothing queues removals any more (a sweep
      * under way at the stop could): only now do workers give every pending
-     * one a last try before they end. */
+     * one its last tries before they end. */
     pthread_mutex_lock(&r->lock);
     r->stopping = true;
+    r->stop_by = util_now_ms() + REAPER_STOP_RETRY_MS;
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
     for (size_t i = 0; i < r->n_workers; i++)

@@ -24,6 +24,9 @@
 
 #define REAPER_THREADS  4
 #define REAPER_SWEEP_MS 5000
+/* Stopping, a removal the engine refused is retried for this long: a
+ * container that is just exiting can be refused for a moment (Podman). */
+#define REAPER_STOP_RETRY_MS 3000
 
 /* Containers without an expiry label (made before labels carried one) are
  * stale once older than this many seconds. */
@@ -41,7 +44,8 @@ struct reaper *reaper_new(struct backend *backend, const char *instance, long lo
                           long sweep_ms, struct err *err);
 
 /* Stops sweeping (a sweep under way finishes and queues what it found),
- * then tries every pending removal once more, joins, frees. */
+ * then tries every pending removal at once, retries the refused ones for
+ * up to REAPER_STOP_RETRY_MS, joins, frees. */
 void reaper_free(struct reaper *r);
 
 /* This process's backend_spec.owner value. */

@@ -3,7 +3,7 @@
  * without a label) and which it must leave alone (another live daemon's,
  * and those this daemon has just removed), removals retried after failures
  * and across an engine outage, when the sweeper sweeps, what stopping
- * finishes, and the owner label's parsing of hostile values. */
+ * finishes and how long it retries, and the owner label's parsing of hostile values. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -465,6 +465,39 @@ static void test_free_finishes_sweep(void **state)
     assert_int_equal(fake_engine_count(F, FAKE_OP_DELETE, "beef0000aa01"), 1);
 }
 
+/* Stopping, a removal the engine refuses for a moment (Podman's while a
+ * container is just exiting) is retried until it is done. */
+static void test_stop_retries_refusals(void **state)
+{
+    (void)state;
+    struct reaper *r = new_reaper(0);
+    add("abcdef000001", 1, "%s", "");
+    reaper_remove_after(r, "abcdef000001", 3600 * 1000L);
+    fake_engine_fault(F, FAKE_OP_DELETE, 500, "{\"message\":\"container state improper\"}", 3);
+    free_reaper(r);
+    assert_true(was_deleted("abcdef000001"));
+    assert_int_equal(fake_engine_count(F, FAKE_OP_DELETE, "abcdef000001"), 4);
+}
+
+/* A removal the engine keeps refusing does not hold the stop for longer
+ * than REAPER_STOP_RETRY_MS (the next daemon's sweep removes it). */
+static void test_stop_retries_are_bounded(void **state)
+{
+    (void)state;
+    struct reaper *r = new_reaper(0);
+    add("abcdef000002", 1, "%s", "");
+    reaper_remove_after(r, "abcdef000002", 3600 * 1000L);
+    fake_engine_fault(F, FAKE_OP_DELETE, 500, NULL, -1);
+    double t0 = util_now_ms();
+    free_reaper(r);
+    double took = util_now_ms() - t0;
+    assert_false(was_deleted("abcdef000002"));
+    int tries = fake_engine_count(F, FAKE_OP_DELETE, "abcdef000002");
+    /* 50, 100, 200 ms, then every 250 ms: about 14 in 3 s. */
+    assert_in_range(tries, 3, 3 + REAPER_STOP_RETRY_MS / 50);
+    assert_true(took < REAPER_STOP_RETRY_MS + GUARD);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -480,6 +513,8 @@ int main(void)
         T(test_sweep_period),
         T(test_sweep_skips_just_removed),
         T(test_free_finishes_sweep),
+        T(test_stop_retries_refusals),
+        T(test_stop_retries_are_bounded),
     };
 #undef T
     return cmocka_run_group_tests_name("reaper", tests, group_setup, group_teardown);
