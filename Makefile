@@ -57,6 +57,11 @@ OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
 TOOL_DEFS     := $(sort $(wildcard src/tools/defs/*.json))
 TOOL_DEFS_GEN := build/gen/tool_defs.c
 OBJS          += $(B)/obj/tool_defs.o
+# The sandbox's seccomp profile (src/sandbox/seccomp/), embedded as
+# policy_seccomp_src (sandbox/policy.h).
+SECCOMP       := src/sandbox/seccomp/sandbox.json
+SECCOMP_GEN   := build/gen/seccomp_profile.c
+OBJS          += $(B)/obj/seccomp_profile.o
 # tests/unit mirrors src/: tests/unit/<layer>/[<backend>/]test_<module>.c
 UNIT_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
@@ -87,6 +92,14 @@ $(GEN): $(RUNNERS) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	scripts/embed.sh $@ runner_python_src=src/sandbox/runner/runner.py \
 	    runner_node_src=src/sandbox/runner/runner.js
+
+$(SECCOMP_GEN): $(SECCOMP) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh $@ policy_seccomp_src=$(SECCOMP)
+
+$(B)/obj/seccomp_profile.o: $(SECCOMP_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 
 # A host program built from the daemon's own validator, so a bad definition
 # fails here rather than at the daemon's start; one for every build flavour.

@@ -39,11 +39,13 @@ struct backend_spec {
     long long nofile, nproc, fsize; /* rlimits (fsize in bytes); core is always 0 */
     long long shm_bytes;            /* /dev/shm */
     const char *runtime;            /* OCI runtime name (e.g. runsc); NULL = the default */
+    const char *seccomp;            /* seccomp profile, Docker's JSON format; NULL = the engine's */
     /* Marks, listed back by backend_list: */
-    const char *instance; /* this daemon's run of containers */
-    const char *owner;    /* the daemon process; may be NULL */
-    long long expires;    /* unix time after which any daemon may remove it; 0 = never */
-    const char *pool;     /* the warm pool it is made for, or NULL (on demand) */
+    const char *instance;      /* this daemon's run of containers */
+    const char *owner;         /* the daemon process; may be NULL */
+    long long expires;         /* unix time after which any daemon may remove it; 0 = never */
+    const char *pool;          /* the warm pool it is made for, or NULL (on demand) */
+    const char *const *labels; /* the operator's "KEY=VALUE", NULL-terminated; may be NULL */
 };
 
 struct backend_state {

@@ -35,6 +35,7 @@ struct opt_def {
  * the config file. */
 static int valid_env_name(const char *s, size_t n);
 static int valid_token(const char *s, size_t n);
+static int valid_label(const char *s, size_t n);
 
 static const struct opt_def options[] = {
     {"allowed-hosts", OPT_LIST, F(allowed_hosts), 0, 0, "HOST[:PORT],...",
@@ -51,7 +52,7 @@ static const struct opt_def options[] = {
      NULL},
     {"dry-run-create", OPT_STR, F(dry_run_create), 0, 0, "LANGUAGE",
      "print the container create request a python or javascript run would send, and exit "
-     "(pass-through variables are left out: their values are secrets)",
+     "(it never holds pass-through values: runs send them in their request)",
      NULL},
     {"engine", OPT_STR, F(engine_socket), 0, 0, "unix:///PATH",
      "container engine socket (default: DOCKER_HOST, CONTAINER_HOST, /var/run/docker.sock, "
@@ -81,6 +82,10 @@ static const struct opt_def options[] = {
      "largest JSON-RPC message accepted (default 16 MiB)", NULL},
     {"max-output-bytes", OPT_INT, F(max_output_bytes), 1024, 256LL << 20, "N",
      "stdout+stderr kept per run; past it the run stops with output_limit (default 1 MiB)", NULL},
+    {"label", OPT_LIST, F(labels), 0, 0, "KEY=VALUE[,...]",
+     "an engine label for every container, for the operator's own bookkeeping (keys under "
+     "io.mcp-sandboxd. are the daemon's); repeatable",
+     valid_label},
     {"max-queued", OPT_INT, F(max_queued), 0, 100000, "N",
      "calls waiting, in arrival order, for one of the --max-concurrent slots; more get a "
      "'busy' result at once (default 64)",
@@ -92,7 +97,9 @@ static const struct opt_def options[] = {
     {"memory-mb", OPT_INT, F(memory_mb), 16, 1 << 20, "N",
      "memory per sandbox, no swap (default 512)", NULL},
     {"pass-through-env", OPT_LIST, F(pass_through_env), 0, 0, "NAME[,NAME...]",
-     "set these variables from the daemon's environment inside every sandbox; repeatable",
+     "set these variables from the daemon's environment in every sandboxed program (sent with "
+     "each run, never in the container's configuration; echoed values are redacted); "
+     "repeatable",
      valid_env_name},
     {"pool-max-age-ms", OPT_INT, F(pool_max_age_ms), 1000, 7LL * 24 * 3600 * 1000, "MS",
      "a waiting pooled sandbox older than this is replaced by a new one (default 600000)", NULL},
@@ -140,6 +147,7 @@ void config_init(struct config *cfg)
     cfg->python_image = xstrdup(DEFAULT_PYTHON_IMAGE);
     cfg->js_image = xstrdup(DEFAULT_JS_IMAGE);
     cfg->pass_through_env.items = xcalloc(1, sizeof(char *));
+    cfg->labels.items = xcalloc(1, sizeof(char *));
     cfg->allowed_origins.items = xcalloc(1, sizeof(char *));
     cfg->allowed_hosts.items = xcalloc(1, sizeof(char *));
     cfg->http_listen = xstrdup("");
@@ -185,6 +193,7 @@ void config_free(struct config *cfg)
     free(cfg->python_image);
     free(cfg->js_image);
     free_list(cfg->pass_through_env.items);
+    free_list(cfg->labels.items);
     free_list(cfg->allowed_origins.items);
     free_list(cfg->allowed_hosts.items);
     free(cfg->http_listen);
@@ -229,6 +238,27 @@ static bool command_line_only(const struct opt_def *o)
 {
     return o->type == OPT_FLAG || strcmp(o->name, "config") == 0 ||
            strcmp(o->name, "dry-run-create") == 0;
+}
+
+/* KEY=VALUE: a key of letters, digits, '.', '-', '_' and '/' starting
+ * with a letter, not in the daemon's namespace; a value of printable
+ * ASCII. */
+static int valid_label(const char *s, size_t n)
+{
+    static const char reserved[] = "io.mcp-sandboxd.";
+    const char *eq = memchr(s, '=', n);
+    size_t kn = eq ? (size_t)(eq - s) : 0;
+    if (!eq || kn == 0 || kn > 128 || n - kn - 1 > 256 || !isalpha((unsigned char)s[0]))
+        return 0;
+    if (kn >= sizeof(reserved) - 1 && strncmp(s, reserved, sizeof(reserved) - 1) == 0)
+        return 0;
+    for (size_t i = 0; i < kn; i++)
+        if (!(isalnum((unsigned char)s[i]) || strchr(".-_/", s[i])))
+            return 0;
+    for (size_t i = kn + 1; i < n; i++)
+        if (s[i] < 0x20 || s[i] > 0x7e)
+            return 0;
+    return 1;
 }
 
 static int valid_env_name(const char *s, size_t n)

@@ -24,6 +24,7 @@ struct config {
     char *python_image;
     char *js_image;
     struct config_list pass_through_env; /* variable names */
+    struct config_list labels;           /* "KEY=VALUE" for every container */
     long long timeout_ms;
     long long max_timeout_ms;
     long long memory_mb;

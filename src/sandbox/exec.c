@@ -12,6 +12,7 @@
 #include "sandbox/policy.h"
 #include "sandbox/pool.h"
 #include "sandbox/reaper.h"
+#include "sandbox/redact.h"
 #include "sandbox/runner.h"
 
 _Static_assert(EXEC_STDOUT == BACKEND_STDOUT && EXEC_STDERR == BACKEND_STDERR,
@@ -39,7 +40,9 @@ struct exec_ctx {
     const struct config *cfg;
     struct backend *backend;
     char instance[RUNNER_NONCE_HEX_LEN + 1];
-    char **env; /* the sandbox's whole environment (policy_env_new) */
+    struct policy_secrets secrets; /* --pass-through-env, for the requests */
+    struct redactor *redactor;     /* their values in output; NULL: none */
+    char *seccomp;                 /* policy_seccomp_new */
     struct reaper *reaper;
     struct pool *pool; /* NULL without --pool-size */
     /* The warm runners' commands, per language, with and without the
@@ -145,7 +148,14 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, struct backend *backend,
         exec_ctx_free(ctx);
         return NULL;
     }
-    ctx->env = policy_env_new(cfg, envp, warn_missing_env);
+    policy_secrets_init(&ctx->secrets, cfg, envp, warn_missing_env);
+    ctx->redactor = redactor_new((const char *const *)ctx->secrets.names,
+                                 (const char *const *)ctx->secrets.values, ctx->secrets.n);
+    ctx->seccomp = policy_seccomp_new(err);
+    if (!ctx->seccomp) {
+        exec_ctx_free(ctx);
+        return NULL;
+    }
     long long legacy_age = cfg->max_timeout_ms / 1000 + REAPER_LEGACY_MARGIN_S;
     ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, err);
     if (!ctx->reaper || (cfg->pool_size > 0 && pool_start(ctx, err) < 0)) {
@@ -162,7 +172,9 @@ void exec_ctx_free(struct exec_ctx *ctx)
     /* The pool hands its containers to the reaper: it goes first. */
     pool_free(ctx->pool);
     reaper_free(ctx->reaper);
-    policy_env_free(ctx->env);
+    redactor_free(ctx->redactor);
+    policy_secrets_free(&ctx->secrets);
+    free(ctx->seccomp);
     free(ctx);
 }
 
@@ -231,8 +243,9 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
             .memory_mb = cfg->memory_mb,
             .instance = ctx->instance,
             .owner = reaper_owner(ctx->reaper),
+            .seccomp = ctx->seccomp,
         };
-        policy_spec(cfg, &run, ctx->env, &prof[i].spec);
+        policy_spec(cfg, &run, &prof[i].spec);
         prof[i].spec.pool = prof[i].name;
         prof[i].lean = prof[i].spec;
         prof[i].lean.cmd = *preloads[i] ? leans[i] : NULL;
@@ -271,17 +284,20 @@ bool exec_pool_stats(struct exec_ctx *ctx, enum exec_language lang, struct exec_
 
 char *exec_render_create(const struct config *cfg, struct backend *backend, enum exec_language lang)
 {
-    char **env = policy_env_new(cfg, NULL, NULL);
+    struct err err = ERR_INIT;
+    char *seccomp = policy_seccomp_new(&err);
     struct policy_run run = {
         .image = language_image(cfg, lang),
         .cmd = language_cmd(lang),
         .memory_mb = cfg->memory_mb,
         .instance = "dry-run",
+        .seccomp = seccomp,
     };
     struct backend_spec spec;
-    policy_spec(cfg, &run, env, &spec);
+    policy_spec(cfg, &run, &spec);
     char *text = backend_render_create(backend, &spec);
-    policy_env_free(env);
+    free(seccomp);
+    err_clear(&err);
     return text;
 }
 
@@ -290,6 +306,8 @@ struct run {
     struct exec_result *res;
     struct runner_scan scan_out;
     struct runner_scan scan_err;
+    const struct redactor *redactor; /* between the scans and emit */
+    struct redact_stream red_out, red_err;
     size_t total;
     size_t cap;
     bool limit_hit;
@@ -316,14 +334,39 @@ static int emit(struct run *r, int stream, const char *data, size_t len)
     return 0;
 }
 
-static int emit_out(void *arg, const char *data, size_t len)
+static int emit_out_redacted(void *arg, const char *data, size_t len)
 {
     return emit(arg, EXEC_STDOUT, data, len);
 }
 
-static int emit_err(void *arg, const char *data, size_t len)
+static int emit_err_redacted(void *arg, const char *data, size_t len)
 {
     return emit(arg, EXEC_STDERR, data, len);
+}
+
+/* Program output, from the scans: secrets out, then emit. */
+static int emit_out(void *arg, const char *data, size_t len)
+{
+    struct run *r = arg;
+    return redact_feed(r->redactor, &r->red_out, data, len, emit_out_redacted, r);
+}
+
+static int emit_err(void *arg, const char *data, size_t len)
+{
+    struct run *r = arg;
+    return redact_feed(r->redactor, &r->red_err, data, len, emit_err_redacted, r);
+}
+
+/* The output is over: what redaction held back as a possible secret's
+ * start goes out. */
+static void emit_flush(struct run *r)
+{
+    if (!r->limit_hit)
+        (void)redact_flush(r->redactor, &r->red_out, emit_out_redacted, r);
+    if (!r->limit_hit)
+        (void)redact_flush(r->redactor, &r->red_err, emit_err_redacted, r);
+    redact_stream_free(&r->red_out);
+    redact_stream_free(&r->red_err);
 }
 
 static int on_output(void *arg, int stream, const char *data, size_t len, struct err *err)
@@ -492,8 +535,9 @@ static void run_spec(const struct exec_ctx *ctx, const struct exec_request *req,
         .instance = ctx->instance,
         .owner = reaper_owner(ctx->reaper),
         .expires = expires,
+        .seccomp = ctx->seccomp,
     };
-    policy_spec(ctx->cfg, &run, ctx->env, spec);
+    policy_spec(ctx->cfg, &run, spec);
 }
 
 /* A container made for this run: create, attach (before start, so no
@@ -548,7 +592,8 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
 
     struct backend_spec spec;
     run_spec(ctx, req, t0, &spec);
-    struct run r = {.req = req, .res = res, .cap = (size_t)cfg->max_output_bytes};
+    struct run r = {
+        .req = req, .res = res, .cap = (size_t)cfg->max_output_bytes, .redactor = ctx->redactor};
     char nonce[RUNNER_NONCE_HEX_LEN + 1];
     struct buf request;
     /* JSON escaping grows a byte to at most six (\u0000). */
@@ -566,7 +611,10 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
                                   .code = req->code,
                                   .code_len = req->code_len,
                                   .stdin_data = req->stdin_data,
-                                  .stdin_len = req->stdin_len};
+                                  .stdin_len = req->stdin_len,
+                                  .env_names = ctx->secrets.names,
+                                  .env_values = ctx->secrets.values,
+                                  .n_env = ctx->secrets.n};
     if (runner_encode_request(&rreq, &request, err) < 0)
         goto out;
 
@@ -614,12 +662,15 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         runner_scan_free(&r.scan_err);
         runner_scan_init(&r.scan_out, nonce);
         runner_scan_init(&r.scan_err, nonce);
+        redact_stream_free(&r.red_out);
+        redact_stream_free(&r.red_err);
         r.total = 0;
         buf_reset(&res->out);
         buf_reset(&res->err);
     }
 
 out:
+    emit_flush(&r);
     if (rc < 0) {
         res->status = EXEC_ERROR;
         set_message(res, "%s", err_msg(err));
@@ -637,6 +688,8 @@ out:
         pool_run_end(ctx->pool);
     runner_scan_free(&r.scan_out);
     runner_scan_free(&r.scan_err);
+    if (request.data)
+        explicit_bzero(request.data, request.len); /* it holds the secrets */
     buf_free(&request);
     err_clear(&local);
     res->duration_ms = util_now_ms() - t0;

@@ -55,8 +55,8 @@ int exec_ping(struct exec_ctx *ctx, struct err *err);
 const char *exec_backend_address(const struct exec_ctx *ctx);
 
 /* The backend's create request for a run of lang with the default limits,
- * as text. The pass-through variables are left out (their values are
- * secrets); nothing is sent to the backend. Caller frees. */
+ * as text (no create holds the pass-through values: runs send them in
+ * their request); nothing is sent to the backend. Caller frees. */
 char *exec_render_create(const struct config *cfg, struct backend *backend,
                          enum exec_language lang);
 

@@ -1,7 +1,9 @@
 #include "sandbox/policy.h"
 
+#include <json-c/json.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/util.h"
 
 /* Below the host's hard nofile limit (20000 here) and far below engine
@@ -20,8 +22,7 @@ static const char *const base_env[] = {"HOME=" POLICY_WORKDIR,
                                        "MPLCONFIGDIR=" POLICY_WORKDIR "/.mpl",
                                        NULL};
 
-void policy_spec(const struct config *cfg, const struct policy_run *run, char *const *env,
-                 struct backend_spec *spec)
+void policy_spec(const struct config *cfg, const struct policy_run *run, struct backend_spec *spec)
 {
     *spec = (struct backend_spec){
         .image = run->image,
@@ -29,7 +30,7 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, char *c
         .user = cfg->sandbox_user,
         .workdir = POLICY_WORKDIR,
         .workdir_mb = cfg->tmpfs_mb,
-        .env = (const char *const *)env,
+        .env = base_env,
         .memory_bytes = run->memory_mb << 20,
         .nano_cpus = (long long)(cfg->cpus * 1e9),
         .pids_limit = cfg->pids_limit,
@@ -38,41 +39,62 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, char *c
         .fsize = FSIZE_LIMIT,
         .shm_bytes = SHM_BYTES,
         .runtime = cfg->runtime && *cfg->runtime ? cfg->runtime : NULL,
+        .seccomp = run->seccomp,
+        .labels = (const char *const *)cfg->labels.items,
         .instance = run->instance,
         .owner = run->owner,
         .expires = run->expires,
     };
 }
 
-char **policy_env_new(const struct config *cfg, char **envp, void (*missing_cb)(const char *name))
+void policy_secrets_init(struct policy_secrets *s, const struct config *cfg, char **envp,
+                         void (*missing_cb)(const char *name))
 {
-    size_t nbase = sizeof(base_env) / sizeof(base_env[0]) - 1;
-    char **out = xcalloc(nbase + cfg->pass_through_env.n + 1, sizeof(char *));
-    size_t k = 0;
-    /* Only these variables and the operator's pass-through list: the
-     * daemon's own environment never reaches a sandbox. */
-    for (size_t i = 0; i < nbase; i++)
-        out[k++] = xstrdup(base_env[i]);
-    for (size_t i = 0; i < cfg->pass_through_env.n; i++) {
+    size_t cap = cfg->pass_through_env.n;
+    *s = (struct policy_secrets){
+        .names = xcalloc(cap + 1, sizeof(char *)),
+        .values = xcalloc(cap + 1, sizeof(char *)),
+    };
+    for (size_t i = 0; i < cap; i++) {
         const char *name = cfg->pass_through_env.items[i];
         const char *found = util_env_entry(envp, name);
-        if (found)
-            out[k++] = xstrdup(found);
-        else if (missing_cb)
-            missing_cb(name);
+        if (!found) {
+            if (missing_cb)
+                missing_cb(name);
+            continue;
+        }
+        s->names[s->n] = xstrdup(name);
+        s->values[s->n] = xstrdup(found + strlen(name) + 1);
+        s->n++;
     }
-    out[k] = NULL;
-    return out;
 }
 
-void policy_env_free(char **env)
+void policy_secrets_free(struct policy_secrets *s)
 {
-    if (!env)
-        return;
-    for (char **p = env; *p; p++) {
-        /* Secrets: do not leave values behind in freed heap. */
-        explicit_bzero(*p, strlen(*p));
-        free(*p);
+    for (size_t i = 0; i < s->n; i++) {
+        /* Do not leave values behind in freed heap. */
+        explicit_bzero(s->values[i], strlen(s->values[i]));
+        free(s->values[i]);
+        free(s->names[i]);
     }
-    free(env);
+    free(s->names);
+    free(s->values);
+    *s = (struct policy_secrets){0};
+}
+
+char *policy_seccomp_new(struct err *err)
+{
+    json_object *p = json_tokener_parse(policy_seccomp_src);
+    json_object *syscalls = NULL;
+    if (!p || !json_object_is_type(p, json_type_object) ||
+        !json_object_object_get_ex(p, "syscalls", &syscalls) ||
+        !json_object_is_type(syscalls, json_type_array)) {
+        json_object_put(p);
+        err_set(err, ERR_INTERNAL, "the embedded seccomp profile is not a profile");
+        return NULL;
+    }
+    /* Sent with every create: without the file's indentation. */
+    char *out = xstrdup(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN));
+    json_object_put(p);
+    return out;
 }

@@ -1,6 +1,7 @@
 /* The hardening policy, in one place: what a sandbox may use (the
  * operator's configuration plus one run's limits) and the only
- * environment it sees, as a backend_spec. The backend turns the spec
+ * environment it is created with, as a backend_spec; and the secrets,
+ * which never go into the spec (they travel in the run's request). The backend turns the spec
  * into its own terms and adds the isolation every backend promises
  * (backend/backend.h). */
 #ifndef MCPSBX_POLICY_H
@@ -23,18 +24,37 @@ struct policy_run {
     const char *instance; /* marks this daemon's containers */
     const char *owner;    /* names the daemon process; may be NULL */
     long long expires;    /* unix time after which any daemon may remove it; 0 = none */
+    const char *seccomp;  /* from policy_seccomp_new */
 };
 
-/* Fills spec from cfg and run; env is the list from policy_env_new. Every
- * pointer in spec is borrowed from cfg, run or env. */
-void policy_spec(const struct config *cfg, const struct policy_run *run, char *const *env,
-                 struct backend_spec *spec);
+/* Fills spec from cfg and run. Every pointer in spec is borrowed from cfg,
+ * run or static data. The container's environment is a fixed base with no
+ * value from the daemon's own environment: the engine keeps Config.Env on
+ * disk and shows it to anyone who may inspect containers. */
+void policy_spec(const struct config *cfg, const struct policy_run *run, struct backend_spec *spec);
 
-/* The whole environment of a sandbox, NULL-terminated "NAME=value": a
- * fixed base, then the configured pass-through variables that are set in
- * envp. A name that is not set is skipped and reported through missing_cb
- * (name only; never a value). Free with policy_env_free. */
-char **policy_env_new(const struct config *cfg, char **envp, void (*missing_cb)(const char *name));
-void policy_env_free(char **env);
+/* The --pass-through-env variables that are set in envp, in the order
+ * named: the runner sets them in the program's environment from the run's
+ * request. A name that is not set is skipped and reported through
+ * missing_cb (name only; never a value). */
+struct policy_secrets {
+    size_t n;
+    char **names;
+    char **values;
+};
+void policy_secrets_init(struct policy_secrets *s, const struct config *cfg, char **envp,
+                         void (*missing_cb)(const char *name));
+/* Zeroes the values before freeing them. */
+void policy_secrets_free(struct policy_secrets *s);
+
+/* The seccomp profile every sandbox runs under (src/sandbox/seccomp/,
+ * embedded as policy_seccomp_src): the engine's default allow-list less
+ * the kernel interfaces no program here needs (namespaces and mounts,
+ * io_uring, keyrings, BPF, perf, ptrace, userfaultfd, ...), as compact
+ * JSON text; caller frees. NULL with err when the embedded text is not a
+ * profile (a build that should not have passed its tests). */
+char *policy_seccomp_new(struct err *err);
+
+extern const char policy_seccomp_src[];
 
 #endif

@@ -48,6 +48,10 @@ int runner_encode_request(const struct runner_request *req, struct buf *out, str
     json_object_object_add(obj, "code", new_string(req->code, req->code_len));
     json_object_object_add(obj, "stdin",
                            new_string(req->stdin_data, req->stdin_data ? req->stdin_len : 0));
+    json_object *env = json_object_new_object();
+    for (size_t i = 0; i < req->n_env; i++)
+        json_object_object_add(env, req->env_names[i], json_object_new_string(req->env_values[i]));
+    json_object_object_add(obj, "env", env);
     size_t len = 0;
     const char *json = json_object_to_json_string_length(
         obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);

@@ -3,9 +3,12 @@
  *
  * Request (daemon -> runner, on the container's stdin):
  *     "mcpsbx/1 <decimal length>\n" followed by exactly that many bytes of a
- *     JSON object {"nonce": "<32 hex>", "code": "...", "stdin": "..."}.
- *     The runner reads exactly that much, writes stdin to a file that becomes
- *     the program's fd 0 (so the program sees the given stdin, then EOF),
+ *     JSON object {"nonce": "<32 hex>", "code": "...", "stdin": "...",
+ *     "env": {"NAME": "value", ...}}. The runner reads exactly that
+ *     much, writes stdin to a file that becomes the program's fd 0 (so the
+ *     program sees the given stdin, then EOF),
+ *     sets env in its own environment (so the program and its children
+ *     inherit it; the container's configuration never holds these values),
  *     and runs the code in-process as the main program.
  *
  * Completion record (runner -> daemon, on stdout, once, after the program
@@ -59,6 +62,10 @@ struct runner_request {
     size_t code_len;
     const char *stdin_data; /* may be NULL */
     size_t stdin_len;
+    /* Variables for the program's environment (n_env names and values). */
+    char *const *env_names;
+    char *const *env_values;
+    size_t n_env;
 };
 
 /* Appends the framed request to out. */

@@ -1,5 +1,6 @@
 #include "fake_engine/fake_engine.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +43,9 @@ struct container {
     bool warm;     /* a warm runner: says it is ready before it reads */
     char *preload; /* its modules argument, or NULL */
     long long memory;
+    char *seccomp;     /* the seccomp= security option's value, or NULL */
+    char *config_env;  /* Config.Env, as JSON text */
+    char *request_env; /* the runner request's env, as JSON text */
     bool attached, started, running, exited, killed, removed, oom_killed;
     int exit_code;
     bool code_received;
@@ -66,6 +71,7 @@ struct conn {
 struct fake_engine {
     char dir[64];
     char path[108];
+    char run_dir[80];
     int lfd;
     int stop[2]; /* readable once stopping */
     pthread_t accept_th;
@@ -515,10 +521,20 @@ static void no_such_container(struct fake_engine *fe, int fd, const char *id)
  * (src/sandbox/runner.h); HostConfig.Memory is kept for the tests. */
 static void read_cmd(json_object *body, struct container *c)
 {
-    json_object *cmd = NULL, *hc = NULL, *mem = NULL;
+    json_object *cmd = NULL, *hc = NULL, *mem = NULL, *opts = NULL, *env = NULL;
+    if (json_object_object_get_ex(body, "Env", &env))
+        c->config_env = xstrdup(json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN));
     if (json_object_object_get_ex(body, "HostConfig", &hc) &&
         json_object_object_get_ex(hc, "Memory", &mem))
         c->memory = json_object_get_int64(mem);
+    if (hc && json_object_object_get_ex(hc, "SecurityOpt", &opts) &&
+        json_object_is_type(opts, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(opts); i++) {
+            const char *o = json_object_get_string(json_object_array_get_idx(opts, i));
+            if (o && strncmp(o, "seccomp=", 8) == 0 && !c->seccomp)
+                c->seccomp = xstrdup(o + 8);
+        }
+    }
     if (!json_object_object_get_ex(body, "Cmd", &cmd) || !json_object_is_type(cmd, json_type_array))
         return;
     size_t n = json_object_array_length(cmd);
@@ -805,7 +821,7 @@ static bool read_runner_request(struct fake_engine *fe, int fd, struct container
     json[ok ? len : 0] = '\0';
     json_object *o = ok ? json_tokener_parse(json) : NULL;
     free(json);
-    json_object *n = NULL, *code = NULL, *in = NULL;
+    json_object *n = NULL, *code = NULL, *in = NULL, *env = NULL;
     ok = json_object_object_get_ex(o, "nonce", &n) && json_object_is_type(n, json_type_string) &&
          json_object_get_string_len(n) == RUNNER_NONCE_HEX_LEN &&
          json_object_object_get_ex(o, "code", &code);
@@ -815,6 +831,8 @@ static bool read_runner_request(struct fake_engine *fe, int fd, struct container
         pthread_mutex_lock(&fe->mu);
         c->code = xstrdup(json_object_get_string(code));
         c->stdin_data = xstrdup(in ? json_object_get_string(in) : "");
+        if (json_object_object_get_ex(o, "env", &env))
+            c->request_env = xstrdup(json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN));
         c->code_received = true;
         pthread_cond_broadcast(&fe->cond);
         pthread_mutex_unlock(&fe->mu);
@@ -1127,6 +1145,21 @@ static void *accept_main(void *arg)
 
 /* ---- life ------------------------------------------------------------------------- */
 
+static void empty_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char *p = xasprintf("%s/%s", dir, e->d_name);
+        unlink(p);
+        free(p);
+    }
+    closedir(d);
+}
+
 struct fake_engine *fake_engine_start(void)
 {
     struct fake_engine *fe = xcalloc(1, sizeof(*fe));
@@ -1139,6 +1172,11 @@ struct fake_engine *fake_engine_start(void)
     if (!mkdtemp(fe->dir))
         goto fail;
     snprintf(fe->path, sizeof(fe->path), "%.64s/engine.sock", fe->dir);
+    snprintf(fe->run_dir, sizeof(fe->run_dir), "%.64s/run", fe->dir);
+    if (mkdir(fe->run_dir, 0755) < 0)
+        goto fail;
+    /* Where the daemon writes files for the engine (the seccomp profile). */
+    setenv("RUNTIME_DIRECTORY", fe->run_dir, 1);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", fe->path);
     fe->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1156,6 +1194,7 @@ fail:
         close(fe->stop[1]);
     }
     unlink(fe->path);
+    rmdir(fe->run_dir);
     rmdir(fe->dir);
     pthread_cond_destroy(&fe->cond);
     pthread_mutex_destroy(&fe->mu);
@@ -1180,6 +1219,8 @@ void fake_engine_stop(struct fake_engine *fe)
     close(fe->stop[0]);
     close(fe->stop[1]);
     unlink(fe->path);
+    empty_dir(fe->run_dir);
+    rmdir(fe->run_dir);
     rmdir(fe->dir);
     while (fe->head) {
         struct container *c = fe->head;
@@ -1187,6 +1228,9 @@ void fake_engine_stop(struct fake_engine *fe)
         if (c->wake_fd >= 0)
             close(c->wake_fd);
         free(c->labels);
+        free(c->seccomp);
+        free(c->config_env);
+        free(c->request_env);
         free(c->preload);
         free(c->code);
         free(c->stdin_data);
@@ -1363,7 +1407,14 @@ bool fake_engine_info(struct fake_engine *fe, const char *id, struct fake_contai
         out->warm = c->warm;
         snprintf(out->preload, sizeof(out->preload), "%s", c->preload ? c->preload : "");
         out->memory = c->memory;
+        out->seccomp_inline = c->seccomp && c->seccomp[0] == '{';
+        if (c->seccomp && !out->seccomp_inline)
+            snprintf(out->seccomp_path, sizeof(out->seccomp_path), "%s", c->seccomp);
         snprintf(out->code, sizeof(out->code), "%s", c->code ? c->code : "");
+        snprintf(out->config_env, sizeof(out->config_env), "%s",
+                 c->config_env ? c->config_env : "");
+        snprintf(out->request_env, sizeof(out->request_env), "%s",
+                 c->request_env ? c->request_env : "");
         snprintf(out->stdin_data, sizeof(out->stdin_data), "%s",
                  c->stdin_data ? c->stdin_data : "");
     }

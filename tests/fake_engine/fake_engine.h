@@ -89,17 +89,23 @@ struct fake_container_info {
     char image[128];
     bool attached, started, running, exited, killed, removed, oom_killed;
     int exit_code;
-    bool code_received; /* the runner request arrived on stdin */
-    bool warm;          /* started as a warm runner (runner.h) */
-    char preload[256];  /* its modules argument */
-    long long memory;   /* HostConfig.Memory */
-    char code[4096];    /* from the request, NUL-terminated, cut */
+    bool code_received;     /* the runner request arrived on stdin */
+    bool warm;              /* started as a warm runner (runner.h) */
+    char preload[256];      /* its modules argument */
+    long long memory;       /* HostConfig.Memory */
+    bool seccomp_inline;    /* the seccomp profile came as JSON text (Docker) */
+    char seccomp_path[256]; /* or as this file's path (Podman) */
+    char code[4096];        /* from the request, NUL-terminated, cut */
+    char config_env[2048];  /* Config.Env as JSON text, cut */
+    char request_env[1024]; /* the request's env as JSON text, cut */
     char stdin_data[1024];
 };
 
 struct fake_engine;
 
-/* Serves on a fresh socket in a temporary directory; NULL on failure. */
+/* Serves on a fresh socket in a temporary directory; NULL on failure.
+ * Sets RUNTIME_DIRECTORY to a directory of its own (emptied at stop), so
+ * files the daemon writes for the engine stay in it. */
 struct fake_engine *fake_engine_start(void);
 /* Stops every thread (releasing held requests), removes the socket, frees. */
 void fake_engine_stop(struct fake_engine *fe);

@@ -14,8 +14,9 @@
 //   MCPSANDBOXD_ENGINE  engine socket, passed as --engine
 //                       (default $DOCKER_HOST, else unix:///var/run/docker.sock)
 //
-// Every daemon started here gets MCPSBX_TEST_RUN=<random>[-suffix] through
-// --pass-through-env, so the containers this file created can be found (and
+// Every daemon started here gets MCPSBX_TEST_RUN=<random>[-suffix] (and the
+// same value as its containers' mcpsbx.test-run label), so the containers
+// this file created can be found (and
 // the last test checks none is left) without touching other daemons' ones.
 // A daemon's port is read from its log line "serving MCP over HTTP at
 // http://127.0.0.1:PORT/mcp"; daemons are stopped with SIGTERM and must exit 0.
@@ -34,7 +35,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { LATEST_PROTOCOL_VERSION, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  RUN_MARKER, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, sleep, withDaemon, SdkDaemon, engineRequest, preflight,
+  RUN_LABEL, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, sleep, withDaemon, SdkDaemon, engineRequest, preflight,
   ourContainers, textOf, checkDaemonsAndContainers, HttpDaemon, SseParser,
 } from './lib.mjs';
 
@@ -234,7 +235,7 @@ async function waitRunning(marker, ms = 30_000) {
     if (running.length) return running[0];
     await sleep(100);
   }
-  assert.fail(`no running container with ${RUN_MARKER}=${marker} within ${ms} ms`);
+  assert.fail(`no running container labelled ${RUN_LABEL}=${marker} within ${ms} ms`);
 }
 
 /** Polls the container until the engine no longer knows it; returns the ms

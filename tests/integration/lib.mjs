@@ -8,8 +8,10 @@
 //                       (default $DOCKER_HOST, else unix:///var/run/docker.sock)
 //
 // Every daemon a suite starts is given MCPSBX_TEST_RUN=<RUN_ID>[-suffix]
-// through --pass-through-env, so the containers that suite created can be
-// told from containers of other daemons on the same engine. RUN_ID is drawn
+// (through --pass-through-env, for the programs) and the same value as the
+// label mcpsbx.test-run on its containers (MCPSANDBOXD_LABEL), so the
+// containers that suite created can be told from containers of other
+// daemons on the same engine. RUN_ID is drawn
 // once per process; node --test runs each test file in a process of its own.
 
 import assert from 'node:assert/strict';
@@ -29,6 +31,9 @@ export const ENGINE = process.env.MCPSANDBOXD_ENGINE || process.env.DOCKER_HOST 
 export const ENGINE_SOCKET = ENGINE.replace(/^unix:\/\//, '');
 export const MANAGED_LABEL = 'io.mcp-sandboxd.managed';
 export const RUN_MARKER = 'MCPSBX_TEST_RUN';
+/** The engine label (--label) that carries a daemon's RUN_MARKER value to
+ * its containers: the marker's value itself reaches only the program. */
+export const RUN_LABEL = 'mcpsbx.test-run';
 export const RUN_ID = randomBytes(8).toString('hex');
 export const SUITE_START_S = Math.floor(Date.now() / 1000) - 2;
 
@@ -65,9 +70,9 @@ export function hostEnv() {
 /** Environment for a daemon: hostEnv(), no MCPSANDBOXD_* from the caller
  * (those would configure it behind our back), plus the run marker. */
 export function daemonEnv(extra = {}, marker = RUN_ID) {
-  const env = hostEnv();
-  env[RUN_MARKER] = marker;
-  return { ...env, ...extra };
+  const env = { ...hostEnv(), [RUN_MARKER]: marker, ...extra };
+  env.MCPSANDBOXD_LABEL = `${RUN_LABEL}=${env[RUN_MARKER]}`;
+  return env;
 }
 
 /** INTEGRATION_POOL_SIZE: --pool-size for every daemon (run.sh's asan pass
@@ -237,6 +242,33 @@ export async function engineGet(p) {
   return JSON.parse(r.body);
 }
 
+/** Where the engine keeps container configurations and runtime state (its
+ * /info DockerRootDir and, by engine kind, the run directories). */
+export async function engineStateDirs() {
+  const info = await engineGet('/v1.41/info');
+  const root = info.DockerRootDir || '/var/lib/docker';
+  const podman = JSON.stringify(info).includes('podman');
+  const dirs = podman
+    ? [`${root}/overlay-containers`, `${root}/libpod`, '/run/containers/storage', '/run/libpod']
+    : [`${root}/containers`, '/run/docker'];
+  return dirs.filter((d) => existsSync(d));
+}
+
+/** Files under the engine's state directories that contain needle (fixed
+ * string, binary files too). */
+export async function engineFilesContaining(needle) {
+  const dirs = await engineStateDirs();
+  if (dirs.length === 0) throw new Error('no engine state directory found');
+  return new Promise((resolve, reject) => {
+    const p = spawn('grep', ['-rlsaF', '--', needle, ...dirs], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    p.stdout.on('data', (c) => (out += c.toString('utf8')));
+    p.on('error', reject);
+    // grep: 0 found, 1 none found, 2 unreadable files (e.g. sockets): still an answer.
+    p.on('close', () => resolve(out.split('\n').filter(Boolean)));
+  });
+}
+
 export async function listManaged() {
   const filters = encodeURIComponent(JSON.stringify({ label: [MANAGED_LABEL] }));
   return engineGet(`/v1.41/containers/json?all=1&filters=${filters}`);
@@ -257,8 +289,8 @@ export async function preflight(tc) {
   baseline = new Set((await listManaged()).map((c) => c.Id));
 }
 
-/** Managed containers (not in the baseline) whose Env has RUN_MARKER=marker,
- * or RUN_MARKER=marker-... with prefix=true. */
+/** Managed containers (not in the baseline) labelled RUN_LABEL=marker, or
+ * RUN_LABEL=marker-... with prefix=true. */
 export async function ourContainers(marker = RUN_ID, { prefix = false } = {}) {
   const mine = [];
   for (const c of await listManaged()) {
@@ -269,9 +301,8 @@ export async function ourContainers(marker = RUN_ID, { prefix = false } = {}) {
     } catch {
       continue; // removed meanwhile
     }
-    const env = info?.Config?.Env || [];
-    const want = `${RUN_MARKER}=${marker}`;
-    if (env.some((e) => e === want || (prefix && e.startsWith(`${want}-`)))) {
+    const got = info?.Config?.Labels?.[RUN_LABEL];
+    if (typeof got === 'string' && (got === marker || (prefix && got.startsWith(`${marker}-`)))) {
       mine.push({
         id: c.Id, short: c.Id.slice(0, 12), state: c.State, status: c.Status, image: c.Image,
         instance: info?.Config?.Labels?.['io.mcp-sandboxd.instance'], created: info?.Created,

@@ -14,12 +14,13 @@
 // The engine must be running and have the sandbox images
 // (scripts/engine.sh start docker|podman; scripts/images.sh).
 //
-// Every daemon started here is given MCPSBX_TEST_RUN=<random> through
-// --pass-through-env, so containers this suite created can be told from
+// Every daemon started here is given MCPSBX_TEST_RUN=<random> (and the same
+// value as its containers' mcpsbx.test-run label), so containers this suite created can be told from
 // containers of other daemons on the same engine when checking for leftovers.
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 
 import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
@@ -27,7 +28,7 @@ import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/typ
 import {
   RUN_MARKER, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, EXIT_WAIT_MS, sleep, exitWait, tail, allDaemons, daemonEnv,
   daemonArgs, withDaemon, SdkDaemon, spawnDaemon, awaitExit, preflight, ourContainers, waitNoContainers, textOf,
-  checkRun, checkInvalid, checkDaemonsAndContainers,
+  checkRun, checkInvalid, checkDaemonsAndContainers, engineGet, engineFilesContaining,
 } from './lib.mjs';
 
 // ---- daemons ---------------------------------------------------------------
@@ -539,8 +540,10 @@ describe('daemon options', { timeout: 600_000 }, () => {
     }
   });
 
-  test('--pass-through-env: only named variables reach the sandbox, never the log', { timeout: TEST_TIMEOUT_MS }, async () => {
-    const secret = 's3cr3t-value';
+  test('--pass-through-env: the program gets the value; the engine, the logs and the output never hold it', { timeout: TEST_TIMEOUT_MS }, async () => {
+    // 27 bytes: its base64 form has no padding.
+    const secret = `s3cr3t-${randomBytes(10).toString('hex')}`;
+    const mark = '[REDACTED:MCPSBX_TEST_SECRET]';
     const d = await SdkDaemon.start('pass-through-env', {
       args: ['--log-level', 'debug'],
       env: { MCPSBX_TEST_SECRET: secret, MCPSBX_TEST_OTHER: 'nope' },
@@ -548,12 +551,37 @@ describe('daemon options', { timeout: 600_000 }, () => {
     });
     try {
       await withDaemon(d, async () => {
-        const code = "import os\nprint(os.environ.get('MCPSBX_TEST_SECRET'))\nprint(os.environ.get('MCPSBX_TEST_OTHER'))";
-        checkRun(await d.call('run_python_code', { code }), { status: 'ok', exit_code: 0, stdout: `${secret}\nNone\n` });
+        const py = [
+          'import os, base64, subprocess, sys',
+          "v = os.environ.get('MCPSBX_TEST_SECRET')",
+          `print(v == ${JSON.stringify(secret)}, os.environ.get('MCPSBX_TEST_OTHER'))`,
+          `print(subprocess.run(['sh', '-c', 'test "$MCPSBX_TEST_SECRET" = ${secret} && echo child-ok'], capture_output=True, text=True).stdout, end='')`,
+          'print(v)',
+          'print(base64.b64encode(v.encode()).decode())',
+          'print(v.encode().hex(), file=sys.stderr)',
+        ].join('\n');
+        checkRun(await d.call('run_python_code', { code: py }), {
+          status: 'ok', exit_code: 0, stdout: `True None\nchild-ok\n${mark}\n${mark}\n`, stderr: `${mark}\n`,
+        });
         checkRun(
-          await d.call('run_js_code', { code: 'console.log(process.env.MCPSBX_TEST_SECRET, process.env.MCPSBX_TEST_OTHER)' }),
-          { status: 'ok', exit_code: 0, stdout: `${secret} undefined\n` },
+          await d.call('run_js_code', { code: `console.log(process.env.MCPSBX_TEST_SECRET === ${JSON.stringify(secret)}, process.env.MCPSBX_TEST_OTHER);\nconsole.log(process.env.MCPSBX_TEST_SECRET)` }),
+          { status: 'ok', exit_code: 0, stdout: `true undefined\n${mark}\n` },
         );
+        // While a run holds its container, neither its configuration nor
+        // anything in the engine's state directories holds the value.
+        const running = d.call('run_python_code', { code: 'import time\ntime.sleep(4)' });
+        let live = [];
+        for (const end = Date.now() + 10_000; live.length === 0 && Date.now() < end; await sleep(100)) {
+          live = (await ourContainers()).filter((c) => c.state === 'running');
+        }
+        assert.ok(live.length > 0, 'no running container of this suite');
+        for (const c of live) {
+          const info = await engineGet(`/v1.41/containers/${c.id}/json`);
+          assert.ok(!JSON.stringify(info).includes(secret), `container ${c.short} shows the secret: ${JSON.stringify(info.Config?.Env)}`);
+        }
+        assert.deepEqual(await engineFilesContaining(secret), [], 'engine state holds the secret during a run');
+        checkRun(await running, { status: 'ok', exit_code: 0 });
+        assert.deepEqual(await engineFilesContaining(secret), [], 'engine state holds the secret after the runs');
       });
     } finally {
       await d.close();

@@ -672,12 +672,37 @@ def t_bad_requests(lang):
         (b'mcpsbx/1 13\n{"nonce":"a"}', False, "nonce"),
         (b"mcpsbx/1 %d\n" % len(body) + body, True, "must be strings"),
     ]
+    for env in ([], "x", {"A": 1}, {"": "x"}, {"A=B": "x"}, {"A": "x\0y"}):
+        body = json.dumps({"nonce": NONCE, "code": "", "env": env}).encode()
+        cases.append((b"mcpsbx/1 %d\n" % len(body) + body, True, "request env"))
     for req, with_record, msg in cases:
         res = run(lang, request=req)
         try:
             expect_runner_failure(res, with_record, msg)
         except Failure as e:
             raise Failure("%r: %s" % (req[:40], e))
+
+
+ENV_SHOW = {
+    "py": "import os, subprocess\n"
+    "print(os.environ['MCPSBX_T_SECRET'])\n"
+    "print(subprocess.run(['sh', '-c', 'echo $MCPSBX_T_SECRET'], capture_output=True, text=True).stdout, end='')\n"
+    "print('MCPSBX_T_SECRET' in open('/proc/self/environ', 'rb').read().decode('latin-1'))",
+    "js": "const cp = require('child_process');\n"
+    "console.log(process.env.MCPSBX_T_SECRET);\n"
+    "process.stdout.write(cp.execSync('echo $MCPSBX_T_SECRET', { encoding: 'utf8' }));\n"
+    "console.log(require('fs').readFileSync('/proc/self/environ', 'latin1').includes('MCPSBX_T_SECRET') ? 'True' : 'False');",
+}
+
+
+@case("py", "js")
+def t_env_from_request(lang):
+    # The program and its children see the request's variables; the
+    # process's initial environment (what /proc shows) does not hold them.
+    value = "v al=ue \u00fc \U0001F600"
+    res = run(lang, request=frame(ENV_SHOW[lang], extra={"env": {"MCPSBX_T_SECRET": value}}))
+    ok_record(res)
+    eq(res.out, "%s\n%s\nFalse\n" % (value, value), "stdout")
 
 
 @case("py", "js")

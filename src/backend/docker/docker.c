@@ -1,10 +1,12 @@
 #include "backend/docker/docker.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "backend/docker/engine.h"
 #include "backend/docker/engine_stream.h"
+#include "backend/docker/seccomp_file.h"
 #include "base/util.h"
 
 #define READ_CHUNK 65536
@@ -16,6 +18,10 @@ _Static_assert((int)BACKEND_STDOUT == (int)ENGINE_STREAM_STDOUT &&
 struct docker {
     struct backend base;
     struct engine *engine;
+    /* For Podman: the file written for the profile seccomp_text. */
+    pthread_mutex_t lock;
+    char *seccomp_text;
+    char *seccomp_path;
 };
 
 struct docker_stream {
@@ -53,6 +59,15 @@ static json_object *string_array(const char *const *items)
 static json_object *labels(const struct backend_spec *spec)
 {
     json_object *l = json_object_new_object();
+    /* The operator's first, so the daemon's own always win. */
+    for (const char *const *p = spec->labels; p && *p; p++) {
+        const char *eq = strchr(*p, '=');
+        if (!eq)
+            continue;
+        char *key = xstrndup(*p, (size_t)(eq - *p));
+        json_object_object_add(l, key, json_object_new_string(eq + 1));
+        free(key);
+    }
     json_object_object_add(l, ENGINE_LABEL_MANAGED, json_object_new_string("1"));
     json_object_object_add(l, ENGINE_LABEL_INSTANCE, json_object_new_string(spec->instance));
     if (spec->owner)
@@ -68,7 +83,7 @@ static json_object *labels(const struct backend_spec *spec)
 }
 
 /* The hardening every backend promises (backend.h), in Docker's terms. */
-static json_object *host_config(const struct backend_spec *spec)
+static json_object *host_config(const struct backend_spec *spec, const char *seccomp_path)
 {
     json_object *hc = json_object_new_object();
     json_object_object_add(hc, "NetworkMode", json_object_new_string("none"));
@@ -83,6 +98,11 @@ static json_object *host_config(const struct backend_spec *spec)
     json_object_object_add(hc, "CapDrop", capdrop);
     json_object *secopt = json_object_new_array();
     json_object_array_add(secopt, json_object_new_string("no-new-privileges:true"));
+    if (seccomp_path || spec->seccomp) {
+        char *opt = xasprintf("seccomp=%s", seccomp_path ? seccomp_path : spec->seccomp);
+        json_object_array_add(secopt, json_object_new_string(opt));
+        free(opt);
+    }
     json_object_object_add(hc, "SecurityOpt", secopt);
     json_object_object_add(hc, "Memory", json_object_new_int64(spec->memory_bytes));
     json_object_object_add(hc, "MemorySwap", json_object_new_int64(spec->memory_bytes));
@@ -108,7 +128,7 @@ static json_object *host_config(const struct backend_spec *spec)
     return hc;
 }
 
-json_object *docker_create_body(const struct backend_spec *spec)
+json_object *docker_create_body(const struct backend_spec *spec, const char *seccomp_path)
 {
     json_object *b = json_object_new_object();
     json_object_object_add(b, "Image", json_object_new_string(spec->image));
@@ -127,7 +147,7 @@ json_object *docker_create_body(const struct backend_spec *spec)
     json_object_object_add(b, "StdinOnce", json_object_new_boolean(1));
     json_object_object_add(b, "Tty", json_object_new_boolean(0));
     json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(1));
-    json_object_object_add(b, "HostConfig", host_config(spec));
+    json_object_object_add(b, "HostConfig", host_config(spec, seccomp_path));
     return b;
 }
 
@@ -135,8 +155,42 @@ json_object *docker_create_body(const struct backend_spec *spec)
 
 static void docker_free(struct backend *b)
 {
-    engine_free(engine_of(b));
-    free(b);
+    struct docker *d = (struct docker *)b;
+    engine_free(d->engine);
+    pthread_mutex_destroy(&d->lock);
+    free(d->seccomp_text);
+    free(d->seccomp_path);
+    free(d);
+}
+
+/* Where Podman finds spec's profile (NULL for Docker, which takes the text
+ * inline), in *path; -1 with err when that cannot be known or written. */
+static int seccomp_ref(struct docker *d, const struct backend_spec *spec, double deadline_ms,
+                       char **path, struct err *err)
+{
+    *path = NULL;
+    if (!spec->seccomp)
+        return 0;
+    int podman = engine_is_podman(d->engine, deadline_ms, err);
+    if (podman <= 0)
+        return podman;
+    int rc = 0;
+    pthread_mutex_lock(&d->lock);
+    if (!d->seccomp_text || strcmp(d->seccomp_text, spec->seccomp) != 0) {
+        char *written = seccomp_file_write(spec->seccomp, err);
+        if (!written) {
+            rc = err_wrap(err, "cannot hand the seccomp profile to Podman");
+            goto out;
+        }
+        free(d->seccomp_path);
+        free(d->seccomp_text);
+        d->seccomp_path = written;
+        d->seccomp_text = xstrdup(spec->seccomp);
+    }
+    *path = xstrdup(d->seccomp_path);
+out:
+    pthread_mutex_unlock(&d->lock);
+    return rc;
 }
 
 static const char *docker_address(const struct backend *b)
@@ -157,7 +211,7 @@ static int docker_version(struct backend *b, char **name, char **version, struct
 static char *docker_render_create(const struct backend *b, const struct backend_spec *spec)
 {
     (void)b;
-    json_object *body = docker_create_body(spec);
+    json_object *body = docker_create_body(spec, NULL);
     char *s = xstrdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PRETTY |
                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(body);
@@ -167,7 +221,10 @@ static char *docker_render_create(const struct backend *b, const struct backend_
 static int docker_create(struct backend *b, const struct backend_spec *spec, double deadline_ms,
                          char **id, struct err *err)
 {
-    json_object *body = docker_create_body(spec);
+    cleanup_free char *seccomp_path = NULL;
+    if (seccomp_ref((struct docker *)b, spec, deadline_ms, &seccomp_path, err) < 0)
+        return -1;
+    json_object *body = docker_create_body(spec, seccomp_path);
     int rc = engine_create(engine_of(b), body, deadline_ms, id, err);
     json_object_put(body);
     return rc;
@@ -324,5 +381,6 @@ struct backend *docker_backend_new(const char *socket_path)
     struct docker *d = xcalloc(1, sizeof(*d));
     d->base.ops = &docker_ops;
     d->engine = engine_new(socket_path);
+    pthread_mutex_init(&d->lock, NULL);
     return &d->base;
 }

@@ -4,7 +4,8 @@
  * The backend/docker/ folder: docker.c (the operations table, the create
  * body, attach streams), engine.c (the Engine API requests), engine_http.c
  * (libcurl on the unix socket and the attach upgrade; the daemon's only
- * libcurl user), engine_stream.c (the attach stream's frame demultiplexer). */
+ * libcurl user), engine_stream.c (the attach stream's frame demultiplexer),
+ * seccomp_file.c (the profile as a file, for Podman). */
 #ifndef MCPSBX_DOCKER_H
 #define MCPSBX_DOCKER_H
 
@@ -17,7 +18,8 @@
 struct backend *docker_backend_new(const char *socket_path);
 
 /* The POST /containers/create body for spec (caller owns; exposed for
- * tests). */
-json_object *docker_create_body(const struct backend_spec *spec);
+ * tests). The seccomp profile goes inline (Docker), or as seccomp_path, a
+ * file holding it on the engine's host (Podman), when that is not NULL. */
+json_object *docker_create_body(const struct backend_spec *spec, const char *seccomp_path);
 
 #endif

@@ -29,6 +29,7 @@ struct engine {
     /* 1 when the engine is known to report OOMKilled (Docker), 0 when it is
      * known not to (Podman 4 leaves it false), -1 before /version answered. */
     atomic_int oom_flag_reliable;
+    atomic_int podman; /* 1 or 0 once /version answered, -1 before */
 };
 
 struct engine *engine_new(const char *socket_path)
@@ -36,6 +37,7 @@ struct engine *engine_new(const char *socket_path)
     struct engine *e = xcalloc(1, sizeof(*e));
     e->socket = xstrdup(socket_path);
     atomic_init(&e->oom_flag_reliable, -1);
+    atomic_init(&e->podman, -1);
     return e;
 }
 
@@ -150,10 +152,11 @@ static json_object *call_json(struct engine *e, const char *method, const char *
     return root;
 }
 
-int engine_version(struct engine *e, char **name, char **version, struct err *err)
+static int version_within(struct engine *e, long timeout_ms, char **name, char **version,
+                          struct err *err)
 {
-    json_object *root = call_json(e, "GET", API "/version", ENGINE_TIMEOUT_VERSION_MS,
-                                  "report its version", "GET /version", err);
+    json_object *root =
+        call_json(e, "GET", API "/version", timeout_ms, "report its version", "GET /version", err);
     if (!root)
         return -1;
 
@@ -192,6 +195,7 @@ int engine_version(struct engine *e, char **name, char **version, struct err *er
             nl = 0;
         }
     }
+    atomic_store(&e->podman, strcmp(n, "Podman Engine") == 0);
     if (!v)
         v = get_str(root, "Version", &vl);
     if (!v) {
@@ -202,6 +206,11 @@ int engine_version(struct engine *e, char **name, char **version, struct err *er
     *version = engine_text(v, vl);
     json_object_put(root);
     return 0;
+}
+
+int engine_version(struct engine *e, char **name, char **version, struct err *err)
+{
+    return version_within(e, ENGINE_TIMEOUT_VERSION_MS, name, version, err);
 }
 
 static int image_missing(const struct engine *e, json_object *body, const struct buf *resp,
@@ -520,6 +529,21 @@ out:
 int engine_oom_flag_reliable(const struct engine *e)
 {
     return atomic_load(&e->oom_flag_reliable);
+}
+
+int engine_is_podman(struct engine *e, double deadline_ms, struct err *err)
+{
+    if (atomic_load(&e->podman) < 0) {
+        char *name = NULL, *version = NULL;
+        long timeout_ms = 0;
+        if (budget(e, ENGINE_TIMEOUT_VERSION_MS, deadline_ms, "tell its kind", &timeout_ms, err) <
+                0 ||
+            version_within(e, timeout_ms, &name, &version, err) < 0)
+            return -1;
+        free(name);
+        free(version);
+    }
+    return atomic_load(&e->podman);
 }
 
 int engine_ping(struct engine *e, struct err *err)

@@ -71,6 +71,10 @@ int engine_inspect_state(struct engine *e, const char *id, struct backend_state 
  * engine's kind is unknown (engine_version has not answered yet). */
 int engine_oom_flag_reliable(const struct engine *e);
 
+/* Whether the engine is Podman, asking GET /version first (by deadline_ms,
+ * as create) when no answer to it came yet: 1, 0, or -1 with err. */
+int engine_is_podman(struct engine *e, double deadline_ms, struct err *err);
+
 /* DELETE /containers/{id}?force=1&v=1, once. A container already gone is
  * not an error. Failures can be brief (Podman refuses with 500 "container
  * state improper" while the container is stopping; a moment later the same

@@ -326,9 +326,19 @@
   nonce = req.nonce;
   const code = req.code;
   const stdin = req.stdin === undefined || req.stdin === null ? '' : req.stdin;
+  const env = req.env === undefined || req.env === null ? {} : req.env;
   req = null;
   if (typeof code !== 'string' || typeof stdin !== 'string')
     return runnerFail('request code/stdin must be strings');
+  if (typeof env !== 'object' || Array.isArray(env)) return runnerFail('request env must be an object');
+  for (const k of Object.keys(env)) {
+    const v = env[k];
+    if (typeof v !== 'string' || k === '' || k.includes('=') || k.includes('\0') || v.includes('\0'))
+      return runnerFail('request env: bad variable ' + JSON.stringify(k.slice(0, 64)));
+    // Here, not in the container's configuration: the engine keeps that
+    // on disk. process.env also reaches child processes.
+    process.env[k] = v;
+  }
 
   // ---- CommonJS or ES module ------------------------------------------
   // Like Node 22's module detection: only a SyntaxError that ESM syntax

@@ -206,7 +206,18 @@ def _mcpsbx_runner():
         stdin = ""
     if not isinstance(code, str) or not isinstance(stdin, str):
         runner_fail("request code/stdin must be strings")
-    del req
+    env = req.get("env")
+    if env is None:
+        env = {}
+    if not isinstance(env, dict):
+        runner_fail("request env must be an object")
+    for k, v in env.items():
+        if not isinstance(v, str) or not k or "=" in k or "\0" in k or "\0" in v:
+            runner_fail("request env: bad variable %r" % k[:64])
+        # Here, not in the container's configuration: the engine keeps
+        # that on disk. os.environ also reaches child processes.
+        os.environ[k] = v
+    del req, env
     code = code.encode("utf-8", "surrogateescape")
     stdin = stdin.encode("utf-8", "surrogateescape")
 

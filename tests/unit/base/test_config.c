@@ -105,6 +105,33 @@ static void test_errors(void **state)
     expect_error(a11, e1, "CONTAINER_LANGUAGE");
     char *e2[] = {"MCPSANDBOXD_CPUS=-1", NULL};
     expect_error(a11, e2, "MCPSANDBOXD_CPUS");
+    /* Labels: KEY=VALUE, never in the daemon's own namespace. */
+    char *l1[] = {"d", "--label", "io.mcp-sandboxd.managed=0", NULL};
+    expect_error(l1, none, "io.mcp-sandboxd.managed");
+    char *l2[] = {"d", "--label", "novalue", NULL};
+    expect_error(l2, none, "novalue");
+    char *l3[] = {"d", "--label", "=x", NULL};
+    expect_error(l3, none, "=x");
+    char *l4[] = {"d", "--label", "k y=1", NULL};
+    expect_error(l4, none, "k y=1");
+}
+
+static void test_labels(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct err err = ERR_INIT;
+    char *argv[] = {"d", "--label", "team=ml,cost.center/x=42", "--label", "empty=", NULL};
+    char *envp[] = {"MCPSANDBOXD_LABEL=from.env=yes", NULL};
+    config_init(&cfg);
+    assert_int_equal(config_load(&cfg, 5, argv, envp, &err), 0);
+    assert_int_equal(cfg.labels.n, 4);
+    assert_string_equal(cfg.labels.items[0], "from.env=yes");
+    assert_string_equal(cfg.labels.items[1], "team=ml");
+    assert_string_equal(cfg.labels.items[2], "cost.center/x=42");
+    assert_string_equal(cfg.labels.items[3], "empty=");
+    assert_null(cfg.labels.items[4]);
+    config_free(&cfg);
 }
 
 /* The pool's options: defaults, the preload lists as the runner gets them
@@ -272,6 +299,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_cli_and_env),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_labels),
         cmocka_unit_test(test_pool_options),
         cmocka_unit_test(test_engine_resolution),
         cmocka_unit_test(test_container_image_pair),

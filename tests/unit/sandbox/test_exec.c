@@ -15,6 +15,7 @@
 #include "backend/docker/engine.h"
 #include "fake_engine/fake_engine.h"
 #include "sandbox/exec.h"
+#include "sandbox/policy.h"
 
 #define GUARD FAKE_HANG_GUARD_MS
 
@@ -407,16 +408,15 @@ static void test_oom_killed_docker(void **state)
     exec_result_free(&res);
 }
 
-/* Where OOMKilled cannot be trusted (Podman 4) or the engine's kind is not
- * known yet, exit 137 under a memory limit counts as an OOM kill. */
+/* Where OOMKilled cannot be trusted (Podman 4), exit 137 under a memory
+ * limit counts as an OOM kill. (The kind is always known by then: the
+ * first create asks for it, to hand over the seccomp profile.) */
 static void test_oom_heuristic(void **state)
 {
     struct rig *g = *state;
     struct fake_program p = {.end = FAKE_END_EXIT, .exit_code = 137};
     struct exec_result res;
     exec_result_init(&res);
-    assert_int_equal(run_program(g, &p, false, &res), EXEC_OOM);
-    rig_close(g);
     fake_engine_set_version(g->fe, PODMAN_VERSION);
     assert_int_equal(run_program(g, &p, true, &res), EXEC_OOM);
     assert_int_equal(res.exit_code, 137);
@@ -425,6 +425,113 @@ static void test_oom_heuristic(void **state)
     assert_int_equal(run_program(g, &crash, true, &res), EXEC_OK);
     assert_int_equal(res.exit_code, 139);
     assert_contains(res.message, "signal 11");
+    exec_result_free(&res);
+}
+
+/* ---- secrets ------------------------------------------------------------------- */
+
+/* --pass-through-env values go in the run's request, never in the
+ * container's configuration; where the program prints one (as it is, or
+ * base64-encoded), the result and the live output say [REDACTED:NAME]. */
+static void test_secrets(void **state)
+{
+    struct rig *g = *state;
+    static const char secret[] = "tok-4f9a/secret+value";
+    g->cfg.pass_through_env.items = xcalloc(3, sizeof(char *));
+    g->cfg.pass_through_env.items[0] = xstrdup("API_TOKEN");
+    g->cfg.pass_through_env.items[1] = xstrdup("NOT_SET");
+    g->cfg.pass_through_env.n = 2;
+    char *envp[] = {"OTHER=x", "API_TOKEN=tok-4f9a/secret+value", NULL};
+    /* Printed whole on stdout; split across two writes, base64 on stderr. */
+    static const char out[] = "token: tok-4f9a/secret+value\n";
+    static const char err_text[] = "dG9rLTRmOWEvc2VjcmV0K3ZhbHVl\n";
+    struct fake_program p = {
+        .out = out, .out_len = sizeof(out) - 1, .err = err_text, .err_len = sizeof(err_text) - 1};
+    fake_engine_set_program(g->fe, &p);
+    struct err err = ERR_INIT;
+    g->backend = docker_backend_new(fake_engine_socket(g->fe));
+    g->exec = exec_ctx_new(&g->cfg, g->backend, envp, &err);
+    assert_non_null(g->exec);
+
+    struct live live = {.ticks = 0};
+    buf_init(&live.out, 1 << 16);
+    buf_init(&live.err, 1 << 16);
+    struct exec_request req = request("print(1)");
+    req.on_output = on_output;
+    req.on_output_ctx = &live;
+    struct exec_result res;
+    exec_result_init(&res);
+    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
+    assert_string_equal(buf_cstr(&res.out), "token: [REDACTED:API_TOKEN]\n");
+    assert_string_equal(buf_cstr(&res.err), "[REDACTED:API_TOKEN]\n");
+    assert_string_equal(buf_cstr(&live.out), "token: [REDACTED:API_TOKEN]\n");
+    assert_string_equal(buf_cstr(&live.err), "[REDACTED:API_TOKEN]\n");
+
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, id, &info));
+    assert_non_null(strstr(info.config_env, "HOME="));
+    assert_null(strstr(info.config_env, secret));
+    assert_null(strstr(info.config_env, "API_TOKEN"));
+    assert_string_equal(info.request_env, "{\"API_TOKEN\":\"tok-4f9a\\/secret+value\"}");
+    struct fake_request create;
+    assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
+    assert_null(strstr(create.body, secret));
+    assert_last_removed(g);
+    buf_free(&live.out);
+    buf_free(&live.err);
+    exec_result_free(&res);
+}
+
+/* ---- the seccomp profile ------------------------------------------------------ */
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    char *data = xcalloc(1, 1 << 16);
+    size_t n = fread(data, 1, (1 << 16) - 1, f);
+    (void)n;
+    fclose(f);
+    return data;
+}
+
+/* Docker gets the profile inline; Podman, which reads a path on its own
+ * host, the path of a file holding exactly the same profile. */
+static void test_seccomp_profile(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "1\n", .out_len = 2};
+    struct exec_result res;
+    struct fake_container_info info;
+    char id[FAKE_ID_MAX + 1];
+    struct err err = ERR_INIT;
+    char *want = policy_seccomp_new(&err);
+    assert_non_null(want);
+
+    exec_result_init(&res);
+    assert_int_equal(run_program(g, &p, false, &res), EXEC_OK);
+    last_container(g, id);
+    assert_true(fake_engine_info(g->fe, id, &info));
+    assert_true(info.seccomp_inline);
+    rig_close(g);
+
+    fake_engine_set_version(g->fe, PODMAN_VERSION);
+    assert_int_equal(run_program(g, &p, false, &res), EXEC_OK);
+    last_container(g, id);
+    assert_true(fake_engine_info(g->fe, id, &info));
+    assert_false(info.seccomp_inline);
+    const char *dir = getenv("RUNTIME_DIRECTORY");
+    assert_non_null(dir);
+    assert_memory_equal(info.seccomp_path, dir, strlen(dir));
+    char *got = read_all(info.seccomp_path);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
     exec_result_free(&res);
 }
 
@@ -679,6 +786,8 @@ int main(void)
         T(test_oom_memory_error),
         T(test_oom_killed_docker),
         T(test_oom_heuristic),
+        T(test_seccomp_profile),
+        T(test_secrets),
         T(test_create_fails),
         T(test_attach_fails),
         T(test_start_fails),

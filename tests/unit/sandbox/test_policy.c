@@ -2,6 +2,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <json-c/json.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "sandbox/policy.h"
@@ -13,21 +15,21 @@ static void test_spec(void **state)
     struct config cfg;
     config_init(&cfg);
     const char *cmd[] = {"python3", "-c", "pass", NULL};
-    char *env[] = {"API_KEY=v", NULL};
     struct policy_run run = {.image = "img:1",
                              .cmd = cmd,
                              .memory_mb = 128,
                              .instance = "abc",
                              .owner = "me",
-                             .expires = 42};
+                             .expires = 42,
+                             .seccomp = "{}"};
     struct backend_spec spec;
-    policy_spec(&cfg, &run, env, &spec);
+    policy_spec(&cfg, &run, &spec);
     assert_string_equal(spec.image, "img:1");
     assert_ptr_equal(spec.cmd, cmd);
     assert_string_equal(spec.user, "10001:10001");
     assert_string_equal(spec.workdir, POLICY_WORKDIR);
     assert_int_equal(spec.workdir_mb, cfg.tmpfs_mb);
-    assert_string_equal(spec.env[0], "API_KEY=v");
+    assert_string_equal(spec.env[0], "HOME=" POLICY_WORKDIR);
     assert_int_equal(spec.memory_bytes, 128LL << 20);
     assert_int_equal(spec.nano_cpus, (long long)(cfg.cpus * 1e9));
     assert_int_equal(spec.pids_limit, cfg.pids_limit);
@@ -36,14 +38,25 @@ static void test_spec(void **state)
     assert_string_equal(spec.instance, "abc");
     assert_string_equal(spec.owner, "me");
     assert_int_equal(spec.expires, 42);
+    assert_string_equal(spec.seccomp, "{}");
 
     free(cfg.runtime);
     cfg.runtime = xstrdup("runsc");
-    policy_spec(&cfg, &run, env, &spec);
+    policy_spec(&cfg, &run, &spec);
     assert_string_equal(spec.runtime, "runsc");
     config_free(&cfg);
 }
 
+static int missing_calls;
+static char missing_name[32];
+static void on_missing(const char *name)
+{
+    missing_calls++;
+    snprintf(missing_name, sizeof(missing_name), "%s", name);
+}
+
+/* Only the named variables that are set, values as they are; the
+ * container's environment is the fixed base whatever the daemon's holds. */
 static void test_pass_through(void **state)
 {
     (void)state;
@@ -55,20 +68,121 @@ static void test_pass_through(void **state)
     cfg.pass_through_env.items[2] = NULL;
     cfg.pass_through_env.n = 2;
     char *envp[] = {"AB=no", "A=yes=1", "OTHER=x", NULL};
-    char **env = policy_env_new(&cfg, envp, NULL);
-    /* The fixed base first, then the pass-through variables that are set. */
+    struct policy_secrets sec;
+    policy_secrets_init(&sec, &cfg, envp, on_missing);
+    assert_int_equal(sec.n, 1);
+    assert_string_equal(sec.names[0], "A");
+    assert_string_equal(sec.values[0], "yes=1");
+    assert_int_equal(missing_calls, 1);
+    assert_string_equal(missing_name, "MISSING");
+
+    struct policy_run run = {.image = "i", .memory_mb = 1, .instance = "x"};
+    struct backend_spec spec;
+    policy_spec(&cfg, &run, &spec);
     size_t n = 0;
-    while (env[n])
-        n++;
-    assert_true(n >= 2);
-    assert_string_equal(env[0], "HOME=/tmp");
-    assert_string_equal(env[n - 1], "A=yes=1");
-    for (size_t i = 0; i < n; i++) {
-        assert_null(strstr(env[i], "OTHER"));
-        assert_null(strstr(env[i], "AB=no"));
+    for (; spec.env[n]; n++) {
+        assert_null(strstr(spec.env[n], "A=yes"));
+        assert_null(strstr(spec.env[n], "OTHER"));
     }
-    policy_env_free(env);
+    assert_true(n >= 2);
+    assert_string_equal(spec.env[0], "HOME=/tmp");
+    policy_secrets_free(&sec);
+    assert_int_equal(sec.n, 0);
     config_free(&cfg);
+}
+
+/* The action the profile takes for syscall name with no argument rules, or
+ * NULL when no entry names it (then the default action applies). */
+static const char *action_for(json_object *prof, const char *name, bool *conditional)
+{
+    json_object *calls = json_object_object_get(prof, "syscalls");
+    const char *found = NULL;
+    *conditional = false;
+    for (size_t i = 0; i < json_object_array_length(calls); i++) {
+        json_object *e = json_object_array_get_idx(calls, i);
+        json_object *names = json_object_object_get(e, "names");
+        for (size_t j = 0; j < json_object_array_length(names); j++) {
+            if (strcmp(json_object_get_string(json_object_array_get_idx(names, j)), name) != 0)
+                continue;
+            found = json_object_get_string(json_object_object_get(e, "action"));
+            json_object *args = json_object_object_get(e, "args");
+            if (args && json_object_array_length(args) > 0)
+                *conditional = true;
+        }
+    }
+    return found;
+}
+
+/* The embedded profile: denies by default, never allows the interfaces the
+ * sandbox must not reach, allows what programs need, and keeps clone from
+ * making namespaces. */
+static void test_seccomp_profile(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    char *text = policy_seccomp_new(&err);
+    assert_non_null(text);
+    assert_null(strchr(text, '\n')); /* compact: it goes with every create */
+    json_object *prof = json_tokener_parse(text);
+    assert_non_null(prof);
+    assert_string_equal(json_object_get_string(json_object_object_get(prof, "defaultAction")),
+                        "SCMP_ACT_ERRNO");
+    static const char *const denied[] = {"io_uring_setup",
+                                         "io_uring_enter",
+                                         "io_uring_register",
+                                         "userfaultfd",
+                                         "keyctl",
+                                         "add_key",
+                                         "request_key",
+                                         "bpf",
+                                         "perf_event_open",
+                                         "unshare",
+                                         "setns",
+                                         "ptrace",
+                                         "process_vm_readv",
+                                         "process_vm_writev",
+                                         "mount",
+                                         "umount2",
+                                         "fsopen",
+                                         "move_mount",
+                                         "open_tree",
+                                         "pivot_root",
+                                         "chroot",
+                                         "kexec_load",
+                                         "kexec_file_load",
+                                         "open_by_handle_at",
+                                         "init_module",
+                                         "finit_module",
+                                         "reboot",
+                                         "swapon",
+                                         "clone3",
+                                         "pidfd_getfd",
+                                         "socketcall",
+                                         "modify_ldt",
+                                         "vm86"};
+    for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+        bool cond = false;
+        const char *a = action_for(prof, denied[i], &cond);
+        if (a && strcmp(a, "SCMP_ACT_ERRNO") != 0)
+            fail_msg("%s: %s", denied[i], a);
+    }
+    static const char *const needed[] = {
+        "read",  "write",      "openat",    "mmap",       "futex",        "execve",    "wait4",
+        "pipe2", "epoll_wait", "getrandom", "arch_prctl", "rt_sigaction", "prlimit64", "statx"};
+    for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+        bool cond = true;
+        const char *a = action_for(prof, needed[i], &cond);
+        if (!a || strcmp(a, "SCMP_ACT_ALLOW") != 0 || cond)
+            fail_msg("%s is not allowed", needed[i]);
+    }
+    /* clone only without the namespace flags. */
+    bool cond = false;
+    assert_string_equal(action_for(prof, "clone", &cond), "SCMP_ACT_ALLOW");
+    assert_true(cond);
+    assert_non_null(strstr(text, "\"value\":2114060288"));
+    assert_non_null(strstr(text, "SCMP_CMP_MASKED_EQ"));
+    json_object_put(prof);
+    free(text);
 }
 
 int main(void)
@@ -76,6 +190,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec),
         cmocka_unit_test(test_pass_through),
+        cmocka_unit_test(test_seccomp_profile),
     };
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }

@@ -481,6 +481,34 @@ static void test_encode_basic(void **state)
     assert_json_bytes(obj, "nonce", LIT(NONCE));
     assert_json_bytes(obj, "code", LIT("print('hi')\n"));
     assert_json_bytes(obj, "stdin", "", 0);
+    json_object *env = json_object_object_get(obj, "env");
+    assert_true(json_object_is_type(env, json_type_object));
+    assert_int_equal(json_object_object_length(env), 0);
+    json_object_put(obj);
+    buf_free(&out);
+}
+
+/* The secrets for the program's environment travel in the request. */
+static void test_encode_env(void **state)
+{
+    (void)state;
+    struct buf out;
+    buf_init(&out, 1 << 20);
+    char *names[] = {"API_KEY", "B"};
+    char *values[] = {"k\"ey\u00fc", ""};
+    struct runner_request req = {.nonce_hex = NONCE,
+                                 .code = "x",
+                                 .code_len = 1,
+                                 .env_names = names,
+                                 .env_values = values,
+                                 .n_env = 2};
+    assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+    json_object *obj = decode_request(out.data, out.len);
+    json_object *env = json_object_object_get(obj, "env");
+    assert_int_equal(json_object_object_length(env), 2);
+    assert_string_equal(json_object_get_string(json_object_object_get(env, "API_KEY")),
+                        "k\"ey\u00fc");
+    assert_string_equal(json_object_get_string(json_object_object_get(env, "B")), "");
     json_object_put(obj);
     buf_free(&out);
 }
@@ -756,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_nonce),
         cmocka_unit_test(test_encode_basic),
         cmocka_unit_test(test_encode_special_bytes),
+        cmocka_unit_test(test_encode_env),
         cmocka_unit_test(test_encode_random_round_trip),
         cmocka_unit_test(test_encode_rejects),
         cmocka_unit_test(test_e2e_python),

@@ -55,7 +55,7 @@ static void test_create_body_hardening(void **state)
 {
     (void)state;
     struct backend_spec spec = spec_of();
-    json_object *b = docker_create_body(&spec);
+    json_object *b = docker_create_body(&spec, NULL);
     assert_string_equal(json_object_get_string(get(b, "Image")), "img:1");
     assert_string_equal(json_object_get_string(get(b, "User")), "10001:10001");
     assert_string_equal(json_object_get_string(get(b, "WorkingDir")), "/tmp");
@@ -99,11 +99,43 @@ static void test_create_body_options(void **state)
     spec.runtime = "runsc";
     spec.owner = NULL;
     spec.expires = 0;
-    json_object *b = docker_create_body(&spec);
+    static const char *const extra[] = {"team=ml", "empty=", NULL};
+    spec.labels = extra;
+    json_object *b = docker_create_body(&spec, NULL);
+    assert_string_equal(json_object_get_string(get(get(b, "Labels"), "team")), "ml");
+    assert_string_equal(json_object_get_string(get(get(b, "Labels"), "empty")), "");
     assert_string_equal(json_object_get_string(get(get(b, "HostConfig"), "Runtime")), "runsc");
     json_object *labels = get(b, "Labels");
     assert_false(json_object_object_get_ex(labels, ENGINE_LABEL_OWNER, NULL));
     assert_false(json_object_object_get_ex(labels, ENGINE_LABEL_EXPIRES, NULL));
+    json_object_put(b);
+}
+
+/* The seccomp profile: inline for Docker, a path for Podman, and no
+ * option at all without one (the engine's default). */
+static void test_create_body_seccomp(void **state)
+{
+    (void)state;
+    struct backend_spec spec = spec_of();
+    spec.seccomp = NULL;
+    json_object *b = docker_create_body(&spec, NULL);
+    json_object *opts = get(get(b, "HostConfig"), "SecurityOpt");
+    assert_int_equal(json_object_array_length(opts), 1);
+    json_object_put(b);
+
+    spec.seccomp = "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}";
+    b = docker_create_body(&spec, NULL);
+    opts = get(get(b, "HostConfig"), "SecurityOpt");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 0)),
+                        "no-new-privileges:true");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 1)),
+                        "seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}");
+    json_object_put(b);
+
+    b = docker_create_body(&spec, "/run/x/seccomp-1.json");
+    opts = get(get(b, "HostConfig"), "SecurityOpt");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 1)),
+                        "seccomp=/run/x/seccomp-1.json");
     json_object_put(b);
 }
 
@@ -129,6 +161,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_body_hardening),
         cmocka_unit_test(test_create_body_options),
+        cmocka_unit_test(test_create_body_seccomp),
         cmocka_unit_test(test_render_create),
     };
     return cmocka_run_group_tests_name("docker", tests, NULL, NULL);
