@@ -67,7 +67,7 @@ UNIT_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all run test deps images unit runner-test conformance asan asan-unit tsan valgrind lint format format-check \
-        fuzz fuzz-smoke integration faults load clean install uninstall bench
+        fuzz fuzz-smoke integration faults load security clean install uninstall bench
 
 all: $(B)/mcp-sandboxd
 
@@ -188,6 +188,10 @@ integration: all asan
 faults: all
 	@tests/faults/run.sh
 
+# The hostile battery: Docker and Podman, pooled and on demand (~3 min).
+security: all
+	@tests/security/run.sh
+
 # Many clients at once over loopback HTTP and stdio (about a minute).
 load: all
 	@tests/load/run.sh
@@ -206,6 +210,7 @@ test:
 	$(MAKE) valgrind
 	$(MAKE) fuzz-smoke
 	$(MAKE) integration
+	$(MAKE) security
 	$(MAKE) faults
 	$(MAKE) load
 

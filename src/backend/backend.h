@@ -4,7 +4,7 @@
  * (backend/docker/); layers above this folder see only this header.
  *
  * Every backend applies the same hardening to every container, whatever
- * the spec says: no network, a read-only root filesystem with one
+ * the spec says: no network (unless spec.network), a read-only root filesystem with one
  * size-capped writable tmpfs (spec.workdir), every capability dropped, no
  * new privileges, an init process as PID 1, a private IPC namespace, no
  * logs kept by the engine, and the spec's resource limits. A backend that
@@ -40,6 +40,7 @@ struct backend_spec {
     long long shm_bytes;            /* /dev/shm */
     const char *runtime;            /* OCI runtime name (e.g. runsc); NULL = the default */
     const char *seccomp;            /* seccomp profile, Docker's JSON format; NULL = the engine's */
+    bool network;                   /* the engine's default network instead of none */
     /* Marks, listed back by backend_list: */
     const char *instance;      /* this daemon's run of containers */
     const char *owner;         /* the daemon process; may be NULL */

@@ -36,8 +36,13 @@ struct opt_def {
 static int valid_env_name(const char *s, size_t n);
 static int valid_token(const char *s, size_t n);
 static int valid_label(const char *s, size_t n);
+static int valid_language(const char *s, size_t n);
 
 static const struct opt_def options[] = {
+    {"allow-network", OPT_LIST, F(allow_network), 0, 0, "LANGUAGE[,...]",
+     "give the sandboxes of these languages (python, javascript) the engine's default network "
+     "instead of none; callers can never turn it on (default: none)",
+     valid_language},
     {"allowed-hosts", OPT_LIST, F(allowed_hosts), 0, 0, "HOST[:PORT],...",
      "Host header values accepted besides localhost, 127.0.0.1 and [::1]", valid_token},
     {"allowed-origins", OPT_LIST, F(allowed_origins), 0, 0, "ORIGIN,...",
@@ -148,6 +153,7 @@ void config_init(struct config *cfg)
     cfg->js_image = xstrdup(DEFAULT_JS_IMAGE);
     cfg->pass_through_env.items = xcalloc(1, sizeof(char *));
     cfg->labels.items = xcalloc(1, sizeof(char *));
+    cfg->allow_network.items = xcalloc(1, sizeof(char *));
     cfg->allowed_origins.items = xcalloc(1, sizeof(char *));
     cfg->allowed_hosts.items = xcalloc(1, sizeof(char *));
     cfg->http_listen = xstrdup("");
@@ -186,6 +192,14 @@ static void free_list(char **list)
     free(list);
 }
 
+bool config_network_allowed(const struct config *cfg, const char *language)
+{
+    for (size_t i = 0; i < cfg->allow_network.n; i++)
+        if (strcmp(cfg->allow_network.items[i], language) == 0)
+            return true;
+    return false;
+}
+
 void config_free(struct config *cfg)
 {
     free(cfg->engine_socket);
@@ -194,6 +208,7 @@ void config_free(struct config *cfg)
     free(cfg->js_image);
     free_list(cfg->pass_through_env.items);
     free_list(cfg->labels.items);
+    free_list(cfg->allow_network.items);
     free_list(cfg->allowed_origins.items);
     free_list(cfg->allowed_hosts.items);
     free(cfg->http_listen);
@@ -259,6 +274,11 @@ static int valid_label(const char *s, size_t n)
         if (s[i] < 0x20 || s[i] > 0x7e)
             return 0;
     return 1;
+}
+
+static int valid_language(const char *s, size_t n)
+{
+    return (n == 6 && memcmp(s, "python", 6) == 0) || (n == 10 && memcmp(s, "javascript", 10) == 0);
 }
 
 static int valid_env_name(const char *s, size_t n)

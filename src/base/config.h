@@ -25,6 +25,7 @@ struct config {
     char *js_image;
     struct config_list pass_through_env; /* variable names */
     struct config_list labels;           /* "KEY=VALUE" for every container */
+    struct config_list allow_network;    /* languages whose sandboxes get a network */
     long long timeout_ms;
     long long max_timeout_ms;
     long long memory_mb;
@@ -70,6 +71,10 @@ void config_free(struct config *cfg);
  * the environment, then argv; resolves the engine socket; checks every
  * bound. envp is the daemon's environment. */
 int config_load(struct config *cfg, int argc, char **argv, char **envp, struct err *err);
+
+/* Whether the operator gave sandboxes of language ("python",
+ * "javascript") a network (--allow-network). */
+bool config_network_allowed(const struct config *cfg, const char *language);
 
 /* Writes --help text to fp. */
 void config_usage(FILE *fp, const char *argv0);

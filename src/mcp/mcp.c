@@ -20,7 +20,8 @@ static const char *const version_names[MCP_V_COUNT] = {
 };
 
 #define INSTRUCTIONS                                                                               \
-    "Runs Python and JavaScript in fresh, isolated containers with no network access. Use "        \
+    "Runs Python and JavaScript in fresh, isolated containers (no network unless the operator "    \
+    "allowed it; the environment resource says). Use "                                             \
     "run_python_code or run_js_code for a quick run, execute_code for stdin and per-call limits. " \
     "Results carry stdout, stderr, exit_code and status."
 

@@ -238,6 +238,7 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
     const char *const *cmds[2] = {py, js};
     for (size_t i = 0; i < 2; i++) {
         struct policy_run run = {
+            .language = exec_language_name(langs[i]),
             .image = language_image(cfg, langs[i]),
             .cmd = cmds[i],
             .memory_mb = cfg->memory_mb,
@@ -287,6 +288,7 @@ char *exec_render_create(const struct config *cfg, struct backend *backend, enum
     struct err err = ERR_INIT;
     char *seccomp = policy_seccomp_new(&err);
     struct policy_run run = {
+        .language = exec_language_name(lang),
         .image = language_image(cfg, lang),
         .cmd = language_cmd(lang),
         .memory_mb = cfg->memory_mb,
@@ -529,6 +531,7 @@ static void run_spec(const struct exec_ctx *ctx, const struct exec_request *req,
                         (req->timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 +
                         EXPIRY_MARGIN_S;
     struct policy_run run = {
+        .language = exec_language_name(req->language),
         .image = language_image(ctx->cfg, req->language),
         .cmd = language_cmd(req->language),
         .memory_mb = req->memory_mb,

@@ -40,6 +40,7 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
         .shm_bytes = SHM_BYTES,
         .runtime = cfg->runtime && *cfg->runtime ? cfg->runtime : NULL,
         .seccomp = run->seccomp,
+        .network = run->language && config_network_allowed(cfg, run->language),
         .labels = (const char *const *)cfg->labels.items,
         .instance = run->instance,
         .owner = run->owner,

@@ -13,11 +13,15 @@
 /* The writable working directory: a size-capped tmpfs. */
 #define POLICY_WORKDIR "/tmp"
 
-/* What a sandbox can reach over the network (backend.h: nothing). */
-#define POLICY_NETWORK "none"
+/* What a sandbox can reach over the network: nothing, unless the
+ * operator allowed its language a network (--allow-network); a call never
+ * changes that. */
+#define POLICY_NETWORK         "none"
+#define POLICY_NETWORK_ALLOWED "bridge"
 
 /* One run's part of the spec. */
 struct policy_run {
+    const char *language; /* "python" or "javascript" */
     const char *image;
     const char *const *cmd; /* NULL-terminated argv */
     long long memory_mb;

@@ -85,7 +85,16 @@ json_object *tools_environment_json(const struct tools_env *tenv)
     json_object_object_add(lim, "pids_limit", json_object_new_int64(cfg->pids_limit));
     json_object_object_add(lim, "tmpfs_mb", json_object_new_int64(cfg->tmpfs_mb));
     json_object_object_add(env, "limits", lim);
-    json_object_object_add(env, "network", json_object_new_string(POLICY_NETWORK));
+    /* Per language: what its sandboxes can reach (none unless the operator
+     * allowed it; a call never can). */
+    json_object *net = json_object_new_object();
+    static const char *const langs_all[] = {"python", "javascript"};
+    for (size_t i = 0; i < 2; i++)
+        json_object_object_add(net, langs_all[i],
+                               json_object_new_string(config_network_allowed(cfg, langs_all[i])
+                                                          ? POLICY_NETWORK_ALLOWED
+                                                          : POLICY_NETWORK));
+    json_object_object_add(env, "network", net);
     json_object_object_add(env, "working_directory", json_object_new_string(POLICY_WORKDIR));
     json_object_object_add(env, "persistent", json_object_new_boolean(0));
     json_object_object_add(env, "pool", pool_json(tenv));

@@ -42,10 +42,16 @@ static json_object *tool_json(const struct tooldef *t, json_object *output_schem
     json_object_object_add(o, "name", json_object_new_string(t->name));
     if (f->structured)
         json_object_object_add(o, "title", json_object_new_string(t->title));
-    char *desc = xasprintf("%s Default limits: %lld ms, %lld MiB memory (at most %lld ms, "
-                           "%lld MiB); output kept up to %lld bytes.",
-                           t->description, cfg->timeout_ms, cfg->memory_mb, cfg->max_timeout_ms,
-                           cfg->max_memory_mb, cfg->max_output_bytes);
+    bool py = config_network_allowed(cfg, "python");
+    bool js = config_network_allowed(cfg, "javascript");
+    const char *net = !py && !js ? "No network access"
+                      : py && js ? "Network access (the operator allows it)"
+                      : py       ? "Network access for Python only (the operator allows it)"
+                                 : "Network access for JavaScript only (the operator allows it)";
+    char *desc = xasprintf("%s %s; a call cannot change that. Default limits: %lld ms, %lld MiB "
+                           "memory (at most %lld ms, %lld MiB); output kept up to %lld bytes.",
+                           t->description, net, cfg->timeout_ms, cfg->memory_mb,
+                           cfg->max_timeout_ms, cfg->max_memory_mb, cfg->max_output_bytes);
     json_object_object_add(o, "description", json_object_new_string(desc));
     free(desc);
     json_object_object_add(o, "inputSchema", json_object_get(t->input_schema));
@@ -58,8 +64,8 @@ static json_object *tool_json(const struct tooldef *t, json_object *output_schem
         json_object_object_add(a, "readOnlyHint", json_object_new_boolean(0));
         json_object_object_add(a, "destructiveHint", json_object_new_boolean(0));
         json_object_object_add(a, "idempotentHint", json_object_new_boolean(0));
-        /* Sandboxes have no network. */
-        json_object_object_add(a, "openWorldHint", json_object_new_boolean(0));
+        /* Open only where the operator gave sandboxes a network. */
+        json_object_object_add(a, "openWorldHint", json_object_new_boolean(py || js));
         json_object_object_add(o, "annotations", a);
     }
     return o;

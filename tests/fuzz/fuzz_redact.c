@@ -48,7 +48,7 @@ static void feed(const struct redactor *r, const uint8_t *data, size_t size, con
     struct redact_stream s = {0};
     size_t off = 0;
     for (size_t i = 0; i <= ncuts; i++) {
-        size_t n = i < ncuts ? cuts[i] : size - off;
+        size_t n = cuts && i < ncuts ? cuts[i] : size - off;
         if (n > size - off)
             n = size - off;
         CHECK(redact_feed(r, &s, (const char *)data + off, n, sink, o) == 0);

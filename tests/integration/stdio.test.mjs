@@ -540,6 +540,44 @@ describe('daemon options', { timeout: 600_000 }, () => {
     }
   });
 
+  test('--allow-network python: python sandboxes get the engine\'s network, javascript ones and callers still none', { timeout: TEST_TIMEOUT_MS }, async () => {
+    // On demand, so each run's container is the new one (pooled ones get the same spec).
+    const d = await SdkDaemon.start('allow-network', { args: ['--allow-network', 'python', '--pool-size', '0'] });
+    try {
+      await withDaemon(d, async () => {
+        // While each run sleeps, its container's configuration says what it got.
+        const modes = {};
+        for (const [tool, code] of [
+          ['run_python_code', "import time\nprint(sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').read().splitlines()[2:]))\ntime.sleep(3)"],
+          ['run_js_code', "console.log(Object.keys(require('os').networkInterfaces()).sort()); setTimeout(() => {}, 3000)"],
+        ]) {
+          const before = new Set((await ourContainers()).map((c) => c.id));
+          const run = d.call(tool, { code });
+          let mine = [];
+          for (const end = Date.now() + 10_000; mine.length === 0 && Date.now() < end; await sleep(100)) {
+            mine = (await ourContainers()).filter((c) => c.state === 'running' && !before.has(c.id));
+          }
+          assert.ok(mine.length > 0, `no container for ${tool}`);
+          const info = await engineGet(`/v1.41/containers/${mine[0].id}/json`);
+          const { sc } = checkRun(await run, { status: 'ok', exit_code: 0 });
+          modes[tool] = { mode: info.HostConfig?.NetworkMode, out: sc.stdout };
+        }
+        assert.equal(modes.run_python_code.mode, 'bridge', JSON.stringify(modes));
+        assert.equal(modes.run_js_code.mode, 'none', JSON.stringify(modes));
+        assert.equal(modes.run_js_code.out, "[ 'lo' ]\n", JSON.stringify(modes));
+        const env = JSON.parse((await d.client.readResource({ uri: 'mcp-sandboxd://environment' })).contents[0].text);
+        assert.deepEqual(env.network, { python: 'bridge', javascript: 'none' });
+        const tools = (await d.client.listTools()).tools;
+        assert.ok(tools.every((t) => t.annotations?.openWorldHint === true), JSON.stringify(tools.map((t) => t.annotations)));
+        assert.ok(tools.every((t) => /a call cannot change that/.test(t.description)), tools[0].description);
+        // No argument turns it on.
+        checkInvalid(await d.call('execute_code', { language: 'javascript', code: '1', network: true }), 'network');
+      });
+    } finally {
+      await d.close();
+    }
+  });
+
   test('--pass-through-env: the program gets the value; the engine, the logs and the output never hold it', { timeout: TEST_TIMEOUT_MS }, async () => {
     // 27 bytes: its base64 form has no padding.
     const secret = `s3cr3t-${randomBytes(10).toString('hex')}`;

@@ -86,12 +86,22 @@ static json_object *labels(const struct backend_spec *spec)
 static json_object *host_config(const struct backend_spec *spec, const char *seccomp_path)
 {
     json_object *hc = json_object_new_object();
-    json_object_object_add(hc, "NetworkMode", json_object_new_string("none"));
+    json_object_object_add(hc, "NetworkMode",
+                           json_object_new_string(spec->network ? "bridge" : "none"));
     json_object_object_add(hc, "ReadonlyRootfs", json_object_new_boolean(1));
     json_object *tmpfs = json_object_new_object();
     char *opts = xasprintf("rw,nosuid,nodev,size=%lldm,mode=1777", spec->workdir_mb);
     json_object_object_add(tmpfs, spec->workdir, json_object_new_string(opts));
     free(opts);
+    /* Podman mounts writable, uncapped tmpfs on these under a read-only
+     * root unless told otherwise (its --read-only-tmpfs, which its Docker
+     * API cannot switch off): empty read-only ones take their place, on
+     * every engine alike. */
+    static const char *const shut[] = {"/run", "/var/tmp"};
+    for (size_t i = 0; i < ARRAY_SIZE(shut); i++)
+        if (strcmp(spec->workdir, shut[i]) != 0)
+            json_object_object_add(tmpfs, shut[i],
+                                   json_object_new_string("ro,nosuid,nodev,noexec,size=64k"));
     json_object_object_add(hc, "Tmpfs", tmpfs);
     json_object *capdrop = json_object_new_array();
     json_object_array_add(capdrop, json_object_new_string("ALL"));
@@ -146,7 +156,7 @@ json_object *docker_create_body(const struct backend_spec *spec, const char *sec
     /* If the daemon disappears, the program sees EOF and the container ends. */
     json_object_object_add(b, "StdinOnce", json_object_new_boolean(1));
     json_object_object_add(b, "Tty", json_object_new_boolean(0));
-    json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(1));
+    json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(!spec->network));
     json_object_object_add(b, "HostConfig", host_config(spec, seccomp_path));
     return b;
 }

@@ -114,10 +114,13 @@ static void test_errors(void **state)
     expect_error(l3, none, "=x");
     char *l4[] = {"d", "--label", "k y=1", NULL};
     expect_error(l4, none, "k y=1");
+    char *n1[] = {"d", "--allow-network", "python,cobol", NULL};
+    expect_error(n1, none, "cobol");
 }
 
 static void test_labels(void **state)
 {
+    char *none_env[] = {NULL};
     (void)state;
     struct config cfg;
     struct err err = ERR_INIT;
@@ -131,6 +134,13 @@ static void test_labels(void **state)
     assert_string_equal(cfg.labels.items[2], "cost.center/x=42");
     assert_string_equal(cfg.labels.items[3], "empty=");
     assert_null(cfg.labels.items[4]);
+    assert_false(config_network_allowed(&cfg, "python"));
+    config_free(&cfg);
+    char *argv2[] = {"d", "--allow-network", "javascript", NULL};
+    config_init(&cfg);
+    assert_int_equal(config_load(&cfg, 3, argv2, none_env, &err), 0);
+    assert_true(config_network_allowed(&cfg, "javascript"));
+    assert_false(config_network_allowed(&cfg, "python"));
     config_free(&cfg);
 }
 

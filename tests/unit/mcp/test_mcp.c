@@ -261,6 +261,43 @@ static void test_batch_2025_03_26(void **state)
     assert_false(json_object_object_get_ex(tool, "outputSchema", NULL));
 }
 
+/* No network is what tools/list says by default; with --allow-network the
+ * descriptions, openWorldHint and the environment resource say which. */
+static void test_network_declared(void **state)
+{
+    struct fixture *f = *state;
+    init(f, "2025-06-18");
+    json_object *r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+    json_object *tool = json_object_array_get_idx(get(get(r, "result"), "tools"), 0);
+    assert_non_null(strstr(json_object_get_string(get(tool, "description")),
+                           "No network access; a call cannot change that."));
+    assert_false(json_object_get_boolean(get(get(tool, "annotations"), "openWorldHint")));
+
+    mcp_session_free(f->s);
+    mcp_server_free(f->srv);
+    f->cfg.allow_network.items = xrealloc(f->cfg.allow_network.items, 2 * sizeof(char *));
+    f->cfg.allow_network.items[0] = xstrdup("python");
+    f->cfg.allow_network.items[1] = NULL;
+    f->cfg.allow_network.n = 1;
+    struct err err = ERR_INIT;
+    f->srv = mcp_server_new(&f->cfg, f->exec, &err);
+    assert_non_null(f->srv);
+    f->s = mcp_session_new(f->srv);
+    init(f, "2025-06-18");
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+    tool = json_object_array_get_idx(get(get(r, "result"), "tools"), 0);
+    assert_non_null(strstr(json_object_get_string(get(tool, "description")),
+                           "Network access for Python only (the operator allows it)"));
+    assert_true(json_object_get_boolean(get(get(tool, "annotations"), "openWorldHint")));
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":{"
+                 "\"uri\":\"mcp-sandboxd://environment\"}}");
+    json_object *c0 = json_object_array_get_idx(get(get(r, "result"), "contents"), 0);
+    json_object *env = json_tokener_parse(json_object_get_string(get(c0, "text")));
+    assert_string_equal(json_object_get_string(get(get(env, "network"), "python")), "bridge");
+    assert_string_equal(json_object_get_string(get(get(env, "network"), "javascript")), "none");
+    json_object_put(env);
+}
+
 static void test_call_without_engine(void **state)
 {
     struct fixture *f = *state;
@@ -296,7 +333,8 @@ static void test_resources_prompts_completion(void **state)
                  "\"uri\":\"mcp-sandboxd://environment\"}}");
     json_object *c0 = json_object_array_get_idx(get(get(r, "result"), "contents"), 0);
     json_object *env = json_tokener_parse(json_object_get_string(get(c0, "text")));
-    assert_string_equal(json_object_get_string(get(env, "network")), "none");
+    assert_string_equal(json_object_get_string(get(get(env, "network"), "python")), "none");
+    assert_string_equal(json_object_get_string(get(get(env, "network"), "javascript")), "none");
     json_object_put(env);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":{"
                  "\"uri\":\"file:///etc/passwd\"}}");
@@ -328,6 +366,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_batch_2025_03_26, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_without_engine, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resources_prompts_completion, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_network_declared, setup, teardown),
     };
     return cmocka_run_group_tests_name("mcp", tests, NULL, NULL);
 }

@@ -81,6 +81,12 @@ static void test_create_body_hardening(void **state)
     assert_string_equal(json_object_get_string(get(hc, "IpcMode")), "private");
     assert_string_equal(json_object_get_string(get(get(hc, "LogConfig"), "Type")), "none");
     assert_non_null(strstr(json_object_get_string(get(get(hc, "Tmpfs"), "/tmp")), "size=64m"));
+    /* The only writable tmpfs: Podman's own on /run and /var/tmp are
+     * replaced by read-only ones. */
+    assert_string_equal(json_object_get_string(get(get(hc, "Tmpfs"), "/run")),
+                        "ro,nosuid,nodev,noexec,size=64k");
+    assert_string_equal(json_object_get_string(get(get(hc, "Tmpfs"), "/var/tmp")),
+                        "ro,nosuid,nodev,noexec,size=64k");
     assert_int_equal(json_object_array_length(get(hc, "Ulimits")), 4);
     assert_false(json_object_object_get_ex(hc, "Binds", NULL));
     assert_false(json_object_object_get_ex(hc, "Runtime", NULL));

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The hostile battery (tests/security/battery.test.mjs): programs that try
+# to break out of, starve or abuse the sandbox, against real engines.
+#
+#   tests/security/run.sh [docker] [podman]
+#
+# Each engine pass runs the battery twice: with a warm pool (--pool-size 2,
+# runs take pooled sandboxes) and on demand (--pool-size 0).
+#
+# Builds nothing except `npm ci` in tests/ when node_modules is missing or
+# stale (make security builds the daemon). Before each pass:
+# scripts/engine.sh start <engine>, then DOCKER_HOST=unix://<socket>
+# scripts/images.sh.
+#
+# Prints a summary per pass and finally exactly
+#   security: N passed, M failed
+# counting tests. Exits non-zero on any failure.
+#
+# Environment:
+#   SECURITY_BIN           daemon binary (default build/mcp-sandboxd)
+#   SECURITY_PASS_TIMEOUT  seconds per battery run (default 420)
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+readonly ROOT
+readonly TESTS=$ROOT/tests
+readonly DOCKER_SOCK=/var/run/docker.sock
+readonly PODMAN_SOCK=/run/podman/podman.sock
+readonly BIN=${SECURITY_BIN:-build/mcp-sandboxd}
+readonly PASS_TIMEOUT=${SECURITY_PASS_TIMEOUT:-420}
+
+log() { printf 'security: %s\n' "$*" >&2; }
+
+# shellcheck source=tests/lib.sh
+. "$TESTS/lib.sh"
+
+passes=("$@")
+[ ${#passes[@]} -eq 0 ] && passes=(docker podman)
+for p in "${passes[@]}"; do
+	case $p in
+	docker | podman) ;;
+	-h | --help)
+		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+		exit 0
+		;;
+	*)
+		log "unknown pass '$p' (docker, podman)"
+		exit 2
+		;;
+	esac
+done
+
+command -v node >/dev/null || { log "node not found"; exit 2; }
+ensure_node_modules security
+
+work=$(mktemp -d /tmp/mcpsbx-security.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+total_pass=0
+total_fail=0
+summaries=()
+
+# run_pass ENGINE SOCKET
+run_pass() {
+	local engine=$1 sock=$2 bin=$BIN pool t0 rc
+	case $bin in /*) ;; *) bin=$ROOT/$bin ;; esac
+	local setup_err=""
+	if [ ! -x "$bin" ]; then
+		setup_err="$bin not found (make security builds it)"
+	elif ! timeout 150 "$ROOT/scripts/engine.sh" start "$engine"; then
+		setup_err="scripts/engine.sh start $engine failed"
+	elif ! DOCKER_HOST=unix://$sock "$ROOT/scripts/images.sh"; then
+		setup_err="scripts/images.sh failed for $engine"
+	fi
+	if [ -n "$setup_err" ]; then
+		log "$engine: $setup_err"
+		summaries+=("$engine: SETUP FAILED ($setup_err)")
+		total_fail=$((total_fail + 1))
+		return
+	fi
+	for pool in 2 0; do
+		local name="$engine, pool $pool" tap=$work/$engine-$pool.tap
+		t0=$(date +%s)
+		echo
+		echo "=== security pass '$name': ${bin#"$ROOT"/} on $engine ($sock) ==="
+		(cd "$ROOT" && env MCPSANDBOXD_BIN="$bin" MCPSANDBOXD_ENGINE="unix://$sock" \
+			SECURITY_POOL_SIZE="$pool" timeout --kill-after=10 "$PASS_TIMEOUT" \
+			node --test \
+			--test-reporter=spec --test-reporter-destination=stdout \
+			--test-reporter=tap --test-reporter-destination="$tap" \
+			tests/security/battery.test.mjs)
+		rc=$?
+		tap_totals "$name" "$tap" "$rc" "$PASS_TIMEOUT"
+		total_pass=$((total_pass + TAP_PASS))
+		total_fail=$((total_fail + TAP_FAIL))
+		summaries+=("$name: $TAP_PASS passed, $TAP_FAIL failed (of ${TAP_TESTS:-?} tests) in $(($(date +%s) - t0)) s")
+	done
+}
+
+for p in "${passes[@]}"; do
+	case $p in
+	docker) run_pass docker "$DOCKER_SOCK" ;;
+	podman) run_pass podman "$PODMAN_SOCK" ;;
+	esac
+done
+
+echo
+echo "=== security summary ==="
+for s in "${summaries[@]}"; do
+	echo "  $s"
+done
+echo "security: $total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]
