@@ -11,8 +11,9 @@
  *             the workers, then the pool (removing what waits), then the
  *             reaper.
  * HTTP        libmicrohttpd's listener plus one thread per connection
- *             (--http only), at most 4 * --max-sessions + 16 connections
- *             (272 by default). A connection thread parses its request body,
+ *             (--http only), at most --max-connections (2048 by default;
+ *             1 MiB stacks; an idle connection goes after 10 s). A
+ *             connection thread parses its request body,
  *             dispatches it to mcp and answers it; SSE responses block it
  *             on its session's condition variable. Sessions, streams and
  *             events belong to the transport under its one lock
@@ -47,6 +48,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "base/config.h"
 #include "backend/backends.h"
@@ -108,6 +110,20 @@ static int setup_signals(void)
     return 0;
 }
 
+/* Every HTTP connection is a descriptor, and systemd's soft limit is
+ * 1024: take what the hard limit allows, up to what --max-connections and
+ * the runs can use. */
+static void raise_nofile(const struct config *cfg)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)cfg->max_connections + 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+        log_warn("cannot raise the open file limit: %s", strerror(errno));
+}
+
 static void check_engine(struct backend *backend, const struct config *cfg)
 {
     struct err err = ERR_INIT;
@@ -166,6 +182,7 @@ int main(int argc, char **argv, char **envp)
         return 0;
     }
     log_set_threshold((enum log_level)log_level_from_name(cfg.log_level));
+    raise_nofile(&cfg);
     if (cfg.print_engine || *cfg.dry_run_create) {
         status = print_and_exit(&cfg);
         config_free(&cfg);

@@ -91,6 +91,10 @@ static const struct opt_def options[] = {
      "an engine label for every container, for the operator's own bookkeeping (keys under "
      "io.mcp-sandboxd. are the daemon's); repeatable",
      valid_label},
+    {"max-connections", OPT_INT, F(max_connections), 8, 100000, "N",
+     "HTTP connections at once, a thread each; more are refused. A connection with no request "
+     "under way is closed after 10 s (default 2048)",
+     NULL},
     {"max-queued", OPT_INT, F(max_queued), 0, 100000, "N",
      "calls waiting, in arrival order, for one of the --max-concurrent slots; more get a "
      "'busy' result at once (default 64)",
@@ -158,6 +162,7 @@ void config_init(struct config *cfg)
     cfg->allowed_hosts.items = xcalloc(1, sizeof(char *));
     cfg->http_listen = xstrdup("");
     cfg->max_sessions = 64;
+    cfg->max_connections = 2048;
     cfg->session_idle_ms = 30LL * 60 * 1000;
     cfg->timeout_ms = 30000;
     cfg->max_timeout_ms = 300000;

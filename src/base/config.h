@@ -37,6 +37,7 @@ struct config {
     long long tmpfs_mb;
     long long max_concurrent;
     long long max_queued;
+    long long max_connections; /* HTTP connections at once (a thread each) */
     long long queue_timeout_ms;
     double cpus;
     long long pool_size;            /* warm sandboxes per language; 0 = none */

@@ -51,7 +51,15 @@
 #include "transport/http_sessions.h"
 
 #define STOP_DRAIN_MS        3000 /* stop lets answers in progress go out */
-#define CONNECTION_TIMEOUT_S 120  /* idle keep-alive connections; SSE writes keep theirs */
+#define CONNECTION_TIMEOUT_S 120  /* within a request; SSE writes keep theirs */
+/* A connection with no request under way (not yet one, or between
+ * keep-alive requests) is closed after this long, so idle or trickling
+ * clients cannot hold the connection slots. */
+#define IDLE_TIMEOUT_S 10
+/* Each connection has a thread (thread per connection): small stacks keep
+ * --max-connections of them cheap. Handlers keep little on the stack; JSON
+ * nesting is capped (JSONRPC_MAX_DEPTH). */
+#define THREAD_STACK_BYTES (1u << 20)
 
 #define ALLOW_METHODS "GET, POST, DELETE, OPTIONS"
 #define ALLOW_HEADERS                                                                              \
@@ -189,6 +197,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         pthread_mutex_lock(&t->lock);
         t->active++;
         pthread_mutex_unlock(&t->lock);
+        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S);
         return first_call(t, c, rq, url, method);
     }
     if (*upload_data_size) {
@@ -208,12 +217,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return route(t, c, rq, url, method);
 }
 
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    (void)cls;
+    (void)socket_ctx;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct transport_http *t = cls;
     struct request *rq = *req_cls;
-    (void)c;
+    if (c) /* kept alive: idle again until the next request */
+        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S);
     if (!rq)
         return;
     pthread_mutex_lock(&t->lock);
@@ -328,16 +347,17 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
     util_cond_init_monotonic(&t->janitor_cond);
 
     /* Thread per connection: SSE readers and JSON answers block on
-     * condition variables. ITC lets stop quiesce the listener. */
+     * condition variables. ITC lets stop quiesce the listener. poll, not
+     * select: descriptors past FD_SETSIZE (1024) must work too. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                     MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
-    long long limit = cfg->max_sessions * 4 + 16;
-    t->daemon = MHD_start_daemon(flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, t,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, t, MHD_OPTION_SOCK_ADDR,
-                                 (const struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-                                 (unsigned)(limit > 1000000 ? 1000000 : limit),
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, t, MHD_OPTION_END);
+                     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
+    t->daemon = MHD_start_daemon(
+        flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, t, MHD_OPTION_EXTERNAL_LOGGER,
+        mhd_log, t, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK_BYTES,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, t, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+        t, MHD_OPTION_END);
     if (!t->daemon) {
         err_set(err, ERR_IO, "cannot listen on %s%s%s:%u (see the message above)", v6 ? "[" : "",
                 cfg->http_host ? cfg->http_host : "127.0.0.1", v6 ? "]" : "", cfg->http_port);

@@ -2,10 +2,11 @@
 # The hostile battery (tests/security/battery.test.mjs): programs that try
 # to break out of, starve or abuse the sandbox, against real engines.
 #
-#   tests/security/run.sh [docker] [podman]
+#   tests/security/run.sh [docker] [podman] [http]
 #
 # Each engine pass runs the battery twice: with a warm pool (--pool-size 2,
-# runs take pooled sandboxes) and on demand (--pool-size 0).
+# runs take pooled sandboxes) and on demand (--pool-size 0). The http pass
+# runs tests/security/http-abuse.test.mjs (hostile HTTP clients; no engine).
 #
 # Builds nothing except `npm ci` in tests/ when node_modules is missing or
 # stale (make security builds the daemon). Before each pass:
@@ -35,16 +36,16 @@ log() { printf 'security: %s\n' "$*" >&2; }
 . "$TESTS/lib.sh"
 
 passes=("$@")
-[ ${#passes[@]} -eq 0 ] && passes=(docker podman)
+[ ${#passes[@]} -eq 0 ] && passes=(docker podman http)
 for p in "${passes[@]}"; do
 	case $p in
-	docker | podman) ;;
+	docker | podman | http) ;;
 	-h | --help)
 		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 		exit 0
 		;;
 	*)
-		log "unknown pass '$p' (docker, podman)"
+		log "unknown pass '$p' (docker, podman, http)"
 		exit 2
 		;;
 	esac
@@ -97,10 +98,30 @@ run_pass() {
 	done
 }
 
+# run_http: the hostile HTTP clients, against a daemon with no engine.
+run_http() {
+	local bin=$BIN tap=$work/http.tap t0 rc
+	case $bin in /*) ;; *) bin=$ROOT/$bin ;; esac
+	t0=$(date +%s)
+	echo
+	echo "=== security pass 'http': ${bin#"$ROOT"/}, hostile HTTP clients ==="
+	(cd "$ROOT" && env MCPSANDBOXD_BIN="$bin" timeout --kill-after=10 "$PASS_TIMEOUT" \
+		node --test \
+		--test-reporter=spec --test-reporter-destination=stdout \
+		--test-reporter=tap --test-reporter-destination="$tap" \
+		tests/security/http-abuse.test.mjs)
+	rc=$?
+	tap_totals http "$tap" "$rc" "$PASS_TIMEOUT"
+	total_pass=$((total_pass + TAP_PASS))
+	total_fail=$((total_fail + TAP_FAIL))
+	summaries+=("http: $TAP_PASS passed, $TAP_FAIL failed (of ${TAP_TESTS:-?} tests) in $(($(date +%s) - t0)) s")
+}
+
 for p in "${passes[@]}"; do
 	case $p in
 	docker) run_pass docker "$DOCKER_SOCK" ;;
 	podman) run_pass podman "$PODMAN_SOCK" ;;
+	http) run_http ;;
 	esac
 done
 

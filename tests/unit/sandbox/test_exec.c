@@ -437,9 +437,10 @@ static void test_secrets(void **state)
 {
     struct rig *g = *state;
     static const char secret[] = "tok-4f9a/secret+value";
-    g->cfg.pass_through_env.items = xcalloc(3, sizeof(char *));
+    g->cfg.pass_through_env.items = xrealloc(g->cfg.pass_through_env.items, 3 * sizeof(char *));
     g->cfg.pass_through_env.items[0] = xstrdup("API_TOKEN");
     g->cfg.pass_through_env.items[1] = xstrdup("NOT_SET");
+    g->cfg.pass_through_env.items[2] = NULL;
     g->cfg.pass_through_env.n = 2;
     char *envp[] = {"OTHER=x", "API_TOKEN=tok-4f9a/secret+value", NULL};
     /* Printed whole on stdout; split across two writes, base64 on stderr. */
