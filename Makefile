@@ -165,8 +165,10 @@ tsan:
 valgrind: $(UNIT_BINS) $(B)/mcp-sandboxd
 	@scripts/valgrind.sh $(UNIT_BINS)
 
+# Every harness for FUZZ_SECONDS (default 300 each), executions reported;
+# make test runs the short smoke (20 s each, its corpus replayed first).
 fuzz:
-	@scripts/fuzz.sh build
+	@FUZZ_SECONDS=$${FUZZ_SECONDS:-300} scripts/fuzz.sh smoke
 
 fuzz-smoke:
 	@scripts/fuzz.sh smoke
