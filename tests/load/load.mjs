@@ -65,7 +65,7 @@ const PV = '2025-11-25';
 const TOOLS = ['execute_code', 'run_js_code', 'run_python_code'];
 const ENV_URI = 'mcp-sandboxd://environment';
 // Calls wait in the daemon's queue behind up to 8 runs, so allow for that.
-const CALL_TIMEOUT_MS = 45_000;
+const CALL_TIMEOUT_MS = 90_000;
 const QUICK_TIMEOUT_MS = 15_000;
 const LEFTOVER_WAIT_MS = 10_000;
 // The daemons' --pool-size: the default unless INTEGRATION_POOL_SIZE says.
@@ -661,7 +661,9 @@ class Client {
       }
       last = p.progress;
     }
-    if (progress.some((p) => String(p.message || '').includes(tag))) bump('http.sse.progress');
+    // Live output may come in more than one piece (the redaction of secrets
+    // holds back a tail that could begin one): the pieces, joined, carry it.
+    if (progress.map((p) => String(p.message || '')).join('').includes(tag)) bump('http.sse.progress');
     else problem('http: progress notifications', `no progress notification carried the output ${tag}: ${JSON.stringify(progress).slice(0, 300)}`);
   }
 
@@ -983,7 +985,9 @@ async function phaseStdio() {
   console.log(`# phase stdio: ${STDIO_CALLS} tools/call + ${STDIO_CALLS} tools/list at once over one stdio connection`);
   let d;
   try {
-    d = await SdkDaemon.start('stdio', { env: { [RUN_MARKER]: marker }, clientName: 'mcp-sandboxd-load' });
+    // 60 runs through 8 slots on 2 cores can take longer than the default
+    // 30 s a queued call may wait (its own timeout): give them 80 s.
+    d = await SdkDaemon.start('stdio', { args: ['--timeout-ms', '80000'], env: { [RUN_MARKER]: marker }, clientName: 'mcp-sandboxd-load' });
   } catch (e) {
     report('stdio: the daemon starts; initialize and tools/list answer', false, e.message);
     return;

@@ -376,6 +376,28 @@ hostile('39, 41 absurd or malformed arguments are refused or clamped before any 
   assert.equal(big.isError, true);
 });
 
+hostile('40 1,000 calls at once: the ones past the run slots and the queue get busy at once, all are answered, then all is normal', async () => {
+  const t0 = Date.now();
+  const busyAt = [];
+  const okAt = [];
+  const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => py(`print(${i})`).then((r) => {
+    (r.structuredContent?.status === 'busy' ? busyAt : okAt).push(Date.now() - t0);
+    return r;
+  })));
+  const by = {};
+  for (const r of results) by[r.structuredContent?.status ?? 'none'] = (by[r.structuredContent?.status ?? 'none'] ?? 0) + 1;
+  // --max-concurrent 8 and --max-queued 64 (the defaults): at most 72 run.
+  assert.ok((by.busy ?? 0) >= 1000 - 72, JSON.stringify(by));
+  assert.equal((by.ok ?? 0) + (by.busy ?? 0), 1000, JSON.stringify(by));
+  for (const [i, r] of results.entries()) {
+    if (r.structuredContent.status === 'ok') assert.equal(r.structuredContent.stdout, `${i}\n`);
+    else assert.equal(r.isError, true);
+  }
+  // Busy answers do not wait for the runs: every one came before the last
+  // run's answer.
+  assert.ok(Math.max(...busyAt) < Math.max(...okAt), `busy answers waited for the runs (${Math.max(...busyAt)} ms, runs ${Math.max(...okAt)} ms)`);
+});
+
 hostile('42 the secret never reaches the daemon\'s log nor the engine\'s state; echoes are redacted', async () => {
   const { sc } = checkRun(await py('import os\nprint(os.environ["MCPSBX_SEC_SECRET"])'), { status: 'ok' });
   assert.equal(sc.stdout, '[REDACTED:MCPSBX_SEC_SECRET]\n');
