@@ -291,16 +291,18 @@ hostile('11, 12 one huge line, invalid UTF-8, NULs, escapes, interleaved streams
   assert.ok(/^y+$/.test(big.sc.stdout) && big.sc.stdout.length <= 65536, `${big.sc.stdout.length}`);
 });
 
-hostile('13 while True: pass with timeout_ms 2000 ends 2.0 to 2.5 s after its code was sent', async () => {
-  // From the program's first statement (host and container share the clock)
-  // to the answer: container set-up before the program starts does not count.
-  // The limit counts from the moment the code is sent, which the program's
-  // first statement follows by the engine's relay and the compile (< 100 ms).
+hostile('13 while True: pass with timeout_ms 2000 is not stopped before 2 s and ends within 2.5 s of its start', async () => {
+  // The limit counts from the moment the code is sent to the sandbox, so the
+  // answer comes no sooner than 2 s after the call. The upper bound counts from the program's first
+  // statement (host and container share the clock): container set-up and a
+  // slow relay under load do not count against the daemon.
+  const sent = Date.now() / 1000;
   const res = await exec({ language: 'python', code: 'import time\nprint(time.time(), flush=True)\nwhile True:\n    pass', timeout_ms: 2000 });
   const arrived = Date.now() / 1000;
   const { sc } = checkRun(res, { status: 'timeout' });
   const ran = arrived - Number(sc.stdout.trim());
-  assert.ok(ran >= 1.9 && ran <= 2.5, `ran ${ran.toFixed(3)} s (duration_ms ${sc.duration_ms})`);
+  const waited = arrived - sent;
+  assert.ok(waited >= 2.0 && ran <= 2.5, `answered ${waited.toFixed(3)} s after the call, ${ran.toFixed(3)} s after the program started (duration_ms ${sc.duration_ms})`);
 });
 
 hostile('14, 15 sleepers and SIGTERM-ignoring code end at the deadline', async () => {
@@ -386,8 +388,11 @@ hostile('40 1,000 calls at once: the ones past the run slots and the queue get b
   })));
   const by = {};
   for (const r of results) by[r.structuredContent?.status ?? 'none'] = (by[r.structuredContent?.status ?? 'none'] ?? 0) + 1;
-  // --max-concurrent 8 and --max-queued 64 (the defaults): at most 72 run.
-  assert.ok((by.busy ?? 0) >= 1000 - 72, JSON.stringify(by));
+  // --max-concurrent 8 and --max-queued 64 (the defaults): 72 run at once;
+  // a run that ends while calls still arrive frees its place for one more.
+  const lastBusy = Math.max(...busyAt);
+  const endedEarly = okAt.filter((ms) => ms <= lastBusy).length;
+  assert.ok((by.ok ?? 0) <= 72 + endedEarly, `${JSON.stringify(by)}, ${endedEarly} runs ended before the last busy answer`);
   assert.equal((by.ok ?? 0) + (by.busy ?? 0), 1000, JSON.stringify(by));
   for (const [i, r] of results.entries()) {
     if (r.structuredContent.status === 'ok') assert.equal(r.structuredContent.stdout, `${i}\n`);
@@ -395,7 +400,7 @@ hostile('40 1,000 calls at once: the ones past the run slots and the queue get b
   }
   // Busy answers do not wait for the runs: every one came before the last
   // run's answer.
-  assert.ok(Math.max(...busyAt) < Math.max(...okAt), `busy answers waited for the runs (${Math.max(...busyAt)} ms, runs ${Math.max(...okAt)} ms)`);
+  assert.ok(lastBusy < Math.max(...okAt), `busy answers waited for the runs (${lastBusy} ms, runs ${Math.max(...okAt)} ms)`);
 });
 
 hostile('42 the secret never reaches the daemon\'s log nor the engine\'s state; echoes are redacted', async () => {
