@@ -222,6 +222,10 @@ docker_daemon_json() {
 	if [[ -x /usr/bin/runsc ]]; then
 		printf '  },\n'
 		printf '  "runtimes": {\n'
+		# Without --oci-seccomp: gVisor's kernel serves the program's
+		# system calls, and this runsc (20221219) answers every denial of
+		# a profile with EPERM, ignoring errnoRet; clone3 must fail with
+		# ENOSYS for libc to fall back to clone, or no thread starts.
 		printf '    "runsc": { "path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"] }\n'
 	fi
 	printf '  }\n'
@@ -264,9 +268,33 @@ remove_stale_docker_pidfile() {
 	rm -f "$pidfile"
 }
 
+# A dockerd of ours started before runsc was installed (or before this
+# script's settings changed) takes the rewritten daemon.json on SIGHUP:
+# runtimes are among what dockerd reloads. A dockerd this script did not
+# start, or a daemon.json it did not write, is left alone.
+reload_docker_config() {
+	local pid i
+	[[ -r $DOCKER_DAEMON_JSON ]] && [[ $(<"$DOCKER_DAEMON_JSON") == "$(docker_daemon_json)" ]] && return 0
+	pid=$(running_pid dockerd) || return 0
+	need_root
+	write_docker_config
+	[[ $(<"$DOCKER_DAEMON_JSON") == "$(docker_daemon_json)" ]] || return 0
+	log "dockerd (pid $pid) reloads $DOCKER_DAEMON_JSON (SIGHUP)"
+	kill -HUP "$pid"
+	[[ -x /usr/bin/runsc ]] || return 0
+	for ((i = 0; i < 40; i++)); do
+		api "$DOCKER_SOCK" /info 2>/dev/null | grep -q '"runsc"' && return 0
+		sleep 0.25
+	done
+	log "warning: dockerd did not take the runsc runtime; see $DOCKERD_LOG"
+}
+
 start_docker() {
 	local pid dockerd
-	ping_sock "$DOCKER_SOCK" && return 0
+	if ping_sock "$DOCKER_SOCK"; then
+		reload_docker_config
+		return 0
+	fi
 	need_root
 	start_lock docker
 	ping_sock "$DOCKER_SOCK" && return 0

@@ -49,3 +49,10 @@ tap_totals() {
 		log "$name: node --test exited $rc with no failed test"
 	fi
 }
+
+# engine_has_runtime SOCKET NAME: true when the engine at SOCKET lists the
+# OCI runtime NAME in GET /info.
+engine_has_runtime() {
+	curl -sf --max-time 10 --unix-socket "$1" http://d/info |
+		node -e 'let s = ""; process.stdin.on("data", (c) => (s += c)).on("end", () => process.exit(Object.keys(JSON.parse(s).Runtimes ?? {}).includes(process.argv[1]) ? 0 : 1))' "$2"
+}

@@ -73,6 +73,8 @@ static const struct opt_def options[] = {
     {"js-preload", OPT_STR, F(js_preload), 0, 0, "MODULE,...",
      "Node built-in modules a pooled JavaScript sandbox loads before it waits (default none)",
      NULL},
+    {"js-runtime", OPT_STR, F(js_runtime), 0, 0, "NAME",
+     "OCI runtime for JavaScript sandboxes only (default: --runtime)", NULL},
     {"log-level", OPT_STR, F(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (default info); logs go to stderr", NULL},
     {"max-code-bytes", OPT_INT, F(max_code_bytes), 1, 64LL << 20, "N",
@@ -131,6 +133,8 @@ static const struct opt_def options[] = {
      NULL},
     {"python-image", OPT_STR, F(python_image), 0, 0, "IMAGE",
      "image for Python (default " DEFAULT_PYTHON_IMAGE ")", NULL},
+    {"python-runtime", OPT_STR, F(python_runtime), 0, 0, "NAME",
+     "OCI runtime for Python sandboxes only (default: --runtime)", NULL},
     {"queue-timeout-ms", OPT_INT, F(queue_timeout_ms), 100, 24LL * 3600 * 1000, "MS",
      "longest a call waits for a run slot before a 'busy' result; never longer than its own "
      "timeout (default 60000)",
@@ -178,6 +182,8 @@ void config_init(struct config *cfg)
     cfg->queue_timeout_ms = 60000;
     cfg->cpus = 1.0;
     cfg->runtime = xstrdup("");
+    cfg->python_runtime = xstrdup("");
+    cfg->js_runtime = xstrdup("");
     cfg->dry_run_create = xstrdup("");
     cfg->pool_size = 2;
     cfg->pool_max_age_ms = 10LL * 60 * 1000;
@@ -205,6 +211,18 @@ bool config_network_allowed(const struct config *cfg, const char *language)
     return false;
 }
 
+const char *config_runtime(const struct config *cfg, const char *language)
+{
+    const char *r = NULL;
+    if (language && strcmp(language, "python") == 0)
+        r = cfg->python_runtime;
+    else if (language && strcmp(language, "javascript") == 0)
+        r = cfg->js_runtime;
+    if (!r || !*r)
+        r = cfg->runtime;
+    return r && *r ? r : NULL;
+}
+
 void config_free(struct config *cfg)
 {
     free(cfg->engine_socket);
@@ -224,6 +242,8 @@ void config_free(struct config *cfg)
         free(cfg->auth_token);
     }
     free(cfg->runtime);
+    free(cfg->python_runtime);
+    free(cfg->js_runtime);
     free(cfg->python_preload);
     free(cfg->js_preload);
     free(cfg->dry_run_create);
@@ -690,10 +710,16 @@ static int check_config(struct config *cfg, struct err *err)
         return err_set(err, ERR_INVALID,
                        "--sandbox-user must be numeric UID:GID other than root, got '%s'",
                        cfg->sandbox_user);
-    for (const char *p = cfg->runtime; *p; p++)
-        if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.'))
-            return err_set(err, ERR_INVALID, "--runtime: '%s' is not a valid runtime name",
-                           cfg->runtime);
+    const struct {
+        const char *opt, *val;
+    } runtimes[] = {{"runtime", cfg->runtime},
+                    {"python-runtime", cfg->python_runtime},
+                    {"js-runtime", cfg->js_runtime}};
+    for (size_t i = 0; i < ARRAY_SIZE(runtimes); i++)
+        for (const char *p = runtimes[i].val; *p; p++)
+            if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.'))
+                return err_set(err, ERR_INVALID, "--%s: '%.64s' is not a valid runtime name",
+                               runtimes[i].opt, runtimes[i].val);
     if (*cfg->http_listen && parse_listen(cfg, err) < 0)
         return -1;
     /* The message must fit the code it carries plus JSON escaping. */

@@ -46,6 +46,8 @@ struct config {
     char *python_preload;           /* "mod,mod.sub,..." after checking; may be empty */
     char *js_preload;               /* Node built-ins, same form */
     char *runtime;                  /* OCI runtime name, e.g. runsc; empty = engine default */
+    char *python_runtime;           /* for Python only; empty = runtime */
+    char *js_runtime;               /* for JavaScript only; empty = runtime */
     char *sandbox_user;             /* "uid:gid" */
     char *log_level;
     /* HTTP transport; http_listen empty = serve stdio. */
@@ -76,6 +78,9 @@ int config_load(struct config *cfg, int argc, char **argv, char **envp, struct e
 /* Whether the operator gave sandboxes of language ("python",
  * "javascript") a network (--allow-network). */
 bool config_network_allowed(const struct config *cfg, const char *language);
+/* The OCI runtime a language's sandboxes run under, or NULL for the
+ * engine's default. */
+const char *config_runtime(const struct config *cfg, const char *language);
 
 /* Writes --help text to fp. */
 void config_usage(FILE *fp, const char *argv0);

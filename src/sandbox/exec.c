@@ -24,6 +24,8 @@ _Static_assert(EXEC_STDOUT == BACKEND_STDOUT && EXEC_STDERR == BACKEND_STDERR,
 /* Without a deadline from the caller, how long create, attach and start may
  * take at most (the engine's own request timeouts). */
 #define ENGINE_SETUP_MAX_MS 60000
+/* A request cut to the call's deadline may fail this much before it. */
+#define SETUP_DEADLINE_SLACK_MS 50.0
 /* A container's expiry label: its run's deadlines plus this margin, after
  * which any daemon may remove it. */
 #define EXPIRY_MARGIN_S 60
@@ -565,6 +567,15 @@ static int on_demand(struct exec_ctx *ctx, const struct exec_request *req,
     return 0;
 }
 
+/* The call's own time ran out while its sandbox was set up (a slow or
+ * loaded engine, a runtime such as gVisor that boots a kernel): the
+ * caller's limit, not an engine failure. */
+static bool setup_timed_out(const struct exec_request *req, const struct err *err)
+{
+    return err->code == ERR_TIMEOUT && req->start_by_ms > 0 &&
+           util_now_ms() >= req->start_by_ms - SETUP_DEADLINE_SLACK_MS;
+}
+
 /* Sends the framed request, within what is left of the start deadline. */
 static int send_request(struct backend_stream *stream, const struct exec_request *req,
                         const struct buf *request, struct err *err)
@@ -604,6 +615,7 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     struct backend_stream *stream = NULL;
     char *id = NULL;
     bool pooled = false; /* id came from the pool */
+    bool sent = false;   /* the code reached the sandbox */
     int rc = -1;
 
     if (runner_new_nonce(nonce, err) < 0)
@@ -646,6 +658,7 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
             runner_scan_expect_go(&r.scan_out);
         rc = send_request(stream, req, &request, err);
         if (rc == 0) {
+            sent = true;
             double deadline = util_now_ms() + (double)req->timeout_ms;
             rc = read_loop(ctx, &r, stream, id, cancel, deadline, err);
         }
@@ -674,7 +687,13 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
 
 out:
     emit_flush(&r);
-    if (rc < 0) {
+    if (rc < 0 && !sent && setup_timed_out(req, err)) {
+        res->status = EXEC_TIMEOUT;
+        set_message(res,
+                    "the sandbox was not ready within timeout_ms (%lld ms), which counts "
+                    "waiting for a run slot and starting the sandbox; the code never ran (%s)",
+                    req->timeout_ms, err_msg(err));
+    } else if (rc < 0) {
         res->status = EXEC_ERROR;
         set_message(res, "%s", err_msg(err));
     }

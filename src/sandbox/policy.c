@@ -38,7 +38,7 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
         .nproc = NPROC_LIMIT,
         .fsize = FSIZE_LIMIT,
         .shm_bytes = SHM_BYTES,
-        .runtime = cfg->runtime && *cfg->runtime ? cfg->runtime : NULL,
+        .runtime = config_runtime(cfg, run->language),
         .seccomp = run->seccomp,
         .network = run->language && config_network_allowed(cfg, run->language),
         .labels = (const char *const *)cfg->labels.items,

@@ -71,6 +71,8 @@ json_object *tools_environment_json(const struct tools_env *tenv)
         json_object_object_add(l, "language", json_object_new_string(names[i]));
         json_object_object_add(l, "image", json_object_new_string(images[i]));
         json_object_object_add(l, "tool", json_object_new_string(tools[i]));
+        const char *rt = config_runtime(cfg, names[i]);
+        json_object_object_add(l, "runtime", json_object_new_string(rt ? rt : "default"));
         json_object_array_add(langs, l);
     }
     json_object_object_add(env, "languages", langs);

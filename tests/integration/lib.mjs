@@ -79,10 +79,16 @@ export function daemonEnv(extra = {}, marker = RUN_ID) {
  * sets 0, so the whole suite also runs with every sandbox made on demand). */
 export const POOL_SIZE = process.env.INTEGRATION_POOL_SIZE;
 
+/** INTEGRATION_RUNTIME: --runtime for every daemon (run.sh's runsc pass
+ * sets runsc, so the suite also runs under gVisor). */
+export const RUNTIME = process.env.INTEGRATION_RUNTIME ?? '';
+export const GVISOR = RUNTIME === 'runsc';
+
 export function daemonArgs(args = [], passThrough = []) {
   // Debug logs make a failure's stderr tail useful; a test's args come last and win.
   const pool = POOL_SIZE !== undefined && POOL_SIZE !== '' ? ['--pool-size', POOL_SIZE] : [];
-  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...pool, ...args];
+  const runtime = RUNTIME ? ['--runtime', RUNTIME] : [];
+  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...pool, ...runtime, ...args];
 }
 
 /** Appends the daemons' stderr to a failing assertion. */

@@ -3,11 +3,14 @@
 # MCP SDK clients, against real engines; plus the official MCP conformance
 # suite against the HTTP transport.
 #
-#   tests/integration/run.sh [docker] [podman] [asan] [conformance]
+#   tests/integration/run.sh [docker] [podman] [runsc] [asan] [conformance]
 #
-# Passes (default: all four, in this order):
+# Passes (default: all five, in this order):
 #   docker       build/mcp-sandboxd      on Docker  (/var/run/docker.sock)
 #   podman       build/mcp-sandboxd      on Podman  (/run/podman/podman.sock)
+#   runsc        build/mcp-sandboxd      on Docker under gVisor: with
+#                INTEGRATION_RUNTIME=runsc every daemon runs with --runtime
+#                runsc (scripts/engine.sh registers it with dockerd)
 #   asan         build/asan/mcp-sandboxd on Docker, ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 #                (a leak or sanitizer report at exit fails the test that
 #                closed that daemon), with INTEGRATION_POOL_SIZE=0: every
@@ -15,7 +18,7 @@
 #                unless a test asks for a pool
 #   conformance  build/mcp-sandboxd --http on Docker: tests/conformance/run.sh
 #                (counts one test per scenario; unexpected failures fail)
-# The docker, podman and asan passes run every tests/integration/*.test.mjs
+# The docker, podman, runsc and asan passes run every tests/integration/*.test.mjs
 # (stdio.test.mjs, http.test.mjs, inspector.test.mjs) with node --test.
 #
 # Builds nothing except `npm ci` in tests/ when node_modules is missing or
@@ -57,16 +60,16 @@ log() { printf 'integration: %s\n' "$*" >&2; }
 . "$TESTS/lib.sh"
 
 passes=("$@")
-[ ${#passes[@]} -eq 0 ] && passes=(docker podman asan conformance)
+[ ${#passes[@]} -eq 0 ] && passes=(docker podman runsc asan conformance)
 for p in "${passes[@]}"; do
 	case $p in
-	docker | podman | asan | conformance) ;;
+	docker | podman | runsc | asan | conformance) ;;
 	-h | --help)
 		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 		exit 0
 		;;
 	*)
-		log "unknown pass '$p' (docker, podman, asan, conformance)"
+		log "unknown pass '$p' (docker, podman, runsc, asan, conformance)"
 		exit 2
 		;;
 	esac
@@ -99,6 +102,8 @@ run_pass() {
 		setup_err="scripts/engine.sh start $engine failed"
 	elif ! DOCKER_HOST=unix://$sock "$ROOT/scripts/images.sh"; then
 		setup_err="scripts/images.sh failed for $engine"
+	elif [ "$name" = runsc ] && ! engine_has_runtime "$sock" runsc; then
+		setup_err="the engine at $sock has no runsc runtime (scripts/deps.sh --gvisor, then scripts/engine.sh start docker)"
 	fi
 	if [ -n "$setup_err" ]; then
 		log "$name: $setup_err"
@@ -108,6 +113,7 @@ run_pass() {
 	fi
 
 	local -a env=(MCPSANDBOXD_BIN="$bin" MCPSANDBOXD_ENGINE="unix://$sock")
+	[ "$name" = runsc ] && env+=(INTEGRATION_RUNTIME=runsc)
 	if [ "$name" = asan ]; then
 		# abort_on_error turns any report (leaks at exit included) into
 		# SIGABRT; the suite checks every daemon exited 0 with no sanitizer
@@ -187,6 +193,7 @@ for p in "${passes[@]}"; do
 	case $p in
 	docker) run_pass docker docker "$DOCKER_SOCK" "$BIN" latency ;;
 	podman) run_pass podman podman "$PODMAN_SOCK" "$BIN" latency ;;
+	runsc) run_pass runsc docker "$DOCKER_SOCK" "$BIN" ;;
 	asan) run_pass asan docker "$DOCKER_SOCK" "$ASAN_BIN" ;;
 	conformance) run_conformance ;;
 	esac

@@ -548,6 +548,54 @@ def t_output_with_nul_and_big_output(lang):
 
 
 @case("py", "js")
+def t_stdout_pipe_taking_part_of_each_write(lang):
+    # A pipe may take part of a large write (gVisor's take 64 KiB at a time;
+    # here a non-blocking pipe nobody reads yet): nothing may be dropped.
+    code = {
+        "py": "import sys\nsys.stdout.write('y' * 1000000)\nsys.stderr.write('e' * 300000)\nprint('end')",
+        "js": 'process.stdout.write("y".repeat(1000000)); process.stderr.write("e".repeat(300000)); console.log("end")',
+    }[lang]
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-") as d:
+        pipes = [os.pipe(), os.pipe()]
+        for _, w in pipes:
+            os.set_blocking(w, False)
+        p = subprocess.Popen(runner_cmd(lang), cwd=d, stdin=subprocess.PIPE,
+                             stdout=pipes[0][1], stderr=pipes[1][1])
+        for _, w in pipes:
+            os.close(w)
+        got = [bytearray(), bytearray()]
+
+        def drain(i):
+            time.sleep(0.5)  # let the pipe fill first
+            while True:
+                b = os.read(pipes[i][0], 1 << 16)
+                if not b:
+                    break
+                got[i] += b
+                time.sleep(0.001)
+
+        readers = [threading.Thread(target=drain, args=(i,)) for i in (0, 1)]
+        for t in readers:
+            t.start()
+        p.stdin.write(frame(code))
+        p.stdin.close()
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise Failure("timed out")
+        for t in readers:
+            t.join()
+        for r, _ in pipes:
+            os.close(r)
+    res = Result(p.returncode, bytes(got[0]), bytes(got[1]), d)
+    ok_record(res)
+    check(res.stdout == b"y" * 1000000 + b"end\n",
+          "stdout: %d bytes, ends %r" % (len(res.stdout), res.stdout[-8:]))
+    check(res.stderr == "e" * 300000, "stderr: %d bytes" % len(res.stderr))
+
+
+@case("py", "js")
 def t_unicode_code(lang):
     code = {"py": "s = '\u00e9\u2603\U0001F600'\nprint(s, len(s))", "js": 'const s = "\u00e9\u2603\U0001F600"; console.log(s, [...s].length)'}[lang]
     res = run(lang, code)

@@ -2,11 +2,13 @@
 # The hostile battery (tests/security/battery.test.mjs): programs that try
 # to break out of, starve or abuse the sandbox, against real engines.
 #
-#   tests/security/run.sh [docker] [podman] [http]
+#   tests/security/run.sh [docker] [podman] [runsc] [http]
 #
 # Each engine pass runs the battery twice: with a warm pool (--pool-size 2,
-# runs take pooled sandboxes) and on demand (--pool-size 0). The http pass
-# runs tests/security/http-abuse.test.mjs (hostile HTTP clients; no engine).
+# runs take pooled sandboxes) and on demand (--pool-size 0). The runsc pass
+# is Docker with every sandbox under gVisor (INTEGRATION_RUNTIME=runsc: the
+# daemon runs with --runtime runsc). The http pass runs
+# tests/security/http-abuse.test.mjs (hostile HTTP clients; no engine).
 #
 # Builds nothing except `npm ci` in tests/ when node_modules is missing or
 # stale (make security builds the daemon). Before each pass:
@@ -36,16 +38,16 @@ log() { printf 'security: %s\n' "$*" >&2; }
 . "$TESTS/lib.sh"
 
 passes=("$@")
-[ ${#passes[@]} -eq 0 ] && passes=(docker podman http)
+[ ${#passes[@]} -eq 0 ] && passes=(docker podman runsc http)
 for p in "${passes[@]}"; do
 	case $p in
-	docker | podman | http) ;;
+	docker | podman | runsc | http) ;;
 	-h | --help)
 		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 		exit 0
 		;;
 	*)
-		log "unknown pass '$p' (docker, podman, http)"
+		log "unknown pass '$p' (docker, podman, runsc, http)"
 		exit 2
 		;;
 	esac
@@ -61,9 +63,9 @@ total_pass=0
 total_fail=0
 summaries=()
 
-# run_pass ENGINE SOCKET
+# run_pass ENGINE SOCKET [RUNTIME]
 run_pass() {
-	local engine=$1 sock=$2 bin=$BIN pool t0 rc
+	local engine=$1 sock=$2 runtime=${3:-} bin=$BIN pool t0 rc
 	case $bin in /*) ;; *) bin=$ROOT/$bin ;; esac
 	local setup_err=""
 	if [ ! -x "$bin" ]; then
@@ -72,19 +74,24 @@ run_pass() {
 		setup_err="scripts/engine.sh start $engine failed"
 	elif ! DOCKER_HOST=unix://$sock "$ROOT/scripts/images.sh"; then
 		setup_err="scripts/images.sh failed for $engine"
+	elif [ -n "$runtime" ] && ! engine_has_runtime "$sock" "$runtime"; then
+		setup_err="the engine at $sock has no $runtime runtime (scripts/deps.sh --gvisor, then scripts/engine.sh start $engine)"
 	fi
+	local label=$engine
+	[ -n "$runtime" ] && label=$runtime
 	if [ -n "$setup_err" ]; then
-		log "$engine: $setup_err"
-		summaries+=("$engine: SETUP FAILED ($setup_err)")
+		log "$label: $setup_err"
+		summaries+=("$label: SETUP FAILED ($setup_err)")
 		total_fail=$((total_fail + 1))
 		return
 	fi
 	for pool in 2 0; do
-		local name="$engine, pool $pool" tap=$work/$engine-$pool.tap
+		local name="$label, pool $pool" tap=$work/$label-$pool.tap
 		t0=$(date +%s)
 		echo
-		echo "=== security pass '$name': ${bin#"$ROOT"/} on $engine ($sock) ==="
+		echo "=== security pass '$name': ${bin#"$ROOT"/} on $engine ($sock)${runtime:+ under $runtime} ==="
 		(cd "$ROOT" && env MCPSANDBOXD_BIN="$bin" MCPSANDBOXD_ENGINE="unix://$sock" \
+			INTEGRATION_RUNTIME="$runtime" \
 			SECURITY_POOL_SIZE="$pool" timeout --kill-after=10 "$PASS_TIMEOUT" \
 			node --test \
 			--test-reporter=spec --test-reporter-destination=stdout \
@@ -121,6 +128,7 @@ for p in "${passes[@]}"; do
 	case $p in
 	docker) run_pass docker "$DOCKER_SOCK" ;;
 	podman) run_pass podman "$PODMAN_SOCK" ;;
+	runsc) run_pass docker "$DOCKER_SOCK" runsc ;;
 	http) run_http ;;
 	esac
 done

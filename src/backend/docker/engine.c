@@ -13,6 +13,9 @@
  * report their versions), so that probe gets more than a "fast" budget. */
 #define ENGINE_TIMEOUT_CONTROL_MS 10000L
 #define ENGINE_TIMEOUT_CREATE_MS  30000L
+/* Starting boots the runtime's sandbox: a second or more under gVisor, and
+ * many at once on a small machine take far longer. */
+#define ENGINE_TIMEOUT_START_MS   30000L
 #define ENGINE_TIMEOUT_REMOVE_MS  30000L
 #define ENGINE_TIMEOUT_PING_MS    2000
 #define ENGINE_TIMEOUT_VERSION_MS 5000L
@@ -325,7 +328,7 @@ static int simple_call(struct engine *e, const char *method, const char *path, l
 int engine_start(struct engine *e, const char *id, double deadline_ms, struct err *err)
 {
     long timeout_ms = 0;
-    if (check_id(id, err) < 0 || budget(e, ENGINE_TIMEOUT_CONTROL_MS, deadline_ms,
+    if (check_id(id, err) < 0 || budget(e, ENGINE_TIMEOUT_START_MS, deadline_ms,
                                         "start the container", &timeout_ms, err) < 0)
         return -1;
     static const long ok[] = {204, 304};

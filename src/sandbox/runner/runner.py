@@ -266,6 +266,47 @@ def _mcpsbx_runner():
         del new, raw
     del old
 
+    # Fresh sys.stdout and sys.stderr that never drop part of a write: a
+    # pipe may take only part of a large write (gVisor's take 64 KiB at a
+    # time), and the interpreter's unbuffered (-u) text streams ignore what
+    # was left over. Still unbuffered, so live output leaves at once.
+    class FullWriter(io.RawIOBase):
+        def __init__(self, fd):
+            self._fd = fd
+
+        def writable(self):
+            return True
+
+        def fileno(self):
+            return self._fd
+
+        def isatty(self):
+            return False
+
+        def write(self, b):
+            view = memoryview(b).cast("B")
+            write_all(self._fd, view)
+            return len(view)
+
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        if old is None:
+            continue
+        old.flush()
+        raw = FullWriter(fd)
+        raw.name = "<%s>" % name
+        new = io.TextIOWrapper(
+            raw,
+            encoding=old.encoding,
+            errors=old.errors,
+            line_buffering=old.line_buffering,
+            write_through=True,
+        )
+        new.mode = "w"
+        setattr(sys, name, new)
+        setattr(sys, "__%s__" % name, new)
+        del old, new, raw
+
     # ---- the program's __main__ -----------------------------------------
     mod = type(sys)("__main__")
     mod.__file__ = main_path

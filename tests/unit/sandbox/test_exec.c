@@ -655,7 +655,8 @@ static void test_remove_fails_then_retried(void **state)
     exec_result_free(&res);
 }
 
-/* A stalled engine cannot hold a run past its start deadline; the
+/* A stalled engine cannot hold a run past its start deadline, which is the
+ * call's own time limit: the run timed out before its code ran. The
  * container it made is removed even while the stalled start is pending. */
 static void test_stalled_start(void **state)
 {
@@ -669,7 +670,10 @@ static void test_stalled_start(void **state)
     struct err err = ERR_INIT;
     assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
     assert_int_equal(err.code, ERR_TIMEOUT);
-    assert_int_equal(res.status, EXEC_ERROR);
+    assert_int_equal(res.status, EXEC_TIMEOUT);
+    assert_false(res.has_exit_code);
+    assert_contains(res.message, "not ready within timeout_ms");
+    assert_contains(res.message, "the code never ran");
     assert_contains(res.message, "did not answer");
     assert_contains(res.message, "/start");
     err_clear(&err);
