@@ -202,7 +202,7 @@ conformance: all
 	@tests/conformance/run.sh
 
 test:
-	@scripts/deps.sh --engines --test
+	@scripts/deps.sh --engines --test --gvisor
 	$(MAKE) all
 	$(MAKE) lint
 	$(MAKE) unit

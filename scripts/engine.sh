@@ -222,11 +222,10 @@ docker_daemon_json() {
 	if [[ -x /usr/bin/runsc ]]; then
 		printf '  },\n'
 		printf '  "runtimes": {\n'
-		# Without --oci-seccomp: gVisor's kernel serves the program's
-		# system calls, and this runsc (20221219) answers every denial of
-		# a profile with EPERM, ignoring errnoRet; clone3 must fail with
-		# ENOSYS for libc to fall back to clone, or no thread starts.
-		printf '    "runsc": { "path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"] }\n'
+		# --oci-seccomp: gVisor applies the container's seccomp profile
+		# (the daemon sends a gVisor variant of its own) inside its kernel
+		# too, so the program meets the same denials as under runc.
+		printf '    "runsc": { "path": "/usr/bin/runsc", "runtimeArgs": ["--network=none", "--oci-seccomp"] }\n'
 	fi
 	printf '  }\n'
 	printf '}\n'
@@ -283,7 +282,7 @@ reload_docker_config() {
 	kill -HUP "$pid"
 	[[ -x /usr/bin/runsc ]] || return 0
 	for ((i = 0; i < 40; i++)); do
-		api "$DOCKER_SOCK" /info 2>/dev/null | grep -q '"runsc"' && return 0
+		api "$DOCKER_SOCK" /info 2>/dev/null | grep -q '"--oci-seccomp"' && return 0
 		sleep 0.25
 	done
 	log "warning: dockerd did not take the runsc runtime; see $DOCKERD_LOG"

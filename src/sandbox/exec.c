@@ -44,7 +44,8 @@ struct exec_ctx {
     char instance[RUNNER_NONCE_HEX_LEN + 1];
     struct policy_secrets secrets; /* --pass-through-env, for the requests */
     struct redactor *redactor;     /* their values in output; NULL: none */
-    char *seccomp;                 /* policy_seccomp_new */
+    char *seccomp;                 /* policy_seccomp_new, for the host's kernel */
+    char *seccomp_gvisor;          /* and for gVisor's */
     struct reaper *reaper;
     struct pool *pool; /* NULL without --pool-size */
     /* The warm runners' commands, per language, with and without the
@@ -153,8 +154,9 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, struct backend *backend,
     policy_secrets_init(&ctx->secrets, cfg, envp, warn_missing_env);
     ctx->redactor = redactor_new((const char *const *)ctx->secrets.names,
                                  (const char *const *)ctx->secrets.values, ctx->secrets.n);
-    ctx->seccomp = policy_seccomp_new(err);
-    if (!ctx->seccomp) {
+    ctx->seccomp = policy_seccomp_new(POLICY_SECCOMP_HOST, err);
+    ctx->seccomp_gvisor = ctx->seccomp ? policy_seccomp_new(POLICY_SECCOMP_GVISOR, err) : NULL;
+    if (!ctx->seccomp_gvisor) {
         exec_ctx_free(ctx);
         return NULL;
     }
@@ -177,6 +179,7 @@ void exec_ctx_free(struct exec_ctx *ctx)
     redactor_free(ctx->redactor);
     policy_secrets_free(&ctx->secrets);
     free(ctx->seccomp);
+    free(ctx->seccomp_gvisor);
     free(ctx);
 }
 
@@ -247,6 +250,7 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
             .instance = ctx->instance,
             .owner = reaper_owner(ctx->reaper),
             .seccomp = ctx->seccomp,
+            .seccomp_gvisor = ctx->seccomp_gvisor,
         };
         policy_spec(cfg, &run, &prof[i].spec);
         prof[i].spec.pool = prof[i].name;
@@ -288,7 +292,8 @@ bool exec_pool_stats(struct exec_ctx *ctx, enum exec_language lang, struct exec_
 char *exec_render_create(const struct config *cfg, struct backend *backend, enum exec_language lang)
 {
     struct err err = ERR_INIT;
-    char *seccomp = policy_seccomp_new(&err);
+    char *seccomp = policy_seccomp_new(POLICY_SECCOMP_HOST, &err);
+    char *seccomp_gvisor = policy_seccomp_new(POLICY_SECCOMP_GVISOR, &err);
     struct policy_run run = {
         .language = exec_language_name(lang),
         .image = language_image(cfg, lang),
@@ -296,11 +301,13 @@ char *exec_render_create(const struct config *cfg, struct backend *backend, enum
         .memory_mb = cfg->memory_mb,
         .instance = "dry-run",
         .seccomp = seccomp,
+        .seccomp_gvisor = seccomp_gvisor,
     };
     struct backend_spec spec;
     policy_spec(cfg, &run, &spec);
     char *text = backend_render_create(backend, &spec);
     free(seccomp);
+    free(seccomp_gvisor);
     err_clear(&err);
     return text;
 }
@@ -541,6 +548,7 @@ static void run_spec(const struct exec_ctx *ctx, const struct exec_request *req,
         .owner = reaper_owner(ctx->reaper),
         .expires = expires,
         .seccomp = ctx->seccomp,
+        .seccomp_gvisor = ctx->seccomp_gvisor,
     };
     policy_spec(ctx->cfg, &run, spec);
 }

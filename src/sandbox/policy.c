@@ -39,7 +39,10 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
         .fsize = FSIZE_LIMIT,
         .shm_bytes = SHM_BYTES,
         .runtime = config_runtime(cfg, run->language),
-        .seccomp = run->seccomp,
+        .seccomp = policy_runtime_is_gvisor(config_runtime(cfg, run->language)) &&
+                           run->seccomp_gvisor
+                       ? run->seccomp_gvisor
+                       : run->seccomp,
         .network = run->language && config_network_allowed(cfg, run->language),
         .labels = (const char *const *)cfg->labels.items,
         .instance = run->instance,
@@ -83,13 +86,45 @@ void policy_secrets_free(struct policy_secrets *s)
     *s = (struct policy_secrets){0};
 }
 
-char *policy_seccomp_new(struct err *err)
+bool policy_runtime_is_gvisor(const char *runtime)
+{
+    return runtime && (strcmp(runtime, "runsc") == 0 || strstr(runtime, "gvisor"));
+}
+
+/* Drops clone3 from every rule that names it and allows it: gVisor's own
+ * answer (ENOSYS) is what libc needs. */
+static int allow_clone3(json_object *syscalls)
+{
+    size_t n = json_object_array_length(syscalls);
+    for (size_t i = 0; i < n; i++) {
+        json_object *rule = json_object_array_get_idx(syscalls, i);
+        json_object *names = NULL;
+        if (!json_object_object_get_ex(rule, "names", &names) ||
+            !json_object_is_type(names, json_type_array))
+            return -1;
+        for (size_t j = json_object_array_length(names); j-- > 0;) {
+            const char *s = json_object_get_string(json_object_array_get_idx(names, j));
+            if (s && strcmp(s, "clone3") == 0)
+                json_object_array_del_idx(names, j, 1);
+        }
+    }
+    json_object *rule = json_object_new_object();
+    json_object *names = json_object_new_array();
+    json_object_array_add(names, json_object_new_string("clone3"));
+    json_object_object_add(rule, "names", names);
+    json_object_object_add(rule, "action", json_object_new_string("SCMP_ACT_ALLOW"));
+    json_object_array_add(syscalls, rule);
+    return 0;
+}
+
+char *policy_seccomp_new(enum policy_seccomp_kind kind, struct err *err)
 {
     json_object *p = json_tokener_parse(policy_seccomp_src);
     json_object *syscalls = NULL;
     if (!p || !json_object_is_type(p, json_type_object) ||
         !json_object_object_get_ex(p, "syscalls", &syscalls) ||
-        !json_object_is_type(syscalls, json_type_array)) {
+        !json_object_is_type(syscalls, json_type_array) ||
+        (kind == POLICY_SECCOMP_GVISOR && allow_clone3(syscalls) < 0)) {
         json_object_put(p);
         err_set(err, ERR_INTERNAL, "the embedded seccomp profile is not a profile");
         return NULL;

@@ -84,6 +84,11 @@ export const POOL_SIZE = process.env.INTEGRATION_POOL_SIZE;
 export const RUNTIME = process.env.INTEGRATION_RUNTIME ?? '';
 export const GVISOR = RUNTIME === 'runsc';
 
+/** A timeout_ms short enough for a test, long enough for the sandbox to
+ * start within it (the limit counts the start: gVisor boots its kernel in
+ * about a second, longer while others start). */
+export const SHORT_TIMEOUT_MS = GVISOR ? 5000 : 1500;
+
 export function daemonArgs(args = [], passThrough = []) {
   // Debug logs make a failure's stderr tail useful; a test's args come last and win.
   const pool = POOL_SIZE !== undefined && POOL_SIZE !== '' ? ['--pool-size', POOL_SIZE] : [];

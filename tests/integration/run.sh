@@ -35,6 +35,7 @@
 # Exits non-zero on any failure.
 #
 # Environment:
+#   INTEGRATION_RUNSC_PASS_TIMEOUT  the same for the runsc pass (default 660)
 #   INTEGRATION_PASS_TIMEOUT  seconds per suite run (default 300; a normal
 #                             run of both files takes about 1 min, so a hung
 #                             engine still ends the whole run in about 20
@@ -49,6 +50,8 @@ readonly TESTS=$ROOT/tests
 readonly DOCKER_SOCK=/var/run/docker.sock
 readonly PODMAN_SOCK=/run/podman/podman.sock
 readonly PASS_TIMEOUT=${INTEGRATION_PASS_TIMEOUT:-300}
+# gVisor starts each sandbox in about a second: the suite takes ~6 min.
+readonly RUNSC_PASS_TIMEOUT=${INTEGRATION_RUNSC_PASS_TIMEOUT:-660}
 readonly LATENCY_TIMEOUT=90
 readonly CONFORMANCE_PASS_TIMEOUT=330
 readonly BIN=${INTEGRATION_BIN:-build/mcp-sandboxd}
@@ -113,7 +116,11 @@ run_pass() {
 	fi
 
 	local -a env=(MCPSANDBOXD_BIN="$bin" MCPSANDBOXD_ENGINE="unix://$sock")
-	[ "$name" = runsc ] && env+=(INTEGRATION_RUNTIME=runsc)
+	local pass_timeout=$PASS_TIMEOUT
+	if [ "$name" = runsc ]; then
+		env+=(INTEGRATION_RUNTIME=runsc)
+		pass_timeout=$RUNSC_PASS_TIMEOUT
+	fi
 	if [ "$name" = asan ]; then
 		# abort_on_error turns any report (leaks at exit included) into
 		# SIGABRT; the suite checks every daemon exited 0 with no sanitizer
@@ -132,13 +139,13 @@ run_pass() {
 			UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 INTEGRATION_POOL_SIZE=0)
 	fi
 
-	(cd "$ROOT" && env "${env[@]}" timeout --kill-after=10 "$PASS_TIMEOUT" \
+	(cd "$ROOT" && env "${env[@]}" timeout --kill-after=10 "$pass_timeout" \
 		node --test \
 		--test-reporter=spec --test-reporter-destination=stdout \
 		--test-reporter=tap --test-reporter-destination="$tap" \
 		tests/integration/*.test.mjs)
 	rc=$?
-	tap_totals "$name" "$tap" "$rc" "$PASS_TIMEOUT"
+	tap_totals "$name" "$tap" "$rc" "$pass_timeout"
 	pass=$TAP_PASS fail=$TAP_FAIL tests=$TAP_TESTS
 
 	local extra=""

@@ -510,7 +510,7 @@ static void test_seccomp_profile(void **state)
     struct fake_container_info info;
     char id[FAKE_ID_MAX + 1];
     struct err err = ERR_INIT;
-    char *want = policy_seccomp_new(&err);
+    char *want = policy_seccomp_new(POLICY_SECCOMP_HOST, &err);
     assert_non_null(want);
 
     exec_result_init(&res);

@@ -113,14 +113,14 @@ static const char *action_for(json_object *prof, const char *name, bool *conditi
     return found;
 }
 
-/* The embedded profile: denies by default, never allows the interfaces the
- * sandbox must not reach, allows what programs need, and keeps clone from
- * making namespaces. */
-static void test_seccomp_profile(void **state)
+/* The embedded profile, for either kernel: denies by default, never allows
+ * the interfaces the sandbox must not reach, allows what programs need, and
+ * keeps clone from making namespaces. clone3 is denied with ENOSYS for the
+ * host's kernel and left to gVisor's (which answers ENOSYS itself). */
+static void check_seccomp_profile(enum policy_seccomp_kind kind)
 {
-    (void)state;
     struct err err = ERR_INIT;
-    char *text = policy_seccomp_new(&err);
+    char *text = policy_seccomp_new(kind, &err);
     assert_non_null(text);
     assert_null(strchr(text, '\n')); /* compact: it goes with every create */
     json_object *prof = json_tokener_parse(text);
@@ -155,7 +155,6 @@ static void test_seccomp_profile(void **state)
                                          "finit_module",
                                          "reboot",
                                          "swapon",
-                                         "clone3",
                                          "pidfd_getfd",
                                          "socketcall",
                                          "modify_ldt",
@@ -181,8 +180,54 @@ static void test_seccomp_profile(void **state)
     assert_true(cond);
     assert_non_null(strstr(text, "\"value\":2114060288"));
     assert_non_null(strstr(text, "SCMP_CMP_MASKED_EQ"));
+    /* One rule names clone3, whichever it is. */
+    const char *c3 = action_for(prof, "clone3", &cond);
+    assert_non_null(c3);
+    assert_null(strstr(strstr(text, "\"clone3\"") + 1, "\"clone3\""));
+    assert_string_equal(c3, kind == POLICY_SECCOMP_GVISOR ? "SCMP_ACT_ALLOW" : "SCMP_ACT_ERRNO");
+    assert_false(cond);
     json_object_put(prof);
     free(text);
+}
+
+static void test_seccomp_profile(void **state)
+{
+    (void)state;
+    check_seccomp_profile(POLICY_SECCOMP_HOST);
+    check_seccomp_profile(POLICY_SECCOMP_GVISOR);
+}
+
+/* A language under gVisor gets the gVisor profile; the others the host's. */
+static void test_seccomp_per_runtime(void **state)
+{
+    (void)state;
+    assert_true(policy_runtime_is_gvisor("runsc"));
+    assert_true(policy_runtime_is_gvisor("my-gvisor"));
+    assert_false(policy_runtime_is_gvisor("runc"));
+    assert_false(policy_runtime_is_gvisor("crun"));
+    assert_false(policy_runtime_is_gvisor(NULL));
+    struct config cfg;
+    config_init(&cfg);
+    free(cfg.python_runtime);
+    cfg.python_runtime = strdup("runsc");
+    const char *cmd[] = {"x", NULL};
+    struct policy_run run = {
+        .image = "i", .cmd = cmd, .memory_mb = 64, .seccomp = "host", .seccomp_gvisor = "gvisor"};
+    struct backend_spec spec;
+    run.language = "python";
+    policy_spec(&cfg, &run, &spec);
+    assert_string_equal(spec.runtime, "runsc");
+    assert_string_equal(spec.seccomp, "gvisor");
+    run.language = "javascript";
+    policy_spec(&cfg, &run, &spec);
+    assert_null(spec.runtime);
+    assert_string_equal(spec.seccomp, "host");
+    free(cfg.runtime);
+    cfg.runtime = strdup("runc");
+    policy_spec(&cfg, &run, &spec);
+    assert_string_equal(spec.runtime, "runc");
+    assert_string_equal(spec.seccomp, "host");
+    config_free(&cfg);
 }
 
 int main(void)
@@ -191,6 +236,7 @@ int main(void)
         cmocka_unit_test(test_spec),
         cmocka_unit_test(test_pass_through),
         cmocka_unit_test(test_seccomp_profile),
+        cmocka_unit_test(test_seccomp_per_runtime),
     };
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }
