@@ -24,6 +24,8 @@ static const char *const base_env[] = {"HOME=" POLICY_WORKDIR,
 
 void policy_spec(const struct config *cfg, const struct policy_run *run, struct backend_spec *spec)
 {
+    const char *runtime = config_runtime(cfg, run->language);
+    bool gvisor = policy_runtime_is_gvisor(runtime) && run->seccomp_gvisor;
     *spec = (struct backend_spec){
         .image = run->image,
         .cmd = run->cmd,
@@ -38,11 +40,8 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
         .nproc = NPROC_LIMIT,
         .fsize = FSIZE_LIMIT,
         .shm_bytes = SHM_BYTES,
-        .runtime = config_runtime(cfg, run->language),
-        .seccomp = policy_runtime_is_gvisor(config_runtime(cfg, run->language)) &&
-                           run->seccomp_gvisor
-                       ? run->seccomp_gvisor
-                       : run->seccomp,
+        .runtime = runtime,
+        .seccomp = gvisor ? run->seccomp_gvisor : run->seccomp,
         .network = run->language && config_network_allowed(cfg, run->language),
         .labels = (const char *const *)cfg->labels.items,
         .instance = run->instance,
