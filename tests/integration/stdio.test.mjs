@@ -22,6 +22,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { release } from 'node:os';
 
 import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
 
@@ -542,6 +543,29 @@ describe('daemon options', { timeout: 600_000 }, () => {
         ).sc;
         assert.ok(js.stdout.length > 0 && Buffer.byteLength(js.stdout) <= 65536);
         checkRun(await d.call('run_python_code', { code: "print('still here')" }), { status: 'ok', stdout: 'still here\n' });
+      });
+    } finally {
+      await d.close();
+    }
+  });
+
+  test('--python-runtime runsc --js-runtime runc: each language\'s sandboxes run under their own runtime', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+    const info = await engineGet('/v1.41/info');
+    if (!info.Runtimes?.runsc) {
+      // Podman: the project's scripts register runsc with dockerd only.
+      t.skip('this engine has no runsc runtime');
+      return;
+    }
+    const d = await SdkDaemon.start('per-language-runtime', { args: ['--python-runtime', 'runsc', '--js-runtime', 'runc'] });
+    try {
+      await withDaemon(d, async () => {
+        // gVisor's kernel calls itself 4.4.0; runc shows the host's.
+        const py = checkRun(await d.call('run_python_code', { code: 'import platform\nprint(platform.release())' }), { status: 'ok', exit_code: 0 });
+        const js = checkRun(await d.call('run_js_code', { code: "console.log(require('os').release())" }), { status: 'ok', exit_code: 0 });
+        assert.equal(py.sc.stdout, '4.4.0\n');
+        assert.equal(js.sc.stdout, `${release()}\n`);
+        const env = JSON.parse((await d.client.readResource({ uri: 'mcp-sandboxd://environment' })).contents[0].text);
+        assert.deepEqual(env.languages.map((l) => [l.language, l.runtime]), [['python', 'runsc'], ['javascript', 'runc']]);
       });
     } finally {
       await d.close();

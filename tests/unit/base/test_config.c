@@ -116,6 +116,40 @@ static void test_errors(void **state)
     expect_error(l4, none, "k y=1");
     char *n1[] = {"d", "--allow-network", "python,cobol", NULL};
     expect_error(n1, none, "cobol");
+    char *r1[] = {"d", "--js-runtime", "run sc", NULL};
+    expect_error(r1, none, "--js-runtime: 'run sc'");
+    char *r2[] = {"d", "--runtime", "a/b", NULL};
+    expect_error(r2, none, "--runtime: 'a/b'");
+    char *e3[] = {"MCPSANDBOXD_PYTHON_RUNTIME=x;y", NULL};
+    expect_error(a11, e3, "--python-runtime");
+}
+
+/* A language's runtime: its own option, else --runtime, else the engine's. */
+static void test_runtimes(void **state)
+{
+    (void)state;
+    char *none[] = {NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    char *a1[] = {"d", NULL};
+    config_init(&cfg);
+    assert_int_equal(config_load(&cfg, 1, a1, none, &err), 0);
+    assert_null(config_runtime(&cfg, "python"));
+    assert_null(config_runtime(&cfg, "javascript"));
+    config_free(&cfg);
+    char *a2[] = {"d", "--runtime", "runsc", "--js-runtime", "runc", NULL};
+    config_init(&cfg);
+    assert_int_equal(config_load(&cfg, 5, a2, none, &err), 0);
+    assert_string_equal(config_runtime(&cfg, "python"), "runsc");
+    assert_string_equal(config_runtime(&cfg, "javascript"), "runc");
+    assert_string_equal(config_runtime(&cfg, NULL), "runsc");
+    config_free(&cfg);
+    char *e1[] = {"MCPSANDBOXD_PYTHON_RUNTIME=runsc", NULL};
+    config_init(&cfg);
+    assert_int_equal(config_load(&cfg, 1, a1, e1, &err), 0);
+    assert_string_equal(config_runtime(&cfg, "python"), "runsc");
+    assert_null(config_runtime(&cfg, "javascript"));
+    config_free(&cfg);
 }
 
 static void test_labels(void **state)
@@ -310,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_cli_and_env),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_labels),
+        cmocka_unit_test(test_runtimes),
         cmocka_unit_test(test_pool_options),
         cmocka_unit_test(test_engine_resolution),
         cmocka_unit_test(test_container_image_pair),
