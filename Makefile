@@ -190,7 +190,8 @@ integration: all asan
 faults: all
 	@tests/faults/run.sh
 
-# The hostile battery: Docker and Podman, pooled and on demand (~3 min).
+# The hostile battery: Docker, Podman and Docker under gVisor, pooled and on
+# demand (~9 min).
 security: all
 	@tests/security/run.sh
 

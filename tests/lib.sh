@@ -56,3 +56,49 @@ engine_has_runtime() {
 	curl -sf --max-time 10 --unix-socket "$1" http://d/info |
 		node -e 'let s = ""; process.stdin.on("data", (c) => (s += c)).on("end", () => process.exit(Object.keys(JSON.parse(s).Runtimes ?? {}).includes(process.argv[1]) ? 0 : 1))' "$2"
 }
+
+# parse_passes "DEFAULT ..." "ALLOWED ..." ARG...: sets PASSES to the
+# passes named in ARG (DEFAULT when none); -h/--help prints the calling
+# script's header comment and exits 0; an unknown pass exits 2.
+# shellcheck disable=SC2034 # PASSES is the caller's to read
+parse_passes() {
+	local defaults=$1 allowed=$2 p
+	shift 2
+	PASSES=("$@")
+	# shellcheck disable=SC2206 # word lists on purpose
+	[ ${#PASSES[@]} -eq 0 ] && PASSES=($defaults)
+	for p in "${PASSES[@]}"; do
+		case $p in
+		-h | --help)
+			awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+			exit 0
+			;;
+		esac
+		case " $allowed " in
+		*" $p "*) ;;
+		*)
+			log "unknown pass '$p' (${allowed// /, })"
+			exit 2
+			;;
+		esac
+	done
+}
+
+# pass_setup BIN ENGINE SOCKET [RUNTIME]: the daemon binary exists, the
+# engine answers, the images are built in it, and it has RUNTIME when one is
+# named. Prints what is wrong and fails otherwise.
+pass_setup() {
+	local bin=$1 engine=$2 sock=$3 runtime=${4:-}
+	if [ ! -x "$bin" ]; then
+		echo "$bin not found (make builds it)"
+	elif ! timeout 150 "$ROOT/scripts/engine.sh" start "$engine" >&2; then
+		echo "scripts/engine.sh start $engine failed"
+	elif ! DOCKER_HOST=unix://$sock "$ROOT/scripts/images.sh" >&2; then
+		echo "scripts/images.sh failed for $engine"
+	elif [ -n "$runtime" ] && ! engine_has_runtime "$sock" "$runtime"; then
+		echo "the engine at $sock has no $runtime runtime (scripts/deps.sh --gvisor, then scripts/engine.sh start $engine)"
+	else
+		return 0
+	fi
+	return 1
+}

@@ -54,21 +54,7 @@ log() { printf 'faults: %s\n' "$*" >&2; }
 # shellcheck source=tests/lib.sh
 . "$TESTS/lib.sh"
 
-passes=("$@")
-[ ${#passes[@]} -eq 0 ] && passes=(docker podman)
-for p in "${passes[@]}"; do
-	case $p in
-	docker | podman) ;;
-	-h | --help)
-		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
-		exit 0
-		;;
-	*)
-		log "unknown pass '$p' (docker, podman)"
-		exit 2
-		;;
-	esac
-done
+parse_passes "docker podman" "docker podman" "$@"
 
 command -v node >/dev/null || { log "node not found"; exit 2; }
 
@@ -175,7 +161,7 @@ run_pass() {
 	summaries+=("$engine: $pass passed, $fail failed (of ${tests:-?} tests) in $(($(date +%s) - t0)) s$extra")
 }
 
-for p in "${passes[@]}"; do
+for p in "${PASSES[@]}"; do
 	case $p in
 	docker) run_pass docker "$DOCKER_SOCK" ;;
 	podman) run_pass podman "$PODMAN_SOCK" ;;

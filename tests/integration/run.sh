@@ -62,21 +62,7 @@ log() { printf 'integration: %s\n' "$*" >&2; }
 # shellcheck source=tests/lib.sh
 . "$TESTS/lib.sh"
 
-passes=("$@")
-[ ${#passes[@]} -eq 0 ] && passes=(docker podman runsc asan conformance)
-for p in "${passes[@]}"; do
-	case $p in
-	docker | podman | runsc | asan | conformance) ;;
-	-h | --help)
-		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
-		exit 0
-		;;
-	*)
-		log "unknown pass '$p' (docker, podman, runsc, asan, conformance)"
-		exit 2
-		;;
-	esac
-done
+parse_passes "docker podman runsc asan conformance" "docker podman runsc asan conformance" "$@"
 
 command -v node >/dev/null || { log "node not found"; exit 2; }
 
@@ -98,15 +84,10 @@ run_pass() {
 	echo
 	echo "=== integration pass '$name': ${bin#"$ROOT"/} on $engine ($sock) ==="
 
-	local setup_err=""
-	if [ ! -x "$bin" ]; then
-		setup_err="$bin not found (make integration builds it)"
-	elif ! "$ROOT/scripts/engine.sh" start "$engine"; then
-		setup_err="scripts/engine.sh start $engine failed"
-	elif ! DOCKER_HOST=unix://$sock "$ROOT/scripts/images.sh"; then
-		setup_err="scripts/images.sh failed for $engine"
-	elif [ "$name" = runsc ] && ! engine_has_runtime "$sock" runsc; then
-		setup_err="the engine at $sock has no runsc runtime (scripts/deps.sh --gvisor, then scripts/engine.sh start docker)"
+	local setup_err runtime=""
+	[ "$name" = runsc ] && runtime=runsc
+	if setup_err=$(pass_setup "$bin" "$engine" "$sock" "$runtime"); then
+		setup_err=""
 	fi
 	if [ -n "$setup_err" ]; then
 		log "$name: $setup_err"
@@ -196,7 +177,7 @@ run_conformance() {
 	summaries+=("conformance: $n passed, $m failed (scenarios; expected failures not counted) in $(($(date +%s) - t0)) s")
 }
 
-for p in "${passes[@]}"; do
+for p in "${PASSES[@]}"; do
 	case $p in
 	docker) run_pass docker docker "$DOCKER_SOCK" "$BIN" latency ;;
 	podman) run_pass podman podman "$PODMAN_SOCK" "$BIN" latency ;;

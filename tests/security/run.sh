@@ -37,21 +37,7 @@ log() { printf 'security: %s\n' "$*" >&2; }
 # shellcheck source=tests/lib.sh
 . "$TESTS/lib.sh"
 
-passes=("$@")
-[ ${#passes[@]} -eq 0 ] && passes=(docker podman runsc http)
-for p in "${passes[@]}"; do
-	case $p in
-	docker | podman | runsc | http) ;;
-	-h | --help)
-		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
-		exit 0
-		;;
-	*)
-		log "unknown pass '$p' (docker, podman, runsc, http)"
-		exit 2
-		;;
-	esac
-done
+parse_passes "docker podman runsc http" "docker podman runsc http" "$@"
 
 command -v node >/dev/null || { log "node not found"; exit 2; }
 ensure_node_modules security
@@ -67,15 +53,9 @@ summaries=()
 run_pass() {
 	local engine=$1 sock=$2 runtime=${3:-} bin=$BIN pool t0 rc
 	case $bin in /*) ;; *) bin=$ROOT/$bin ;; esac
-	local setup_err=""
-	if [ ! -x "$bin" ]; then
-		setup_err="$bin not found (make security builds it)"
-	elif ! timeout 150 "$ROOT/scripts/engine.sh" start "$engine"; then
-		setup_err="scripts/engine.sh start $engine failed"
-	elif ! DOCKER_HOST=unix://$sock "$ROOT/scripts/images.sh"; then
-		setup_err="scripts/images.sh failed for $engine"
-	elif [ -n "$runtime" ] && ! engine_has_runtime "$sock" "$runtime"; then
-		setup_err="the engine at $sock has no $runtime runtime (scripts/deps.sh --gvisor, then scripts/engine.sh start $engine)"
+	local setup_err
+	if setup_err=$(pass_setup "$bin" "$engine" "$sock" "$runtime"); then
+		setup_err=""
 	fi
 	local label=$engine
 	[ -n "$runtime" ] && label=$runtime
@@ -124,7 +104,7 @@ run_http() {
 	summaries+=("http: $TAP_PASS passed, $TAP_FAIL failed (of ${TAP_TESTS:-?} tests) in $(($(date +%s) - t0)) s")
 }
 
-for p in "${passes[@]}"; do
+for p in "${PASSES[@]}"; do
 	case $p in
 	docker) run_pass docker "$DOCKER_SOCK" ;;
 	podman) run_pass podman "$PODMAN_SOCK" ;;
