@@ -9,6 +9,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { gzipSync } from 'node:zlib';
 
 import {
   TEST_TIMEOUT_MS, SdkDaemon, preflight, withDaemon, checkRun, checkInvalid, checkDaemonsAndContainers,
@@ -264,6 +265,32 @@ hostile('6, 8 filling the tmpfs and a file past fsize fail inside the program', 
     'print(json.dumps(res))',
   ].join('\n'));
   assert.notEqual(r.fill, 'ok', JSON.stringify(r));
+});
+
+hostile('36 a compression bomb given as input unpacks only inside the sandbox, stopped by its limits', async () => {
+  // 256 MiB of zeros, gzipped to about 250 KB, handed over on stdin.
+  const bomb = gzipSync(Buffer.alloc(256 << 20), { level: 9 }).toString('base64');
+  const { sc } = checkRun(await exec({ language: 'python', stdin: bomb, code: [
+    'import base64, gzip, io, json, os, sys',
+    'res = {"written": 0}',
+    'src = gzip.GzipFile(fileobj=io.BytesIO(base64.b64decode(sys.stdin.read())))',
+    'try:',
+    '    with open("/tmp/unpacked", "wb") as dst:',
+    '        while True:',
+    '            b = src.read(1 << 20)',
+    '            if not b:',
+    '                break',
+    '            dst.write(b)',
+    '            res["written"] += len(b)',
+    '    res["unpack"] = "ok"',
+    'except OSError as e:',
+    '    res["unpack"] = e.errno',
+    'print(json.dumps(res))',
+  ].join('\n') }), { status: 'ok', exit_code: 0 });
+  const r = JSON.parse(sc.stdout);
+  // ENOSPC from the 64 MiB tmpfs or EFBIG from the 64 MiB fsize limit.
+  assert.ok([27, 28].includes(r.unpack), JSON.stringify(r));
+  assert.ok(r.written <= 64 << 20, JSON.stringify(r));
 });
 
 hostile('9 fd exhaustion: EMFILE inside; the daemon\'s fds unaffected', async () => {
