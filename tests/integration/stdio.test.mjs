@@ -549,11 +549,30 @@ describe('daemon options', { timeout: 600_000 }, () => {
     }
   });
 
+  test('--python-runtime runsc on Podman: refused, never run under Podman\'s own runtime', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+    const version = await engineGet('/version');
+    if (!JSON.stringify(version).toLowerCase().includes('podman')) {
+      t.skip('not Podman');
+      return;
+    }
+    // Podman's compatible API takes HostConfig.Runtime and ignores it.
+    const d = await SdkDaemon.start('runtime-on-podman', { args: ['--python-runtime', 'runsc'] });
+    try {
+      await withDaemon(d, async () => {
+        const { sc } = checkRun(await d.call('run_python_code', { code: 'print(1)' }), { status: 'error' });
+        assert.match(sc.message, /runtime 'runsc' asked for, but Podman's Docker-compatible API .* ignores a container's runtime/);
+        checkRun(await d.call('run_js_code', { code: 'console.log(1)' }), { status: 'ok', exit_code: 0, stdout: '1\n' });
+      });
+    } finally {
+      await d.close();
+    }
+  });
+
   test('--python-runtime runsc --js-runtime runc: each language\'s sandboxes run under their own runtime', { timeout: TEST_TIMEOUT_MS }, async (t) => {
     const info = await engineGet('/v1.41/info');
-    if (!info.Runtimes?.runsc) {
-      // Podman: the project's scripts register runsc with dockerd only.
-      t.skip('this engine has no runsc runtime');
+    if (JSON.stringify(info).toLowerCase().includes('podman') || !info.Runtimes?.runsc) {
+      // The project's scripts register runsc with dockerd only.
+      t.skip('not a Docker engine with a runsc runtime');
       return;
     }
     const d = await SdkDaemon.start('per-language-runtime', { args: ['--python-runtime', 'runsc', '--js-runtime', 'runc'] });

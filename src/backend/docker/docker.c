@@ -228,11 +228,31 @@ static char *docker_render_create(const struct backend *b, const struct backend_
     return s;
 }
 
+/* Podman's Docker-compatible API (4.3 measured) accepts HostConfig.Runtime
+ * and ignores it: the container runs under Podman's configured runtime.
+ * A sandbox meant for gVisor must not quietly run under runc. */
+static int runtime_check(struct docker *d, const struct backend_spec *spec, double deadline_ms,
+                         struct err *err)
+{
+    if (!spec->runtime)
+        return 0;
+    int podman = engine_is_podman(d->engine, deadline_ms, err);
+    if (podman <= 0)
+        return podman;
+    return err_set(err, ERR_INVALID,
+                   "runtime '%s' asked for, but Podman's Docker-compatible API at unix://%s "
+                   "ignores a container's runtime and would run it under its own: set the "
+                   "runtime in Podman's containers.conf ([engine] runtime) and drop the "
+                   "daemon's runtime option, or use Docker",
+                   spec->runtime, engine_socket(d->engine));
+}
+
 static int docker_create(struct backend *b, const struct backend_spec *spec, double deadline_ms,
                          char **id, struct err *err)
 {
     cleanup_free char *seccomp_path = NULL;
-    if (seccomp_ref((struct docker *)b, spec, deadline_ms, &seccomp_path, err) < 0)
+    if (runtime_check((struct docker *)b, spec, deadline_ms, err) < 0 ||
+        seccomp_ref((struct docker *)b, spec, deadline_ms, &seccomp_path, err) < 0)
         return -1;
     json_object *body = docker_create_body(spec, seccomp_path);
     int rc = engine_create(engine_of(b), body, deadline_ms, id, err);

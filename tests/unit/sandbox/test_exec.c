@@ -536,6 +536,36 @@ static void test_seccomp_profile(void **state)
     exec_result_free(&res);
 }
 
+/* Podman's compatible API ignores a container's runtime: a run whose
+ * language asks for one fails before any container exists, rather than
+ * running under Podman's own; a language without one runs. */
+static void test_runtime_on_podman(void **state)
+{
+    struct rig *g = *state;
+    free(g->cfg.python_runtime);
+    g->cfg.python_runtime = strdup("runsc");
+    fake_engine_set_version(g->fe, PODMAN_VERSION);
+    rig_open(g, false);
+    struct exec_request req = request("print(1)");
+    struct exec_result res;
+    exec_result_init(&res);
+    struct err err = ERR_INIT;
+    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
+    assert_int_equal(err.code, ERR_INVALID);
+    assert_int_equal(res.status, EXEC_ERROR);
+    assert_contains(res.message, "runtime 'runsc'");
+    assert_contains(res.message, "Podman");
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_CREATE, NULL), 0);
+    err_clear(&err);
+    struct fake_program p = {.out = "1\n", .out_len = 2};
+    fake_engine_set_program(g->fe, &p);
+    req.language = EXEC_JAVASCRIPT;
+    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), 0);
+    assert_int_equal(res.status, EXEC_OK);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_CREATE, NULL), 1);
+    exec_result_free(&res);
+}
+
 /* ---- the engine failing at each step ------------------------------------------ */
 
 /* Runs print(1) against the fault already injected; returns exec_run's
@@ -792,6 +822,7 @@ int main(void)
         T(test_oom_killed_docker),
         T(test_oom_heuristic),
         T(test_seccomp_profile),
+        T(test_runtime_on_podman),
         T(test_secrets),
         T(test_create_fails),
         T(test_attach_fails),
