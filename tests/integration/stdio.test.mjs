@@ -569,8 +569,9 @@ describe('daemon options', { timeout: 600_000 }, () => {
   });
 
   test('--python-runtime runsc --js-runtime runc: each language\'s sandboxes run under their own runtime', { timeout: TEST_TIMEOUT_MS }, async (t) => {
+    const version = await engineGet('/version');
     const info = await engineGet('/v1.41/info');
-    if (JSON.stringify(info).toLowerCase().includes('podman') || !info.Runtimes?.runsc) {
+    if (JSON.stringify(version).toLowerCase().includes('podman') || !info.Runtimes?.runsc) {
       // The project's scripts register runsc with dockerd only.
       t.skip('not a Docker engine with a runsc runtime');
       return;
