@@ -258,7 +258,8 @@ export async function engineGet(p) {
 export async function engineStateDirs() {
   const info = await engineGet('/v1.41/info');
   const root = info.DockerRootDir || '/var/lib/docker';
-  const podman = JSON.stringify(info).includes('podman');
+  // Podman's /info does not name it; /version does.
+  const podman = JSON.stringify(await engineGet('/version')).toLowerCase().includes('podman');
   const dirs = podman
     ? [`${root}/overlay-containers`, `${root}/libpod`, '/run/containers/storage', '/run/libpod']
     : [`${root}/containers`, '/run/docker'];
