@@ -673,7 +673,8 @@ describe('daemon options', { timeout: 600_000 }, () => {
           try {
             info = await engineGet(`/v1.41/containers/${c.id}/json`);
           } catch (e) {
-            if (/HTTP 404/.test(e.message)) continue;
+            // Docker: 404; Podman: 500 "no such container".
+            if (/HTTP 404|no such container/i.test(e.message)) continue;
             throw e;
           }
           inspected++;
