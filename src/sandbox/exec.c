@@ -682,6 +682,7 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         id = NULL;
         stream = NULL;
         rc = -1;
+        sent = false;
         runner_scan_free(&r.scan_out);
         runner_scan_free(&r.scan_err);
         runner_scan_init(&r.scan_out, nonce);

@@ -87,7 +87,7 @@ void policy_secrets_free(struct policy_secrets *s)
 
 bool policy_runtime_is_gvisor(const char *runtime)
 {
-    return runtime && (strcmp(runtime, "runsc") == 0 || strstr(runtime, "gvisor"));
+    return runtime && (strncmp(runtime, "runsc", 5) == 0 || strstr(runtime, "gvisor"));
 }
 
 /* Drops clone3 from every rule that names it and allows it: gVisor's own
@@ -95,7 +95,7 @@ bool policy_runtime_is_gvisor(const char *runtime)
 static int allow_clone3(json_object *syscalls)
 {
     size_t n = json_object_array_length(syscalls);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n;) {
         json_object *rule = json_object_array_get_idx(syscalls, i);
         json_object *names = NULL;
         if (!json_object_object_get_ex(rule, "names", &names) ||
@@ -105,6 +105,12 @@ static int allow_clone3(json_object *syscalls)
             const char *s = json_object_get_string(json_object_array_get_idx(names, j));
             if (s && strcmp(s, "clone3") == 0)
                 json_object_array_del_idx(names, j, 1);
+        }
+        if (json_object_array_length(names) == 0) {
+            json_object_array_del_idx(syscalls, i, 1); /* a rule for nothing */
+            n--;
+        } else {
+            i++;
         }
     }
     json_object *rule = json_object_new_object();

@@ -62,8 +62,8 @@ void policy_secrets_free(struct policy_secrets *s);
  * stopped on clone. */
 enum policy_seccomp_kind { POLICY_SECCOMP_HOST, POLICY_SECCOMP_GVISOR };
 
-/* True for a runtime name that is gVisor's (runsc, or a name with gvisor
- * in it); NULL (the engine's default) is not. */
+/* True for a runtime name that is gVisor's (runsc, runsc-kvm, ..., or a
+ * name with gvisor in it); NULL (the engine's default) is not. */
 bool policy_runtime_is_gvisor(const char *runtime);
 
 /* The seccomp profile every sandbox runs under (src/sandbox/seccomp/,

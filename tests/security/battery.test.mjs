@@ -331,10 +331,20 @@ hostile('13 while True: pass with timeout_ms 2000 is not stopped before 2 s and 
   // answer comes no sooner than 2 s after the call. The upper bound counts from the program's first
   // statement (host and container share the clock): container set-up and a
   // slow relay under load do not count against the daemon.
-  const sent = Date.now() / 1000;
-  const res = await exec({ language: 'python', code: 'import time\nprint(time.time(), flush=True)\nwhile True:\n    pass', timeout_ms: 2000 });
-  const arrived = Date.now() / 1000;
-  const { sc } = checkRun(res, { status: 'timeout' });
+  // The limit also counts the sandbox's start: a gVisor sandbox started on
+  // demand may take it all, and then the code never ran; measure a run that
+  // did start (a few tries).
+  let sent;
+  let arrived;
+  let sc;
+  for (let i = 0; i < 4; i++) {
+    sent = Date.now() / 1000;
+    const res = await exec({ language: 'python', code: 'import time\nprint(time.time(), flush=True)\nwhile True:\n    pass', timeout_ms: 2000 });
+    arrived = Date.now() / 1000;
+    ({ sc } = checkRun(res, { status: 'timeout' }));
+    if (!/the code never ran/.test(sc.message ?? '')) break;
+  }
+  assert.doesNotMatch(sc.message ?? '', /the code never ran/, 'no try got its sandbox started within 2 s');
   const ran = arrived - Number(sc.stdout.trim());
   const waited = arrived - sent;
   assert.ok(waited >= 2.0 && ran <= 2.5, `answered ${waited.toFixed(3)} s after the call, ${ran.toFixed(3)} s after the program started (duration_ms ${sc.duration_ms})`);

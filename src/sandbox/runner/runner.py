@@ -284,6 +284,8 @@ def _mcpsbx_runner():
             return False
 
         def write(self, b):
+            if self.closed:
+                raise ValueError("I/O operation on closed file")
             view = memoryview(b).cast("B")
             write_all(self._fd, view)
             return len(view)

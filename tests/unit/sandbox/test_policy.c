@@ -184,6 +184,7 @@ static void check_seccomp_profile(enum policy_seccomp_kind kind)
     const char *c3 = action_for(prof, "clone3", &cond);
     assert_non_null(c3);
     assert_null(strstr(strstr(text, "\"clone3\"") + 1, "\"clone3\""));
+    assert_null(strstr(text, "\"names\":[]"));
     assert_string_equal(c3, kind == POLICY_SECCOMP_GVISOR ? "SCMP_ACT_ALLOW" : "SCMP_ACT_ERRNO");
     assert_false(cond);
     json_object_put(prof);
@@ -203,6 +204,7 @@ static void test_seccomp_per_runtime(void **state)
     (void)state;
     assert_true(policy_runtime_is_gvisor("runsc"));
     assert_true(policy_runtime_is_gvisor("my-gvisor"));
+    assert_true(policy_runtime_is_gvisor("runsc-kvm"));
     assert_false(policy_runtime_is_gvisor("runc"));
     assert_false(policy_runtime_is_gvisor("crun"));
     assert_false(policy_runtime_is_gvisor(NULL));
