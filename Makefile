@@ -87,11 +87,12 @@ $(B)/obj/runner_scripts.o: $(GEN)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 
 # The runners are real files (tested on their own) embedded as C strings.
-RUNNERS := src/sandbox/runner/runner.py src/sandbox/runner/runner.js
+RUNNERS := src/sandbox/runner/runner.py src/sandbox/runner/runner.js src/sandbox/runner/connect.pl
 $(GEN): $(RUNNERS) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	scripts/embed.sh $@ runner_python_src=src/sandbox/runner/runner.py \
-	    runner_node_src=src/sandbox/runner/runner.js
+	    runner_node_src=src/sandbox/runner/runner.js \
+	    runner_connect_src=src/sandbox/runner/connect.pl
 
 $(SECCOMP_GEN): $(SECCOMP) scripts/embed.sh
 	@mkdir -p $(dir $@)
@@ -120,7 +121,8 @@ $(B)/obj/tool_defs.o: $(TOOL_DEFS_GEN)
 
 # The fake Engine API the unit tests run against (tests/fake_engine).
 FAKE_ENGINE := $(B)/testlib/fake_engine.o
-$(FAKE_ENGINE): tests/fake_engine/fake_engine.c tests/fake_engine/fake_engine.h src/sandbox/runner.h
+$(FAKE_ENGINE): tests/fake_engine/fake_engine.c tests/fake_engine/fake_engine.h src/sandbox/runner.h \
+                src/backend/channel.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Itests -c -o $@ $<
 

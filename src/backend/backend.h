@@ -41,6 +41,10 @@ struct backend_spec {
     const char *runtime;            /* OCI runtime name (e.g. runsc); NULL = the default */
     const char *seccomp;            /* seccomp profile, Docker's JSON format; NULL = the engine's */
     bool network;                   /* the engine's default network instead of none */
+    /* A host directory bound read-only at CHANNEL_TARGET (backend/channel.h)
+     * for a sandbox whose streams go through a socket of the daemon's; its
+     * stdio is then not attached. NULL: none, the streams are attached. */
+    const char *io_dir;
     /* Marks, listed back by backend_list: */
     const char *instance;      /* this daemon's run of containers */
     const char *owner;         /* the daemon process; may be NULL */

@@ -49,6 +49,8 @@ struct config {
     char *python_runtime;           /* for Python only; empty = runtime */
     char *js_runtime;               /* for JavaScript only; empty = runtime */
     char *sandbox_user;             /* "uid:gid" */
+    char *sandbox_io;               /* "socket" or "attach" (sandbox/launch.h) */
+    char *sandbox_io_dir;           /* where the sockets are made */
     char *log_level;
     /* HTTP transport; http_listen empty = serve stdio. */
     char *http_listen; /* "HOST:PORT" as given */

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "sandbox/launch.h"
 #include "sandbox/policy.h"
 #include "sandbox/pool.h"
 #include "sandbox/reaper.h"
@@ -47,6 +48,7 @@ struct exec_ctx {
     char *seccomp;                 /* policy_seccomp_new, for the host's kernel */
     char *seccomp_gvisor;          /* and for gVisor's */
     struct reaper *reaper;
+    struct launcher *launcher;
     struct pool *pool; /* NULL without --pool-size */
     /* The warm runners' commands, per language, with and without the
      * preloads (the pool borrows them). */
@@ -162,6 +164,8 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, struct backend *backend,
     }
     long long legacy_age = cfg->max_timeout_ms / 1000 + REAPER_LEGACY_MARGIN_S;
     ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, err);
+    if (ctx->reaper)
+        ctx->launcher = launcher_new(backend, ctx->reaper, cfg);
     if (!ctx->reaper || (cfg->pool_size > 0 && pool_start(ctx, err) < 0)) {
         exec_ctx_free(ctx);
         return NULL;
@@ -175,6 +179,7 @@ void exec_ctx_free(struct exec_ctx *ctx)
         return;
     /* The pool hands its containers to the reaper: it goes first. */
     pool_free(ctx->pool);
+    launcher_free(ctx->launcher);
     reaper_free(ctx->reaper);
     redactor_free(ctx->redactor);
     policy_secrets_free(&ctx->secrets);
@@ -263,7 +268,7 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
             (cfg->max_timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 + EXPIRY_MARGIN_S,
         .refill_delay_ms = cfg->pool_refill_delay_ms,
     };
-    ctx->pool = pool_new(ctx->backend, ctx->reaper, prof, 2, &timing, err);
+    ctx->pool = pool_new(ctx->backend, ctx->reaper, ctx->launcher, prof, 2, &timing, err);
     return ctx->pool ? 0 : -1;
 }
 
@@ -553,26 +558,13 @@ static void run_spec(const struct exec_ctx *ctx, const struct exec_request *req,
     policy_spec(ctx->cfg, &run, spec);
 }
 
-/* A container made for this run: create, attach (before start, so no
- * output is lost), start. Returns 0, 1 when cancelled before it started,
- * or -1 with err. *id and *stream may be set whatever it returns (the
- * caller removes and closes them). */
+/* A container made for this run (sandbox/launch.h). Returns 0, 1 when
+ * cancelled before it started, or -1 with err. */
 static int on_demand(struct exec_ctx *ctx, const struct exec_request *req,
                      const struct backend_spec *spec, struct exec_cancel *cancel, char **id,
                      struct backend_stream **stream, struct err *err)
 {
-    reaper_create_begin(ctx->reaper);
-    int rc = backend_create(ctx->backend, spec, req->start_by_ms, id, err);
-    reaper_create_end(ctx->reaper, rc == 0 ? *id : NULL);
-    if (rc < 0)
-        return -1;
-    log_debug("created container %.12s (%s)", *id, exec_language_name(req->language));
-    if (exec_cancelled(cancel))
-        return 1;
-    if (backend_attach(ctx->backend, *id, req->start_by_ms, stream, err) < 0 ||
-        backend_start(ctx->backend, *id, req->start_by_ms, err) < 0)
-        return -1;
-    return 0;
+    return launch(ctx->launcher, spec, req->start_by_ms, cancel ? cancel->fd : -1, id, stream, err);
 }
 
 /* The call's own time ran out while its sandbox was set up (a slow or

@@ -12,11 +12,11 @@
 
 #include "base/log.h"
 #include "base/util.h"
+#include "sandbox/launch.h"
 #include "sandbox/runner.h"
 
-/* Create, attach and start each get at most this long (the engine's own
- * request deadline), so a stalled engine holds a filler, and shutdown,
- * no longer than that. */
+/* Setting a sandbox up (create, streams, start) gets at most this long,
+ * so a stalled engine holds a filler, and shutdown, no longer than that. */
 #define SETUP_TIMEOUT_MS 30000
 /* The first sweep clears what an earlier daemon left before the pool adds
  * containers; an engine too slow to list them does not hold filling up. */
@@ -48,6 +48,7 @@ struct slot {
 struct pool {
     struct backend *backend;
     struct reaper *reaper;
+    struct launcher *launcher;
     struct slot *slots;
     size_t n;
     long long max_age_ms;
@@ -192,17 +193,14 @@ static int fill_one(struct pool *p, const struct slot *s, bool lean, struct wait
     struct backend_spec spec = lean ? s->prof.lean : s->prof.spec;
     spec.expires = (long long)time(NULL) + (p->max_age_ms + 999) / 1000 + p->expiry_extra_s;
     double t0 = util_now_ms();
-    double setup_by = t0 + SETUP_TIMEOUT_MS;
     char *id = NULL;
     struct backend_stream *st = NULL;
-    reaper_create_begin(p->reaper);
-    int rc = backend_create(p->backend, &spec, setup_by, &id, err);
-    reaper_create_end(p->reaper, rc == 0 ? id : NULL);
+    int rc = launch(p->launcher, &spec, t0 + SETUP_TIMEOUT_MS, p->stop_fd, &id, &st, err);
+    if (rc > 0)
+        return err_set(err, ERR_INTERNAL, "the pool is stopping");
     if (rc < 0)
         return -1;
-    if (backend_attach(p->backend, id, setup_by, &st, err) < 0 ||
-        backend_start(p->backend, id, setup_by, err) < 0 ||
-        await_ready(p, st, t0 + POOL_READY_TIMEOUT_MS, err) < 0) {
+    if (await_ready(p, st, t0 + POOL_READY_TIMEOUT_MS, err) < 0) {
         backend_stream_close(st);
         reaper_remove(p->reaper, id);
         free(id);
@@ -408,13 +406,14 @@ static void *watcher_main(void *arg)
 
 /* ---- interface ------------------------------------------------------------ */
 
-struct pool *pool_new(struct backend *backend, struct reaper *reaper,
+struct pool *pool_new(struct backend *backend, struct reaper *reaper, struct launcher *launcher,
                       const struct pool_profile *profiles, size_t n,
                       const struct pool_timing *timing, struct err *err)
 {
     struct pool *p = xcalloc(1, sizeof(*p));
     p->backend = backend;
     p->reaper = reaper;
+    p->launcher = launcher;
     p->max_age_ms = timing->max_age_ms;
     p->expiry_extra_s = timing->expiry_extra_s;
     p->refill_delay_ms = timing->refill_delay_ms;

@@ -2,8 +2,8 @@
  * environment, warm runner command with its preload list), containers
  * created, attached and started ahead of need, whose runner has imported
  * its modules, said it is ready, and waits for its request on stdin. A run
- * takes one with its attach stream already open, so it pays neither
- * create, attach, start nor imports. Single use: a taken container is the
+ * takes one with its stream already open, so it pays neither create,
+ * connecting, start nor imports. Single use: a taken container is the
  * taker's, who removes it after its one run; the pool never sees it again.
  *
  * Health: a waiting container whose stream shows anything (it died, was
@@ -27,6 +27,8 @@
 #include "backend/backend.h"
 #include "base/err.h"
 #include "sandbox/reaper.h"
+
+struct launcher;
 
 #define POOL_FILLERS 2
 /* How long a new container may take from create to ready (imports included). */
@@ -62,10 +64,11 @@ struct pool_timing {
     long long refill_delay_ms;
 };
 
-/* Starts filling once the reaper's first sweep is over. profiles (n of
+/* Starts filling once the reaper's first sweep is over; sandboxes are set
+ * up through launcher (sandbox/launch.h). profiles (n of
  * them) are copied, not what they point to. Returns NULL with err when
  * threads cannot start. */
-struct pool *pool_new(struct backend *backend, struct reaper *reaper,
+struct pool *pool_new(struct backend *backend, struct reaper *reaper, struct launcher *launcher,
                       const struct pool_profile *profiles, size_t n,
                       const struct pool_timing *timing, struct err *err);
 

@@ -45,6 +45,10 @@
 
 extern const char runner_python_src[];
 extern const char runner_node_src[];
+/* The sandbox I/O connector (src/sandbox/runner/connect.pl, a perl -e
+ * program): connects to the daemon's socket (backend/channel.h) and runs
+ * the runner with the connections as its stdin, stdout and stderr. */
+extern const char runner_connect_src[];
 
 #define RUNNER_PROTOCOL          "mcpsbx/1"
 #define RUNNER_RECORD_PREFIX     "\0\036mcpsbx-done:"

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/channel.h"
 #include "base/buf.h"
 #include "base/util.h"
 #include "sandbox/runner.h"
@@ -50,7 +51,8 @@ struct container {
     int exit_code;
     bool code_received;
     char *code, *stdin_data;
-    int wake_fd; /* eventfd, readable once killed or removed */
+    int wake_fd;  /* eventfd, readable once killed or removed */
+    char *io_dir; /* HostConfig.Binds' host directory: streams over its socket */
     struct container *next;
 };
 
@@ -58,6 +60,12 @@ struct fault {
     int status; /* FAKE_STALL: hold */
     char *body;
     int times; /* -1: all */
+};
+
+/* A started container whose streams go over the daemon's socket. */
+struct io_thread {
+    pthread_t th;
+    struct io_thread *next;
 };
 
 struct conn {
@@ -92,6 +100,7 @@ struct fake_engine {
     struct fake_request *log;
     size_t n_log, cap_log;
     struct conn *conns;
+    struct io_thread *io_threads;
     fake_engine_hook hook;
     void *hook_ctx;
 };
@@ -527,6 +536,14 @@ static void read_cmd(json_object *body, struct container *c)
     if (json_object_object_get_ex(body, "HostConfig", &hc) &&
         json_object_object_get_ex(hc, "Memory", &mem))
         c->memory = json_object_get_int64(mem);
+    json_object *binds = NULL;
+    if (hc && json_object_object_get_ex(hc, "Binds", &binds) &&
+        json_object_is_type(binds, json_type_array) && json_object_array_length(binds) > 0) {
+        const char *b = json_object_get_string(json_object_array_get_idx(binds, 0));
+        const char *colon = b ? strchr(b, ':') : NULL;
+        if (colon)
+            c->io_dir = xstrndup(b, (size_t)(colon - b));
+    }
     if (hc && json_object_object_get_ex(hc, "SecurityOpt", &opts) &&
         json_object_is_type(opts, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(opts); i++) {
@@ -578,6 +595,8 @@ static void op_create(struct fake_engine *fe, int fd, const struct request *r)
     free(answer);
 }
 
+static void io_start_locked(struct fake_engine *fe, struct container *c);
+
 static void op_start(struct fake_engine *fe, int fd, const char *id)
 {
     pthread_mutex_lock(&fe->mu);
@@ -590,9 +609,15 @@ static void op_start(struct fake_engine *fe, int fd, const char *id)
     } else {
         c->started = true;
         c->running = true;
-        /* Nobody attached: it runs without stdin and ends at once. */
-        if (!c->attached)
+        if (c->io_dir && c->prog.no_connect) {
+            exit_locked(fe, c, 127, false); /* the connector could not even start */
+        } else if (c->io_dir) {
+            c->attached = true; /* it has its streams: a kill ends them */
+            io_start_locked(fe, c);
+        } else if (!c->attached) {
+            /* Nobody attached: it runs without stdin and ends at once. */
             exit_locked(fe, c, c->prog.exit_code, c->prog.oom_killed);
+        }
         pthread_cond_broadcast(&fe->cond);
     }
     pthread_mutex_unlock(&fe->mu);
@@ -769,13 +794,30 @@ static void op_list(struct fake_engine *fe, int fd, const char *query)
 
 /* ---- attach: the program -------------------------------------------------------- */
 
-/* Reads exactly n bytes of the attach stream's stdin (the bytes that came
- * with the request first); false at its end, a kill, or stop. */
+/* A program's streams: the attach connection (framed output, stdin after
+ * the request's own bytes), or the two connections of the daemon's
+ * socket (raw). */
+struct pio {
+    int in, out, err;
+    bool framed;
+    struct request *r; /* bytes read past the attach request; NULL for raw */
+};
+
+static bool pio_send(struct fake_engine *fe, const struct pio *io, const struct container *c,
+                     int stream, const char *data, size_t n)
+{
+    if (io->framed)
+        return send_frames(fe, io->out, stream, data, n, c->wake_fd);
+    return n == 0 || send_all(fe, stream == 2 ? io->err : io->out, data, n, c->wake_fd);
+}
+
+/* Reads exactly n bytes of the program's stdin (the bytes that came with
+ * the attach request first); false at its end, a kill, or stop. */
 static bool read_stdin(struct fake_engine *fe, int fd, struct container *c, struct request *r,
                        char *out, size_t n)
 {
     size_t have = 0;
-    if (r->extra_len) {
+    if (r && r->extra_len) {
         size_t take = r->extra_len < n ? r->extra_len : n;
         memcpy(out, r->extra, take);
         memmove(r->extra, r->extra + take, r->extra_len - take);
@@ -841,7 +883,7 @@ static bool read_runner_request(struct fake_engine *fe, int fd, struct container
     return ok;
 }
 
-static bool send_record(struct fake_engine *fe, int fd, const struct container *c,
+static bool send_record(struct fake_engine *fe, const struct pio *io, const struct container *c,
                         const char *nonce, enum fake_end end)
 {
     bool big = end == FAKE_END_BIG_RECORD;
@@ -866,10 +908,65 @@ static bool send_record(struct fake_engine *fe, int fd, const struct container *
               buf_addf(&line, "%s:%s\n", nonce, js) == 0;
     json_object_put(rec);
     /* stderr first, then stdout, as the runners do. */
-    ok = ok && send_frames(fe, fd, 2, line.data, line.len, c->wake_fd) &&
-         send_frames(fe, fd, 1, line.data, line.len, c->wake_fd);
+    ok = ok && pio_send(fe, io, c, 2, line.data, line.len) &&
+         pio_send(fe, io, c, 1, line.data, line.len);
     buf_free(&line);
     return ok;
+}
+
+/* The container's program, once started, on its streams. */
+static void run_program(struct fake_engine *fe, struct container *c, const struct pio *io)
+{
+    const struct fake_program *p = &c->prog; /* set at create, never changed */
+    if (c->warm)
+        pio_send(fe, io, c, 1, RUNNER_READY, RUNNER_READY_LEN);
+    char nonce[RUNNER_NONCE_HEX_LEN + 1];
+    int code = p->exit_code;
+    bool oom = p->oom_killed;
+    if (!read_runner_request(fe, io->in, c, io->r, nonce)) {
+        /* The runner's answer to a request it cannot read. */
+        static const char msg[] = "mcpsbx runner: bad request\n";
+        pio_send(fe, io, c, 2, msg, sizeof(msg) - 1);
+        code = 76;
+        oom = false;
+        goto end;
+    }
+    if (c->warm && p->warm_dies) {
+        code = 137;
+        oom = false;
+        goto end;
+    }
+    if (c->warm)
+        pio_send(fe, io, c, 1, RUNNER_GO, RUNNER_GO_LEN);
+    bool streaming =
+        pio_send(fe, io, c, 1, p->out, p->out_len) && pio_send(fe, io, c, 2, p->err, p->err_len);
+    if (streaming && p->end == FAKE_END_CUT) {
+        char cut[8 + 10];
+        size_t n = fake_engine_frame(cut, 1, "cut short!", 10);
+        cut[7] = 64; /* the header promises 64 bytes; 10 come */
+        if (io->framed)
+            send_all(fe, io->out, cut, n, c->wake_fd);
+        else
+            pio_send(fe, io, c, 1, "cut short!", 10); /* a socket has no frames to cut */
+        goto end;
+    }
+    if (p->run_ms != 0)
+        wait_fd(fe, c->wake_fd, POLLIN, -1, p->run_ms < 0 ? -1 : (int)p->run_ms);
+    pthread_mutex_lock(&fe->mu);
+    bool killed = c->killed;
+    pthread_mutex_unlock(&fe->mu);
+    if (killed) {
+        code = 137;
+        oom = false;
+    } else if (streaming && (p->end == FAKE_END_RECORD || p->end == FAKE_END_BIG_RECORD ||
+                             p->end == FAKE_END_BAD_RECORD)) {
+        send_record(fe, io, c, nonce, p->end);
+    }
+end:
+    /* The exit is known before the stream ends, as with a real engine. */
+    pthread_mutex_lock(&fe->mu);
+    exit_locked(fe, c, c->killed ? 137 : code, c->killed ? false : oom);
+    pthread_mutex_unlock(&fe->mu);
 }
 
 static void op_attach(struct fake_engine *fe, int fd, const char *id, struct request *r)
@@ -911,53 +1008,67 @@ static void op_attach(struct fake_engine *fe, int fd, const char *id, struct req
         return;
     }
 
-    const struct fake_program *p = &c->prog; /* set at create, never changed */
-    if (c->warm)
-        send_frames(fe, fd, 1, RUNNER_READY, RUNNER_READY_LEN, c->wake_fd);
-    char nonce[RUNNER_NONCE_HEX_LEN + 1];
-    int code = p->exit_code;
-    bool oom = p->oom_killed;
-    if (!read_runner_request(fe, fd, c, r, nonce)) {
-        /* The runner's answer to a request it cannot read. */
-        static const char msg[] = "mcpsbx runner: bad request\n";
-        send_frames(fe, fd, 2, msg, sizeof(msg) - 1, c->wake_fd);
-        code = 76;
-        oom = false;
-        goto end;
+    struct pio io = {.in = fd, .out = fd, .err = fd, .framed = true, .r = r};
+    run_program(fe, c, &io);
+}
+
+/* ---- the daemon's socket instead of attach (backend/channel.h) ---------------- */
+
+static int connect_tagged(const char *dir, char tag)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, CHANNEL_SOCKET_NAME);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        send(fd, &tag, 1, MSG_NOSIGNAL) != 1) {
+        close(fd);
+        return -1;
     }
-    if (c->warm && p->warm_dies) {
-        code = 137;
-        oom = false;
-        goto end;
+    return fd;
+}
+
+struct io_start {
+    struct fake_engine *fe;
+    struct container *c;
+};
+
+/* What the connector does, then the program. */
+static void *io_main(void *arg)
+{
+    struct io_start st = *(struct io_start *)arg;
+    free(arg);
+    int o = connect_tagged(st.c->io_dir, CHANNEL_TAG_IO);
+    int e = o >= 0 ? connect_tagged(st.c->io_dir, CHANNEL_TAG_ERR) : -1;
+    if (o < 0 || e < 0) {
+        pthread_mutex_lock(&st.fe->mu);
+        exit_locked(st.fe, st.c, 255, false); /* perl's die */
+        pthread_mutex_unlock(&st.fe->mu);
+    } else {
+        struct pio io = {.in = o, .out = o, .err = e, .framed = false};
+        run_program(st.fe, st.c, &io);
     }
-    if (c->warm)
-        send_frames(fe, fd, 1, RUNNER_GO, RUNNER_GO_LEN, c->wake_fd);
-    bool streaming = send_frames(fe, fd, 1, p->out, p->out_len, c->wake_fd) &&
-                     send_frames(fe, fd, 2, p->err, p->err_len, c->wake_fd);
-    if (streaming && p->end == FAKE_END_CUT) {
-        char cut[8 + 10];
-        size_t n = fake_engine_frame(cut, 1, "cut short!", 10);
-        cut[7] = 64; /* the header promises 64 bytes; 10 come */
-        send_all(fe, fd, cut, n, c->wake_fd);
-        goto end;
+    if (o >= 0)
+        close(o);
+    if (e >= 0)
+        close(e);
+    return NULL;
+}
+
+static void io_start_locked(struct fake_engine *fe, struct container *c)
+{
+    struct io_start *st = xmalloc(sizeof(*st));
+    *st = (struct io_start){.fe = fe, .c = c};
+    struct io_thread *t = xcalloc(1, sizeof(*t));
+    if (pthread_create(&t->th, NULL, io_main, st) != 0) {
+        free(st);
+        free(t);
+        exit_locked(fe, c, 125, false);
+        return;
     }
-    if (p->run_ms != 0)
-        wait_fd(fe, c->wake_fd, POLLIN, -1, p->run_ms < 0 ? -1 : (int)p->run_ms);
-    pthread_mutex_lock(&fe->mu);
-    bool killed = c->killed;
-    pthread_mutex_unlock(&fe->mu);
-    if (killed) {
-        code = 137;
-        oom = false;
-    } else if (streaming && (p->end == FAKE_END_RECORD || p->end == FAKE_END_BIG_RECORD ||
-                             p->end == FAKE_END_BAD_RECORD)) {
-        send_record(fe, fd, c, nonce, p->end);
-    }
-end:
-    /* The exit is known before the stream ends, as with a real engine. */
-    pthread_mutex_lock(&fe->mu);
-    exit_locked(fe, c, c->killed ? 137 : code, c->killed ? false : oom);
-    pthread_mutex_unlock(&fe->mu);
+    t->next = fe->io_threads;
+    fe->io_threads = t;
 }
 
 /* ---- connections ---------------------------------------------------------------- */
@@ -1215,6 +1326,12 @@ void fake_engine_stop(struct fake_engine *fe)
         abort(); /* the threads could never be told to end */
     pthread_join(fe->accept_th, NULL);
     reap_conns(fe, true);
+    while (fe->io_threads) {
+        struct io_thread *t = fe->io_threads;
+        fe->io_threads = t->next;
+        pthread_join(t->th, NULL);
+        free(t);
+    }
     close(fe->lfd);
     close(fe->stop[0]);
     close(fe->stop[1]);
@@ -1228,6 +1345,7 @@ void fake_engine_stop(struct fake_engine *fe)
         if (c->wake_fd >= 0)
             close(c->wake_fd);
         free(c->labels);
+        free(c->io_dir);
         free(c->seccomp);
         free(c->config_env);
         free(c->request_env);

@@ -5,7 +5,10 @@
  * containers run a scripted "program" speaking the runner protocol of
  * src/sandbox/runner.h: once started it reads the framed request from the
  * attach stream's stdin, writes its output as multiplexed frames (8-byte
- * headers), then the completion record on stderr and stdout, and exits.
+ * headers), then the completion record on stderr and stdout, and exits. A
+ * container created with the daemon's socket directory bound in
+ * (backend/channel.h) connects to it on start, as the connector does, and
+ * its program uses those connections instead.
  * Faults are injected per operation (an HTTP status, or a stall that holds
  * the request until released), and every request is logged so tests can
  * assert what the daemon asked for.
@@ -68,6 +71,11 @@ struct fake_program {
     const char *runner_error; /* the record's runner_error, or NULL */
     bool oom_killed;          /* State.OOMKilled once it exited */
     bool warm_dies; /* a warm runner exits 137 once it read the request, before RUNNER_GO */
+    /* Started with the daemon's socket bound in (HostConfig.Binds), the
+     * sandbox connects to it as the connector does and the program uses
+     * those connections (raw, not framed). no_connect: it exits 127 at
+     * start instead, as an image without perl does. */
+    bool no_connect;
 };
 
 /* A program killed (kill, or delete with force) ends its stream without a

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/channel.h"
 #include "backend/docker/engine.h"
 #include "backend/docker/engine_stream.h"
 #include "backend/docker/seccomp_file.h"
@@ -135,6 +136,13 @@ static json_object *host_config(const struct backend_spec *spec, const char *sec
     json_object_object_add(hc, "LogConfig", logcfg);
     if (spec->runtime && *spec->runtime)
         json_object_object_add(hc, "Runtime", json_object_new_string(spec->runtime));
+    if (spec->io_dir) {
+        json_object *binds = json_object_new_array();
+        char *bind = xasprintf("%s:%s:ro", spec->io_dir, CHANNEL_TARGET);
+        json_object_array_add(binds, json_object_new_string(bind));
+        free(bind);
+        json_object_object_add(hc, "Binds", binds);
+    }
     return hc;
 }
 
@@ -149,12 +157,15 @@ json_object *docker_create_body(const struct backend_spec *spec, const char *sec
     json_object_object_add(b, "WorkingDir", json_object_new_string(spec->workdir));
     json_object_object_add(b, "Env", string_array(spec->env));
     json_object_object_add(b, "Labels", labels(spec));
-    json_object_object_add(b, "AttachStdin", json_object_new_boolean(1));
-    json_object_object_add(b, "AttachStdout", json_object_new_boolean(1));
-    json_object_object_add(b, "AttachStderr", json_object_new_boolean(1));
-    json_object_object_add(b, "OpenStdin", json_object_new_boolean(1));
+    /* With io_dir the streams are a socket's (backend/channel.h): nothing
+     * to attach, and no stdin for the engine to hold open. */
+    bool attached = spec->io_dir == NULL;
+    json_object_object_add(b, "AttachStdin", json_object_new_boolean(attached));
+    json_object_object_add(b, "AttachStdout", json_object_new_boolean(attached));
+    json_object_object_add(b, "AttachStderr", json_object_new_boolean(attached));
+    json_object_object_add(b, "OpenStdin", json_object_new_boolean(attached));
     /* If the daemon disappears, the program sees EOF and the container ends. */
-    json_object_object_add(b, "StdinOnce", json_object_new_boolean(1));
+    json_object_object_add(b, "StdinOnce", json_object_new_boolean(attached));
     json_object_object_add(b, "Tty", json_object_new_boolean(0));
     json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(!spec->network));
     json_object_object_add(b, "HostConfig", host_config(spec, seccomp_path));

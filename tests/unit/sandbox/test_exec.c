@@ -1,6 +1,7 @@
 /* exec.c end to end against the fake Engine API (tests/fake_engine): one
- * run per test, through create, attach, start, the runner protocol on the
- * attach stream, wait and the removal, with the program's behaviour and
+ * run per test, through create, the sandbox's streams (the daemon's socket
+ * unless a test says attach), start, the runner protocol on them, wait and
+ * the removal, with the program's behaviour and
  * the engine's faults scripted. Every run must leave no container behind.
  * Nothing waits on a sleep: the fake's conditions are the handshakes, their
  * timeouts only hang guards. */
@@ -8,8 +9,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
@@ -27,6 +30,7 @@ struct rig {
     struct config cfg;
     struct backend *backend;
     struct exec_ctx *exec;
+    char io_dir[64]; /* --sandbox-io-dir: empty again after every test */
 };
 
 /* The one place exec meets the fake engine, through the Docker backend.
@@ -80,8 +84,32 @@ static int setup(void **state)
     }
     config_init(&g->cfg);
     g->cfg.pool_size = 0; /* the pool has tests of its own */
+    snprintf(g->io_dir, sizeof(g->io_dir), "/tmp/exec_io.XXXXXX");
+    if (!mkdtemp(g->io_dir))
+        return -1;
+    free(g->cfg.sandbox_io_dir);
+    g->cfg.sandbox_io_dir = xstrdup(g->io_dir);
     *state = g;
     return 0;
+}
+
+/* Entries in dir besides . and .. */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    for (const struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+static void use_attach(struct rig *g)
+{
+    free(g->cfg.sandbox_io);
+    g->cfg.sandbox_io = xstrdup("attach");
 }
 
 static int teardown(void **state)
@@ -91,7 +119,12 @@ static int teardown(void **state)
         rig_close(g);
     fake_engine_stop(g->fe);
     config_free(&g->cfg);
+    /* No socket directory outlives its sandbox's set-up. */
+    int left = dir_entries(g->io_dir);
+    rmdir(g->io_dir);
     free(g);
+    if (left != 0)
+        fail_msg("%d entries left in the sandbox I/O directory", left);
     return 0;
 }
 
@@ -155,9 +188,8 @@ static void assert_last_removed(struct rig *g)
 
 /* ---- a normal run -------------------------------------------------------- */
 
-static void test_ok(void **state)
+static void run_ok(struct rig *g, bool socket)
 {
-    struct rig *g = *state;
     struct fake_program p = {
         .out = "hello\n", .out_len = 6, .err = "warn\n", .err_len = 5, .exit_code = 3};
     fake_engine_set_program(g->fe, &p);
@@ -200,8 +232,21 @@ static void test_ok(void **state)
     assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
     assert_contains(create.body, "\"" ENGINE_LABEL_MANAGED "\":\"1\"");
     assert_contains(create.body, "\"NetworkMode\":\"none\"");
-    /* Attached before it started, so no output can be lost. */
-    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 1);
+    if (socket) {
+        /* Its streams are the socket's: the connector runs the runner. */
+        assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 0);
+        assert_contains(create.body, "\"Binds\":[\"");
+        /* (json-c writes "/" as "\/") */
+        assert_contains(create.body, ":\\/run\\/mcpsbx-io:ro\"]");
+        assert_contains(create.body, "\"Cmd\":[\"perl\",\"-e\",\"");
+        assert_contains(create.body, "\\/run\\/mcpsbx-io\\/io.sock\",\"python3\"");
+        assert_contains(create.body, "\"OpenStdin\":false");
+    } else {
+        /* Attached before it started, so no output can be lost. */
+        assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 1);
+        assert_null(strstr(create.body, "Binds"));
+        assert_contains(create.body, "\"Cmd\":[\"python3\"");
+    }
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_START, id), 1);
     /* The record ended the run: the engine was not asked for the exit. */
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_WAIT, id), 0);
@@ -220,6 +265,86 @@ static void test_ok(void **state)
     exec_result_free(&res);
     buf_free(&live.out);
     buf_free(&live.err);
+}
+
+static void test_ok(void **state)
+{
+    run_ok(*state, true);
+}
+
+static void test_ok_attached(void **state)
+{
+    struct rig *g = *state;
+    use_attach(g);
+    run_ok(g, false);
+}
+
+/* A sandbox that cannot connect to its socket (an image without perl)
+ * never had the code: the run goes on in a sandbox that attaches, and so
+ * do the image's later runs. */
+static void test_socket_unreachable_falls_back(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "1\n", .out_len = 2, .no_connect = true};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g, false);
+    struct exec_request req = request("print(1)");
+    struct exec_result res;
+    exec_result_init(&res);
+    struct err err = ERR_INIT;
+    for (int k = 0; k < 2; k++) {
+        if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+            fail_msg("exec_run: %s", err_msg(&err));
+        assert_int_equal(res.status, EXEC_OK);
+        assert_string_equal(buf_cstr(&res.out), "1\n");
+        assert_last_removed(g);
+    }
+    /* One that could not connect, then two that attached. */
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_CREATE, NULL), 3);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, NULL), 2);
+    struct fake_request create;
+    assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
+    assert_null(strstr(create.body, "Binds"));
+    exec_result_free(&res);
+}
+
+/* A socket directory others may write is refused: sandboxes attach. */
+static void test_socket_dir_unsafe(void **state)
+{
+    struct rig *g = *state;
+    assert_int_equal(chmod(g->io_dir, 0777), 0);
+    struct fake_program p = {.out = "1\n", .out_len = 2};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g, false);
+    struct exec_request req = request("print(1)");
+    struct exec_result res;
+    exec_result_init(&res);
+    assert_int_equal(exec_run(g->exec, &req, NULL, &res, NULL), 0);
+    assert_int_equal(res.status, EXEC_OK);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, NULL), 1);
+    assert_last_removed(g);
+    exec_result_free(&res);
+}
+
+/* gVisor's file proxy does not pass host sockets: its sandboxes attach. */
+static void test_gvisor_attaches(void **state)
+{
+    struct rig *g = *state;
+    free(g->cfg.python_runtime);
+    g->cfg.python_runtime = strdup("runsc");
+    rig_open(g, false);
+    struct exec_request req = request("print(1)");
+    struct exec_result res;
+    exec_result_init(&res);
+    assert_int_equal(exec_run(g->exec, &req, NULL, &res, NULL), 0);
+    assert_int_equal(res.status, EXEC_OK);
+    struct fake_request create;
+    assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
+    assert_contains(create.body, "\"Runtime\":\"runsc\"");
+    assert_null(strstr(create.body, "Binds"));
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, NULL), 1);
+    assert_last_removed(g);
+    exec_result_free(&res);
 }
 
 /* ---- time limit, cancel, output cap ---------------------------------------- */
@@ -611,6 +736,7 @@ static void test_create_fails(void **state)
 static void test_attach_fails(void **state)
 {
     struct rig *g = *state;
+    use_attach(g);
     fake_engine_fault(g->fe, FAKE_OP_ATTACH, 500, NULL, 1);
     struct exec_result res;
     struct err err = ERR_INIT;
@@ -721,6 +847,7 @@ static void test_stalled_start(void **state)
 static void test_stream_cut_mid_frame(void **state)
 {
     struct rig *g = *state;
+    use_attach(g); /* frames are the attach stream's */
     struct fake_program p = {.out = "partial\n", .out_len = 8, .end = FAKE_END_CUT};
     fake_engine_set_program(g->fe, &p);
     struct exec_result res;
@@ -814,6 +941,10 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_ok),
+        T(test_ok_attached),
+        T(test_socket_unreachable_falls_back),
+        T(test_socket_dir_unsafe),
+        T(test_gvisor_attaches),
         T(test_timeout),
         T(test_cancel_mid_run),
         T(test_cancel_before_run),

@@ -2,7 +2,8 @@
  * warm containers are made ahead as warm runners, each serves one run and
  * is removed, dead or aged ones are replaced and never handed out, runs
  * with other limits go on demand, a pool that cannot fill leaves runs on
- * demand, and nothing is left after shutdown. Waits poll the pool's
+ * demand, and nothing is left after shutdown. Sandboxes connect through
+ * the daemon's socket; the tests marked so run again attached. Waits poll the pool's
  * figures with hang guards; no assertion is about time. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,6 +27,7 @@ struct rig {
     struct config cfg;
     struct backend *backend;
     struct exec_ctx *exec;
+    char io_dir[64]; /* --sandbox-io-dir: empty again after every test */
 };
 
 static void rig_open(struct rig *g)
@@ -69,7 +71,23 @@ static int setup(void **state)
     }
     config_init(&g->cfg);
     g->cfg.pool_size = 1;
+    snprintf(g->io_dir, sizeof(g->io_dir), "/tmp/pool_io.XXXXXX");
+    if (!mkdtemp(g->io_dir))
+        return -1;
+    free(g->cfg.sandbox_io_dir);
+    g->cfg.sandbox_io_dir = xstrdup(g->io_dir);
     *state = g;
+    return 0;
+}
+
+/* Waiting sandboxes on the engine's attach stream instead of the socket. */
+static int setup_attach(void **state)
+{
+    if (setup(state) < 0)
+        return -1;
+    struct rig *g = *state;
+    free(g->cfg.sandbox_io);
+    g->cfg.sandbox_io = xstrdup("attach");
     return 0;
 }
 
@@ -80,7 +98,11 @@ static int teardown(void **state)
         rig_close(g);
     fake_engine_stop(g->fe);
     config_free(&g->cfg);
+    /* No socket directory outlives its sandbox's set-up. */
+    int left = rmdir(g->io_dir);
     free(g);
+    if (left != 0)
+        fail_msg("the sandbox I/O directory is not empty");
     return 0;
 }
 
@@ -789,11 +811,14 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_warm_run_single_use, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warm_run_single_use, setup_attach, teardown),
         cmocka_unit_test_setup_teardown(test_preload_argument, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_limits_on_demand, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_waiting_replaced, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_waiting_replaced, setup_attach, teardown),
         cmocka_unit_test_setup_teardown(test_killed_just_before_take, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dies_before_go_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dies_before_go_retried, setup_attach, teardown),
         cmocka_unit_test_setup_teardown(test_max_age_recycles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cannot_fill_runs_on_demand, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pressure_refills_lean, setup, teardown),

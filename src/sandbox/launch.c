@@ -1,0 +1,230 @@
+#include "sandbox/launch.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend/channel.h"
+#include "base/log.h"
+#include "sandbox/policy.h"
+#include "sandbox/runner.h"
+
+/* Images whose sandboxes could not connect: a handful at most (one per
+ * language's image). */
+#define MAX_ATTACH_IMAGES 32
+
+struct launcher {
+    struct backend *backend;
+    struct reaper *reaper;
+    const struct config *cfg;
+    uid_t uid;
+    gid_t gid;
+    pthread_mutex_t lock;
+    bool socket_off; /* --sandbox-io attach, or this host cannot make the sockets */
+    char *attach_images[MAX_ATTACH_IMAGES];
+    size_t n_attach_images;
+};
+
+struct launcher *launcher_new(struct backend *b, struct reaper *r, const struct config *cfg)
+{
+    struct launcher *l = xcalloc(1, sizeof(*l));
+    l->backend = b;
+    l->reaper = r;
+    l->cfg = cfg;
+    /* config_load checked it: "UID:GID", both numeric. */
+    unsigned long uid = strtoul(cfg->sandbox_user, NULL, 10);
+    const char *colon = strchr(cfg->sandbox_user, ':');
+    unsigned long gid = colon ? strtoul(colon + 1, NULL, 10) : uid;
+    l->uid = (uid_t)uid;
+    l->gid = (gid_t)gid;
+    l->socket_off = strcmp(cfg->sandbox_io, "socket") != 0;
+    pthread_mutex_init(&l->lock, NULL);
+    if (!l->socket_off)
+        channel_sweep(cfg->sandbox_io_dir);
+    return l;
+}
+
+void launcher_free(struct launcher *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->n_attach_images; i++)
+        free(l->attach_images[i]);
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+}
+
+static bool image_attaches_locked(const struct launcher *l, const char *image)
+{
+    for (size_t i = 0; i < l->n_attach_images; i++)
+        if (strcmp(l->attach_images[i], image) == 0)
+            return true;
+    return false;
+}
+
+static bool wants_socket(struct launcher *l, const struct backend_spec *spec)
+{
+    if (policy_runtime_is_gvisor(spec->runtime))
+        return false;
+    pthread_mutex_lock(&l->lock);
+    bool yes = !l->socket_off && !image_attaches_locked(l, spec->image);
+    pthread_mutex_unlock(&l->lock);
+    return yes;
+}
+
+const char *launch_io_name(struct launcher *l, const struct backend_spec *spec)
+{
+    return wants_socket(l, spec) ? "socket" : "attach";
+}
+
+static void socket_unavailable(struct launcher *l, const char *why)
+{
+    pthread_mutex_lock(&l->lock);
+    bool first = !l->socket_off;
+    l->socket_off = true;
+    pthread_mutex_unlock(&l->lock);
+    if (first)
+        log_warn("sandbox I/O: cannot use sockets on this host (%s); sandboxes use the engine's "
+                 "attach stream",
+                 why);
+}
+
+static void image_attaches(struct launcher *l, const char *image, const char *why)
+{
+    pthread_mutex_lock(&l->lock);
+    bool first = !image_attaches_locked(l, image) && l->n_attach_images < MAX_ATTACH_IMAGES;
+    if (first)
+        l->attach_images[l->n_attach_images++] = xstrdup(image);
+    pthread_mutex_unlock(&l->lock);
+    if (first)
+        log_warn("sandbox I/O: a sandbox of image %s could not connect to its socket (%s); that "
+                 "image uses the engine's attach stream from now on",
+                 image, why);
+}
+
+static bool stopped(int stop_fd)
+{
+    struct pollfd p = {.fd = stop_fd, .events = POLLIN};
+    return stop_fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
+static int create(struct launcher *l, const struct backend_spec *spec, double deadline_ms,
+                  char **id, struct err *err)
+{
+    reaper_create_begin(l->reaper);
+    int rc = backend_create(l->backend, spec, deadline_ms, id, err);
+    reaper_create_end(l->reaper, rc == 0 ? *id : NULL);
+    if (rc == 0)
+        log_debug("created container %.12s (%s)", *id, spec->pool ? spec->pool : "on demand");
+    return rc;
+}
+
+static void discard(struct launcher *l, char **id)
+{
+    if (*id)
+        reaper_remove(l->reaper, *id);
+    free(*id);
+    *id = NULL;
+}
+
+static int launch_attach(struct launcher *l, const struct backend_spec *spec, double deadline_ms,
+                         int stop_fd, char **id, struct backend_stream **stream, struct err *err)
+{
+    if (create(l, spec, deadline_ms, id, err) < 0)
+        return -1;
+    int rc = 1;
+    if (!stopped(stop_fd)) {
+        rc = backend_attach(l->backend, *id, deadline_ms, stream, err) < 0 ||
+                     backend_start(l->backend, *id, deadline_ms, err) < 0
+                 ? -1
+                 : 0;
+    }
+    if (rc != 0) {
+        backend_stream_close(*stream);
+        *stream = NULL;
+        discard(l, id);
+    }
+    return rc;
+}
+
+struct liveness {
+    struct backend *backend;
+    const char *id;
+    bool exited;
+};
+
+static int still_running(void *arg, struct err *err)
+{
+    struct liveness *lv = arg;
+    struct backend_state st = {0};
+    if (backend_inspect(lv->backend, lv->id, &st, err) < 0)
+        return -1;
+    if (st.running)
+        return 0;
+    lv->exited = true;
+    return err_set(err, ERR_ENGINE, "it exited with status %d", st.exit_code);
+}
+
+/* *could_not_connect: the sandbox ended without connecting, which says
+ * its image cannot (rather than the engine failing). */
+static int launch_socket(struct launcher *l, const struct backend_spec *spec, struct channel *ch,
+                         double deadline_ms, int stop_fd, char **id, struct backend_stream **stream,
+                         bool *could_not_connect, struct err *err)
+{
+    size_t n = 0;
+    while (spec->cmd[n])
+        n++;
+    const char **argv = xcalloc(n + 5, sizeof(*argv));
+    argv[0] = "perl";
+    argv[1] = "-e";
+    argv[2] = runner_connect_src;
+    argv[3] = CHANNEL_SOCKET;
+    memcpy(argv + 4, spec->cmd, n * sizeof(*argv));
+    struct backend_spec s = *spec;
+    s.cmd = argv;
+    s.io_dir = channel_dir(ch);
+    int rc = create(l, &s, deadline_ms, id, err);
+    free(argv);
+    if (rc < 0)
+        return -1;
+    rc = 1;
+    if (!stopped(stop_fd) && backend_start(l->backend, *id, deadline_ms, err) == 0) {
+        double by = util_now_ms() + LAUNCH_CONNECT_MS;
+        if (deadline_ms > 0 && deadline_ms < by)
+            by = deadline_ms;
+        struct liveness lv = {.backend = l->backend, .id = *id};
+        rc = channel_accept(ch, by, stop_fd, still_running, &lv, stream, err);
+        *could_not_connect = rc < 0 && lv.exited;
+    } else if (!stopped(stop_fd)) {
+        rc = -1;
+    }
+    if (rc != 0)
+        discard(l, id);
+    return rc;
+}
+
+int launch(struct launcher *l, const struct backend_spec *spec, double deadline_ms, int stop_fd,
+           char **id, struct backend_stream **stream, struct err *err)
+{
+    *id = NULL;
+    *stream = NULL;
+    if (wants_socket(l, spec)) {
+        struct channel *ch = NULL;
+        struct err e = ERR_INIT;
+        if (channel_open(l->cfg->sandbox_io_dir, l->uid, l->gid, &ch, &e) < 0) {
+            socket_unavailable(l, err_msg(&e));
+            err_clear(&e);
+        } else {
+            bool could_not_connect = false;
+            int rc = launch_socket(l, spec, ch, deadline_ms, stop_fd, id, stream,
+                                   &could_not_connect, err);
+            channel_close(ch);
+            if (rc >= 0 || !could_not_connect)
+                return rc;
+            image_attaches(l, spec->image, err_msg(err));
+            err_clear(err);
+        }
+    }
+    return launch_attach(l, spec, deadline_ms, stop_fd, id, stream, err);
+}
