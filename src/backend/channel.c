@@ -41,7 +41,9 @@ static const struct backend_ops channel_stream_ops;
 
 static int base_dir_check(const char *base, struct err *err)
 {
-    if (mkdir(base, 0711) < 0 && errno != EEXIST)
+    if (mkdir(base, 0711) == 0)
+        (void)chmod(base, 0711); /* whatever the umask */
+    else if (errno != EEXIST)
         return err_set(err, ERR_IO, "cannot make the sandbox I/O directory %s: %s", base,
                        strerror(errno));
     struct stat st;
@@ -99,11 +101,17 @@ int channel_open(const char *base_dir, uid_t uid, gid_t gid, struct channel **ou
         goto out;
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
-    /* Root's, searchable by all: only the socket is the sandbox's. */
+    /* Root's, searchable by all (whatever the umask): only the socket is
+     * the sandbox's. */
     if (mkdir(c->dir, 0711) < 0) {
         err_set(err, ERR_IO, "cannot make %s: %s", c->dir, strerror(errno));
         free(c->dir);
         c->dir = NULL;
+        free(path);
+        goto out;
+    }
+    if (chmod(c->dir, 0711) < 0) {
+        err_set(err, ERR_IO, "cannot open %s to the sandbox: %s", c->dir, strerror(errno));
         free(path);
         goto out;
     }

@@ -213,6 +213,22 @@ static const char *const *language_cmd(enum exec_language lang)
     return lang == EXEC_PYTHON ? python_cmd : node_cmd;
 }
 
+const char *exec_sandbox_io(struct exec_ctx *ctx, enum exec_language lang)
+{
+    struct policy_run run = {
+        .language = exec_language_name(lang),
+        .image = language_image(ctx->cfg, lang),
+        .cmd = language_cmd(lang),
+        .memory_mb = ctx->cfg->memory_mb,
+        .instance = ctx->instance,
+        .seccomp = ctx->seccomp,
+        .seccomp_gvisor = ctx->seccomp_gvisor,
+    };
+    struct backend_spec spec;
+    policy_spec(ctx->cfg, &run, &spec);
+    return launch_io_name(ctx->launcher, &spec);
+}
+
 /* The pool's profile for req, or -1 when it must go on demand: only a run
  * with exactly the pool's limits takes a pooled sandbox, so none ever runs
  * with weaker limits than it asked for, or stronger ones it did not ask

@@ -54,6 +54,10 @@ void exec_ctx_free(struct exec_ctx *ctx);
 int exec_ping(struct exec_ctx *ctx, struct err *err);
 const char *exec_backend_address(const struct exec_ctx *ctx);
 
+/* "socket" or "attach": how lang's sandboxes connect their streams now
+ * (sandbox/launch.h). */
+const char *exec_sandbox_io(struct exec_ctx *ctx, enum exec_language lang);
+
 /* The backend's create request for a run of lang with the default limits,
  * as text (no create holds the pass-through values: runs send them in
  * their request); nothing is sent to the backend. Caller frees. */

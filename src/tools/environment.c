@@ -73,6 +73,11 @@ json_object *tools_environment_json(const struct tools_env *tenv)
         json_object_object_add(l, "tool", json_object_new_string(tools[i]));
         const char *rt = config_runtime(cfg, names[i]);
         json_object_object_add(l, "runtime", json_object_new_string(rt ? rt : "default"));
+        /* How its sandboxes' streams reach the daemon (sandbox/launch.h). */
+        if (tenv->exec)
+            json_object_object_add(l, "sandbox_io",
+                                   json_object_new_string(exec_sandbox_io(
+                                       tenv->exec, i == 0 ? EXEC_PYTHON : EXEC_JAVASCRIPT)));
         json_object_array_add(langs, l);
     }
     json_object_object_add(env, "languages", langs);

@@ -10,6 +10,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { gzipSync } from 'node:zlib';
+import { readdirSync } from 'node:fs';
 
 import {
   TEST_TIMEOUT_MS, SdkDaemon, preflight, withDaemon, checkRun, checkInvalid, checkDaemonsAndContainers,
@@ -466,6 +467,38 @@ hostile('44 a program that prints instructions to the model gains nothing', asyn
   const { sc } = checkRun(await py(`print(${JSON.stringify(text)})`), { status: 'ok' });
   assert.equal(sc.stdout, `${text}\n`);
   checkInvalid(await exec({ language: 'python', code: '1', network: true }), 'network');
+});
+
+/** The daemon's open file descriptors now. */
+function daemonFds() {
+  return readdirSync(`/proc/${d.proc.pid}/fd`).length;
+}
+
+hostile('the stream socket (--sandbox-io socket): descriptors passed to the daemon are dropped, a half-closed stdout or a closed stdin end the run cleanly', async () => {
+  const before = daemonFds();
+  // 50 descriptors passed with output, ten times: were they received, the
+  // daemon would hold 500 more. (The kernel bounds descriptors in flight by
+  // the sender's RLIMIT_NOFILE: ETOOMANYREFS past it.)
+  const passFds = `
+import array, os, socket, stat
+if not stat.S_ISSOCK(os.fstat(1).st_mode):
+    print("not a socket"); raise SystemExit
+s = socket.socket(fileno=os.dup(1))
+r, w = os.pipe()
+for i in range(10):
+    s.sendmsg([b"fds %d\\n" % i], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [r] * 50))])
+print("done")`;
+  const { sc } = checkRun(await py(passFds), { status: 'ok', exit_code: 0 });
+  if (!GVISOR) assert.equal(sc.stdout, `${Array.from({ length: 10 }, (_, i) => `fds ${i}\n`).join('')}done\n`);
+  assert.ok(daemonFds() <= before + 8, `daemon fds ${before} -> ${daemonFds()}`);
+  // stdout shut for writing: the record cannot come there; the engine says how it ended.
+  const half = await exec({ language: 'python', code: 'import os, socket, sys\nsocket.socket(fileno=os.dup(1)).shutdown(socket.SHUT_WR)\nprint("late", file=sys.stderr)', timeout_ms: 20000 });
+  const hsc = checkRun(half, {}).sc;
+  assert.notEqual(hsc.status, 'timeout', JSON.stringify(hsc));
+  // Reading stdin past the request: end of input at once, never the daemon's bytes.
+  const { sc: rd } = checkRun(await exec({ language: 'python', code: 'import os\nprint(repr(os.read(0, 100)))', stdin: 'x' }), { status: 'ok', exit_code: 0 });
+  assert.equal(rd.stdout, "b'x'\n");
+  assert.ok(daemonFds() <= before + 8, `daemon fds ${before} -> ${daemonFds()}`);
 });
 
 test('afterwards: every container of this battery is gone and the daemon exits 0', { timeout: 120_000 }, async () => {
