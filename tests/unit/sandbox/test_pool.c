@@ -720,8 +720,13 @@ static void *stress_runner(void *arg)
         exec_result_init(&res);
         struct err err = ERR_INIT;
         if (exec_run(g->exec, &req, NULL, &res, &err) < 0 || res.status != EXEC_OK ||
-            res.out.len != 3 || memcmp(res.out.data, "ok\n", 3) != 0)
+            res.out.len != 3 || memcmp(res.out.data, "ok\n", 3) != 0) {
+            /* Said here: the assertion below only counts. */
+            fprintf(stderr, "stress run %d/%d: status %s, %zu bytes out: %s\n", st->index, i,
+                    exec_status_name(res.status), res.out.len,
+                    res.message ? res.message : err_msg(&err));
             atomic_fetch_add(&st->failures, 1);
+        }
         err_clear(&err);
         exec_result_free(&res);
     }
