@@ -30,11 +30,15 @@
  *             are removed off the request's path and retried until gone;
  *             leftovers of crashed daemons are swept every few seconds.
  * pool        with --pool-size: 2 filler threads and 1 watcher (pool.c).
- *             Fillers create, attach and start warm containers and wait for
+ *             Fillers create, connect and start warm containers and wait for
  *             their runner's ready mark; the watcher polls the waiting ones'
- *             streams and ages. Waiting containers (id + attach stream)
+ *             streams and ages. Waiting containers (id + stream)
  *             belong to the pool under its lock; a worker that takes one
  *             owns it from then on and hands it to the reaper after its run.
+ * A sandbox's stream socket (backend/channel.c) belongs to the thread
+ * setting that sandbox up (a worker or a filler; sandbox/launch.c), then
+ * travels with its stream: no thread of its own. The launcher's list of
+ * images that attach is under its lock.
  * So the daemon runs at most 1 + 2 + max-concurrent + 8 threads on stdio,
  * plus 2 + the connection limit over HTTP, whatever clients send.
  *

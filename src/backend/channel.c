@@ -24,6 +24,7 @@ struct channel {
     char *path; /* dir/io.sock */
     int listen_fd;
     uid_t uid;
+    unsigned accepted; /* connections taken, good or not */
 };
 
 struct channel_stream {
@@ -39,21 +40,24 @@ static const struct backend_ops channel_stream_ops;
 
 /* ---- the place to connect to -------------------------------------------- */
 
+/* Every failure here lasts (ERR_INVALID): the caller stops trying. */
 static int base_dir_check(const char *base, struct err *err)
 {
-    if (mkdir(base, 0711) == 0)
-        (void)chmod(base, 0711); /* whatever the umask */
-    else if (errno != EEXIST)
-        return err_set(err, ERR_IO, "cannot make the sandbox I/O directory %s: %s", base,
+    if (mkdir(base, 0711) < 0 && errno != EEXIST)
+        return err_set(err, ERR_INVALID, "cannot make the sandbox I/O directory %s: %s", base,
                        strerror(errno));
     struct stat st;
     if (lstat(base, &st) < 0)
-        return err_set(err, ERR_IO, "%s: %s", base, strerror(errno));
+        return err_set(err, ERR_INVALID, "%s: %s", base, strerror(errno));
     if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
         return err_set(err, ERR_INVALID,
                        "the sandbox I/O directory %s must be a directory of uid %u that no one "
                        "else may write",
                        base, (unsigned)geteuid());
+    /* Whatever the umask made it or it was: listing it would show the
+     * names of the sockets waiting for a sandbox. */
+    if ((st.st_mode & 07777) != 0711 && chmod(base, 0711) < 0)
+        return err_set(err, ERR_INVALID, "cannot close %s to others: %s", base, strerror(errno));
     return 0;
 }
 
@@ -101,8 +105,8 @@ int channel_open(const char *base_dir, uid_t uid, gid_t gid, struct channel **ou
         goto out;
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
-    /* Root's, searchable by all (whatever the umask): only the socket is
-     * the sandbox's. */
+    /* This process's, searchable by all (whatever the umask): only the
+     * socket is the sandbox's. */
     if (mkdir(c->dir, 0711) < 0) {
         err_set(err, ERR_IO, "cannot make %s: %s", c->dir, strerror(errno));
         free(c->dir);
@@ -129,7 +133,9 @@ int channel_open(const char *base_dir, uid_t uid, gid_t gid, struct channel **ou
     c->path = path;
     /* Only the sandbox's uid (and root) may connect. */
     if (chmod(path, 0600) < 0 || (uid != geteuid() && chown(path, uid, gid) < 0)) {
-        err_set(err, ERR_IO, "cannot give %s to uid %u: %s", path, (unsigned)uid, strerror(errno));
+        /* Without CAP_CHOWN that is so for every sandbox. */
+        err_set(err, errno == EPERM ? ERR_INVALID : ERR_IO, "cannot give %s to uid %u: %s", path,
+                (unsigned)uid, strerror(errno));
         goto out;
     }
     if (listen(c->listen_fd, 2) < 0) {
@@ -149,6 +155,11 @@ const char *channel_dir(const struct channel *c)
     return c->dir;
 }
 
+unsigned channel_accepted(const struct channel *c)
+{
+    return c->accepted;
+}
+
 void channel_close(struct channel *c)
 {
     if (!c)
@@ -157,9 +168,14 @@ void channel_close(struct channel *c)
     free(c);
 }
 
-/* Reads the tag byte a new connection starts with. */
-static int read_tag(int fd, double deadline_ms, char *tag, struct err *err)
+/* Reads the tag byte a new connection starts with: the connector writes
+ * it as it connects, so it gets CHANNEL_TAG_MS at most. Returns 1 when
+ * stop_fd became readable. */
+static int read_tag(int fd, double deadline_ms, int stop_fd, char *tag, struct err *err)
 {
+    double by = util_now_ms() + CHANNEL_TAG_MS;
+    if (deadline_ms < by)
+        by = deadline_ms;
     for (;;) {
         ssize_t n = recv(fd, tag, 1, MSG_DONTWAIT);
         if (n == 1)
@@ -168,17 +184,41 @@ static int read_tag(int fd, double deadline_ms, char *tag, struct err *err)
             return err_set(err, ERR_PROTOCOL, "a sandbox I/O connection closed before its tag");
         if (errno != EAGAIN && errno != EINTR)
             return err_set(err, ERR_IO, "reading a sandbox I/O connection: %s", strerror(errno));
-        double left = deadline_ms - util_now_ms();
+        double left = by - util_now_ms();
         if (left <= 0)
-            return err_set(err, ERR_TIMEOUT, "a sandbox I/O connection sent no tag in time");
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        if (poll(&p, 1, (int)left + 1) < 0 && errno != EINTR)
+            return err_set(err, ERR_PROTOCOL, "a sandbox I/O connection sent no tag in time");
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = stop_fd, .events = POLLIN}};
+        if (poll(p, 2, (int)left + 1) < 0 && errno != EINTR)
             return err_set(err, ERR_IO, "poll: %s", strerror(errno));
+        if (stop_fd >= 0 && p[1].revents)
+            return 1;
     }
 }
 
-/* One connection in, checked and tagged; *fd for its tag's place. */
-static int take_one(struct channel *c, double deadline_ms, int *io_fd, int *err_fd, struct err *err)
+/* Whether process pid is in the container's cgroup: Docker's and Podman's
+ * cgroup paths carry the container's full id ("/docker/<id>",
+ * ".../libpod-<id>.scope"). Another process of the same uid is not. */
+static bool in_container(pid_t pid, const char *container_id)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%ld/cgroup", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[8192];
+    size_t have = 0;
+    ssize_t n;
+    while (have < sizeof(buf) - 1 && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0)
+        have += (size_t)n;
+    close(fd);
+    buf[have] = '\0';
+    return strstr(buf, container_id) != NULL;
+}
+
+/* One connection in, checked and tagged; *fd for its tag's place.
+ * Returns 0, 1 when stop_fd became readable, or -1. */
+static int take_one(struct channel *c, const char *container_id, double deadline_ms, int stop_fd,
+                    int *io_fd, int *err_fd, struct err *err)
 {
     int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
@@ -186,23 +226,34 @@ static int take_one(struct channel *c, double deadline_ms, int *io_fd, int *err_
             return 0;
         return err_set(err, ERR_IO, "accept on the sandbox I/O socket: %s", strerror(errno));
     }
+    c->accepted++;
     struct ucred cred;
     socklen_t len = sizeof(cred);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred)) {
         close(fd);
         return err_set(err, ERR_IO, "no peer credentials on the sandbox I/O socket");
     }
-    /* The daemon's own uid could read this process's memory anyway. */
-    if (cred.uid != c->uid && cred.uid != geteuid()) {
-        close(fd);
-        return err_set(err, ERR_PROTOCOL,
-                       "a process of uid %u, not the sandbox's %u, connected to its I/O socket",
-                       (unsigned)cred.uid, (unsigned)c->uid);
+    /* The daemon's own uid could read this process's memory anyway; any
+     * other peer must be the sandbox's uid inside the sandbox. */
+    if (cred.uid != geteuid()) {
+        if (cred.uid != c->uid) {
+            close(fd);
+            return err_set(err, ERR_PROTOCOL,
+                           "a process of uid %u, not the sandbox's %u, connected to its I/O socket",
+                           (unsigned)cred.uid, (unsigned)c->uid);
+        }
+        if (!in_container(cred.pid, container_id)) {
+            close(fd);
+            return err_set(err, ERR_PROTOCOL,
+                           "a process outside the sandbox (pid %ld) connected to its I/O socket",
+                           (long)cred.pid);
+        }
     }
     char tag = 0;
-    if (read_tag(fd, deadline_ms, &tag, err) < 0) {
+    int rc = read_tag(fd, deadline_ms, stop_fd, &tag, err);
+    if (rc != 0) {
         close(fd);
-        return -1;
+        return rc;
     }
     int *slot = tag == CHANNEL_TAG_IO ? io_fd : tag == CHANNEL_TAG_ERR ? err_fd : NULL;
     if (!slot || *slot >= 0) {
@@ -239,8 +290,9 @@ static struct backend_stream *stream_new(int io_fd, int err_fd, struct err *err)
     return &s->base;
 }
 
-int channel_accept(struct channel *c, double deadline_ms, int stop_fd, channel_alive_fn alive,
-                   void *alive_ctx, struct backend_stream **out, struct err *err)
+int channel_accept(struct channel *c, const char *container_id, double deadline_ms, int stop_fd,
+                   channel_alive_fn alive, void *alive_ctx, struct backend_stream **out,
+                   struct err *err)
 {
     *out = NULL;
     int io_fd = -1, err_fd = -1;
@@ -265,13 +317,23 @@ int channel_accept(struct channel *c, double deadline_ms, int stop_fd, channel_a
         }
         if (pr == 0) {
             if (alive && alive(alive_ctx, err) < 0) {
+                /* It may have connected just before it ended: take that. */
+                struct pollfd q = {.fd = c->listen_fd, .events = POLLIN};
+                if (poll(&q, 1, 0) > 0) {
+                    err_clear(err);
+                    continue;
+                }
                 err_wrap(err, "the sandbox ended before it connected to its I/O socket");
                 goto out;
             }
             continue;
         }
-        if (pr > 0 && take_one(c, deadline_ms, &io_fd, &err_fd, err) < 0)
+        int took =
+            pr > 0 ? take_one(c, container_id, deadline_ms, stop_fd, &io_fd, &err_fd, err) : 0;
+        if (took != 0) {
+            rc = took > 0 ? 1 : -1;
             goto out;
+        }
     }
     *out = stream_new(io_fd, err_fd, err);
     if (*out) {

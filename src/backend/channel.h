@@ -13,15 +13,17 @@
  * (src/sandbox/runner/connect.pl) connects twice, writing one tag byte on
  * each: CHANNEL_TAG_IO on the connection that becomes its stdin and
  * stdout, CHANNEL_TAG_ERR on the one that becomes its stderr; then it
- * executes the runner. channel_accept takes exactly those two (a peer
- * whose uid is neither the sandbox's nor the daemon's is refused), then removes the socket and
+ * executes the runner. channel_accept takes exactly those two (a peer of
+ * the sandbox's uid must be a process of that container: its cgroup names
+ * the container; a peer of the daemon's own uid could read the daemon's
+ * memory anyway; anyone else is refused), then removes the socket and
  * the directory, so nothing else can ever connect; the container keeps an
  * empty read-only mount.
  *
  * The stream it yields is a backend_stream like an attach stream (stdout
  * and stderr demultiplexed, stdin through stream_send), so the layers
- * above handle both alike. Bytes passed with a connection (SCM_RIGHTS) are
- * never received: the stream reads with recv, which discards them.
+ * above handle both alike. Descriptors passed along (SCM_RIGHTS) are
+ * never received: the stream reads with recv, and the kernel closes them.
  *
  * Thread-safe as backend.h says: a channel and its stream have one owner
  * at a time. */
@@ -43,15 +45,20 @@
 /* While no connection comes, how often channel_accept asks whether the
  * sandbox is still there. */
 #define CHANNEL_CHECK_MS 100
+/* A connection's tag comes with it (the connector writes it at once). */
+#define CHANNEL_TAG_MS 2000
 
 struct channel;
 
 /* Makes base_dir (0711, when missing) and a fresh directory in it (this
- * process's, 0711) for one sandbox whose processes run as uid:gid, and
- * listens on a socket there that only uid (and this process's user) may
- * connect to (0600). base_dir must be a
+ * process's, 0711, named "<pid>.<random>") for one sandbox whose
+ * processes run as uid:gid, and listens on a socket there that only uid
+ * (and this process's user) may connect to (0600). base_dir must be a
  * directory of this process's user that nobody else may write (else
- * ERR_INVALID: someone else could swap what the engine binds). */
+ * ERR_INVALID: someone else could swap what the engine binds); one others
+ * may list is made 0711, so the names cannot be watched for. ERR_INVALID
+ * says the failure lasts (the directory, or no right to chown the socket
+ * to uid); any other code that it may pass (no descriptors left). */
 int channel_open(const char *base_dir, uid_t uid, gid_t gid, struct channel **out, struct err *err);
 
 /* The host directory to bind at CHANNEL_TARGET. */
@@ -61,19 +68,28 @@ const char *channel_dir(const struct channel *c);
  * cannot (it exited). */
 typedef int (*channel_alive_fn)(void *ctx, struct err *err);
 
-/* Waits for the two connections, until deadline_ms (util_now_ms time),
+/* Waits for the two connections from the processes of container
+ * container_id (its full id), until deadline_ms (util_now_ms time),
  * stop_fd readable (-1: none) or alive failing, asked every
  * CHANNEL_CHECK_MS without a connection. Returns 0 with *out, 1 when
- * stop_fd became readable, or -1 with err. Whatever it returns, the socket
- * and directory are gone afterwards. */
-int channel_accept(struct channel *c, double deadline_ms, int stop_fd, channel_alive_fn alive,
-                   void *alive_ctx, struct backend_stream **out, struct err *err);
+ * stop_fd became readable, or -1 with err: ERR_PROTOCOL for a connection
+ * that is not the sandbox's connector (a stranger, a wrong or missing
+ * tag). Whatever it returns, the socket and directory are gone
+ * afterwards. */
+int channel_accept(struct channel *c, const char *container_id, double deadline_ms, int stop_fd,
+                   channel_alive_fn alive, void *alive_ctx, struct backend_stream **out,
+                   struct err *err);
+
+/* How many connections channel_accept took, good or not. */
+unsigned channel_accepted(const struct channel *c);
 
 /* Removes what is left (socket, directory), closes, frees. NULL is fine. */
 void channel_close(struct channel *c);
 
 /* Removes the directories channel_open made in base_dir for processes
- * that no longer run (a daemon that was killed). Best effort. */
+ * that no longer run (a daemon that was killed). Best effort. Pids are
+ * this pid namespace's: daemons in different ones need different
+ * base_dirs. */
 void channel_sweep(const char *base_dir);
 
 #endif

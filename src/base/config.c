@@ -147,8 +147,8 @@ static const struct opt_def options[] = {
     {"sandbox-io", OPT_STR, F(sandbox_io), 0, 0, "socket|attach",
      "how a sandbox's stdin, stdout and stderr reach the daemon: socket, a unix socket of the "
      "daemon's bound read-only into the sandbox (bypasses the engine's stream relay, ~4 ms "
-     "less per run; needs the daemon to run as root and perl in the image, else it falls back "
-     "to attach by itself), or attach, the engine's attach stream. gVisor runtimes always "
+     "less per run; needs CAP_CHOWN (root) and perl in the image, else it falls back to "
+     "attach by itself), or attach, the engine's attach stream. gVisor runtimes always "
      "attach (default socket)",
      NULL},
     {"sandbox-io-dir", OPT_STR, F(sandbox_io_dir), 0, 0, "DIR",

@@ -22,7 +22,7 @@ _Static_assert(EXEC_STDOUT == BACKEND_STDOUT && EXEC_STDERR == BACKEND_STDERR,
 /* Waits for the engine to report the exit after the stream ended. */
 #define WAIT_AFTER_EOF_MS 10000
 #define SEND_TIMEOUT_MS   30000
-/* Without a deadline from the caller, how long create, attach and start may
+/* Without a deadline from the caller, how long create, connecting and start may
  * take at most (the engine's own request timeouts). */
 #define ENGINE_SETUP_MAX_MS 60000
 /* A request cut to the call's deadline may fail this much before it. */
@@ -498,7 +498,7 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream 
                 wait_ms = EXEC_TICK_MS;
             int pr = poll(pfd, 2, wait_ms);
             if (pr < 0 && errno != EINTR) {
-                rc = err_set(err, ERR_IO, "poll on the attach stream: %s", strerror(errno));
+                rc = err_set(err, ERR_IO, "poll on the sandbox's streams: %s", strerror(errno));
                 break;
             }
             if (exec_cancelled(cancel)) {

@@ -1,4 +1,4 @@
-/* One execution: policy -> fresh container -> attach -> run the framed
+/* One execution: policy -> fresh container -> its streams -> run the framed
  * request -> read output until the runner's completion record, the
  * deadline, the output cap, a cancel, or the end of the stream -> result.
  * The container is removed on every path, off the request's path (the

@@ -10,10 +10,6 @@
 #include "sandbox/policy.h"
 #include "sandbox/runner.h"
 
-/* Images whose sandboxes could not connect: a handful at most (one per
- * language's image). */
-#define MAX_ATTACH_IMAGES 32
-
 struct launcher {
     struct backend *backend;
     struct reaper *reaper;
@@ -21,8 +17,8 @@ struct launcher {
     uid_t uid;
     gid_t gid;
     pthread_mutex_t lock;
-    bool socket_off; /* --sandbox-io attach, or this host cannot make the sockets */
-    char *attach_images[MAX_ATTACH_IMAGES];
+    bool socket_off;      /* --sandbox-io attach, or this host cannot make the sockets */
+    char **attach_images; /* whose sandboxes could not connect */
     size_t n_attach_images;
 };
 
@@ -51,6 +47,7 @@ void launcher_free(struct launcher *l)
         return;
     for (size_t i = 0; i < l->n_attach_images; i++)
         free(l->attach_images[i]);
+    free(l->attach_images);
     pthread_mutex_destroy(&l->lock);
     free(l);
 }
@@ -93,9 +90,12 @@ static void socket_unavailable(struct launcher *l, const char *why)
 static void image_attaches(struct launcher *l, const char *image, const char *why)
 {
     pthread_mutex_lock(&l->lock);
-    bool first = !image_attaches_locked(l, image) && l->n_attach_images < MAX_ATTACH_IMAGES;
-    if (first)
+    bool first = !image_attaches_locked(l, image);
+    if (first) {
+        l->attach_images =
+            xrealloc(l->attach_images, (l->n_attach_images + 1) * sizeof(*l->attach_images));
         l->attach_images[l->n_attach_images++] = xstrdup(image);
+    }
     pthread_mutex_unlock(&l->lock);
     if (first)
         log_warn("sandbox I/O: a sandbox of image %s could not connect to its socket (%s); that "
@@ -152,22 +152,28 @@ struct liveness {
     struct backend *backend;
     const char *id;
     bool exited;
+    int exit_code;
 };
 
+/* An engine that does not answer says nothing about the sandbox: the
+ * deadline decides then. */
 static int still_running(void *arg, struct err *err)
 {
     struct liveness *lv = arg;
     struct backend_state st = {0};
-    if (backend_inspect(lv->backend, lv->id, &st, err) < 0)
-        return -1;
-    if (st.running)
+    struct err e = ERR_INIT;
+    int rc = backend_inspect(lv->backend, lv->id, &st, &e);
+    err_clear(&e);
+    if (rc < 0 || st.running)
         return 0;
     lv->exited = true;
+    lv->exit_code = st.exit_code;
     return err_set(err, ERR_ENGINE, "it exited with status %d", st.exit_code);
 }
 
-/* *could_not_connect: the sandbox ended without connecting, which says
- * its image cannot (rather than the engine failing). */
+/* *could_not_connect: the sandbox ended by itself without connecting at
+ * all, which says its image cannot (rather than the engine failing, or
+ * someone killing it). */
 static int launch_socket(struct launcher *l, const struct backend_spec *spec, struct channel *ch,
                          double deadline_ms, int stop_fd, char **id, struct backend_stream **stream,
                          bool *could_not_connect, struct err *err)
@@ -194,11 +200,14 @@ static int launch_socket(struct launcher *l, const struct backend_spec *spec, st
         if (deadline_ms > 0 && deadline_ms < by)
             by = deadline_ms;
         struct liveness lv = {.backend = l->backend, .id = *id};
-        rc = channel_accept(ch, by, stop_fd, still_running, &lv, stream, err);
-        *could_not_connect = rc < 0 && lv.exited;
+        rc = channel_accept(ch, *id, by, stop_fd, still_running, &lv, stream, err);
+        *could_not_connect =
+            rc < 0 && lv.exited && lv.exit_code != 137 && channel_accepted(ch) == 0;
     } else if (!stopped(stop_fd)) {
         rc = -1;
     }
+    if (rc > 0)
+        err_clear(err);
     if (rc != 0)
         discard(l, id);
     return rc;
@@ -213,16 +222,29 @@ int launch(struct launcher *l, const struct backend_spec *spec, double deadline_
         struct channel *ch = NULL;
         struct err e = ERR_INIT;
         if (channel_open(l->cfg->sandbox_io_dir, l->uid, l->gid, &ch, &e) < 0) {
-            socket_unavailable(l, err_msg(&e));
+            /* A lasting cause (the directory, no CAP_CHOWN) turns sockets
+             * off; a passing one (no fds left) costs this sandbox only. */
+            if (e.code == ERR_INVALID)
+                socket_unavailable(l, err_msg(&e));
+            else
+                log_warn("sandbox I/O: %s; this sandbox attaches", err_msg(&e));
             err_clear(&e);
         } else {
             bool could_not_connect = false;
             int rc = launch_socket(l, spec, ch, deadline_ms, stop_fd, id, stream,
                                    &could_not_connect, err);
             channel_close(ch);
-            if (rc >= 0 || !could_not_connect)
+            if (rc >= 0)
                 return rc;
-            image_attaches(l, spec->image, err_msg(err));
+            if (could_not_connect) {
+                image_attaches(l, spec->image, err_msg(err));
+            } else if (err->code == ERR_PROTOCOL) {
+                /* Not its connector on the socket: the code never went there. */
+                log_warn("sandbox I/O: %s; the sandbox was discarded, a new one attaches",
+                         err_msg(err));
+            } else {
+                return rc;
+            }
             err_clear(err);
         }
     }

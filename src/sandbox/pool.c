@@ -151,7 +151,7 @@ static int await_mark(struct backend_stream *st, const char *mark, size_t mark_l
                                     {.fd = stop_fd, .events = POLLIN}};
             int pr = poll(pfd, 2, (int)left + 1);
             if (pr < 0 && errno != EINTR)
-                return err_set(err, ERR_IO, "poll on the attach stream: %s", strerror(errno));
+                return err_set(err, ERR_IO, "poll on the sandbox's streams: %s", strerror(errno));
             if (pfd[1].revents)
                 return 1;
             if (pr <= 0)

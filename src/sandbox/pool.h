@@ -1,6 +1,6 @@
 /* The warm pool: per profile (one create spec: image, runtime, limits,
  * environment, warm runner command with its preload list), containers
- * created, attached and started ahead of need, whose runner has imported
+ * created, connected and started ahead of need, whose runner has imported
  * its modules, said it is ready, and waits for its request on stdin. A run
  * takes one with its stream already open, so it pays neither create,
  * connecting, start nor imports. Single use: a taken container is the
@@ -12,7 +12,7 @@
  * container carries an expiry label past its age limit plus the longest
  * run, so a sweep removes it if this daemon dies.
  *
- * Threads: POOL_FILLERS filler threads (create, attach, start, wait for
+ * Threads: POOL_FILLERS filler threads (create, connect, start, wait for
  * ready; at most that many engine setups at once, so refilling cannot
  * starve runs of the engine) and one watcher (polls every waiting
  * container's stream, and recycles by age). The waiting containers and
@@ -76,7 +76,7 @@ struct pool *pool_new(struct backend *backend, struct reaper *reaper, struct lau
  * which must outlive this call). NULL is fine. */
 void pool_free(struct pool *p);
 
-/* A taken container: the id and its open attach stream (the runner waits
+/* A taken container: the id and its open stream (the runner waits
  * for its request). The taker owns both. */
 struct pool_entry {
     char *id;

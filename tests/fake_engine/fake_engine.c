@@ -1441,6 +1441,17 @@ void fake_engine_add_container(struct fake_engine *fe, const char *id, long long
     pthread_mutex_unlock(&fe->mu);
 }
 
+bool fake_engine_kill_waiting(struct fake_engine *fe, const char *id)
+{
+    pthread_mutex_lock(&fe->mu);
+    struct container *c = find_locked(fe, id, false);
+    bool kill = c && c->warm && c->running && !c->exited && !c->code_received;
+    if (kill)
+        kill_locked(fe, c);
+    pthread_mutex_unlock(&fe->mu);
+    return kill;
+}
+
 void fake_engine_set_hook(struct fake_engine *fe, fake_engine_hook hook, void *ctx)
 {
     pthread_mutex_lock(&fe->mu);

@@ -166,6 +166,12 @@ size_t fake_engine_frame(char *out, int stream, const void *data, uint32_t len);
 void fake_engine_hold(struct fake_engine *fe);
 ssize_t fake_engine_read(struct fake_engine *fe, int fd, void *buf, size_t n);
 
+/* SIGKILLs container id, as POST /kill does, but only while it runs and
+ * its program has not received its code (a waiting pooled sandbox), in one
+ * step: a test that kills waiting sandboxes never hits a run's. Returns
+ * whether it killed. */
+bool fake_engine_kill_waiting(struct fake_engine *fe, const char *id);
+
 /* ---- what happened ------------------------------------------------------ */
 
 int fake_engine_nreq(struct fake_engine *fe);

@@ -26,7 +26,10 @@
 
 #define GUARD_MS 20000.0
 
+/* Stands for the container's id: a line of this process's own
+ * /proc/self/cgroup, so its children (the peers below) are "in" it. */
 struct rig {
+    char cg[256];
     char base[64];
     uid_t uid; /* the "sandbox's": 10001 as root, else our own */
     gid_t gid;
@@ -52,6 +55,11 @@ static int setup(void **state)
      * users) can reach the socket. */
     if (!mkdtemp(g->base) || chmod(g->base, 0711) < 0)
         return -1;
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (!f || !fgets(g->cg, sizeof(g->cg), f))
+        return -1;
+    fclose(f);
+    g->cg[strcspn(g->cg, "\n")] = '\0';
     g->uid = geteuid() == 0 ? 10001 : geteuid();
     g->gid = geteuid() == 0 ? 10001 : getegid();
     *state = g;
@@ -196,7 +204,7 @@ static void test_accept_and_stream(void **state)
         peer_start(&p, c, order ? CHANNEL_TAG_ERR : CHANNEL_TAG_IO,
                    order ? CHANNEL_TAG_IO : CHANNEL_TAG_ERR);
         struct backend_stream *s = NULL;
-        if (channel_accept(c, util_now_ms() + GUARD_MS, -1, NULL, NULL, &s, &err) != 0)
+        if (channel_accept(c, g->cg, util_now_ms() + GUARD_MS, -1, NULL, NULL, &s, &err) != 0)
             fail_msg("channel_accept: %s", err_msg(&err));
         peer_join(&p);
         int io = p.fds[order ? 1 : 0], er = p.fds[order ? 0 : 1];
@@ -231,7 +239,7 @@ static void expect_refusal(struct rig *g, char tag0, char tag1, enum err_code co
     struct peer p;
     peer_start(&p, c, tag0, tag1);
     struct backend_stream *s = NULL;
-    assert_int_equal(channel_accept(c, util_now_ms() + 500, -1, NULL, NULL, &s, &err), -1);
+    assert_int_equal(channel_accept(c, g->cg, util_now_ms() + 500, -1, NULL, NULL, &s, &err), -1);
     assert_null(s);
     assert_int_equal(err.code, code);
     if (!strstr(err_msg(&err), msg))
@@ -276,13 +284,79 @@ static void test_stranger_refused(void **state)
         _exit(3);
     }
     struct backend_stream *s = NULL;
-    assert_int_equal(channel_accept(c, util_now_ms() + GUARD_MS, -1, NULL, NULL, &s, &err), -1);
+    assert_int_equal(channel_accept(c, g->cg, util_now_ms() + GUARD_MS, -1, NULL, NULL, &s, &err),
+                     -1);
     assert_int_equal(err.code, ERR_PROTOCOL);
     if (!strstr(err_msg(&err), "uid 12345"))
         fail_msg("\"%s\" does not name the uid", err_msg(&err));
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     err_clear(&err);
+    free(path);
+    channel_close(c);
+}
+
+/* A process of the sandbox's uid that is not in the sandbox (another
+ * container's, or the host's) is refused too. */
+static void test_outsider_refused(void **state)
+{
+    struct rig *g = *state;
+    if (geteuid() != 0)
+        skip();
+    struct channel *c = NULL;
+    struct err err = ERR_INIT;
+    assert_int_equal(channel_open(g->base, g->uid, g->gid, &c, &err), 0);
+    char *path = socket_path(c);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (setgid(g->gid) < 0 || setuid(g->uid) < 0)
+            _exit(2);
+        int fd = connect_tagged(path, CHANNEL_TAG_IO);
+        if (fd >= 0)
+            pause();
+        _exit(3);
+    }
+    struct backend_stream *s = NULL;
+    assert_int_equal(channel_accept(c, "0123456789abcdef-not-this-container",
+                                    util_now_ms() + GUARD_MS, -1, NULL, NULL, &s, &err),
+                     -1);
+    assert_int_equal(err.code, ERR_PROTOCOL);
+    if (!strstr(err_msg(&err), "outside the sandbox"))
+        fail_msg("\"%s\" does not say outside", err_msg(&err));
+    assert_int_equal(channel_accepted(c), 1);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    err_clear(&err);
+    free(path);
+    channel_close(c);
+}
+
+/* A connection that never sends its tag holds nothing past a stop. */
+static void test_stop_while_tagless(void **state)
+{
+    struct rig *g = *state;
+    struct channel *c = NULL;
+    struct err err = ERR_INIT;
+    assert_int_equal(channel_open(g->base, g->uid, g->gid, &c, &err), 0);
+    char *path = socket_path(c);
+    int fd = connect_tagged(path, 0);
+    assert_true(fd >= 0);
+    int ev = eventfd(0, EFD_CLOEXEC);
+    pid_t pid = fork(); /* stops it 300 ms from now */
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        usleep(300000);
+        uint64_t one = 1;
+        _exit(write(ev, &one, sizeof(one)) == 8 ? 0 : 1);
+    }
+    double t0 = util_now_ms();
+    struct backend_stream *s = NULL;
+    assert_int_equal(channel_accept(c, g->cg, t0 + GUARD_MS, ev, NULL, NULL, &s, &err), 1);
+    assert_true(util_now_ms() - t0 < CHANNEL_TAG_MS);
+    waitpid(pid, NULL, 0);
+    close(fd);
+    close(ev);
     free(path);
     channel_close(c);
 }
@@ -304,7 +378,8 @@ static void test_sandbox_gone(void **state)
     assert_int_equal(channel_open(g->base, g->uid, g->gid, &c, &err), 0);
     int calls = 0;
     struct backend_stream *s = NULL;
-    assert_int_equal(channel_accept(c, util_now_ms() + GUARD_MS, -1, gone, &calls, &s, &err), -1);
+    assert_int_equal(channel_accept(c, g->cg, util_now_ms() + GUARD_MS, -1, gone, &calls, &s, &err),
+                     -1);
     assert_int_equal(calls, 2);
     assert_int_equal(err.code, ERR_ENGINE);
     assert_non_null(strstr(err_msg(&err), "ended before it connected"));
@@ -322,7 +397,8 @@ static void test_stop(void **state)
     assert_int_equal(channel_open(g->base, g->uid, g->gid, &c, &err), 0);
     int ev = eventfd(1, EFD_CLOEXEC);
     struct backend_stream *s = NULL;
-    assert_int_equal(channel_accept(c, util_now_ms() + GUARD_MS, ev, NULL, NULL, &s, &err), 1);
+    assert_int_equal(channel_accept(c, g->cg, util_now_ms() + GUARD_MS, ev, NULL, NULL, &s, &err),
+                     1);
     assert_null(s);
     assert_int_equal(dir_entries(g->base), 0);
     close(ev);
@@ -415,7 +491,7 @@ static void test_connector(void **state)
         _exit(127);
     }
     struct backend_stream *s = NULL;
-    if (channel_accept(c, util_now_ms() + GUARD_MS, -1, NULL, NULL, &s, &err) != 0)
+    if (channel_accept(c, g->cg, util_now_ms() + GUARD_MS, -1, NULL, NULL, &s, &err) != 0)
         fail_msg("channel_accept: %s", err_msg(&err));
     assert_int_equal(backend_stream_send(s, "hello\n", 6, 1000, &err), 0);
     struct got got = {.out_len = 0};
@@ -436,10 +512,11 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_open_modes),   T(test_accept_and_stream),
-        T(test_bad_tags),     T(test_stranger_refused),
-        T(test_sandbox_gone), T(test_stop),
-        T(test_unsafe_base),  T(test_sweep),
+        T(test_open_modes),       T(test_accept_and_stream),
+        T(test_bad_tags),         T(test_stranger_refused),
+        T(test_outsider_refused), T(test_stop_while_tagless),
+        T(test_sandbox_gone),     T(test_stop),
+        T(test_unsafe_base),      T(test_sweep),
         T(test_connector),
     };
 #undef T
