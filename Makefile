@@ -62,6 +62,12 @@ OBJS          += $(B)/obj/tool_defs.o
 SECCOMP       := src/sandbox/seccomp/sandbox.json
 SECCOMP_GEN   := build/gen/seccomp_profile.c
 OBJS          += $(B)/obj/seccomp_profile.o
+# The names a `variables` argument may not bind, per language
+# (src/tools/variables/, made by scripts/variable-names.sh), embedded as
+# variables_<language>_names (tools/variables.h).
+VARIABLE_NAMES     := src/tools/variables/python.names src/tools/variables/javascript.names
+VARIABLE_NAMES_GEN := build/gen/variable_names.c
+OBJS               += $(B)/obj/variable_names.o
 # tests/unit mirrors src/: tests/unit/<layer>/[<backend>/]test_<module>.c
 UNIT_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
@@ -99,6 +105,14 @@ $(SECCOMP_GEN): $(SECCOMP) scripts/embed.sh
 	scripts/embed.sh $@ policy_seccomp_src=$(SECCOMP)
 
 $(B)/obj/seccomp_profile.o: $(SECCOMP_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
+
+$(VARIABLE_NAMES_GEN): $(VARIABLE_NAMES) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh $@ $(foreach f,$(VARIABLE_NAMES),variables_$(basename $(notdir $(f)))_names=$(f))
+
+$(B)/obj/variable_names.o: $(VARIABLE_NAMES_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 

@@ -104,6 +104,8 @@ static const struct opt_def options[] = {
      NULL},
     {"max-sessions", OPT_INT, F(max_sessions), 1, 100000, "N",
      "HTTP sessions at once; more get 503 (default 64)", NULL},
+    {"max-variables-bytes", OPT_INT, F(max_variables_bytes), 2, 64LL << 20, "N",
+     "largest accepted variables argument, as compact JSON (default 1 MiB)", NULL},
     {"max-timeout-ms", OPT_INT, F(max_timeout_ms), 100, 24LL * 3600 * 1000, "MS",
      "largest timeout_ms a caller may ask for (default 300000)", NULL},
     {"memory-mb", OPT_INT, F(memory_mb), 16, 1 << 20, "N",
@@ -186,6 +188,7 @@ void config_init(struct config *cfg)
     cfg->max_memory_mb = 2048;
     cfg->max_output_bytes = 1 << 20;
     cfg->max_code_bytes = 4 << 20;
+    cfg->max_variables_bytes = 1 << 20;
     cfg->max_message_bytes = 16 << 20;
     cfg->pids_limit = 256;
     cfg->tmpfs_mb = 64;

@@ -32,6 +32,7 @@ struct config {
     long long max_memory_mb;
     long long max_output_bytes;
     long long max_code_bytes;
+    long long max_variables_bytes; /* the variables argument as compact JSON */
     long long max_message_bytes;
     long long pids_limit;
     long long tmpfs_mb;

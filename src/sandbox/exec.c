@@ -627,7 +627,7 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     char nonce[RUNNER_NONCE_HEX_LEN + 1];
     struct buf request;
     /* JSON escaping grows a byte to at most six (\u0000). */
-    buf_init(&request, (req->code_len + req->stdin_len) * 6 + 4096);
+    buf_init(&request, (req->code_len + req->stdin_len + req->variables_len) * 6 + 4096);
     struct backend_stream *stream = NULL;
     char *id = NULL;
     bool pooled = false; /* id came from the pool */
@@ -643,6 +643,8 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
                                   .code_len = req->code_len,
                                   .stdin_data = req->stdin_data,
                                   .stdin_len = req->stdin_len,
+                                  .variables = req->variables,
+                                  .variables_len = req->variables_len,
                                   .env_names = ctx->secrets.names,
                                   .env_values = ctx->secrets.values,
                                   .n_env = ctx->secrets.n};

@@ -98,6 +98,10 @@ struct exec_request {
     size_t code_len;
     const char *stdin_data; /* may be NULL */
     size_t stdin_len;
+    /* A JSON object of names checked by the caller, or NULL: bound before
+     * the program runs (sandbox/runner.h). */
+    const char *variables;
+    size_t variables_len;
     long long timeout_ms; /* already clamped by the caller */
     long long memory_mb;  /* already clamped by the caller */
     /* util_now_ms() time by which the program must have started: engine

@@ -52,6 +52,19 @@ int runner_encode_request(const struct runner_request *req, struct buf *out, str
     for (size_t i = 0; i < req->n_env; i++)
         json_object_object_add(env, req->env_names[i], json_object_new_string(req->env_values[i]));
     json_object_object_add(obj, "env", env);
+    if (req->variables) {
+        json_object *vars = NULL;
+        struct json_exact why;
+        /* As deep as any message the variables can have come in. */
+        if (json_parse_exact(req->variables, req->variables_len, RUNNER_VARIABLES_DEPTH, 0, &vars,
+                             &why) < 0 ||
+            !json_object_is_type(vars, json_type_object)) {
+            json_object_put(vars);
+            json_object_put(obj);
+            return err_set(err, ERR_INVALID, "runner request: variables are not a JSON object");
+        }
+        json_object_object_add(obj, "variables", vars);
+    }
     size_t len = 0;
     const char *json = json_object_to_json_string_length(
         obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);

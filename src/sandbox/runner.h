@@ -4,12 +4,15 @@
  * Request (daemon -> runner, on the container's stdin):
  *     "mcpsbx/1 <decimal length>\n" followed by exactly that many bytes of a
  *     JSON object {"nonce": "<32 hex>", "code": "...", "stdin": "...",
- *     "env": {"NAME": "value", ...}}. The runner reads exactly that
- *     much, writes stdin to a file that becomes the program's fd 0 (so the
- *     program sees the given stdin, then EOF),
- *     sets env in its own environment (so the program and its children
- *     inherit it; the container's configuration never holds these values),
- *     and runs the code in-process as the main program.
+ *     "env": {"NAME": "value", ...}, "variables": {"name": <JSON>, ...}?}.
+ *     The runner reads exactly that much, writes stdin to a file that
+ *     becomes the program's fd 0 (so the program sees the given stdin, then
+ *     EOF), sets env in its own environment (so the program and its
+ *     children inherit it; the container's configuration never holds these
+ *     values), binds variables (Python: globals of __main__; JavaScript:
+ *     read-only, enumerable properties of globalThis), refusing a name
+ *     the live interpreter would have hidden behind it (tools/variables.h
+ *     has the rule), and runs the code in-process as the main program.
  *
  * Completion record (runner -> daemon, on stdout, once, after the program
  * finished: Python after non-daemon threads are joined, atexit handlers ran
@@ -59,6 +62,8 @@ extern const char runner_connect_src[];
 #define RUNNER_GO                "\0\036mcpsbx-go\n"
 #define RUNNER_GO_LEN            12
 #define RUNNER_MAX_RECORD        4096
+/* Nesting allowed in the variables: no less than a JSON-RPC message's. */
+#define RUNNER_VARIABLES_DEPTH 64
 
 struct runner_request {
     const char *nonce_hex; /* RUNNER_NONCE_HEX_LEN hex digits */
@@ -66,6 +71,10 @@ struct runner_request {
     size_t code_len;
     const char *stdin_data; /* may be NULL */
     size_t stdin_len;
+    /* A JSON object (text) of values the runner binds before the program
+     * runs, or NULL; the names were checked by the caller. */
+    const char *variables;
+    size_t variables_len;
     /* Variables for the program's environment (n_env names and values). */
     char *const *env_names;
     char *const *env_values;

@@ -9,6 +9,7 @@
 #include "tools/registry.h"
 #include "tools/schema.h"
 #include "tools/tooldef.h"
+#include "tools/variables.h"
 
 int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_ctx *exec,
                    struct err *err)
@@ -81,10 +82,10 @@ static int language_of(const char *name, enum exec_language *out)
 int tools_parse_args(const struct config *cfg, const char *name, json_object *args,
                      struct tools_run_args *out, struct err *err)
 {
+    memset(out, 0, sizeof(*out));
     const struct tool_def *t = registry_find(name);
     if (!t)
         return err_set(err, ERR_INVALID, "unknown tool '%s'", name);
-    memset(out, 0, sizeof(*out));
     out->tool = t->name;
     /* Parsed per call: json-c objects must stay on one thread (mcp.h). */
     json_object *def = tooldef_parse(t->def, strlen(t->def), err);
@@ -131,6 +132,11 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
     get_clamped(args, "timeout_ms", cfg->max_timeout_ms, &out->timeout_ms);
     out->memory_mb = cfg->memory_mb;
     get_clamped(args, "memory_mb", cfg->max_memory_mb, &out->memory_mb);
+    json_object *vars = NULL;
+    if (json_object_object_get_ex(args, "variables", &vars) && vars &&
+        variables_encode(vars, out->language, cfg->max_variables_bytes, &out->variables,
+                         &out->variables_len, err) < 0)
+        goto out;
     rc = 0;
 out:
     json_object_put(empty);
@@ -245,6 +251,7 @@ int tools_prepare(const struct config *cfg, const char *name, json_object *args,
         *error_result = error_result_json(msg);
         free(msg);
         err_clear(&err);
+        tools_run_args_release(out);
         return -1;
     }
     /* One buffer holds both strings, copied out of the request's JSON. */
@@ -265,6 +272,7 @@ int tools_prepare(const struct config *cfg, const char *name, json_object *args,
 void tools_run_args_release(struct tools_run_args *a)
 {
     free(a->owned);
+    free(a->variables);
     memset(a, 0, sizeof(*a));
 }
 
@@ -279,6 +287,8 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
         .code_len = a->code_len,
         .stdin_data = a->stdin_data,
         .stdin_len = a->stdin_len,
+        .variables = a->variables,
+        .variables_len = a->variables_len,
         .timeout_ms = a->timeout_ms,
         .memory_mb = a->memory_mb,
         .start_by_ms = a->start_by_ms,

@@ -6,7 +6,8 @@
  * registry.c (which tools exist, their kinds, the serialized list),
  * defs/ (one JSON definition per tool, embedded at build time), tooldef.c
  * (reading and checking a definition), schema.c (the JSON Schema subset:
- * checker and validator), environment.c (the environment resource). */
+ * checker and validator), variables.c (the variables argument's names),
+ * environment.c (the environment resource). */
 #ifndef MCPSBX_TOOLS_H
 #define MCPSBX_TOOLS_H
 
@@ -86,10 +87,13 @@ struct tools_run_args {
     long long memory_mb;
     double start_by_ms; /* util_now_ms() time the program must have started by; 0 = none */
     char *owned;        /* set by tools_prepare: the copy code and stdin_data point into */
+    char *variables;    /* the variables argument as compact JSON (tools/variables.h), or NULL */
+    size_t variables_len;
 };
 
-/* Returns 0, or -1 with an ERR_INVALID message fit to show the caller.
- * code and stdin_data point into args. */
+/* Returns 0, or -1 with an ERR_INVALID (or ERR_TOO_BIG) message fit to
+ * show the caller. code and stdin_data point into args; variables is the
+ * caller's: release it with tools_run_args_release, whatever the result. */
 int tools_parse_args(const struct config *cfg, const char *name, json_object *args,
                      struct tools_run_args *out, struct err *err);
 

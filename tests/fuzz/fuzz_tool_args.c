@@ -5,7 +5,8 @@
  *
  * Checks: a refusal always has a message; an accepted call has code within
  * max_code_bytes, the language of the tool, and a timeout and memory limit
- * inside the configured bounds. Then the input bytes are used as a
+ * inside the configured bounds, and variables (when given) within their cap
+ * that the runner request accepts. Then the input bytes are used as a
  * program's stdout and stderr for tools_result, whose CallToolResult must
  * serialize to valid UTF-8 JSON whatever bytes the program wrote, with a
  * structuredContent valid against the served outputSchema.
@@ -18,6 +19,7 @@
 
 #include "fuzz.h"
 #include "mcp/jsonrpc.h"
+#include "sandbox/runner.h"
 #include "tools/schema.h"
 #include "tools/tooldef.h"
 #include "tools/tools.h"
@@ -39,6 +41,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg_tight.max_timeout_ms = 1000;
     cfg_tight.memory_mb = 32;
     cfg_tight.max_memory_mb = 64;
+    cfg_tight.max_variables_bytes = 32;
     output_schema = tooldef_parse(tooldef_output_schema, strlen(tooldef_output_schema), NULL);
     CHECK(output_schema != NULL);
     return 0;
@@ -52,6 +55,7 @@ static void check_args(const struct config *cfg, const char *name, json_object *
         CHECK(err.msg != NULL);
         CHECK(err.code == ERR_INVALID || err.code == ERR_TOO_BIG);
         err_clear(&err);
+        tools_run_args_release(&a);
         return;
     }
     CHECK(err.msg == NULL);
@@ -67,6 +71,20 @@ static void check_args(const struct config *cfg, const char *name, json_object *
         CHECK(a.language == EXEC_JAVASCRIPT);
     else
         CHECK(a.language == EXEC_PYTHON || a.language == EXEC_JAVASCRIPT);
+    CHECK((a.variables == NULL) == (a.variables_len == 0));
+    CHECK((long long)a.variables_len <= cfg->max_variables_bytes);
+    if (a.variables) {
+        struct runner_request req = {.nonce_hex = "0123456789abcdef0123456789abcdef",
+                                     .code = a.code,
+                                     .code_len = a.code_len,
+                                     .variables = a.variables,
+                                     .variables_len = a.variables_len};
+        struct buf out;
+        buf_init(&out, (size_t)-1);
+        CHECK(runner_encode_request(&req, &out, &err) == 0);
+        buf_free(&out);
+    }
+    tools_run_args_release(&a);
 }
 
 /* Program output is arbitrary bytes; the result built from it must still

@@ -753,6 +753,90 @@ def t_env_from_request(lang):
     eq(res.out, "%s\n%s\nFalse\n" % (value, value), "stdout")
 
 
+VARIABLES = {
+    "s": "h\u00e9llo \U0001F600\nline",
+    "i": -42,
+    "big": 2 ** 53,
+    "f": 2.5,
+    "t": True,
+    "n": None,
+    "arr": [1, "two", [3.5], {"k": None}],
+    "obj": {"a": {"b": [False]}, "__proto__": 1, "constructor": "c"},
+    "empty": {},
+}
+# Each variable's type and JSON text as the program sees it.
+VARIABLES_SHOW = {
+    "py": "import json\n"
+    "for k in ('s', 'i', 'big', 'f', 't', 'n', 'arr', 'obj', 'empty'):\n"
+    "    v = globals()[k]\n"
+    "    print(k, type(v).__name__, json.dumps(v, sort_keys=True))\n",
+    "js": "const sk = (v) => JSON.stringify(v, (k, x) => x && typeof x === 'object' && !Array.isArray(x)"
+    " ? Object.fromEntries(Object.keys(x).sort().map((y) => [y, x[y]])) : x);\n"
+    "const all = { s, i, big, f, t, n, arr, obj, empty };\n"
+    "for (const k of Object.keys(all)) console.log(k, all[k] === null ? 'null' : Array.isArray(all[k]) ? 'array' : typeof all[k], sk(all[k]));\n"
+    "try { s = 'x'; } catch (e) { console.log(e.constructor.name); }\n"
+    "console.log('s' in globalThis, typeof require, (() => { const s = 1; return s; })());\n",
+}
+
+
+@case("py", "js")
+def t_variables(lang):
+    # Every JSON type arrives as the language's own value, before the
+    # program's first line; JavaScript's are read-only.
+    res = run(lang, request=frame(VARIABLES_SHOW[lang], extra={"variables": VARIABLES}))
+    ok_record(res)
+    dump = lambda v: json.dumps(v, sort_keys=True, ensure_ascii=(lang == "py"),
+                                separators=(", ", ": ") if lang == "py" else (",", ":"))
+    types = {
+        "py": ["str", "int", "int", "float", "bool", "NoneType", "list", "dict", "dict"],
+        "js": ["string", "number", "number", "number", "boolean", "null", "array", "object", "object"],
+    }[lang]
+    want = ""
+    for (k, v), ty in zip(VARIABLES.items(), types):
+        want += "%s %s %s\n" % (k, ty, dump(v))
+    if lang == "js":
+        want += "TypeError\nfalse function 1\n"
+    eq(res.out, want, "stdout")
+
+
+@case("js")
+def t_variables_esm(lang):
+    # An ES module sees them too, and may declare its own of the same name.
+    res = run(lang, request=frame(
+        "import os from 'node:os';\nconsole.log(rows.length, typeof os.cpus);\n"
+        "await null;\nconsole.log(typeof name);\n",
+        extra={"variables": {"rows": [1, 2], "name": "n"}}))
+    ok_record(res)
+    eq(res.out, "2 function\nstring\n", "stdout")
+    res = run(lang, request=frame("export const rows = 3;\nconsole.log(rows);\n",
+                                  extra={"variables": {"rows": [1, 2]}}))
+    ok_record(res)
+    eq(res.out, "3\n", "stdout")
+
+
+@case("py", "js")
+def t_variables_refused(lang):
+    # The runner's own check (the daemon checks first): names that would
+    # hide something of the language's end the run before it starts.
+    bad = {
+        "py": ["__import__", "print", "len", "class", "1abc", "a-b", "\u00e9t\u00e9", "x" * 129],
+        "js": ["__proto__", "constructor", "toString", "require", "process", "globalThis",
+               "class", "let", "yield", "1abc", "a-b", "undefined", "module", "exports", "setTimeout",
+               "x" * 129],
+    }[lang]
+    for name in bad:
+        res = run(lang, request=frame("print(1)" if lang == "py" else "console.log(1)",
+                                      extra={"variables": {"ok": 1, name: 2}}))
+        try:
+            expect_runner_failure(res, True, "is not allowed")
+            eq(res.out, "", "stdout")
+        except Failure as e:
+            raise Failure("%r: %s" % (name[:20], e))
+    for req_vars in ([], "x", 1):
+        res = run(lang, request=frame("", extra={"variables": req_vars}))
+        expect_runner_failure(res, True, "variables must be an object")
+
+
 @case("py", "js")
 def t_reads_exactly_the_frame(lang):
     # Bytes after the frame are not the program's stdin and not consumed.

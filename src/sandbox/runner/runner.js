@@ -273,14 +273,30 @@
       }
     }
     // Paid while waiting rather than by the run: the first CommonJS
-    // compile, file write and socket object cost a few ms each. Nothing
-    // is left behind: no file, no handle, no module in the cache.
+    // compile, file write and socket object, loading a file as a module
+    // from this directory (path resolution, the package scope) and the
+    // first console.log's formatting each cost a millisecond or more.
+    // Nothing is left behind: no file, no handle, no module in the cache,
+    // and stdout/stderr untouched (a console on a sink of its own).
     try {
       vm.compileFunction('', CJS_PARAMS);
-      const scratch = path.join(proc.cwd(), '.mcpsbx-warm');
+      const scratch = path.join(proc.cwd(), '.mcpsbx-warm.js');
       fs.writeFileSync(scratch, '');
-      fs.unlinkSync(scratch);
+      try {
+        Module._load(scratch, null, false);
+      } finally {
+        delete Module._cache[scratch];
+        for (const k of Object.keys(Module._pathCache || {}))
+          if (k.startsWith(scratch)) delete Module._pathCache[k];
+        fs.unlinkSync(scratch);
+      }
       void new (require('net').Socket)();
+      const sink = new (require('stream').Writable)({
+        write(chunk, encoding, cb) {
+          cb();
+        },
+      });
+      new (require('console').Console)(sink, sink).log('%s %d', 'x', 1, { a: [1] });
     } catch (e) {
       // only a warm-up
     }
@@ -327,10 +343,13 @@
   const code = req.code;
   const stdin = req.stdin === undefined || req.stdin === null ? '' : req.stdin;
   const env = req.env === undefined || req.env === null ? {} : req.env;
+  const variables = req.variables === undefined || req.variables === null ? {} : req.variables;
   req = null;
   if (typeof code !== 'string' || typeof stdin !== 'string')
     return runnerFail('request code/stdin must be strings');
   if (typeof env !== 'object' || Array.isArray(env)) return runnerFail('request env must be an object');
+  if (typeof variables !== 'object' || Array.isArray(variables))
+    return runnerFail('request variables must be an object');
   for (const k of Object.keys(env)) {
     const v = env[k];
     if (typeof v !== 'string' || k === '' || k.includes('=') || k.includes('\0') || v.includes('\0'))
@@ -430,6 +449,47 @@
   proc.execArgv = execArgv;
   proc.argv.length = 1;
   proc.argv.push(mainPath);
+
+  // ---- variables: global constants ------------------------------------
+  // The daemon checked the names (src/tools/variables.h); this is the same
+  // rule against the live interpreter, now that globalThis is main.js's.
+  // A top-level `const` of a script lives in the realm's global scope,
+  // which CommonJS and ES modules both see: an assignment throws as for
+  // any constant, and the program may still declare its own.
+  const CJS_NAMES = ['require', 'module', 'exports', '__filename', '__dirname'];
+  const names = Object.keys(variables);
+  for (const name of names) {
+    let bad = !/^[A-Za-z_$][A-Za-z0-9_$]{0,127}$/.test(name) || name.startsWith('__');
+    bad = bad || CJS_NAMES.includes(name) || name in globalThis || name in Object.prototype;
+    if (!bad) {
+      try {
+        // name is a plain identifier here: this only asks whether it is reserved.
+        vm.compileFunction('"use strict"; let ' + name + ';');
+      } catch (e) {
+        bad = true;
+      }
+    }
+    if (bad) return runnerFail('variable ' + JSON.stringify(name.slice(0, 128)) + ' is not allowed');
+  }
+  if (names.length > 0) {
+    // The values go through a global keyed by a fresh symbol for the
+    // moment the declarations run (JSON as source would lose "__proto__").
+    const hold = Symbol('mcpsbx.variables');
+    globalThis[hold] = variables;
+    const key = 'mcpsbx_variables_' + nonce;
+    Object.defineProperty(globalThis, key, { value: hold, configurable: true });
+    try {
+      vm.runInThisContext(
+        names.map((n) => 'const ' + n + ' = globalThis[globalThis.' + key + '][' + JSON.stringify(n) + '];').join('\n'),
+        { filename: 'mcpsbx-variables' },
+      );
+    } catch (e) {
+      return runnerFail('cannot bind the variables: ' + e.message);
+    } finally {
+      delete globalThis[hold];
+      delete globalThis[key];
+    }
+  }
 
   // The record goes out after every 'exit' listener (ours must run last,
   // and listeners registered later would run after a plain listener), and

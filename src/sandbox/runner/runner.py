@@ -209,6 +209,11 @@ def _mcpsbx_runner():
     env = req.get("env")
     if env is None:
         env = {}
+    variables = req.get("variables")
+    if variables is None:
+        variables = {}
+    if not isinstance(variables, dict):
+        runner_fail("request variables must be an object")
     if not isinstance(env, dict):
         runner_fail("request env must be an object")
     for k, v in env.items():
@@ -316,6 +321,23 @@ def _mcpsbx_runner():
     mod.__builtins__ = builtins
     mod.__annotations__ = {}
     mod.__loader__ = SourceFileLoader("__main__", main_path)
+    # The daemon checked the names (src/tools/variables.h); this is the
+    # same rule against the live interpreter. Not against sys.modules: a
+    # pooled runner has more loaded than a cold one.
+    import keyword
+
+    for name in variables:
+        if (
+            not name.isascii()
+            or not name.isidentifier()
+            or len(name) > 128
+            or name.startswith("__")
+            or keyword.iskeyword(name)
+            or hasattr(builtins, name)
+        ):
+            runner_fail("variable %r is not allowed" % name[:128])
+    mod.__dict__.update(variables)
+    del variables
     sys.modules["__main__"] = mod
     sys.argv = ["main.py"]
     if sys.path:

@@ -513,6 +513,40 @@ static void test_encode_env(void **state)
     buf_free(&out);
 }
 
+/* The variables travel as JSON in the request; no absent key when none. */
+static void test_encode_variables(void **state)
+{
+    (void)state;
+    struct buf out;
+    buf_init(&out, 1 << 20);
+    static const char vars[] = "{\"rows\":[1,2.5,null],\"s\":\"a\\u0000b\"}";
+    struct runner_request req = {.nonce_hex = NONCE,
+                                 .code = "x",
+                                 .code_len = 1,
+                                 .variables = vars,
+                                 .variables_len = strlen(vars)};
+    assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+    json_object *obj = decode_request(out.data, out.len);
+    json_object *v = json_object_object_get(obj, "variables");
+    assert_true(json_object_is_type(v, json_type_object));
+    assert_string_equal(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), vars);
+    json_object_put(obj);
+
+    /* Not one JSON object: refused, nothing appended. */
+    const char *bad[] = {"[1]", "{\"a\":1} x", "{", "1"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct err err = ERR_INIT;
+        size_t before = out.len;
+        req.variables = bad[i];
+        req.variables_len = strlen(bad[i]);
+        assert_int_equal(runner_encode_request(&req, &out, &err), -1);
+        assert_int_equal(err.code, ERR_INVALID);
+        assert_int_equal(out.len, before);
+        err_clear(&err);
+    }
+    buf_free(&out);
+}
+
 static void test_encode_special_bytes(void **state)
 {
     (void)state;
@@ -784,6 +818,7 @@ int main(void)
         cmocka_unit_test(test_nonce),
         cmocka_unit_test(test_encode_basic),
         cmocka_unit_test(test_encode_special_bytes),
+        cmocka_unit_test(test_encode_variables),
         cmocka_unit_test(test_encode_env),
         cmocka_unit_test(test_encode_random_round_trip),
         cmocka_unit_test(test_encode_rejects),

@@ -110,6 +110,41 @@ static void test_execute_code(void **state)
     expect_invalid("execute_code", big, "limit is 100 bytes");
 }
 
+/* The variables argument: checked for the tool's language, kept as JSON
+ * text the caller releases. */
+static void test_variables_argument(void **state)
+{
+    (void)state;
+    struct tools_run_args a;
+    struct err err = ERR_INIT;
+    assert_int_equal(
+        parse("run_python_code", "{\"code\":\"x\",\"variables\":{\"n\":[1,{}]}}", &a, &err), 0);
+    assert_string_equal(a.variables, "{\"n\":[1,{}]}");
+    assert_int_equal(a.variables_len, strlen(a.variables));
+    tools_run_args_release(&a);
+    assert_int_equal(parse("run_js_code", "{\"code\":\"x\",\"variables\":null}", &a, &err), 0);
+    assert_null(a.variables);
+    tools_run_args_release(&a);
+    /* os is Python's, not JavaScript's. */
+    assert_int_equal(parse("execute_code",
+                           "{\"language\":\"javascript\",\"code\":\"x\",\"variables\":{\"os\":1}}",
+                           &a, &err),
+                     0);
+    tools_run_args_release(&a);
+    expect_invalid("execute_code",
+                   "{\"language\":\"python\",\"code\":\"x\",\"variables\":{\"os\":1}}",
+                   "variable 'os' would hide");
+    expect_invalid("run_js_code", "{\"code\":\"x\",\"variables\":{\"constructor\":1}}",
+                   "variable 'constructor' would hide");
+    expect_invalid("run_python_code", "{\"code\":\"x\",\"variables\":{\"1abc\":1}}",
+                   "not an ASCII Python identifier");
+    expect_invalid("run_python_code", "{\"code\":\"x\",\"variables\":[1]}", "object");
+    cfg.max_variables_bytes = 10;
+    expect_invalid("run_python_code", "{\"code\":\"x\",\"variables\":{\"abcdefgh\":1}}",
+                   "the limit is 10 bytes");
+    cfg.max_variables_bytes = 1 << 20;
+}
+
 /* Clients send null for optional arguments they leave out. */
 static void test_null_arguments(void **state)
 {
@@ -317,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_fixed_language_tools),
         cmocka_unit_test(test_execute_code),
         cmocka_unit_test(test_null_arguments),
+        cmocka_unit_test(test_variables_argument),
         cmocka_unit_test(test_result_shape),
         cmocka_unit_test(test_result_matches_output_schema),
         cmocka_unit_test(test_schema_and_code_agree),
