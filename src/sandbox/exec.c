@@ -134,6 +134,8 @@ void exec_result_free(struct exec_result *r)
     buf_free(&r->err);
     free(r->message);
     r->message = NULL;
+    free(r->check.message);
+    memset(&r->check, 0, sizeof(r->check));
 }
 
 static int pool_start(struct exec_ctx *ctx, struct err *err);
@@ -434,13 +436,20 @@ static int finish_from_record(struct run *r, struct err *err)
     if (done.runner_error) {
         rc = err_set(err, ERR_INTERNAL, "the sandbox runner failed: %.*s",
                      util_utf8_prefix(done.runner_error, 500), done.runner_error);
+    } else if (r->req->check_only != done.check.present) {
+        rc = err_set(err, ERR_PROTOCOL, "the runner %s a syntax check",
+                     done.check.present ? "answered with" : "did not answer with");
+    } else if (done.check.present) {
+        r->res->status = EXEC_OK;
+        r->res->check = done.check;
+        memset(&done.check, 0, sizeof(done.check));
     } else if (done.memory_error) {
         r->res->status = EXEC_OOM;
         set_message(r->res, "the program ran out of memory (limit %lld MiB)", r->req->memory_mb);
     } else {
         r->res->status = EXEC_OK;
     }
-    free(done.runner_error);
+    runner_done_free(&done);
     return rc;
 }
 
@@ -645,6 +654,7 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
                                   .stdin_len = req->stdin_len,
                                   .variables = req->variables,
                                   .variables_len = req->variables_len,
+                                  .check = req->check_only,
                                   .env_names = ctx->secrets.names,
                                   .env_values = ctx->secrets.values,
                                   .n_env = ctx->secrets.n};

@@ -23,6 +23,7 @@
 #include "base/buf.h"
 #include "base/config.h"
 #include "base/err.h"
+#include "sandbox/runner.h"
 
 enum exec_language { EXEC_PYTHON, EXEC_JAVASCRIPT };
 
@@ -102,6 +103,8 @@ struct exec_request {
      * the program runs (sandbox/runner.h). */
     const char *variables;
     size_t variables_len;
+    /* Only parse the code (sandbox/runner.h): the answer is res->check. */
+    bool check_only;
     long long timeout_ms; /* already clamped by the caller */
     long long memory_mb;  /* already clamped by the caller */
     /* util_now_ms() time by which the program must have started: engine
@@ -120,6 +123,9 @@ struct exec_result {
     double duration_ms;
     bool truncated;
     char *message; /* why, for anything but a plain finish; may be NULL */
+    /* A check_only request that finished (status EXEC_OK): present, with
+     * ok, or the first error (1-based line/column, 0 unknown). */
+    struct runner_check check;
 };
 
 void exec_result_init(struct exec_result *r);

@@ -52,6 +52,8 @@ int runner_encode_request(const struct runner_request *req, struct buf *out, str
     for (size_t i = 0; i < req->n_env; i++)
         json_object_object_add(env, req->env_names[i], json_object_new_string(req->env_values[i]));
     json_object_object_add(obj, "env", env);
+    if (req->check)
+        json_object_object_add(obj, "check", json_object_new_boolean(1));
     if (req->variables) {
         json_object *vars = NULL;
         struct json_exact why;
@@ -226,6 +228,46 @@ int runner_scan_flush(struct runner_scan *s, runner_emit_cb emit, void *ctx)
     return emit ? emit(ctx, s->held, n) : 0;
 }
 
+/* A line or column: a positive int, or null (0). */
+static bool position(json_object *check, const char *key, int *out)
+{
+    json_object *v = NULL;
+    *out = 0;
+    if (!json_object_object_get_ex(check, key, &v) || !v)
+        return true;
+    if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 1 ||
+        json_object_get_int64(v) > INT_MAX)
+        return false;
+    *out = (int)json_object_get_int64(v);
+    return true;
+}
+
+static int parse_check(json_object *v, struct runner_check *out, struct err *err)
+{
+    json_object *ok = NULL;
+    json_object *msg = NULL;
+    if (!json_object_is_type(v, json_type_object) || !json_object_object_get_ex(v, "ok", &ok) ||
+        !json_object_is_type(ok, json_type_boolean))
+        return err_set(err, ERR_PROTOCOL, "completion record has a malformed check");
+    out->present = true;
+    out->ok = json_object_get_boolean(ok);
+    if (out->ok)
+        return 0;
+    if (!position(v, "line", &out->line) || !position(v, "column", &out->column) ||
+        !json_object_object_get_ex(v, "message", &msg) ||
+        !json_object_is_type(msg, json_type_string))
+        return err_set(err, ERR_PROTOCOL, "completion record has a malformed check");
+    out->message = xstrndup(json_object_get_string(msg), (size_t)json_object_get_string_len(msg));
+    return 0;
+}
+
+void runner_done_free(struct runner_done *d)
+{
+    free(d->runner_error);
+    free(d->check.message);
+    memset(d, 0, sizeof(*d));
+}
+
 int runner_scan_result(const struct runner_scan *s, struct runner_done *out, struct err *err)
 {
     memset(out, 0, sizeof(*out));
@@ -259,6 +301,11 @@ int runner_scan_result(const struct runner_scan *s, struct runner_done *out, str
             out->runner_error =
                 xstrndup(json_object_get_string(v), (size_t)json_object_get_string_len(v));
         rc = 0;
+        if (json_object_object_get_ex(obj, "check", &v) &&
+            (rc = parse_check(v, &out->check, err)) < 0) {
+            free(out->runner_error);
+            out->runner_error = NULL;
+        }
     }
     json_object_put(obj);
     return rc;

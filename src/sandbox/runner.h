@@ -13,6 +13,11 @@
  *     read-only, enumerable properties of globalThis), refusing a name
  *     the live interpreter would have hidden behind it (tools/variables.h
  *     has the rule), and runs the code in-process as the main program.
+ *     With "check": true it only parses the code as running it would
+ *     (Python: compile(); Node: the CommonJS compile, or `node --check`
+ *     for an ES module), writes nothing and runs nothing, and the record
+ *     carries "check": {"ok": true} or {"ok": false, "message": "...",
+ *     "line": N|null, "column": N|null} (1-based, message <= 500 chars).
  *
  * Completion record (runner -> daemon, on stdout, once, after the program
  * finished: Python after non-daemon threads are joined, atexit handlers ran
@@ -75,6 +80,7 @@ struct runner_request {
      * runs, or NULL; the names were checked by the caller. */
     const char *variables;
     size_t variables_len;
+    bool check; /* only parse the code (see above) */
     /* Variables for the program's environment (n_env names and values). */
     char *const *env_names;
     char *const *env_values;
@@ -120,14 +126,26 @@ int runner_scan_feed(struct runner_scan *s, const char *data, size_t len, runner
 /* At end of stream: emits any held bytes (they were output after all). */
 int runner_scan_flush(struct runner_scan *s, runner_emit_cb emit, void *ctx);
 
+/* A check-only request's answer: the first syntax error, if any. */
+struct runner_check {
+    bool present;  /* the record had one */
+    bool ok;       /* no error */
+    int line;      /* 1-based; 0 when the error has none */
+    int column;    /* 1-based; 0 when the error has none */
+    char *message; /* "SyntaxError: ..." (caller frees), or NULL when ok */
+};
+
 struct runner_done {
     int exit_code;
     bool memory_error;  /* the program died of MemoryError / heap exhaustion */
     char *runner_error; /* the runner itself failed (caller frees), or NULL */
+    struct runner_check check;
 };
 
-/* Parses the completed record. Only valid when s->done. */
+/* Parses the completed record. Only valid when s->done. Free what it
+ * holds with runner_done_free, whatever it returned. */
 int runner_scan_result(const struct runner_scan *s, struct runner_done *out, struct err *err);
+void runner_done_free(struct runner_done *d);
 
 void runner_scan_free(struct runner_scan *s);
 

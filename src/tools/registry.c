@@ -10,6 +10,7 @@ static const struct tool_def tools[] = {
     {"run_python_code", TOOL_PYTHON, tooldef_run_python_code},
     {"run_js_code", TOOL_JAVASCRIPT, tooldef_run_js_code},
     {"execute_code", TOOL_EXECUTE, tooldef_execute_code},
+    {"validate_code", TOOL_VALIDATE, tooldef_validate_code},
 };
 
 const struct tool_def *registry_find(const char *name)
@@ -34,10 +35,14 @@ size_t registry_variant(const struct tools_features *f)
 }
 
 /* One Tool object for f from a checked definition; shares the schemas
- * (reference counts: everything here stays on the calling thread). */
-static json_object *tool_json(const struct tooldef *t, json_object *output_schema,
-                              const struct config *cfg, const struct tools_features *f)
+ * (reference counts: everything here stays on the calling thread). A tool
+ * that runs code gets the limits in its description and the runs' output
+ * schema; a check is read-only and closed to the world. */
+static json_object *tool_json(const struct tooldef *t, enum tool_kind kind,
+                              json_object *output_schema, const struct config *cfg,
+                              const struct tools_features *f)
 {
+    bool runs = kind != TOOL_VALIDATE;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "name", json_object_new_string(t->name));
     if (f->structured)
@@ -48,24 +53,28 @@ static json_object *tool_json(const struct tooldef *t, json_object *output_schem
                       : py && js ? "Network access (the operator allows it)"
                       : py       ? "Network access for Python only (the operator allows it)"
                                  : "Network access for JavaScript only (the operator allows it)";
-    char *desc = xasprintf("%s %s; a call cannot change that. Default limits: %lld ms, %lld MiB "
-                           "memory (at most %lld ms, %lld MiB); output kept up to %lld bytes.",
-                           t->description, net, cfg->timeout_ms, cfg->memory_mb,
-                           cfg->max_timeout_ms, cfg->max_memory_mb, cfg->max_output_bytes);
+    char *desc = runs ? xasprintf("%s %s; a call cannot change that. Default limits: %lld ms, "
+                                  "%lld MiB memory (at most %lld ms, %lld MiB); output kept up to "
+                                  "%lld bytes.",
+                                  t->description, net, cfg->timeout_ms, cfg->memory_mb,
+                                  cfg->max_timeout_ms, cfg->max_memory_mb, cfg->max_output_bytes)
+                      : xstrdup(t->description);
     json_object_object_add(o, "description", json_object_new_string(desc));
     free(desc);
     json_object_object_add(o, "inputSchema", json_object_get(t->input_schema));
     if (f->structured)
-        json_object_object_add(o, "outputSchema", json_object_get(output_schema));
+        json_object_object_add(
+            o, "outputSchema",
+            json_object_get(t->output_schema ? t->output_schema : output_schema));
     if (f->annotations) {
-        /* The same for every tool: each run is a fresh sandbox. */
+        /* Each run is a fresh sandbox; a check changes nothing anywhere. */
         json_object *a = json_object_new_object();
         json_object_object_add(a, "title", json_object_new_string(t->title));
-        json_object_object_add(a, "readOnlyHint", json_object_new_boolean(0));
+        json_object_object_add(a, "readOnlyHint", json_object_new_boolean(!runs));
         json_object_object_add(a, "destructiveHint", json_object_new_boolean(0));
-        json_object_object_add(a, "idempotentHint", json_object_new_boolean(0));
+        json_object_object_add(a, "idempotentHint", json_object_new_boolean(!runs));
         /* Open only where the operator gave sandboxes a network. */
-        json_object_object_add(a, "openWorldHint", json_object_new_boolean(py || js));
+        json_object_object_add(a, "openWorldHint", json_object_new_boolean(runs && (py || js)));
         json_object_object_add(o, "annotations", a);
     }
     return o;
@@ -114,7 +123,7 @@ int registry_serialize(const struct config *cfg, char *json[TOOLS_VARIANTS],
         struct tools_features f = {.annotations = (v & 1u) != 0, .structured = (v & 2u) != 0};
         json_object *arr = json_object_new_array();
         for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
-            json_object_array_add(arr, tool_json(&parsed[i], output, cfg, &f));
+            json_object_array_add(arr, tool_json(&parsed[i], tools[i].kind, output, cfg, &f));
         size_t n = 0;
         const char *text = json_object_to_json_string_length(
             arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);

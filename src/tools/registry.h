@@ -18,7 +18,8 @@ struct tools_features {
 
 #define TOOLS_VARIANTS 4 /* combinations of tools_features */
 
-enum tool_kind { TOOL_PYTHON, TOOL_JAVASCRIPT, TOOL_EXECUTE };
+/* The first three run code; TOOL_VALIDATE only parses it. */
+enum tool_kind { TOOL_PYTHON, TOOL_JAVASCRIPT, TOOL_EXECUTE, TOOL_VALIDATE };
 
 /* What a tool does is code; what it looks like (title, description,
  * schemas) is its definition file, src/tools/defs/<name>.json. */

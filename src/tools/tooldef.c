@@ -7,7 +7,8 @@
 #include "base/json.h"
 #include "tools/schema.h"
 
-static const char *const members[] = {"name", "title", "description", "inputSchema"};
+static const char *const members[] = {"name", "title", "description", "inputSchema",
+                                      "outputSchema"};
 
 /* What json-c accepts even when strict: single quotes, NaN and Infinity,
  * control characters in strings. Returns the offset of the first such
@@ -117,8 +118,8 @@ int tooldef_check(json_object *def, struct tooldef *out, struct err *err)
             known = strcmp(members[i], key) == 0;
         if (!known)
             return err_set(err, ERR_INVALID,
-                           "unknown member '%s' (a tool definition has name, title, description "
-                           "and inputSchema; the outputSchema is output_schema.json)",
+                           "unknown member '%s' (a tool definition has name, title, description, "
+                           "inputSchema and, unless it is output_schema.json's, outputSchema)",
                            key);
     }
     memset(out, 0, sizeof(*out));
@@ -128,7 +129,11 @@ int tooldef_check(json_object *def, struct tooldef *out, struct err *err)
         return -1;
     if (!json_object_object_get_ex(def, "inputSchema", &out->input_schema))
         return err_set(err, ERR_INVALID, "missing 'inputSchema'");
-    return check_object_schema(out->input_schema, "inputSchema", err);
+    if (check_object_schema(out->input_schema, "inputSchema", err) < 0)
+        return -1;
+    if (json_object_object_get_ex(def, "outputSchema", &out->output_schema))
+        return check_object_schema(out->output_schema, "outputSchema", err);
+    return 0;
 }
 
 int tooldef_check_output_schema(json_object *schema, struct err *err)

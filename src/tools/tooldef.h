@@ -1,6 +1,7 @@
 /* Tool definitions as data: one JSON file per tool in src/tools/defs/
- * (name, title, description, inputSchema) and output_schema.json, the
- * outputSchema every tool shares. The Makefile checks the files with these
+ * (name, title, description, inputSchema, and outputSchema for a tool
+ * whose result is not a run's) and output_schema.json, the outputSchema
+ * of the tools that run code. The Makefile checks the files with these
  * functions (build/tooldefs-check) and embeds each as tooldef_<file name>;
  * the daemon parses and checks the embedded texts again at start. */
 #ifndef MCPSBX_TOOLDEF_H
@@ -15,6 +16,7 @@
 extern const char tooldef_run_python_code[];
 extern const char tooldef_run_js_code[];
 extern const char tooldef_execute_code[];
+extern const char tooldef_validate_code[];
 extern const char tooldef_output_schema[];
 
 /* A checked definition; the strings and the schema belong to the parsed
@@ -24,14 +26,16 @@ struct tooldef {
     const char *title;
     const char *description; /* without the server's limits, which tools.c appends */
     json_object *input_schema;
+    json_object *output_schema; /* NULL: output_schema.json's, the runs' result */
 };
 
 /* Parses len bytes of text as exactly one JSON object (strict JSON, nothing
  * after it). Returns a new object, or NULL with an ERR_INVALID message. */
 json_object *tooldef_parse(const char *text, size_t len, struct err *err);
 
-/* Checks a parsed tool definition: the four members and no other, non-empty
- * strings, and an inputSchema of type object that passes schema_check.
+/* Checks a parsed tool definition: name, title, description (non-empty
+ * strings), inputSchema and optionally outputSchema (each of type object,
+ * passing schema_check), and no other member.
  * Fills out (borrowing from def). Errors name the member, e.g.
  * "inputSchema: properties.code.type: ...". */
 int tooldef_check(json_object *def, struct tooldef *out, struct err *err);

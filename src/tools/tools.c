@@ -87,6 +87,7 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
     if (!t)
         return err_set(err, ERR_INVALID, "unknown tool '%s'", name);
     out->tool = t->name;
+    out->check_only = t->kind == TOOL_VALIDATE;
     /* Parsed per call: json-c objects must stay on one thread (mcp.h). */
     json_object *def = tooldef_parse(t->def, strlen(t->def), err);
     json_object *schema = NULL;
@@ -108,7 +109,8 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
     case TOOL_JAVASCRIPT:
         out->language = EXEC_JAVASCRIPT;
         break;
-    case TOOL_EXECUTE: {
+    case TOOL_EXECUTE:
+    case TOOL_VALIDATE: {
         json_object *lang = NULL;
         if (!json_object_object_get_ex(args, "language", &lang) ||
             language_of(json_object_get_string(lang), &out->language) < 0) {
@@ -173,6 +175,16 @@ static json_object *safe_string(const char *s, size_t n)
     return o;
 }
 
+/* One decimal, written as such (json-c would print %.17g). */
+static json_object *duration_json(double ms)
+{
+    char text[48];
+    double d = ms < 0 ? 0.0 : ms > 1e12 ? 1e12 : ms;
+    long long tenths = llround(d * 10.0);
+    snprintf(text, sizeof(text), "%lld.%lld", tenths / 10, tenths % 10);
+    return json_object_new_double_s(strtod(text, NULL), text);
+}
+
 json_object *tools_result(const struct exec_result *res, enum exec_language lang,
                           const struct tools_features *f)
 {
@@ -185,12 +197,7 @@ json_object *tools_result(const struct exec_result *res, enum exec_language lang
     json_object *errs = safe_string(res->err.data ? res->err.data : "", res->err.len);
     json_object_object_add(sc, "stdout", out);
     json_object_object_add(sc, "stderr", errs);
-    /* One decimal, written as such (json-c would print %.17g). */
-    char ms[48];
-    double d = res->duration_ms < 0 ? 0.0 : res->duration_ms > 1e12 ? 1e12 : res->duration_ms;
-    long long tenths = llround(d * 10.0);
-    snprintf(ms, sizeof(ms), "%lld.%lld", tenths / 10, tenths % 10);
-    json_object_object_add(sc, "duration_ms", json_object_new_double_s(strtod(ms, NULL), ms));
+    json_object_object_add(sc, "duration_ms", duration_json(res->duration_ms));
     json_object_object_add(sc, "truncated", json_object_new_boolean(res->truncated));
     json_object_object_add(sc, "language", json_object_new_string(exec_language_name(lang)));
     if (res->message)
@@ -238,6 +245,65 @@ json_object *tools_result(const struct exec_result *res, enum exec_language lang
     else
         json_object_put(sc);
     json_object_object_add(r, "isError", json_object_new_boolean(is_error));
+    return r;
+}
+
+json_object *tools_check_result(const struct exec_result *res, enum exec_language lang,
+                                const struct tools_features *f)
+{
+    /* The check itself could not be made: say why, as a failed call. */
+    if (res->status != EXEC_OK || !res->check.present) {
+        const char *why = res->message             ? res->message
+                          : res->status == EXEC_OK ? "the sandbox gave no answer"
+                                                   : exec_status_name(res->status);
+        char *msg =
+            xasprintf("could not check the code (%s): %s", exec_status_name(res->status), why);
+        /* The reason may quote the engine or the sandbox. */
+        size_t clean_len = 0;
+        char *clean = util_utf8_sanitize(msg, strlen(msg), &clean_len);
+        json_object *r = error_result_json(clean);
+        free(clean);
+        free(msg);
+        return r;
+    }
+    const struct runner_check *c = &res->check;
+    json_object *sc = json_object_new_object();
+    json_object_object_add(sc, "valid", json_object_new_boolean(c->ok));
+    json_object_object_add(sc, "language", json_object_new_string(exec_language_name(lang)));
+    char *text = NULL;
+    if (c->ok) {
+        json_object_object_add(sc, "error", NULL);
+        text = xasprintf("valid %s: no syntax error", exec_language_name(lang));
+    } else {
+        const char *m = c->message ? c->message : "";
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "message", safe_string(m, strlen(m)));
+        json_object_object_add(e, "line", c->line > 0 ? json_object_new_int(c->line) : NULL);
+        json_object_object_add(e, "column", c->column > 0 ? json_object_new_int(c->column) : NULL);
+        json_object_object_add(sc, "error", e);
+        if (c->line > 0 && c->column > 0)
+            text = xasprintf("invalid %s: line %d, column %d: %s", exec_language_name(lang),
+                             c->line, c->column, m);
+        else if (c->line > 0)
+            text = xasprintf("invalid %s: line %d: %s", exec_language_name(lang), c->line, m);
+        else
+            text = xasprintf("invalid %s: %s", exec_language_name(lang), m);
+    }
+    json_object_object_add(sc, "duration_ms", duration_json(res->duration_ms));
+    json_object *r = json_object_new_object();
+    json_object *content = json_object_new_array();
+    size_t tlen = 0;
+    char *t = util_utf8_sanitize(text, strlen(text), &tlen);
+    json_object_array_add(content, text_content(t, tlen));
+    free(t);
+    free(text);
+    json_object_object_add(r, "content", content);
+    if (f->structured)
+        json_object_object_add(r, "structuredContent", sc);
+    else
+        json_object_put(sc);
+    /* The check was made: invalid code is its answer, not a failure. */
+    json_object_object_add(r, "isError", json_object_new_boolean(0));
     return r;
 }
 
@@ -289,6 +355,7 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
         .stdin_len = a->stdin_len,
         .variables = a->variables,
         .variables_len = a->variables_len,
+        .check_only = a->check_only,
         .timeout_ms = a->timeout_ms,
         .memory_mb = a->memory_mb,
         .start_by_ms = a->start_by_ms,
@@ -299,7 +366,8 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
     exec_result_init(&res);
     if (exec_run(env->exec, &req, cancel, &res, &err) < 0)
         log_warn("%s failed: %s", a->tool, err_msg(&err));
-    json_object *r = tools_result(&res, a->language, f);
+    json_object *r = a->check_only ? tools_check_result(&res, a->language, f)
+                                   : tools_result(&res, a->language, f);
     exec_result_free(&res);
     err_clear(&err);
     return r;
@@ -313,7 +381,8 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
     res.status = EXEC_BUSY;
     res.message = xstrdup(message);
     res.duration_ms = waited_ms;
-    json_object *r = tools_result(&res, a->language, f);
+    json_object *r = a->check_only ? tools_check_result(&res, a->language, f)
+                                   : tools_result(&res, a->language, f);
     exec_result_free(&res);
     return r;
 }

@@ -88,6 +88,7 @@ struct tools_run_args {
     double start_by_ms; /* util_now_ms() time the program must have started by; 0 = none */
     char *owned;        /* set by tools_prepare: the copy code and stdin_data point into */
     char *variables;    /* the variables argument as compact JSON (tools/variables.h), or NULL */
+    bool check_only;    /* validate_code: parse, do not run */
     size_t variables_len;
 };
 
@@ -119,5 +120,11 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
 /* Builds the CallToolResult for a finished run (exposed for tests). */
 json_object *tools_result(const struct exec_result *res, enum exec_language lang,
                           const struct tools_features *f);
+
+/* Builds validate_code's CallToolResult: with res->check, whether the code
+ * is valid (isError false either way); without (the sandbox failed, busy,
+ * timeout), an error result saying why. */
+json_object *tools_check_result(const struct exec_result *res, enum exec_language lang,
+                                const struct tools_features *f);
 
 #endif

@@ -722,6 +722,20 @@ async function main() {
       python: warmCreateBody(opt.bin, 'python', opt.runtime),
       javascript: warmCreateBody(opt.bin, 'javascript', opt.runtime),
     };
+    // Podman takes a seccomp profile only as a path, as the daemon hands it
+    // one (src/backend/docker/seccomp_file.c): the same profile, as a file
+    // beside the results.
+    if (doc.engine.kind === 'podman') {
+      for (const [lang, body] of Object.entries(hardened)) {
+        body.HostConfig.SecurityOpt = (body.HostConfig.SecurityOpt || []).map((o) => {
+          if (!o.startsWith('seccomp={')) return o;
+          const file = path.resolve(path.dirname(opt.out), `seccomp-${lang}.json`);
+          mkdirSync(path.dirname(file), { recursive: true });
+          writeFileSync(file, o.slice('seccomp='.length), { mode: 0o644 });
+          return `seccomp=${file}`;
+        });
+      }
+    }
     if (opt.runtime) {
       const why = await runtimeProblem(engine, doc.engine, hardened.python);
       if (why) {

@@ -16,7 +16,7 @@
 
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const EXPECTED_TOOLS = ['run_python_code', 'run_js_code', 'execute_code'];
+const EXPECTED_TOOLS = ['run_python_code', 'run_js_code', 'execute_code', 'validate_code'];
 const GOAL_RATIO = 5;
 const STRING_KEYS = new Set(['commit', 'kernel', 'cpu', 'loadavg', 'wrk_version', 'sdk_version', 'node_version']);
 
@@ -86,7 +86,7 @@ function checkToolsList(body) {
   const names = tools.map((t) => t?.name);
   const missing = EXPECTED_TOOLS.filter((n) => !names.includes(n));
   if (missing.length) return `tool(s) missing: ${missing.join(', ')} (got ${names.join(', ') || 'none'})`;
-  if (tools.length !== EXPECTED_TOOLS.length) return `${tools.length} tools, expected 3: ${names.join(', ')}`;
+  if (tools.length !== EXPECTED_TOOLS.length) return `${tools.length} tools, expected ${EXPECTED_TOOLS.length}: ${names.join(', ')}`;
   const bad = tools.filter((t) => t.inputSchema?.type !== 'object').map((t) => t.name);
   if (bad.length) return `inputSchema not an object schema: ${bad.join(', ')}`;
   return null;
@@ -271,7 +271,7 @@ if (cmd === 'check') {
     console.log(why);
     process.exit(1);
   }
-  console.log(`3 tools (${EXPECTED_TOOLS.join(', ')})`);
+  console.log(`${EXPECTED_TOOLS.length} tools (${EXPECTED_TOOLS.join(', ')})`);
 } else if (cmd === 'http' || cmd === 'survival' || cmd === 'latency') {
   const out = rest[0];
   const o = parseArgs(rest.slice(1));

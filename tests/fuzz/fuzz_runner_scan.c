@@ -85,9 +85,13 @@ static void scan(const char *s, size_t n, const unsigned char *cuts, size_t ncut
         struct runner_done d = {0};
         if (runner_scan_result(&sc, &d, &err) < 0) {
             CHECK(err.msg != NULL);
+            CHECK(d.check.message == NULL);
             err_clear(&err);
         }
-        free(d.runner_error);
+        /* A failed check has a message; a passed one has none. */
+        CHECK(!d.check.present || d.check.ok == (d.check.message == NULL));
+        CHECK(d.check.line >= 0 && d.check.column >= 0);
+        runner_done_free(&d);
     }
     runner_scan_free(&sc);
 }

@@ -29,6 +29,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 static struct config cfg_default;
 static struct config cfg_tight;
 static json_object *output_schema;
+static json_object *check_def; /* validate_code's definition, for its outputSchema */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -44,6 +45,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg_tight.max_variables_bytes = 32;
     output_schema = tooldef_parse(tooldef_output_schema, strlen(tooldef_output_schema), NULL);
     CHECK(output_schema != NULL);
+    check_def = tooldef_parse(tooldef_validate_code, strlen(tooldef_validate_code), NULL);
+    CHECK(check_def != NULL);
     return 0;
 }
 
@@ -71,6 +74,7 @@ static void check_args(const struct config *cfg, const char *name, json_object *
         CHECK(a.language == EXEC_JAVASCRIPT);
     else
         CHECK(a.language == EXEC_PYTHON || a.language == EXEC_JAVASCRIPT);
+    CHECK(a.check_only == (strcmp(name, "validate_code") == 0));
     CHECK((a.variables == NULL) == (a.variables_len == 0));
     CHECK((long long)a.variables_len <= cfg->max_variables_bytes);
     if (a.variables) {
@@ -137,12 +141,38 @@ static void check_result(const uint8_t *data, size_t size)
         json_object_put(again);
         json_object_put(r);
     }
+
+    /* The same bytes as a syntax check's message and position. */
+    res.check.present = sel & 0x20;
+    res.check.ok = sel & 0x10;
+    res.check.line = (int)(sel & 0x03);
+    res.check.column = (int)((sel >> 2) & 0x03);
+    res.check.message = res.check.ok ? NULL : xstrndup((const char *)data, size);
+    json_object *schema = NULL;
+    CHECK(json_object_object_get_ex(check_def, "outputSchema", &schema));
+    struct tools_features f = {.annotations = true, .structured = true};
+    json_object *r = tools_check_result(&res, (sel & 1) ? EXEC_JAVASCRIPT : EXEC_PYTHON, &f);
+    json_object *v = NULL;
+    CHECK(json_object_object_get_ex(r, "isError", &v));
+    bool failed = json_object_get_boolean(v);
+    CHECK(failed == (res.status != EXEC_OK || !res.check.present));
+    CHECK(json_object_object_get_ex(r, "structuredContent", &v) == !failed);
+    struct err err = ERR_INIT;
+    if (!failed && schema_validate(schema, v, 0, &err) < 0) {
+        fprintf(stderr, "check structuredContent against its outputSchema: %s\n", err_msg(&err));
+        abort();
+    }
+    size_t len = 0;
+    const char *s = jsonrpc_serialize(r, &len);
+    CHECK(util_utf8_valid(s, len));
+    json_object_put(r);
     exec_result_free(&res);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const names[] = {"run_python_code", "run_js_code", "execute_code"};
+    static const char *const names[] = {"run_python_code", "run_js_code", "execute_code",
+                                        "validate_code"};
 
     if (size <= (size_t)INT32_MAX) {
         json_tokener *tok = json_tokener_new_ex(JSONRPC_MAX_DEPTH);

@@ -162,10 +162,13 @@ describe('over the SDK client', { timeout: 900_000 }, () => {
     await d.client.ping();
   });
 
-  t('tools/list: three tools with description, inputSchema, outputSchema', async () => {
+  t('tools/list: three run tools with description, inputSchema, the run outputSchema; validate_code its own', async () => {
     const names = d.tools.map((x) => x.name).sort();
-    assert.deepEqual(names, ['execute_code', 'run_js_code', 'run_python_code']);
-    for (const tool of d.tools) {
+    assert.deepEqual(names, ['execute_code', 'run_js_code', 'run_python_code', 'validate_code']);
+    const check = d.tools.find((x) => x.name === 'validate_code');
+    assert.deepEqual([...check.inputSchema.required].sort(), ['code', 'language']);
+    assert.deepEqual([...check.outputSchema.required].sort(), ['duration_ms', 'error', 'language', 'valid']);
+    for (const tool of d.tools.filter((x) => x !== check)) {
       assert.equal(typeof tool.description, 'string', tool.name);
       assert.ok(tool.description.length > 20, `${tool.name}: description too short`);
       assert.equal(tool.inputSchema.type, 'object', tool.name);
@@ -619,9 +622,13 @@ describe('daemon options', { timeout: 600_000 }, () => {
         assert.equal(modes.run_js_code.out, "[ 'lo' ]\n", JSON.stringify(modes));
         const env = JSON.parse((await d.client.readResource({ uri: 'mcp-sandboxd://environment' })).contents[0].text);
         assert.deepEqual(env.network, { python: 'bridge', javascript: 'none' });
-        const tools = (await d.client.listTools()).tools;
+        const all = (await d.client.listTools()).tools;
+        const tools = all.filter((t) => t.name !== 'validate_code');
+        assert.equal(tools.length, 3);
         assert.ok(tools.every((t) => t.annotations?.openWorldHint === true), JSON.stringify(tools.map((t) => t.annotations)));
         assert.ok(tools.every((t) => /a call cannot change that/.test(t.description)), tools[0].description);
+        // A syntax check runs nothing: closed to the world whatever the operator allows.
+        assert.equal(all.find((t) => t.name === 'validate_code').annotations.openWorldHint, false);
         // No argument turns it on.
         checkInvalid(await d.call('execute_code', { language: 'javascript', code: '1', network: true }), 'network');
       });
@@ -697,10 +704,11 @@ describe('daemon options', { timeout: 600_000 }, () => {
     const d = await SdkDaemon.start('unreachable', { args: ['--engine', `unix://${sock}`] });
     try {
       await withDaemon(d, async () => {
-        assert.equal(d.tools.length, 3);
+        assert.equal(d.tools.length, 4);
         for (const [name, args] of [
           ['run_python_code', { code: 'print(1)' }],
           ['execute_code', { language: 'javascript', code: 'console.log(1)' }],
+          ['validate_code', { language: 'python', code: 'x = 1' }],
         ]) {
           const t0 = Date.now();
           const r = await d.call(name, args);
@@ -739,7 +747,7 @@ describe('raw JSON-RPC on stdio', { timeout: 600_000 }, () => {
     assert.ok(init.result.capabilities.tools);
     assert.ok(init.result.capabilities.logging);
     const list = await d.request('tools/list', {}, 2);
-    assert.equal(list.result.tools.length, 3);
+    assert.equal(list.result.tools.length, 4);
     for (const tool of list.result.tools) {
       assert.equal(tool.outputSchema, undefined, `${tool.name} has outputSchema in 2024-11-05`);
       assert.equal(tool.title, undefined, `${tool.name} has title in 2024-11-05`);
@@ -834,7 +842,7 @@ describe('raw JSON-RPC on stdio', { timeout: 600_000 }, () => {
     assert.deepEqual(r.map((x) => x.id).sort(), [10, 11, 12]);
     const byId = Object.fromEntries(r.map((x) => [x.id, x]));
     assert.deepEqual(byId[10].result, {});
-    assert.equal(byId[11].result.tools.length, 3);
+    assert.equal(byId[11].result.tools.length, 4);
     assert.ok(textOf(byId[12].result).includes('in batch'));
     assert.equal(byId[12].result.isError, false);
   });

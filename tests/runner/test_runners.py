@@ -837,6 +837,51 @@ def t_variables_refused(lang):
         expect_runner_failure(res, True, "variables must be an object")
 
 
+# (code, the record's check) for a check-only request: the first error's
+# message, 1-based line and column, as running the code would report it.
+CHECKS = {
+    "py": [
+        ("print('ok')\nimport os\n", {"ok": True}),
+        ("x = 1\ny = (\n", {"ok": False, "message": "SyntaxError: '(' was never closed", "line": 2, "column": 5}),
+        ("def f():\nreturn 1\n", {"ok": False, "message": "IndentationError: expected an indented block after function definition on line 1", "line": 2, "column": 1}),
+        ("x = 1 +* 2\n", {"ok": False, "message": "SyntaxError: invalid syntax", "line": 1, "column": 8}),
+        ("a\0b", {"ok": False, "message": "SyntaxError: source code string cannot contain null bytes", "line": None, "column": None}),
+    ],
+    "js": [
+        ("console.log('ok');\nreturn;\n", {"ok": True}),
+        ("#!/usr/bin/env node\nconst a = 1;\n", {"ok": True}),
+        ("let x = 1;\nlet y = (;\n", {"ok": False, "message": "SyntaxError: Unexpected token ';'", "line": 2, "column": 10}),
+        ("x = 1\n  foo bar\n", {"ok": False, "message": "SyntaxError: Unexpected identifier", "line": 2, "column": 7}),
+        ("import fs from 'fs';\nawait 1;\nexport const a = fs;\n", {"ok": True}),
+        ("import fs from 'fs';\nconst = 2;\n", {"ok": False, "message": "SyntaxError: Unexpected token '='", "line": 2, "column": 7}),
+    ],
+}
+
+
+@case("py", "js")
+def t_check_only(lang):
+    # Parsed, never run: no output, no file written, nothing bound.
+    for code, want in CHECKS[lang]:
+        for warm in (None, ""):
+            res = run(lang, request=frame(code, extra={"check": True, "variables": {"v": 1}}), warm=warm)
+            try:
+                check(res.record is not None, "no record; rc=%r stderr=%r" % (res.rc, res.stderr))
+                got = dict(res.record.get("check") or {})
+                if lang == "js" and want.get("message", "").endswith("Unexpected identifier") and \
+                        got.get("message", "").startswith("SyntaxError: Unexpected identifier"):
+                    got["message"] = want["message"]  # newer Node names the identifier
+                if lang == "py" and "null bytes" in want.get("message", "") and "null bytes" in got.get("message", ""):
+                    got["message"] = want["message"]  # ValueError before Python 3.12
+                eq(got, want, "check")
+                eq(res.record.get("exit_code"), 0, "exit_code")
+                eq(res.rc, 0, "exit status")
+                out = res.stdout.replace(b"\x00\x1emcpsbx-ready\n", b"").replace(b"\x00\x1emcpsbx-go\n", b"")
+                eq(out, b"", "stdout")
+                eq(res.stderr, "", "stderr")
+            except Failure as e:
+                raise Failure("%r (warm=%r): %s" % (code[:30], warm, e))
+
+
 @case("py", "js")
 def t_reads_exactly_the_frame(lang):
     # Bytes after the frame are not the program's stdin and not consumed.

@@ -65,12 +65,13 @@
     }
   }
 
-  function writeRecord(code, memoryError, runnerError) {
+  function writeRecord(code, memoryError, runnerError, check) {
     if (recorded) return;
     recorded = true;
     if (nonce === null) return;
     const rec = { exit_code: code, memory_error: memoryError };
     if (runnerError !== undefined) rec.runner_error = runnerError;
+    if (check !== undefined) rec.check = check;
     const line = Buffer.concat([PREFIX, Buffer.from(nonce + ':' + stringify(rec) + '\n')]);
     // stderr first, then stdout: the engine copies the two streams
     // independently, so the daemon needs an end mark on each.
@@ -344,6 +345,7 @@
   const stdin = req.stdin === undefined || req.stdin === null ? '' : req.stdin;
   const env = req.env === undefined || req.env === null ? {} : req.env;
   const variables = req.variables === undefined || req.variables === null ? {} : req.variables;
+  const check = req.check === true;
   req = null;
   if (typeof code !== 'string' || typeof stdin !== 'string')
     return runnerFail('request code/stdin must be strings');
@@ -394,6 +396,49 @@
       }
     }
   }
+
+  // ---- check only: parse, as running it would, and say what failed -----
+  // Node prints a syntax error as "<file>:<line>", the source line, a
+  // caret line under the place, a blank line, then "SyntaxError: ...".
+  function syntaxResult(stack, fallback) {
+    const lines = String(stack).split('\n');
+    const at = /:(\d+)$/.exec(lines[0] || '');
+    const caret = (lines[2] || '').indexOf('^');
+    const msg = lines.find((l) => /^[A-Za-z]*Error: /.test(l)) || fallback;
+    return {
+      ok: false,
+      message: String(msg).slice(0, 500),
+      line: at ? Number(at[1]) : null,
+      column: at && caret >= 0 ? caret + 1 : null,
+    };
+  }
+  function checkSyntax(src) {
+    let result = { ok: true };
+    const cwd = proc.cwd();
+    try {
+      if (needsESM(src, path.join(cwd, 'main.js'))) {
+        // ES module syntax: only node --check parses it without running it.
+        const file = path.join(cwd, 'main.mjs');
+        fs.writeFileSync(file, src);
+        const r = require('child_process').spawnSync(proc.execPath, ['--check', file], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        fs.unlinkSync(file);
+        if (r.error) throw r.error;
+        if (r.status !== 0) result = syntaxResult(r.stderr, 'SyntaxError');
+      } else {
+        // A #! line is the loader's to strip; "//" keeps the columns.
+        const body = src.startsWith('#!') ? '//' + src.slice(2) : src;
+        vm.compileFunction(body, CJS_PARAMS, { filename: path.join(cwd, 'main.js') });
+      }
+    } catch (e) {
+      result = e instanceof SyntaxError ? syntaxResult(e.stack, e.message) : syntaxResult('', String(e));
+    }
+    writeRecord(0, false, undefined, result);
+    origReallyExit.call(proc, 0);
+  }
+  if (check) return checkSyntax(code);
 
   let mainPath;
   try {

@@ -52,12 +52,14 @@ def _mcpsbx_runner():
             except BlockingIOError:
                 wait_fd(0, False)
 
-    def finish(status, memory_error=False, runner_error=None):
+    def finish(status, memory_error=False, runner_error=None, check=None):
         # A child forked by the program must not claim the run is over.
         if os_getpid() == own_pid and nonce[0] is not None:
             rec = {"exit_code": status, "memory_error": memory_error}
             if runner_error is not None:
                 rec["runner_error"] = runner_error
+            if check is not None:
+                rec["check"] = check
             line = prefix + nonce[0] + b":" + dumps(rec, separators=(",", ":")).encode() + b"\n"
             # stderr first, then stdout: the engine copies the two streams
             # independently, so the daemon needs an end mark on each.
@@ -147,6 +149,26 @@ def _mcpsbx_runner():
                 pass
         write_all(1, ready)
 
+    def check_syntax(source):
+        # compile() of the bytes, as running main.py would: the first
+        # error with its 1-based line and column (None when it has none).
+        result = {"ok": True}
+        try:
+            compile(source, "main.py", "exec", dont_inherit=True)
+        except SyntaxError as e:
+            result = {
+                "ok": False,
+                "message": "%s: %s" % (type(e).__name__, e.msg),
+                "line": e.lineno if isinstance(e.lineno, int) and e.lineno > 0 else None,
+                "column": e.offset if isinstance(e.offset, int) and e.offset > 0 else None,
+            }
+        except (ValueError, MemoryError, RecursionError) as e:
+            result = {"ok": False, "message": "%s: %s" % (type(e).__name__, e), "line": None, "column": None}
+        result["message"] = result.get("message", "")[:500]
+        if result["ok"]:
+            del result["message"]
+        finish(0, check=result)
+
     warm = len(sys.argv) > 1
     if warm:
         warm_up(sys.argv[1])
@@ -214,6 +236,10 @@ def _mcpsbx_runner():
         variables = {}
     if not isinstance(variables, dict):
         runner_fail("request variables must be an object")
+    if req.get("check") is True:
+        # Only compile: nothing is written, bound or run.
+        del req, env, variables
+        check_syntax(code.encode("utf-8", "surrogateescape"))
     if not isinstance(env, dict):
         runner_fail("request env must be an object")
     for k, v in env.items():

@@ -408,6 +408,56 @@ static void test_result_invalid(void **state)
     }
 }
 
+/* A check-only run's answer; whatever the sandbox wrote is checked. */
+static void test_result_check(void **state)
+{
+    (void)state;
+    struct runner_done d;
+    enum err_code code;
+    assert_int_equal(parse_record(LIT("{\"exit_code\":0}"), &d, &code), 0);
+    assert_false(d.check.present);
+    assert_int_equal(parse_record(LIT("{\"exit_code\":0,\"check\":{\"ok\":true}}"), &d, &code), 0);
+    assert_true(d.check.present);
+    assert_true(d.check.ok);
+    assert_null(d.check.message);
+    assert_int_equal(parse_record(LIT("{\"exit_code\":0,\"check\":{\"ok\":false,\"message\":"
+                                      "\"SyntaxError: x\",\"line\":2,\"column\":10}}"),
+                                  &d, &code),
+                     0);
+    assert_false(d.check.ok);
+    assert_string_equal(d.check.message, "SyntaxError: x");
+    assert_int_equal(d.check.line, 2);
+    assert_int_equal(d.check.column, 10);
+    runner_done_free(&d);
+    assert_null(d.check.message);
+    assert_int_equal(parse_record(LIT("{\"exit_code\":0,\"check\":{\"ok\":false,\"message\":"
+                                      "\"ValueError: nul\",\"line\":null}}"),
+                                  &d, &code),
+                     0);
+    assert_int_equal(d.check.line, 0);
+    assert_int_equal(d.check.column, 0);
+    runner_done_free(&d);
+
+    static const char *const bad[] = {
+        "{\"exit_code\":0,\"check\":true}",
+        "{\"exit_code\":0,\"check\":{}}",
+        "{\"exit_code\":0,\"check\":{\"ok\":1}}",
+        "{\"exit_code\":0,\"check\":{\"ok\":false}}",
+        "{\"exit_code\":0,\"check\":{\"ok\":false,\"message\":\"m\",\"line\":0}}",
+        "{\"exit_code\":0,\"check\":{\"ok\":false,\"message\":\"m\",\"line\":-1}}",
+        "{\"exit_code\":0,\"check\":{\"ok\":false,\"message\":\"m\",\"column\":\"3\"}}",
+        "{\"exit_code\":0,\"check\":{\"ok\":false,\"message\":\"m\",\"line\":3000000000}}",
+        "{\"exit_code\":0,\"runner_error\":\"x\",\"check\":{\"ok\":false,\"message\":7}}",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        if (parse_record(bad[i], strlen(bad[i]), &d, &code) != -1)
+            fail_msg("record %zu was accepted", i);
+        assert_int_equal(code, ERR_PROTOCOL);
+        assert_null(d.runner_error);
+        assert_null(d.check.message);
+    }
+}
+
 static void test_result_requires_done(void **state)
 {
     (void)state;
@@ -814,6 +864,7 @@ int main(void)
         cmocka_unit_test(test_scan_after_done_ignored),
         cmocka_unit_test(test_result_valid),
         cmocka_unit_test(test_result_invalid),
+        cmocka_unit_test(test_result_check),
         cmocka_unit_test(test_result_requires_done),
         cmocka_unit_test(test_nonce),
         cmocka_unit_test(test_encode_basic),

@@ -89,7 +89,10 @@ static void test_check(void **state)
               "'description' must be a non-empty string");
     check_bad("{\"name\":\"t\",\"title\":\"T\",\"description\":\"D\",\"inputSchema\":" SCHEMA
               ",\"outputSchema\":{}}",
-              "unknown member 'outputSchema'");
+              "outputSchema: type must be \"object\"");
+    check_bad("{\"name\":\"t\",\"title\":\"T\",\"description\":\"D\",\"inputSchema\":" SCHEMA
+              ",\"outputschema\":{}}",
+              "unknown member 'outputschema'");
     check_bad("{\"name\":\"t\",\"title\":\"T\",\"description\":\"D\","
               "\"inputSchema\":{\"type\":\"string\"}}",
               "inputSchema: type must be \"object\"");

@@ -326,8 +326,8 @@ static void test_list(void **state)
     assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
     struct tools_features modern = {.annotations = true, .structured = true};
     json_object *l = list_of(&env, &modern);
-    assert_int_equal(json_object_array_length(l), 3);
-    for (size_t i = 0; i < 3; i++) {
+    assert_int_equal(json_object_array_length(l), 4);
+    for (size_t i = 0; i < 4; i++) {
         json_object *t = json_object_array_get_idx(l, i);
         assert_true(tools_exists(json_object_get_string(get(t, "name"))));
         assert_non_null(get(t, "description"));
@@ -346,6 +346,133 @@ static void test_list(void **state)
     tools_env_cleanup(&env);
 }
 
+/* The tool named name in the list for f (borrowed from l). */
+static json_object *tool_in(json_object *l, const char *name)
+{
+    for (size_t i = 0; i < json_object_array_length(l); i++) {
+        json_object *t = json_object_array_get_idx(l, i);
+        if (strcmp(json_object_get_string(get(t, "name")), name) == 0)
+            return t;
+    }
+    fail_msg("no tool %s", name);
+    return NULL;
+}
+
+static void test_validate_code_arguments(void **state)
+{
+    (void)state;
+    struct tools_run_args a;
+    struct err err = ERR_INIT;
+    assert_int_equal(
+        parse("validate_code", "{\"language\":\"javascript\",\"code\":\"let x = (;\"}", &a, &err),
+        0);
+    assert_true(a.check_only);
+    assert_int_equal(a.language, EXEC_JAVASCRIPT);
+    assert_int_equal(a.code_len, 10);
+    /* It takes a sandbox like a run, with the defaults' limits. */
+    assert_int_equal(a.timeout_ms, cfg.timeout_ms);
+    assert_int_equal(a.memory_mb, cfg.memory_mb);
+    assert_int_equal(parse("execute_code", "{\"language\":\"python\",\"code\":\"x\"}", &a, &err),
+                     0);
+    assert_false(a.check_only);
+    expect_invalid("validate_code", "{\"code\":\"x\"}", "'language'");
+    expect_invalid("validate_code", "{\"language\":\"python\",\"code\":\"x\",\"stdin\":\"\"}",
+                   "unknown argument 'stdin'");
+}
+
+/* Every validate_code result matches its own served outputSchema; a
+ * check that was made is never isError, one that was not always is. */
+static void test_check_result(void **state)
+{
+    (void)state;
+    struct tools_env env;
+    struct err err = ERR_INIT;
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
+    struct tools_features modern = {.annotations = true, .structured = true};
+    json_object *l = list_of(&env, &modern);
+    json_object *t = tool_in(l, "validate_code");
+    json_object *schema = get(t, "outputSchema");
+    json_object *ann = get(t, "annotations");
+    assert_true(json_object_get_boolean(get(ann, "readOnlyHint")));
+    assert_true(json_object_get_boolean(get(ann, "idempotentHint")));
+    assert_false(json_object_get_boolean(get(ann, "openWorldHint")));
+    /* Not a run: no limits in its description. */
+    assert_null(strstr(json_object_get_string(get(t, "description")), "Default limits"));
+    assert_non_null(strstr(json_object_get_string(get(tool_in(l, "execute_code"), "description")),
+                           "Default limits"));
+
+    struct exec_result res;
+    exec_result_init(&res);
+    res.status = EXEC_OK;
+    res.duration_ms = 3.21;
+    res.check.present = true;
+    res.check.ok = true;
+    json_object *r = tools_check_result(&res, EXEC_PYTHON, &modern);
+    json_object *sc = get(r, "structuredContent");
+    if (schema_validate(schema, sc, 0, &err) < 0)
+        fail_msg("valid: %s", err_msg(&err));
+    assert_true(json_object_get_boolean(get(sc, "valid")));
+    assert_true(json_object_is_type(get(sc, "error"), json_type_null));
+    assert_false(json_object_get_boolean(get(r, "isError")));
+    json_object_put(r);
+
+    res.check.ok = false;
+    res.check.message = xstrdup("SyntaxError: Unexpected token ';' \xff");
+    res.check.line = 2;
+    res.check.column = 10;
+    r = tools_check_result(&res, EXEC_JAVASCRIPT, &modern);
+    sc = get(r, "structuredContent");
+    if (schema_validate(schema, sc, 0, &err) < 0)
+        fail_msg("invalid: %s", err_msg(&err));
+    assert_false(json_object_get_boolean(get(sc, "valid")));
+    assert_int_equal(json_object_get_int(get(get(sc, "error"), "line")), 2);
+    assert_int_equal(json_object_get_int(get(get(sc, "error"), "column")), 10);
+    assert_string_equal(json_object_get_string(get(get(sc, "error"), "message")),
+                        "SyntaxError: Unexpected token ';' \xef\xbf\xbd");
+    assert_false(json_object_get_boolean(get(r, "isError")));
+    json_object *text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    assert_string_equal(json_object_get_string(text),
+                        "invalid javascript: line 2, column 10: SyntaxError: Unexpected token ';' "
+                        "\xef\xbf\xbd");
+    json_object_put(r);
+
+    res.check.line = 0;
+    res.check.column = 0;
+    r = tools_check_result(&res, EXEC_PYTHON, &modern);
+    sc = get(r, "structuredContent");
+    if (schema_validate(schema, sc, 0, &err) < 0)
+        fail_msg("no position: %s", err_msg(&err));
+    assert_true(json_object_is_type(get(get(sc, "error"), "line"), json_type_null));
+    json_object_put(r);
+
+    /* Old protocol versions: the text only. */
+    struct tools_features old = {0};
+    r = tools_check_result(&res, EXEC_PYTHON, &old);
+    assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
+    json_object_put(r);
+
+    /* No answer from the sandbox: a failed call, no structuredContent. */
+    exec_result_free(&res);
+    exec_result_init(&res);
+    res.status = EXEC_ERROR;
+    res.message = xstrdup("engine unreachable");
+    r = tools_check_result(&res, EXEC_PYTHON, &modern);
+    assert_true(json_object_get_boolean(get(r, "isError")));
+    assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
+    text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    assert_string_equal(json_object_get_string(text),
+                        "could not check the code (error): engine unreachable");
+    json_object_put(r);
+    struct tools_run_args a = {.language = EXEC_PYTHON, .check_only = true};
+    r = tools_busy_result(&a, &modern, "every run slot is taken", 1.0);
+    assert_true(json_object_get_boolean(get(r, "isError")));
+    assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
+    json_object_put(r);
+    exec_result_free(&res);
+    json_object_put(l);
+    tools_env_cleanup(&env);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +484,8 @@ int main(void)
         cmocka_unit_test(test_result_matches_output_schema),
         cmocka_unit_test(test_schema_and_code_agree),
         cmocka_unit_test(test_list),
+        cmocka_unit_test(test_validate_code_arguments),
+        cmocka_unit_test(test_check_result),
     };
     return cmocka_run_group_tests_name("tools", tests, setup, teardown);
 }
