@@ -23,6 +23,11 @@ int backend_ping(struct backend *b, struct err *err)
     return b->ops->ping(b, err);
 }
 
+int backend_gone(struct backend *b, struct err *err)
+{
+    return b->ops->gone ? b->ops->gone(b, err) : 0;
+}
+
 int backend_version(struct backend *b, char **name, char **version, struct err *err)
 {
     return b->ops->version(b, name, version, err);

@@ -88,6 +88,9 @@ struct backend_ops {
     /* Where the backend is (for messages): e.g. the engine socket path. */
     const char *(*address)(const struct backend *b);
     int (*ping)(struct backend *b, struct err *err);
+    /* 1 with err when the engine is certainly gone, 0 otherwise; never
+     * waits on the engine. May be NULL (never gone). */
+    int (*gone)(struct backend *b, struct err *err);
     int (*version)(struct backend *b, char **name, char **version, struct err *err);
     /* The request create would send for spec, as text (for --dry-run-create). */
     char *(*render_create)(const struct backend *b, const struct backend_spec *spec);
@@ -128,6 +131,10 @@ const char *backend_address(const struct backend *b);
 
 /* Short timeout: cheap reachability for health checks. */
 int backend_ping(struct backend *b, struct err *err);
+
+/* Whether the engine is certainly gone (1, with err), asked without
+ * waiting on it: for runs whose streams do not pass through the engine. */
+int backend_gone(struct backend *b, struct err *err);
 
 /* The engine's own name ("Docker Engine", "Podman Engine") and version;
  * the caller frees both. */

@@ -480,15 +480,33 @@ static int finish_from_engine(struct exec_ctx *ctx, struct run *r, const char *i
 /* read_loop's answer when the stream ended before the runner had the code. */
 #define READ_NOT_STARTED 1
 
+/* How often a run makes sure the engine is still there. A run whose
+ * streams come over the daemon's socket would not notice otherwise, and
+ * without the engine its sandbox can be neither stopped nor removed: the
+ * run ends with what it wrote and an engine error, as when the engine's
+ * own stream breaks. */
+#define ENGINE_CHECK_MS 1000.0
+
 /* Returns 0 (res says how the program ended), READ_NOT_STARTED, or -1. */
 static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream *stream,
                      const char *id, struct exec_cancel *cancel, double deadline, struct err *err)
 {
     int rc = 0;
+    double next_check = util_now_ms() + ENGINE_CHECK_MS;
     for (;;) {
         if (r->scan_out.done && r->scan_err.done) {
             rc = finish_from_record(r, err);
             break;
+        }
+        double now = util_now_ms();
+        if (now >= next_check) {
+            next_check = now + ENGINE_CHECK_MS;
+            if (backend_gone(ctx->backend, err)) {
+                runner_scan_flush(&r->scan_out, emit_out, r);
+                runner_scan_flush(&r->scan_err, emit_err, r);
+                rc = err_wrap(err, "the run was cut short");
+                break;
+            }
         }
         if (!backend_stream_pending(stream)) {
             double left = deadline - util_now_ms();
@@ -505,6 +523,8 @@ static int read_loop(struct exec_ctx *ctx, struct run *r, struct backend_stream 
             int wait_ms = (int)(left + 1);
             if (r->req->on_output && wait_ms > EXEC_TICK_MS)
                 wait_ms = EXEC_TICK_MS;
+            if (wait_ms > (int)(next_check - now) + 1)
+                wait_ms = (int)(next_check - now) + 1;
             int pr = poll(pfd, 2, wait_ms);
             if (pr < 0 && errno != EINTR) {
                 rc = err_set(err, ERR_IO, "poll on the sandbox's streams: %s", strerror(errno));
@@ -662,8 +682,16 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         goto out;
 
     /* A pooled sandbox if one fits and is healthy; one that fails before
-     * the code reached it is replaced by another, once; then on demand. */
+     * the code reached it is replaced by another, once; then on demand.
+     * None while the engine is gone: a sandbox it cannot stop or remove
+     * is not handed out (on demand then fails at once, naming it). */
     int profile = pool_profile_for(ctx, req);
+    if (profile >= 0) {
+        struct err gone = ERR_INIT;
+        if (backend_gone(ctx->backend, &gone))
+            profile = -1;
+        err_clear(&gone);
+    }
     unsigned tries = 2;
     for (;;) {
         struct pool_entry e;

@@ -10,14 +10,16 @@
  *     EOF), sets env in its own environment (so the program and its
  *     children inherit it; the container's configuration never holds these
  *     values), binds variables (Python: globals of __main__; JavaScript:
- *     read-only, enumerable properties of globalThis), refusing a name
+ *     script-level const bindings of the global scope), refusing a name
  *     the live interpreter would have hidden behind it (tools/variables.h
  *     has the rule), and runs the code in-process as the main program.
  *     With "check": true it only parses the code as running it would
- *     (Python: compile(); Node: the CommonJS compile, or `node --check`
- *     for an ES module), writes nothing and runs nothing, and the record
- *     carries "check": {"ok": true} or {"ok": false, "message": "...",
- *     "line": N|null, "column": N|null} (1-based, message <= 500 chars).
+ *     (Python: compile(); Node: the CommonJS compile, or, for an ES
+ *     module, main.mjs written and parsed by a second `node --check`),
+ *     runs none of the code, and the record carries "check": {"ok": true}
+ *     or {"ok": false, "message": "SyntaxError: ...", "line": N|null,
+ *     "column": N|null} (1-based, message <= 500 chars). When the check
+ *     itself cannot be made it fails as the runner (runner_error).
  *
  * Completion record (runner -> daemon, on stdout, once, after the program
  * finished: Python after non-daemon threads are joined, atexit handlers ran

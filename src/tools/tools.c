@@ -314,7 +314,12 @@ int tools_prepare(const struct config *cfg, const char *name, json_object *args,
     *error_result = NULL;
     if (tools_parse_args(cfg, name, args, out, &err) < 0) {
         char *msg = xasprintf("Invalid arguments for %s: %s", name, err_msg(&err));
-        *error_result = error_result_json(msg);
+        /* It may quote the client's strings, which json-c does not check
+         * for UTF-8. */
+        size_t clean_len = 0;
+        char *clean = util_utf8_sanitize(msg, strlen(msg), &clean_len);
+        *error_result = error_result_json(clean);
+        free(clean);
         free(msg);
         err_clear(&err);
         tools_run_args_release(out);

@@ -1,5 +1,7 @@
 #include "tools/variables.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
@@ -7,24 +9,59 @@
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x)  STRINGIFY_(x)
 
-static const char *names_of(enum exec_language lang)
+/* A name list as sorted (pointer, length) pairs into the embedded text,
+ * built once: a call may bring a hundred thousand names. */
+struct name {
+    const char *p;
+    size_t len;
+};
+
+struct name_table {
+    struct name *names;
+    size_t n;
+};
+
+static struct name_table tables[2]; /* EXEC_PYTHON, EXEC_JAVASCRIPT */
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static int name_cmp(const void *a, const void *b)
 {
-    return lang == EXEC_PYTHON ? variables_python_names : variables_javascript_names;
+    const struct name *x = a;
+    const struct name *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->p, y->p, n);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* Whether list (one name per line, '#' comment lines) holds name. A scan:
- * a few hundred short lines, and no state to share between threads. */
-static bool listed(const char *list, const char *name)
+/* One name per line; '#' starts a comment line. */
+static void table_build(struct name_table *t, const char *text)
 {
-    size_t n = strlen(name);
-    for (const char *p = list; *p;) {
+    size_t cap = 1;
+    for (const char *p = text; *p; p++)
+        cap += *p == '\n';
+    t->names = xcalloc(cap, sizeof(*t->names));
+    for (const char *p = text; *p;) {
         const char *end = strchr(p, '\n');
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && *p != '#' && memcmp(p, name, n) == 0)
-            return true;
+        if (len && *p != '#')
+            t->names[t->n++] = (struct name){p, len};
         p += len + (end ? 1 : 0);
     }
-    return false;
+    qsort(t->names, t->n, sizeof(*t->names), name_cmp);
+}
+
+static void tables_build(void)
+{
+    table_build(&tables[EXEC_PYTHON], variables_python_names);
+    table_build(&tables[EXEC_JAVASCRIPT], variables_javascript_names);
+}
+
+static bool listed(enum exec_language lang, const char *name)
+{
+    pthread_once(&tables_once, tables_build);
+    const struct name_table *t = &tables[lang == EXEC_PYTHON ? EXEC_PYTHON : EXEC_JAVASCRIPT];
+    struct name key = {name, strlen(name)};
+    return bsearch(&key, t->names, t->n, sizeof(*t->names), name_cmp) != NULL;
 }
 
 static bool identifier(enum exec_language lang, const char *name)
@@ -55,7 +92,7 @@ bool variables_name_ok(enum exec_language lang, const char *name, const char **w
         *why = "begins with two underscores (the interpreter's own names)";
         return false;
     }
-    if (listed(names_of(lang), name)) {
+    if (listed(lang, name)) {
         *why = lang == EXEC_PYTHON
                    ? "would hide a Python keyword, builtin or loaded module"
                    : "would hide a JavaScript reserved word, global or Object.prototype member";
@@ -76,7 +113,8 @@ int variables_encode(json_object *vars, enum exec_language lang, long long max_b
         (void)value;
         const char *why = NULL;
         if (!variables_name_ok(lang, name, &why))
-            return err_set(err, ERR_INVALID, "variable '%.*s' %s", VARIABLES_MAX_NAME, name, why);
+            return err_set(err, ERR_INVALID, "variable '%.*s' %s",
+                           util_utf8_prefix(name, VARIABLES_MAX_NAME), name, why);
     }
     size_t n = 0;
     const char *text = json_object_to_json_string_length(

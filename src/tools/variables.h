@@ -1,7 +1,8 @@
 /* The `variables` argument of the run tools: named JSON values the runner
  * binds before the program starts, as globals of __main__ in Python and as
- * read-only properties of globalThis (constants) in JavaScript. They travel
- * as JSON in the request frame, never as source.
+ * global constants in JavaScript (script-level const bindings, seen by
+ * CommonJS and ES modules; not properties of globalThis). They travel as
+ * JSON in the request frame, never as source.
  *
  * A name must be an ASCII identifier of the language of at most
  * VARIABLES_MAX_NAME bytes, must not begin with two underscores (the

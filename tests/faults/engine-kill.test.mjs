@@ -49,12 +49,14 @@ test('engine SIGKILLed mid-run: the call ends with an engine error and its parti
     const started = new Promise((r) => (sawStarted = r));
     const call = st.d.call(
       'execute_code',
-      { language: 'python', code: LOOP_CODE, timeout_ms: 120_000 },
+      // Not the pool's limit: an on-demand container, told apart from the
+      // waiting pooled ones (which run too) by having no pool label.
+      { language: 'python', code: LOOP_CODE, timeout_ms: 120_000, memory_mb: 300 },
       { onprogress: (p) => String(p.message ?? '').includes('started') && sawStarted() },
     );
     const s = await within(started, 60_000);
     assert.ok(!s.timedOut, 'no `started` progress notification within 60 s');
-    st.container = await waitRunning(MARKER);
+    st.container = await waitRunning(MARKER, 60_000, { onDemand: true });
 
     const pid = enginePid();
     signalEngine(pid, 'SIGKILL');

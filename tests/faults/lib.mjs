@@ -147,17 +147,18 @@ export async function removeOurs(marker = RUN_ID) {
 }
 
 /** Waits for a running container of marker; returns it. */
-export async function waitRunning(marker, ms = 60_000) {
+export async function waitRunning(marker, ms = 60_000, { onDemand = false } = {}) {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
-    const running = (await ourContainers(marker)).filter((c) => c.state === 'running');
+    const running = (await ourContainers(marker)).filter((c) => c.state === 'running' && !(onDemand && c.pool));
     if (running.length) return running[0];
     await sleep(100);
   }
   assert.fail(`no running container with marker ${marker} within ${ms} ms`);
 }
 
-/** Polls until the engine no longer knows container id; returns the ms from
+/** (waitRunning: onDemand skips pooled containers, which run while they
+ * wait.) Polls until the engine no longer knows container id; returns the ms from
  * t0 until then, or null if it is still there ms after t0. */
 export async function waitGone(id, ms, t0 = Date.now()) {
   while (Date.now() - t0 < ms) {

@@ -882,6 +882,41 @@ def t_check_only(lang):
                 raise Failure("%r (warm=%r): %s" % (code[:30], warm, e))
 
 
+@case("py")
+def t_check_long_message(lang):
+    # An error quoting a long non-ASCII name still fits the record.
+    name = "\U00020000" * 460
+    res = run(lang, request=frame("def f(%s, %s):\n    pass\n" % (name, name), extra={"check": True}))
+    check(res.record is not None, "no record; rc=%r stderr=%r" % (res.rc, res.stderr))
+    got = res.record.get("check") or {}
+    eq(got.get("ok"), False, "ok")
+    check(got.get("message", "").startswith("SyntaxError: duplicate argument"), "message: %r" % got.get("message", "")[:80])
+    eq(got.get("line"), 1, "line")
+
+
+@case("js")
+def t_check_label_like_message(lang):
+    # The source line shown above the caret is not the error's message.
+    res = run(lang, request=frame("SyntaxError: for (;;) { let x = (; }\n", extra={"check": True}))
+    eq((res.record or {}).get("check"), {"ok": False, "message": "SyntaxError: Unexpected token ';'",
+                                         "line": 1, "column": 34}, "check")
+
+
+@case("js")
+def t_warm_package_scope(lang):
+    # A package.json the program writes counts, warm or cold: the warm-up
+    # cached nothing about the working directory's package scope.
+    code = ("import fs from 'fs';\n"
+            "fs.writeFileSync('package.json', '{\"type\":\"module\"}');\n"
+            "fs.writeFileSync('x.js', 'export const v = 42;');\n"
+            "const m = await import('./x.js');\nconsole.log(m.v, fs.existsSync('.mcpsbx-warm'));\n")
+    for warm in (None, ""):
+        res = run(lang, code, warm=warm)
+        ok_record(res)
+        out = res.stdout.replace(b"\x00\x1emcpsbx-ready\n", b"").replace(b"\x00\x1emcpsbx-go\n", b"")
+        eq(out, b"42 false\n", "stdout (warm=%r)" % warm)
+
+
 @case("py", "js")
 def t_reads_exactly_the_frame(lang):
     # Bytes after the frame are not the program's stdin and not consumed.

@@ -6,6 +6,7 @@
 
 #include "backend/channel.h"
 #include "backend/docker/engine.h"
+#include "backend/docker/engine_http.h"
 #include "backend/docker/engine_stream.h"
 #include "backend/docker/seccomp_file.h"
 #include "base/util.h"
@@ -224,6 +225,11 @@ static int docker_ping(struct backend *b, struct err *err)
     return engine_ping(engine_of(b), err);
 }
 
+static int docker_gone(struct backend *b, struct err *err)
+{
+    return engine_http_gone(engine_socket(engine_of(b)), err);
+}
+
 static int docker_version(struct backend *b, char **name, char **version, struct err *err)
 {
     return engine_version(engine_of(b), name, version, err);
@@ -399,6 +405,7 @@ static const struct backend_ops docker_ops = {
     .free = docker_free,
     .address = docker_address,
     .ping = docker_ping,
+    .gone = docker_gone,
     .version = docker_version,
     .render_create = docker_render_create,
     .create = docker_create,

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "base/log.h"
 
@@ -74,6 +76,25 @@ static int connect_error(const char *socket_path, CURLcode rc, long os_errno, st
         hint = "does this user have access to the socket?";
     return err_set(err, ERR_ENGINE, "cannot reach the container engine at unix://%s: %s (%s%s%s)",
                    socket_path, curl_easy_strerror(rc), os, os[0] ? "; " : "", hint);
+}
+
+int engine_http_gone(const char *socket_path, struct err *err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(socket_path) >= sizeof(sa.sun_path))
+        return 0;
+    memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return 0;
+    int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+    int e = rc < 0 ? errno : 0;
+    close(fd);
+    if (e != ECONNREFUSED && e != ENOENT)
+        return 0;
+    err_set(err, ERR_ENGINE, "the container engine at unix://%s is gone: %s", socket_path,
+            strerror(e));
+    return 1;
 }
 
 static CURL *new_handle(const char *socket_path, const char *path, long timeout_ms, char *errbuf,

@@ -15,6 +15,12 @@
 int engine_http_global_init(struct err *err);
 void engine_http_global_cleanup(void);
 
+/* Whether the engine is gone, asked without a request (so a stalled engine
+ * cannot hold the caller): 1 with an ERR_ENGINE err naming the socket
+ * when nothing listens on it (no socket file, or the connection is
+ * refused); 0 otherwise, a stalled engine included. */
+int engine_http_gone(const char *socket_path, struct err *err);
+
 /* Sends METHOD path (path includes the API version prefix and query) with an
  * optional JSON body. On transport success returns 0 and sets *status and
  * resp (capped at ENGINE_HTTP_MAX_RESPONSE); the caller judges the status.

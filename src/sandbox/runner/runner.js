@@ -281,15 +281,21 @@
     // and stdout/stderr untouched (a console on a sink of its own).
     try {
       vm.compileFunction('', CJS_PARAMS);
-      const scratch = path.join(proc.cwd(), '.mcpsbx-warm.js');
-      fs.writeFileSync(scratch, '');
+      // In a directory of its own with a package.json, so the package
+      // scope lookup stops there and caches nothing about the working
+      // directory's (a program may write one before it imports).
+      const dir = path.join(proc.cwd(), '.mcpsbx-warm');
+      const scratch = path.join(dir, 'warm.js');
+      fs.mkdirSync(dir);
       try {
+        fs.writeFileSync(path.join(dir, 'package.json'), '{}');
+        fs.writeFileSync(scratch, '');
         Module._load(scratch, null, false);
       } finally {
         delete Module._cache[scratch];
         for (const k of Object.keys(Module._pathCache || {}))
           if (k.startsWith(scratch)) delete Module._pathCache[k];
-        fs.unlinkSync(scratch);
+        fs.rmSync(dir, { recursive: true, force: true });
       }
       void new (require('net').Socket)();
       const sink = new (require('stream').Writable)({
@@ -400,14 +406,18 @@
   // ---- check only: parse, as running it would, and say what failed -----
   // Node prints a syntax error as "<file>:<line>", the source line, a
   // caret line under the place, a blank line, then "SyntaxError: ...".
-  function syntaxResult(stack, fallback) {
+  // Anything else means the check could not be made: a runner failure,
+  // never an answer about the code.
+  function syntaxResult(stack) {
     const lines = String(stack).split('\n');
     const at = /:(\d+)$/.exec(lines[0] || '');
     const caret = (lines[2] || '').indexOf('^');
-    const msg = lines.find((l) => /^[A-Za-z]*Error: /.test(l)) || fallback;
+    const blank = lines.indexOf('', 1);
+    const msg = lines.slice(blank >= 0 ? blank + 1 : 0).find((l) => l.startsWith('SyntaxError: '));
+    if (msg === undefined) return null;
     return {
       ok: false,
-      message: String(msg).slice(0, 500),
+      message: msg.slice(0, 500),
       line: at ? Number(at[1]) : null,
       column: at && caret >= 0 ? caret + 1 : null,
     };
@@ -417,23 +427,35 @@
     const cwd = proc.cwd();
     try {
       if (needsESM(src, path.join(cwd, 'main.js'))) {
-        // ES module syntax: only node --check parses it without running it.
+        // ES module syntax: only node --check parses it without running it
+        // (a second Node, with none of the run's environment).
         const file = path.join(cwd, 'main.mjs');
         fs.writeFileSync(file, src);
         const r = require('child_process').spawnSync(proc.execPath, ['--check', file], {
           encoding: 'utf8',
+          env: {},
           stdio: ['ignore', 'ignore', 'pipe'],
+          maxBuffer: 2 * Buffer.byteLength(src) + (1 << 20), // it may echo the source line
         });
         fs.unlinkSync(file);
         if (r.error) throw r.error;
-        if (r.status !== 0) result = syntaxResult(r.stderr, 'SyntaxError');
+        if (r.status !== 0) {
+          result = r.status === 1 ? syntaxResult(r.stderr) : null;
+          if (result === null)
+            return runnerFail('node --check failed: ' + (r.signal || r.status) + ': ' + String(r.stderr).slice(0, 300));
+        }
       } else {
         // A #! line is the loader's to strip; "//" keeps the columns.
         const body = src.startsWith('#!') ? '//' + src.slice(2) : src;
-        vm.compileFunction(body, CJS_PARAMS, { filename: path.join(cwd, 'main.js') });
+        try {
+          vm.compileFunction(body, CJS_PARAMS, { filename: path.join(cwd, 'main.js') });
+        } catch (e) {
+          if (!(e instanceof SyntaxError)) throw e;
+          result = syntaxResult(e.stack) || { ok: false, message: ('SyntaxError: ' + e.message).slice(0, 500), line: null, column: null };
+        }
       }
     } catch (e) {
-      result = e instanceof SyntaxError ? syntaxResult(e.stack, e.message) : syntaxResult('', String(e));
+      return runnerFail('cannot check the code: ' + String(e && e.message ? e.message : e).slice(0, 300));
     }
     writeRecord(0, false, undefined, result);
     origReallyExit.call(proc, 0);

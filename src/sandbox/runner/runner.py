@@ -164,7 +164,12 @@ def _mcpsbx_runner():
             }
         except (ValueError, MemoryError, RecursionError) as e:
             result = {"ok": False, "message": "%s: %s" % (type(e).__name__, e), "line": None, "column": None}
-        result["message"] = result.get("message", "")[:500]
+        # The record must stay under RUNNER_MAX_RECORD once escaped
+        # (a non-ASCII character may take 12 bytes).
+        m = result.get("message", "")[:500]
+        while len(dumps(m)) > 1500:
+            m = m[: len(m) * 3 // 4]
+        result["message"] = m
         if result["ok"]:
             del result["message"]
         finish(0, check=result)

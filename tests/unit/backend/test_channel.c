@@ -260,23 +260,21 @@ static void test_bad_tags(void **state)
     expect_refusal(g, CHANNEL_TAG_IO, '-', ERR_TIMEOUT, "did not connect");
 }
 
-/* A process of another user (not the sandbox's, not ours) is refused. */
-static void test_stranger_refused(void **state)
+/* A process of uid:gid connects (tagged) and stays; channel_accept for
+ * container_id must refuse it with ERR_PROTOCOL naming needle. The socket
+ * is opened to all first, so only the peer check stands in the way. */
+static void expect_peer_refused(struct rig *g, uid_t uid, gid_t gid, const char *container_id,
+                                const char *needle)
 {
-    struct rig *g = *state;
-    if (geteuid() != 0)
-        skip();
     struct channel *c = NULL;
     struct err err = ERR_INIT;
     assert_int_equal(channel_open(g->base, g->uid, g->gid, &c, &err), 0);
-    /* Its socket is 0600 and the sandbox's: open it up, so only the peer
-     * check stands in the way. */
     char *path = socket_path(c);
     assert_int_equal(chmod(path, 0666), 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        if (setgid(12345) < 0 || setuid(12345) < 0)
+        if (setgid(gid) < 0 || setuid(uid) < 0)
             _exit(2);
         int fd = connect_tagged(path, CHANNEL_TAG_IO);
         if (fd >= 0)
@@ -284,16 +282,26 @@ static void test_stranger_refused(void **state)
         _exit(3);
     }
     struct backend_stream *s = NULL;
-    assert_int_equal(channel_accept(c, g->cg, util_now_ms() + GUARD_MS, -1, NULL, NULL, &s, &err),
-                     -1);
+    assert_int_equal(
+        channel_accept(c, container_id, util_now_ms() + GUARD_MS, -1, NULL, NULL, &s, &err), -1);
     assert_int_equal(err.code, ERR_PROTOCOL);
-    if (!strstr(err_msg(&err), "uid 12345"))
-        fail_msg("\"%s\" does not name the uid", err_msg(&err));
+    if (!strstr(err_msg(&err), needle))
+        fail_msg("\"%s\" does not say \"%s\"", err_msg(&err), needle);
+    assert_int_equal(channel_accepted(c), 1);
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     err_clear(&err);
     free(path);
     channel_close(c);
+}
+
+/* A process of another user (not the sandbox's, not ours) is refused. */
+static void test_stranger_refused(void **state)
+{
+    struct rig *g = *state;
+    if (geteuid() != 0)
+        skip();
+    expect_peer_refused(g, 12345, 12345, g->cg, "uid 12345");
 }
 
 /* A process of the sandbox's uid that is not in the sandbox (another
@@ -303,33 +311,8 @@ static void test_outsider_refused(void **state)
     struct rig *g = *state;
     if (geteuid() != 0)
         skip();
-    struct channel *c = NULL;
-    struct err err = ERR_INIT;
-    assert_int_equal(channel_open(g->base, g->uid, g->gid, &c, &err), 0);
-    char *path = socket_path(c);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        if (setgid(g->gid) < 0 || setuid(g->uid) < 0)
-            _exit(2);
-        int fd = connect_tagged(path, CHANNEL_TAG_IO);
-        if (fd >= 0)
-            pause();
-        _exit(3);
-    }
-    struct backend_stream *s = NULL;
-    assert_int_equal(channel_accept(c, "0123456789abcdef-not-this-container",
-                                    util_now_ms() + GUARD_MS, -1, NULL, NULL, &s, &err),
-                     -1);
-    assert_int_equal(err.code, ERR_PROTOCOL);
-    if (!strstr(err_msg(&err), "outside the sandbox"))
-        fail_msg("\"%s\" does not say outside", err_msg(&err));
-    assert_int_equal(channel_accepted(c), 1);
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    err_clear(&err);
-    free(path);
-    channel_close(c);
+    expect_peer_refused(g, g->uid, g->gid, "0123456789abcdef-not-this-container",
+                        "outside the sandbox");
 }
 
 /* A connection that never sends its tag holds nothing past a stop. */

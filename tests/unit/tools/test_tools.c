@@ -145,6 +145,25 @@ static void test_variables_argument(void **state)
     cfg.max_variables_bytes = 1 << 20;
 }
 
+/* An invalid-arguments result quoting the client's bytes is valid UTF-8
+ * even when those bytes were not (json-c does not check). */
+static void test_invalid_result_is_utf8(void **state)
+{
+    (void)state;
+    json_object *args = json_tokener_parse("{\"code\":\"x\",\"variables\":{\"\xff\xfe\":1}}");
+    assert_non_null(args);
+    struct tools_run_args a;
+    json_object *bad = NULL;
+    assert_int_equal(tools_prepare(&cfg, "run_python_code", args, &a, &bad), -1);
+    assert_non_null(bad);
+    size_t len = 0;
+    const char *text = json_object_to_json_string_length(bad, JSON_C_TO_STRING_PLAIN, &len);
+    assert_true(util_utf8_valid(text, len));
+    assert_non_null(strstr(text, "not an ASCII Python identifier"));
+    json_object_put(bad);
+    json_object_put(args);
+}
+
 /* Clients send null for optional arguments they leave out. */
 static void test_null_arguments(void **state)
 {
@@ -480,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_execute_code),
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_variables_argument),
+        cmocka_unit_test(test_invalid_result_is_utf8),
         cmocka_unit_test(test_result_shape),
         cmocka_unit_test(test_result_matches_output_schema),
         cmocka_unit_test(test_schema_and_code_agree),

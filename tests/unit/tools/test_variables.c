@@ -121,13 +121,32 @@ static void test_encode(void **state)
     json_object_put(v);
 }
 
+/* A refused name is quoted whole characters only, whatever its bytes. */
+static void test_message_is_utf8(void **state)
+{
+    (void)state;
+    char args[512] = "{\"a";
+    for (int i = 0; i < 100; i++)
+        strcat(args, "\xc3\xa9");
+    strcat(args, "\": 1}");
+    json_object *v = json_tokener_parse(args);
+    assert_non_null(v);
+    struct err err = ERR_INIT;
+    char *json = NULL;
+    size_t len = 0;
+    assert_int_equal(variables_encode(v, EXEC_PYTHON, 1000, &json, &len, &err), -1);
+    assert_non_null(strstr(err_msg(&err), "longer than 128 bytes"));
+    assert_true(util_utf8_valid(err_msg(&err), strlen(err_msg(&err))));
+    err_clear(&err);
+    json_object_put(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_python_names),
-        cmocka_unit_test(test_javascript_names),
-        cmocka_unit_test(test_comments_are_not_names),
-        cmocka_unit_test(test_encode),
+        cmocka_unit_test(test_python_names),           cmocka_unit_test(test_javascript_names),
+        cmocka_unit_test(test_comments_are_not_names), cmocka_unit_test(test_encode),
+        cmocka_unit_test(test_message_is_utf8),
     };
     return cmocka_run_group_tests_name("variables", tests, NULL, NULL);
 }

@@ -5,7 +5,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -106,10 +110,42 @@ static void test_dechunk(void **state)
     assert_int_equal(engine_http_dechunk(NULL, 0), 0);
 }
 
+/* Gone: no socket file, or a file nothing listens on; a listener that
+ * never answers (a stalled engine) is not gone. */
+static void test_gone(void **state)
+{
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/mcpsbx-gone-test.%ld.sock", (long)getpid());
+    unlink(path);
+    struct err err = ERR_INIT;
+    assert_int_equal(engine_http_gone(path, &err), 1);
+    assert_int_equal(err.code, ERR_ENGINE);
+    assert_non_null(strstr(err_msg(&err), path));
+    err_clear(&err);
+
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    /* Bound, not listening: what a killed engine leaves behind. */
+    assert_int_equal(engine_http_gone(path, &err), 1);
+    err_clear(&err);
+    assert_int_equal(listen(fd, 4), 0);
+    assert_int_equal(engine_http_gone(path, &err), 0);
+    assert_null(err.msg);
+    close(fd);
+    assert_int_equal(engine_http_gone(path, &err), 1);
+    err_clear(&err);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_head),
+        cmocka_unit_test(test_gone),
         cmocka_unit_test(test_dechunk),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
