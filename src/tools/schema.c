@@ -9,12 +9,14 @@
 #include "base/buf.h"
 
 #define KEYWORDS                                                                                   \
-    "type, properties, required, additionalProperties, enum, minimum, maximum, maxLength, "        \
-    "anyOf, description, title, default"
+    "type, properties, required, additionalProperties, items, minItems, maxItems, enum, minimum, " \
+    "maximum, maxLength, anyOf, description, title, default"
 
 static const char *const keywords[] = {
-    "type",    "properties", "required", "additionalProperties", "enum",  "minimum",
-    "maximum", "maxLength",  "anyOf",    "description",          "title", "default",
+    "type",        "properties", "required",  "additionalProperties",
+    "items",       "minItems",   "maxItems",  "enum",
+    "minimum",     "maximum",    "maxLength", "anyOf",
+    "description", "title",      "default",
 };
 
 static const struct {
@@ -23,6 +25,7 @@ static const struct {
 } types[] = {
     {"object", "an object"}, {"string", "a string"},   {"integer", "an integer"},
     {"number", "a number"},  {"boolean", "a boolean"}, {"null", "null"},
+    {"array", "an array"},
 };
 
 /* How messages name what is validated. */
@@ -85,6 +88,8 @@ static bool type_matches(const char *type, json_object *v)
         return json_object_is_type(v, json_type_boolean);
     if (strcmp(type, "null") == 0)
         return json_object_is_type(v, json_type_null);
+    if (strcmp(type, "array") == 0)
+        return json_object_is_type(v, json_type_array);
     return false;
 }
 
@@ -119,6 +124,12 @@ static int add_alternative(struct buf *b, size_t i, size_t n, const char *text)
 static char *join_path(const char *path, const char *name)
 {
     return path ? xasprintf("%s.%s", path, name) : xstrdup(name);
+}
+
+/* "files[2]"; "[2]" for an element of the value itself. */
+static char *join_index(const char *path, size_t i)
+{
+    return xasprintf("%s[%zu]", path ? path : "", i);
 }
 
 /* ---- validation ---------------------------------------------------------- */
@@ -169,15 +180,27 @@ static int validate_object(const struct vctx *c, json_object *s, json_object *v,
     json_object *props = kw(s, "properties");
     json_object *required = kw(s, "required");
     json_object *extra = kw(s, "additionalProperties");
-    if (extra && !json_object_get_boolean(extra)) {
+    /* false, or the schema of every property not in properties. */
+    bool closed = extra && json_object_is_type(extra, json_type_boolean);
+    if (extra) {
         json_object_object_foreach(v, key, val)
         {
-            (void)val;
             if (props && json_object_object_get_ex(props, key, NULL))
                 continue;
-            if (path)
+            if (closed && path)
                 return err_set(err, ERR_INVALID, "unknown %s '%s.%.64s'", c->part, path, key);
-            return err_set(err, ERR_INVALID, "unknown %s '%.64s'", c->part, key);
+            if (closed)
+                return err_set(err, ERR_INVALID, "unknown %s '%.64s'", c->part, key);
+            if (absent(c, v, key))
+                continue;
+            /* A client's name is cut short, as in the unknown-name message. */
+            char *short_key = xstrndup(key, 64);
+            char *p = join_path(path, short_key);
+            int rc = validate(c, extra, val, p, err);
+            free(p);
+            free(short_key);
+            if (rc < 0)
+                return -1;
         }
     }
     if (props) {
@@ -219,6 +242,29 @@ static size_t utf8_length(const char *s, size_t n)
         if (((unsigned char)s[i] & 0xC0) != 0x80)
             count++;
     return count;
+}
+
+static int validate_array(const struct vctx *c, json_object *s, json_object *v, const char *path,
+                          struct err *err)
+{
+    size_t n = json_object_array_length(v);
+    long long min = 0;
+    long long max = 0;
+    json_object *min_items = kw(s, "minItems");
+    json_object *max_items = kw(s, "maxItems");
+    if (min_items && schema_integer(min_items, &min) && n < (unsigned long long)min)
+        return fail(c, path, err, "must have at least %lld item%s", min, min == 1 ? "" : "s");
+    if (max_items && schema_integer(max_items, &max) && n > (unsigned long long)max)
+        return fail(c, path, err, "must have at most %lld item%s", max, max == 1 ? "" : "s");
+    json_object *items = kw(s, "items");
+    for (size_t i = 0; items && i < n; i++) {
+        char *p = join_index(path, i);
+        int rc = validate(c, items, json_object_array_get_idx(v, i), p, err);
+        free(p);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
 }
 
 static int validate_anyof(const struct vctx *c, json_object *any, json_object *v, const char *path,
@@ -305,6 +351,8 @@ static int validate(const struct vctx *c, json_object *s, json_object *v, const 
 
     if (json_object_is_type(v, json_type_object))
         return validate_object(c, s, v, path, err);
+    if (json_object_is_type(v, json_type_array))
+        return validate_array(c, s, v, path, err);
     json_object *max_len = kw(s, "maxLength");
     long long limit = 0;
     if (max_len && json_object_is_type(v, json_type_string) && schema_integer(max_len, &limit) &&
@@ -449,6 +497,33 @@ static int check_bounds(json_object *s, const char *type, const char *path, stru
     return 0;
 }
 
+static int check_array(json_object *s, const char *type, const char *path, struct err *err)
+{
+    const char *array_only[] = {"items", "minItems", "maxItems"};
+    for (size_t i = 0; i < ARRAY_SIZE(array_only); i++)
+        if (json_object_object_get_ex(s, array_only[i], NULL) && !same_type(type, "array", NULL))
+            return bad(path, array_only[i], err, "applies to type array only");
+    const char *counts[] = {"minItems", "maxItems"};
+    long long n[2] = {0, -1};
+    for (size_t i = 0; i < ARRAY_SIZE(counts); i++) {
+        json_object *v = NULL;
+        if (json_object_object_get_ex(s, counts[i], &v) && (!schema_integer(v, &n[i]) || n[i] < 0))
+            return bad(path, counts[i], err, "must be a non-negative integer");
+    }
+    if (n[1] >= 0 && n[0] > n[1])
+        return bad(path, "minItems", err, "is above maxItems");
+    json_object *items = NULL;
+    if (!json_object_object_get_ex(s, "items", &items))
+        return 0;
+    /* One schema for every element: the tuple form is not implemented. */
+    if (!json_object_is_type(items, json_type_object))
+        return bad(path, "items", err, "must be one schema (a JSON object)");
+    char *p = join_path(path, "items");
+    int rc = check_node(items, p, err);
+    free(p);
+    return rc;
+}
+
 static int check_node(json_object *s, const char *path, struct err *err)
 {
     if (!json_object_is_type(s, json_type_object))
@@ -475,8 +550,8 @@ static int check_node(json_object *s, const char *path, struct err *err)
                        "e.g. {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}]}");
         if (!json_object_is_type(t, json_type_string) || !type_noun(json_object_get_string(t)))
             return bad(path, "type", err,
-                       "must be one of \"object\", \"string\", \"integer\", \"number\", "
-                       "\"boolean\", \"null\"");
+                       "must be one of \"object\", \"array\", \"string\", \"integer\", "
+                       "\"number\", \"boolean\", \"null\"");
         type = json_object_get_string(t);
     }
 
@@ -492,10 +567,20 @@ static int check_node(json_object *s, const char *path, struct err *err)
         return -1;
     if (json_object_object_get_ex(s, "additionalProperties", NULL)) {
         json_object *extra = kw(s, "additionalProperties");
-        if (!json_object_is_type(extra, json_type_boolean) || json_object_get_boolean(extra))
+        if (json_object_is_type(extra, json_type_object)) {
+            char *p = join_path(path, "additionalProperties");
+            int rc = check_node(extra, p, err);
+            free(p);
+            if (rc < 0)
+                return -1;
+        } else if (!json_object_is_type(extra, json_type_boolean) ||
+                   json_object_get_boolean(extra)) {
             return bad(path, "additionalProperties", err,
-                       "only false is supported (leave it out to allow any property)");
+                       "must be false or a schema (leave it out to allow any property)");
+        }
     }
+    if (check_array(s, type, path, err) < 0)
+        return -1;
     if (json_object_object_get_ex(s, "enum", NULL) &&
         check_enum(kw(s, "enum"), type, path, err) < 0)
         return -1;

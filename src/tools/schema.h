@@ -1,8 +1,9 @@
 /* A JSON Schema validator for exactly the subset the tool definitions
- * (src/tools/defs/) use: type (one of object, string, integer, number,
- * boolean, null), properties, required, additionalProperties (false only),
- * enum, minimum, maximum, maxLength and anyOf; description, title and
- * default are annotations. schema_check refuses every other keyword, so a
+ * (src/tools/defs/) use: type (one of object, array, string, integer,
+ * number, boolean, null), properties, required, additionalProperties (false,
+ * or one schema for the properties not listed), items (one schema for every
+ * element), minItems, maxItems, enum, minimum, maximum, maxLength and anyOf;
+ * description, title and default are annotations. schema_check refuses every other keyword, so a
  * definition can never advertise a constraint that is not enforced.
  *
  * Works on json-c objects the caller owns; keeps no state, so any thread
@@ -29,7 +30,8 @@ int schema_check(json_object *schema, struct err *err);
 /* Validates value (NULL is JSON null) against a schema that passed
  * schema_check. Returns 0, or -1 with an ERR_INVALID message that names the
  * value as "arguments" and a property as "argument 'name'" ('a.b' when
- * nested), e.g. "missing required argument 'code'". Properties are checked
+ * nested, 'files[2].path' for an array's element), e.g. "missing required
+ * argument 'code'". Properties are checked
  * in the schema's order, after unknown ones; the first problem is reported.
  * flags: SCHEMA_NULL_IS_ABSENT or 0. */
 int schema_validate(json_object *schema, json_object *value, unsigned flags, struct err *err);

@@ -242,6 +242,79 @@ static void test_annotations_ignored(void **state)
     reject(s, "0", "arguments must be at least 1");
 }
 
+#define ARR(items, rest) "{\"type\":\"array\",\"items\":" items rest "}"
+
+static void test_array(void **state)
+{
+    (void)state;
+    const char *s = ARR("{\"type\":\"string\"}", "");
+    accept(s, "[]");
+    accept(s, "[\"a\",\"b\"]");
+    reject(s, "{}", "arguments must be an array");
+    reject(s, "\"a\"", "arguments must be an array");
+    reject(s, "[\"a\",2]", "argument '[1]' must be a string");
+    accept("{\"type\":\"array\"}", "[1,\"x\",null,{}]"); /* no items: any element */
+    reject(OBJ("\"tags\":" ARR("{\"type\":\"string\",\"maxLength\":2}", ""), ""),
+           "{\"tags\":[\"ok\",\"long\"]}", "argument 'tags[1]' must be at most 2 characters long");
+    reject(OBJ("\"tags\":" ARR("{\"type\":\"string\"}", ""), ""), "{\"tags\":\"a\"}",
+           "argument 'tags' must be an array");
+}
+
+static void test_array_of_objects(void **state)
+{
+    (void)state;
+    const char *files =
+        OBJ("\"files\":" ARR(OBJ("\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}",
+                                 ",\"required\":[\"path\"],\"additionalProperties\":false"),
+                             ""),
+            "");
+    accept(files, "{\"files\":[{\"path\":\"a\"},{\"path\":\"b\",\"size\":3}]}");
+    reject(files, "{\"files\":[{\"path\":\"a\"},{\"path\":\"b\"},{\"path\":7}]}",
+           "argument 'files[2].path' must be a string");
+    reject(files, "{\"files\":[{\"path\":\"a\"},{}]}", "missing required argument 'files[1].path'");
+    reject(files, "{\"files\":[{\"path\":\"a\",\"mode\":1}]}", "unknown argument 'files[0].mode'");
+    reject(files, "{\"files\":[1]}", "argument 'files[0]' must be an object");
+    /* Arrays of arrays. */
+    const char *grid =
+        OBJ("\"grid\":" ARR(ARR("{\"type\":\"integer\"}", ",\"maxItems\":2"), ""), "");
+    accept(grid, "{\"grid\":[[1,2],[],[3]]}");
+    reject(grid, "{\"grid\":[[1,2],[3,\"x\"]]}", "argument 'grid[1][1]' must be an integer");
+    reject(grid, "{\"grid\":[[1],[1,2,3]]}", "argument 'grid[1]' must have at most 2 items");
+}
+
+static void test_min_max_items(void **state)
+{
+    (void)state;
+    const char *s = ARR("{\"type\":\"integer\"}", ",\"minItems\":1,\"maxItems\":3");
+    reject(s, "[]", "arguments must have at least 1 item");
+    accept(s, "[1]");
+    accept(s, "[1,2,3]");
+    reject(s, "[1,2,3,4]", "arguments must have at most 3 items");
+    /* The count is checked before the elements. */
+    reject(s, "[\"a\",2,3,4]", "arguments must have at most 3 items");
+    accept(ARR("{}", ",\"maxItems\":0"), "[]");
+    reject(ARR("{}", ",\"maxItems\":0"), "[null]", "arguments must have at most 0 items");
+    reject(ARR("{}", ",\"minItems\":2"), "[1]", "arguments must have at least 2 items");
+}
+
+static void test_additional_properties_schema(void **state)
+{
+    (void)state;
+    const char *map = "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}";
+    accept(map, "{}");
+    accept(map, "{\"numpy\":\"1.24.2\",\"pandas\":\"1.5.3\"}");
+    reject(map, "{\"numpy\":\"1.24.2\",\"pandas\":1}", "argument 'pandas' must be a string");
+    /* Listed properties follow their own schema; the rest the map's. */
+    const char *mixed =
+        OBJ("\"n\":{\"type\":\"integer\"}", ",\"additionalProperties\":{\"type\":\"boolean\"}");
+    accept(mixed, "{\"n\":1,\"x\":true}");
+    reject(mixed, "{\"n\":1,\"x\":1}", "argument 'x' must be a boolean");
+    reject(mixed, "{\"n\":true}", "argument 'n' must be an integer");
+    reject(OBJ("\"pkgs\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}", ""),
+           "{\"pkgs\":{\"a\":null}}", "argument 'pkgs.a' must be a string");
+    assert_null(validate_flags(map, "{\"a\":null}", SCHEMA_NULL_IS_ABSENT));
+}
+
 static void test_check_accepts(void **state)
 {
     (void)state;
@@ -254,6 +327,11 @@ static void test_check_accepts(void **state)
         "{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"null\"}],\"default\":null}",
         "{\"type\":\"number\",\"minimum\":-0.5}",
         "{\"type\":\"boolean\",\"title\":\"t\",\"description\":\"d\"}",
+        "{\"type\":\"array\"}",
+        ARR("{\"type\":\"string\"}", ",\"minItems\":0,\"maxItems\":0,\"default\":[]"),
+        ARR(ARR("{}", ""), ",\"minItems\":2,\"maxItems\":2.0"),
+        "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}}",
+        "{\"type\":\"object\",\"additionalProperties\":{}}",
     };
     for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
         json_object *s = parse(good[i]);
@@ -274,7 +352,7 @@ static void test_check_rejects(void **state)
     bad_schema("{\"$schema\":\"x\"}", "$schema: keyword not supported");
     bad_schema(OBJ("\"exit_code\":{\"type\":[\"integer\",\"null\"]}", ""),
                "properties.exit_code.type: a type array is not supported: write anyOf");
-    bad_schema("{\"type\":\"array\"}", "type: must be one of");
+    bad_schema("{\"type\":\"tuple\"}", "type: must be one of");
     bad_schema("{\"type\":3}", "type: must be one of");
     bad_schema("{\"type\":\"string\",\"properties\":{}}", "properties: applies to type object");
     bad_schema("{\"properties\":{}}", "properties: applies to type object");
@@ -283,8 +361,11 @@ static void test_check_rejects(void **state)
     bad_schema(OBJ("\"a\":{}", ",\"required\":[\"b\"]"), "required: 'b' is not in properties");
     bad_schema(OBJ("\"a\":{}", ",\"required\":[\"a\",\"a\"]"), "'a' is listed twice");
     bad_schema(OBJ("\"a\":{}", ",\"required\":\"a\""), "required: must be an array");
-    bad_schema(OBJ("\"a\":{}", ",\"additionalProperties\":true"), "only false is supported");
-    bad_schema(OBJ("\"a\":{}", ",\"additionalProperties\":{}"), "only false is supported");
+    bad_schema(OBJ("\"a\":{}", ",\"additionalProperties\":true"), "must be false or a schema");
+    bad_schema(OBJ("\"a\":{}", ",\"additionalProperties\":1"), "must be false or a schema");
+    bad_schema("{\"type\":\"object\",\"additionalProperties\":{\"type\":\"map\"}}",
+               "additionalProperties.type: must be one of");
+    bad_schema("{\"additionalProperties\":false}", "additionalProperties: applies to type object");
     bad_schema("{\"enum\":[]}", "enum: must be a non-empty array");
     bad_schema("{\"type\":\"string\",\"enum\":[\"a\",1]}", "enum: 1 is not a string");
     bad_schema("{\"enum\":[\"a\",\"a\"]}", "enum: \"a\" is listed twice");
@@ -297,6 +378,23 @@ static void test_check_rejects(void **state)
     bad_schema("{\"anyOf\":[]}", "anyOf: must be a non-empty array");
     bad_schema(OBJ("\"a\":{\"anyOf\":[{\"type\":\"integer\"},{\"type\":[\"null\"]}]}", ""),
                "properties.a.anyOf[1].type: a type array");
+    bad_schema("{\"items\":{}}", "items: applies to type array only");
+    bad_schema("{\"type\":\"object\",\"minItems\":1}", "minItems: applies to type array only");
+    bad_schema("{\"type\":\"string\",\"maxItems\":1}", "maxItems: applies to type array only");
+    bad_schema("{\"type\":\"array\",\"items\":[{}]}", "items: must be one schema");
+    bad_schema("{\"type\":\"array\",\"items\":true}", "items: must be one schema");
+    bad_schema(ARR("{\"type\":\"str\"}", ""), "items.type: must be one of");
+    bad_schema(OBJ("\"f\":" ARR(OBJ("\"p\":{\"pattern\":\"x\"}", ""), ""), ""),
+               "properties.f.items.properties.p.pattern: keyword not supported");
+    bad_schema("{\"type\":\"array\",\"minItems\":-1}", "minItems: must be a non-negative integer");
+    bad_schema("{\"type\":\"array\",\"minItems\":\"1\"}", "minItems: must be a non-negative");
+    bad_schema("{\"type\":\"array\",\"maxItems\":1.5}", "maxItems: must be a non-negative");
+    bad_schema("{\"type\":\"array\",\"maxItems\":null}", "maxItems: must be a non-negative");
+    bad_schema("{\"type\":\"array\",\"minItems\":3,\"maxItems\":2}", "minItems: is above maxItems");
+    bad_schema(ARR("{\"type\":\"integer\"}", ",\"maxItems\":1,\"default\":[1,2]"),
+               "default: the default must have at most 1 item");
+    bad_schema(ARR("{\"type\":\"integer\"}", ",\"default\":[1,\"x\"]"),
+               "default: default property '[1]' must be an integer");
     bad_schema("{\"type\":\"string\",\"description\":1}", "description: must be a string");
     bad_schema("{\"type\":\"string\",\"title\":null}", "title: must be a string");
     /* A default must satisfy its own schema. */
@@ -330,6 +428,10 @@ int main(void)
         cmocka_unit_test(test_max_length),
         cmocka_unit_test(test_any_of),
         cmocka_unit_test(test_annotations_ignored),
+        cmocka_unit_test(test_array),
+        cmocka_unit_test(test_array_of_objects),
+        cmocka_unit_test(test_min_max_items),
+        cmocka_unit_test(test_additional_properties_schema),
         cmocka_unit_test(test_check_accepts),
         cmocka_unit_test(test_check_rejects),
     };
