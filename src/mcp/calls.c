@@ -256,6 +256,14 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
         return;
     }
     json_object_object_get_ex(m->params, "arguments", &args);
+    /* A tool that runs nothing takes no run slot: answered here, at once. */
+    if (tools_answers_at_once(tool)) {
+        pthread_mutex_lock(&s->lock);
+        struct tools_features f = mcp_features_of(s->version);
+        pthread_mutex_unlock(&s->lock);
+        reply_result(r, m->id, tools_answer(&s->srv->env, tool, args, &f));
+        return;
+    }
 
     const struct config *cfg = s->srv->cfg;
     struct call *c = xcalloc(1, sizeof(*c));

@@ -2,7 +2,8 @@
  * that received it, waits in the admission queue, runs on a worker, and
  * streams the program's output as progress and log notifications while it
  * runs (coalesced). Cancelling withdraws a queued call or stops a running
- * one; a cancelled call gets no response. */
+ * one; a cancelled call gets no response. A tool that runs nothing
+ * (list_languages) is answered on the receiving thread instead. */
 #ifndef MCPSBX_MCP_CALLS_H
 #define MCPSBX_MCP_CALLS_H
 

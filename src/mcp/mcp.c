@@ -65,6 +65,11 @@ struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exe
     return srv;
 }
 
+int mcp_server_start_probes(struct mcp_server *srv, struct err *err)
+{
+    return tools_env_start(&srv->env, err);
+}
+
 int mcp_server_backend_ping(struct mcp_server *srv, const char **address, struct err *err)
 {
     return tools_backend_ping(&srv->env, address, err);

@@ -5,6 +5,7 @@
 #include "base/util.h"
 #include "sandbox/exec.h"
 #include "sandbox/policy.h"
+#include "tools/languages.h"
 #include "tools/registry.h"
 
 static json_object *preload_json(const char *list)
@@ -78,20 +79,13 @@ json_object *tools_environment_json(const struct tools_env *tenv)
             json_object_object_add(l, "sandbox_io",
                                    json_object_new_string(exec_sandbox_io(
                                        tenv->exec, i == 0 ? EXEC_PYTHON : EXEC_JAVASCRIPT)));
+        /* list_languages' versions, as known now: a resource read waits
+         * for no probe. */
+        languages_add_versions(tenv->languages, i == 0 ? EXEC_PYTHON : EXEC_JAVASCRIPT, l, 0);
         json_object_array_add(langs, l);
     }
     json_object_object_add(env, "languages", langs);
-    json_object *lim = json_object_new_object();
-    json_object_object_add(lim, "timeout_ms", json_object_new_int64(cfg->timeout_ms));
-    json_object_object_add(lim, "max_timeout_ms", json_object_new_int64(cfg->max_timeout_ms));
-    json_object_object_add(lim, "memory_mb", json_object_new_int64(cfg->memory_mb));
-    json_object_object_add(lim, "max_memory_mb", json_object_new_int64(cfg->max_memory_mb));
-    json_object_object_add(lim, "max_output_bytes", json_object_new_int64(cfg->max_output_bytes));
-    json_object_object_add(lim, "max_code_bytes", json_object_new_int64(cfg->max_code_bytes));
-    json_object_object_add(lim, "cpus", json_object_new_double(cfg->cpus));
-    json_object_object_add(lim, "pids_limit", json_object_new_int64(cfg->pids_limit));
-    json_object_object_add(lim, "tmpfs_mb", json_object_new_int64(cfg->tmpfs_mb));
-    json_object_object_add(env, "limits", lim);
+    json_object_object_add(env, "limits", languages_limits_json(cfg));
     /* Per language: what its sandboxes can reach (none unless the operator
      * allowed it; a call never can). */
     json_object *net = json_object_new_object();

@@ -1,6 +1,7 @@
 /* The environment resource: what agents ask before writing code (the
- * languages and the tool for each, images, limits, network, working
- * directory), from the configuration, the tools and the sandbox policy. */
+ * languages and the tool for each, images, interpreter versions and
+ * packages, limits, network, working directory), from the configuration,
+ * the tools, the sandbox policy and tools/languages.h. */
 #ifndef MCPSBX_TOOLS_ENVIRONMENT_H
 #define MCPSBX_TOOLS_ENVIRONMENT_H
 

@@ -11,7 +11,13 @@ static const struct tool_def tools[] = {
     {"run_js_code", TOOL_JAVASCRIPT, tooldef_run_js_code},
     {"execute_code", TOOL_EXECUTE, tooldef_execute_code},
     {"validate_code", TOOL_VALIDATE, tooldef_validate_code},
+    {"list_languages", TOOL_LIST_LANGUAGES, tooldef_list_languages},
 };
+
+const struct tool_def *registry_at(size_t i)
+{
+    return i < ARRAY_SIZE(tools) ? &tools[i] : NULL;
+}
 
 const struct tool_def *registry_find(const char *name)
 {
@@ -37,12 +43,12 @@ size_t registry_variant(const struct tools_features *f)
 /* One Tool object for f from a checked definition; shares the schemas
  * (reference counts: everything here stays on the calling thread). A tool
  * that runs code gets the limits in its description and the runs' output
- * schema; a check is read-only and closed to the world. */
+ * schema; a check or a listing is read-only and closed to the world. */
 static json_object *tool_json(const struct tooldef *t, enum tool_kind kind,
                               json_object *output_schema, const struct config *cfg,
                               const struct tools_features *f)
 {
-    bool runs = kind != TOOL_VALIDATE;
+    bool runs = kind != TOOL_VALIDATE && kind != TOOL_LIST_LANGUAGES;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "name", json_object_new_string(t->name));
     if (f->structured)
@@ -67,7 +73,8 @@ static json_object *tool_json(const struct tooldef *t, enum tool_kind kind,
             o, "outputSchema",
             json_object_get(t->output_schema ? t->output_schema : output_schema));
     if (f->annotations) {
-        /* Each run is a fresh sandbox; a check changes nothing anywhere. */
+        /* Each run is a fresh sandbox; a check or a listing changes
+         * nothing anywhere. */
         json_object *a = json_object_new_object();
         json_object_object_add(a, "title", json_object_new_string(t->title));
         json_object_object_add(a, "readOnlyHint", json_object_new_boolean(!runs));

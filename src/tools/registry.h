@@ -18,8 +18,9 @@ struct tools_features {
 
 #define TOOLS_VARIANTS 4 /* combinations of tools_features */
 
-/* The first three run code; TOOL_VALIDATE only parses it. */
-enum tool_kind { TOOL_PYTHON, TOOL_JAVASCRIPT, TOOL_EXECUTE, TOOL_VALIDATE };
+/* The first three run code; TOOL_VALIDATE only parses it;
+ * TOOL_LIST_LANGUAGES runs nothing and is answered without a run slot. */
+enum tool_kind { TOOL_PYTHON, TOOL_JAVASCRIPT, TOOL_EXECUTE, TOOL_VALIDATE, TOOL_LIST_LANGUAGES };
 
 /* What a tool does is code; what it looks like (title, description,
  * schemas) is its definition file, src/tools/defs/<name>.json. */
@@ -31,6 +32,9 @@ struct tool_def {
 
 /* NULL when there is no such tool. */
 const struct tool_def *registry_find(const char *name);
+
+/* The i-th tool in tools/list order; NULL past the last. */
+const struct tool_def *registry_at(size_t i);
 
 /* The first tool of that kind (the one-language tools have one each). */
 const struct tool_def *registry_for_kind(enum tool_kind kind);

@@ -17,6 +17,7 @@ extern const char tooldef_run_python_code[];
 extern const char tooldef_run_js_code[];
 extern const char tooldef_execute_code[];
 extern const char tooldef_validate_code[];
+extern const char tooldef_list_languages[];
 extern const char tooldef_output_schema[];
 
 /* A checked definition; the strings and the schema belong to the parsed

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "tools/languages.h"
 #include "tools/registry.h"
 #include "tools/schema.h"
 #include "tools/tooldef.h"
@@ -17,11 +18,21 @@ int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_
     memset(env, 0, sizeof(*env));
     env->cfg = cfg;
     env->exec = exec;
-    return registry_serialize(cfg, env->list_json, env->list_len, err);
+    if (registry_serialize(cfg, env->list_json, env->list_len, err) < 0)
+        return -1;
+    env->languages = languages_new(cfg, exec);
+    return 0;
+}
+
+int tools_env_start(struct tools_env *env, struct err *err)
+{
+    return languages_start(env->languages, err);
 }
 
 void tools_env_cleanup(struct tools_env *env)
 {
+    languages_free(env->languages);
+    env->languages = NULL;
     registry_serialized_free(env->list_json, env->list_len);
 }
 
@@ -36,6 +47,12 @@ const char *tools_list_json(const struct tools_env *env, const struct tools_feat
 bool tools_exists(const char *name)
 {
     return registry_find(name) != NULL;
+}
+
+bool tools_answers_at_once(const char *name)
+{
+    const struct tool_def *t = registry_find(name);
+    return t && t->kind == TOOL_LIST_LANGUAGES;
 }
 
 /* ---- arguments ----------------------------------------------------------- */
@@ -88,6 +105,8 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
         return err_set(err, ERR_INVALID, "unknown tool '%s'", name);
     out->tool = t->name;
     out->check_only = t->kind == TOOL_VALIDATE;
+    if (t->kind == TOOL_LIST_LANGUAGES)
+        return err_set(err, ERR_INVALID, "%s runs no code: it is answered at once", t->name);
     /* Parsed per call: json-c objects must stay on one thread (mcp.h). */
     json_object *def = tooldef_parse(t->def, strlen(t->def), err);
     json_object *schema = NULL;
@@ -120,6 +139,9 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
         }
         break;
     }
+    case TOOL_LIST_LANGUAGES:
+        err_set(err, ERR_INTERNAL, "%s takes no run", t->name);
+        goto out;
     }
     if (get_string(args, "code", cfg->max_code_bytes, &out->code, &out->code_len, err) < 0)
         goto out;
@@ -392,10 +414,69 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
     return r;
 }
 
+/* Checks args against name's inputSchema; NULL, or an isError result. */
+static json_object *check_args(const struct tool_def *t, json_object *args)
+{
+    struct err err = ERR_INIT;
+    json_object *def = tooldef_parse(t->def, strlen(t->def), &err);
+    json_object *schema = NULL;
+    json_object *empty = NULL;
+    json_object *bad = NULL;
+    if (!def || !json_object_object_get_ex(def, "inputSchema", &schema)) {
+        err_clear(&err);
+        err_set(&err, ERR_INTERNAL, "bad built-in definition of %s", t->name);
+    } else {
+        if (!args)
+            args = empty = json_object_new_object();
+        schema_validate(schema, args, SCHEMA_NULL_IS_ABSENT, &err);
+    }
+    if (err.msg) {
+        char *msg = xasprintf("Invalid arguments for %s: %s", t->name, err_msg(&err));
+        size_t clean_len = 0;
+        char *clean = util_utf8_sanitize(msg, strlen(msg), &clean_len);
+        bad = error_result_json(clean);
+        free(clean);
+        free(msg);
+    }
+    err_clear(&err);
+    json_object_put(empty);
+    json_object_put(def);
+    return bad;
+}
+
+json_object *tools_answer(const struct tools_env *env, const char *name, json_object *args,
+                          const struct tools_features *f)
+{
+    const struct tool_def *t = registry_find(name);
+    if (!t || t->kind != TOOL_LIST_LANGUAGES)
+        return error_result_json("this tool is not answered at once");
+    json_object *bad = check_args(t, args);
+    if (bad)
+        return bad;
+    /* The first question starts the probes when the daemon did not. */
+    languages_start(env->languages, NULL);
+    json_object *sc = languages_json(env->languages, env->cfg, env->exec, LANGUAGES_WAIT_MS);
+    size_t n = 0;
+    const char *text = json_object_to_json_string_length(
+        sc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+    json_object *r = json_object_new_object();
+    json_object *content = json_object_new_array();
+    json_object_array_add(content, text_content(text, n));
+    json_object_object_add(r, "content", content);
+    if (f->structured)
+        json_object_object_add(r, "structuredContent", sc);
+    else
+        json_object_put(sc);
+    json_object_object_add(r, "isError", json_object_new_boolean(0));
+    return r;
+}
+
 json_object *tools_call(const struct tools_env *env, const char *name, json_object *args,
                         const struct tools_features *f, tools_cancel *cancel,
                         tools_output_cb on_output, void *on_output_ctx)
 {
+    if (tools_answers_at_once(name))
+        return tools_answer(env, name, args, f);
     struct tools_run_args a;
     json_object *bad = NULL;
     if (tools_prepare(env->cfg, name, args, &a, &bad) < 0)

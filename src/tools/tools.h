@@ -7,6 +7,7 @@
  * defs/ (one JSON definition per tool, embedded at build time), tooldef.c
  * (reading and checking a definition), schema.c (the JSON Schema subset:
  * checker and validator), variables.c (the variables argument's names),
+ * languages.c (the languages' facts, versions read from the images),
  * environment.c (the environment resource). */
 #ifndef MCPSBX_TOOLS_H
 #define MCPSBX_TOOLS_H
@@ -42,19 +43,29 @@ static inline void tools_cancel_free(tools_cancel *c)
     exec_cancel_free(c);
 }
 
+struct languages;
+
 /* The tools of one server. Read-only once tools_env_init returns, so any
  * thread may use it: the tools/list arrays are kept as serialized bytes,
- * never as json-c objects (which must not be shared between threads). */
+ * never as json-c objects (which must not be shared between threads);
+ * languages keeps its own state under its own lock. */
 struct tools_env {
     const struct config *cfg;
     struct exec_ctx *exec;
     char *list_json[TOOLS_VARIANTS];
     size_t list_len[TOOLS_VARIANTS];
+    struct languages *languages; /* tools/languages.h */
 };
 
-/* cfg and exec are borrowed. Fails only on a bad built-in definition. */
+/* cfg and exec are borrowed. Fails only on a bad built-in definition.
+ * Starts no thread. */
 int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_ctx *exec,
                    struct err *err);
+
+/* Starts reading the interpreters' versions from the images, on a thread
+ * of its own (tools/languages.h); tools_env_cleanup stops and joins it. */
+int tools_env_start(struct tools_env *env, struct err *err);
+
 void tools_env_cleanup(struct tools_env *env);
 
 /* The JSON array of Tool objects for f, owned by env. */
@@ -62,6 +73,16 @@ const char *tools_list_json(const struct tools_env *env, const struct tools_feat
                             size_t *len);
 
 bool tools_exists(const char *name);
+
+/* Whether tool `name` runs nothing and is answered in the calling thread
+ * with tools_answer, without a run slot (list_languages). */
+bool tools_answers_at_once(const char *name);
+
+/* Answers such a tool (args borrowed, may be NULL) in the calling thread;
+ * may wait a bounded time (LANGUAGES_WAIT_MS) for a probe in flight.
+ * Returns a new CallToolResult; bad arguments are an isError result. */
+json_object *tools_answer(const struct tools_env *env, const char *name, json_object *args,
+                          const struct tools_features *f);
 
 /* Whether the sandboxes' backend answers (short timeout); *address says
  * where it is. */
@@ -93,8 +114,8 @@ struct tools_run_args {
 };
 
 /* Returns 0, or -1 with an ERR_INVALID (or ERR_TOO_BIG) message fit to
- * show the caller. code and stdin_data point into args; variables is the
- * caller's: release it with tools_run_args_release, whatever the result. */
+ * show the caller (ERR_INVALID too for a tool that runs nothing). code and stdin_data point into
+ * args; variables is the caller's: release it with tools_run_args_release, whatever the result. */
 int tools_parse_args(const struct config *cfg, const char *name, json_object *args,
                      struct tools_run_args *out, struct err *err);
 

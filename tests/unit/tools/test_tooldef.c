@@ -127,9 +127,9 @@ static void test_embedded(void **state)
         const char *name;
         const char *text;
     } tools[] = {
-        {"run_python_code", tooldef_run_python_code},
-        {"run_js_code", tooldef_run_js_code},
-        {"execute_code", tooldef_execute_code},
+        {"run_python_code", tooldef_run_python_code}, {"run_js_code", tooldef_run_js_code},
+        {"execute_code", tooldef_execute_code},       {"validate_code", tooldef_validate_code},
+        {"list_languages", tooldef_list_languages},
     };
     for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
         json_object *o = parse_ok(tools[i].text);

@@ -345,8 +345,8 @@ static void test_list(void **state)
     assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
     struct tools_features modern = {.annotations = true, .structured = true};
     json_object *l = list_of(&env, &modern);
-    assert_int_equal(json_object_array_length(l), 4);
-    for (size_t i = 0; i < 4; i++) {
+    assert_int_equal(json_object_array_length(l), 5);
+    for (size_t i = 0; i < 5; i++) {
         json_object *t = json_object_array_get_idx(l, i);
         assert_true(tools_exists(json_object_get_string(get(t, "name"))));
         assert_non_null(get(t, "description"));
@@ -492,6 +492,92 @@ static void test_check_result(void **state)
     tools_env_cleanup(&env);
 }
 
+/* list_languages: answered without a run, for every protocol version; the
+ * same JSON as text and as structuredContent, valid against its own
+ * outputSchema; no arguments taken. */
+static void test_list_languages(void **state)
+{
+    (void)state;
+    struct tools_env env;
+    struct err err = ERR_INIT;
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
+    assert_true(tools_answers_at_once("list_languages"));
+    assert_false(tools_answers_at_once("validate_code"));
+    assert_false(tools_answers_at_once("nope"));
+    struct tools_features modern = {.annotations = true, .structured = true};
+    json_object *l = list_of(&env, &modern);
+    json_object *t = tool_in(l, "list_languages");
+    json_object *a = get(t, "annotations");
+    assert_true(json_object_get_boolean(get(a, "readOnlyHint")));
+    assert_true(json_object_get_boolean(get(a, "idempotentHint")));
+    assert_false(json_object_get_boolean(get(a, "openWorldHint")));
+    assert_false(json_object_get_boolean(get(a, "destructiveHint")));
+    assert_null(strstr(json_object_get_string(get(t, "description")), "Default limits"));
+    json_object *schema = get(t, "outputSchema");
+
+    json_object *r = tools_call(&env, "list_languages", NULL, &modern, NULL, NULL, NULL);
+    assert_false(json_object_get_boolean(get(r, "isError")));
+    json_object *sc = get(r, "structuredContent");
+    if (schema_validate(schema, sc, 0, &err) < 0)
+        fail_msg("structuredContent: %s", err_msg(&err));
+    json_object *text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    json_object *again = json_tokener_parse(json_object_get_string(text));
+    assert_true(json_object_equal(again, sc));
+    json_object_put(again);
+    json_object *py = json_object_array_get_idx(get(sc, "languages"), 0);
+    assert_string_equal(json_object_get_string(get(py, "language")), "python");
+    assert_true(json_object_is_type(get(py, "version"), json_type_null));
+    assert_string_equal(json_object_get_string(get(py, "version_error")),
+                        "no sandbox backend to read it from");
+    assert_string_equal(json_object_get_string(get(py, "network")), "none");
+    json_object *tools = get(py, "tools");
+    assert_int_equal(json_object_array_length(tools), 3);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 0)),
+                        "run_python_code");
+    assert_int_equal(json_object_get_int64(get(get(sc, "limits"), "timeout_ms")), cfg.timeout_ms);
+    json_object_put(r);
+
+    /* Older clients: the same JSON, as text only. */
+    struct tools_features old = {0};
+    r = tools_answer(&env, "list_languages", NULL, &old);
+    assert_false(json_object_get_boolean(get(r, "isError")));
+    assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
+    text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    again = json_tokener_parse(json_object_get_string(text));
+    if (schema_validate(schema, again, 0, &err) < 0)
+        fail_msg("text: %s", err_msg(&err));
+    json_object_put(again);
+    json_object_put(r);
+
+    /* {} and null arguments are none; anything else is refused. */
+    json_object *args = json_tokener_parse("{}");
+    r = tools_answer(&env, "list_languages", args, &modern);
+    assert_false(json_object_get_boolean(get(r, "isError")));
+    json_object_put(r);
+    json_object_put(args);
+    args = json_tokener_parse("{\"language\":\"python\"}");
+    r = tools_answer(&env, "list_languages", args, &modern);
+    assert_true(json_object_get_boolean(get(r, "isError")));
+    assert_string_equal(
+        json_object_get_string(get(json_object_array_get_idx(get(r, "content"), 0), "text")),
+        "Invalid arguments for list_languages: unknown argument 'language'");
+    json_object_put(r);
+    json_object_put(args);
+
+    /* It runs nothing, so it never becomes a run. */
+    struct tools_run_args ra;
+    assert_int_equal(parse("list_languages", "{}", &ra, &err), -1);
+    assert_int_equal(err.code, ERR_INVALID);
+    err_clear(&err);
+    tools_run_args_release(&ra);
+    json_object *bad = NULL;
+    assert_int_equal(tools_prepare(&cfg, "list_languages", NULL, &ra, &bad), -1);
+    assert_true(json_object_get_boolean(get(bad, "isError")));
+    json_object_put(bad);
+    json_object_put(l);
+    tools_env_cleanup(&env);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_validate_code_arguments),
         cmocka_unit_test(test_check_result),
+        cmocka_unit_test(test_list_languages),
     };
     return cmocka_run_group_tests_name("tools", tests, setup, teardown);
 }

@@ -1,0 +1,450 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/util.h"
+#include "tools/languages.h"
+#include "tools/schema.h"
+#include "tools/tooldef.h"
+
+static struct config cfg;
+
+static int setup(void **state)
+{
+    (void)state;
+    config_init(&cfg);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    config_free(&cfg);
+    return 0;
+}
+
+static json_object *get(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v))
+        fail_msg("no member %s in %s", key, json_object_to_json_string(o));
+    return v;
+}
+
+/* ---- the probe's answer ---------------------------------------------------- */
+
+static void parse_ok(const char *text, const char *version, size_t n_packages)
+{
+    struct languages_report r;
+    struct err err = ERR_INIT;
+    if (languages_parse_probe(text, strlen(text), &r, &err) < 0)
+        fail_msg("%s: %s", text, err_msg(&err));
+    assert_string_equal(r.version, version);
+    assert_int_equal(r.n_packages, n_packages);
+}
+
+static void parse_bad(const char *text, size_t len, enum err_code code)
+{
+    struct languages_report r;
+    struct err err = ERR_INIT;
+    if (languages_parse_probe(text, len, &r, &err) == 0)
+        fail_msg("accepted: %.*s", (int)(len > 200 ? 200 : len), text);
+    assert_int_equal(err.code, code);
+    /* The message is the daemon's: nothing of the input shows. */
+    assert_null(strstr(err_msg(&err), "evil"));
+    assert_string_equal(r.version, "");
+    assert_int_equal(r.n_packages, 0);
+    err_clear(&err);
+}
+
+#define BAD(text) parse_bad(text, strlen(text), ERR_PROTOCOL)
+
+static void test_parse_good(void **state)
+{
+    (void)state;
+    parse_ok("{\"version\": \"3.11.2\", \"packages\": {\"numpy\": \"1.24.2\", \"pandas\": "
+             "\"1.5.3\", \"matplotlib\": \"3.6.3\"}}\n",
+             "3.11.2", 3);
+    parse_ok("{\"version\":\"v18.20.4\",\"packages\":{}}\r\n \n", "v18.20.4", 0);
+    parse_ok("{\"version\":\"1.0.0-rc.1+build~2_x\"}", "1.0.0-rc.1+build~2_x", 0);
+    struct languages_report r;
+    const char *t =
+        "{\"version\":\"3.11.2\",\"packages\":{\"scipy\":\"1.10.1\",\"py.test-x_y\":\"7\"}}";
+    assert_int_equal(languages_parse_probe(t, strlen(t), &r, NULL), 0);
+    assert_string_equal(r.packages[0].name, "scipy");
+    assert_string_equal(r.packages[0].version, "1.10.1");
+    assert_string_equal(r.packages[1].name, "py.test-x_y");
+    /* Exactly at the caps. */
+    char v[LANGUAGES_VERSION_MAX + 1];
+    memset(v, '9', LANGUAGES_VERSION_MAX);
+    v[LANGUAGES_VERSION_MAX] = '\0';
+    char *text = xasprintf("{\"version\":\"%s\"}", v);
+    parse_ok(text, v, 0);
+    free(text);
+    struct buf b;
+    buf_init(&b, (size_t)-1);
+    int rc = buf_addf(&b, "{\"version\":\"1\",\"packages\":{");
+    for (int i = 0; i < LANGUAGES_MAX_PACKAGES; i++)
+        rc |= buf_addf(&b, "%s\"p%d\":\"1.%d\"", i ? "," : "", i, i);
+    rc |= buf_addf(&b, "}}");
+    assert_int_equal(rc, 0);
+    parse_ok(buf_cstr(&b), "1", LANGUAGES_MAX_PACKAGES);
+    buf_free(&b);
+}
+
+static void test_parse_garbage(void **state)
+{
+    (void)state;
+    BAD("");
+    BAD("\n");
+    BAD("not json evil");
+    BAD("[\"3.11.2\"]");
+    BAD("\"3.11.2\"");
+    BAD("null");
+    BAD("{}");
+    BAD("{\"version\":3.11}");
+    BAD("{\"version\":null}");
+    BAD("{\"version\":\"\"}");
+    BAD("{\"version\":\"3.11.2\",\"packages\":[]}");
+    BAD("{\"version\":\"3.11.2\",\"packages\":{\"numpy\":1}}");
+    BAD("{\"version\":\"3.11.2\",\"packages\":{\"numpy\":{\"v\":\"1\"}}}");
+    BAD("{\"version\":\"3.11.2\",\"evil\":true}");
+    BAD("{\"version\":\"3.11.2\"}{\"version\":\"3.12\"}");
+    BAD("Python 3.11.2\n{\"version\":\"3.11.2\"}");
+    BAD("{\"version\":\"3.11.2\"");
+    BAD("{'version':'3.11.2'}");
+    BAD("{\"version\":\"3.11.2\",}");
+}
+
+static void test_parse_hostile(void **state)
+{
+    (void)state;
+    /* Versions and names outside their charsets, or starting oddly. */
+    BAD("{\"version\":\"3.11.2; rm -rf /\"}");
+    BAD("{\"version\":\"<script>evil</script>\"}");
+    BAD("{\"version\":\"3.11\\n2\"}");
+    BAD("{\"version\":\"-3.11\"}");
+    BAD("{\"version\":\".3\"}");
+    BAD("{\"version\":\"3.11\\u0000evil\"}");
+    BAD("{\"version\":\"3.\\u00e9\"}");
+    BAD("{\"version\":\"1\",\"packages\":{\"../evil\":\"1\"}}");
+    BAD("{\"version\":\"1\",\"packages\":{\"a b\":\"1\"}}");
+    BAD("{\"version\":\"1\",\"packages\":{\"\":\"1\"}}");
+    BAD("{\"version\":\"1\",\"packages\":{\"ok\":\"1 2\"}}");
+    BAD("{\"version\":\"1\",\"packages\":{\"ok\\u0000evil\":\"1\"}}");
+    /* Invalid UTF-8, a NUL byte. */
+    BAD("{\"version\":\"1\xff\"}");
+    parse_bad("{\"version\":\"1\"}\0evil", 20, ERR_PROTOCOL);
+    /* One past each cap. */
+    char v[LANGUAGES_VERSION_MAX + 2];
+    memset(v, '9', LANGUAGES_VERSION_MAX + 1);
+    v[LANGUAGES_VERSION_MAX + 1] = '\0';
+    char *text = xasprintf("{\"version\":\"%s\"}", v);
+    BAD(text);
+    free(text);
+    char name[LANGUAGES_NAME_MAX + 2];
+    memset(name, 'n', LANGUAGES_NAME_MAX + 1);
+    name[LANGUAGES_NAME_MAX + 1] = '\0';
+    text = xasprintf("{\"version\":\"1\",\"packages\":{\"%s\":\"1\"}}", name);
+    BAD(text);
+    free(text);
+    struct buf b;
+    buf_init(&b, (size_t)-1);
+    int rc = buf_addf(&b, "{\"version\":\"1\",\"packages\":{");
+    for (int i = 0; i <= LANGUAGES_MAX_PACKAGES; i++)
+        rc |= buf_addf(&b, "%s\"p%d\":\"1\"", i ? "," : "", i);
+    rc |= buf_addf(&b, "}}");
+    assert_int_equal(rc, 0);
+    BAD(buf_cstr(&b));
+    buf_reset(&b);
+    /* Nesting deeper than a report's, and more bytes than a report's. */
+    BAD("{\"version\":\"1\",\"packages\":{\"a\":[[[[\"1\"]]]]}}");
+    rc = buf_addf(&b, "{\"version\":\"1\",\"packages\":{\"a\":\"1\"}}");
+    while (b.len <= LANGUAGES_PROBE_MAX_BYTES)
+        rc |= buf_addf(&b, "          ");
+    assert_int_equal(rc, 0);
+    parse_bad(b.data, b.len, ERR_TOO_BIG);
+    buf_reset(&b);
+    for (int i = 0; i < 100000; i++)
+        rc |= buf_addf(&b, "[");
+    assert_int_equal(rc, 0);
+    parse_bad(b.data, b.len, ERR_TOO_BIG);
+    parse_bad(b.data, 3000, ERR_PROTOCOL);
+    buf_free(&b);
+}
+
+/* ---- the cache and its thread ---------------------------------------------- */
+
+/* A scripted probe: fails the first `failures` calls, then answers; each
+ * call takes delay_ms (or until cancelled when hang). */
+struct fake {
+    atomic_int calls;
+    int failures;
+    int delay_ms;
+    bool hang;
+    bool garbage;
+};
+
+static int fake_probe(void *ctx, enum exec_language lang, struct exec_cancel *cancel,
+                      struct buf *out, struct err *err)
+{
+    struct fake *f = ctx;
+    int n = atomic_fetch_add(&f->calls, 1);
+    for (int waited = 0; (f->hang || waited < f->delay_ms) && !exec_cancelled(cancel); waited++)
+        usleep(1000);
+    if (exec_cancelled(cancel))
+        return err_set(err, ERR_CANCELLED, "cancelled");
+    if (n < f->failures)
+        return err_set(err, ERR_ENGINE, "engine unreachable \xff\xfe");
+    const char *text = f->garbage            ? "\x1b[31mevil\n"
+                       : lang == EXEC_PYTHON ? "{\"version\":\"3.11.2\",\"packages\":"
+                                               "{\"numpy\":\"1.24.2\",\"pandas\":\"1.5.3\"}}\n"
+                                             : "{\"version\":\"v18.20.4\",\"packages\":{}}\n";
+    return buf_add(out, text, strlen(text)) < 0 ? err_set(err, ERR_TOO_BIG, "too big") : 0;
+}
+
+static json_object *schema_of_tool(void)
+{
+    json_object *def = json_tokener_parse(tooldef_list_languages);
+    json_object *schema = json_object_get(get(def, "outputSchema"));
+    json_object_put(def);
+    return schema;
+}
+
+static void check_schema(json_object *facts)
+{
+    json_object *schema = schema_of_tool();
+    struct err err = ERR_INIT;
+    if (schema_validate(schema, facts, 0, &err) < 0)
+        fail_msg("%s: %s", err_msg(&err), json_object_to_json_string(facts));
+    json_object_put(schema);
+}
+
+static json_object *lang_of(json_object *facts, size_t i)
+{
+    return json_object_array_get_idx(get(facts, "languages"), i);
+}
+
+static void test_no_backend(void **state)
+{
+    (void)state;
+    struct languages *l = languages_new(&cfg, NULL);
+    assert_int_equal(languages_start(l, NULL), 0);
+    json_object *facts = languages_json(l, &cfg, NULL, 1000);
+    check_schema(facts);
+    for (size_t i = 0; i < 2; i++) {
+        json_object *x = lang_of(facts, i);
+        assert_true(json_object_is_type(get(x, "version"), json_type_null));
+        assert_int_equal(json_object_object_length(get(x, "packages")), 0);
+        assert_string_equal(json_object_get_string(get(x, "version_error")),
+                            "no sandbox backend to read it from");
+        assert_false(json_object_object_get_ex(x, "sandbox_io", NULL));
+    }
+    assert_string_equal(json_object_get_string(get(lang_of(facts, 1), "language")), "javascript");
+    json_object_put(facts);
+    languages_free(l);
+    languages_free(NULL);
+}
+
+static void test_probe_once(void **state)
+{
+    (void)state;
+    struct fake f = {.delay_ms = 5};
+    cfg.pool_size = 2;
+    struct languages *l = languages_new_probe(&cfg, fake_probe, &f, 60000);
+    /* Before the thread starts: nothing read, nothing waited for. */
+    json_object *facts = languages_json(l, &cfg, NULL, 1000);
+    assert_string_equal(json_object_get_string(get(lang_of(facts, 0), "version_error")),
+                        "not read yet");
+    json_object_put(facts);
+    assert_int_equal(languages_start(l, NULL), 0);
+    assert_int_equal(languages_start(l, NULL), 0);
+    facts = languages_json(l, &cfg, NULL, 5000);
+    check_schema(facts);
+    json_object *py = lang_of(facts, 0);
+    assert_string_equal(json_object_get_string(get(py, "version")), "3.11.2");
+    assert_string_equal(json_object_get_string(get(get(py, "packages"), "numpy")), "1.24.2");
+    assert_false(json_object_object_get_ex(py, "probing", NULL));
+    assert_false(json_object_object_get_ex(py, "version_error", NULL));
+    assert_string_equal(json_object_get_string(get(lang_of(facts, 1), "version")), "v18.20.4");
+    assert_int_equal(json_object_get_int(get(py, "pool_size")), 2);
+    json_object *feats = get(facts, "features");
+    bool pool = false;
+    for (size_t i = 0; i < json_object_array_length(feats); i++)
+        pool |=
+            strcmp(json_object_get_string(json_object_array_get_idx(feats, i)), "warm_pool") == 0;
+    assert_true(pool);
+    json_object_put(facts);
+    /* Read once: later questions cost no probe. */
+    for (int i = 0; i < 5; i++)
+        json_object_put(languages_json(l, &cfg, NULL, 5000));
+    assert_int_equal(atomic_load(&f.calls), 2);
+    languages_free(l);
+    cfg.pool_size = 0;
+    l = languages_new(&cfg, NULL);
+    facts = languages_json(l, &cfg, NULL, 0);
+    feats = get(facts, "features");
+    for (size_t i = 0; i < json_object_array_length(feats); i++)
+        assert_string_not_equal(json_object_get_string(json_object_array_get_idx(feats, i)),
+                                "warm_pool");
+    json_object_put(facts);
+    languages_free(l);
+}
+
+/* A question waits for a probe in flight at most its budget. */
+static void test_probing_bounded_wait(void **state)
+{
+    (void)state;
+    struct fake f = {.delay_ms = 400};
+    struct languages *l = languages_new_probe(&cfg, fake_probe, &f, 60000);
+    assert_int_equal(languages_start(l, NULL), 0);
+    double t0 = util_now_ms();
+    json_object *facts = languages_json(l, &cfg, NULL, 50);
+    double took = util_now_ms() - t0;
+    assert_true(took < 300);
+    check_schema(facts);
+    json_object *py = lang_of(facts, 0);
+    assert_true(json_object_is_type(get(py, "version"), json_type_null));
+    assert_true(json_object_get_boolean(get(py, "probing")));
+    assert_false(json_object_object_get_ex(py, "version_error", NULL));
+    json_object_put(facts);
+    facts = languages_json(l, &cfg, NULL, 5000);
+    assert_string_equal(json_object_get_string(get(lang_of(facts, 0), "version")), "3.11.2");
+    assert_string_equal(json_object_get_string(get(lang_of(facts, 1), "version")), "v18.20.4");
+    json_object_put(facts);
+    languages_free(l);
+}
+
+/* A failed probe says why (cleaned up), is not retried at once, and is
+ * retried by a question once the interval has passed. */
+static void test_failure_and_retry(void **state)
+{
+    (void)state;
+    struct fake f = {.failures = 2};
+    struct languages *l = languages_new_probe(&cfg, fake_probe, &f, 200);
+    assert_int_equal(languages_start(l, NULL), 0);
+    json_object *facts = languages_json(l, &cfg, NULL, 5000);
+    check_schema(facts);
+    json_object *py = lang_of(facts, 0);
+    assert_true(json_object_is_type(get(py, "version"), json_type_null));
+    const char *why = json_object_get_string(get(py, "version_error"));
+    assert_true(util_utf8_valid(why, strlen(why)));
+    assert_non_null(strstr(why, "engine unreachable"));
+    assert_false(json_object_object_get_ex(py, "probing", NULL));
+    json_object_put(facts);
+    assert_int_equal(atomic_load(&f.calls), 2);
+    /* Within the interval: no new probe. */
+    json_object_put(languages_json(l, &cfg, NULL, 5000));
+    assert_int_equal(atomic_load(&f.calls), 2);
+    usleep(250 * 1000);
+    facts = languages_json(l, &cfg, NULL, 5000);
+    assert_string_equal(json_object_get_string(get(lang_of(facts, 0), "version")), "3.11.2");
+    assert_string_equal(json_object_get_string(get(lang_of(facts, 1), "version")), "v18.20.4");
+    json_object_put(facts);
+    assert_int_equal(atomic_load(&f.calls), 4);
+    languages_free(l);
+
+    /* Garbage from the sandbox is an error, never shown. */
+    struct fake g = {.garbage = true};
+    l = languages_new_probe(&cfg, fake_probe, &g, 60000);
+    assert_int_equal(languages_start(l, NULL), 0);
+    facts = languages_json(l, &cfg, NULL, 5000);
+    check_schema(facts);
+    why = json_object_get_string(get(lang_of(facts, 0), "version_error"));
+    assert_string_equal(why, "the probe's output is not one JSON object");
+    json_object_put(facts);
+    languages_free(l);
+}
+
+/* Freeing stops a probe that would never end by itself. */
+static void test_free_cancels(void **state)
+{
+    (void)state;
+    struct fake f = {.hang = true};
+    struct languages *l = languages_new_probe(&cfg, fake_probe, &f, 60000);
+    assert_int_equal(languages_start(l, NULL), 0);
+    while (atomic_load(&f.calls) == 0)
+        usleep(1000);
+    double t0 = util_now_ms();
+    languages_free(l);
+    assert_true(util_now_ms() - t0 < 2000);
+}
+
+/* Many questions at once while the probe completes, and while it fails and
+ * is retried: each answer is whole and valid, the probe runs once per
+ * language and round. Run under TSan by make tsan. */
+#define STRESS_THREADS 8
+#define STRESS_ROUNDS  40
+
+struct stress {
+    struct languages *l;
+    atomic_int versions;
+};
+
+static void *stress_main(void *arg)
+{
+    struct stress *s = arg;
+    json_object *schema = schema_of_tool();
+    for (int i = 0; i < STRESS_ROUNDS; i++) {
+        json_object *facts = languages_json(s->l, &cfg, NULL, (i % 3) ? 0 : 20);
+        struct err err = ERR_INIT;
+        if (schema_validate(schema, facts, 0, &err) < 0)
+            fail_msg("%s", err_msg(&err));
+        json_object *py = lang_of(facts, 0);
+        json_object *v = get(py, "version");
+        if (json_object_is_type(v, json_type_string)) {
+            assert_string_equal(json_object_get_string(v), "3.11.2");
+            atomic_fetch_add(&s->versions, 1);
+        } else {
+            assert_true(json_object_object_get_ex(py, "probing", NULL) ||
+                        json_object_object_get_ex(py, "version_error", NULL));
+        }
+        json_object_put(facts);
+        usleep(1000);
+    }
+    json_object_put(schema);
+    return NULL;
+}
+
+static void test_concurrent_questions(void **state)
+{
+    (void)state;
+    struct fake f = {.delay_ms = 15, .failures = 1};
+    struct stress s = {.l = languages_new_probe(&cfg, fake_probe, &f, 20)};
+    atomic_init(&s.versions, 0);
+    pthread_t t[STRESS_THREADS];
+    for (size_t i = 0; i < STRESS_THREADS; i++) {
+        assert_int_equal(pthread_create(&t[i], NULL, stress_main, &s), 0);
+        if (i == STRESS_THREADS / 2)
+            assert_int_equal(languages_start(s.l, NULL), 0);
+    }
+    for (size_t i = 0; i < STRESS_THREADS; i++)
+        pthread_join(t[i], NULL);
+    assert_true(atomic_load(&s.versions) > 0);
+    json_object *facts = languages_json(s.l, &cfg, NULL, 5000);
+    assert_string_equal(json_object_get_string(get(lang_of(facts, 1), "version")), "v18.20.4");
+    json_object_put(facts);
+    /* python failed once then answered; javascript answered at once, or
+     * after python's failure in the same round. */
+    assert_true(atomic_load(&f.calls) >= 3 && atomic_load(&f.calls) <= 4);
+    languages_free(s.l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_good),           cmocka_unit_test(test_parse_garbage),
+        cmocka_unit_test(test_parse_hostile),        cmocka_unit_test(test_no_backend),
+        cmocka_unit_test(test_probe_once),           cmocka_unit_test(test_probing_bounded_wait),
+        cmocka_unit_test(test_failure_and_retry),    cmocka_unit_test(test_free_cancels),
+        cmocka_unit_test(test_concurrent_questions),
+    };
+    return cmocka_run_group_tests_name("languages", tests, setup, teardown);
+}
