@@ -22,7 +22,8 @@ static const char *const version_names[MCP_V_COUNT] = {
 #define INSTRUCTIONS                                                                               \
     "Runs Python and JavaScript in fresh, isolated containers (no network unless the operator "    \
     "allowed it; the environment resource says). Use "                                             \
-    "run_python_code or run_js_code for a quick run, execute_code for stdin and per-call limits. " \
+    "run_python_code or run_js_code for a quick run, execute_code for stdin and per-call limits, " \
+    "list_languages for the interpreter versions and installed packages. "                         \
     "Results carry stdout, stderr, exit_code and status."
 
 const char *mcp_version_name(enum mcp_version v)

@@ -16,7 +16,7 @@
 
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const EXPECTED_TOOLS = ['run_python_code', 'run_js_code', 'execute_code', 'validate_code'];
+const EXPECTED_TOOLS = ['run_python_code', 'run_js_code', 'execute_code', 'validate_code', 'list_languages'];
 const GOAL_RATIO = 5;
 const STRING_KEYS = new Set(['commit', 'kernel', 'cpu', 'loadavg', 'wrk_version', 'sdk_version', 'node_version']);
 

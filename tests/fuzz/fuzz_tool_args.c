@@ -9,7 +9,11 @@
  * that the runner request accepts. Then the input bytes are used as a
  * program's stdout and stderr for tools_result, whose CallToolResult must
  * serialize to valid UTF-8 JSON whatever bytes the program wrote, with a
- * structuredContent valid against the served outputSchema.
+ * structuredContent valid against the served outputSchema. The same bytes
+ * are a language probe's output (languages_parse_probe): refused, or every
+ * accepted string within its cap and charset; and the object's arguments
+ * go to list_languages, whose answer must be valid against its own
+ * outputSchema, or an invalid-arguments result for any argument at all.
  *
  * Replay one input: build/fuzz/fuzz_tool_args FILE */
 #include <stdint.h>
@@ -20,6 +24,7 @@
 #include "fuzz.h"
 #include "mcp/jsonrpc.h"
 #include "sandbox/runner.h"
+#include "tools/languages.h"
 #include "tools/schema.h"
 #include "tools/tooldef.h"
 #include "tools/tools.h"
@@ -30,6 +35,8 @@ static struct config cfg_default;
 static struct config cfg_tight;
 static json_object *output_schema;
 static json_object *check_def; /* validate_code's definition, for its outputSchema */
+static json_object *list_def;  /* list_languages' */
+static struct tools_env env;   /* no backend: no probe, no thread */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -47,6 +54,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     CHECK(output_schema != NULL);
     check_def = tooldef_parse(tooldef_validate_code, strlen(tooldef_validate_code), NULL);
     CHECK(check_def != NULL);
+    list_def = tooldef_parse(tooldef_list_languages, strlen(tooldef_list_languages), NULL);
+    CHECK(list_def != NULL);
+    CHECK(tools_env_init(&env, &cfg_default, NULL, NULL) == 0);
     return 0;
 }
 
@@ -169,6 +179,54 @@ static void check_result(const uint8_t *data, size_t size)
     exec_result_free(&res);
 }
 
+static bool charset(const char *s, const char *extra)
+{
+    for (; *s; s++)
+        if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+              strchr(extra, *s)))
+            return false;
+    return true;
+}
+
+static void check_probe(const uint8_t *data, size_t size)
+{
+    struct languages_report r;
+    struct err err = ERR_INIT;
+    if (languages_parse_probe((const char *)data, size, &r, &err) < 0) {
+        CHECK(err.msg != NULL);
+        CHECK(r.version[0] == '\0' && r.n_packages == 0);
+        err_clear(&err);
+        return;
+    }
+    CHECK(r.version[0] != '\0' && charset(r.version, ".+~_-"));
+    CHECK(r.n_packages <= LANGUAGES_MAX_PACKAGES);
+    for (size_t i = 0; i < r.n_packages; i++)
+        CHECK(r.packages[i].name[0] && charset(r.packages[i].name, "._-") &&
+              charset(r.packages[i].version, ".+~_-"));
+}
+
+static void check_list_languages(json_object *args)
+{
+    struct tools_features f = {.annotations = true, .structured = true};
+    json_object *r = tools_call(&env, "list_languages", args, &f, NULL, NULL, NULL);
+    json_object *v = NULL;
+    CHECK(json_object_object_get_ex(r, "isError", &v));
+    bool failed = json_object_get_boolean(v);
+    CHECK(failed == (json_object_object_length(args) > 0));
+    CHECK(json_object_object_get_ex(r, "structuredContent", &v) == !failed);
+    json_object *schema = NULL;
+    CHECK(json_object_object_get_ex(list_def, "outputSchema", &schema));
+    struct err err = ERR_INIT;
+    if (!failed && schema_validate(schema, v, 0, &err) < 0) {
+        fprintf(stderr, "list_languages against its outputSchema: %s\n", err_msg(&err));
+        abort();
+    }
+    size_t len = 0;
+    const char *s = jsonrpc_serialize(r, &len);
+    CHECK(util_utf8_valid(s, len));
+    json_object_put(r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const names[] = {"run_python_code", "run_js_code", "execute_code",
@@ -184,10 +242,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 check_args(&cfg_default, names[i], obj);
                 check_args(&cfg_tight, names[i], obj);
             }
+            check_list_languages(obj);
         }
         json_object_put(obj);
         json_tokener_free(tok);
     }
     check_result(data, size);
+    check_probe(data, size);
     return 0;
 }
