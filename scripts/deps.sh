@@ -39,7 +39,7 @@ done
 # libc6-dev is listed because gcc only *recommends* it and we install
 # without recommends.
 pkgs=(gcc make pkg-config libc6-dev libcurl4-openssl-dev libjson-c-dev
-	libmicrohttpd-dev libcmocka-dev)
+	libmicrohttpd-dev nettle-dev libcmocka-dev)
 
 if ((want_engines)); then
 	# docker.io pulls containerd, runc, iptables and tini (dockerd's

@@ -29,12 +29,13 @@
  * reaper      4 removal threads and 1 sweep thread (reaper.c): containers
  *             are removed off the request's path and retried until gone;
  *             leftovers of crashed daemons are swept every few seconds.
- * probe       1 thread (tools/languages.c) that reads each interpreter's
- *             version and packages from its image at start, as a run
- *             (exec_run, a pooled sandbox when one waits), and again when
- *             list_languages finds a failed read older than 5 s; it keeps
- *             them as plain C data under its lock. Its runs take no run
- *             slot: one at a time, one per language.
+ * probe       1 thread (tools/languages.c), started by the first
+ *             list_languages, that reads each interpreter's version and
+ *             packages from its image as a run (exec_run, a pooled sandbox
+ *             when one waits), and again when list_languages finds a
+ *             failed read older than 5 s; it keeps them as plain C data
+ *             under its lock. Its runs take no run slot: one at a time,
+ *             one per language.
  * pool        with --pool-size: 2 filler threads and 1 watcher (pool.c).
  *             Fillers create, connect and start warm containers and wait for
  *             their runner's ready mark; the watcher polls the waiting ones'
@@ -44,7 +45,9 @@
  * A sandbox's stream socket (backend/channel.c) belongs to the thread
  * setting that sandbox up (a worker or a filler; sandbox/launch.c), then
  * travels with its stream: no thread of its own. The launcher's list of
- * images that attach is under its lock.
+ * images that attach is under its lock. The files runs return are kept
+ * by the run store (tools/runstore.c) as bytes under its lock: workers put
+ * them, the threads answering resources/read copy them out.
  * So the daemon runs at most 1 + 2 + max-concurrent + 9 threads on stdio,
  * plus 2 + the connection limit over HTTP, whatever clients send.
  *
@@ -226,11 +229,6 @@ int main(int argc, char **argv, char **envp)
         goto out;
     }
     log_info("python image %s, javascript image %s", cfg.python_image, cfg.js_image);
-    /* Not fatal: list_languages then says why it has no versions. */
-    if (mcp_server_start_probes(srv, &err) < 0) {
-        log_warn("%s", err_msg(&err));
-        err_clear(&err);
-    }
     if (*cfg.http_listen) {
         if (serve_http(srv, &cfg, &err) < 0) {
             log_error("%s", err_msg(&err));

@@ -84,6 +84,26 @@ static const struct opt_def options[] = {
      "runs at once, each on a worker thread started with the daemon; more wait in a queue "
      "(default 8)",
      NULL},
+    {"max-file-in-bytes", OPT_INT, F(max_file_in_bytes), 0, 1LL << 30, "N",
+     "largest file of a run's files argument, decoded (default 8 MiB)", NULL},
+    {"max-file-out-bytes", OPT_INT, F(max_file_out_bytes), 0, 1LL << 30, "N",
+     "largest file a run returns; larger ones are named as left out (default 8 MiB)", NULL},
+    {"max-files-in", OPT_INT, F(max_files_in), 0, 100000, "N",
+     "files in a run's files argument (default 100)", NULL},
+    {"max-files-in-bytes", OPT_INT, F(max_files_in_bytes), 0, 1LL << 30, "N",
+     "all files of a run's files argument together, decoded (default 10 MiB)", NULL},
+    {"max-files-out", OPT_INT, F(max_files_out), 0, 10000, "N",
+     "files a run returns from outputs/ and output_files, plots apart (default 50)", NULL},
+    {"max-files-out-bytes", OPT_INT, F(max_files_out_bytes), 0, 1LL << 30, "N",
+     "all files and plots a run returns together (default 32 MiB)", NULL},
+    {"max-inline-image-bytes", OPT_INT, F(max_inline_image_bytes), 0, 64LL << 20, "N",
+     "an image up to this size comes back as image content, a larger one as a resource link "
+     "(default 256 KiB)",
+     NULL},
+    {"max-inline-text-bytes", OPT_INT, F(max_inline_text_bytes), 0, 64LL << 20, "N",
+     "a text file up to this size comes back embedded, a larger one as a resource link "
+     "(default 64 KiB)",
+     NULL},
     {"max-memory-mb", OPT_INT, F(max_memory_mb), 16, 1 << 20, "N",
      "largest memory_mb a caller may ask for (default 2048)", NULL},
     {"max-message-bytes", OPT_INT, F(max_message_bytes), 1024, 256LL << 20, "N",
@@ -97,6 +117,12 @@ static const struct opt_def options[] = {
     {"max-connections", OPT_INT, F(max_connections), 8, 100000, "N",
      "HTTP connections at once, a thread each; more are refused. A connection with no request "
      "under way is closed after 10 s (default 2048)",
+     NULL},
+    {"max-plot-bytes", OPT_INT, F(max_plot_bytes), 0, 64LL << 20, "N",
+     "largest matplotlib figure returned, as PNG (default 4 MiB)", NULL},
+    {"max-plots", OPT_INT, F(max_plots), 0, 1000, "N",
+     "matplotlib figures a Python run returns (each plt.show(), then those still open); 0 "
+     "turns plot capture off (default 10)",
      NULL},
     {"max-queued", OPT_INT, F(max_queued), 0, 100000, "N",
      "calls waiting, in arrival order, for one of the --max-concurrent slots; more get a "
@@ -141,6 +167,13 @@ static const struct opt_def options[] = {
     {"queue-timeout-ms", OPT_INT, F(queue_timeout_ms), 100, 24LL * 3600 * 1000, "MS",
      "longest a call waits for a run slot before a 'busy' result; never longer than its own "
      "timeout (default 60000)",
+     NULL},
+    {"run-store-max-bytes", OPT_INT, F(run_store_max_bytes), 0, 64LL << 30, "N",
+     "returned files kept for resources/read, all sessions together; the oldest go first "
+     "(default 256 MiB)",
+     NULL},
+    {"run-store-ttl-ms", OPT_INT, F(run_store_ttl_ms), 1000, 7LL * 24 * 3600 * 1000, "MS",
+     "how long a returned file stays readable at its mcp-sandboxd://runs/ URI (default 3600000)",
      NULL},
     {"runtime", OPT_STR, F(runtime), 0, 0, "NAME",
      "OCI runtime for sandboxes, e.g. runsc for gVisor (default: the engine's)", NULL},
@@ -190,6 +223,18 @@ void config_init(struct config *cfg)
     cfg->max_code_bytes = 4 << 20;
     cfg->max_variables_bytes = 1 << 20;
     cfg->max_message_bytes = 16 << 20;
+    cfg->max_files_in = 100;
+    cfg->max_file_in_bytes = 8 << 20;
+    cfg->max_files_in_bytes = 10 << 20;
+    cfg->max_files_out = 50;
+    cfg->max_file_out_bytes = 8 << 20;
+    cfg->max_files_out_bytes = 32 << 20;
+    cfg->max_plots = 10;
+    cfg->max_plot_bytes = 4 << 20;
+    cfg->max_inline_image_bytes = 256 << 10;
+    cfg->max_inline_text_bytes = 64 << 10;
+    cfg->run_store_ttl_ms = 3600LL * 1000;
+    cfg->run_store_max_bytes = 256LL << 20;
     cfg->pids_limit = 256;
     cfg->tmpfs_mb = 64;
     cfg->max_concurrent = 8;

@@ -275,6 +275,7 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
         return;
     }
     c->s = s;
+    memcpy(c->args.owner, s->owner, sizeof(s->owner));
     jsonrpc_id_copy(&c->id, m->id);
     c->reply = *r;
     c->cancel = tools_cancel_new();

@@ -66,11 +66,6 @@ struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exe
     return srv;
 }
 
-int mcp_server_start_probes(struct mcp_server *srv, struct err *err)
-{
-    return tools_env_start(&srv->env, err);
-}
-
 int mcp_server_backend_ping(struct mcp_server *srv, const char **address, struct err *err)
 {
     return tools_backend_ping(&srv->env, address, err);
@@ -89,6 +84,10 @@ struct mcp_session *mcp_session_new(struct mcp_server *srv)
 {
     struct mcp_session *s = xcalloc(1, sizeof(*s));
     s->srv = srv;
+    unsigned char raw[16];
+    if (util_random_bytes(raw, sizeof(raw)) < 0)
+        abort(); /* util_random_bytes falls back to nothing: no token, no session */
+    util_hex(raw, sizeof(raw), s->owner);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     s->version = MCP_V_LATEST;

@@ -75,10 +75,6 @@ struct exec_ctx; /* opaque here: handed to the tools */
 struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exec, struct err *err);
 void mcp_server_free(struct mcp_server *srv);
 
-/* Starts reading the interpreters' versions from the images in the
- * background (one thread, joined by mcp_server_free). */
-int mcp_server_start_probes(struct mcp_server *srv, struct err *err);
-
 /* Whether the sandboxes' backend answers (for health checks); *address
  * says where it is. Any thread. */
 int mcp_server_backend_ping(struct mcp_server *srv, const char **address, struct err *err);

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "base/codec.h"
 #include "base/util.h"
 #include "tools/environment.h"
 
@@ -37,7 +38,60 @@ void resources_templates_list(struct mcp_session *s, const struct jsonrpc_msg *m
 {
     (void)s;
     json_object *res = json_object_new_object();
-    json_object_object_add(res, "resourceTemplates", json_object_new_array());
+    json_object *list = json_object_new_array();
+    json_object *t = json_object_new_object();
+    json_object_object_add(
+        t, "uriTemplate", json_object_new_string(FILES_RESULT_URI_PREFIX "{run_id}/files/{+path}"));
+    json_object_object_add(t, "name", json_object_new_string("run-file"));
+    json_object_object_add(
+        t, "description",
+        json_object_new_string("A file a run of this session returned (outputs/ or "
+                               "output_files), for --run-store-ttl-ms after the run; plots are "
+                               "at .../plots/plot-<n>.png. The run's result gives each URI."));
+    json_object_array_add(list, t);
+    json_object_object_add(res, "resourceTemplates", list);
+    reply_result(r, m->id, res);
+}
+
+/* A returned file, to the session that ran it only. */
+static void read_run_file(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r,
+                          const char *uri)
+{
+    char *mime = NULL;
+    char *data = NULL;
+    size_t size = 0;
+    if (!s->srv->env.store ||
+        runstore_get(s->srv->env.store, s->owner, uri, &mime, &data, &size) < 0) {
+        char *msg = xasprintf("Resource not found: a run's files are readable by the session "
+                              "that ran it, for %lld s (--run-store-ttl-ms), while the store "
+                              "has room",
+                              s->srv->cfg->run_store_ttl_ms / 1000);
+        reply_done(r, jsonrpc_error(m->id, MCP_RESOURCE_NOT_FOUND, msg, NULL));
+        free(msg);
+        return;
+    }
+    json_object *c = json_object_new_object();
+    json_object_object_add(c, "uri", json_object_new_string(uri));
+    json_object_object_add(c, "mimeType", json_object_new_string(mime));
+    bool text = !memchr(data, '\0', size) && util_utf8_valid(data, size) &&
+                strcmp(mime, "application/octet-stream") != 0 && strncmp(mime, "image/", 6) != 0;
+    if (text || strcmp(mime, "image/svg+xml") == 0) {
+        json_object_object_add(c, "text", json_object_new_string_len(data, (int)size));
+    } else {
+        struct buf b64;
+        buf_init(&b64, (size_t)-1);
+        if (codec_base64_encode(data, size, &b64) < 0)
+            abort(); /* no cap */
+        json_object_object_add(c, "blob",
+                               json_object_new_string_len(b64.data ? b64.data : "", (int)b64.len));
+        buf_free(&b64);
+    }
+    free(mime);
+    free(data);
+    json_object *contents = json_object_new_array();
+    json_object_array_add(contents, c);
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "contents", contents);
     reply_result(r, m->id, res);
 }
 
@@ -46,6 +100,10 @@ void resources_read(struct mcp_session *s, const struct jsonrpc_msg *m, struct r
     const char *uri = NULL;
     if (!params_string(m, "uri", &uri)) {
         reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: uri is required");
+        return;
+    }
+    if (strncmp(uri, FILES_RESULT_URI_PREFIX, strlen(FILES_RESULT_URI_PREFIX)) == 0) {
+        read_run_file(s, m, r, uri);
         return;
     }
     if (strcmp(uri, ENVIRONMENT_URI) != 0) {

@@ -21,6 +21,9 @@ struct call;
 
 struct mcp_session {
     struct mcp_server *srv;
+    /* Random, set once at creation: whose files in the run store are
+     * this session's (read without the lock). */
+    char owner[33];
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool initialize_done;

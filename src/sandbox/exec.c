@@ -8,6 +8,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 #include "sandbox/launch.h"
 #include "sandbox/policy.h"
@@ -126,6 +127,7 @@ void exec_result_init(struct exec_result *r)
     r->status = EXEC_ERROR;
     buf_init(&r->out, 0);
     buf_init(&r->err, 0);
+    outfiles_init(&r->files, &(struct outfiles_caps){0});
 }
 
 void exec_result_free(struct exec_result *r)
@@ -136,6 +138,7 @@ void exec_result_free(struct exec_result *r)
     r->message = NULL;
     free(r->check.message);
     memset(&r->check, 0, sizeof(r->check));
+    outfiles_free(&r->files);
 }
 
 static int pool_start(struct exec_ctx *ctx, struct err *err);
@@ -403,6 +406,42 @@ static void emit_flush(struct run *r)
     redact_stream_free(&r->red_err);
 }
 
+static int on_frame(void *arg, const char *line, size_t len, struct err *err)
+{
+    struct run *r = arg;
+    if (!r->req->outputs)
+        return err_set(err, ERR_PROTOCOL, "the runner sent a file nobody asked for");
+    if (outfiles_frame(&r->res->files, line, len, err) < 0)
+        return err_wrap(err, "the sandbox's output files are malformed");
+    return 0;
+}
+
+static int file_sink(void *ctx, const char *data, size_t len)
+{
+    return buf_add(ctx, data, len) < 0 ? -1 : 0;
+}
+
+/* A text file gets what output gets: pass-through values replaced. Binary
+ * files are returned as written (a mark would corrupt them). */
+static void redact_file(const struct redactor *red, struct outfile *f)
+{
+    if (!red || !util_utf8_valid(f->data, f->size))
+        return;
+    struct buf b;
+    buf_init(&b, (size_t)-1);
+    struct redact_stream rs = {0};
+    int rc = redact_feed(red, &rs, f->data, f->size, file_sink, &b);
+    if (rc == 0)
+        rc = redact_flush(red, &rs, file_sink, &b);
+    redact_stream_free(&rs);
+    if (rc == 0 && (b.len != f->size || memcmp(b.data, f->data, f->size) != 0)) {
+        free(f->data);
+        f->data = buf_take(&b, &f->size);
+        codec_sha256_hex(f->data, f->size, f->sha256);
+    }
+    buf_free(&b);
+}
+
 static int on_output(void *arg, int stream, const char *data, size_t len, struct err *err)
 {
     struct run *r = arg;
@@ -439,6 +478,12 @@ static int finish_from_record(struct run *r, struct err *err)
     } else if (r->req->check_only != done.check.present) {
         rc = err_set(err, ERR_PROTOCOL, "the runner %s a syntax check",
                      done.check.present ? "answered with" : "did not answer with");
+    } else if (r->req->outputs && !done.check.present && !done.files.present) {
+        rc = err_set(err, ERR_PROTOCOL, "the runner did not account for the output files");
+    } else if (done.files.present &&
+               outfiles_finish(&r->res->files, done.files.sent, done.files.left_out,
+                               done.files.walk_stopped, done.files.cwd_gone, err) < 0) {
+        rc = err_wrap(err, "the sandbox's output files are malformed");
     } else if (done.check.present) {
         r->res->status = EXEC_OK;
         r->res->check = done.check;
@@ -656,7 +701,22 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     char nonce[RUNNER_NONCE_HEX_LEN + 1];
     struct buf request;
     /* JSON escaping grows a byte to at most six (\u0000). */
-    buf_init(&request, (req->code_len + req->stdin_len + req->variables_len) * 6 + 4096);
+    size_t request_max = req->code_len + req->stdin_len + req->variables_len;
+    for (size_t i = 0; i < req->n_files; i++)
+        request_max += req->files[i].content_len + strlen(req->files[i].path) + 64;
+    for (size_t i = 0; req->outputs && i < req->outputs->n_patterns; i++)
+        request_max += strlen(req->outputs->patterns[i]) + 8;
+    buf_init(&request, request_max * 6 + 4096);
+    struct outfiles_caps caps = {0};
+    if (req->outputs) {
+        caps.max_files = (size_t)req->outputs->max_files;
+        caps.max_file_bytes = (size_t)req->outputs->max_file_bytes;
+        caps.max_plots = req->outputs->plots ? (size_t)req->outputs->max_plots : 0;
+        caps.max_plot_bytes = (size_t)req->outputs->max_plot_bytes;
+        caps.max_total_bytes = (size_t)req->outputs->max_total_bytes;
+    }
+    outfiles_free(&res->files);
+    outfiles_init(&res->files, &caps);
     struct backend_stream *stream = NULL;
     char *id = NULL;
     bool pooled = false; /* id came from the pool */
@@ -667,6 +727,8 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         goto out;
     runner_scan_init(&r.scan_out, nonce);
     runner_scan_init(&r.scan_err, nonce);
+    r.scan_out.on_frame = on_frame;
+    r.scan_out.on_frame_ctx = &r;
     struct runner_request rreq = {.nonce_hex = nonce,
                                   .code = req->code,
                                   .code_len = req->code_len,
@@ -675,6 +737,9 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
                                   .variables = req->variables,
                                   .variables_len = req->variables_len,
                                   .check = req->check_only,
+                                  .files = req->files,
+                                  .n_files = req->n_files,
+                                  .outputs = req->check_only ? NULL : req->outputs,
                                   .env_names = ctx->secrets.names,
                                   .env_values = ctx->secrets.values,
                                   .n_env = ctx->secrets.n};
@@ -735,6 +800,10 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         runner_scan_free(&r.scan_err);
         runner_scan_init(&r.scan_out, nonce);
         runner_scan_init(&r.scan_err, nonce);
+        r.scan_out.on_frame = on_frame;
+        r.scan_out.on_frame_ctx = &r;
+        outfiles_free(&res->files);
+        outfiles_init(&res->files, &caps);
         redact_stream_free(&r.red_out);
         redact_stream_free(&r.red_err);
         r.total = 0;
@@ -744,6 +813,14 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
 
 out:
     emit_flush(&r);
+    /* Files only come with a program that finished and said what it sent. */
+    if (rc == 0 && r.scan_out.done && (res->status == EXEC_OK || res->status == EXEC_OOM)) {
+        for (size_t i = 0; i < res->files.n; i++)
+            redact_file(ctx->redactor, &res->files.v[i]);
+    } else {
+        outfiles_free(&res->files);
+        outfiles_init(&res->files, &caps);
+    }
     if (rc < 0 && !sent && setup_timed_out(req, err)) {
         res->status = EXEC_TIMEOUT;
         set_message(res,

@@ -23,6 +23,7 @@
 #include "base/buf.h"
 #include "base/config.h"
 #include "base/err.h"
+#include "sandbox/outfiles.h"
 #include "sandbox/runner.h"
 
 enum exec_language { EXEC_PYTHON, EXEC_JAVASCRIPT };
@@ -105,6 +106,11 @@ struct exec_request {
     size_t variables_len;
     /* Only parse the code (sandbox/runner.h): the answer is res->check. */
     bool check_only;
+    /* Files written into the working directory first (paths checked). */
+    const struct runner_file *files;
+    size_t n_files;
+    /* What comes back after the program (res->files), or NULL: nothing. */
+    const struct runner_outputs *outputs;
     long long timeout_ms; /* already clamped by the caller */
     long long memory_mb;  /* already clamped by the caller */
     /* util_now_ms() time by which the program must have started: engine
@@ -126,6 +132,10 @@ struct exec_result {
     /* A check_only request that finished (status EXEC_OK): present, with
      * ok, or the first error (1-based line/column, 0 unknown). */
     struct runner_check check;
+    /* With req->outputs, a program that finished: the plots and files it
+     * returned (text files redacted like its output), and those left out.
+     * Empty for any other outcome. */
+    struct outfiles files;
 };
 
 void exec_result_init(struct exec_result *r);

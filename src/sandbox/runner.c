@@ -67,6 +67,34 @@ int runner_encode_request(const struct runner_request *req, struct buf *out, str
         }
         json_object_object_add(obj, "variables", vars);
     }
+    if (req->n_files) {
+        json_object *files = json_object_new_array();
+        for (size_t i = 0; i < req->n_files; i++) {
+            const struct runner_file *f = &req->files[i];
+            json_object *o = json_object_new_object();
+            json_object_object_add(o, "path", json_object_new_string(f->path));
+            json_object_object_add(o, "content", new_string(f->content, f->content_len));
+            json_object_object_add(o, "encoding",
+                                   json_object_new_string(f->base64 ? "base64" : "utf-8"));
+            json_object_array_add(files, o);
+        }
+        json_object_object_add(obj, "files", files);
+    }
+    if (req->outputs) {
+        const struct runner_outputs *ro = req->outputs;
+        json_object *o = json_object_new_object();
+        json_object *paths = json_object_new_array();
+        for (size_t i = 0; i < ro->n_patterns; i++)
+            json_object_array_add(paths, json_object_new_string(ro->patterns[i]));
+        json_object_object_add(o, "paths", paths);
+        json_object_object_add(o, "max_files", json_object_new_int64(ro->max_files));
+        json_object_object_add(o, "max_file_bytes", json_object_new_int64(ro->max_file_bytes));
+        json_object_object_add(o, "max_total_bytes", json_object_new_int64(ro->max_total_bytes));
+        json_object_object_add(o, "plots", json_object_new_boolean(ro->plots));
+        json_object_object_add(o, "max_plots", json_object_new_int64(ro->max_plots));
+        json_object_object_add(o, "max_plot_bytes", json_object_new_int64(ro->max_plot_bytes));
+        json_object_object_add(obj, "outputs", o);
+    }
     size_t len = 0;
     const char *json = json_object_to_json_string_length(
         obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
@@ -145,16 +173,36 @@ static int emit_span(const struct runner_scan *s, size_t h0, const char *data, s
     return 0;
 }
 
-static int collect_record(struct runner_scan *s, const char *data, size_t len, struct err *err)
+/* Takes bytes of the line after the marker, up to its '\n'; *used says how
+ * many. *complete when the '\n' came. */
+static int collect_line(struct runner_scan *s, const char *data, size_t len, size_t *used,
+                        bool *complete, struct err *err)
 {
     const char *nl = memchr(data, '\n', len);
     size_t take = nl ? (size_t)(nl - data) : len;
     if (buf_add(&s->record, data, take) < 0)
         return err_set(err, ERR_PROTOCOL, "runner completion record over %d bytes",
                        RUNNER_MAX_RECORD);
-    if (nl)
-        s->done = true;
+    *used = nl ? take + 1 : take;
+    *complete = nl != NULL;
     return 0;
+}
+
+/* A complete line: a frame when it starts with a frame's letter
+ * (sandbox/outfiles.h); anything else is the record, which ends the
+ * stream (however malformed: parsing it says so). */
+static int line_done(struct runner_scan *s, struct err *err)
+{
+    char kind = s->record.len ? s->record.data[0] : '{';
+    if (kind != 'F' && kind != 'D' && kind != 'E' && kind != 'L') {
+        s->done = true;
+        return 0;
+    }
+    int rc = s->on_frame ? s->on_frame(s->on_frame_ctx, s->record.data, s->record.len, err)
+                         : err_set(err, ERR_PROTOCOL, "a runner frame where none may be");
+    buf_reset(&s->record);
+    s->in_record = false;
+    return rc < 0 ? -1 : 0;
 }
 
 void runner_scan_expect_go(struct runner_scan *s)
@@ -173,47 +221,62 @@ int runner_scan_feed(struct runner_scan *s, const char *data, size_t len, runner
     for (; s->go_left && len; data++, len--, s->go_left--)
         if (*data != RUNNER_GO[RUNNER_GO_LEN - s->go_left])
             return err_set(err, ERR_PROTOCOL, "the runner wrote to stdout before it had the code");
-    if (s->done || len == 0)
-        return 0;
-    if (s->in_record)
-        return collect_record(s, data, len, err);
-
-    /* Stream positions count the held bytes first, then data: data[i] is at
-     * h0 + i. Everything before the q matching bytes is output, emitted in
-     * one go at the end (or when the marker completes). */
-    size_t h0 = s->held_len;
-    size_t q = s->held_len;
-    size_t i = 0;
-    while (i < len) {
-        if (q == 0) {
-            const char *nul = memchr(data + i, '\0', len - i);
-            if (!nul)
-                break;
-            i = (size_t)(nul - data) + 1;
-            q = 1;
+    while (len && !s->done) {
+        if (s->in_record) {
+            size_t used = 0;
+            bool complete = false;
+            if (collect_line(s, data, len, &used, &complete, err) < 0)
+                return -1;
+            data += used;
+            len -= used;
+            if (complete && line_done(s, err) < 0)
+                return -1;
             continue;
         }
-        if (data[i] == s->marker[q]) {
-            i++;
-            if (++q == s->marker_len) {
-                int rc = emit_span(s, h0, data, 0, h0 + i - q, emit, ctx);
-                if (rc != 0)
-                    return rc;
-                s->held_len = 0;
-                s->in_record = true;
-                return collect_record(s, data + i, len - i, err);
+        /* Stream positions count the held bytes first, then data: data[i]
+         * is at h0 + i. Everything before the q matching bytes is output,
+         * emitted in one go at the end (or when the marker completes). */
+        size_t h0 = s->held_len;
+        size_t q = s->held_len;
+        size_t i = 0;
+        bool marker = false;
+        while (i < len) {
+            if (q == 0) {
+                const char *nul = memchr(data + i, '\0', len - i);
+                if (!nul)
+                    break;
+                i = (size_t)(nul - data) + 1;
+                q = 1;
+                continue;
             }
-            continue;
+            if (data[i] == s->marker[q]) {
+                i++;
+                if (++q == s->marker_len) {
+                    marker = true;
+                    break;
+                }
+                continue;
+            }
+            /* Mismatch: the held bytes were output; data[i] is looked at
+             * anew (it may be a NUL starting the real marker). */
+            q = 0;
         }
-        /* Mismatch: the held bytes were output; data[i] is looked at anew
-         * (it may be a NUL starting the real marker). */
-        q = 0;
+        if (!marker) {
+            int rc = emit_span(s, h0, data, 0, h0 + len - q, emit, ctx);
+            if (rc != 0)
+                return rc;
+            s->held_len = q;
+            memcpy(s->held, s->marker, q);
+            return 0;
+        }
+        int rc = emit_span(s, h0, data, 0, h0 + i - q, emit, ctx);
+        if (rc != 0)
+            return rc;
+        s->held_len = 0;
+        s->in_record = true;
+        data += i;
+        len -= i;
     }
-    int rc = emit_span(s, h0, data, 0, h0 + len - q, emit, ctx);
-    if (rc != 0)
-        return rc;
-    s->held_len = q;
-    memcpy(s->held, s->marker, q);
     return 0;
 }
 
@@ -261,6 +324,31 @@ static int parse_check(json_object *v, struct runner_check *out, struct err *err
     return 0;
 }
 
+/* A count in the files account: a non-negative int, 0 when absent. */
+static bool count(json_object *files, const char *key, long long *out)
+{
+    json_object *v = NULL;
+    *out = 0;
+    if (!json_object_object_get_ex(files, key, &v))
+        return true;
+    if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0)
+        return false;
+    *out = json_object_get_int64(v);
+    return true;
+}
+
+static int parse_files(json_object *v, struct runner_files *out, struct err *err)
+{
+    json_object *gone = NULL;
+    if (!json_object_is_type(v, json_type_object) || !count(v, "sent", &out->sent) ||
+        !count(v, "left_out", &out->left_out) || !count(v, "walk_stopped", &out->walk_stopped))
+        return err_set(err, ERR_PROTOCOL, "completion record has a malformed files account");
+    out->cwd_gone = json_object_object_get_ex(v, "cwd_gone", &gone) &&
+                    json_object_is_type(gone, json_type_boolean) && json_object_get_boolean(gone);
+    out->present = true;
+    return 0;
+}
+
 void runner_done_free(struct runner_done *d)
 {
     free(d->runner_error);
@@ -301,7 +389,12 @@ int runner_scan_result(const struct runner_scan *s, struct runner_done *out, str
             out->runner_error =
                 xstrndup(json_object_get_string(v), (size_t)json_object_get_string_len(v));
         rc = 0;
-        if (json_object_object_get_ex(obj, "check", &v) &&
+        if (json_object_object_get_ex(obj, "files", &v) &&
+            (rc = parse_files(v, &out->files, err)) < 0) {
+            free(out->runner_error);
+            out->runner_error = NULL;
+        }
+        if (rc == 0 && json_object_object_get_ex(obj, "check", &v) &&
             (rc = parse_check(v, &out->check, err)) < 0) {
             free(out->runner_error);
             out->runner_error = NULL;

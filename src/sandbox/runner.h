@@ -4,7 +4,14 @@
  * Request (daemon -> runner, on the container's stdin):
  *     "mcpsbx/1 <decimal length>\n" followed by exactly that many bytes of a
  *     JSON object {"nonce": "<32 hex>", "code": "...", "stdin": "...",
- *     "env": {"NAME": "value", ...}, "variables": {"name": <JSON>, ...}?}.
+ *     "env": {"NAME": "value", ...}, "variables": {"name": <JSON>, ...}?,
+ *     "files": [{"path": "...", "content": "...", "encoding": "utf-8" |
+ *     "base64"}]?, "outputs": {"paths": ["pattern", ...], "max_files": N,
+ *     "max_file_bytes": N, "max_total_bytes": N, "plots": bool,
+ *     "max_plots": N, "max_plot_bytes": N}?}.
+ *     Files are written (O_EXCL, no link followed) before the program
+ *     starts, and outputs/ is made; the paths were checked by the daemon
+ *     (sandbox/workpath.h) and are checked again.
  *     The runner reads exactly that much, writes stdin to a file that
  *     becomes the program's fd 0 (so the program sees the given stdin, then
  *     EOF), sets env in its own environment (so the program and its
@@ -26,7 +33,20 @@
  * and SystemExit was handled; Node when the event loop drained or on
  * process.exit/uncaught error):
  *     RUNNER_RECORD_PREFIX "<nonce>:" JSON "\n"
- *     JSON = {"exit_code": N, "memory_error": bool, "runner_error": "..."?}
+ *     JSON = {"exit_code": N, "memory_error": bool, "runner_error": "..."?,
+ *             "files": {"sent": N, "left_out": N, "walk_stopped": N?,
+ *                       "cwd_gone": true?}?}
+ * With outputs in the request, once the program finished the runner takes
+ * the open matplotlib figures (with "plots"; each plt.show() took the ones
+ * open then), the regular files under outputs/ and those the patterns
+ * match, and sends them on stdout before the record as frames: lines
+ * with the record's prefix whose JSON place starts with F, D, E or L
+ * (sandbox/outfiles.h), each written at once and under 4096 bytes, so a
+ * process still writing to stdout cannot split one. No symlink is
+ * followed, only regular files with one link are sent, and the caps are
+ * kept (files over them are named in L frames, at most 20). The scanner
+ * passes such lines to its frame callback; any other line is the record,
+ * which ends the stream.
  * The prefix starts with a NUL byte and carries the per-run nonce, so
  * ordinary output cannot be mistaken for it. The same record line is also
  * written on stderr, just before the stdout one: the engine copies the two
@@ -72,6 +92,23 @@ extern const char runner_connect_src[];
 /* Nesting allowed in the variables: no less than a JSON-RPC message's. */
 #define RUNNER_VARIABLES_DEPTH 64
 
+/* A file written into the working directory before the program runs. */
+struct runner_file {
+    const char *path; /* normalized (sandbox/workpath.h) */
+    const char *content;
+    size_t content_len;
+    bool base64; /* content is base64 (checked), else UTF-8 text */
+};
+
+/* What the runner returns after the program (see above). */
+struct runner_outputs {
+    char *const *patterns; /* output_files patterns, checked */
+    size_t n_patterns;
+    long long max_files, max_file_bytes, max_total_bytes;
+    bool plots;
+    long long max_plots, max_plot_bytes;
+};
+
 struct runner_request {
     const char *nonce_hex; /* RUNNER_NONCE_HEX_LEN hex digits */
     const char *code;
@@ -83,6 +120,9 @@ struct runner_request {
     const char *variables;
     size_t variables_len;
     bool check; /* only parse the code (see above) */
+    const struct runner_file *files;
+    size_t n_files;
+    const struct runner_outputs *outputs; /* NULL: return nothing */
     /* Variables for the program's environment (n_env names and values). */
     char *const *env_names;
     char *const *env_values;
@@ -104,9 +144,13 @@ struct runner_scan {
     char held[RUNNER_RECORD_PREFIX_LEN + RUNNER_NONCE_HEX_LEN + 2];
     size_t held_len;
     size_t go_left; /* bytes of RUNNER_GO still due before any output */
-    bool in_record; /* marker seen, collecting the record up to '\n' */
+    bool in_record; /* marker seen, collecting the line up to '\n' */
     bool done;      /* record complete */
     struct buf record;
+    /* Lines after the marker that are not the record (file frames), or
+     * NULL: then any such line is a protocol error. */
+    int (*on_frame)(void *ctx, const char *line, size_t len, struct err *err);
+    void *on_frame_ctx;
 };
 
 /* Returns 0 to go on, or a positive value to stop (not a failure). */
@@ -137,8 +181,16 @@ struct runner_check {
     char *message; /* "SyntaxError: ..." (caller frees), or NULL when ok */
 };
 
+/* The record's account of the files it sent. */
+struct runner_files {
+    bool present;
+    long long sent, left_out, walk_stopped;
+    bool cwd_gone;
+};
+
 struct runner_done {
     int exit_code;
+    struct runner_files files;
     bool memory_error;  /* the program died of MemoryError / heap exhaustion */
     char *runner_error; /* the runner itself failed (caller frees), or NULL */
     struct runner_check check;

@@ -47,13 +47,15 @@ static const char probe_node[] =
     "console.log(JSON.stringify({ version: process.version, packages }));\n";
 
 /* What every call has; one row per feature, in the order listed. */
+enum feature_when { ALWAYS, WITH_POOL, WITH_PLOTS };
 static const struct {
     const char *name;
-    bool needs_pool; /* listed only with --pool-size */
+    enum feature_when when; /* --pool-size > 0, --max-plots > 0 */
 } features[] = {
-    {"stdin", false},         {"variables", false},   {"per_call_limits", false},
-    {"validate_code", false}, {"live_output", false}, {"cancellation", false},
-    {"warm_pool", true},
+    {"stdin", ALWAYS},         {"variables", ALWAYS},   {"per_call_limits", ALWAYS},
+    {"files_in", ALWAYS},      {"files_out", ALWAYS},   {"plots", WITH_PLOTS},
+    {"validate_code", ALWAYS}, {"live_output", ALWAYS}, {"cancellation", ALWAYS},
+    {"warm_pool", WITH_POOL},
 };
 
 static const enum exec_language all_languages[] = {EXEC_PYTHON, EXEC_JAVASCRIPT};
@@ -430,6 +432,25 @@ json_object *languages_limits_json(const struct config *cfg)
     json_object_object_add(lim, "cpus", json_object_new_double(cfg->cpus));
     json_object_object_add(lim, "pids_limit", json_object_new_int64(cfg->pids_limit));
     json_object_object_add(lim, "tmpfs_mb", json_object_new_int64(cfg->tmpfs_mb));
+    const struct {
+        const char *name;
+        long long v;
+    } files[] = {
+        {"max_files_in", cfg->max_files_in},
+        {"max_file_in_bytes", cfg->max_file_in_bytes},
+        {"max_files_in_bytes", cfg->max_files_in_bytes},
+        {"max_files_out", cfg->max_files_out},
+        {"max_file_out_bytes", cfg->max_file_out_bytes},
+        {"max_files_out_bytes", cfg->max_files_out_bytes},
+        {"max_plots", cfg->max_plots},
+        {"max_plot_bytes", cfg->max_plot_bytes},
+        {"max_inline_image_bytes", cfg->max_inline_image_bytes},
+        {"max_inline_text_bytes", cfg->max_inline_text_bytes},
+        {"run_store_ttl_ms", cfg->run_store_ttl_ms},
+        {"run_store_max_bytes", cfg->run_store_max_bytes},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(files); i++)
+        json_object_object_add(lim, files[i].name, json_object_new_int64(files[i].v));
     return lim;
 }
 
@@ -479,7 +500,8 @@ json_object *languages_json(struct languages *l, const struct config *cfg, struc
     json_object_object_add(o, "limits", languages_limits_json(cfg));
     json_object *f = json_object_new_array();
     for (size_t i = 0; i < ARRAY_SIZE(features); i++)
-        if (!features[i].needs_pool || cfg->pool_size > 0)
+        if (features[i].when == ALWAYS || (features[i].when == WITH_POOL && cfg->pool_size > 0) ||
+            (features[i].when == WITH_PLOTS && cfg->max_plots > 0))
             json_object_array_add(f, json_object_new_string(features[i].name));
     json_object_object_add(o, "features", f);
     return o;

@@ -7,7 +7,7 @@
  * The versions come from a probe: a small program run once per language
  * through exec_run like any call (a waiting pooled sandbox when there is
  * one, with all of a run's hardening and cleanup) on a thread of this
- * module's own, started with the daemon (or by the first list_languages)
+ * module's own, started by the first list_languages
  * and joined by languages_free. Its answer is sandbox output, so it is parsed
  * with caps and kept as plain C data under a lock: no json-c object is
  * shared between threads. A failed probe is retried on a later question,

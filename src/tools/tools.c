@@ -20,13 +20,9 @@ int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_
     env->exec = exec;
     if (registry_serialize(cfg, env->list_json, env->list_len, err) < 0)
         return -1;
+    env->store = runstore_new(cfg->run_store_ttl_ms, cfg->run_store_max_bytes);
     env->languages = languages_new(cfg, exec);
     return 0;
-}
-
-int tools_env_start(struct tools_env *env, struct err *err)
-{
-    return languages_start(env->languages, err);
 }
 
 void tools_env_cleanup(struct tools_env *env)
@@ -34,6 +30,8 @@ void tools_env_cleanup(struct tools_env *env)
     languages_free(env->languages);
     env->languages = NULL;
     registry_serialized_free(env->list_json, env->list_len);
+    runstore_free(env->store);
+    env->store = NULL;
 }
 
 const char *tools_list_json(const struct tools_env *env, const struct tools_features *f,
@@ -161,6 +159,8 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
         variables_encode(vars, out->language, cfg->max_variables_bytes, &out->variables,
                          &out->variables_len, err) < 0)
         goto out;
+    if (!out->check_only && files_arg_parse(cfg, args, &out->files, err) < 0)
+        goto out;
     rc = 0;
 out:
     json_object_put(empty);
@@ -208,7 +208,7 @@ static json_object *duration_json(double ms)
 }
 
 json_object *tools_result(const struct exec_result *res, enum exec_language lang,
-                          const struct tools_features *f)
+                          const struct tools_features *f, const struct files_result_ctx *fc)
 {
     bool is_error = res->status != EXEC_OK || !res->has_exit_code || res->exit_code != 0;
     json_object *sc = json_object_new_object();
@@ -250,6 +250,8 @@ json_object *tools_result(const struct exec_result *res, enum exec_language lang
             rc |= buf_addf(&text, " (%s)", res->message);
         rc |= buf_add(&text, " ---", 4);
     }
+    json_object *blocks = json_object_new_array();
+    files_result_add(&res->files, fc, f, blocks, sc, &text);
     if (text.len == 0)
         rc |= buf_addf(&text, "(no output)");
     (void)rc; /* text has no cap */
@@ -261,6 +263,9 @@ json_object *tools_result(const struct exec_result *res, enum exec_language lang
     json_object_array_add(content, text_content(t, tlen));
     free(t);
     buf_free(&text);
+    for (size_t i = 0; i < json_object_array_length(blocks); i++)
+        json_object_array_add(content, json_object_get(json_object_array_get_idx(blocks, i)));
+    json_object_put(blocks);
     json_object_object_add(r, "content", content);
     if (f->structured)
         json_object_object_add(r, "structuredContent", sc);
@@ -366,6 +371,7 @@ void tools_run_args_release(struct tools_run_args *a)
 {
     free(a->owned);
     free(a->variables);
+    files_arg_free(&a->files);
     memset(a, 0, sizeof(*a));
 }
 
@@ -374,6 +380,18 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
                        tools_output_cb on_output, void *on_output_ctx)
 {
     struct err err = ERR_INIT;
+    const struct config *cfg = env->cfg;
+    struct runner_outputs outputs = {
+        .patterns = a->files.patterns,
+        .n_patterns = a->files.n_patterns,
+        .max_files = cfg->max_files_out,
+        .max_file_bytes = cfg->max_file_out_bytes,
+        .max_total_bytes = cfg->max_files_out_bytes,
+        /* matplotlib is Python's */
+        .plots = a->language == EXEC_PYTHON && cfg->max_plots > 0,
+        .max_plots = cfg->max_plots,
+        .max_plot_bytes = cfg->max_plot_bytes,
+    };
     struct exec_request req = {
         .language = a->language,
         .code = a->code,
@@ -383,6 +401,9 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
         .variables = a->variables,
         .variables_len = a->variables_len,
         .check_only = a->check_only,
+        .files = a->files.files,
+        .n_files = a->files.n_files,
+        .outputs = a->check_only ? NULL : &outputs,
         .timeout_ms = a->timeout_ms,
         .memory_mb = a->memory_mb,
         .start_by_ms = a->start_by_ms,
@@ -393,8 +414,9 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
     exec_result_init(&res);
     if (exec_run(env->exec, &req, cancel, &res, &err) < 0)
         log_warn("%s failed: %s", a->tool, err_msg(&err));
+    struct files_result_ctx fc = {.cfg = cfg, .store = env->store, .owner = a->owner};
     json_object *r = a->check_only ? tools_check_result(&res, a->language, f)
-                                   : tools_result(&res, a->language, f);
+                                   : tools_result(&res, a->language, f, &fc);
     exec_result_free(&res);
     err_clear(&err);
     return r;
@@ -409,7 +431,7 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
     res.message = xstrdup(message);
     res.duration_ms = waited_ms;
     json_object *r = a->check_only ? tools_check_result(&res, a->language, f)
-                                   : tools_result(&res, a->language, f);
+                                   : tools_result(&res, a->language, f, NULL);
     exec_result_free(&res);
     return r;
 }
@@ -453,7 +475,8 @@ json_object *tools_answer(const struct tools_env *env, const char *name, json_ob
     json_object *bad = check_args(t, args);
     if (bad)
         return bad;
-    /* The first question starts the probes when the daemon did not. */
+    /* The first question starts the probes: a daemon that is never asked
+     * makes no container for them, and its pool's counters stay its runs'. */
     languages_start(env->languages, NULL);
     json_object *sc = languages_json(env->languages, env->cfg, env->exec, LANGUAGES_WAIT_MS);
     size_t n = 0;

@@ -17,7 +17,10 @@
 
 #include "base/config.h"
 #include "sandbox/exec.h"
+#include "tools/files_arg.h"
+#include "tools/files_result.h"
 #include "tools/registry.h"
+#include "tools/runstore.h"
 
 /* A call's cancel handle and its live output, as the sandbox layer defines
  * them, named here so the protocol layer needs nothing from below tools.
@@ -52,6 +55,7 @@ struct languages;
 struct tools_env {
     const struct config *cfg;
     struct exec_ctx *exec;
+    struct runstore *store; /* files runs returned (thread-safe itself) */
     char *list_json[TOOLS_VARIANTS];
     size_t list_len[TOOLS_VARIANTS];
     struct languages *languages; /* tools/languages.h */
@@ -61,10 +65,6 @@ struct tools_env {
  * Starts no thread. */
 int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_ctx *exec,
                    struct err *err);
-
-/* Starts reading the interpreters' versions from the images, on a thread
- * of its own (tools/languages.h); tools_env_cleanup stops and joins it. */
-int tools_env_start(struct tools_env *env, struct err *err);
 
 void tools_env_cleanup(struct tools_env *env);
 
@@ -111,6 +111,10 @@ struct tools_run_args {
     char *variables;    /* the variables argument as compact JSON (tools/variables.h), or NULL */
     bool check_only;    /* validate_code: parse, do not run */
     size_t variables_len;
+    struct files_arg files; /* files in, output_files patterns */
+    /* The calling session's token for the run store (tools/runstore.h);
+     * set by the caller after tools_prepare. */
+    char owner[40];
 };
 
 /* Returns 0, or -1 with an ERR_INVALID (or ERR_TOO_BIG) message fit to
@@ -138,9 +142,10 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
 json_object *tools_busy_result(const struct tools_run_args *a, const struct tools_features *f,
                                const char *message, double waited_ms);
 
-/* Builds the CallToolResult for a finished run (exposed for tests). */
+/* Builds the CallToolResult for a finished run (exposed for tests); fc
+ * says where returned files go, and may be NULL when res has none. */
 json_object *tools_result(const struct exec_result *res, enum exec_language lang,
-                          const struct tools_features *f);
+                          const struct tools_features *f, const struct files_result_ctx *fc);
 
 /* Builds validate_code's CallToolResult: with res->check, whether the code
  * is valid (isError false either way); without (the sandbox failed, busy,

@@ -24,7 +24,8 @@
 //      (tests/bench/floor.mjs), python and javascript; and the same with the
 //      attach made ahead and held (request + record only)
 //   2. mcp-sandboxd over stdio, official SDK client, warm pool (defaults):
-//      hello world in python and js, and a pandas program; before every
+//      hello world in python and js, a pandas program and a program whose
+//      plt.show() returns one PNG (next to hello: png_over_plain); before every
 //      sample the pool is full again (polling mcp-sandboxd://environment),
 //      and the hit/miss counters tell whether the sample was a hit
 //   3. the same with --pool-size 0
@@ -72,6 +73,17 @@ const ITEMS = [
     lang: 'python',
     code: 'import pandas as pd; print(pd.DataFrame({"a": [1, 2, 3]}).a.sum())',
     stdout: '6\n',
+  },
+  {
+    // A chart that comes back: the figure drawn, taken at plt.show() as a
+    // PNG, sent as a file frame and returned as image content.
+    key: 'python_png',
+    label: 'python one PNG',
+    tool: 'run_python_code',
+    lang: 'python',
+    code: 'import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\nprint("png")',
+    stdout: 'png\n',
+    images: 1,
   },
 ];
 
@@ -176,7 +188,8 @@ class Daemon {
     const r = await this.client.callTool({ name: item.tool, arguments: { code: item.code } }, undefined, { timeout: CALL_TIMEOUT_MS });
     const ms = performance.now() - t0;
     const sc = r.structuredContent;
-    if (r.isError || sc?.status !== 'ok' || sc.exit_code !== 0 || sc.stdout !== item.stdout) {
+    const images = r.content.filter((c) => c.type === 'image').length;
+    if (r.isError || sc?.status !== 'ok' || sc.exit_code !== 0 || sc.stdout !== item.stdout || images !== (item.images ?? 0)) {
       throw new Error(`${item.tool} ${JSON.stringify(item.code)}: unexpected result ${JSON.stringify(sc ?? r).slice(0, 600)}`);
     }
     return { ms, sc, r };
@@ -894,6 +907,7 @@ async function main() {
     await stopAll();
   }
   doc.ratios = {
+    png_over_plain_python: ratio(m.warm?.items?.python_png?.stats?.p50, m.warm?.items?.python_hello?.stats?.p50),
     warm_over_floor_python: ratio(m.warm?.items?.python_hello?.stats?.p50, m.floor?.python?.stats?.p50),
     warm_over_floor_javascript: ratio(m.warm?.items?.js_hello?.stats?.p50, m.floor?.javascript?.stats?.p50),
     warm_over_floor_held_python: ratio(m.warm?.items?.python_hello?.stats?.p50, m.floor?.python_held?.stats?.p50),

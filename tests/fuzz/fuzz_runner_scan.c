@@ -7,8 +7,10 @@
  * for the marker, then the record up to '\n'):
  *   - without a complete marker, every byte comes out, in order (after
  *     runner_scan_flush), and the scan is not done;
- *   - with a marker, exactly the bytes before it come out; once the record
- *     line is complete (and within RUNNER_MAX_RECORD) the scan is done and
+ *   - with a marker, exactly the bytes before it come out; a line after it
+ *     that starts with F, D, E or L is a file frame, handed whole to the
+ *     frame callback, and the scan goes on after it; any other complete
+ *     line (within RUNNER_MAX_RECORD) is the record: the scan is done and
  *     runner_scan_result either parses it or fails with a message;
  *   - how the stream is cut into pieces changes nothing;
  *   - with byte 0's top bit set the stream is a warm runner's: it must
@@ -45,11 +47,22 @@ static int emit(void *ctx, const char *p, size_t n)
 
 struct scan_outcome {
     struct out out;
-    int rc; /* first negative feed result, else 0 */
+    struct out frames; /* each frame line, then '\n' */
+    int rc;            /* first negative feed result, else 0 */
     bool done;
     bool in_record;
     bool started;
 };
+
+static int on_frame(void *ctx, const char *line, size_t len, struct err *err)
+{
+    (void)err;
+    struct out *o = ctx;
+    CHECK(len > 0 && memchr("FDEL", line[0], 4));
+    CHECK(memchr(line, '\n', len) == NULL);
+    CHECK(emit(o, line, len) == 0);
+    return emit(o, "\n", 1);
+}
 
 /* Scans s[0..n) cut at the given piece sizes (the rest in one piece). */
 static void scan(const char *s, size_t n, const unsigned char *cuts, size_t ncuts, bool warm,
@@ -58,8 +71,12 @@ static void scan(const char *s, size_t n, const unsigned char *cuts, size_t ncut
     memset(res, 0, sizeof(*res));
     res->out.cap = n;
     res->out.bytes = malloc(n ? n : 1);
+    res->frames.cap = n;
+    res->frames.bytes = malloc(n ? n : 1);
     struct runner_scan sc;
     runner_scan_init(&sc, NONCE);
+    sc.on_frame = on_frame;
+    sc.on_frame_ctx = &res->frames;
     if (warm)
         runner_scan_expect_go(&sc);
     struct err err = ERR_INIT;
@@ -123,6 +140,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(part ? whole.rc == 0 && pieces.rc == 0 : whole.rc < 0 && pieces.rc < 0);
             free(whole.out.bytes);
             free(pieces.out.bytes);
+            free(whole.frames.bytes);
+            free(pieces.frames.bytes);
             return 0;
         }
         /* The same as a cold scan of what follows the mark. */
@@ -131,7 +150,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(whole.started && cold.rc == whole.rc && cold.done == whole.done);
         CHECK(cold.out.len == whole.out.len);
         CHECK(cold.out.len == 0 || memcmp(cold.out.bytes, whole.out.bytes, cold.out.len) == 0);
+        CHECK(cold.frames.len == whole.frames.len);
         free(cold.out.bytes);
+        free(cold.frames.bytes);
         s += RUNNER_GO_LEN;
         n -= RUNNER_GO_LEN;
     }
@@ -142,33 +163,64 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(whole.out.len == pieces.out.len);
     CHECK(whole.out.len == 0 || memcmp(whole.out.bytes, pieces.out.bytes, whole.out.len) == 0);
 
-    /* Reference. */
+    CHECK(whole.frames.len == pieces.frames.len);
+    CHECK(whole.frames.len == 0 ||
+          memcmp(whole.frames.bytes, pieces.frames.bytes, whole.frames.len) == 0);
+
+    /* Reference: output and frames up to the record. */
     static const char marker[] = RUNNER_RECORD_PREFIX NONCE ":";
     const size_t mlen = sizeof(marker) - 1;
     CHECK(mlen == RUNNER_RECORD_PREFIX_LEN + RUNNER_NONCE_HEX_LEN + 1);
-    const char *m = memmem(s, n, marker, mlen);
-    if (!m) {
-        CHECK(whole.rc == 0);
-        CHECK(!whole.done);
-        CHECK(whole.out.len == n);
-        CHECK(n == 0 || memcmp(whole.out.bytes, s, n) == 0);
-    } else {
-        size_t before = (size_t)(m - s);
-        /* Program output before the marker always comes out whole. */
-        CHECK(whole.out.len >= before || whole.rc < 0);
-        if (whole.rc == 0) {
-            CHECK(whole.out.len == before);
-            CHECK(before == 0 || memcmp(whole.out.bytes, s, before) == 0);
+    struct out ref_out = {malloc(n ? n : 1), 0, n};
+    struct out ref_frames = {malloc(n ? n : 1), 0, n};
+    bool ref_done = false;
+    bool too_long = false;
+    const char *p = s;
+    size_t left = n;
+    for (;;) {
+        const char *m = memmem(p, left, marker, mlen);
+        if (!m) {
+            CHECK(emit(&ref_out, p, left) == 0);
+            break;
         }
-        const char *rec = m + mlen;
-        const char *nl = memchr(rec, '\n', n - before - mlen);
-        if (nl && (size_t)(nl - rec) < RUNNER_MAX_RECORD / 2)
-            CHECK(whole.done);
+        CHECK(emit(&ref_out, p, (size_t)(m - p)) == 0);
+        const char *line = m + mlen;
+        size_t rest = left - (size_t)(line - p);
+        const char *nl = memchr(line, '\n', rest);
+        size_t llen = nl ? (size_t)(nl - line) : rest;
+        if (llen > RUNNER_MAX_RECORD) {
+            too_long = true;
+            break;
+        }
         if (!nl)
-            CHECK(!whole.done);
+            break;
+        if (llen && memchr("FDEL", line[0], 4)) {
+            CHECK(emit(&ref_frames, line, llen) == 0 && emit(&ref_frames, "\n", 1) == 0);
+            p = nl + 1;
+            left = rest - llen - 1;
+            continue;
+        }
+        ref_done = true;
+        break;
     }
+    if (too_long) {
+        CHECK(whole.rc < 0 && !whole.done);
+    } else {
+        CHECK(whole.rc == 0);
+        CHECK(whole.done == ref_done);
+        /* A record cut off at the end is not output: the scan held it. */
+        CHECK(whole.out.len == ref_out.len);
+        CHECK(ref_out.len == 0 || memcmp(whole.out.bytes, ref_out.bytes, ref_out.len) == 0);
+        CHECK(whole.frames.len == ref_frames.len);
+        CHECK(ref_frames.len == 0 ||
+              memcmp(whole.frames.bytes, ref_frames.bytes, ref_frames.len) == 0);
+    }
+    free(ref_out.bytes);
+    free(ref_frames.bytes);
 
     free(whole.out.bytes);
     free(pieces.out.bytes);
+    free(whole.frames.bytes);
+    free(pieces.frames.bytes);
     return 0;
 }

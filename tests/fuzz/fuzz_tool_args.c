@@ -6,7 +6,8 @@
  * Checks: a refusal always has a message; an accepted call has code within
  * max_code_bytes, the language of the tool, and a timeout and memory limit
  * inside the configured bounds, and variables (when given) within their cap
- * that the runner request accepts. Then the input bytes are used as a
+ * that the runner request accepts, and files (when given) within their
+ * caps with normalized paths none inside another. Then the input bytes are used as a
  * program's stdout and stderr for tools_result, whose CallToolResult must
  * serialize to valid UTF-8 JSON whatever bytes the program wrote, with a
  * structuredContent valid against the served outputSchema. The same bytes
@@ -21,9 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "fuzz.h"
 #include "mcp/jsonrpc.h"
 #include "sandbox/runner.h"
+#include "sandbox/workpath.h"
 #include "tools/languages.h"
 #include "tools/schema.h"
 #include "tools/tooldef.h"
@@ -50,6 +53,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg_tight.memory_mb = 32;
     cfg_tight.max_memory_mb = 64;
     cfg_tight.max_variables_bytes = 32;
+    cfg_tight.max_files_in = 2;
+    cfg_tight.max_file_in_bytes = 8;
+    cfg_tight.max_files_in_bytes = 12;
     output_schema = tooldef_parse(tooldef_output_schema, strlen(tooldef_output_schema), NULL);
     CHECK(output_schema != NULL);
     check_def = tooldef_parse(tooldef_validate_code, strlen(tooldef_validate_code), NULL);
@@ -98,6 +104,32 @@ static void check_args(const struct config *cfg, const char *name, json_object *
         CHECK(runner_encode_request(&req, &out, &err) == 0);
         buf_free(&out);
     }
+    /* Files: within the caps, every path normal and allowed, none inside
+     * another, contents decodable. */
+    CHECK((long long)a.files.n_files <= cfg->max_files_in);
+    long long total = 0;
+    for (size_t i = 0; i < a.files.n_files; i++) {
+        const struct runner_file *f = &a.files.files[i];
+        char *norm = NULL;
+        CHECK(workpath_normalize(f->path, strlen(f->path), &norm, NULL) == 0);
+        CHECK(strcmp(norm, f->path) == 0);
+        free(norm);
+        for (size_t j = 0; j < i; j++)
+            CHECK(!workpath_is_prefix(a.files.files[j].path, f->path) &&
+                  !workpath_is_prefix(f->path, a.files.files[j].path));
+        long long n = f->base64 ? codec_base64_decode(f->content, f->content_len, NULL)
+                                : (long long)f->content_len;
+        CHECK(n >= 0 && n <= cfg->max_file_in_bytes);
+        CHECK(f->base64 || util_utf8_valid(f->content, f->content_len));
+        total += n;
+    }
+    CHECK(total <= cfg->max_files_in_bytes);
+    for (size_t i = 0; i < a.files.n_patterns; i++) {
+        char *norm = NULL;
+        CHECK(workpath_pattern(a.files.patterns[i], strlen(a.files.patterns[i]), &norm, NULL) == 0);
+        CHECK(strcmp(norm, a.files.patterns[i]) == 0);
+        free(norm);
+    }
     tools_run_args_release(&a);
 }
 
@@ -123,7 +155,7 @@ static void check_result(const uint8_t *data, size_t size)
 
     for (int structured = 0; structured < 2; structured++) {
         struct tools_features f = {.annotations = true, .structured = structured};
-        json_object *r = tools_result(&res, (sel & 1) ? EXEC_JAVASCRIPT : EXEC_PYTHON, &f);
+        json_object *r = tools_result(&res, (sel & 1) ? EXEC_JAVASCRIPT : EXEC_PYTHON, &f, NULL);
         CHECK(r != NULL);
         json_object *v = NULL;
         CHECK(json_object_object_get_ex(r, "isError", &v) &&

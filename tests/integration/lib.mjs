@@ -340,6 +340,105 @@ export async function waitNoContainers(marker, ms = 5000, opts) {
 const HTTP_START_WAIT_MS = 20_000;
 
 /** A daemon serving HTTP on an ephemeral port of 127.0.0.1. */
+/** A daemon driven with raw JSON-RPC lines. */
+export class RawDaemon {
+  constructor(name, args = [], env = {}) {
+    this.name = name;
+    this.stderr = '';
+    this.lines = [];
+    this.waiters = [];
+    this.partial = '';
+    this.exit = null;
+    this.closed = false;
+    spawnDaemon(this, daemonArgs(args), daemonEnv(env));
+    allDaemons.push(this);
+    this.proc.stdin.on('error', () => {});
+    this.proc.stdout.on('data', (c) => {
+      this.partial += c.toString('utf8');
+      let i;
+      while ((i = this.partial.indexOf('\n')) >= 0) {
+        const line = this.partial.slice(0, i);
+        this.partial = this.partial.slice(i + 1);
+        this.lines.push(line);
+      }
+      this.wake();
+    });
+    this.proc.stdout.on('end', () => this.wake());
+  }
+
+  wake() {
+    const w = this.waiters;
+    this.waiters = [];
+    for (const f of w) f();
+  }
+
+  sendLine(s) {
+    this.proc.stdin.write(s + '\n');
+  }
+
+  send(obj) {
+    this.sendLine(JSON.stringify(obj));
+  }
+
+  /** Next message on stdout; every line must be one JSON value. */
+  async recv(timeoutMs = 10_000) {
+    const deadline = Date.now() + timeoutMs;
+    while (this.lines.length === 0) {
+      if (this.exit) throw new Error(`daemon exited (${JSON.stringify(this.exit)}) while a reply was awaited`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no message from the daemon within ${timeoutMs} ms`);
+      await new Promise((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    const line = this.lines.shift();
+    try {
+      return JSON.parse(line);
+    } catch {
+      throw new Error(`daemon wrote a line that is not JSON on stdout: ${JSON.stringify(line.slice(0, 300))}`);
+    }
+  }
+
+  /** Asserts nothing arrives within ms. */
+  async expectSilence(ms) {
+    await sleep(ms);
+    assert.equal(this.lines.length, 0, `unexpected message(s): ${this.lines.join('\n')}`);
+  }
+
+  async request(method, params, id) {
+    const msg = { jsonrpc: '2.0', id, method };
+    if (params !== undefined) msg.params = params;
+    this.send(msg);
+    const reply = await this.recv(CALL_TIMEOUT_MS);
+    assert.equal(reply.id, id, `reply to ${method} has id ${JSON.stringify(reply.id)}, wanted ${id}`);
+    return reply;
+  }
+
+  async initialize(protocolVersion, id = 'init') {
+    const r = await this.request(
+      'initialize',
+      { protocolVersion, capabilities: {}, clientInfo: { name: 'raw-test', version: '0' } },
+      id,
+    );
+    this.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    return r;
+  }
+
+  async close() {
+    if (this.closed) return this.exit;
+    this.closed = true;
+    if (this.exit === null) {
+      this.proc.stdin.end();
+      await awaitExit(this);
+    }
+    return this.exit;
+  }
+}
+
 export class HttpDaemon {
   constructor(name, marker) {
     this.name = name;

@@ -61,16 +61,26 @@ def runner_cmd(lang, warm=None):
 
 
 def split_record(data):
-    """(bytes before the record, record dict or None, bytes after it)."""
+    """(bytes before the record but for file frames, record dict or None,
+    bytes after it, [frame lines as bytes]): a line after the marker that
+    starts with F, D, E or L is a file frame (src/sandbox/outfiles.h)."""
     marker = PREFIX + NONCE.encode() + b":"
-    i = data.find(marker)
-    if i < 0:
-        return data, None, b""
-    rest = data[i + len(marker):]
-    nl = rest.find(b"\n")
-    if nl < 0:
-        raise Failure("record without newline: %r" % rest)
-    return data[:i], json.loads(rest[:nl]), rest[nl + 1:]
+    out, frames = b"", []
+    while True:
+        i = data.find(marker)
+        if i < 0:
+            return out + data, None, b"", frames
+        out += data[:i]
+        rest = data[i + len(marker):]
+        nl = rest.find(b"\n")
+        if nl < 0:
+            raise Failure("record without newline: %r" % rest[:200])
+        line = rest[:nl]
+        if line[:1] in (b"F", b"D", b"E", b"L"):
+            frames.append(line)
+            data = rest[nl + 1:]
+            continue
+        return out, json.loads(line), rest[nl + 1:], frames
 
 
 class Result:
@@ -79,8 +89,10 @@ class Result:
     def __init__(self, proc_rc, out, err, cwd):
         self.rc = proc_rc
         self.cwd = cwd
-        self.stdout, self.record, self.after = split_record(out)
-        err_bytes, self.err_record, self.err_after = split_record(err)
+        self.stdout, self.record, self.after, self.frames = split_record(out)
+        err_bytes, self.err_record, self.err_after, err_frames = split_record(err)
+        if err_frames:
+            raise Failure("file frames on stderr: %r" % err_frames[:3])
         self.stderr = err_bytes.decode("utf-8", "replace")
 
     @property
@@ -1047,6 +1059,164 @@ def make_fidelity_case(lang, i, code):
 for _lang, _progs in FIDELITY.items():
     for _i, _code in enumerate(_progs):
         make_fidelity_case(_lang, _i, _code)
+
+
+
+# ---- files in and out (src/sandbox/runner.h) --------------------------------
+OUTPUTS = {"paths": [], "max_files": 5, "max_file_bytes": 100000, "max_total_bytes": 200000,
+           "plots": False, "max_plots": 0, "max_plot_bytes": 0}
+
+
+def files_request(code, files=(), outputs=None, **over):
+    spec = dict(OUTPUTS, **over)
+    return frame(code, extra={"files": list(files), "outputs": spec if outputs is None else outputs})
+
+
+def returned(res):
+    """{path: bytes} and [left-out dicts] from the frames, each file's
+    declared size and digest checked."""
+    import base64
+    import hashlib
+
+    files, left, cur = {}, [], None
+    for line in res.frames:
+        kind, body = line[:1], line[1:]
+        check(len(PREFIX) + 33 + len(line) + 1 <= 4096, "a frame over 4096 bytes")
+        if kind == b"F":
+            check(cur is None, "F inside a file")
+            cur = json.loads(body)
+            cur["data"] = b""
+        elif kind == b"D":
+            cur["data"] += base64.b64decode(body, validate=True)
+        elif kind == b"E":
+            eq(len(cur["data"]), cur["size"], "size of " + cur["path"])
+            eq(body.decode(), hashlib.sha256(cur["data"]).hexdigest(), "sha256 of " + cur["path"])
+            files[cur["path"]] = cur["data"]
+            cur = None
+        else:
+            left.append(json.loads(body))
+    check(cur is None, "a file never ended")
+    return files, left
+
+
+FILES_IN = [
+    {"path": "data/in.csv", "content": "a,b\n1,\u00e9\n", "encoding": "utf-8"},
+    {"path": "raw.bin", "content": "AAH/", "encoding": "base64"},
+]
+FILES_PROGRAM = {
+    "py": """import os
+print(open("data/in.csv", encoding="utf-8").read().split()[1], list(open("raw.bin", "rb").read()))
+print(sorted(os.listdir(".")))
+open("outputs/r.txt", "w").write("result")
+os.makedirs("outputs/sub")
+open("outputs/sub/s.bin", "wb").write(bytes(range(256)) * 40)
+open("keep.log", "w").write("log")
+open("skip.log2", "w").write("no")
+os.chdir("/")
+""",
+    "js": """const fs = require('fs');
+console.log(fs.readFileSync('data/in.csv', 'utf8').split('\\n')[1], JSON.stringify([...fs.readFileSync('raw.bin')]));
+console.log(JSON.stringify(fs.readdirSync('.').filter((n) => n !== 'main.js').sort()));
+fs.writeFileSync('outputs/r.txt', 'result');
+fs.mkdirSync('outputs/sub');
+fs.writeFileSync('outputs/sub/s.bin', Buffer.alloc(10240, 7));
+fs.writeFileSync('keep.log', 'log');
+fs.writeFileSync('skip.log2', 'no');
+process.chdir('/');
+""",
+}
+
+
+@case("py", "js")
+def t_files_in_and_out(lang):
+    res = run(lang, request=files_request(FILES_PROGRAM[lang], FILES_IN, paths=["*.log", "data/**"]))
+    check(res.record is not None, "no record: %r" % res.stderr)
+    eq(res.record.get("files"), {"sent": 4, "left_out": 0}, "files account")
+    eq(res.rc, 0, "exit status")
+    check_record_pair(res)
+    lines = res.out.splitlines()
+    eq(lines[0].replace(" ", ""), "1,\u00e9[0,1,255]", "files read")
+    listing = json.loads(lines[1].replace("'", '"'))
+    eq([n for n in listing if n != "main.py"], ["data", "outputs", "raw.bin"], "working directory")
+    files, left = returned(res)
+    eq(list(files), ["outputs/r.txt", "outputs/sub/s.bin", "keep.log", "data/in.csv"], "returned, in order")
+    eq(files["outputs/r.txt"], b"result", "r.txt")
+    eq(len(files["outputs/sub/s.bin"]), 10240, "s.bin")
+    eq(left, [], "left out")
+
+
+HOSTILE_OUT = {
+    "py": """import os, threading, sys
+os.symlink("/etc/passwd", "outputs/passwd")
+os.symlink("/etc", "outputs/etc")
+os.mkfifo("outputs/fifo")
+open("h", "w").write("x")
+os.link("h", "outputs/hard")
+for i in range(8):
+    open("outputs/f%d" % i, "w").write("y" * (i * 30000))
+def noise():
+    while True:
+        sys.stdout.write("noise\\n" * 50)
+threading.Thread(target=noise, daemon=True).start()
+""",
+    "js": """const fs = require('fs');
+fs.symlinkSync('/etc/passwd', 'outputs/passwd');
+fs.symlinkSync('/etc', 'outputs/etc');
+require('child_process').execFileSync('mkfifo', ['outputs/fifo']);
+fs.writeFileSync('h', 'x');
+fs.linkSync('h', 'outputs/hard');
+for (let i = 0; i < 8; i++) fs.writeFileSync('outputs/f' + i, 'y'.repeat(i * 30000));
+require('child_process').spawn('sh', ['-c', 'for i in $(seq 3000); do echo noise; done'], { stdio: ['ignore', 'inherit', 'inherit'] });
+""",
+}
+
+
+@case("py", "js")
+def t_files_out_hostile(lang):
+    # Caps: 5 files, 100000 bytes each, 200000 in all; links, a FIFO and a
+    # hard link are named, never read; output written meanwhile (a thread,
+    # a child) cannot split a frame.
+    res = run(lang, request=files_request(HOSTILE_OUT[lang], paths=["outputs/etc/*", "*/passwd"]))
+    check(res.record is not None, "no record: %r" % res.stderr[-500:])
+    files, left = returned(res)
+    sizes = {p: len(b) for p, b in files.items()}
+    check(all(p.startswith("outputs/f") for p in sizes), "only regular files: %r" % sizes)
+    check(sum(sizes.values()) <= 200000 and max(sizes.values()) <= 100000 and len(sizes) <= 5, "caps: %r" % sizes)
+    reasons = {l["path"]: l["reason"] for l in left}
+    check("symbolic link" in reasons.get("outputs/passwd", ""), "passwd: %r" % reasons)
+    check("symbolic link" in reasons.get("outputs/etc", ""), "etc: %r" % reasons)
+    check("not a regular file" in reasons.get("outputs/fifo", ""), "fifo: %r" % reasons)
+    check("hard-linked" in reasons.get("outputs/hard", ""), "hard: %r" % reasons)
+    eq(res.record["files"]["sent"], len(files), "sent")
+    eq(res.record["files"]["left_out"], 4 + 8 - len(files), "left out")
+    check(b"root:" not in b"".join(files.values()), "/etc/passwd was read")
+
+
+@case("py", "js")
+def t_files_bad_entry(lang):
+    for entry in ({"path": "../x", "content": "", "encoding": "utf-8"},
+                  {"path": "a", "content": "", "encoding": "utf-16"},
+                  {"path": "a//b", "content": "", "encoding": "utf-8"},
+                  {"path": "/abs", "content": "", "encoding": "utf-8"}):
+        res = run(lang, request=files_request("print(1)" if lang == "py" else "console.log(1)", [entry]))
+        eq(res.rc, RUNNER_EXIT, "exit status for %r" % entry)
+        check("request files" in res.record.get("runner_error", ""), "runner_error: %r" % res.record)
+    # An existing name is never replaced.
+    res = run(lang, request=files_request("print(1)" if lang == "py" else "console.log(1)",
+                                          [{"path": "x", "content": "", "encoding": "utf-8"}] * 2))
+    eq(res.rc, RUNNER_EXIT, "a file twice")
+    check("cannot write the file" in res.record.get("runner_error", ""), "runner_error: %r" % res.record)
+
+
+@case("py", "js")
+def t_no_outputs_without_request(lang):
+    # Without "outputs" nothing is made or returned: the record is as before.
+    code = {"py": "import os\nprint(os.path.exists('outputs'))",
+            "js": "console.log(require('fs').existsSync('outputs') ? 'True' : 'False')"}
+    res = run(lang, code[lang])
+    ok_record(res)
+    eq(res.out, "False\n", "outputs/ made")
+    eq(res.frames, [], "frames")
 
 
 def main():

@@ -298,6 +298,16 @@ hostile('9 fd exhaustion: EMFILE inside; the daemon\'s fds unaffected', async ()
   const r = await probe('import json, os\nfds = []\ntry:\n    while True:\n        fds.append(os.open("/dev/null", os.O_RDONLY))\nexcept OSError as e:\n    print(json.dumps({"errno": e.errno, "n": len(fds)}))');
   assert.equal(r.errno, 24, JSON.stringify(r));
   assert.ok(r.n < 2000, JSON.stringify(r));
+  // Files left in outputs/ by a program that holds every descriptor at its
+  // end still come back.
+  const fill = {
+    python: 'import os\nopen("outputs/a.txt", "w").write("kept")\nfds = []\ntry:\n    while True:\n        fds.append(os.open("/dev/null", os.O_RDONLY))\nexcept OSError:\n    print(len(fds) > 100)',
+    javascript: 'const fs = require("fs");\nfs.writeFileSync("outputs/a.txt", "kept");\nconst fds = [];\ntry { for (;;) fds.push(fs.openSync("/dev/null", "r")); } catch (e) { console.log(fds.length > 100 ? "True" : e.code); }',
+  };
+  for (const language of ['python', 'javascript']) {
+    const { sc } = checkRun(await exec({ language, code: fill[language] }), { status: 'ok', exit_code: 0, stdout: 'True\n' });
+    assert.deepEqual(sc.files.map((f) => f.path), ['outputs/a.txt'], `${language}: ${JSON.stringify(sc)}`);
+  }
 });
 
 hostile('10 runaway output: capped, truncated, status output_limit', async () => {
@@ -422,6 +432,51 @@ hostile('39, 41 absurd or malformed arguments are refused or clamped before any 
   // Code past --max-code-bytes (4 MiB by default): an error, no container.
   const big = await exec({ language: 'python', code: `#${'x'.repeat(5 << 20)}` });
   assert.equal(big.isError, true);
+});
+
+hostile('34 hostile input file names and 10,000 files are refused before any container', async () => {
+  const bad = [
+    ['../x', "'..'"], ['/etc/x', 'absolute'], ['a/../../b', "'..'"], ['a\u0000b', 'control'],
+    ['n'.repeat(4096), 'over'], ['main.py', "runner's own"],
+  ];
+  for (const [path, why] of bad) checkInvalid(await py('print(1)', { files: [{ path, content: 'x' }] }), 'files[0].path', why);
+  const many = Array.from({ length: 10000 }, (_, i) => ({ path: `f/${i}`, content: '' }));
+  checkInvalid(await py('print(1)', { files: many }), '--max-files-in');
+  checkInvalid(await py('print(1)', { output_files: ['../../etc/shadow'] }), 'output_files[0]');
+});
+
+hostile('35 links to /etc/shadow, hard links, FIFOs and a huge sparse file left in outputs/: nothing followed, capped; a secret in a file is redacted', async () => {
+  const { sc } = checkRun(await py(`import os
+os.symlink("/etc/shadow", "outputs/out.txt")
+os.symlink("/", "outputs/root")
+os.mkfifo("outputs/pipe")
+open("x", "w").write("x")
+os.link("x", "outputs/hard")
+for size in (5 << 30, 1 << 30, 100 << 20, 60 << 20, 32 << 20, 9 << 20):
+    try:
+        with open("outputs/sparse", "wb") as f:
+            f.truncate(size)
+        break
+    except OSError:
+        pass
+open("outputs/env.txt", "w").write("key=" + os.environ["MCPSBX_SEC_SECRET"])
+print(os.path.getsize("outputs/sparse"))
+`, { output_files: ['outputs/root/etc/*', 'outputs/out.txt'] }), { status: 'ok', exit_code: 0 });
+  // As large as the file-size limit lets it be, past the per-file cap (8 MiB).
+  assert.ok(Number(sc.stdout) > 8 << 20, sc.stdout);
+  const reasons = Object.fromEntries(sc.files_left_out.map((l) => [l.path, l.reason]));
+  assert.match(reasons['outputs/out.txt'] ?? '', /symbolic link/, JSON.stringify(sc.files_left_out));
+  assert.match(reasons['outputs/root'] ?? '', /symbolic link/);
+  assert.match(reasons['outputs/pipe'] ?? '', /not a regular file/);
+  assert.match(reasons['outputs/hard'] ?? '', /hard-linked/);
+  assert.match(reasons['outputs/sparse'] ?? '', /size limit/);
+  assert.deepEqual(sc.files.map((f) => f.path), ['outputs/env.txt']);
+  const r = await py('print(1)'); // the next run is normal (stillFine checks it too)
+  assert.equal(r.isError, false);
+  const env = (await py(`import os\nopen("outputs/e.txt", "w").write(os.environ["MCPSBX_SEC_SECRET"])`)).content
+    .find((c) => c.type === 'resource');
+  assert.ok(env && !env.resource.text.includes(SECRET), JSON.stringify(env));
+  assert.match(env.resource.text, /REDACTED/);
 });
 
 hostile('40 1,000 calls at once: the ones past the run slots and the queue get busy at once, all are answered, then all is normal', async () => {

@@ -31,6 +31,9 @@
   const stringify = JSON.stringify;
 
   let nonce = null;
+  let outputsSpec = null; // the request's outputs, once the program may run
+  let outputsCwd = null;
+  let spareFds = []; // kept back for returning the files (see below)
   let recorded = false;
   let fatal = null; // {err, origin} once an exception is known to be fatal
 
@@ -72,6 +75,21 @@
     const rec = { exit_code: code, memory_error: memoryError };
     if (runnerError !== undefined) rec.runner_error = runnerError;
     if (check !== undefined) rec.check = check;
+    if (outputsSpec !== null && runnerError === undefined && check === undefined) {
+      for (const fd of spareFds) {
+        try {
+          fs.closeSync(fd);
+        } catch (e) {
+          // the program closed it
+        }
+      }
+      try {
+        rec.files = sendOutputs(outputsSpec);
+      } catch (e) {
+        rec.exit_code = RUNNER_EXIT;
+        rec.runner_error = 'cannot return the output files: ' + String(e && e.message ? e.message : e).slice(0, 300);
+      }
+    }
     const line = Buffer.concat([PREFIX, Buffer.from(nonce + ':' + stringify(rec) + '\n')]);
     // stderr first, then stdout: the engine copies the two streams
     // independently, so the daemon needs an end mark on each.
@@ -82,6 +100,271 @@
         // That stream is gone; the daemon falls back to EOF for it.
       }
     }
+  }
+
+  // ---- files in and out (src/sandbox/runner.h) ------------------------
+  // The daemon checked every path (sandbox/workpath.h); this is the same
+  // rule again, and O_EXCL|O_NOFOLLOW: nothing existing is replaced and no
+  // link is followed.
+  function writeInputs(files) {
+    const C = fs.constants;
+    for (const f of files) {
+      if (f === null || typeof f !== 'object') return runnerFail('request files: an entry is not an object');
+      const p = f.path;
+      if (
+        typeof p !== 'string' ||
+        typeof f.content !== 'string' ||
+        (f.encoding !== 'utf-8' && f.encoding !== 'base64') ||
+        p === '' ||
+        p.startsWith('/') ||
+        p.includes('\0') ||
+        p.split('/').some((c) => c === '' || c === '.' || c === '..')
+      )
+        return runnerFail('request files: bad entry ' + stringify(typeof p === 'string' ? p.slice(0, 200) : null));
+      try {
+        const data = Buffer.from(f.content, f.encoding === 'base64' ? 'base64' : 'utf8');
+        const parent = path.dirname(p);
+        if (parent !== '.') fs.mkdirSync(parent, { recursive: true, mode: 0o755 });
+        const fd = fs.openSync(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o644);
+        try {
+          writeAll(fd, data);
+        } finally {
+          fs.closeSync(fd);
+        }
+      } catch (e) {
+        return runnerFail('cannot write the file ' + stringify(p.slice(0, 200)) + ': ' + e.message);
+      }
+    }
+    return true;
+  }
+
+  const FRAME_RAW = 3000; // bytes per D frame: a whole frame stays under PIPE_BUF
+  const WALK_LIMIT = 20000; // directory entries looked at, at most
+  const LEFT_REPORT = 20; // left-out files named, at most
+
+  // One write of at most 4096 bytes: a pipe (and a unix socket) takes it
+  // whole, so a process still writing to stdout cannot split it.
+  function frame(kind, payload) {
+    writeAll(1, Buffer.concat([PREFIX, Buffer.from(nonce + ':' + kind, 'latin1'), payload, Buffer.from('\n')]));
+  }
+
+  // A glob segment (*, ?, [...]) as a RegExp over one name.
+  function segmentRegExp(seg) {
+    let re = '';
+    for (let i = 0; i < seg.length; i++) {
+      const c = seg[i];
+      if (c === '*') re += '[^/]*';
+      else if (c === '?') re += '[^/]';
+      else if (c === '[') {
+        const end = seg.indexOf(']', i + 2);
+        if (end < 0) {
+          re += '\\[';
+          continue;
+        }
+        let body = seg.slice(i + 1, end);
+        const neg = body[0] === '!' || body[0] === '^';
+        if (neg) body = body.slice(1);
+        re += '[' + (neg ? '^' : '') + body.replace(/[\\\]^]/g, '\\$&') + ']';
+        i = end;
+      } else re += c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+    }
+    try {
+      return new RegExp('^' + re + '$', 's');
+    } catch (e) {
+      return { test: (name) => name === seg };
+    }
+  }
+
+  // Returns the record's files object. The walk never follows a symlink:
+  // it lists with lstat and descends only into real directories.
+  function sendOutputs(spec) {
+    const C = fs.constants;
+    const counts = { sent: 0, left_out: 0 };
+    try {
+      proc.chdir(outputsCwd); // the program may have left it
+    } catch (e) {
+      counts.cwd_gone = true;
+      return counts;
+    }
+    const maxFiles = spec.max_files | 0;
+    const maxFile = Number(spec.max_file_bytes) || 0;
+    let totalLeft = Number(spec.max_total_bytes) || 0;
+    const lefts = [];
+    const leaveOut = (p, reason, size, cap) => {
+      counts.left_out++;
+      if (lefts.length < WALK_LIMIT) lefts.push({ cap: cap === true, p, reason, size });
+    };
+    const send = (p, data) => {
+      frame('F', Buffer.from(stringify({ path: p, size: data.length, kind: 'file' })));
+      for (let i = 0; i < data.length; i += FRAME_RAW)
+        frame('D', Buffer.from(data.subarray(i, i + FRAME_RAW).toString('base64'), 'latin1'));
+      frame('E', Buffer.from(require('crypto').createHash('sha256').update(data).digest('hex'), 'latin1'));
+      counts.sent++;
+      totalLeft -= data.length;
+    };
+    let utf8 = null; // made when a name is first checked: it costs milliseconds
+    let seen = 0;
+    let stopped = false;
+    const found = [];
+    // [{name, bad, dir}] sorted by name; bad: the name is not UTF-8.
+    const entries = (d) => {
+      if (stopped) return [];
+      let list;
+      try {
+        list = fs.readdirSync(d === '' ? '.' : d, { withFileTypes: true, encoding: 'buffer' });
+      } catch (e) {
+        return [];
+      }
+      const out = [];
+      for (const e of list) {
+        if (++seen > WALK_LIMIT) {
+          stopped = true;
+          break;
+        }
+        let name;
+        let bad = false;
+        try {
+          if (utf8 === null) utf8 = new TextDecoder('utf-8', { fatal: true });
+          name = utf8.decode(e.name);
+        } catch (err) {
+          name = e.name.toString('utf8');
+          bad = true;
+        }
+        out.push({ name, bad, dir: e.isDirectory() });
+      }
+      return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    };
+    const join = (d, n) => (d === '' ? n : d + '/' + n);
+    const walkAll = (d) => {
+      for (const e of entries(d)) {
+        const rel = join(d, e.name);
+        if (e.dir && !e.bad) walkAll(rel);
+        else found.push({ rel, bad: e.bad });
+      }
+    };
+    const walkGlob = (d, parts) => {
+      const head = parts[0];
+      const rest = parts.slice(1);
+      if (head === '**') {
+        // Zero or more directories, hidden ones only when named; a pattern
+        // ending in ** takes every file below.
+        walkGlob(d, rest.length ? rest : ['*']);
+        for (const e of entries(d)) if (e.dir && !e.bad && !e.name.startsWith('.')) walkGlob(join(d, e.name), parts);
+        return;
+      }
+      const re = segmentRegExp(head);
+      for (const e of entries(d)) {
+        if (e.bad || (e.name.startsWith('.') && !head.startsWith('.')) || !re.test(e.name)) continue;
+        const rel = join(d, e.name);
+        if (rest.length) {
+          if (e.dir) walkGlob(rel, rest);
+        } else if (e.dir) walkAll(rel);
+        else found.push({ rel, bad: false });
+      }
+    };
+    let outDir = null;
+    try {
+      outDir = fs.lstatSync('outputs');
+    } catch (e) {
+      // no outputs/: only the patterns
+    }
+    if (outDir !== null && outDir.isDirectory()) walkAll('outputs');
+    for (const pattern of Array.isArray(spec.paths) ? spec.paths : [])
+      if (typeof pattern === 'string') walkGlob('', pattern.split('/').filter((c) => c !== ''));
+
+    const done = new Set();
+    let nFiles = 0;
+    for (const { rel, bad } of found) {
+      if (done.has(rel)) continue;
+      done.add(rel);
+      if (bad) {
+        leaveOut(rel, 'the name is not UTF-8');
+        continue;
+      }
+      if (/[\u0000-\u001f\u007f]/.test(rel) || Buffer.byteLength(rel) > 1024) {
+        leaveOut(rel, 'the name is not allowed');
+        continue;
+      }
+      let st;
+      try {
+        st = fs.lstatSync(rel);
+      } catch (e) {
+        continue;
+      }
+      if (st.isSymbolicLink()) {
+        leaveOut(rel, 'a symbolic link (never followed)');
+        continue;
+      }
+      if (!st.isFile()) {
+        leaveOut(rel, 'not a regular file');
+        continue;
+      }
+      if (st.nlink > 1) {
+        leaveOut(rel, 'a hard-linked file', st.size);
+        continue;
+      }
+      if (nFiles >= maxFiles) {
+        leaveOut(rel, 'over the file count limit', st.size, true);
+        continue;
+      }
+      if (st.size > maxFile) {
+        leaveOut(rel, 'over the per-file size limit', st.size, true);
+        continue;
+      }
+      if (st.size > totalLeft) {
+        leaveOut(rel, 'over the total size limit', st.size, true);
+        continue;
+      }
+      let fd;
+      try {
+        fd = fs.openSync(rel, C.O_RDONLY | C.O_NOFOLLOW | C.O_NONBLOCK);
+      } catch (e) {
+        leaveOut(rel, 'cannot be opened: ' + e.code);
+        continue;
+      }
+      let data = null;
+      try {
+        const st2 = fs.fstatSync(fd);
+        // The same file the walk saw, and inside the working directory (no
+        // directory on the way was swapped for a link).
+        const real = fs.readlinkSync('/proc/self/fd/' + fd);
+        if (st2.ino !== st.ino || st2.dev !== st.dev || real !== path.join(outputsCwd, rel)) {
+          leaveOut(rel, 'changed while being read');
+        } else {
+          const chunks = [];
+          let size = 0;
+          const chunk = Buffer.alloc(1 << 20);
+          while (size <= maxFile) {
+            const n = readSync(fd, chunk, 0, Math.min(chunk.length, maxFile + 1 - size), null);
+            if (n === 0) break;
+            chunks.push(Buffer.from(chunk.subarray(0, n)));
+            size += n;
+          }
+          data = Buffer.concat(chunks);
+        }
+      } catch (e) {
+        leaveOut(rel, 'cannot be read: ' + e.code);
+      } finally {
+        fs.closeSync(fd);
+      }
+      if (data === null) continue;
+      if (data.length > maxFile || data.length > totalLeft) {
+        leaveOut(rel, 'grew past the size limit while being read', data.length, true);
+        continue;
+      }
+      send(rel, data);
+      nFiles++;
+    }
+    // Named: what was refused for what it is before what the caps turned
+    // away (stable: in walk order within each).
+    const named = lefts.filter((l) => !l.cap).concat(lefts.filter((l) => l.cap)).slice(0, LEFT_REPORT);
+    for (const l of named) {
+      const rec = { path: l.p.slice(0, 256), reason: l.reason };
+      if (l.size !== undefined) rec.size = l.size;
+      frame('L', Buffer.from(stringify(rec)));
+    }
+    if (stopped) counts.walk_stopped = WALK_LIMIT;
+    return counts;
   }
 
   function runnerFail(msg) {
@@ -291,6 +574,10 @@
         fs.writeFileSync(path.join(dir, 'package.json'), '{}');
         fs.writeFileSync(scratch, '');
         Module._load(scratch, null, false);
+        // What returning the files does at every run's end.
+        fs.readdirSync(dir, { withFileTypes: true, encoding: 'buffer' });
+        fs.lstatSync(dir);
+        fs.closeSync(fs.openSync('/dev/null', 'r'));
       } finally {
         delete Module._cache[scratch];
         for (const k of Object.keys(Module._pathCache || {}))
@@ -352,7 +639,11 @@
   const env = req.env === undefined || req.env === null ? {} : req.env;
   const variables = req.variables === undefined || req.variables === null ? {} : req.variables;
   const check = req.check === true;
+  const files = req.files === undefined || req.files === null ? [] : req.files;
+  const outputs = req.outputs === undefined || req.outputs === null ? null : req.outputs;
   req = null;
+  if (!Array.isArray(files) || (outputs !== null && (typeof outputs !== 'object' || Array.isArray(outputs))))
+    return runnerFail('request files must be a list and outputs an object');
   if (typeof code !== 'string' || typeof stdin !== 'string')
     return runnerFail('request code/stdin must be strings');
   if (typeof env !== 'object' || Array.isArray(env)) return runnerFail('request env must be an object');
@@ -463,8 +754,17 @@
   if (check) return checkSyntax(code);
 
   let mainPath;
+  if (writeInputs(files) !== true) return;
   try {
     const cwd = proc.cwd();
+    if (outputs !== null) {
+      try {
+        fs.mkdirSync('outputs', 0o755);
+      } catch (e) {
+        if (e.code !== 'EEXIST') throw e;
+      }
+      outputsCwd = cwd;
+    }
     const esm = needsESM(code, path.join(cwd, 'main.js'));
     mainPath = path.join(cwd, esm ? 'main.mjs' : 'main.js');
     fs.writeFileSync(mainPath, code);
@@ -583,5 +883,16 @@
   // Not inside try/catch: an error thrown by the main module's top level
   // must reach Node's own handling (which decorates it with the source
   // line) exactly as under `node main.js`.
+  // Two descriptors kept back for returning the files (a directory being
+  // listed, a file being read): a program that used up every descriptor
+  // still gets its files back. Opened close-on-exec, as Node opens all.
+  if (outputs !== null) {
+    try {
+      spareFds = [fs.openSync('/dev/null', 'r'), fs.openSync('/dev/null', 'r')];
+    } catch (e) {
+      spareFds = [];
+    }
+  }
+  outputsSpec = outputs;
   Module.runMain(mainPath);
 })(require);

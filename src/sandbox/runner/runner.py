@@ -60,6 +60,8 @@ def _mcpsbx_runner():
                 rec["runner_error"] = runner_error
             if check is not None:
                 rec["check"] = check
+            if outputs_done[0] is not None:
+                rec["files"] = outputs_done[0]
             line = prefix + nonce[0] + b":" + dumps(rec, separators=(",", ":")).encode() + b"\n"
             # stderr first, then stdout: the engine copies the two streams
             # independently, so the daemon needs an end mark on each.
@@ -109,6 +111,24 @@ def _mcpsbx_runner():
         except OSError:
             pass
 
+    def warm_plots():
+        # The first figure a process draws loads fonts and the renderer
+        # (tens of ms): paid here, on a figure pyplot never sees.
+        try:
+            from io import BytesIO
+
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
+
+            fig = Figure()
+            FigureCanvasAgg(fig)
+            ax = fig.add_subplot()
+            ax.plot([1, 3, 2])
+            ax.set_title("warm")
+            fig.savefig(BytesIO(), format="png")
+        except BaseException:
+            pass
+
     def warm_up(modules):
         # Output of the imports (warnings, banners) would reach the next
         # program's output: it goes nowhere. A module that is missing or
@@ -128,6 +148,8 @@ def _mcpsbx_runner():
                         __import__(name)
                     except BaseException:
                         pass
+            if "matplotlib.pyplot" in sys.modules:
+                warm_plots()
             try:
                 sys.stdout.flush()
                 sys.stderr.flush()
@@ -173,6 +195,360 @@ def _mcpsbx_runner():
         if result["ok"]:
             del result["message"]
         finish(0, check=result)
+
+    # ---- files in and out (src/sandbox/runner.h) --------------------------
+    def write_inputs(files):
+        # The daemon checked every path (sandbox/workpath.h); this is the
+        # same rule again, and O_EXCL|O_NOFOLLOW: nothing existing is
+        # replaced and no link is followed.
+        from binascii import a2b_base64
+
+        for f in files:
+            if not isinstance(f, dict):
+                runner_fail("request files: an entry is not an object")
+            p, content, enc = f.get("path"), f.get("content"), f.get("encoding")
+            if (
+                not isinstance(p, str)
+                or not isinstance(content, str)
+                or enc not in ("utf-8", "base64")
+                or not p
+                or p.startswith("/")
+                or "\0" in p
+                or any(c in ("", ".", "..") for c in p.split("/"))
+            ):
+                runner_fail("request files: bad entry %r" % (p if isinstance(p, str) else None,))
+            try:
+                if enc == "base64":
+                    data = a2b_base64(content)
+                else:
+                    data = content.encode("utf-8", "surrogateescape")
+                parent = os.path.dirname(p)
+                if parent:
+                    os.makedirs(parent, 0o755, exist_ok=True)
+                fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                try:
+                    write_all(fd, data)
+                finally:
+                    os.close(fd)
+            except (OSError, ValueError) as e:
+                runner_fail("cannot write the file %r: %s" % (p[:200], e))
+
+    frame_raw = 3000  # bytes per D frame: a whole frame stays under PIPE_BUF
+    walk_limit = 20000  # directory entries looked at, at most
+    left_report = 20  # left-out files named, at most
+    outputs_done = [None]
+
+    def frame(kind, payload):
+        # One write of at most 4096 bytes: a pipe (and a unix socket) takes
+        # it whole, so a process still writing to stdout cannot split it.
+        write_all(1, prefix + nonce[0] + b":" + kind + payload + b"\n")
+
+    class Plots:
+        # matplotlib figures become PNGs: each plt.show() takes the open
+        # figures (and closes them, as a notebook does), and those still
+        # open when the program ends are taken then; in the order drawn.
+        backend = "_mcpsbx_plots"
+
+        def __init__(self, spec):
+            self.max_count = spec.get("max_plots", 0)
+            self.max_bytes = spec.get("max_plot_bytes", 0)
+            self.images = []
+            self.left = []
+            self.busy = False
+
+        def capture(self, fig):
+            n = len(self.images) + len(self.left) + 1
+            name = "plot-%d.png" % n
+            if len(self.images) >= self.max_count:
+                self.left.append((name, "over the plot count limit", None))
+                return
+            from io import BytesIO
+
+            b = BytesIO()
+            try:
+                fig.savefig(b, format="png")
+            except Exception as e:
+                self.left.append((name, "matplotlib could not save it: %s" % str(e)[:200], None))
+                return
+            data = b.getvalue()
+            if len(data) > self.max_bytes:
+                self.left.append((name, "over the plot size limit", len(data)))
+            else:
+                self.images.append((name, data))
+
+        def capture_open(self, close):
+            helpers = sys.modules.get("matplotlib._pylab_helpers")
+            if helpers is None:
+                return
+            try:
+                managers = helpers.Gcf.get_all_fig_managers()
+            except Exception:
+                return
+            for m in managers:
+                fig = getattr(getattr(m, "canvas", None), "figure", None)
+                if fig is not None:
+                    self.capture(fig)
+            if close:
+                plt = sys.modules.get("matplotlib.pyplot")
+                if plt is not None:
+                    plt.close("all")
+
+        def use(self, mpl):
+            # Only where the sandbox's default (Agg) would draw: a backend
+            # the program chose is left alone.
+            try:
+                current = dict.__getitem__(mpl.rcParams, "backend")
+                if isinstance(current, str) and current.lower() == "agg":
+                    mpl.rcParams["backend"] = "module://" + self.backend
+                    plt = sys.modules.get("matplotlib.pyplot")
+                    if plt is not None and getattr(plt, "_backend_mod", None) is not None:
+                        plt.switch_backend("module://" + self.backend)
+            except Exception:
+                pass
+
+        # A meta path finder that finds nothing of its own but the backend
+        # module: when matplotlib is imported it lets the real loader run,
+        # then points matplotlib at the backend.
+        def find_spec(self, name, path=None, target=None):
+            if name == self.backend:
+                from importlib.machinery import ModuleSpec
+
+                return ModuleSpec(name, self)
+            if name != "matplotlib" or self.busy:
+                return None
+            self.busy = True
+            try:
+                spec = None
+                for f in sys.meta_path:
+                    if f is not self and hasattr(f, "find_spec"):
+                        spec = f.find_spec(name, path, target)
+                        if spec is not None:
+                            break
+            finally:
+                self.busy = False
+            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                return spec
+            real, plots = spec.loader.exec_module, self
+
+            def exec_module(module):
+                real(module)
+                plots.use(module)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+        def create_module(self, spec):
+            return None
+
+        def exec_module(self, module):
+            from matplotlib.backend_bases import FigureManagerBase
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+            plots = self
+
+            def show(*args, **kwargs):
+                plots.capture_open(True)
+
+            module.FigureCanvas = FigureCanvasAgg
+            module.FigureManager = FigureManagerBase
+            module.show = show
+
+        def install(self):
+            mpl = sys.modules.get("matplotlib")
+            if mpl is not None:
+                self.use(mpl)
+            sys.meta_path.insert(0, self)
+
+    def send_outputs(spec, plots):
+        # Plots, then the files of outputs/ and of the output_files
+        # patterns, as frames before the completion record. hashlib is
+        # imported only when there is a file to send.
+        from binascii import b2a_base64
+        from stat import S_ISLNK, S_ISREG
+
+        try:
+            os.chdir(cwd)  # the program may have left it
+        except OSError:
+            outputs_done[0] = {"sent": 0, "left_out": 0, "cwd_gone": True}
+            return
+        max_files = spec.get("max_files", 0)
+        max_file = spec.get("max_file_bytes", 0)
+        total_left = [spec.get("max_total_bytes", 0)]
+        counts = {"sent": 0, "left_out": 0}
+        n_files = [0]
+
+        lefts = []
+
+        def leave_out(p, reason, size=None, cap=False):
+            counts["left_out"] += 1
+            if len(lefts) < walk_limit:
+                lefts.append((cap, p, reason, size))
+
+        def send(p, kind, data):
+            from hashlib import sha256
+
+            frame(b"F", dumps({"path": p, "size": len(data), "kind": kind}, separators=(",", ":")).encode())
+            for i in range(0, len(data), frame_raw):
+                frame(b"D", b2a_base64(data[i : i + frame_raw], newline=False))
+            frame(b"E", sha256(data).hexdigest().encode())
+            counts["sent"] += 1
+            total_left[0] -= len(data)
+
+        if plots is not None:
+            for name, data in plots.images:
+                if len(data) > total_left[0]:
+                    leave_out(name, "over the total size limit", len(data), True)
+                else:
+                    send(name, "plot", data)
+            for name, reason, size in plots.left:
+                leave_out(name, reason, size)
+
+        # The walk never follows a symlink: it lists with lstat semantics
+        # and descends only into real directories.
+        seen = [0]
+        found = []
+        stopped = [False]
+
+        def entries(d):
+            if stopped[0]:
+                return []
+            try:
+                with os.scandir(d if d else ".") as it:
+                    out = []
+                    for e in it:
+                        seen[0] += 1
+                        if seen[0] > walk_limit:
+                            stopped[0] = True
+                            break
+                        out.append(e)
+            except OSError:
+                return []
+            out.sort(key=lambda e: e.name)
+            return out
+
+        def join(d, n):
+            return d + "/" + n if d else n
+
+        def add(rel, e):
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                return
+            found.append((rel, st))
+
+        def walk_all(d):
+            for e in entries(d):
+                rel = join(d, e.name)
+                if e.is_dir(follow_symlinks=False):
+                    walk_all(rel)
+                else:
+                    add(rel, e)
+
+        def walk_glob(d, parts):
+            from fnmatch import fnmatchcase
+
+            head, rest = parts[0], parts[1:]
+            if head == "**":
+                # Zero or more directories, hidden ones only when named; a
+                # pattern ending in ** takes every file below.
+                walk_glob(d, rest or ["*"])
+                for e in entries(d):
+                    if e.name.startswith(".") or not e.is_dir(follow_symlinks=False):
+                        continue
+                    walk_glob(join(d, e.name), parts)
+                return
+            for e in entries(d):
+                if e.name.startswith(".") and not head.startswith("."):
+                    continue
+                if not fnmatchcase(e.name, head):
+                    continue
+                rel = join(d, e.name)
+                if rest:
+                    if e.is_dir(follow_symlinks=False):
+                        walk_glob(rel, rest)
+                elif e.is_dir(follow_symlinks=False):
+                    walk_all(rel)
+                else:
+                    add(rel, e)
+
+        if os.path.isdir("outputs") and not os.path.islink("outputs"):
+            walk_all("outputs")
+        for pattern in spec.get("paths", ()):
+            walk_glob("", [c for c in pattern.split("/") if c])
+
+        done = set()
+        for rel, st in found:
+            if rel in done:
+                continue
+            done.add(rel)
+            try:
+                rel.encode("utf-8")
+            except UnicodeEncodeError:
+                leave_out(rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), "the name is not UTF-8")
+                continue
+            if any(ord(c) < 32 or ord(c) == 127 for c in rel) or len(rel.encode()) > 1024:
+                leave_out(rel, "the name is not allowed")
+                continue
+            if S_ISLNK(st.st_mode):
+                leave_out(rel, "a symbolic link (never followed)")
+                continue
+            if not S_ISREG(st.st_mode):
+                leave_out(rel, "not a regular file")
+                continue
+            if st.st_nlink > 1:
+                leave_out(rel, "a hard-linked file", st.st_size)
+                continue
+            if n_files[0] >= max_files:
+                leave_out(rel, "over the file count limit", st.st_size, True)
+                continue
+            if st.st_size > max_file:
+                leave_out(rel, "over the per-file size limit", st.st_size, True)
+                continue
+            if st.st_size > total_left[0]:
+                leave_out(rel, "over the total size limit", st.st_size, True)
+                continue
+            try:
+                fd = os.open(rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError as e:
+                leave_out(rel, "cannot be opened: %s" % e.strerror)
+                continue
+            try:
+                st2 = os.fstat(fd)
+                # The same file the walk saw, and inside the working
+                # directory (no directory on the way was swapped for a link).
+                real = os.readlink("/proc/self/fd/%d" % fd)
+                if (st2.st_dev, st2.st_ino) != (st.st_dev, st.st_ino) or real != os.path.join(cwd, rel):
+                    leave_out(rel, "changed while being read")
+                    continue
+                chunks, size = [], 0
+                while size <= max_file:
+                    b = os.read(fd, min(1 << 20, max_file + 1 - size))
+                    if not b:
+                        break
+                    chunks.append(b)
+                    size += len(b)
+            except OSError as e:
+                leave_out(rel, "cannot be read: %s" % e.strerror)
+                continue
+            finally:
+                os.close(fd)
+            data = b"".join(chunks)
+            if len(data) > max_file or len(data) > total_left[0]:
+                leave_out(rel, "grew past the size limit while being read", len(data), True)
+                continue
+            send(rel, "file", data)
+            n_files[0] += 1
+        # Named: what was refused for what it is before what the caps
+        # turned away (stable: in walk order within each).
+        lefts.sort(key=lambda e: e[0])
+        for _, p, reason, size in lefts[:left_report]:
+            rec = {"path": p[:256], "reason": reason}
+            if size is not None:
+                rec["size"] = size
+            frame(b"L", dumps(rec, separators=(",", ":")).encode())
+        if stopped[0]:
+            counts["walk_stopped"] = walk_limit
+        outputs_done[0] = counts
 
     warm = len(sys.argv) > 1
     if warm:
@@ -241,9 +617,15 @@ def _mcpsbx_runner():
         variables = {}
     if not isinstance(variables, dict):
         runner_fail("request variables must be an object")
+    files = req.get("files")
+    if files is None:
+        files = []
+    outputs = req.get("outputs")
+    if not isinstance(files, list) or not (outputs is None or isinstance(outputs, dict)):
+        runner_fail("request files must be a list and outputs an object")
     if req.get("check") is True:
         # Only compile: nothing is written, bound or run.
-        del req, env, variables
+        del req, env, variables, files
         check_syntax(code.encode("utf-8", "surrogateescape"))
     if not isinstance(env, dict):
         runner_fail("request env must be an object")
@@ -257,9 +639,19 @@ def _mcpsbx_runner():
     code = code.encode("utf-8", "surrogateescape")
     stdin = stdin.encode("utf-8", "surrogateescape")
 
-    # ---- files: main.py (tracebacks, inspect, multiprocessing) and stdin --
+    # ---- files: the caller's, outputs/, main.py (tracebacks, inspect,
+    # multiprocessing) and stdin --------------------------------------------
+    cwd = os.getcwd()
+    write_inputs(files)
+    del files
+    if outputs is not None:
+        try:
+            os.mkdir("outputs", 0o755)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            runner_fail("cannot make outputs/: %s" % e)
     try:
-        cwd = os.getcwd()
         main_path = os.path.join(cwd, "main.py")
         fd = os.open(main_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -423,6 +815,19 @@ def _mcpsbx_runner():
                 del linecache.cache[key]
     del linecache
 
+    plots = Plots(outputs) if outputs is not None and outputs.get("plots") else None
+    if plots is not None:
+        plots.install()
+    # Two descriptors kept back for returning the files (a directory being
+    # listed, a file or module being read): a program that used up every
+    # descriptor still gets its files back. Not inherited by children.
+    spare = []
+    if outputs is not None:
+        try:
+            spare = [os.open(os.devnull, os.O_RDONLY) for _ in range(2)]
+        except OSError:
+            pass
+
     status = 0
     memory_error = False
     try:
@@ -457,6 +862,9 @@ def _mcpsbx_runner():
             pass
         except BaseException as exc:
             print_exception(exc)
+    # Before atexit: pyplot's handler destroys every figure.
+    if plots is not None:
+        plots.capture_open(False)
     try:
         import atexit
 
@@ -478,6 +886,16 @@ def _mcpsbx_runner():
                 write_all(2, msg.encode("utf-8", "replace"))
             except BaseException:
                 pass
+    if outputs is not None:
+        for fd in spare:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            send_outputs(outputs, plots)
+        except BaseException as exc:
+            runner_fail("cannot return the output files: %s: %s" % (type(exc).__name__, exc))
     finish(status, memory_error)
 
 

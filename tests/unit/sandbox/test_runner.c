@@ -55,11 +55,22 @@ static int sink_emit(void *ctx, const char *data, size_t len)
 
 struct outcome {
     struct sink sink;
+    struct buf frames; /* each frame line, then '|' */
     bool done;
     int feed_rc;
     enum err_code code;
     struct buf record;
 };
+
+static int frame_collect(void *ctx, const char *line, size_t len, struct err *err)
+{
+    struct buf *b = ctx;
+    if (len >= 4 && memcmp(line, "Fbad", 4) == 0)
+        return err_set(err, ERR_PROTOCOL, "a refused frame");
+    assert_int_equal(buf_add(b, line, len), 0);
+    assert_int_equal(buf_add(b, "|", 1), 0);
+    return 0;
+}
 
 /* Feeds stream[0..len) cut at the given offsets (ascending), then flushes. */
 static void scan_cuts(const char *stream, size_t len, const size_t *cuts, size_t ncuts,
@@ -69,6 +80,9 @@ static void scan_cuts(const char *stream, size_t len, const size_t *cuts, size_t
     struct err err = ERR_INIT;
     runner_scan_init(&s, NONCE);
     sink_init(&o->sink);
+    buf_init(&o->frames, 1 << 20);
+    s.on_frame = frame_collect;
+    s.on_frame_ctx = &o->frames;
     o->feed_rc = 0;
     size_t at = 0;
     for (size_t c = 0; c <= ncuts && o->feed_rc == 0; c++) {
@@ -88,6 +102,7 @@ static void scan_cuts(const char *stream, size_t len, const size_t *cuts, size_t
 
 static void outcome_free(struct outcome *o)
 {
+    buf_free(&o->frames);
     buf_free(&o->sink.out);
     buf_free(&o->record);
 }
@@ -262,6 +277,7 @@ static void test_scan_oversize_record(void **state)
     (void)state;
     char big[RUNNER_MAX_RECORD + 2];
     memset(big, 'a', sizeof(big));
+    big[0] = '{'; /* a record, not a frame */
     struct buf in;
     cat(&in, LIT("x" MARK), big, sizeof(big), LIT("\n"), END);
     for (size_t k = 0; k <= in.len; k += 97) {
@@ -288,6 +304,49 @@ static void test_scan_oversize_record(void **state)
         outcome_free(&o);
         buf_free(&in);
     }
+}
+
+/* File frames before the record: passed to the callback whole, however
+ * the stream is cut; output between them is output. */
+static void test_scan_frames(void **state)
+{
+    (void)state;
+    static const char stream[] = "a" MARK "F{\"path\":\"x\"}\n"
+                                 "b\0c" MARK "DAAA=\n" MARK "E00\n" MARK REC "\n"
+                                 "after";
+    static const char frames[] = "F{\"path\":\"x\"}|DAAA=|E00|";
+    struct outcome o;
+    for (size_t k = 0; k <= sizeof(stream) - 1; k++) {
+        size_t cut[1] = {k};
+        scan_cuts(stream, sizeof(stream) - 1, cut, 1, &o);
+        check_outcome(&o, LIT("ab\0c"), REC);
+        assert_bytes(o.frames.data, o.frames.len, LIT(frames));
+        outcome_free(&o);
+    }
+    /* One byte at a time. */
+    size_t cuts[sizeof(stream)];
+    for (size_t k = 0; k < sizeof(stream) - 1; k++)
+        cuts[k] = k + 1;
+    scan_cuts(stream, sizeof(stream) - 1, cuts, sizeof(stream) - 2, &o);
+    check_outcome(&o, LIT("ab\0c"), REC);
+    assert_bytes(o.frames.data, o.frames.len, LIT(frames));
+    outcome_free(&o);
+
+    /* The callback's refusal stops the scan. */
+    scan_cuts(LIT("x" MARK "Fbad\n" MARK REC "\n"), NULL, 0, &o);
+    assert_int_equal(o.feed_rc, -1);
+    assert_int_equal(o.code, ERR_PROTOCOL);
+    assert_false(o.done);
+    outcome_free(&o);
+
+    /* Without a callback (stderr) a frame is a protocol error. */
+    struct runner_scan s;
+    struct err err = ERR_INIT;
+    runner_scan_init(&s, NONCE);
+    assert_int_equal(runner_scan_feed(&s, LIT(MARK "DAAAA\n"), NULL, NULL, &err), -1);
+    assert_int_equal(err.code, ERR_PROTOCOL);
+    err_clear(&err);
+    runner_scan_free(&s);
 }
 
 static void test_scan_emit_error_propagates(void **state)
@@ -377,6 +436,36 @@ static void test_result_valid(void **state)
     assert_int_equal(parse_record(LIT(" {\"memory_error\":1,\"exit_code\":255} "), &d, &code), 0);
     assert_int_equal(d.exit_code, 255);
     assert_false(d.memory_error);
+}
+
+static void test_result_files(void **state)
+{
+    (void)state;
+    struct runner_done d;
+    enum err_code code;
+    assert_int_equal(parse_record(LIT("{\"exit_code\":0,\"files\":{\"sent\":2,\"left_out\":9,"
+                                      "\"walk_stopped\":20000,\"cwd_gone\":true}}"),
+                                  &d, &code),
+                     0);
+    assert_true(d.files.present);
+    assert_int_equal(d.files.sent, 2);
+    assert_int_equal(d.files.left_out, 9);
+    assert_int_equal(d.files.walk_stopped, 20000);
+    assert_true(d.files.cwd_gone);
+    runner_done_free(&d);
+    assert_int_equal(parse_record(LIT("{\"exit_code\":0}"), &d, &code), 0);
+    assert_false(d.files.present);
+    static const char *const bad[] = {
+        "{\"exit_code\":0,\"files\":[]}",
+        "{\"exit_code\":0,\"files\":{\"sent\":-1}}",
+        "{\"exit_code\":0,\"files\":{\"sent\":\"2\"}}",
+        "{\"exit_code\":0,\"files\":{\"left_out\":1.5}}",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        assert_int_equal(parse_record(bad[i], strlen(bad[i]), &d, &code), -1);
+        assert_int_equal(code, ERR_PROTOCOL);
+        runner_done_free(&d);
+    }
 }
 
 static void test_result_invalid(void **state)
@@ -564,6 +653,55 @@ static void test_encode_env(void **state)
 }
 
 /* The variables travel as JSON in the request; no absent key when none. */
+static void test_encode_files(void **state)
+{
+    (void)state;
+    struct buf out;
+    buf_init(&out, 1 << 20);
+    struct runner_file files[] = {
+        {.path = "data/in.csv", .content = "a\0,b", .content_len = 4},
+        {.path = "raw.bin", .content = "AP8=", .content_len = 4, .base64 = true},
+    };
+    char *patterns[] = {"*.png", "out/**"};
+    struct runner_outputs outs = {.patterns = patterns,
+                                  .n_patterns = 2,
+                                  .max_files = 5,
+                                  .max_file_bytes = 100,
+                                  .max_total_bytes = 200,
+                                  .plots = true,
+                                  .max_plots = 3,
+                                  .max_plot_bytes = 50};
+    struct runner_request req = {.nonce_hex = NONCE,
+                                 .code = "x",
+                                 .code_len = 1,
+                                 .files = files,
+                                 .n_files = 2,
+                                 .outputs = &outs};
+    assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+    json_object *obj = decode_request(out.data, out.len);
+    assert_string_equal(
+        json_object_to_json_string_ext(json_object_object_get(obj, "files"),
+                                       JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+        "[{\"path\":\"data/in.csv\",\"content\":\"a\\u0000,b\",\"encoding\":\"utf-8\"},"
+        "{\"path\":\"raw.bin\",\"content\":\"AP8=\",\"encoding\":\"base64\"}]");
+    assert_string_equal(
+        json_object_to_json_string_ext(json_object_object_get(obj, "outputs"),
+                                       JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+        "{\"paths\":[\"*.png\",\"out/**\"],\"max_files\":5,\"max_file_bytes\":100,"
+        "\"max_total_bytes\":200,\"plots\":true,\"max_plots\":3,\"max_plot_bytes\":50}");
+    json_object_put(obj);
+    /* Neither, when not asked. */
+    out.len = 0;
+    req.n_files = 0;
+    req.outputs = NULL;
+    assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+    obj = decode_request(out.data, out.len);
+    assert_null(json_object_object_get(obj, "files"));
+    assert_null(json_object_object_get(obj, "outputs"));
+    json_object_put(obj);
+    buf_free(&out);
+}
+
 static void test_encode_variables(void **state)
 {
     (void)state;
@@ -860,15 +998,18 @@ int main(void)
         cmocka_unit_test(test_scan_binary_output),
         cmocka_unit_test(test_scan_record_cut_off),
         cmocka_unit_test(test_scan_oversize_record),
+        cmocka_unit_test(test_scan_frames),
         cmocka_unit_test(test_scan_emit_error_propagates),
         cmocka_unit_test(test_scan_after_done_ignored),
         cmocka_unit_test(test_result_valid),
+        cmocka_unit_test(test_result_files),
         cmocka_unit_test(test_result_invalid),
         cmocka_unit_test(test_result_check),
         cmocka_unit_test(test_result_requires_done),
         cmocka_unit_test(test_nonce),
         cmocka_unit_test(test_encode_basic),
         cmocka_unit_test(test_encode_special_bytes),
+        cmocka_unit_test(test_encode_files),
         cmocka_unit_test(test_encode_variables),
         cmocka_unit_test(test_encode_env),
         cmocka_unit_test(test_encode_random_round_trip),

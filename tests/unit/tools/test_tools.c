@@ -205,7 +205,7 @@ static void test_result_shape(void **state)
     res.exit_code = 0;
     res.duration_ms = 12.345;
     struct tools_features modern = {.annotations = true, .structured = true};
-    json_object *r = tools_result(&res, EXEC_PYTHON, &modern);
+    json_object *r = tools_result(&res, EXEC_PYTHON, &modern, NULL);
     assert_false(json_object_get_boolean(get(r, "isError")));
     json_object *sc = get(r, "structuredContent");
     assert_string_equal(json_object_get_string(get(sc, "status")), "ok");
@@ -220,7 +220,7 @@ static void test_result_shape(void **state)
 
     /* Old protocol versions get no structuredContent. */
     struct tools_features old = {0};
-    r = tools_result(&res, EXEC_PYTHON, &old);
+    r = tools_result(&res, EXEC_PYTHON, &old, NULL);
     assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
     json_object_put(r);
 
@@ -228,7 +228,7 @@ static void test_result_shape(void **state)
     res.has_exit_code = false;
     res.message = xstrdup("stopped after 100 ms");
     assert_int_equal(buf_add(&res.err, "warn", 4), 0);
-    r = tools_result(&res, EXEC_JAVASCRIPT, &modern);
+    r = tools_result(&res, EXEC_JAVASCRIPT, &modern, NULL);
     assert_true(json_object_get_boolean(get(r, "isError")));
     sc = get(r, "structuredContent");
     assert_true(json_object_is_type(get(sc, "exit_code"), json_type_null));
@@ -243,7 +243,7 @@ static void test_result_shape(void **state)
     res.status = EXEC_OK;
     res.has_exit_code = true;
     res.exit_code = 3;
-    r = tools_result(&res, EXEC_PYTHON, &modern);
+    r = tools_result(&res, EXEC_PYTHON, &modern, NULL);
     assert_true(json_object_get_boolean(get(r, "isError")));
     json_object_put(r);
     exec_result_free(&res);
@@ -294,7 +294,7 @@ static void test_result_matches_output_schema(void **state)
         res.has_exit_code = cases[i].has_exit_code;
         free(res.message);
         res.message = cases[i].message ? xstrdup(cases[i].message) : NULL;
-        json_object *r = tools_result(&res, EXEC_JAVASCRIPT, &modern);
+        json_object *r = tools_result(&res, EXEC_JAVASCRIPT, &modern, NULL);
         if (schema_validate(schema, get(r, "structuredContent"), 0, &err) < 0)
             fail_msg("case %zu: %s", i, err_msg(&err));
         json_object_put(r);

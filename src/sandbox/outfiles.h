@@ -1,0 +1,77 @@
+/* The files a run returns: the runner sends them as frames on stdout
+ * before its completion record (sandbox/runner.h), and this collects them,
+ * checking every frame against the caps the daemon asked for. Nothing
+ * from the sandbox is trusted: paths are checked (sandbox/workpath.h),
+ * sizes declared before the bytes and held to, digests compared.
+ *
+ * Frames (the line after the record marker, without its '\n'):
+ *   F{"path": "...", "size": N, "kind": "file"|"plot"}   a file begins
+ *   D<base64>                                           its next bytes
+ *   E<64 hex digits>                                    its SHA-256: it ends
+ *   L{"path": "...", "reason": "...", "size": N?}       one left out */
+#ifndef MCPSBX_OUTFILES_H
+#define MCPSBX_OUTFILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "base/codec.h"
+#include "base/err.h"
+
+/* Left-out files kept by name (the runner names at most this many). */
+#define OUTFILES_LEFT_KEEP 20
+/* A plot's name: "plot-<n>.png", n from 1 in the order drawn. */
+#define OUTFILES_PLOT_PREFIX "plot-"
+
+struct outfiles_caps {
+    size_t max_files;      /* not counting plots */
+    size_t max_file_bytes; /* one file */
+    size_t max_plots;
+    size_t max_plot_bytes;  /* one plot */
+    size_t max_total_bytes; /* files and plots together */
+};
+
+struct outfile {
+    char *path; /* normalized, relative to the working directory; a plot's name */
+    bool plot;
+    char *data; /* size bytes (and a NUL) */
+    size_t size;
+    char sha256[CODEC_SHA256_HEX_LEN + 1];
+};
+
+struct outfile_left {
+    char *path;     /* as the runner named it, sanitized UTF-8 */
+    char *reason;   /* the runner's words, sanitized */
+    long long size; /* -1 when not given */
+};
+
+struct outfiles {
+    struct outfiles_caps caps;
+    struct outfile *v; /* in the order sent: plots first, then files by path */
+    size_t n, n_plots;
+    struct outfile_left left[OUTFILES_LEFT_KEEP];
+    size_t n_left;          /* kept in left[] */
+    long long left_total;   /* left out in all (the record's count) */
+    long long walk_stopped; /* the runner stopped looking after this many entries; 0 = no */
+    bool cwd_gone;          /* the program removed its working directory */
+    size_t total;           /* bytes of every file received */
+    /* the file between its F and E frames */
+    bool open;
+    struct outfile cur;
+    struct buf cur_data;
+    struct codec_sha256 cur_sha;
+};
+
+void outfiles_init(struct outfiles *o, const struct outfiles_caps *caps);
+void outfiles_free(struct outfiles *o);
+
+/* One frame. -1 with ERR_PROTOCOL when it breaks the protocol or a cap. */
+int outfiles_frame(struct outfiles *o, const char *line, size_t len, struct err *err);
+
+/* The record's account ({"sent": N, "left_out": M, ...}, already parsed):
+ * checks it against what came. */
+int outfiles_finish(struct outfiles *o, long long sent, long long left_out, long long walk_stopped,
+                    bool cwd_gone, struct err *err);
+
+#endif

@@ -1,0 +1,229 @@
+#include "tools/files_result.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "base/codec.h"
+#include "base/util.h"
+
+static const struct {
+    const char *ext;
+    const char *mime;
+} mime_types[] = {
+    {"png", "image/png"},
+    {"jpg", "image/jpeg"},
+    {"jpeg", "image/jpeg"},
+    {"gif", "image/gif"},
+    {"webp", "image/webp"},
+    {"svg", "image/svg+xml"},
+    {"csv", "text/csv"},
+    {"tsv", "text/tab-separated-values"},
+    {"txt", "text/plain"},
+    {"log", "text/plain"},
+    {"md", "text/markdown"},
+    {"html", "text/html"},
+    {"htm", "text/html"},
+    {"css", "text/css"},
+    {"py", "text/x-python"},
+    {"js", "text/javascript"},
+    {"mjs", "text/javascript"},
+    {"json", "application/json"},
+    {"geojson", "application/geo+json"},
+    {"xml", "application/xml"},
+    {"yaml", "application/yaml"},
+    {"yml", "application/yaml"},
+    {"pdf", "application/pdf"},
+    {"zip", "application/zip"},
+    {"gz", "application/gzip"},
+    {"parquet", "application/vnd.apache.parquet"},
+    {"xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
+};
+
+const char *files_result_mime(const char *path, const char *data, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    const char *dot = strrchr(slash ? slash + 1 : path, '.');
+    if (dot && dot[1]) {
+        for (size_t i = 0; i < ARRAY_SIZE(mime_types); i++)
+            if (strcasecmp(dot + 1, mime_types[i].ext) == 0)
+                return mime_types[i].mime;
+    }
+    if (!memchr(data, '\0', size) && util_utf8_valid(data, size))
+        return "text/plain";
+    return "application/octet-stream";
+}
+
+/* An image type clients render, whose bytes are what the name says. */
+static bool image_ok(const char *mime, const char *d, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)d;
+    if (strcmp(mime, "image/png") == 0)
+        return n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0;
+    if (strcmp(mime, "image/jpeg") == 0)
+        return n >= 3 && u[0] == 0xff && u[1] == 0xd8 && u[2] == 0xff;
+    if (strcmp(mime, "image/gif") == 0)
+        return n >= 6 && (memcmp(d, "GIF87a", 6) == 0 || memcmp(d, "GIF89a", 6) == 0);
+    if (strcmp(mime, "image/webp") == 0)
+        return n >= 12 && memcmp(d, "RIFF", 4) == 0 && memcmp(d + 8, "WEBP", 4) == 0;
+    return false;
+}
+
+static bool text_ok(const char *mime, const char *d, size_t n)
+{
+    bool texty = strncmp(mime, "text/", 5) == 0 || strcmp(mime, "application/json") == 0 ||
+                 strcmp(mime, "application/geo+json") == 0 ||
+                 strcmp(mime, "application/xml") == 0 || strcmp(mime, "application/yaml") == 0 ||
+                 strcmp(mime, "image/svg+xml") == 0;
+    return texty && !memchr(d, '\0', n) && util_utf8_valid(d, n);
+}
+
+/* RFC 3986: unreserved characters and '/' stay, every other byte is %XX. */
+static char *uri_for(const char *run_id, const struct outfile *f)
+{
+    struct buf b;
+    buf_init(&b, (size_t)-1);
+    int rc = buf_addf(&b, FILES_RESULT_URI_PREFIX "%s/%s/", run_id, f->plot ? "plots" : "files");
+    for (const unsigned char *p = (const unsigned char *)f->path; *p; p++) {
+        if (isalnum(*p) || strchr("-._~/", *p))
+            rc |= buf_add(&b, p, 1);
+        else
+            rc |= buf_addf(&b, "%%%02X", *p);
+    }
+    (void)rc; /* no cap */
+    return buf_take(&b, NULL);
+}
+
+static void human_size(size_t n, char *out, size_t cap)
+{
+    if (n < 1024)
+        snprintf(out, cap, "%zu B", n);
+    else if (n < 1024 * 1024)
+        snprintf(out, cap, "%zu.%zu KiB", n / 1024, n % 1024 * 10 / 1024);
+    else
+        snprintf(out, cap, "%zu.%zu MiB", n >> 20, (n & ((1u << 20) - 1)) * 10 >> 20);
+}
+
+static json_object *left_json(const char *path, const char *reason, long long size)
+{
+    json_object *l = json_object_new_object();
+    json_object_object_add(l, "path", json_object_new_string(path));
+    json_object_object_add(l, "reason", json_object_new_string(reason));
+    if (size >= 0)
+        json_object_object_add(l, "size", json_object_new_int64(size));
+    return l;
+}
+
+void files_result_add(const struct outfiles *of, const struct files_result_ctx *ctx,
+                      const struct tools_features *f, json_object *blocks, json_object *sc,
+                      struct buf *text)
+{
+    json_object *files = json_object_new_array();
+    json_object *left = json_object_new_array();
+    int rc = 0;
+    char run_id[33] = "";
+    if (of->n) {
+        unsigned char raw[16];
+        if (util_random_bytes(raw, sizeof(raw)) < 0)
+            memset(raw, 0, sizeof(raw));
+        util_hex(raw, sizeof(raw), run_id);
+    }
+    long long extra_left = 0; /* dropped here, beyond the runner's */
+    if (of->n || of->left_total || of->walk_stopped || of->cwd_gone)
+        rc |= buf_addf(text, "%s--- files ---\n",
+                       text->len && text->data[text->len - 1] != '\n' ? "\n" : "");
+    for (size_t i = 0; i < of->n; i++) {
+        const struct outfile *o = &of->v[i];
+        const char *mime = o->plot ? "image/png" : files_result_mime(o->path, o->data, o->size);
+        char *uri = uri_for(run_id, o);
+        bool kept = ctx && ctx->store &&
+                    runstore_put(ctx->store, ctx->owner, uri, mime, o->data, o->size) == 0;
+        long long img_cap = ctx ? ctx->cfg->max_inline_image_bytes : 0;
+        long long text_cap = ctx ? ctx->cfg->max_inline_text_bytes : 0;
+        const char *delivery = NULL;
+        json_object *block = NULL;
+        if (image_ok(mime, o->data, o->size) && (long long)o->size <= img_cap) {
+            struct buf b64;
+            buf_init(&b64, (size_t)-1);
+            if (codec_base64_encode(o->data, o->size, &b64) == 0) {
+                block = json_object_new_object();
+                json_object_object_add(block, "type", json_object_new_string("image"));
+                json_object_object_add(
+                    block, "data",
+                    json_object_new_string_len(b64.data ? b64.data : "", (int)b64.len));
+                json_object_object_add(block, "mimeType", json_object_new_string(mime));
+                delivery = "image";
+            }
+            buf_free(&b64);
+        } else if (text_ok(mime, o->data, o->size) && (long long)o->size <= text_cap) {
+            json_object *res = json_object_new_object();
+            json_object_object_add(res, "uri", json_object_new_string(uri));
+            json_object_object_add(res, "mimeType", json_object_new_string(mime));
+            json_object_object_add(res, "text", json_object_new_string_len(o->data, (int)o->size));
+            block = json_object_new_object();
+            json_object_object_add(block, "type", json_object_new_string("resource"));
+            json_object_object_add(block, "resource", res);
+            delivery = "embedded";
+        } else if (kept && f->structured) {
+            block = json_object_new_object();
+            json_object_object_add(block, "type", json_object_new_string("resource_link"));
+            json_object_object_add(block, "uri", json_object_new_string(uri));
+            json_object_object_add(block, "name", json_object_new_string(o->path));
+            json_object_object_add(block, "mimeType", json_object_new_string(mime));
+            json_object_object_add(block, "size", json_object_new_int64((int64_t)o->size));
+            delivery = "link";
+        } else if (kept) {
+            delivery = "link"; /* named in the text: older clients have no resource_link */
+        }
+        char size[32];
+        human_size(o->size, size, sizeof(size));
+        if (!delivery) {
+            extra_left++;
+            json_object_array_add(left, left_json(o->path,
+                                                  "larger than the run store keeps "
+                                                  "(--run-store-max-bytes)",
+                                                  (long long)o->size));
+            rc |= buf_addf(text, "%s: %s, %s: left out (larger than the run store keeps)\n",
+                           o->path, mime, size);
+            free(uri);
+            continue;
+        }
+        if (block)
+            json_object_array_add(blocks, block);
+        if (strcmp(delivery, "link") == 0)
+            rc |= buf_addf(text, "%s: %s, %s: %s (resources/read, for %lld s)\n", o->path, mime,
+                           size, uri, ctx->cfg->run_store_ttl_ms / 1000);
+        else
+            rc |= buf_addf(text, "%s: %s, %s (%s)\n", o->path, mime, size,
+                           strcmp(delivery, "image") == 0 ? "image" : "embedded");
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "path", json_object_new_string(o->path));
+        json_object_object_add(e, "kind", json_object_new_string(o->plot ? "plot" : "file"));
+        json_object_object_add(e, "size", json_object_new_int64((int64_t)o->size));
+        json_object_object_add(e, "mime_type", json_object_new_string(mime));
+        json_object_object_add(e, "sha256", json_object_new_string(o->sha256));
+        json_object_object_add(e, "uri", kept ? json_object_new_string(uri) : NULL);
+        json_object_object_add(e, "delivery", json_object_new_string(delivery));
+        json_object_array_add(files, e);
+        free(uri);
+    }
+    for (size_t i = 0; i < of->n_left; i++) {
+        const struct outfile_left *l = &of->left[i];
+        json_object_array_add(left, left_json(l->path, l->reason, l->size));
+        rc |= buf_addf(text, "left out: %s (%s)\n", l->path, l->reason);
+    }
+    if (of->left_total > (long long)of->n_left)
+        rc |= buf_addf(text, "left out: %lld more\n", of->left_total - (long long)of->n_left);
+    if (of->walk_stopped)
+        rc |= buf_addf(text, "left out: the search stopped after %lld directory entries\n",
+                       of->walk_stopped);
+    if (of->cwd_gone)
+        rc |= buf_addf(text, "left out: the program removed its working directory\n");
+    (void)rc; /* text has no cap */
+    json_object_object_add(sc, "files", files);
+    json_object_object_add(sc, "files_left_out", left);
+    json_object_object_add(sc, "files_truncated",
+                           json_object_new_boolean(of->left_total > 0 || extra_left > 0 ||
+                                                   of->walk_stopped > 0 || of->cwd_gone));
+}

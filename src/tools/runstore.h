@@ -1,0 +1,38 @@
+/* Files runs returned, kept so that the session that ran them can read
+ * them with resources/read (mcp-sandboxd://runs/<run-id>/...): each for
+ * --run-store-ttl-ms, all together under --run-store-max-bytes, the
+ * oldest evicted first when a new one needs room. Only bytes and strings
+ * live here (no json-c object): the workers that finish runs put, the
+ * threads that answer requests get, under one lock. */
+#ifndef MCPSBX_RUNSTORE_H
+#define MCPSBX_RUNSTORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct runstore;
+
+/* Per-entry bookkeeping counted against max_bytes, so that many tiny
+ * files cannot outgrow the cap. */
+#define RUNSTORE_ENTRY_OVERHEAD 256
+/* Entries at most, whatever their size. */
+#define RUNSTORE_MAX_ENTRIES 65536
+
+struct runstore *runstore_new(long long ttl_ms, long long max_bytes);
+void runstore_free(struct runstore *rs);
+
+/* Keeps a copy of data under uri for owner (an opaque session token).
+ * Returns 0, or -1 when the file alone is larger than the store. */
+int runstore_put(struct runstore *rs, const char *owner, const char *uri, const char *mime,
+                 const char *data, size_t size);
+
+/* A copy of what uri holds, when owner put it and it has not expired or
+ * been evicted; *data has a NUL after size bytes. Returns 0, or -1 for
+ * every other case alike (a session learns nothing of another's runs). */
+int runstore_get(struct runstore *rs, const char *owner, const char *uri, char **mime, char **data,
+                 size_t *size);
+
+/* Bytes held now, counting RUNSTORE_ENTRY_OVERHEAD each. */
+size_t runstore_bytes(struct runstore *rs);
+
+#endif

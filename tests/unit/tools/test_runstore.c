@@ -1,0 +1,140 @@
+/* tools/runstore.c: files kept per session, for a time, under a size cap,
+ * oldest out first; a stress test with putters and readers at once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/runstore.h"
+
+static bool has(struct runstore *rs, const char *owner, const char *uri, const char *want)
+{
+    char *mime = NULL;
+    char *data = NULL;
+    size_t size = 0;
+    if (runstore_get(rs, owner, uri, &mime, &data, &size) < 0) {
+        assert_null(mime);
+        assert_null(data);
+        return false;
+    }
+    assert_string_equal(mime, "text/plain");
+    assert_int_equal(size, strlen(want));
+    assert_memory_equal(data, want, size);
+    assert_int_equal(data[size], '\0');
+    free(mime);
+    free(data);
+    return true;
+}
+
+static void test_owner(void **state)
+{
+    (void)state;
+    struct runstore *rs = runstore_new(60000, 1 << 20);
+    assert_int_equal(runstore_put(rs, "alice", "u1", "text/plain", "hello", 5), 0);
+    assert_true(has(rs, "alice", "u1", "hello"));
+    assert_false(has(rs, "bob", "u1", "hello"));
+    assert_false(has(rs, "alice", "u2", ""));
+    assert_int_equal(runstore_bytes(rs), 5 + RUNSTORE_ENTRY_OVERHEAD);
+    runstore_free(rs);
+}
+
+static void test_evicts_oldest(void **state)
+{
+    (void)state;
+    size_t cap = 3 * (100 + RUNSTORE_ENTRY_OVERHEAD);
+    struct runstore *rs = runstore_new(60000, (long long)cap);
+    char data[101];
+    memset(data, 'x', 100);
+    data[100] = '\0';
+    char uri[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(uri, sizeof(uri), "u%d", i);
+        assert_int_equal(runstore_put(rs, "o", uri, "text/plain", data, 100), 0);
+    }
+    assert_false(has(rs, "o", "u0", data));
+    assert_false(has(rs, "o", "u1", data));
+    assert_true(has(rs, "o", "u2", data));
+    assert_true(has(rs, "o", "u4", data));
+    assert_true(runstore_bytes(rs) <= cap);
+    /* Larger than the whole store: refused, nothing evicted for it. */
+    char *big = calloc(1, cap);
+    assert_int_equal(runstore_put(rs, "o", "big", "text/plain", big, cap), -1);
+    assert_true(has(rs, "o", "u2", data));
+    free(big);
+    runstore_free(rs);
+
+    /* A store of 0 bytes keeps nothing. */
+    rs = runstore_new(60000, 0);
+    assert_int_equal(runstore_put(rs, "o", "u", "text/plain", "", 0), -1);
+    runstore_free(rs);
+}
+
+static void test_expires(void **state)
+{
+    (void)state;
+    struct runstore *rs = runstore_new(30, 1 << 20);
+    assert_int_equal(runstore_put(rs, "o", "u", "text/plain", "x", 1), 0);
+    assert_true(has(rs, "o", "u", "x"));
+    usleep(60 * 1000);
+    assert_false(has(rs, "o", "u", "x"));
+    assert_int_equal(runstore_bytes(rs), 0);
+    runstore_free(rs);
+}
+
+#define STRESS_THREADS 4
+#define STRESS_ROUNDS  2000
+
+static void *stress(void *arg)
+{
+    struct runstore *rs = arg;
+    char owner[16];
+    char uri[32];
+    snprintf(owner, sizeof(owner), "o%lu", (unsigned long)pthread_self() % 97);
+    for (int i = 0; i < STRESS_ROUNDS; i++) {
+        snprintf(uri, sizeof(uri), "%s/%d", owner, i);
+        assert_int_equal(runstore_put(rs, owner, uri, "text/plain", uri, strlen(uri)), 0);
+        char *mime = NULL;
+        char *data = NULL;
+        size_t size = 0;
+        /* Found unless already evicted; never another's bytes. */
+        if (runstore_get(rs, owner, uri, &mime, &data, &size) == 0) {
+            assert_int_equal(size, strlen(uri));
+            assert_memory_equal(data, uri, size);
+        }
+        free(mime);
+        free(data);
+        snprintf(uri, sizeof(uri), "%s/%d", owner, i / 2);
+        (void)has(rs, "nobody", uri, uri);
+    }
+    return NULL;
+}
+
+static void test_concurrent(void **state)
+{
+    (void)state;
+    /* Small: eviction runs all the time. */
+    struct runstore *rs = runstore_new(60000, 64 * (RUNSTORE_ENTRY_OVERHEAD + 16));
+    pthread_t t[STRESS_THREADS];
+    for (int i = 0; i < STRESS_THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, stress, rs), 0);
+    for (int i = 0; i < STRESS_THREADS; i++)
+        pthread_join(t[i], NULL);
+    assert_true(runstore_bytes(rs) <= 64 * (RUNSTORE_ENTRY_OVERHEAD + 16));
+    runstore_free(rs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_owner),
+        cmocka_unit_test(test_evicts_oldest),
+        cmocka_unit_test(test_expires),
+        cmocka_unit_test(test_concurrent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
