@@ -9,22 +9,58 @@
 /* Input bytes per encoding step: a multiple of 3, so only the last step pads. */
 #define ENCODE_STEP 3072
 
-int codec_base64_encode(const void *data, size_t n, struct buf *out)
+static int undo(struct buf *out, size_t old_len)
 {
-    const unsigned char *p = data;
+    out->len = old_len;
+    if (out->data)
+        out->data[old_len] = '\0';
+    return -1;
+}
+
+int codec_base64_encode_as(const void *data, size_t n, enum codec_alphabet alphabet, bool pad,
+                           struct buf *out)
+{
+    const uint8_t *p = data;
     size_t old_len = out->len;
-    char chunk[BASE64_ENCODE_RAW_LENGTH(ENCODE_STEP)];
+    struct base64_encode_ctx ctx;
+    if (alphabet == CODEC_BASE64URL)
+        base64url_encode_init(&ctx);
+    else
+        base64_encode_init(&ctx);
+    char chunk[BASE64_ENCODE_LENGTH(ENCODE_STEP) + BASE64_ENCODE_FINAL_LENGTH];
     while (n) {
         size_t take = n < ENCODE_STEP ? n : ENCODE_STEP;
-        base64_encode_raw(chunk, take, p);
-        if (buf_add(out, chunk, BASE64_ENCODE_RAW_LENGTH(take)) < 0) {
-            out->len = old_len;
-            if (out->data)
-                out->data[old_len] = '\0';
-            return -1;
-        }
+        size_t k = base64_encode_update(&ctx, chunk, take, p);
+        if (buf_add(out, chunk, k) < 0)
+            return undo(out, old_len);
         p += take;
         n -= take;
+    }
+    size_t k = base64_encode_final(&ctx, chunk);
+    while (!pad && k && chunk[k - 1] == '=')
+        k--;
+    if (k && buf_add(out, chunk, k) < 0)
+        return undo(out, old_len);
+    return 0;
+}
+
+int codec_base64_encode(const void *data, size_t n, struct buf *out)
+{
+    return codec_base64_encode_as(data, n, CODEC_BASE64, true, out);
+}
+
+int codec_percent_encode(const void *data, size_t n, const char *keep, struct buf *out)
+{
+    static const char digits[] = "0123456789ABCDEF";
+    const unsigned char *p = data;
+    size_t old_len = out->len;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = p[i];
+        bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                     c == '-' || c == '.' || c == '_' || c == '~' || (c && strchr(keep, c));
+        char esc[3] = {'%', digits[c >> 4], digits[c & 15]};
+        if (buf_add(out, plain ? (const char *)&p[i] : esc, plain ? 1 : 3) < 0)
+            return undo(out, old_len);
     }
     return 0;
 }
@@ -73,10 +109,7 @@ long long codec_base64_decode(const char *text, size_t n, struct buf *out)
         goto fail;
     return total;
 fail:
-    out->len = old_len;
-    if (out->data)
-        out->data[old_len] = '\0';
-    return -1;
+    return undo(out, old_len);
 }
 
 void codec_sha256_init(struct codec_sha256 *h)

@@ -20,6 +20,17 @@
  * (out is then as it was). */
 int codec_base64_encode(const void *data, size_t n, struct buf *out);
 
+/* The same in either alphabet (RFC 4648 section 4 or 5), with or without
+ * the '=' padding. */
+enum codec_alphabet { CODEC_BASE64, CODEC_BASE64URL };
+int codec_base64_encode_as(const void *data, size_t n, enum codec_alphabet alphabet, bool pad,
+                           struct buf *out);
+
+/* Appends data[0..n) percent-encoded (uppercase %XX) to out: RFC 3986's
+ * unreserved characters and those in keep (may be "") stay as they are.
+ * -1 when out's cap is reached (out is then as it was). */
+int codec_percent_encode(const void *data, size_t n, const char *keep, struct buf *out);
+
 /* Decodes strict base64: the standard alphabet, '=' padding only at the
  * end, no whitespace, a length that is a multiple of 4. Appends to out
  * (nothing on failure). Returns the number of bytes added, or -1 when the

@@ -1,9 +1,10 @@
 #include "sandbox/redact.h"
 
-#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "base/util.h"
 
 struct pattern {
@@ -38,48 +39,23 @@ static char *hex(const unsigned char *v, size_t n, const char *digits)
 /* Without '=' padding: the same value in a longer text may have none. */
 static char *base64(const unsigned char *v, size_t n, bool url)
 {
-    const char *abc = url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-                          : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = xmalloc(4 * (n / 3 + 1) + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t w = (uint32_t)v[i] << 16;
-        if (i + 1 < n)
-            w |= (uint32_t)v[i + 1] << 8;
-        if (i + 2 < n)
-            w |= v[i + 2];
-        out[o++] = abc[(w >> 18) & 63];
-        out[o++] = abc[(w >> 12) & 63];
-        if (i + 1 < n)
-            out[o++] = abc[(w >> 6) & 63];
-        if (i + 2 < n)
-            out[o++] = abc[w & 63];
-    }
-    out[o] = '\0';
-    return out;
+    struct buf b;
+    buf_init(&b, (size_t)-1);
+    if (codec_base64_encode_as(v, n, url ? CODEC_BASE64URL : CODEC_BASE64, false, &b) < 0)
+        abort(); /* no cap */
+    return buf_take(&b, NULL);
 }
 
 /* Percent-encoding of everything but RFC 3986's unreserved characters. */
 static char *url_encoded(const unsigned char *v, size_t n)
 {
-    char *out = xmalloc(3 * n + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = v[i];
-        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~') {
-            out[o++] = (char)c;
-        } else {
-            out[o++] = '%';
-            out[o++] = HEX_UPPER[c >> 4];
-            out[o++] = HEX_UPPER[c & 15];
-        }
-    }
-    out[o] = '\0';
-    return out;
+    struct buf b;
+    buf_init(&b, (size_t)-1);
+    if (codec_percent_encode(v, n, "", &b) < 0)
+        abort(); /* no cap */
+    return buf_take(&b, NULL);
 }
 
-/* Takes text (freed if it repeats a pattern of the same value). */
 static void add(struct redactor *r, char *text, const char *mark)
 {
     size_t len = strlen(text);

@@ -1,7 +1,7 @@
 #include "tools/files_result.h"
 
-#include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -79,19 +79,14 @@ static bool text_ok(const char *mime, const char *d, size_t n)
     return texty && !memchr(d, '\0', n) && util_utf8_valid(d, n);
 }
 
-/* RFC 3986: unreserved characters and '/' stay, every other byte is %XX. */
+/* The path percent-encoded but for its slashes. */
 static char *uri_for(const char *run_id, const struct outfile *f)
 {
     struct buf b;
     buf_init(&b, (size_t)-1);
-    int rc = buf_addf(&b, FILES_RESULT_URI_PREFIX "%s/%s/", run_id, f->plot ? "plots" : "files");
-    for (const unsigned char *p = (const unsigned char *)f->path; *p; p++) {
-        if (isalnum(*p) || strchr("-._~/", *p))
-            rc |= buf_add(&b, p, 1);
-        else
-            rc |= buf_addf(&b, "%%%02X", *p);
-    }
-    (void)rc; /* no cap */
+    if (buf_addf(&b, FILES_RESULT_URI_PREFIX "%s/%s/", run_id, f->plot ? "plots" : "files") < 0 ||
+        codec_percent_encode(f->path, strlen(f->path), "/", &b) < 0)
+        abort(); /* no cap */
     return buf_take(&b, NULL);
 }
 

@@ -515,7 +515,7 @@ static int check_array(json_object *s, const char *type, const char *path, struc
     json_object *items = NULL;
     if (!json_object_object_get_ex(s, "items", &items))
         return 0;
-    /* One schema for every element: the tuple form is not implemented. */
+    /* One schema for every element (schema_check refuses the tuple form). */
     if (!json_object_is_type(items, json_type_object))
         return bad(path, "items", err, "must be one schema (a JSON object)");
     char *p = join_path(path, "items");

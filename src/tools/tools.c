@@ -178,14 +178,34 @@ static json_object *text_content(const char *text, size_t len)
     return c;
 }
 
-static json_object *error_result_json(const char *message)
+/* A CallToolResult: the text (made valid UTF-8 here: it may quote the
+ * client, the engine or the sandbox), then the blocks of blocks (an array,
+ * taken; may be NULL), structuredContent sc (taken; dropped for versions
+ * without it; may be NULL), isError. */
+static json_object *call_result(const char *text, size_t len, json_object *blocks, json_object *sc,
+                                const struct tools_features *f, bool is_error)
 {
     json_object *r = json_object_new_object();
     json_object *content = json_object_new_array();
-    json_object_array_add(content, text_content(message, strlen(message)));
+    size_t clean_len = 0;
+    char *clean = util_utf8_sanitize(text, len, &clean_len);
+    json_object_array_add(content, text_content(clean, clean_len));
+    free(clean);
+    for (size_t i = 0; blocks && i < json_object_array_length(blocks); i++)
+        json_object_array_add(content, json_object_get(json_object_array_get_idx(blocks, i)));
+    json_object_put(blocks);
     json_object_object_add(r, "content", content);
-    json_object_object_add(r, "isError", json_object_new_boolean(1));
+    if (sc && f->structured)
+        json_object_object_add(r, "structuredContent", sc);
+    else
+        json_object_put(sc);
+    json_object_object_add(r, "isError", json_object_new_boolean(is_error));
     return r;
+}
+
+static json_object *error_result_json(const char *message)
+{
+    return call_result(message, strlen(message), NULL, NULL, NULL, true);
 }
 
 static json_object *safe_string(const char *s, size_t n)
@@ -256,22 +276,8 @@ json_object *tools_result(const struct exec_result *res, enum exec_language lang
         rc |= buf_addf(&text, "(no output)");
     (void)rc; /* text has no cap */
 
-    json_object *r = json_object_new_object();
-    json_object *content = json_object_new_array();
-    size_t tlen = 0;
-    char *t = util_utf8_sanitize(text.data, text.len, &tlen);
-    json_object_array_add(content, text_content(t, tlen));
-    free(t);
+    json_object *r = call_result(text.data, text.len, blocks, sc, f, is_error);
     buf_free(&text);
-    for (size_t i = 0; i < json_object_array_length(blocks); i++)
-        json_object_array_add(content, json_object_get(json_object_array_get_idx(blocks, i)));
-    json_object_put(blocks);
-    json_object_object_add(r, "content", content);
-    if (f->structured)
-        json_object_object_add(r, "structuredContent", sc);
-    else
-        json_object_put(sc);
-    json_object_object_add(r, "isError", json_object_new_boolean(is_error));
     return r;
 }
 
@@ -285,11 +291,7 @@ json_object *tools_check_result(const struct exec_result *res, enum exec_languag
                                                    : exec_status_name(res->status);
         char *msg =
             xasprintf("could not check the code (%s): %s", exec_status_name(res->status), why);
-        /* The reason may quote the engine or the sandbox. */
-        size_t clean_len = 0;
-        char *clean = util_utf8_sanitize(msg, strlen(msg), &clean_len);
-        json_object *r = error_result_json(clean);
-        free(clean);
+        json_object *r = error_result_json(msg);
         free(msg);
         return r;
     }
@@ -317,20 +319,9 @@ json_object *tools_check_result(const struct exec_result *res, enum exec_languag
             text = xasprintf("invalid %s: %s", exec_language_name(lang), m);
     }
     json_object_object_add(sc, "duration_ms", duration_json(res->duration_ms));
-    json_object *r = json_object_new_object();
-    json_object *content = json_object_new_array();
-    size_t tlen = 0;
-    char *t = util_utf8_sanitize(text, strlen(text), &tlen);
-    json_object_array_add(content, text_content(t, tlen));
-    free(t);
-    free(text);
-    json_object_object_add(r, "content", content);
-    if (f->structured)
-        json_object_object_add(r, "structuredContent", sc);
-    else
-        json_object_put(sc);
     /* The check was made: invalid code is its answer, not a failure. */
-    json_object_object_add(r, "isError", json_object_new_boolean(0));
+    json_object *r = call_result(text, strlen(text), NULL, sc, f, false);
+    free(text);
     return r;
 }
 
@@ -341,12 +332,7 @@ int tools_prepare(const struct config *cfg, const char *name, json_object *args,
     *error_result = NULL;
     if (tools_parse_args(cfg, name, args, out, &err) < 0) {
         char *msg = xasprintf("Invalid arguments for %s: %s", name, err_msg(&err));
-        /* It may quote the client's strings, which json-c does not check
-         * for UTF-8. */
-        size_t clean_len = 0;
-        char *clean = util_utf8_sanitize(msg, strlen(msg), &clean_len);
-        *error_result = error_result_json(clean);
-        free(clean);
+        *error_result = error_result_json(msg);
         free(msg);
         err_clear(&err);
         tools_run_args_release(out);
@@ -454,10 +440,7 @@ static json_object *check_args(const struct tool_def *t, json_object *args)
     }
     if (err.msg) {
         char *msg = xasprintf("Invalid arguments for %s: %s", t->name, err_msg(&err));
-        size_t clean_len = 0;
-        char *clean = util_utf8_sanitize(msg, strlen(msg), &clean_len);
-        bad = error_result_json(clean);
-        free(clean);
+        bad = error_result_json(msg);
         free(msg);
     }
     err_clear(&err);
@@ -482,16 +465,7 @@ json_object *tools_answer(const struct tools_env *env, const char *name, json_ob
     size_t n = 0;
     const char *text = json_object_to_json_string_length(
         sc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-    json_object *r = json_object_new_object();
-    json_object *content = json_object_new_array();
-    json_object_array_add(content, text_content(text, n));
-    json_object_object_add(r, "content", content);
-    if (f->structured)
-        json_object_object_add(r, "structuredContent", sc);
-    else
-        json_object_put(sc);
-    json_object_object_add(r, "isError", json_object_new_boolean(0));
-    return r;
+    return call_result(text, n, NULL, sc, f, false);
 }
 
 json_object *tools_call(const struct tools_env *env, const char *name, json_object *args,

@@ -81,6 +81,37 @@ static void test_base64_strict(void **state)
     buf_free(&small);
 }
 
+static void test_base64_forms_and_percent(void **state)
+{
+    (void)state;
+    static const unsigned char v[] = {0xfb, 0xff, 0x3e, 'a'};
+    struct buf b;
+    buf_init(&b, 1024);
+    assert_int_equal(codec_base64_encode_as(v, sizeof(v), CODEC_BASE64, false, &b), 0);
+    assert_string_equal(b.data, "+/8+YQ");
+    buf_reset(&b);
+    assert_int_equal(codec_base64_encode_as(v, sizeof(v), CODEC_BASE64URL, false, &b), 0);
+    assert_string_equal(b.data, "-_8-YQ");
+    buf_reset(&b);
+    assert_int_equal(codec_base64_encode_as(v, sizeof(v), CODEC_BASE64URL, true, &b), 0);
+    assert_string_equal(b.data, "-_8-YQ==");
+    buf_reset(&b);
+    static const char path[] = "a b/\xc3\xa9~x%\0y";
+    assert_int_equal(codec_percent_encode(path, sizeof(path) - 1, "/", &b), 0);
+    assert_string_equal(b.data, "a%20b/%C3%A9~x%25%00y");
+    buf_reset(&b);
+    assert_int_equal(codec_percent_encode("a/b", 3, "", &b), 0);
+    assert_string_equal(b.data, "a%2Fb");
+    buf_free(&b);
+    /* A cap reached leaves the buffer as it was. */
+    buf_init(&b, 4);
+    assert_int_equal(codec_percent_encode("   ", 3, "", &b), -1);
+    assert_int_equal(b.len, 0);
+    assert_int_equal(codec_base64_encode_as("abcdef", 6, CODEC_BASE64, true, &b), -1);
+    assert_int_equal(b.len, 0);
+    buf_free(&b);
+}
+
 static void test_sha256(void **state)
 {
     (void)state;
@@ -102,6 +133,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_base64_round_trip),
         cmocka_unit_test(test_base64_strict),
+        cmocka_unit_test(test_base64_forms_and_percent),
         cmocka_unit_test(test_sha256),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
