@@ -809,6 +809,13 @@ static int expand_argv(struct langtable_strv *argv, const char *source, struct e
 
 static const enum field required_fields[] = {F_IMAGE, F_SOURCE_FILE, F_RUNNER, F_RUN};
 
+/* Of two keys that contradict each other, the one the operator's file
+ * set (so a built-in value is never blamed for an override). */
+static const struct origin *blame(const struct draft *d, enum field a, enum field b)
+{
+    return d->from[b].level > d->from[a].level ? &d->from[b] : &d->from[a];
+}
+
 /* Checks one merged language and fills in its defaults, the expanded
  * argvs and the joined preload list. */
 static int finish_lang(struct draft *d, struct err *err)
@@ -820,7 +827,7 @@ static int finish_lang(struct draft *d, struct err *err)
                            field_keys[required_fields[i]]);
     bool generic = l->runner == LANGTABLE_RUNNER_GENERIC;
     if (l->compile.n && !generic)
-        return fail_at(err, &d->from[F_COMPILE],
+        return fail_at(err, blame(d, F_COMPILE, F_RUNNER),
                        "language '%s': 'compile' needs the generic runner, not %s", l->name,
                        runner_names[l->runner]);
     if (l->compile.n == 0) {
@@ -836,7 +843,7 @@ static int finish_lang(struct draft *d, struct err *err)
         l->compile_timeout_ms = LANGTABLE_COMPILE_TIMEOUT_DEFAULT_MS;
     }
     if (l->preload.n && generic)
-        return fail_at(err, &d->from[F_PRELOAD],
+        return fail_at(err, blame(d, F_PRELOAD, F_RUNNER),
                        "language '%s': 'preload' needs the python or node runner", l->name);
     struct buf joined;
     buf_init(&joined, CONFIG_PRELOAD_MAX);
@@ -845,7 +852,7 @@ static int finish_lang(struct draft *d, struct err *err)
         char q[QUOTE_MAX + 1];
         if (!valid_module(m, strlen(m), l->runner)) {
             buf_free(&joined);
-            return fail_at(err, &d->from[F_PRELOAD],
+            return fail_at(err, blame(d, F_PRELOAD, F_RUNNER),
                            "language '%s': 'preload'[%zu]: \"%s\" is not a %s module name", l->name,
                            i, quote(q, sizeof(q), m, strlen(m)), runner_names[l->runner]);
         }
