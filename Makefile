@@ -68,6 +68,11 @@ OBJS          += $(B)/obj/seccomp_profile.o
 VARIABLE_NAMES     := src/tools/variables/python.names src/tools/variables/javascript.names
 VARIABLE_NAMES_GEN := build/gen/variable_names.c
 OBJS               += $(B)/obj/variable_names.o
+# The built-in languages (src/sandbox/languages/builtin.json), embedded as
+# langtable_builtin_src (sandbox/langtable.c).
+LANGUAGES     := src/sandbox/languages/builtin.json
+LANGUAGES_GEN := build/gen/languages_builtin.c
+OBJS          += $(B)/obj/languages_builtin.o
 # tests/unit mirrors src/: tests/unit/<layer>/[<backend>/]test_<module>.c
 UNIT_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
@@ -113,6 +118,14 @@ $(VARIABLE_NAMES_GEN): $(VARIABLE_NAMES) scripts/embed.sh
 	scripts/embed.sh $@ $(foreach f,$(VARIABLE_NAMES),variables_$(basename $(notdir $(f)))_names=$(f))
 
 $(B)/obj/variable_names.o: $(VARIABLE_NAMES_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
+
+$(LANGUAGES_GEN): $(LANGUAGES) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh $@ langtable_builtin_src=$(LANGUAGES)
+
+$(B)/obj/languages_builtin.o: $(LANGUAGES_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 

@@ -66,6 +66,7 @@
 #include "base/config.h"
 #include "backend/backends.h"
 #include "sandbox/exec.h"
+#include "sandbox/langtable.h"
 #include "base/log.h"
 #include "mcp/mcp.h"
 #include "transport/transport_http.h"
@@ -194,13 +195,26 @@ int main(int argc, char **argv, char **envp)
         config_free(&cfg);
         return 0;
     }
+    /* Read and checked here so a bad --languages-file stops the start
+     * with its FILE:LINE; nothing below uses the table yet. */
+    struct langtable *languages = NULL;
+    if (langtable_load(cfg.languages_file, &languages, &err) < 0) {
+        fprintf(stderr, "mcp-sandboxd: %s\n", err_msg(&err));
+        err_clear(&err);
+        config_free(&cfg);
+        return 2;
+    }
     log_set_threshold((enum log_level)log_level_from_name(cfg.log_level));
     raise_nofile(&cfg);
     if (cfg.print_engine || *cfg.dry_run_create) {
         status = print_and_exit(&cfg);
+        langtable_free(languages);
         config_free(&cfg);
         return status;
     }
+    if (*cfg.languages_file)
+        log_info("languages file %s: %zu languages", cfg.languages_file,
+                 langtable_count(languages));
 
     struct backend *backend = NULL;
     struct exec_ctx *exec = NULL;
@@ -247,6 +261,7 @@ out:
     exec_ctx_free(exec);
     backend_free(backend);
     backends_cleanup();
+    langtable_free(languages);
     err_clear(&err);
     config_free(&cfg);
     log_debug("exited cleanly");

@@ -76,6 +76,10 @@ static const struct opt_def options[] = {
      NULL},
     {"js-runtime", OPT_STR, F(js_runtime), 0, 0, "NAME",
      "OCI runtime for JavaScript sandboxes only (default: --runtime)", NULL},
+    {"languages-file", OPT_STR, F(languages_file), 0, 0, "FILE",
+     "change the built-in languages with the JSON definitions in FILE: add, override or disable "
+     "languages (see src/sandbox/langtable.h); checked at start (default: none)",
+     NULL},
     {"log-level", OPT_STR, F(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (default info); logs go to stderr", NULL},
     {"max-code-bytes", OPT_INT, F(max_code_bytes), 1, 64LL << 20, "N",
@@ -254,6 +258,7 @@ void config_init(struct config *cfg)
     cfg->sandbox_io = xstrdup("socket");
     cfg->sandbox_io_dir = xstrdup(DEFAULT_SANDBOX_IO_DIR);
     cfg->log_level = xstrdup("info");
+    cfg->languages_file = xstrdup("");
 }
 
 static void free_list(char **list)
@@ -314,6 +319,7 @@ void config_free(struct config *cfg)
     free(cfg->sandbox_io_dir);
     free(cfg->log_level);
     free(cfg->config_file);
+    free(cfg->languages_file);
     memset(cfg, 0, sizeof(*cfg));
 }
 

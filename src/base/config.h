@@ -74,6 +74,7 @@ struct config {
     long long max_sessions;
     long long session_idle_ms;
     char *config_file;
+    char *languages_file; /* JSON language definitions (sandbox/langtable.h); "" = built-ins */
     bool help;
     bool version;
     bool print_engine;    /* print the engine socket that would be used, and exit */

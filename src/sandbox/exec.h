@@ -13,7 +13,8 @@
  * a backend-neutral spec), pool.c (warm containers, each for one run),
  * runner.c + runner/ (the in-container runners and the framing between
  * them and exec), reaper.c (container removal with retries, and the sweep
- * for leftovers). */
+ * for leftovers), langtable.c + languages/ (the languages as data; not
+ * used by the files above yet). */
 #ifndef MCPSBX_EXEC_H
 #define MCPSBX_EXEC_H
 

@@ -293,6 +293,42 @@ static void test_config_file(void **state)
     unlink(path);
 }
 
+/* The option names the file; config does not read it (sandbox/langtable
+ * does, from main). */
+static void test_languages_file(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/mcpsbx-test-conf-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs("languages-file = /etc/from-file.json\n", fp);
+    fclose(fp);
+    struct config cfg;
+    struct err err = ERR_INIT;
+    char *none[] = {NULL};
+    char *plain[] = {"d", NULL};
+    assert_int_equal(load(&cfg, plain, none, &err), 0);
+    assert_string_equal(cfg.languages_file, "");
+    config_free(&cfg);
+
+    char *with_file[] = {"d", "--config", path, NULL};
+    assert_int_equal(load(&cfg, with_file, none, &err), 0);
+    assert_string_equal(cfg.languages_file, "/etc/from-file.json");
+    config_free(&cfg);
+
+    char *env[] = {"MCPSANDBOXD_LANGUAGES_FILE=/etc/from-env.json", NULL};
+    assert_int_equal(load(&cfg, with_file, env, &err), 0);
+    assert_string_equal(cfg.languages_file, "/etc/from-env.json");
+    config_free(&cfg);
+
+    char *cli[] = {"d", "--config", path, "--languages-file", "/etc/from-cli.json", NULL};
+    assert_int_equal(load(&cfg, cli, env, &err), 0);
+    assert_string_equal(cfg.languages_file, "/etc/from-cli.json");
+    config_free(&cfg);
+    unlink(path);
+}
+
 static void test_help(void **state)
 {
     (void)state;
@@ -349,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_engine_resolution),
         cmocka_unit_test(test_container_image_pair),
         cmocka_unit_test(test_config_file),
+        cmocka_unit_test(test_languages_file),
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_print_and_dry_run),
     };

@@ -1,0 +1,153 @@
+/* The languages as data: one table, built from the built-in definitions
+ * (src/sandbox/languages/builtin.json, embedded at build time) and the
+ * operator's optional --languages-file, in the same JSON form:
+ *
+ *   {"languages": [
+ *     {"name": "perl", "aliases": ["pl"], "image": "mcp-sandboxd-perl:latest",
+ *      "source_file": "main.pl", "runner": "generic", "run": ["perl", "{source}"],
+ *      "version": ["perl", "-e", "print $^V"], "packages": ["perl"]},
+ *     {"name": "python", "image": "my-python:3"},
+ *     {"name": "php", "disabled": true}
+ *   ]}
+ *
+ * An entry whose name is new adds a language (name, image, source_file,
+ * runner and run are required); an entry naming an existing language
+ * overrides only the keys it lists (a list replaces the whole list;
+ * "compile": null removes the compile step); "disabled": true, with the
+ * name alone, removes one. Languages keep the built-in order, new ones
+ * follow in the file's order. The files are strict JSON (no comments), at
+ * most LANGTABLE_FILE_MAX_BYTES; every error names the file and the line
+ * ("FILE:LINE: ..."): of the syntax error, or of the key (else the entry)
+ * a semantic error is about.
+ *
+ * The keys of an entry:
+ *   name             canonical name, what results report: lowercase
+ *                    [a-z][a-z0-9+#-]*, at most LANGTABLE_NAME_MAX bytes.
+ *   aliases          other names a caller may use ("js", "c++"); same form.
+ *                    Names and aliases are one namespace: unique across the
+ *                    table. Lookups ignore ASCII case.
+ *   image            the container image (printable ASCII, no spaces).
+ *   source_file      the program's file name in the working directory: no
+ *                    '/', not starting with '.', [A-Za-z0-9._+-].
+ *   runner           how the program is run inside the sandbox:
+ *                    "python" / "node": the daemon's in-process runners
+ *                    (sandbox/runner.h) execute the code themselves; "run"
+ *                    is then the interpreter's command, to which the daemon
+ *                    appends its runner (-c / -e) and the preload list.
+ *                    "generic": a runner that writes source_file, runs
+ *                    compile (if any), then run, with the same framed
+ *                    request and completion record (not written yet).
+ *   compile          argv of the compile step (generic only), or null.
+ *   compile_timeout_ms  its own limit, counted inside the run's deadline
+ *                    (default LANGTABLE_COMPILE_TIMEOUT_DEFAULT_MS); a
+ *                    failed compile is the status compile_error.
+ *   run              argv that runs the program (see runner).
+ *   version          argv whose output names the version list_languages
+ *                    shows (optional). The python and node runners keep
+ *                    their richer in-process probes (tools/languages.c).
+ *   pool_size        warm sandboxes kept by default (default 0 for a new
+ *                    language).
+ *   preload          modules a warm python/node runner loads before it
+ *                    waits (python: dotted names; node: built-ins).
+ *   network_allowed  whether --allow-network may give this language a
+ *                    network at all (default false for a new language).
+ *   packages         the Debian packages its image needs, for make images.
+ *   disabled         true: remove the language.
+ * In compile, run and version, "{source}" stands for source_file and
+ * "{stem}" for it without its last extension ("main"); the table holds
+ * the argvs with them replaced. Any other "{word}" is refused as a typo.
+ *
+ * Wiring it in (not done yet): main loads the table once (it already
+ * does, to refuse a bad file at start) and hands it down read-only;
+ * execute_code's language enum, list_languages and the environment
+ * resource list langtable_get(0..count); exec resolves the request's
+ * language with langtable_find and picks the runner by kind (python/node:
+ * today's command from run + preload_joined; generic: the generic runner
+ * with source_file, compile, compile_timeout_ms and run in its request);
+ * the pool keeps one slot per language sized by pool_size (--pool-size,
+ * when given, still wins); policy asks network_allowed before
+ * --allow-network; make images installs packages per image.
+ *
+ * The table is immutable once loaded: plain C data, no json-c object kept,
+ * so any thread may read it without a lock. */
+#ifndef MCPSBX_LANGTABLE_H
+#define MCPSBX_LANGTABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/err.h"
+
+#define LANGTABLE_MAX_LANGUAGES              64
+#define LANGTABLE_MAX_ALIASES                8
+#define LANGTABLE_NAME_MAX                   32
+#define LANGTABLE_IMAGE_MAX                  255
+#define LANGTABLE_SOURCE_FILE_MAX            64
+#define LANGTABLE_ARGV_MAX                   32
+#define LANGTABLE_ARG_MAX                    1024
+#define LANGTABLE_PRELOAD_MAX                64
+#define LANGTABLE_MODULE_MAX                 128
+#define LANGTABLE_PACKAGES_MAX               64
+#define LANGTABLE_PACKAGE_MAX                64
+#define LANGTABLE_POOL_MAX                   64
+#define LANGTABLE_COMPILE_TIMEOUT_MIN_MS     100
+#define LANGTABLE_COMPILE_TIMEOUT_MAX_MS     600000
+#define LANGTABLE_COMPILE_TIMEOUT_DEFAULT_MS 10000
+#define LANGTABLE_FILE_MAX_BYTES             (256 * 1024)
+/* The name errors about the embedded table show. */
+#define LANGTABLE_BUILTIN_NAME "src/sandbox/languages/builtin.json"
+
+enum langtable_runner {
+    LANGTABLE_RUNNER_PYTHON,
+    LANGTABLE_RUNNER_NODE,
+    LANGTABLE_RUNNER_GENERIC,
+};
+
+/* A NULL-terminated list of strings; n == 0 means none. */
+struct langtable_strv {
+    char **v;
+    size_t n;
+};
+
+struct langtable_lang {
+    char *name;
+    struct langtable_strv aliases;
+    char *image;
+    char *source_file;
+    enum langtable_runner runner;
+    struct langtable_strv compile; /* n == 0: no compile step */
+    long long compile_timeout_ms;  /* 0 without a compile step */
+    struct langtable_strv run;
+    struct langtable_strv version; /* n == 0: no probe */
+    long long pool_size;
+    struct langtable_strv preload;
+    char *preload_joined; /* "a,b,c", the runner's one argument; "" for none */
+    bool network_allowed;
+    struct langtable_strv packages;
+};
+
+struct langtable;
+
+/* The built-in table, changed by the file at path when path is neither
+ * NULL nor empty. Returns 0 with *out (caller frees), or -1 with err. */
+int langtable_load(const char *path, struct langtable **out, struct err *err);
+
+/* The same with the file's bytes (text[0..len), name for messages); text
+ * NULL: the built-in table alone. */
+int langtable_load_text(const char *text, size_t len, const char *name, struct langtable **out,
+                        struct err *err);
+
+void langtable_free(struct langtable *t);
+
+size_t langtable_count(const struct langtable *t);
+
+/* The i-th language (i < count), in table order. Borrowed from t. */
+const struct langtable_lang *langtable_get(const struct langtable *t, size_t i);
+
+/* The language with this name or alias (ASCII case ignored), or NULL. */
+const struct langtable_lang *langtable_find(const struct langtable *t, const char *name);
+
+/* "python", "node", "generic". */
+const char *langtable_runner_name(enum langtable_runner r);
+
+#endif
