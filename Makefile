@@ -65,12 +65,15 @@ OBJS          += $(B)/obj/seccomp_profile.o
 # The names a `variables` argument may not bind, per language
 # (src/tools/variables/, made by scripts/variable-names.sh), embedded as
 # variables_<language>_names (tools/variables.h).
-VARIABLE_NAMES     := src/tools/variables/python.names src/tools/variables/javascript.names
+VARIABLE_NAMES     := src/tools/variables/python.names src/tools/variables/javascript.names \
+                      src/tools/variables/environment.names
 VARIABLE_NAMES_GEN := build/gen/variable_names.c
 OBJS               += $(B)/obj/variable_names.o
 # The built-in languages (src/sandbox/languages/builtin.json), embedded as
-# langtable_builtin_src (sandbox/langtable.c).
+# langtable_builtin_src (sandbox/langtable.c), and the python and node
+# runners' version probes (tools/languages.c).
 LANGUAGES     := src/sandbox/languages/builtin.json
+PROBES        := src/tools/probes/python.py src/tools/probes/node.js
 LANGUAGES_GEN := build/gen/languages_builtin.c
 OBJS          += $(B)/obj/languages_builtin.o
 # tests/unit mirrors src/: tests/unit/<layer>/[<backend>/]test_<module>.c
@@ -98,11 +101,13 @@ $(B)/obj/runner_scripts.o: $(GEN)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 
 # The runners are real files (tested on their own) embedded as C strings.
-RUNNERS := src/sandbox/runner/runner.py src/sandbox/runner/runner.js src/sandbox/runner/connect.pl
+RUNNERS := src/sandbox/runner/runner.py src/sandbox/runner/runner.js src/sandbox/runner/runner.pl \
+           src/sandbox/runner/connect.pl
 $(GEN): $(RUNNERS) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	scripts/embed.sh $@ runner_python_src=src/sandbox/runner/runner.py \
 	    runner_node_src=src/sandbox/runner/runner.js \
+	    runner_generic_src=src/sandbox/runner/runner.pl \
 	    runner_connect_src=src/sandbox/runner/connect.pl
 
 $(SECCOMP_GEN): $(SECCOMP) scripts/embed.sh
@@ -121,9 +126,10 @@ $(B)/obj/variable_names.o: $(VARIABLE_NAMES_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 
-$(LANGUAGES_GEN): $(LANGUAGES) scripts/embed.sh
+$(LANGUAGES_GEN): $(LANGUAGES) $(PROBES) scripts/embed.sh
 	@mkdir -p $(dir $@)
-	scripts/embed.sh $@ langtable_builtin_src=$(LANGUAGES)
+	scripts/embed.sh $@ langtable_builtin_src=$(LANGUAGES) \
+	    languages_probe_python=src/tools/probes/python.py languages_probe_node=src/tools/probes/node.js
 
 $(B)/obj/languages_builtin.o: $(LANGUAGES_GEN)
 	@mkdir -p $(dir $@)
@@ -164,8 +170,9 @@ $(B)/tests/%: tests/unit/%.c $(FAKE_ENGINE) $(B)/libcore.a
 deps:
 	@scripts/deps.sh --engines
 
-images:
-	@scripts/images.sh
+# LANGUAGES=python,javascript builds a subset (names or aliases).
+images: all
+	@$(if $(LANGUAGES),MCPSANDBOXD_LANGUAGES=$(LANGUAGES)) scripts/images.sh
 
 run:
 	@scripts/run.sh $(ARGS)

@@ -2,7 +2,17 @@
 # Build the mcp-sandboxd sandbox images into the engine the daemon would use,
 # offline from any container registry.
 #
-#   scripts/images.sh [--engine unix:///path] [--force] [-v] [python] [node]
+#   scripts/images.sh [--engine unix:///path] [--force] [-v] [LANGUAGE ...]
+#
+# The images are those of the languages the daemon would offer: its
+# language table (src/sandbox/languages/builtin.json, changed by
+# MCPSANDBOXD_LANGUAGES_FILE) and its enabled subset (MCPSANDBOXD_LANGUAGES,
+# or the LANGUAGE arguments: names or aliases), as
+# `build/mcp-sandboxd --list-images` prints them (built first when
+# missing). An image is built from containers/<language>/, else from
+# containers/<X>/ when it is named mcp-sandboxd-<X>:TAG (TypeScript shares
+# the node image); languages sharing an image build it once. An image with
+# no folder here is the operator's own: it must already exist.
 #
 # The engine socket comes from `scripts/engine.sh discover` (so --engine,
 # MCPSANDBOXD_ENGINE, DOCKER_HOST and CONTAINER_HOST all apply); whether it is
@@ -22,8 +32,8 @@
 # output goes to a log file (-v: to stderr).
 #
 # Environment:
-#   MCPSANDBOXD_PYTHON_IMAGE  Python image name (default mcp-sandboxd-python:latest)
-#   MCPSANDBOXD_JS_IMAGE      JavaScript image name (default mcp-sandboxd-node:latest)
+#   MCPSANDBOXD_PYTHON_IMAGE, MCPSANDBOXD_JS_IMAGE, MCPSANDBOXD_LANGUAGES,
+#   MCPSANDBOXD_LANGUAGES_FILE  as the daemon reads them
 #   MCPSANDBOXD_CACHE_DIR     base tarball and build logs (default /var/cache/mcp-sandboxd)
 set -euo pipefail
 
@@ -42,7 +52,7 @@ log() { printf 'images.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-	sed -n '2,27s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,38s/^# \{0,1\}//p' "$0" >&2
 }
 
 engine_args=()
@@ -59,7 +69,7 @@ while (($#)); do
 	--engine=*) engine_args=("$1") ;;
 	--force) force=1 ;;
 	-v | --verbose) verbose=1 ;;
-	python | node) langs+=("$1") ;;
+	[a-z]*) langs+=("$1") ;;
 	-h | --help)
 		usage
 		exit 0
@@ -71,7 +81,17 @@ while (($#)); do
 	esac
 	shift
 done
-((${#langs[@]})) || langs=(python node)
+
+bin=$ROOT/build/mcp-sandboxd
+[[ -x $bin ]] || make -s -C "$ROOT" all >&2 || die "cannot build $bin (make all)"
+list_args=(--list-images)
+if ((${#langs[@]})); then
+	list_args+=(--languages "$(IFS=,; printf '%s' "${langs[*]}")")
+fi
+# "NAME IMAGE" per language; the config file is read only with --config.
+mapfile -t wanted < <("$bin" "${list_args[@]}") ||
+	die "$bin --list-images failed"
+((${#wanted[@]})) || die "no language to build an image for"
 
 sock=$("$ENGINE_SH" discover "${engine_args[@]}")
 "$ENGINE_SH" ping "$sock" ||
@@ -200,9 +220,33 @@ ensure_image() {
 		"$kind" "unix://$sock" "$hash"
 }
 
-for lang in "${langs[@]}"; do
-	case $lang in
-	python) ensure_image python "${MCPSANDBOXD_PYTHON_IMAGE:-mcp-sandboxd-python:latest}" ;;
-	node) ensure_image node "${MCPSANDBOXD_JS_IMAGE:-mcp-sandboxd-node:latest}" ;;
-	esac
+# dir_for NAME IMAGE: the folder that builds it, or nothing.
+dir_for() {
+	local name=$1 image=$2 x
+	if [[ -f $ROOT/containers/$name/Dockerfile ]]; then
+		printf '%s\n' "$name"
+		return
+	fi
+	x=${image%%:*}
+	x=${x#mcp-sandboxd-}
+	if [[ $image == mcp-sandboxd-* && -f $ROOT/containers/$x/Dockerfile ]]; then
+		printf '%s\n' "$x"
+	fi
+}
+
+declare -A done_images=()
+for line in "${wanted[@]}"; do
+	name=${line%% *}
+	image=${line#* }
+	[[ -z ${done_images[$image]:-} ]] || continue
+	done_images[$image]=1
+	dir=$(dir_for "$name" "$image")
+	if [[ -n $dir ]]; then
+		ensure_image "$dir" "$image"
+	elif [[ -n $(image_id "$image") ]]; then
+		printf '%s: present, not built here (language %s; %s %s)\n' "$image" "$name" "$kind" \
+			"unix://$sock"
+	else
+		die "language $name uses image $image, which is not in $kind and has no folder under containers/ to build it from"
+	fi
 done

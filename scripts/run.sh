@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh --engines >&2
 scripts/engine.sh ensure >&2
 sock=$(scripts/engine.sh discover)
-DOCKER_HOST="unix://$sock" scripts/images.sh >&2
 make -s all >&2
+# The images of the languages enabled (MCPSANDBOXD_LANGUAGES; default all).
+DOCKER_HOST="unix://$sock" scripts/images.sh >&2
 
 listen=${MCPSANDBOXD_HTTP:-127.0.0.1:8080}
 bin="$PWD/build/mcp-sandboxd"

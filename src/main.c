@@ -155,16 +155,23 @@ static void check_engine(struct backend *backend, const struct config *cfg)
     free(version);
 }
 
-/* --print-engine and --dry-run-create: what the scripts ask, so they never
- * carry their own copy of the discovery rules or the create request. */
-static int print_and_exit(const struct config *cfg)
+/* --print-engine, --list-images and --dry-run-create: what the scripts
+ * ask, so they never carry their own copy of the discovery rules, the
+ * language table or the create request. */
+static int print_and_exit(const struct config *cfg, const struct langtable *langs)
 {
     if (cfg->print_engine) {
         printf("%s\n", cfg->engine_socket);
         return 0;
     }
-    enum exec_language lang =
-        strcmp(cfg->dry_run_create, "python") == 0 ? EXEC_PYTHON : EXEC_JAVASCRIPT;
+    if (cfg->list_images) {
+        for (size_t i = 0; i < langtable_count(langs); i++) {
+            const struct langtable_lang *l = langtable_get(langs, i);
+            printf("%s %s\n", l->name, l->image);
+        }
+        return 0;
+    }
+    const struct langtable_lang *lang = langtable_find(langs, cfg->dry_run_create);
     struct backend *backend = backends_open(cfg->engine_socket);
     char *text = exec_render_create(cfg, backend, lang);
     printf("%s\n", text);
@@ -195,26 +202,26 @@ int main(int argc, char **argv, char **envp)
         config_free(&cfg);
         return 0;
     }
-    /* Read and checked here so a bad --languages-file stops the start
-     * with its FILE:LINE; nothing below uses the table yet. */
+    /* A bad --languages-file stops the start with its FILE:LINE. */
     struct langtable *languages = NULL;
-    if (langtable_load(cfg.languages_file, &languages, &err) < 0) {
+    if (langtable_load(cfg.languages_file, &languages, &err) < 0 ||
+        langtable_configure(languages, &cfg, &err) < 0) {
         fprintf(stderr, "mcp-sandboxd: %s\n", err_msg(&err));
         err_clear(&err);
+        langtable_free(languages);
         config_free(&cfg);
         return 2;
     }
     log_set_threshold((enum log_level)log_level_from_name(cfg.log_level));
     raise_nofile(&cfg);
-    if (cfg.print_engine || *cfg.dry_run_create) {
-        status = print_and_exit(&cfg);
+    if (cfg.print_engine || cfg.list_images || *cfg.dry_run_create) {
+        status = print_and_exit(&cfg, languages);
         langtable_free(languages);
         config_free(&cfg);
         return status;
     }
     if (*cfg.languages_file)
-        log_info("languages file %s: %zu languages", cfg.languages_file,
-                 langtable_count(languages));
+        log_info("languages file %s", cfg.languages_file);
 
     struct backend *backend = NULL;
     struct exec_ctx *exec = NULL;
@@ -230,7 +237,7 @@ int main(int argc, char **argv, char **envp)
     }
     backend = backends_open(cfg.engine_socket);
     check_engine(backend, &cfg);
-    exec = exec_ctx_new(&cfg, backend, envp, &err);
+    exec = exec_ctx_new(&cfg, languages, backend, envp, &err);
     if (!exec) {
         log_error("%s", err_msg(&err));
         goto out;
@@ -242,7 +249,11 @@ int main(int argc, char **argv, char **envp)
         log_error("%s", err_msg(&err));
         goto out;
     }
-    log_info("python image %s, javascript image %s", cfg.python_image, cfg.js_image);
+    for (size_t i = 0; i < langtable_count(languages); i++) {
+        const struct langtable_lang *l = langtable_get(languages, i);
+        log_info("language %s: image %s, %s runner, pool %lld", l->name, l->image,
+                 langtable_runner_name(l->runner), l->pool_size);
+    }
     if (*cfg.http_listen) {
         if (serve_http(srv, &cfg, &err) < 0) {
             log_error("%s", err_msg(&err));

@@ -32,6 +32,7 @@ struct backend_spec {
     const char *user;
     const char *workdir;            /* the writable tmpfs, also the cwd */
     long long workdir_mb;           /* its size */
+    bool workdir_exec;              /* programs may be run from it (compiled languages) */
     const char *const *env;         /* NULL-terminated "NAME=value"; nothing else is set */
     long long memory_bytes;         /* RAM, and RAM + swap: no swap */
     long long nano_cpus;            /* CPU time, in billionths of a CPU */

@@ -41,8 +41,9 @@ static int valid_language(const char *s, size_t n);
 
 static const struct opt_def options[] = {
     {"allow-network", OPT_LIST, F(allow_network), 0, 0, "LANGUAGE[,...]",
-     "give the sandboxes of these languages (python, javascript) the engine's default network "
-     "instead of none; callers can never turn it on (default: none)",
+     "give the sandboxes of these languages (names or aliases of the language table whose "
+     "network_allowed is true) the engine's default network instead of none; callers can never "
+     "turn it on (default: none)",
      valid_language},
     {"allowed-hosts", OPT_LIST, F(allowed_hosts), 0, 0, "HOST[:PORT],...",
      "Host header values accepted besides localhost, 127.0.0.1 and [::1]", valid_token},
@@ -57,7 +58,7 @@ static const struct opt_def options[] = {
     {"cpus", OPT_DOUBLE, F(cpus), 0, 64, "N", "CPUs per sandbox, fractional allowed (default 1)",
      NULL},
     {"dry-run-create", OPT_STR, F(dry_run_create), 0, 0, "LANGUAGE",
-     "print the container create request a python or javascript run would send, and exit "
+     "print the container create request a run of this language would send, and exit "
      "(it never holds pass-through values: runs send them in their request)",
      NULL},
     {"engine", OPT_STR, F(engine_socket), 0, 0, "unix:///PATH",
@@ -70,16 +71,23 @@ static const struct opt_def options[] = {
      "127.0.0.1:8080",
      NULL},
     {"js-image", OPT_STR, F(js_image), 0, 0, "IMAGE",
-     "image for JavaScript (default " DEFAULT_JS_IMAGE ")", NULL},
+     "image for JavaScript (default: the language table's, " DEFAULT_JS_IMAGE ")", NULL},
     {"js-preload", OPT_STR, F(js_preload), 0, 0, "MODULE,...",
-     "Node built-in modules a pooled JavaScript sandbox loads before it waits (default none)",
+     "Node built-in modules a pooled JavaScript sandbox loads before it waits (default: the "
+     "language table's, none)",
      NULL},
     {"js-runtime", OPT_STR, F(js_runtime), 0, 0, "NAME",
      "OCI runtime for JavaScript sandboxes only (default: --runtime)", NULL},
+    {"languages", OPT_LIST, F(languages), 0, 0, "LANGUAGE[,...]",
+     "the languages this daemon offers, names or aliases of the language table (default: all "
+     "of them); the others get no pool, no tool entry and no image from make run",
+     valid_language},
     {"languages-file", OPT_STR, F(languages_file), 0, 0, "FILE",
      "change the built-in languages with the JSON definitions in FILE: add, override or disable "
      "languages (see src/sandbox/langtable.h); checked at start (default: none)",
      NULL},
+    {"list-images", OPT_FLAG, F(list_images), 0, 0, NULL,
+     "print each enabled language and its image (a line each: NAME IMAGE), and exit", NULL},
     {"log-level", OPT_STR, F(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (default info); logs go to stderr", NULL},
     {"max-code-bytes", OPT_INT, F(max_code_bytes), 1, 64LL << 20, "N",
@@ -154,7 +162,8 @@ static const struct opt_def options[] = {
      NULL},
     {"pool-size", OPT_INT, F(pool_size), 0, 64, "N",
      "started sandboxes kept waiting per language, each used for one run only; 0 creates "
-     "every sandbox on demand (default 2)",
+     "every sandbox on demand (default: the language table's pool_size, 2 for python and "
+     "javascript, 1 for the others)",
      NULL},
     {"print-engine", OPT_FLAG, F(print_engine), 0, 0, NULL,
      "print the engine socket path the daemon would use, and exit", NULL},
@@ -162,10 +171,10 @@ static const struct opt_def options[] = {
      "processes and threads per sandbox (default 256)", NULL},
     {"python-preload", OPT_STR, F(python_preload), 0, 0, "MODULE,...",
      "modules a pooled Python sandbox imports before it waits, so programs importing them "
-     "start at once; empty for none (default " DEFAULT_PYTHON_PRELOAD ")",
+     "start at once; empty for none (default: the language table's, " DEFAULT_PYTHON_PRELOAD ")",
      NULL},
     {"python-image", OPT_STR, F(python_image), 0, 0, "IMAGE",
-     "image for Python (default " DEFAULT_PYTHON_IMAGE ")", NULL},
+     "image for Python (default: the language table's, " DEFAULT_PYTHON_IMAGE ")", NULL},
     {"python-runtime", OPT_STR, F(python_runtime), 0, 0, "NAME",
      "OCI runtime for Python sandboxes only (default: --runtime)", NULL},
     {"queue-timeout-ms", OPT_INT, F(queue_timeout_ms), 100, 24LL * 3600 * 1000, "MS",
@@ -208,8 +217,10 @@ static const struct opt_def options[] = {
 void config_init(struct config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
-    cfg->python_image = xstrdup(DEFAULT_PYTHON_IMAGE);
-    cfg->js_image = xstrdup(DEFAULT_JS_IMAGE);
+    /* Empty, NULL or -1: not given, the language table's value holds. */
+    cfg->python_image = xstrdup("");
+    cfg->js_image = xstrdup("");
+    cfg->languages.items = xcalloc(1, sizeof(char *));
     cfg->pass_through_env.items = xcalloc(1, sizeof(char *));
     cfg->labels.items = xcalloc(1, sizeof(char *));
     cfg->allow_network.items = xcalloc(1, sizeof(char *));
@@ -249,11 +260,11 @@ void config_init(struct config *cfg)
     cfg->python_runtime = xstrdup("");
     cfg->js_runtime = xstrdup("");
     cfg->dry_run_create = xstrdup("");
-    cfg->pool_size = 2;
+    cfg->pool_size = -1;
     cfg->pool_max_age_ms = 10LL * 60 * 1000;
     cfg->pool_refill_delay_ms = 250;
-    cfg->python_preload = xstrdup(DEFAULT_PYTHON_PRELOAD);
-    cfg->js_preload = xstrdup("");
+    cfg->python_preload = NULL;
+    cfg->js_preload = NULL;
     cfg->sandbox_user = xstrdup("10001:10001");
     cfg->sandbox_io = xstrdup("socket");
     cfg->sandbox_io_dir = xstrdup(DEFAULT_SANDBOX_IO_DIR);
@@ -268,14 +279,6 @@ static void free_list(char **list)
     for (char **p = list; *p; p++)
         free(*p);
     free(list);
-}
-
-bool config_network_allowed(const struct config *cfg, const char *language)
-{
-    for (size_t i = 0; i < cfg->allow_network.n; i++)
-        if (strcmp(cfg->allow_network.items[i], language) == 0)
-            return true;
-    return false;
 }
 
 const char *config_runtime(const struct config *cfg, const char *language)
@@ -299,6 +302,7 @@ void config_free(struct config *cfg)
     free_list(cfg->pass_through_env.items);
     free_list(cfg->labels.items);
     free_list(cfg->allow_network.items);
+    free_list(cfg->languages.items);
     free_list(cfg->allowed_origins.items);
     free_list(cfg->allowed_hosts.items);
     free(cfg->http_listen);
@@ -371,9 +375,16 @@ static int valid_label(const char *s, size_t n)
     return 1;
 }
 
+/* A language's name as the table spells them (sandbox/langtable.h), any
+ * case; whether the table has it is checked once the table is loaded. */
 static int valid_language(const char *s, size_t n)
 {
-    return (n == 6 && memcmp(s, "python", 6) == 0) || (n == 10 && memcmp(s, "javascript", 10) == 0);
+    if (n == 0 || n > 32 || !isalpha((unsigned char)s[0]))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || strchr("+#-", s[i])))
+            return 0;
+    return 1;
 }
 
 static int valid_env_name(const char *s, size_t n)
@@ -758,8 +769,9 @@ static int normalize_preload(char **list, const char *opt, bool python, struct e
 
 static int check_config(struct config *cfg, struct err *err)
 {
-    if (normalize_preload(&cfg->python_preload, "python-preload", true, err) < 0 ||
-        normalize_preload(&cfg->js_preload, "js-preload", false, err) < 0)
+    if ((cfg->python_preload &&
+         normalize_preload(&cfg->python_preload, "python-preload", true, err) < 0) ||
+        (cfg->js_preload && normalize_preload(&cfg->js_preload, "js-preload", false, err) < 0))
         return -1;
     if (cfg->timeout_ms > cfg->max_timeout_ms)
         return err_set(err, ERR_INVALID, "--timeout-ms (%lld) exceeds --max-timeout-ms (%lld)",
@@ -767,12 +779,6 @@ static int check_config(struct config *cfg, struct err *err)
     if (cfg->memory_mb > cfg->max_memory_mb)
         return err_set(err, ERR_INVALID, "--memory-mb (%lld) exceeds --max-memory-mb (%lld)",
                        cfg->memory_mb, cfg->max_memory_mb);
-    if (!*cfg->python_image || !*cfg->js_image)
-        return err_set(err, ERR_INVALID, "image names must not be empty");
-    if (*cfg->dry_run_create && strcmp(cfg->dry_run_create, "python") != 0 &&
-        strcmp(cfg->dry_run_create, "javascript") != 0)
-        return err_set(err, ERR_INVALID, "--dry-run-create: '%.64s' is not python or javascript",
-                       cfg->dry_run_create);
     if (log_level_from_name(cfg->log_level) < 0)
         return err_set(err, ERR_INVALID, "--log-level: '%s' is not error, warn, info or debug",
                        cfg->log_level);

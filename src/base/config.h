@@ -21,11 +21,15 @@ struct config_list {
 struct config {
     char *engine_socket; /* resolved filesystem path of the engine socket */
     char *engine_source; /* where it came from, for messages */
+    /* These five are "not given" when empty / NULL / -1: the language
+     * table (sandbox/langtable.h) has the defaults and langtable_configure
+     * applies what was given. */
     char *python_image;
     char *js_image;
     struct config_list pass_through_env; /* variable names */
     struct config_list labels;           /* "KEY=VALUE" for every container */
     struct config_list allow_network;    /* languages whose sandboxes get a network */
+    struct config_list languages;        /* the enabled subset of the table; none = all */
     long long timeout_ms;
     long long max_timeout_ms;
     long long memory_mb;
@@ -51,10 +55,10 @@ struct config {
     long long max_connections; /* HTTP connections at once (a thread each) */
     long long queue_timeout_ms;
     double cpus;
-    long long pool_size;            /* warm sandboxes per language; 0 = none */
+    long long pool_size;            /* warm sandboxes per language; 0 = none; -1 = the table's */
     long long pool_max_age_ms;      /* a waiting one older than this is replaced */
     long long pool_refill_delay_ms; /* refills wait this long at most for a pooled run */
-    char *python_preload;           /* "mod,mod.sub,..." after checking; may be empty */
+    char *python_preload;           /* "mod,mod.sub,..." after checking; may be empty; NULL */
     char *js_preload;               /* Node built-ins, same form */
     char *runtime;                  /* OCI runtime name, e.g. runsc; empty = engine default */
     char *python_runtime;           /* for Python only; empty = runtime */
@@ -78,7 +82,8 @@ struct config {
     bool help;
     bool version;
     bool print_engine;    /* print the engine socket that would be used, and exit */
-    char *dry_run_create; /* "python"/"javascript": print that create request, and exit */
+    char *dry_run_create; /* a language: print that create request, and exit */
+    bool list_images;     /* print "NAME IMAGE" per enabled language, and exit */
 };
 
 void config_init(struct config *cfg);
@@ -89,9 +94,6 @@ void config_free(struct config *cfg);
  * bound. envp is the daemon's environment. */
 int config_load(struct config *cfg, int argc, char **argv, char **envp, struct err *err);
 
-/* Whether the operator gave sandboxes of language ("python",
- * "javascript") a network (--allow-network). */
-bool config_network_allowed(const struct config *cfg, const char *language);
 /* The OCI runtime a language's sandboxes run under, or NULL for the
  * engine's default. */
 const char *config_runtime(const struct config *cfg, const char *language);

@@ -269,7 +269,7 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     struct call *c = xcalloc(1, sizeof(*c));
     json_object *bad = NULL;
     /* Bad arguments are answered at once, without taking a run slot. */
-    if (tools_prepare(cfg, tool, args, &c->args, &bad) < 0) {
+    if (tools_prepare(cfg, s->srv->env.langs, tool, args, &c->args, &bad) < 0) {
         free(c);
         reply_result(r, m->id, bad);
         return;

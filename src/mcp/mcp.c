@@ -20,10 +20,11 @@ static const char *const version_names[MCP_V_COUNT] = {
 };
 
 #define INSTRUCTIONS                                                                               \
-    "Runs Python and JavaScript in fresh, isolated containers (no network unless the operator "    \
-    "allowed it; the environment resource says). Use "                                             \
-    "run_python_code or run_js_code for a quick run, execute_code for stdin and per-call limits, " \
-    "list_languages for the interpreter versions and installed packages. "                         \
+    "Runs code in fresh, isolated containers: Python, JavaScript, TypeScript, Bash, C, C++, "      \
+    "Ruby and PHP as built in, or the languages the operator configured (no network unless the "   \
+    "operator allowed it; the environment resource says). Use run_python_code or run_js_code "     \
+    "for a quick run, execute_code for any language, stdin and per-call limits, list_languages "   \
+    "for the languages, compilers' and interpreters' versions and installed packages. "            \
     "Results carry stdout, stderr, exit_code and status."
 
 const char *mcp_version_name(enum mcp_version v)
@@ -53,7 +54,7 @@ struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exe
 {
     struct mcp_server *srv = xcalloc(1, sizeof(*srv));
     srv->cfg = cfg;
-    if (tools_env_init(&srv->env, cfg, exec, err) < 0) {
+    if (tools_env_init(&srv->env, cfg, NULL, exec, err) < 0) {
         free(srv);
         return NULL;
     }
@@ -187,7 +188,8 @@ static void m_initialize(struct mcp_session *s, const struct jsonrpc_msg *m, str
     if (v >= MCP_V_2025_11_25)
         json_object_object_add(
             info, "description",
-            json_object_new_string("Runs Python and JavaScript in fresh hardened containers"));
+            json_object_new_string("Runs Python, JavaScript, TypeScript, Bash, C, C++, Ruby, PHP "
+                                   "and configured languages in fresh hardened containers"));
     json_object_object_add(res, "serverInfo", info);
     json_object_object_add(res, "instructions", json_object_new_string(INSTRUCTIONS));
     reply_result(r, m->id, res);

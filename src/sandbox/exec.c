@@ -40,8 +40,18 @@ struct exec_cancel {
     atomic_bool cancelled;
 };
 
+/* One language's commands: on demand, and for the pool with and without
+ * its preloads (lean NULL: none to leave out). Arrays of borrowed strings. */
+struct lang_cmds {
+    const char **cmd;
+    const char **warm;
+    const char **lean;
+};
+
 struct exec_ctx {
     const struct config *cfg;
+    const struct langtable *langs;
+    struct lang_cmds *cmds; /* per language, by index */
     struct backend *backend;
     char instance[RUNNER_NONCE_HEX_LEN + 1];
     struct policy_secrets secrets; /* --pass-through-env, for the requests */
@@ -50,11 +60,7 @@ struct exec_ctx {
     char *seccomp_gvisor;          /* and for gVisor's */
     struct reaper *reaper;
     struct launcher *launcher;
-    struct pool *pool; /* NULL without --pool-size */
-    /* The warm runners' commands, per language, with and without the
-     * preloads (the pool borrows them). */
-    const char *warm_cmd[2][8];
-    const char *lean_cmd[2][8];
+    struct pool *pool; /* NULL when no language keeps a pool */
 };
 
 const char *exec_status_name(enum exec_status st)
@@ -74,13 +80,71 @@ const char *exec_status_name(enum exec_status st)
         return "cancelled";
     case EXEC_BUSY:
         return "busy";
+    case EXEC_COMPILE_ERROR:
+        return "compile_error";
     }
     return "error";
 }
 
-const char *exec_language_name(enum exec_language lang)
+/* ---- commands ------------------------------------------------------------ */
+
+/* The container's command for lang: its runner, and the warm runner's one
+ * argument when extra is not NULL (sandbox/runner.h). */
+static const char **lang_cmd(const struct langtable_lang *lang, const char *extra)
 {
-    return lang == EXEC_PYTHON ? "python" : "javascript";
+    size_t n = lang->runner == LANGTABLE_RUNNER_GENERIC ? 3 : lang->run.n + 2;
+    const char **v = xcalloc(n + 2, sizeof(char *));
+    size_t k = 0;
+    switch (lang->runner) {
+    case LANGTABLE_RUNNER_PYTHON:
+    case LANGTABLE_RUNNER_NODE:
+        for (size_t i = 0; i < lang->run.n; i++)
+            v[k++] = lang->run.v[i];
+        v[k++] = lang->runner == LANGTABLE_RUNNER_PYTHON ? "-c" : "-e";
+        v[k++] = lang->runner == LANGTABLE_RUNNER_PYTHON ? runner_python_src : runner_node_src;
+        break;
+    case LANGTABLE_RUNNER_GENERIC:
+        /* perl is the generic runner's one need of an image (containers/README.md). */
+        v[k++] = "perl";
+        v[k++] = "-e";
+        v[k++] = runner_generic_src;
+        break;
+    }
+    if (extra)
+        v[k++] = extra;
+    v[k] = NULL;
+    return v;
+}
+
+static void cmds_free(struct lang_cmds *c, size_t n)
+{
+    for (size_t i = 0; c && i < n; i++) {
+        free(c[i].cmd);
+        free(c[i].warm);
+        free(c[i].lean);
+    }
+    free(c);
+}
+
+static void cmds_init(struct exec_ctx *ctx)
+{
+    size_t n = langtable_count(ctx->langs);
+    ctx->cmds = xcalloc(n ? n : 1, sizeof(*ctx->cmds));
+    for (size_t i = 0; i < n; i++) {
+        const struct langtable_lang *l = langtable_get(ctx->langs, i);
+        bool generic = l->runner == LANGTABLE_RUNNER_GENERIC;
+        ctx->cmds[i].cmd = lang_cmd(l, NULL);
+        ctx->cmds[i].warm = lang_cmd(l, generic ? "warm" : l->preload_joined);
+        ctx->cmds[i].lean = !generic && *l->preload_joined ? lang_cmd(l, "") : NULL;
+    }
+}
+
+static bool pool_wanted(const struct langtable *langs)
+{
+    for (size_t i = 0; i < langtable_count(langs); i++)
+        if (langtable_get(langs, i)->pool_size > 0)
+            return true;
+    return false;
 }
 
 /* ---- cancel handles ---------------------------------------------------- */
@@ -148,12 +212,14 @@ static void warn_missing_env(const char *name)
     log_warn("--pass-through-env: %s is not set in the daemon's environment; skipped", name);
 }
 
-struct exec_ctx *exec_ctx_new(const struct config *cfg, struct backend *backend, char **envp,
-                              struct err *err)
+struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *langs,
+                              struct backend *backend, char **envp, struct err *err)
 {
     struct exec_ctx *ctx = xcalloc(1, sizeof(*ctx));
     ctx->cfg = cfg;
+    ctx->langs = langs;
     ctx->backend = backend;
+    cmds_init(ctx);
     if (runner_new_nonce(ctx->instance, err) < 0) {
         exec_ctx_free(ctx);
         return NULL;
@@ -171,7 +237,7 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, struct backend *backend,
     ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, err);
     if (ctx->reaper)
         ctx->launcher = launcher_new(backend, ctx->reaper, cfg);
-    if (!ctx->reaper || (cfg->pool_size > 0 && pool_start(ctx, err) < 0)) {
+    if (!ctx->reaper || (pool_wanted(langs) && pool_start(ctx, err) < 0)) {
         exec_ctx_free(ctx);
         return NULL;
     }
@@ -190,7 +256,13 @@ void exec_ctx_free(struct exec_ctx *ctx)
     policy_secrets_free(&ctx->secrets);
     free(ctx->seccomp);
     free(ctx->seccomp_gvisor);
+    cmds_free(ctx->cmds, langtable_count(ctx->langs));
     free(ctx);
+}
+
+const struct langtable *exec_languages(const struct exec_ctx *ctx)
+{
+    return ctx->langs;
 }
 
 int exec_ping(struct exec_ctx *ctx, struct err *err)
@@ -205,25 +277,14 @@ const char *exec_backend_address(const struct exec_ctx *ctx)
 
 /* ---- one run ------------------------------------------------------------ */
 
-static const char *const python_cmd[] = {"python3", "-u", "-B", "-c", runner_python_src, NULL};
-static const char *const node_cmd[] = {"node", "-e", runner_node_src, NULL};
-
-static const char *language_image(const struct config *cfg, enum exec_language lang)
-{
-    return lang == EXEC_PYTHON ? cfg->python_image : cfg->js_image;
-}
-
-static const char *const *language_cmd(enum exec_language lang)
-{
-    return lang == EXEC_PYTHON ? python_cmd : node_cmd;
-}
-
-const char *exec_sandbox_io(struct exec_ctx *ctx, enum exec_language lang)
+const char *exec_sandbox_io(struct exec_ctx *ctx, const struct langtable_lang *lang)
 {
     struct policy_run run = {
-        .language = exec_language_name(lang),
-        .image = language_image(ctx->cfg, lang),
-        .cmd = language_cmd(lang),
+        .language = lang->name,
+        .network = langtable_network(lang, ctx->cfg),
+        .workdir_exec = lang->compile.n > 0,
+        .image = lang->image,
+        .cmd = ctx->cmds[lang->index].cmd,
         .memory_mb = ctx->cfg->memory_mb,
         .instance = ctx->instance,
         .seccomp = ctx->seccomp,
@@ -240,9 +301,9 @@ const char *exec_sandbox_io(struct exec_ctx *ctx, enum exec_language lang)
  * for (memory is the one limit a call chooses today). */
 static int pool_profile_for(const struct exec_ctx *ctx, const struct exec_request *req)
 {
-    if (!ctx->pool || req->memory_mb != ctx->cfg->memory_mb)
+    if (!ctx->pool || req->memory_mb != ctx->cfg->memory_mb || req->language->pool_size <= 0)
         return -1;
-    return req->language == EXEC_PYTHON ? 0 : 1;
+    return (int)req->language->index;
 }
 
 /* Everything but the runner's extra argument and the expiry is what an
@@ -250,38 +311,28 @@ static int pool_profile_for(const struct exec_ctx *ctx, const struct exec_reques
 static int pool_start(struct exec_ctx *ctx, struct err *err)
 {
     const struct config *cfg = ctx->cfg;
-    const char *const *py = ctx->warm_cmd[0];
-    const char *const *js = ctx->warm_cmd[1];
-    const char *const py_cmd[] = {"python3",           "-u", "-B", "-c", runner_python_src,
-                                  cfg->python_preload, NULL};
-    const char *const js_cmd[] = {"node", "-e", runner_node_src, cfg->js_preload, NULL};
-    memcpy(ctx->warm_cmd[0], py_cmd, sizeof(py_cmd));
-    memcpy(ctx->warm_cmd[1], js_cmd, sizeof(js_cmd));
-    memcpy(ctx->lean_cmd[0], py_cmd, sizeof(py_cmd));
-    memcpy(ctx->lean_cmd[1], js_cmd, sizeof(js_cmd));
-    ctx->lean_cmd[0][5] = "";
-    ctx->lean_cmd[1][3] = "";
-    const char *const *leans[2] = {ctx->lean_cmd[0], ctx->lean_cmd[1]};
-    const char *preloads[2] = {cfg->python_preload, cfg->js_preload};
-    struct pool_profile prof[2] = {{.name = "python", .size = (size_t)cfg->pool_size},
-                                   {.name = "javascript", .size = (size_t)cfg->pool_size}};
-    const enum exec_language langs[2] = {EXEC_PYTHON, EXEC_JAVASCRIPT};
-    const char *const *cmds[2] = {py, js};
-    for (size_t i = 0; i < 2; i++) {
+    size_t n = langtable_count(ctx->langs);
+    struct pool_profile *prof = xcalloc(n, sizeof(*prof));
+    for (size_t i = 0; i < n; i++) {
+        const struct langtable_lang *l = langtable_get(ctx->langs, i);
         struct policy_run run = {
-            .language = exec_language_name(langs[i]),
-            .image = language_image(cfg, langs[i]),
-            .cmd = cmds[i],
+            .language = l->name,
+            .network = langtable_network(l, cfg),
+            .workdir_exec = l->compile.n > 0,
+            .image = l->image,
+            .cmd = ctx->cmds[i].warm,
             .memory_mb = cfg->memory_mb,
             .instance = ctx->instance,
             .owner = reaper_owner(ctx->reaper),
             .seccomp = ctx->seccomp,
             .seccomp_gvisor = ctx->seccomp_gvisor,
         };
+        prof[i].name = l->name;
+        prof[i].size = (size_t)l->pool_size;
         policy_spec(cfg, &run, &prof[i].spec);
-        prof[i].spec.pool = prof[i].name;
+        prof[i].spec.pool = l->name;
         prof[i].lean = prof[i].spec;
-        prof[i].lean.cmd = *preloads[i] ? leans[i] : NULL;
+        prof[i].lean.cmd = ctx->cmds[i].lean;
     }
     struct pool_timing timing = {
         .max_age_ms = cfg->pool_max_age_ms,
@@ -289,17 +340,19 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
             (cfg->max_timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 + EXPIRY_MARGIN_S,
         .refill_delay_ms = cfg->pool_refill_delay_ms,
     };
-    ctx->pool = pool_new(ctx->backend, ctx->reaper, ctx->launcher, prof, 2, &timing, err);
+    ctx->pool = pool_new(ctx->backend, ctx->reaper, ctx->launcher, prof, n, &timing, err);
+    free(prof);
     return ctx->pool ? 0 : -1;
 }
 
-bool exec_pool_stats(struct exec_ctx *ctx, enum exec_language lang, struct exec_pool_stats *out)
+bool exec_pool_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
+                     struct exec_pool_stats *out)
 {
     memset(out, 0, sizeof(*out));
     if (!ctx->pool)
         return false;
     struct pool_stats st;
-    pool_stats(ctx->pool, lang == EXEC_PYTHON ? 0 : 1, &st);
+    pool_stats(ctx->pool, lang->index, &st);
     *out = (struct exec_pool_stats){
         .size = st.size,
         .ready = st.ready,
@@ -315,15 +368,19 @@ bool exec_pool_stats(struct exec_ctx *ctx, enum exec_language lang, struct exec_
     return true;
 }
 
-char *exec_render_create(const struct config *cfg, struct backend *backend, enum exec_language lang)
+char *exec_render_create(const struct config *cfg, struct backend *backend,
+                         const struct langtable_lang *lang)
 {
     struct err err = ERR_INIT;
     char *seccomp = policy_seccomp_new(POLICY_SECCOMP_HOST, &err);
     char *seccomp_gvisor = policy_seccomp_new(POLICY_SECCOMP_GVISOR, &err);
+    const char **cmd = lang_cmd(lang, NULL);
     struct policy_run run = {
-        .language = exec_language_name(lang),
-        .image = language_image(cfg, lang),
-        .cmd = language_cmd(lang),
+        .language = lang->name,
+        .network = langtable_network(lang, cfg),
+        .workdir_exec = lang->compile.n > 0,
+        .image = lang->image,
+        .cmd = cmd,
         .memory_mb = cfg->memory_mb,
         .instance = "dry-run",
         .seccomp = seccomp,
@@ -332,6 +389,7 @@ char *exec_render_create(const struct config *cfg, struct backend *backend, enum
     struct backend_spec spec;
     policy_spec(cfg, &run, &spec);
     char *text = backend_render_create(backend, &spec);
+    free(cmd);
     free(seccomp);
     free(seccomp_gvisor);
     err_clear(&err);
@@ -475,6 +533,18 @@ static int finish_from_record(struct run *r, struct err *err)
     if (done.runner_error) {
         rc = err_set(err, ERR_INTERNAL, "the sandbox runner failed: %.*s",
                      util_utf8_prefix(done.runner_error, 500), done.runner_error);
+    } else if (done.compile_error.present) {
+        r->res->status = EXEC_COMPILE_ERROR;
+        r->res->exit_code = done.compile_error.exit_code;
+        if (done.compile_error.timed_out)
+            set_message(r->res,
+                        "the compile step was stopped after %lld ms; the program did not run",
+                        r->req->language->compile_timeout_ms);
+        else
+            set_message(r->res,
+                        "the compile step failed (exit code %d, its output on stderr); the program "
+                        "did not run",
+                        done.compile_error.exit_code);
     } else if (r->req->check_only != done.check.present) {
         rc = err_set(err, ERR_PROTOCOL, "the runner %s a syntax check",
                      done.check.present ? "answered with" : "did not answer with");
@@ -635,9 +705,11 @@ static void run_spec(const struct exec_ctx *ctx, const struct exec_request *req,
                         (req->timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 +
                         EXPIRY_MARGIN_S;
     struct policy_run run = {
-        .language = exec_language_name(req->language),
-        .image = language_image(ctx->cfg, req->language),
-        .cmd = language_cmd(req->language),
+        .language = req->language->name,
+        .network = langtable_network(req->language, ctx->cfg),
+        .workdir_exec = req->language->compile.n > 0,
+        .image = req->language->image,
+        .cmd = ctx->cmds[req->language->index].cmd,
         .memory_mb = req->memory_mb,
         .instance = ctx->instance,
         .owner = reaper_owner(ctx->reaper),
@@ -729,6 +801,16 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
     runner_scan_init(&r.scan_err, nonce);
     r.scan_out.on_frame = on_frame;
     r.scan_out.on_frame_ctx = &r;
+    const struct langtable_lang *lang = req->language;
+    bool generic = lang->runner == LANGTABLE_RUNNER_GENERIC;
+    struct runner_program program = {.source_file = lang->source_file,
+                                     .compile = lang->compile.v,
+                                     .compile_timeout_ms = lang->compile_timeout_ms,
+                                     .typecheck = lang->typecheck.v,
+                                     .typecheck_blocks = req->typecheck_blocks,
+                                     .run = lang->run.v};
+    if (req->version_probe)
+        program = (struct runner_program){.source_file = lang->source_file, .run = lang->version.v};
     struct runner_request rreq = {.nonce_hex = nonce,
                                   .code = req->code,
                                   .code_len = req->code_len,
@@ -740,6 +822,7 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
                                   .files = req->files,
                                   .n_files = req->n_files,
                                   .outputs = req->check_only ? NULL : req->outputs,
+                                  .program = generic ? &program : NULL,
                                   .env_names = ctx->secrets.names,
                                   .env_values = ctx->secrets.values,
                                   .n_env = ctx->secrets.n};
@@ -765,7 +848,7 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         if (pooled) {
             id = e.id;
             stream = e.stream;
-            log_debug("took pooled container %.12s (%s)", id, exec_language_name(req->language));
+            log_debug("took pooled container %.12s (%s)", id, req->language->name);
         } else if ((cancelled = on_demand(ctx, req, &spec, cancel, &id, &stream, err)) < 0) {
             goto out;
         }
@@ -814,7 +897,8 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
 out:
     emit_flush(&r);
     /* Files only come with a program that finished and said what it sent. */
-    if (rc == 0 && r.scan_out.done && (res->status == EXEC_OK || res->status == EXEC_OOM)) {
+    if (rc == 0 && r.scan_out.done &&
+        (res->status == EXEC_OK || res->status == EXEC_OOM || res->status == EXEC_COMPILE_ERROR)) {
         for (size_t i = 0; i < res->files.n; i++)
             redact_file(ctx->redactor, &res->files.v[i]);
     } else {
@@ -835,8 +919,9 @@ out:
     if (id) {
         /* A program that ended by itself is gone with its runner: no hurry
          * to remove its container. Anything else may still be running. */
-        bool ended =
-            rc == 0 && r.scan_out.done && (res->status == EXEC_OK || res->status == EXEC_OOM);
+        bool ended = rc == 0 && r.scan_out.done &&
+                     (res->status == EXEC_OK || res->status == EXEC_OOM ||
+                      res->status == EXEC_COMPILE_ERROR);
         reaper_remove_after(ctx->reaper, id, ended ? REMOVE_GRACE_MS : 0);
         free(id);
     }

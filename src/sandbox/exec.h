@@ -5,16 +5,17 @@
  * reaper, which retries until the engine confirms). Concurrency is bounded
  * by the caller (mcp's admission queue), not here.
  *
- * With --pool-size, a run whose limits are the pool's takes a container
- * that was created and started ahead (pool.c) instead: same spec, same
- * runner, only the setup is off the request's path.
+ * With a pool (a language's pool_size, or --pool-size), a run whose limits
+ * are the pool's takes a container that was created and started ahead
+ * (pool.c) instead: same spec, same runner, only the setup is off the
+ * request's path.
  *
  * The sandbox/ folder: exec.c (this), policy.c (what a sandbox may use, as
  * a backend-neutral spec), pool.c (warm containers, each for one run),
  * runner.c + runner/ (the in-container runners and the framing between
  * them and exec), reaper.c (container removal with retries, and the sweep
- * for leftovers), langtable.c + languages/ (the languages as data; not
- * used by the files above yet). */
+ * for leftovers), langtable.c + languages/ (the languages as data: image,
+ * runner kind, compile and run commands, pool size, network). */
 #ifndef MCPSBX_EXEC_H
 #define MCPSBX_EXEC_H
 
@@ -24,30 +25,33 @@
 #include "base/buf.h"
 #include "base/config.h"
 #include "base/err.h"
+#include "sandbox/langtable.h"
 #include "sandbox/outfiles.h"
 #include "sandbox/runner.h"
 
-enum exec_language { EXEC_PYTHON, EXEC_JAVASCRIPT };
-
 enum exec_status {
-    EXEC_OK,           /* the program finished; exit_code is its status */
-    EXEC_ERROR,        /* the run failed, not the program: see message (exec_run's -1) */
-    EXEC_TIMEOUT,      /* killed at the deadline */
-    EXEC_OOM,          /* killed for memory (or died of MemoryError) */
-    EXEC_OUTPUT_LIMIT, /* stopped when output passed the cap */
-    EXEC_CANCELLED,    /* stopped because the caller cancelled */
-    EXEC_BUSY,         /* never started: every run slot stayed taken */
+    EXEC_OK,            /* the program finished; exit_code is its status */
+    EXEC_ERROR,         /* the run failed, not the program: see message (exec_run's -1) */
+    EXEC_TIMEOUT,       /* killed at the deadline */
+    EXEC_OOM,           /* killed for memory (or died of MemoryError) */
+    EXEC_OUTPUT_LIMIT,  /* stopped when output passed the cap */
+    EXEC_CANCELLED,     /* stopped because the caller cancelled */
+    EXEC_BUSY,          /* never started: every run slot stayed taken */
+    EXEC_COMPILE_ERROR, /* the compile step failed (exit_code is the compiler's); nothing ran */
 };
 
 const char *exec_status_name(enum exec_status st);
-const char *exec_language_name(enum exec_language lang);
 
 struct exec_ctx;
 
-/* cfg and backend are borrowed and must outlive the context. envp is the
- * daemon's environment, read once here for --pass-through-env. */
-struct exec_ctx *exec_ctx_new(const struct config *cfg, struct backend *backend, char **envp,
-                              struct err *err);
+/* cfg, langs (configured: langtable_configure) and backend are borrowed and
+ * must outlive the context. envp is the daemon's environment, read once
+ * here for --pass-through-env. */
+struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *langs,
+                              struct backend *backend, char **envp, struct err *err);
+
+/* The languages it runs (borrowed). */
+const struct langtable *exec_languages(const struct exec_ctx *ctx);
 
 /* Call once every run has returned: tries the pending removals once more,
  * stops the reaper, frees. */
@@ -59,13 +63,13 @@ const char *exec_backend_address(const struct exec_ctx *ctx);
 
 /* "socket" or "attach": how lang's sandboxes connect their streams now
  * (sandbox/launch.h). */
-const char *exec_sandbox_io(struct exec_ctx *ctx, enum exec_language lang);
+const char *exec_sandbox_io(struct exec_ctx *ctx, const struct langtable_lang *lang);
 
 /* The backend's create request for a run of lang with the default limits,
  * as text (no create holds the pass-through values: runs send them in
  * their request); nothing is sent to the backend. Caller frees. */
 char *exec_render_create(const struct config *cfg, struct backend *backend,
-                         enum exec_language lang);
+                         const struct langtable_lang *lang);
 
 /* The warm pool of one language, at this moment (pool.h's figures). */
 struct exec_pool_stats {
@@ -75,7 +79,8 @@ struct exec_pool_stats {
 };
 
 /* False (and zeros) when the daemon keeps no pool. */
-bool exec_pool_stats(struct exec_ctx *ctx, enum exec_language lang, struct exec_pool_stats *out);
+bool exec_pool_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
+                     struct exec_pool_stats *out);
 
 /* A cancel handle: exec_cancel() may be called from any thread, any number
  * of times, before, during or after the run. */
@@ -96,7 +101,7 @@ typedef void (*exec_output_cb)(void *ctx, int stream, const char *data, size_t l
 #define EXEC_TICK_MS 50
 
 struct exec_request {
-    enum exec_language language;
+    const struct langtable_lang *language; /* of exec_languages(ctx) */
     const char *code;
     size_t code_len;
     const char *stdin_data; /* may be NULL */
@@ -107,6 +112,12 @@ struct exec_request {
     size_t variables_len;
     /* Only parse the code (sandbox/runner.h): the answer is res->check. */
     bool check_only;
+    /* A failed typecheck step (sandbox/langtable.h) stops the run as a
+     * compile error instead of only showing on stderr. */
+    bool typecheck_blocks;
+    /* A generic language's version command instead of the code (the
+     * table's "version"; tools/languages.c reads its output). */
+    bool version_probe;
     /* Files written into the working directory first (paths checked). */
     const struct runner_file *files;
     size_t n_files;

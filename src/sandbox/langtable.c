@@ -37,6 +37,7 @@ enum field {
     F_RUNNER,
     F_COMPILE,
     F_COMPILE_TIMEOUT,
+    F_TYPECHECK,
     F_RUN,
     F_VERSION,
     F_POOL_SIZE,
@@ -55,6 +56,7 @@ static const char *const field_keys[N_FIELDS] = {
     [F_RUNNER] = "runner",
     [F_COMPILE] = "compile",
     [F_COMPILE_TIMEOUT] = "compile_timeout_ms",
+    [F_TYPECHECK] = "typecheck",
     [F_RUN] = "run",
     [F_VERSION] = "version",
     [F_POOL_SIZE] = "pool_size",
@@ -152,6 +154,7 @@ static void lang_free(struct langtable_lang *l)
     free(l->image);
     free(l->source_file);
     strv_free(&l->compile);
+    strv_free(&l->typecheck);
     strv_free(&l->run);
     strv_free(&l->version);
     strv_free(&l->preload);
@@ -406,6 +409,14 @@ static int read_field(struct draft *d, int f, json_object *v, const struct origi
     case F_COMPILE_TIMEOUT:
         rc = get_int(v, key, LANGTABLE_COMPILE_TIMEOUT_MIN_MS, LANGTABLE_COMPILE_TIMEOUT_MAX_MS,
                      &l->compile_timeout_ms, err);
+        break;
+    case F_TYPECHECK:
+        if (json_object_is_type(v, json_type_null)) {
+            strv_free(&l->typecheck);
+            break;
+        }
+        rc = get_list(v, key, LANGTABLE_ARGV_MAX, true, valid_arg, "a command-line argument",
+                      &l->typecheck, err);
         break;
     case F_RUN:
         rc = get_list(v, key, LANGTABLE_ARGV_MAX, true, valid_arg, "a command-line argument",
@@ -733,6 +744,9 @@ static void draft_override(struct draft *base, struct draft *src)
         case F_COMPILE_TIMEOUT:
             b->compile_timeout_ms = s->compile_timeout_ms;
             break;
+        case F_TYPECHECK:
+            TAKE_STRV(typecheck);
+            break;
         case F_RUN:
             TAKE_STRV(run);
             break;
@@ -830,6 +844,10 @@ static int finish_lang(struct draft *d, struct err *err)
         return fail_at(err, blame(d, F_COMPILE, F_RUNNER),
                        "language '%s': 'compile' needs the generic runner, not %s", l->name,
                        runner_names[l->runner]);
+    if (l->typecheck.n && !generic)
+        return fail_at(err, blame(d, F_TYPECHECK, F_RUNNER),
+                       "language '%s': 'typecheck' needs the generic runner, not %s", l->name,
+                       runner_names[l->runner]);
     if (l->compile.n == 0) {
         /* A timeout left over from the built-in entry whose compile step
          * the operator removed means nothing; one set with no compile step
@@ -868,13 +886,16 @@ static int finish_lang(struct draft *d, struct err *err)
     const struct {
         enum field f;
         struct langtable_strv *argv;
-    } argvs[] = {{F_COMPILE, &l->compile}, {F_RUN, &l->run}, {F_VERSION, &l->version}};
+    } argvs[] = {{F_COMPILE, &l->compile},
+                 {F_TYPECHECK, &l->typecheck},
+                 {F_RUN, &l->run},
+                 {F_VERSION, &l->version}};
     for (size_t i = 0; i < ARRAY_SIZE(argvs); i++)
         if (expand_argv(argvs[i].argv, l->source_file, err) < 0)
             return fail_at(err, &d->from[argvs[i].f], "language '%s': '%s': %s", l->name,
                            field_keys[argvs[i].f], err_msg(err));
     /* Lists never NULL, so a caller can pass v as an argv. */
-    struct langtable_strv *lists[] = {&l->aliases, &l->compile, &l->run,
+    struct langtable_strv *lists[] = {&l->aliases, &l->compile, &l->typecheck, &l->run,
                                       &l->version, &l->preload, &l->packages};
     for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
         if (!lists[i]->v)
@@ -992,6 +1013,7 @@ static int build(struct file_drafts *base, struct file_drafts *user, struct lang
     t->langs = xcalloc(n, sizeof(struct langtable_lang));
     for (size_t i = 0; i < n; i++) {
         t->langs[i] = all[i].l;
+        t->langs[i].index = i;
         all[i].l = (struct langtable_lang){0};
     }
     t->n = n;
@@ -1085,4 +1107,106 @@ const struct langtable_lang *langtable_find(const struct langtable *t, const cha
 const char *langtable_runner_name(enum langtable_runner r)
 {
     return (size_t)r < ARRAY_SIZE(runner_names) ? runner_names[r] : "?";
+}
+
+/* ---- the daemon's options --------------------------------------------------------- */
+
+static struct langtable_lang *find_mutable(struct langtable *t, const char *name)
+{
+    const struct langtable_lang *l = langtable_find(t, name);
+    return l ? &t->langs[l->index] : NULL;
+}
+
+static void set_preload(struct langtable_lang *l, const char *joined)
+{
+    strv_free(&l->preload);
+    free(l->preload_joined);
+    l->preload_joined = xstrdup(joined);
+    size_t n = 0;
+    for (const char *p = joined; *p; p++)
+        n += *p == ',';
+    l->preload.v = xcalloc(n + 2, sizeof(char *));
+    for (const char *p = joined; *joined && p;) {
+        const char *comma = strchr(p, ',');
+        l->preload.v[l->preload.n++] = comma ? xstrndup(p, (size_t)(comma - p)) : xstrdup(p);
+        p = comma ? comma + 1 : NULL;
+    }
+}
+
+/* The python/javascript options of config.h, on the first language of
+ * that runner kind under its built-in name. */
+static void configure_builtin(struct langtable *t, const char *name, enum langtable_runner kind,
+                              const char *image, const char *preload)
+{
+    struct langtable_lang *l = find_mutable(t, name);
+    if (!l || strcmp(l->name, name) != 0 || l->runner != kind)
+        return;
+    if (image && *image) {
+        free(l->image);
+        l->image = xstrdup(image);
+    }
+    if (preload)
+        set_preload(l, preload);
+}
+
+int langtable_configure(struct langtable *t, const struct config *cfg, struct err *err)
+{
+    const struct config_list *on = &cfg->languages;
+    for (size_t i = 0; i < on->n; i++)
+        if (!langtable_find(t, on->items[i]))
+            return err_set(err, ERR_INVALID, "--languages: '%s' is not a language of the table",
+                           on->items[i]);
+    if (on->n) {
+        bool *keep = xcalloc(t->n, sizeof(bool));
+        for (size_t i = 0; i < on->n; i++)
+            keep[langtable_find(t, on->items[i])->index] = true;
+        size_t k = 0;
+        for (size_t i = 0; i < t->n; i++) {
+            if (!keep[i]) {
+                lang_free(&t->langs[i]);
+                continue;
+            }
+            t->langs[k] = t->langs[i];
+            t->langs[k].index = k;
+            k++;
+        }
+        t->n = k;
+        free(keep);
+    }
+    configure_builtin(t, "python", LANGTABLE_RUNNER_PYTHON, cfg->python_image, cfg->python_preload);
+    configure_builtin(t, "javascript", LANGTABLE_RUNNER_NODE, cfg->js_image, cfg->js_preload);
+    for (size_t i = 0; cfg->pool_size >= 0 && i < t->n; i++)
+        t->langs[i].pool_size = cfg->pool_size;
+    for (size_t i = 0; i < cfg->allow_network.n; i++) {
+        const char *name = cfg->allow_network.items[i];
+        const struct langtable_lang *l = langtable_find(t, name);
+        if (!l)
+            return err_set(err, ERR_INVALID,
+                           "--allow-network: '%s' is not a language of the table (or not enabled)",
+                           name);
+        if (!l->network_allowed)
+            return err_set(err, ERR_INVALID,
+                           "--allow-network: language '%s' never gets a network "
+                           "(its network_allowed is false)",
+                           l->name);
+    }
+    if (cfg->dry_run_create && *cfg->dry_run_create && !langtable_find(t, cfg->dry_run_create))
+        return err_set(err, ERR_INVALID, "--dry-run-create: '%.64s' is not a language of the table",
+                       cfg->dry_run_create);
+    return 0;
+}
+
+bool langtable_network(const struct langtable_lang *l, const struct config *cfg)
+{
+    if (!l->network_allowed)
+        return false;
+    for (size_t i = 0; i < cfg->allow_network.n; i++) {
+        const char *name = cfg->allow_network.items[i];
+        if (strcasecmp(name, l->name) == 0)
+            return true;
+        for (size_t k = 0; k < l->aliases.n; k++)
+            if (strcasecmp(name, l->aliases.v[k]) == 0)
+                return true;
+    }
+    return false;
 }

@@ -38,6 +38,9 @@
  *                    compile (if any), then run, with the same framed
  *                    request and completion record (not written yet).
  *   compile          argv of the compile step (generic only), or null.
+ *   typecheck        argv of a check after compile whose failure only
+ *                    shows on stderr, unless the call asks it to stop the
+ *                    run (generic only), or null.
  *   compile_timeout_ms  its own limit, counted inside the run's deadline
  *                    (default LANGTABLE_COMPILE_TIMEOUT_DEFAULT_MS); a
  *                    failed compile is the status compile_error.
@@ -51,22 +54,23 @@
  *                    waits (python: dotted names; node: built-ins).
  *   network_allowed  whether --allow-network may give this language a
  *                    network at all (default false for a new language).
- *   packages         the Debian packages its image needs, for make images.
+ *   packages         the notable Debian packages in its image, shown by
+ *                    list_languages (the image's Dockerfile installs them).
  *   disabled         true: remove the language.
  * In compile, run and version, "{source}" stands for source_file and
  * "{stem}" for it without its last extension ("main"); the table holds
  * the argvs with them replaced. Any other "{word}" is refused as a typo.
  *
- * Wiring it in (not done yet): main loads the table once (it already
- * does, to refuse a bad file at start) and hands it down read-only;
+ * How it is used: main loads the table once, applies the daemon's own
+ * options to it (langtable_configure) and hands it down read-only;
  * execute_code's language enum, list_languages and the environment
- * resource list langtable_get(0..count); exec resolves the request's
- * language with langtable_find and picks the runner by kind (python/node:
- * today's command from run + preload_joined; generic: the generic runner
- * with source_file, compile, compile_timeout_ms and run in its request);
- * the pool keeps one slot per language sized by pool_size (--pool-size,
- * when given, still wins); policy asks network_allowed before
- * --allow-network; make images installs packages per image.
+ * resource list it; exec resolves a request's language to its runner by
+ * kind (python/node: run + the runner + preload_joined; generic: the
+ * generic runner with source_file, compile, typecheck and run in its
+ * request), keeps one pool per language sized by pool_size, and gives a
+ * network only to a language that allows it and the operator names in
+ * --allow-network; scripts/images.sh builds the images of the languages
+ * enabled (mcp-sandboxd --list-images).
  *
  * The table is immutable once loaded: plain C data, no json-c object kept,
  * so any thread may read it without a lock. */
@@ -110,6 +114,7 @@ struct langtable_strv {
 };
 
 struct langtable_lang {
+    size_t index; /* its place in the table: langtable_get(t, index) */
     char *name;
     struct langtable_strv aliases;
     char *image;
@@ -117,6 +122,10 @@ struct langtable_lang {
     enum langtable_runner runner;
     struct langtable_strv compile; /* n == 0: no compile step */
     long long compile_timeout_ms;  /* 0 without a compile step */
+    /* argv of a check run after compile whose failure is reported on
+     * stderr but does not stop the run unless the call asks (generic only;
+     * n == 0: none). It shares compile_timeout_ms (or the default). */
+    struct langtable_strv typecheck;
     struct langtable_strv run;
     struct langtable_strv version; /* n == 0: no probe */
     long long pool_size;
@@ -146,6 +155,21 @@ const struct langtable_lang *langtable_get(const struct langtable *t, size_t i);
 
 /* The language with this name or alias (ASCII case ignored), or NULL. */
 const struct langtable_lang *langtable_find(const struct langtable *t, const char *name);
+
+struct config;
+
+/* The daemon's options over the table (t is not shared yet): the enabled
+ * subset (--languages: names or aliases; none = all), --python-image,
+ * --js-image, --python-preload, --js-preload when given (they change the
+ * python and javascript entries), --pool-size when given (every language),
+ * and --allow-network / --dry-run-create naming languages the table has
+ * (allow-network only for one whose network_allowed is true). Returns 0,
+ * or -1 with an ERR_INVALID message naming the option. */
+int langtable_configure(struct langtable *t, const struct config *cfg, struct err *err);
+
+/* Whether l's sandboxes get a network: the operator named it (or an
+ * alias) in --allow-network and the table allows it. */
+bool langtable_network(const struct langtable_lang *l, const struct config *cfg);
 
 /* "python", "node", "generic". */
 const char *langtable_runner_name(enum langtable_runner r);

@@ -21,7 +21,9 @@
 
 /* One run's part of the spec. */
 struct policy_run {
-    const char *language; /* "python" or "javascript" */
+    const char *language; /* the table's name (sandbox/langtable.h) */
+    bool network;         /* langtable_network: the operator allowed it */
+    bool workdir_exec;    /* its compile step makes a program run from the workdir */
     const char *image;
     const char *const *cmd; /* NULL-terminated argv */
     long long memory_mb;

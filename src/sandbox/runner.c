@@ -33,6 +33,14 @@ static json_object *new_string(const char *s, size_t len)
     return json_object_new_string_len(s ? s : "", (int)len);
 }
 
+static json_object *argv_json(char *const *argv)
+{
+    json_object *a = json_object_new_array();
+    for (size_t i = 0; argv && argv[i]; i++)
+        json_object_array_add(a, json_object_new_string(argv[i]));
+    return a;
+}
+
 int runner_encode_request(const struct runner_request *req, struct buf *out, struct err *err)
 {
     if (!nonce_valid(req->nonce_hex))
@@ -79,6 +87,23 @@ int runner_encode_request(const struct runner_request *req, struct buf *out, str
             json_object_array_add(files, o);
         }
         json_object_object_add(obj, "files", files);
+    }
+    if (req->program) {
+        const struct runner_program *pg = req->program;
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "source_file", json_object_new_string(pg->source_file));
+        if (pg->compile && pg->compile[0]) {
+            json_object_object_add(o, "compile", argv_json(pg->compile));
+            json_object_object_add(o, "compile_timeout_ms",
+                                   json_object_new_int64(pg->compile_timeout_ms));
+        }
+        if (pg->typecheck && pg->typecheck[0]) {
+            json_object_object_add(o, "typecheck", argv_json(pg->typecheck));
+            json_object_object_add(o, "typecheck_blocks",
+                                   json_object_new_boolean(pg->typecheck_blocks));
+        }
+        json_object_object_add(o, "run", argv_json(pg->run));
+        json_object_object_add(obj, "program", o);
     }
     if (req->outputs) {
         const struct runner_outputs *ro = req->outputs;
@@ -349,6 +374,23 @@ static int parse_files(json_object *v, struct runner_files *out, struct err *err
     return 0;
 }
 
+/* {"exit_code": N, "timed_out": bool}: the compile step failed. */
+static int parse_compile_error(json_object *v, struct runner_compile_error *out, struct err *err)
+{
+    json_object *code = NULL;
+    json_object *t = NULL;
+    if (!json_object_is_type(v, json_type_object) ||
+        !json_object_object_get_ex(v, "exit_code", &code) ||
+        !json_object_is_type(code, json_type_int) || json_object_get_int64(code) < INT_MIN ||
+        json_object_get_int64(code) > INT_MAX)
+        return err_set(err, ERR_PROTOCOL, "completion record has a malformed compile_error");
+    out->present = true;
+    out->exit_code = (int)json_object_get_int64(code);
+    out->timed_out = json_object_object_get_ex(v, "timed_out", &t) &&
+                     json_object_is_type(t, json_type_boolean) && json_object_get_boolean(t);
+    return 0;
+}
+
 void runner_done_free(struct runner_done *d)
 {
     free(d->runner_error);
@@ -398,6 +440,13 @@ int runner_scan_result(const struct runner_scan *s, struct runner_done *out, str
             (rc = parse_check(v, &out->check, err)) < 0) {
             free(out->runner_error);
             out->runner_error = NULL;
+        }
+        if (rc == 0 && json_object_object_get_ex(obj, "compile_error", &v) &&
+            (rc = parse_compile_error(v, &out->compile_error, err)) < 0) {
+            free(out->runner_error);
+            out->runner_error = NULL;
+            free(out->check.message);
+            out->check.message = NULL;
         }
     }
     json_object_put(obj);

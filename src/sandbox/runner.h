@@ -1,5 +1,5 @@
-/* The in-container runner protocol, shared by src/runner/runner.py and
- * src/runner/runner.js (embedded below as C strings).
+/* The in-container runner protocol, shared by src/sandbox/runner/runner.py,
+ * runner.js and the generic runner runner.pl (embedded below as C strings).
  *
  * Request (daemon -> runner, on the container's stdin):
  *     "mcpsbx/1 <decimal length>\n" followed by exactly that many bytes of a
@@ -8,7 +8,17 @@
  *     "files": [{"path": "...", "content": "...", "encoding": "utf-8" |
  *     "base64"}]?, "outputs": {"paths": ["pattern", ...], "max_files": N,
  *     "max_file_bytes": N, "max_total_bytes": N, "plots": bool,
- *     "max_plots": N, "max_plot_bytes": N}?}.
+ *     "max_plots": N, "max_plot_bytes": N}?, "program": {...}?}.
+ *     "program" is for the generic runner only (languages with no runner
+ *     of their own, sandbox/langtable.h): {"source_file": "main.c",
+ *     "compile": [argv]?, "compile_timeout_ms": N?, "typecheck": [argv]?,
+ *     "typecheck_blocks": bool?, "run": [argv]}. It writes code to
+ *     source_file, runs compile (output on stderr, stdin /dev/null, killed
+ *     after compile_timeout_ms), then typecheck the same way (a failure
+ *     only reported unless typecheck_blocks), then run with the stdin file
+ *     as fd 0. Variables reach such a program as the JSON file named by
+ *     $MCPSBX_VARIABLES and, for string/number/boolean values, as
+ *     environment variables of the same name.
  *     Files are written (O_EXCL, no link followed) before the program
  *     starts, and outputs/ is made; the paths were checked by the daemon
  *     (sandbox/workpath.h) and are checked again.
@@ -35,7 +45,11 @@
  *     RUNNER_RECORD_PREFIX "<nonce>:" JSON "\n"
  *     JSON = {"exit_code": N, "memory_error": bool, "runner_error": "..."?,
  *             "files": {"sent": N, "left_out": N, "walk_stopped": N?,
- *                       "cwd_gone": true?}?}
+ *                       "cwd_gone": true?}?,
+ *             "compile_error": {"exit_code": N, "timed_out": bool}?}
+ * compile_error: the generic runner's compile step (or a blocking
+ * typecheck) failed and the program did not run; exit_code is the
+ * compiler's.
  * With outputs in the request, once the program finished the runner takes
  * the open matplotlib figures (with "plots"; each plt.show() took the ones
  * open then), the regular files under outputs/ and those the patterns
@@ -58,7 +72,8 @@
  * runner_error when the nonce was read, otherwise stderr says why.
  *
  * Warm runner (the pool): one more argument, a comma-separated list of
- * modules (a checked --python-preload / --js-preload; may be empty). The runner
+ * modules (a checked --python-preload / --js-preload; may be empty; the
+ * generic runner takes "warm"). The runner
  * imports them with its output going nowhere, writes RUNNER_READY on
  * stdout, and only then reads the request; nothing else comes before it.
  * Once it has read the whole request it writes RUNNER_GO on stdout, before
@@ -75,6 +90,7 @@
 
 extern const char runner_python_src[];
 extern const char runner_node_src[];
+extern const char runner_generic_src[];
 /* The sandbox I/O connector (src/sandbox/runner/connect.pl, a perl -e
  * program): connects to the daemon's socket (backend/channel.h) and runs
  * the runner with the connections as its stdin, stdout and stderr. */
@@ -109,6 +125,17 @@ struct runner_outputs {
     long long max_plots, max_plot_bytes;
 };
 
+/* What the generic runner runs (argvs NULL-terminated, placeholders
+ * already replaced: sandbox/langtable.h). */
+struct runner_program {
+    const char *source_file;
+    char *const *compile; /* NULL or empty: none */
+    long long compile_timeout_ms;
+    char *const *typecheck; /* NULL or empty: none */
+    bool typecheck_blocks;
+    char *const *run;
+};
+
 struct runner_request {
     const char *nonce_hex; /* RUNNER_NONCE_HEX_LEN hex digits */
     const char *code;
@@ -123,6 +150,7 @@ struct runner_request {
     const struct runner_file *files;
     size_t n_files;
     const struct runner_outputs *outputs; /* NULL: return nothing */
+    const struct runner_program *program; /* the generic runner's; else NULL */
     /* Variables for the program's environment (n_env names and values). */
     char *const *env_names;
     char *const *env_values;
@@ -188,8 +216,16 @@ struct runner_files {
     bool cwd_gone;
 };
 
+/* The generic runner's compile step failed: the program never ran. */
+struct runner_compile_error {
+    bool present;
+    int exit_code; /* the compiler's */
+    bool timed_out;
+};
+
 struct runner_done {
     int exit_code;
+    struct runner_compile_error compile_error;
     struct runner_files files;
     bool memory_error;  /* the program died of MemoryError / heap exhaustion */
     char *runner_error; /* the runner itself failed (caller frees), or NULL */

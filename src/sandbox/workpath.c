@@ -5,12 +5,13 @@
 #include "base/buf.h"
 #include "base/util.h"
 
+/* The program's own files: main.<ext> of every built-in language, the
+ * binary a compile step makes (main), its JavaScript (main.js for
+ * TypeScript), and the runners' .mcpsbx* files. */
 static bool reserved(const char *first, size_t n)
 {
-    static const char *const names[] = {"main.py", "main.js", "main.mjs"};
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-        if (n == strlen(names[i]) && memcmp(first, names[i], n) == 0)
-            return true;
+    if ((n == 4 && memcmp(first, "main", 4) == 0) || (n > 5 && memcmp(first, "main.", 5) == 0))
+        return true;
     return n >= 7 && memcmp(first, ".mcpsbx", 7) == 0;
 }
 
@@ -62,8 +63,8 @@ static int check(const char *path, size_t len, enum mode mode, char **out, struc
                          "alone, for any number of directories");
         } else if (mode == PATH_IN && first && reserved(name, n)) {
             rc = err_set(err, ERR_INVALID,
-                         "the path is the sandbox runner's own (main.py, "
-                         "main.js, main.mjs and .mcpsbx* are taken)");
+                         "the path is the program's or the runner's own (main, "
+                         "main.* and .mcpsbx* are taken)");
         } else if ((norm.len && buf_add(&norm, "/", 1) < 0) || buf_add(&norm, name, n) < 0) {
             rc = err_set(err, ERR_INVALID, "the %s is over %d bytes", what, WORKPATH_MAX_BYTES);
         }

@@ -18,7 +18,7 @@
  * (the message says why, without quoting the path): empty, absolute, a
  * ".." component, NUL or another control character, not UTF-8, over
  * WORKPATH_MAX_BYTES or a name over WORKPATH_MAX_COMPONENT, ending in a
- * slash, or one of the runner's own names (main.py, main.js, main.mjs,
+ * slash, or one of the program's or runner's own names (main, main.*,
  * anything under .mcpsbx*). */
 int workpath_normalize(const char *path, size_t len, char **out, struct err *err);
 

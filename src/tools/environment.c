@@ -8,15 +8,11 @@
 #include "tools/languages.h"
 #include "tools/registry.h"
 
-static json_object *preload_json(const char *list)
+static json_object *preload_json(const struct langtable_strv *v)
 {
     json_object *a = json_object_new_array();
-    for (const char *p = list; p && *p;) {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        json_object_array_add(a, json_object_new_string_len(p, (int)n));
-        p = comma ? comma + 1 : p + n;
-    }
+    for (size_t i = 0; i < v->n; i++)
+        json_object_array_add(a, json_object_new_string(v->v[i]));
     return a;
 }
 
@@ -26,21 +22,26 @@ static json_object *pool_json(const struct tools_env *tenv)
 {
     const struct config *cfg = tenv->cfg;
     json_object *pool = json_object_new_object();
-    json_object_object_add(pool, "size", json_object_new_int64(cfg->pool_size));
+    const struct langtable *lt = tenv->langs;
+    long long size = cfg->pool_size;
+    for (size_t i = 0; size < 0 && i < langtable_count(lt); i++)
+        if (strcmp(langtable_get(lt, i)->name, "python") == 0)
+            size = langtable_get(lt, i)->pool_size;
+    /* The python pool's, as before there was a table; profiles have each. */
+    json_object_object_add(pool, "size", json_object_new_int64(size < 0 ? 0 : size));
     json_object_object_add(pool, "max_age_ms", json_object_new_int64(cfg->pool_max_age_ms));
     json_object_object_add(pool, "refill_delay_ms",
                            json_object_new_int64(cfg->pool_refill_delay_ms));
     json_object *profiles = json_object_new_array();
-    const enum exec_language langs[] = {EXEC_PYTHON, EXEC_JAVASCRIPT};
-    const char *preloads[] = {cfg->python_preload, cfg->js_preload};
-    for (size_t i = 0; i < ARRAY_SIZE(langs); i++) {
+    for (size_t i = 0; i < langtable_count(lt); i++) {
+        const struct langtable_lang *lang = langtable_get(lt, i);
         struct exec_pool_stats st;
-        if (!tenv->exec || !exec_pool_stats(tenv->exec, langs[i], &st))
+        if (!tenv->exec || !exec_pool_stats(tenv->exec, lang, &st))
             continue;
         json_object *p = json_object_new_object();
-        json_object_object_add(p, "language", json_object_new_string(exec_language_name(langs[i])));
+        json_object_object_add(p, "language", json_object_new_string(lang->name));
         json_object_object_add(p, "memory_mb", json_object_new_int64(cfg->memory_mb));
-        json_object_object_add(p, "preload", preload_json(preloads[i]));
+        json_object_object_add(p, "preload", preload_json(&lang->preload));
         json_object_object_add(p, "size", json_object_new_int64((int64_t)st.size));
         json_object_object_add(p, "ready", json_object_new_int64((int64_t)st.ready));
         json_object_object_add(p, "starting", json_object_new_int64((int64_t)st.starting));
@@ -63,25 +64,29 @@ json_object *tools_environment_json(const struct tools_env *tenv)
     const struct config *cfg = tenv->cfg;
     json_object *env = json_object_new_object();
     json_object *langs = json_object_new_array();
-    const char *names[] = {"python", "javascript"};
-    const char *images[] = {cfg->python_image, cfg->js_image};
-    const char *tools[] = {registry_for_kind(TOOL_PYTHON)->name,
-                           registry_for_kind(TOOL_JAVASCRIPT)->name};
-    for (size_t i = 0; i < 2; i++) {
+    const struct langtable *lt = tenv->langs;
+    for (size_t i = 0; i < langtable_count(lt); i++) {
+        const struct langtable_lang *lang = langtable_get(lt, i);
         json_object *l = json_object_new_object();
-        json_object_object_add(l, "language", json_object_new_string(names[i]));
-        json_object_object_add(l, "image", json_object_new_string(images[i]));
-        json_object_object_add(l, "tool", json_object_new_string(tools[i]));
-        const char *rt = config_runtime(cfg, names[i]);
+        json_object_object_add(l, "language", json_object_new_string(lang->name));
+        json_object_object_add(l, "image", json_object_new_string(lang->image));
+        const struct tool_def *own = NULL;
+        if (strcmp(lang->name, "python") == 0 && lang->runner == LANGTABLE_RUNNER_PYTHON)
+            own = registry_for_kind(TOOL_PYTHON);
+        else if (strcmp(lang->name, "javascript") == 0 && lang->runner == LANGTABLE_RUNNER_NODE)
+            own = registry_for_kind(TOOL_JAVASCRIPT);
+        json_object_object_add(
+            l, "tool",
+            json_object_new_string(own ? own->name : registry_for_kind(TOOL_EXECUTE)->name));
+        const char *rt = config_runtime(cfg, lang->name);
         json_object_object_add(l, "runtime", json_object_new_string(rt ? rt : "default"));
         /* How its sandboxes' streams reach the daemon (sandbox/launch.h). */
         if (tenv->exec)
             json_object_object_add(l, "sandbox_io",
-                                   json_object_new_string(exec_sandbox_io(
-                                       tenv->exec, i == 0 ? EXEC_PYTHON : EXEC_JAVASCRIPT)));
+                                   json_object_new_string(exec_sandbox_io(tenv->exec, lang)));
         /* list_languages' versions, as known now: a resource read waits
          * for no probe. */
-        languages_add_versions(tenv->languages, i == 0 ? EXEC_PYTHON : EXEC_JAVASCRIPT, l, 0);
+        languages_add_versions(tenv->languages, lang, l, 0);
         json_object_array_add(langs, l);
     }
     json_object_object_add(env, "languages", langs);
@@ -89,12 +94,13 @@ json_object *tools_environment_json(const struct tools_env *tenv)
     /* Per language: what its sandboxes can reach (none unless the operator
      * allowed it; a call never can). */
     json_object *net = json_object_new_object();
-    static const char *const langs_all[] = {"python", "javascript"};
-    for (size_t i = 0; i < 2; i++)
-        json_object_object_add(net, langs_all[i],
-                               json_object_new_string(config_network_allowed(cfg, langs_all[i])
+    for (size_t i = 0; i < langtable_count(lt); i++) {
+        const struct langtable_lang *lang = langtable_get(lt, i);
+        json_object_object_add(net, lang->name,
+                               json_object_new_string(langtable_network(lang, cfg)
                                                           ? POLICY_NETWORK_ALLOWED
                                                           : POLICY_NETWORK));
+    }
     json_object_object_add(env, "network", net);
     json_object_object_add(env, "working_directory", json_object_new_string(POLICY_WORKDIR));
     json_object_object_add(env, "persistent", json_object_new_boolean(0));

@@ -12,39 +12,12 @@
 #include "sandbox/policy.h"
 #include "tools/registry.h"
 
-/* The probes print one JSON object and read nothing else: the versions
- * the image's own interpreter reports. Python asks the installed
- * distributions' metadata, which imports none of the packages. */
-static const char probe_python[] =
-    "import json, sys\n"
-    "from importlib import metadata\n"
-    "packages = {}\n"
-    "for name in ('numpy', 'pandas', 'scipy', 'matplotlib', 'sympy', 'requests', 'pillow'):\n"
-    "    try:\n"
-    "        packages[name] = metadata.version(name)\n"
-    "    except Exception:\n"
-    "        pass\n"
-    "print(json.dumps({'version': '%d.%d.%d' % sys.version_info[:3], 'packages': packages}))\n";
-
-/* Node has no package list of its own: the global module folders (empty
- * in the stock image, which has no npm). */
-static const char probe_node[] =
-    "const fs = require('fs');\n"
-    "const path = require('path');\n"
-    "const packages = {};\n"
-    "for (const dir of ['/usr/local/lib/node_modules', '/usr/lib/node_modules', "
-    "'/usr/share/nodejs']) {\n"
-    "  let names = [];\n"
-    "  try { names = fs.readdirSync(dir).sort(); } catch (e) {}\n"
-    "  for (const name of names) {\n"
-    "    if (Object.keys(packages).length >= 16) break;\n"
-    "    try {\n"
-    "      const m = JSON.parse(fs.readFileSync(path.join(dir, name, 'package.json'), 'utf8'));\n"
-    "      if (typeof m.version === 'string') packages[name] = m.version;\n"
-    "    } catch (e) {}\n"
-    "  }\n"
-    "}\n"
-    "console.log(JSON.stringify({ version: process.version, packages }));\n";
+/* The python and node runners' probes (src/tools/probes/, embedded at
+ * build time) print one JSON object: the versions the image's own
+ * interpreter reports. A generic language's probe is its table's version
+ * command, whose first version-like word is taken. */
+extern const char languages_probe_python[];
+extern const char languages_probe_node[];
 
 /* What every call has; one row per feature, in the order listed. */
 enum feature_when { ALWAYS, WITH_POOL, WITH_PLOTS };
@@ -58,9 +31,6 @@ static const struct {
     {"warm_pool", WITH_POOL},
 };
 
-static const enum exec_language all_languages[] = {EXEC_PYTHON, EXEC_JAVASCRIPT};
-#define N_LANGUAGES ARRAY_SIZE(all_languages)
-
 struct lang_state {
     bool known; /* report holds the image's answer */
     struct languages_report report;
@@ -69,6 +39,8 @@ struct lang_state {
 
 struct languages {
     const struct config *cfg;
+    const struct langtable *langs;
+    size_t n; /* languages in langs */
     struct exec_ctx *exec;
     languages_probe_fn probe; /* NULL: nothing to probe with */
     void *probe_ctx;
@@ -81,7 +53,7 @@ struct languages {
     double last_round_ms;
     struct exec_cancel *cancel; /* the probe in flight's */
     char start_error[128];
-    struct lang_state state[N_LANGUAGES];
+    struct lang_state *state; /* n, by the table's index */
 };
 
 /* ---- the probe's answer --------------------------------------------------- */
@@ -179,11 +151,50 @@ out:
 
 /* ---- probing --------------------------------------------------------------- */
 
-static int exec_probe(void *ctx, enum exec_language lang, struct exec_cancel *cancel,
+static bool alnum(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* A version command's output as a probe's answer: its first word that
+ * starts with a digit (or "v" and a digit), holds a dot and is not glued
+ * to a word before it ("GNU bash, version 5.2.15(1)-release" -> 5.2.15,
+ * "ruby 3.1.2p20 (...)" -> 3.1.2p20, "perl v5.36.0" -> 5.36.0). */
+int languages_version_from_text(const char *text, size_t len, struct buf *out, struct err *err)
+{
+    for (size_t i = 0; i < len; i++) {
+        /* "v5.36.0" counts, "x86_64" does not. */
+        bool v = i > 0 && text[i - 1] == 'v' && (i < 2 || !alnum(text[i - 2]));
+        if (!(text[i] >= '0' && text[i] <= '9') ||
+            (i > 0 && !v && (alnum(text[i - 1]) || text[i - 1] == '.')))
+            continue;
+        size_t n = 0;
+        while (i + n < len && (alnum(text[i + n]) || strchr(".+~_-", text[i + n])) &&
+               text[i + n] != '\0')
+            n++;
+        while (n && strchr(".+~_-", text[i + n - 1]))
+            n--;
+        bool dot = memchr(text + i, '.', n) != NULL; /* "Release 7." has none */
+        if (dot && n <= LANGUAGES_VERSION_MAX) {
+            if (buf_addf(out, "{\"version\":\"%.*s\",\"packages\":{}}", (int)n, text + i) < 0)
+                return err_set(err, ERR_TOO_BIG, "the version is too long");
+            return 0;
+        }
+        i += n;
+    }
+    return err_set(err, ERR_PROTOCOL, "the version command printed no version number");
+}
+
+static int exec_probe(void *ctx, const struct langtable_lang *lang, struct exec_cancel *cancel,
                       struct buf *out, struct err *err)
 {
     struct languages *l = ctx;
-    const char *code = lang == EXEC_PYTHON ? probe_python : probe_node;
+    bool generic = lang->runner == LANGTABLE_RUNNER_GENERIC;
+    const char *code = lang->runner == LANGTABLE_RUNNER_PYTHON ? languages_probe_python
+                       : lang->runner == LANGTABLE_RUNNER_NODE ? languages_probe_node
+                                                               : "";
+    if (generic && lang->version.n == 0)
+        return err_set(err, ERR_INVALID, "the language table has no version command for it");
     long long timeout = LANGUAGES_PROBE_TIMEOUT_MS;
     if (timeout > l->cfg->max_timeout_ms)
         timeout = l->cfg->max_timeout_ms;
@@ -194,6 +205,7 @@ static int exec_probe(void *ctx, enum exec_language lang, struct exec_cancel *ca
         .code_len = strlen(code),
         .timeout_ms = timeout,
         .memory_mb = l->cfg->memory_mb,
+        .version_probe = generic,
     };
     struct exec_result res;
     exec_result_init(&res);
@@ -216,7 +228,12 @@ static int exec_probe(void *ctx, enum exec_language lang, struct exec_cancel *ca
         err_set(err, ERR_PROTOCOL, "the probe exited with code %d", res.exit_code);
         goto out;
     }
-    if (buf_add(out, res.out.data ? res.out.data : "", res.out.len) < 0) {
+    if (generic) {
+        /* Some print it on stderr (older gcc, java). */
+        struct buf *from = res.out.len ? &res.out : &res.err;
+        if (languages_version_from_text(from->data ? from->data : "", from->len, out, err) < 0)
+            goto out;
+    } else if (buf_add(out, res.out.data ? res.out.data : "", res.out.len) < 0) {
         err_set(err, ERR_TOO_BIG, "the probe wrote more than %zu bytes", out->max);
         goto out;
     }
@@ -227,8 +244,9 @@ out:
 }
 
 /* One language, unlocked; fills *report or why. */
-static void probe_one(struct languages *l, enum exec_language lang, struct exec_cancel *cancel,
-                      struct languages_report *report, char *why, size_t why_size)
+static void probe_one(struct languages *l, const struct langtable_lang *lang,
+                      struct exec_cancel *cancel, struct languages_report *report, char *why,
+                      size_t why_size)
 {
     struct buf out;
     buf_init(&out, LANGUAGES_PROBE_MAX_BYTES);
@@ -243,13 +261,12 @@ static void probe_one(struct languages *l, enum exec_language lang, struct exec_
         snprintf(why, why_size, "%s", clean);
         free(clean);
         if (err.code == ERR_CANCELLED)
-            log_debug("reading the %s version from its image: stopped", exec_language_name(lang));
+            log_debug("reading the %s version from its image: stopped", lang->name);
         else
-            log_warn("reading the %s version from its image failed: %s", exec_language_name(lang),
-                     why);
+            log_warn("reading the %s version from its image failed: %s", lang->name, why);
     } else {
-        log_info("%s in its image: version %s, %zu packages", exec_language_name(lang),
-                 report->version, report->n_packages);
+        log_info("%s in its image: version %s, %zu packages", lang->name, report->version,
+                 report->n_packages);
     }
     err_clear(&err);
     buf_free(&out);
@@ -266,7 +283,7 @@ static void *probe_main(void *arg)
             break;
         l->wanted = false;
         l->running = true;
-        for (size_t i = 0; i < N_LANGUAGES && !l->stop; i++) {
+        for (size_t i = 0; i < l->n && !l->stop; i++) {
             if (l->state[i].known)
                 continue;
             struct exec_cancel *cancel = exec_cancel_new();
@@ -274,7 +291,7 @@ static void *probe_main(void *arg)
             pthread_mutex_unlock(&l->lock);
             struct languages_report report;
             char why[sizeof(l->state[i].error)];
-            probe_one(l, all_languages[i], cancel, &report, why, sizeof(why));
+            probe_one(l, langtable_get(l->langs, i), cancel, &report, why, sizeof(why));
             pthread_mutex_lock(&l->lock);
             l->cancel = NULL;
             exec_cancel_free(cancel);
@@ -296,11 +313,14 @@ static void *probe_main(void *arg)
     return NULL;
 }
 
-struct languages *languages_new_probe(const struct config *cfg, languages_probe_fn probe,
-                                      void *probe_ctx, double retry_ms)
+struct languages *languages_new_probe(const struct config *cfg, const struct langtable *langs,
+                                      languages_probe_fn probe, void *probe_ctx, double retry_ms)
 {
     struct languages *l = xcalloc(1, sizeof(*l));
     l->cfg = cfg;
+    l->langs = langs;
+    l->n = langtable_count(langs);
+    l->state = xcalloc(l->n ? l->n : 1, sizeof(*l->state));
     l->probe = probe;
     l->probe_ctx = probe_ctx;
     l->retry_ms = retry_ms;
@@ -311,10 +331,11 @@ struct languages *languages_new_probe(const struct config *cfg, languages_probe_
     return l;
 }
 
-struct languages *languages_new(const struct config *cfg, struct exec_ctx *exec)
+struct languages *languages_new(const struct config *cfg, const struct langtable *langs,
+                                struct exec_ctx *exec)
 {
     struct languages *l =
-        languages_new_probe(cfg, exec ? exec_probe : NULL, NULL, LANGUAGES_RETRY_MS);
+        languages_new_probe(cfg, langs, exec ? exec_probe : NULL, NULL, LANGUAGES_RETRY_MS);
     l->exec = exec;
     l->probe_ctx = l;
     return l;
@@ -358,21 +379,14 @@ void languages_free(struct languages *l)
     pthread_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->wake);
     pthread_cond_destroy(&l->done);
+    free(l->state);
     free(l);
 }
 
-static size_t index_of(enum exec_language lang)
+void languages_add_versions(struct languages *l, const struct langtable_lang *lang,
+                            json_object *obj, double wait_ms)
 {
-    for (size_t i = 0; i < N_LANGUAGES; i++)
-        if (all_languages[i] == lang)
-            return i;
-    return 0;
-}
-
-void languages_add_versions(struct languages *l, enum exec_language lang, json_object *obj,
-                            double wait_ms)
-{
-    size_t i = index_of(lang);
+    size_t i = lang->index < l->n ? lang->index : 0;
     struct lang_state st;
     bool probing = false;
     char start_error[sizeof(l->start_error)];
@@ -454,16 +468,27 @@ json_object *languages_limits_json(const struct config *cfg)
     return lim;
 }
 
-/* The tools that take lang: its own, and those with a language argument. */
-static json_object *tools_of(enum exec_language lang)
+/* The tools that take lang: its own, and those with a language argument
+ * (validate_code only for the in-process runners, which parse the code). */
+static json_object *tools_of(const struct langtable_lang *lang)
 {
     json_object *a = json_object_new_array();
-    enum tool_kind own = lang == EXEC_PYTHON ? TOOL_PYTHON : TOOL_JAVASCRIPT;
+    bool py = strcmp(lang->name, "python") == 0 && lang->runner == LANGTABLE_RUNNER_PYTHON;
+    bool js = strcmp(lang->name, "javascript") == 0 && lang->runner == LANGTABLE_RUNNER_NODE;
     for (size_t i = 0; registry_at(i); i++) {
         const struct tool_def *t = registry_at(i);
-        if (t->kind == own || t->kind == TOOL_EXECUTE || t->kind == TOOL_VALIDATE)
+        if ((t->kind == TOOL_PYTHON && py) || (t->kind == TOOL_JAVASCRIPT && js) ||
+            t->kind == TOOL_EXECUTE || (t->kind == TOOL_VALIDATE && (py || js)))
             json_object_array_add(a, json_object_new_string(t->name));
     }
+    return a;
+}
+
+static json_object *strv_json(const struct langtable_strv *v)
+{
+    json_object *a = json_object_new_array();
+    for (size_t i = 0; i < v->n; i++)
+        json_object_array_add(a, json_object_new_string(v->v[i]));
     return a;
 }
 
@@ -473,34 +498,41 @@ json_object *languages_json(struct languages *l, const struct config *cfg, struc
     json_object *o = json_object_new_object();
     json_object *langs = json_object_new_array();
     double deadline = util_now_ms() + wait_ms;
-    for (size_t i = 0; i < N_LANGUAGES; i++) {
-        enum exec_language lang = all_languages[i];
-        const char *name = exec_language_name(lang);
+    bool any_pool = false;
+    for (size_t i = 0; i < l->n; i++) {
+        const struct langtable_lang *lang = langtable_get(l->langs, i);
         json_object *x = json_object_new_object();
-        json_object_object_add(x, "language", json_object_new_string(name));
+        json_object_object_add(x, "language", json_object_new_string(lang->name));
+        json_object_object_add(x, "aliases", strv_json(&lang->aliases));
         json_object_object_add(x, "tools", tools_of(lang));
-        json_object_object_add(
-            x, "image",
-            json_object_new_string(lang == EXEC_PYTHON ? cfg->python_image : cfg->js_image));
-        const char *rt = config_runtime(cfg, name);
+        json_object_object_add(x, "image", json_object_new_string(lang->image));
+        json_object_object_add(x, "runner",
+                               json_object_new_string(langtable_runner_name(lang->runner)));
+        json_object_object_add(x, "source_file", json_object_new_string(lang->source_file));
+        json_object_object_add(x, "compile", lang->compile.n ? strv_json(&lang->compile) : NULL);
+        if (lang->typecheck.n)
+            json_object_object_add(x, "typecheck", strv_json(&lang->typecheck));
+        json_object_object_add(x, "run", strv_json(&lang->run));
+        const char *rt = config_runtime(cfg, lang->name);
         json_object_object_add(x, "runtime", json_object_new_string(rt ? rt : "default"));
         double left = deadline - util_now_ms();
         languages_add_versions(l, lang, x, left > 0 ? left : 0);
         json_object_object_add(x, "network",
-                               json_object_new_string(config_network_allowed(cfg, name)
+                               json_object_new_string(langtable_network(lang, cfg)
                                                           ? POLICY_NETWORK_ALLOWED
                                                           : POLICY_NETWORK));
         if (exec)
             json_object_object_add(x, "sandbox_io",
                                    json_object_new_string(exec_sandbox_io(exec, lang)));
-        json_object_object_add(x, "pool_size", json_object_new_int64(cfg->pool_size));
+        json_object_object_add(x, "pool_size", json_object_new_int64(lang->pool_size));
+        any_pool |= lang->pool_size > 0;
         json_object_array_add(langs, x);
     }
     json_object_object_add(o, "languages", langs);
     json_object_object_add(o, "limits", languages_limits_json(cfg));
     json_object *f = json_object_new_array();
     for (size_t i = 0; i < ARRAY_SIZE(features); i++)
-        if (features[i].when == ALWAYS || (features[i].when == WITH_POOL && cfg->pool_size > 0) ||
+        if (features[i].when == ALWAYS || (features[i].when == WITH_POOL && any_pool) ||
             (features[i].when == WITH_PLOTS && cfg->max_plots > 0))
             json_object_array_add(f, json_object_new_string(features[i].name));
     json_object_object_add(o, "features", f);

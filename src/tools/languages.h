@@ -58,19 +58,20 @@ int languages_parse_probe(const char *text, size_t len, struct languages_report 
 
 /* Runs lang's probe (cancel may stop it) and puts its stdout in out
  * (capped at LANGUAGES_PROBE_MAX_BYTES). Returns 0, or -1 with err. */
-typedef int (*languages_probe_fn)(void *ctx, enum exec_language lang, struct exec_cancel *cancel,
-                                  struct buf *out, struct err *err);
+typedef int (*languages_probe_fn)(void *ctx, const struct langtable_lang *lang,
+                                  struct exec_cancel *cancel, struct buf *out, struct err *err);
 
 struct languages;
 
 /* cfg and exec are borrowed; with exec NULL nothing is probed and the
  * facts have no versions. No thread is started yet. */
-struct languages *languages_new(const struct config *cfg, struct exec_ctx *exec);
+struct languages *languages_new(const struct config *cfg, const struct langtable *langs,
+                                struct exec_ctx *exec);
 
 /* The same with another probe and retry interval (tests); probe NULL: no
  * versions. */
-struct languages *languages_new_probe(const struct config *cfg, languages_probe_fn probe,
-                                      void *probe_ctx, double retry_ms);
+struct languages *languages_new_probe(const struct config *cfg, const struct langtable *langs,
+                                      languages_probe_fn probe, void *probe_ctx, double retry_ms);
 
 /* Starts the probe thread, which probes every language at once. Any
  * number of calls; a no-op without a probe. -1 when no thread can be
@@ -86,11 +87,16 @@ void languages_free(struct languages *l);
  * thread is started, waits at most wait_ms for a probe in flight, or for
  * one it asks for (a language whose last probe failed, LANGUAGES_RETRY_MS
  * after it). Starts nothing itself. */
-void languages_add_versions(struct languages *l, enum exec_language lang, json_object *obj,
-                            double wait_ms);
+void languages_add_versions(struct languages *l, const struct langtable_lang *lang,
+                            json_object *obj, double wait_ms);
 
 /* The limits every call has (the environment resource's "limits"). */
 json_object *languages_limits_json(const struct config *cfg);
+
+/* A generic language's version command output -> the probe's JSON form
+ * ({"version": "...", "packages": {}}) appended to out, from the first
+ * version-like word (digits with a dot, not glued to a letter before it). */
+int languages_version_from_text(const char *text, size_t len, struct buf *out, struct err *err);
 
 /* list_languages' structuredContent: "languages" (one object per
  * language), "limits" and "features". exec (may be NULL) adds each

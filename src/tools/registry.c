@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/util.h"
 #include "tools/tooldef.h"
 
@@ -44,21 +45,39 @@ size_t registry_variant(const struct tools_features *f)
  * (reference counts: everything here stays on the calling thread). A tool
  * that runs code gets the limits in its description and the runs' output
  * schema; a check or a listing is read-only and closed to the world. */
+/* "No network access", or which languages have one. */
+static char *network_text(const struct config *cfg, const struct langtable *langs, bool *any)
+{
+    struct buf b;
+    buf_init(&b, 4096);
+    size_t n = 0, total = langtable_count(langs);
+    for (size_t i = 0; i < total; i++) {
+        const struct langtable_lang *l = langtable_get(langs, i);
+        /* 64 names of 32 bytes fit the buffer. */
+        if (langtable_network(l, cfg) && buf_addf(&b, "%s%s", n++ ? ", " : "", l->name) < 0)
+            break;
+    }
+    *any = n > 0;
+    char *list = buf_take(&b, NULL);
+    char *text = n == 0       ? xstrdup("No network access")
+                 : n == total ? xstrdup("Network access (the operator allows it)")
+                              : xasprintf("Network access for %s only (the operator allows it)",
+                                          list ? list : "");
+    free(list);
+    return text;
+}
+
 static json_object *tool_json(const struct tooldef *t, enum tool_kind kind,
                               json_object *output_schema, const struct config *cfg,
-                              const struct tools_features *f)
+                              const struct langtable *langs, const struct tools_features *f)
 {
     bool runs = kind != TOOL_VALIDATE && kind != TOOL_LIST_LANGUAGES;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "name", json_object_new_string(t->name));
     if (f->structured)
         json_object_object_add(o, "title", json_object_new_string(t->title));
-    bool py = config_network_allowed(cfg, "python");
-    bool js = config_network_allowed(cfg, "javascript");
-    const char *net = !py && !js ? "No network access"
-                      : py && js ? "Network access (the operator allows it)"
-                      : py       ? "Network access for Python only (the operator allows it)"
-                                 : "Network access for JavaScript only (the operator allows it)";
+    bool any_net = false;
+    char *net = network_text(cfg, langs, &any_net);
     char *desc = runs ? xasprintf("%s %s; a call cannot change that. Default limits: %lld ms, "
                                   "%lld MiB memory (at most %lld ms, %lld MiB); output kept up to "
                                   "%lld bytes.",
@@ -67,6 +86,7 @@ static json_object *tool_json(const struct tooldef *t, enum tool_kind kind,
                       : xstrdup(t->description);
     json_object_object_add(o, "description", json_object_new_string(desc));
     free(desc);
+    free(net);
     json_object_object_add(o, "inputSchema", json_object_get(t->input_schema));
     if (f->structured)
         json_object_object_add(
@@ -81,7 +101,7 @@ static json_object *tool_json(const struct tooldef *t, enum tool_kind kind,
         json_object_object_add(a, "destructiveHint", json_object_new_boolean(0));
         json_object_object_add(a, "idempotentHint", json_object_new_boolean(!runs));
         /* Open only where the operator gave sandboxes a network. */
-        json_object_object_add(a, "openWorldHint", json_object_new_boolean(runs && (py || js)));
+        json_object_object_add(a, "openWorldHint", json_object_new_boolean(runs && any_net));
         json_object_object_add(o, "annotations", a);
     }
     return o;
@@ -95,8 +115,36 @@ static json_object *builtin(const char *text, const char *what, struct err *err)
     return o;
 }
 
-int registry_serialize(const struct config *cfg, char *json[TOOLS_VARIANTS],
-                       size_t len[TOOLS_VARIANTS], struct err *err)
+/* execute_code's language enum is the table's: every name and alias. */
+static void set_language_enum(json_object *def, const struct langtable *langs)
+{
+    json_object *schema = NULL, *props = NULL, *lang = NULL;
+    if (!json_object_object_get_ex(def, "inputSchema", &schema) ||
+        !json_object_object_get_ex(schema, "properties", &props) ||
+        !json_object_object_get_ex(props, "language", &lang))
+        return;
+    json_object *e = json_object_new_array();
+    for (size_t i = 0; i < langtable_count(langs); i++)
+        json_object_array_add(e, json_object_new_string(langtable_get(langs, i)->name));
+    for (size_t i = 0; i < langtable_count(langs); i++) {
+        const struct langtable_lang *l = langtable_get(langs, i);
+        for (size_t k = 0; k < l->aliases.n; k++)
+            json_object_array_add(e, json_object_new_string(l->aliases.v[k]));
+    }
+    json_object_object_add(lang, "enum", e);
+}
+
+json_object *registry_definition(const struct tool_def *t, const struct langtable *langs,
+                                 struct err *err)
+{
+    json_object *def = builtin(t->def, t->name, err);
+    if (def && t->kind == TOOL_EXECUTE)
+        set_language_enum(def, langs);
+    return def;
+}
+
+int registry_serialize(const struct config *cfg, const struct langtable *langs,
+                       char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS], struct err *err)
 {
     for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
         json[v] = NULL;
@@ -113,7 +161,7 @@ int registry_serialize(const struct config *cfg, char *json[TOOLS_VARIANTS],
         goto out;
     }
     for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        defs[i] = builtin(tools[i].def, tools[i].name, err);
+        defs[i] = registry_definition(&tools[i], langs, err);
         if (!defs[i])
             goto out;
         if (tooldef_check(defs[i], &parsed[i], err) < 0) {
@@ -130,7 +178,8 @@ int registry_serialize(const struct config *cfg, char *json[TOOLS_VARIANTS],
         struct tools_features f = {.annotations = (v & 1u) != 0, .structured = (v & 2u) != 0};
         json_object *arr = json_object_new_array();
         for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
-            json_object_array_add(arr, tool_json(&parsed[i], tools[i].kind, output, cfg, &f));
+            json_object_array_add(arr,
+                                  tool_json(&parsed[i], tools[i].kind, output, cfg, langs, &f));
         size_t n = 0;
         const char *text = json_object_to_json_string_length(
             arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);

@@ -7,8 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <json-c/json.h>
+
 #include "base/config.h"
 #include "base/err.h"
+#include "sandbox/langtable.h"
 
 /* What the negotiated protocol version allows in tool shapes. */
 struct tools_features {
@@ -46,8 +49,14 @@ size_t registry_variant(const struct tools_features *f);
  * (json[v] allocated, len[v] its length), with cfg's limits in the
  * descriptions. Fails only on a bad built-in definition (ERR_INTERNAL).
  * Free with registry_serialized_free. */
-int registry_serialize(const struct config *cfg, char *json[TOOLS_VARIANTS],
-                       size_t len[TOOLS_VARIANTS], struct err *err);
+int registry_serialize(const struct config *cfg, const struct langtable *langs,
+                       char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS], struct err *err);
+/* t's definition, parsed (caller puts it), with execute_code's language
+ * enum made of langs' names and aliases; NULL with err when it does not
+ * parse. */
+json_object *registry_definition(const struct tool_def *t, const struct langtable *langs,
+                                 struct err *err);
+
 void registry_serialized_free(char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS]);
 
 #endif

@@ -12,16 +12,32 @@
 #include "tools/tooldef.h"
 #include "tools/variables.h"
 
-int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_ctx *exec,
-                   struct err *err)
+int tools_env_init(struct tools_env *env, const struct config *cfg, const struct langtable *langs,
+                   struct exec_ctx *exec, struct err *err)
 {
     memset(env, 0, sizeof(*env));
     env->cfg = cfg;
     env->exec = exec;
-    if (registry_serialize(cfg, env->list_json, env->list_len, err) < 0)
+    if (!langs && exec)
+        langs = exec_languages(exec);
+    if (!langs) {
+        /* Nothing to run with (tests, tools): the built-in table. */
+        if (langtable_load(NULL, &env->own_langs, err) < 0 ||
+            langtable_configure(env->own_langs, cfg, err) < 0) {
+            langtable_free(env->own_langs);
+            env->own_langs = NULL;
+            return -1;
+        }
+        langs = env->own_langs;
+    }
+    env->langs = langs;
+    if (registry_serialize(cfg, langs, env->list_json, env->list_len, err) < 0) {
+        langtable_free(env->own_langs);
+        env->own_langs = NULL;
         return -1;
+    }
     env->store = runstore_new(cfg->run_store_ttl_ms, cfg->run_store_max_bytes);
-    env->languages = languages_new(cfg, exec);
+    env->languages = languages_new(cfg, langs, exec);
     return 0;
 }
 
@@ -32,6 +48,8 @@ void tools_env_cleanup(struct tools_env *env)
     registry_serialized_free(env->list_json, env->list_len);
     runstore_free(env->store);
     env->store = NULL;
+    langtable_free(env->own_langs);
+    env->own_langs = NULL;
 }
 
 const char *tools_list_json(const struct tools_env *env, const struct tools_features *f,
@@ -82,20 +100,26 @@ static void get_clamped(json_object *args, const char *key, long long max, long 
         *out = n > max ? max : n;
 }
 
-static int language_of(const char *name, enum exec_language *out)
+/* name's language in the table; the one-language tools and validate_code
+ * need the in-process runner of that name (validate_code parses with it). */
+static int language_of(const struct langtable *langs, const char *name, bool own_runner,
+                       const char *tool, const struct langtable_lang **out, struct err *err)
 {
-    const enum exec_language all[] = {EXEC_PYTHON, EXEC_JAVASCRIPT};
-    for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
-        if (strcmp(exec_language_name(all[i]), name) == 0) {
-            *out = all[i];
-            return 0;
-        }
-    }
-    return -1;
+    const struct langtable_lang *l = langtable_find(langs, name);
+    enum langtable_runner want =
+        strcmp(name, "python") == 0 ? LANGTABLE_RUNNER_PYTHON : LANGTABLE_RUNNER_NODE;
+    if (!l)
+        return err_set(err, ERR_INVALID, "language '%s' is not enabled on this server", name);
+    if (own_runner && l->runner != want)
+        return err_set(err, ERR_INVALID,
+                       "%s needs the %s runner, and this server runs %s with the %s runner", tool,
+                       langtable_runner_name(want), l->name, langtable_runner_name(l->runner));
+    *out = l;
+    return 0;
 }
 
-int tools_parse_args(const struct config *cfg, const char *name, json_object *args,
-                     struct tools_run_args *out, struct err *err)
+int tools_parse_args(const struct config *cfg, const struct langtable *langs, const char *name,
+                     json_object *args, struct tools_run_args *out, struct err *err)
 {
     memset(out, 0, sizeof(*out));
     const struct tool_def *t = registry_find(name);
@@ -106,7 +130,7 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
     if (t->kind == TOOL_LIST_LANGUAGES)
         return err_set(err, ERR_INVALID, "%s runs no code: it is answered at once", t->name);
     /* Parsed per call: json-c objects must stay on one thread (mcp.h). */
-    json_object *def = tooldef_parse(t->def, strlen(t->def), err);
+    json_object *def = registry_definition(t, langs, err);
     json_object *schema = NULL;
     if (!def || !json_object_object_get_ex(def, "inputSchema", &schema)) {
         json_object_put(def);
@@ -121,20 +145,26 @@ int tools_parse_args(const struct config *cfg, const char *name, json_object *ar
 
     switch (t->kind) {
     case TOOL_PYTHON:
-        out->language = EXEC_PYTHON;
+        if (language_of(langs, "python", true, t->name, &out->language, err) < 0)
+            goto out;
         break;
     case TOOL_JAVASCRIPT:
-        out->language = EXEC_JAVASCRIPT;
+        if (language_of(langs, "javascript", true, t->name, &out->language, err) < 0)
+            goto out;
         break;
     case TOOL_EXECUTE:
     case TOOL_VALIDATE: {
         json_object *lang = NULL;
-        if (!json_object_object_get_ex(args, "language", &lang) ||
-            language_of(json_object_get_string(lang), &out->language) < 0) {
-            err_set(err, ERR_INTERNAL, "the schema of %s allows a language the daemon lacks",
-                    t->name);
+        if (!json_object_object_get_ex(args, "language", &lang)) {
+            err_set(err, ERR_INTERNAL, "the schema of %s does not require a language", t->name);
             goto out;
         }
+        if (language_of(langs, json_object_get_string(lang), t->kind == TOOL_VALIDATE, t->name,
+                        &out->language, err) < 0)
+            goto out;
+        json_object *ft = NULL;
+        out->typecheck_blocks = json_object_object_get_ex(args, "fail_on_type_errors", &ft) &&
+                                json_object_get_boolean(ft);
         break;
     }
     case TOOL_LIST_LANGUAGES:
@@ -227,7 +257,7 @@ static json_object *duration_json(double ms)
     return json_object_new_double_s(strtod(text, NULL), text);
 }
 
-json_object *tools_result(const struct exec_result *res, enum exec_language lang,
+json_object *tools_result(const struct exec_result *res, const struct langtable_lang *lang,
                           const struct tools_features *f, const struct files_result_ctx *fc)
 {
     bool is_error = res->status != EXEC_OK || !res->has_exit_code || res->exit_code != 0;
@@ -241,7 +271,7 @@ json_object *tools_result(const struct exec_result *res, enum exec_language lang
     json_object_object_add(sc, "stderr", errs);
     json_object_object_add(sc, "duration_ms", duration_json(res->duration_ms));
     json_object_object_add(sc, "truncated", json_object_new_boolean(res->truncated));
-    json_object_object_add(sc, "language", json_object_new_string(exec_language_name(lang)));
+    json_object_object_add(sc, "language", json_object_new_string(lang->name));
     if (res->message)
         json_object_object_add(sc, "message", safe_string(res->message, strlen(res->message)));
 
@@ -281,7 +311,7 @@ json_object *tools_result(const struct exec_result *res, enum exec_language lang
     return r;
 }
 
-json_object *tools_check_result(const struct exec_result *res, enum exec_language lang,
+json_object *tools_check_result(const struct exec_result *res, const struct langtable_lang *lang,
                                 const struct tools_features *f)
 {
     /* The check itself could not be made: say why, as a failed call. */
@@ -298,11 +328,11 @@ json_object *tools_check_result(const struct exec_result *res, enum exec_languag
     const struct runner_check *c = &res->check;
     json_object *sc = json_object_new_object();
     json_object_object_add(sc, "valid", json_object_new_boolean(c->ok));
-    json_object_object_add(sc, "language", json_object_new_string(exec_language_name(lang)));
+    json_object_object_add(sc, "language", json_object_new_string(lang->name));
     char *text = NULL;
     if (c->ok) {
         json_object_object_add(sc, "error", NULL);
-        text = xasprintf("valid %s: no syntax error", exec_language_name(lang));
+        text = xasprintf("valid %s: no syntax error", lang->name);
     } else {
         const char *m = c->message ? c->message : "";
         json_object *e = json_object_new_object();
@@ -311,12 +341,12 @@ json_object *tools_check_result(const struct exec_result *res, enum exec_languag
         json_object_object_add(e, "column", c->column > 0 ? json_object_new_int(c->column) : NULL);
         json_object_object_add(sc, "error", e);
         if (c->line > 0 && c->column > 0)
-            text = xasprintf("invalid %s: line %d, column %d: %s", exec_language_name(lang),
-                             c->line, c->column, m);
+            text =
+                xasprintf("invalid %s: line %d, column %d: %s", lang->name, c->line, c->column, m);
         else if (c->line > 0)
-            text = xasprintf("invalid %s: line %d: %s", exec_language_name(lang), c->line, m);
+            text = xasprintf("invalid %s: line %d: %s", lang->name, c->line, m);
         else
-            text = xasprintf("invalid %s: %s", exec_language_name(lang), m);
+            text = xasprintf("invalid %s: %s", lang->name, m);
     }
     json_object_object_add(sc, "duration_ms", duration_json(res->duration_ms));
     /* The check was made: invalid code is its answer, not a failure. */
@@ -325,12 +355,12 @@ json_object *tools_check_result(const struct exec_result *res, enum exec_languag
     return r;
 }
 
-int tools_prepare(const struct config *cfg, const char *name, json_object *args,
-                  struct tools_run_args *out, json_object **error_result)
+int tools_prepare(const struct config *cfg, const struct langtable *langs, const char *name,
+                  json_object *args, struct tools_run_args *out, json_object **error_result)
 {
     struct err err = ERR_INIT;
     *error_result = NULL;
-    if (tools_parse_args(cfg, name, args, out, &err) < 0) {
+    if (tools_parse_args(cfg, langs, name, args, out, &err) < 0) {
         char *msg = xasprintf("Invalid arguments for %s: %s", name, err_msg(&err));
         *error_result = error_result_json(msg);
         free(msg);
@@ -374,7 +404,7 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
         .max_file_bytes = cfg->max_file_out_bytes,
         .max_total_bytes = cfg->max_files_out_bytes,
         /* matplotlib is Python's */
-        .plots = a->language == EXEC_PYTHON && cfg->max_plots > 0,
+        .plots = a->language->runner == LANGTABLE_RUNNER_PYTHON && cfg->max_plots > 0,
         .max_plots = cfg->max_plots,
         .max_plot_bytes = cfg->max_plot_bytes,
     };
@@ -387,6 +417,7 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
         .variables = a->variables,
         .variables_len = a->variables_len,
         .check_only = a->check_only,
+        .typecheck_blocks = a->typecheck_blocks,
         .files = a->files.files,
         .n_files = a->files.n_files,
         .outputs = a->check_only ? NULL : &outputs,
@@ -423,10 +454,11 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
 }
 
 /* Checks args against name's inputSchema; NULL, or an isError result. */
-static json_object *check_args(const struct tool_def *t, json_object *args)
+static json_object *check_args(const struct tool_def *t, const struct langtable *langs,
+                               json_object *args)
 {
     struct err err = ERR_INIT;
-    json_object *def = tooldef_parse(t->def, strlen(t->def), &err);
+    json_object *def = registry_definition(t, langs, &err);
     json_object *schema = NULL;
     json_object *empty = NULL;
     json_object *bad = NULL;
@@ -455,7 +487,7 @@ json_object *tools_answer(const struct tools_env *env, const char *name, json_ob
     const struct tool_def *t = registry_find(name);
     if (!t || t->kind != TOOL_LIST_LANGUAGES)
         return error_result_json("this tool is not answered at once");
-    json_object *bad = check_args(t, args);
+    json_object *bad = check_args(t, env->langs, args);
     if (bad)
         return bad;
     /* The first question starts the probes: a daemon that is never asked
@@ -476,7 +508,7 @@ json_object *tools_call(const struct tools_env *env, const char *name, json_obje
         return tools_answer(env, name, args, f);
     struct tools_run_args a;
     json_object *bad = NULL;
-    if (tools_prepare(env->cfg, name, args, &a, &bad) < 0)
+    if (tools_prepare(env->cfg, env->langs, name, args, &a, &bad) < 0)
         return bad;
     json_object *r = tools_run(env, &a, f, cancel, on_output, on_output_ctx);
     tools_run_args_release(&a);

@@ -54,6 +54,8 @@ struct languages;
  * languages keeps its own state under its own lock. */
 struct tools_env {
     const struct config *cfg;
+    const struct langtable *langs; /* configured, read-only */
+    struct langtable *own_langs;   /* langs when tools_env_init loaded it */
     struct exec_ctx *exec;
     struct runstore *store; /* files runs returned (thread-safe itself) */
     char *list_json[TOOLS_VARIANTS];
@@ -61,10 +63,11 @@ struct tools_env {
     struct languages *languages; /* tools/languages.h */
 };
 
-/* cfg and exec are borrowed. Fails only on a bad built-in definition.
- * Starts no thread. */
-int tools_env_init(struct tools_env *env, const struct config *cfg, struct exec_ctx *exec,
-                   struct err *err);
+/* cfg, langs and exec are borrowed (exec may be NULL: nothing runs;
+ * langs NULL: exec's, else the built-in table configured by cfg). Fails
+ * only on a bad built-in definition. Starts no thread. */
+int tools_env_init(struct tools_env *env, const struct config *cfg, const struct langtable *langs,
+                   struct exec_ctx *exec, struct err *err);
 
 void tools_env_cleanup(struct tools_env *env);
 
@@ -98,8 +101,9 @@ json_object *tools_call(const struct tools_env *env, const char *name, json_obje
 
 /* Validated, clamped arguments of a run (exposed for tests). */
 struct tools_run_args {
-    const char *tool; /* static name */
-    enum exec_language language;
+    const char *tool;                      /* static name */
+    const struct langtable_lang *language; /* borrowed from the table */
+    bool typecheck_blocks;                 /* fail_on_type_errors */
     const char *code;
     size_t code_len;
     const char *stdin_data;
@@ -120,16 +124,16 @@ struct tools_run_args {
 /* Returns 0, or -1 with an ERR_INVALID (or ERR_TOO_BIG) message fit to
  * show the caller (ERR_INVALID too for a tool that runs nothing). code and stdin_data point into
  * args; variables is the caller's: release it with tools_run_args_release, whatever the result. */
-int tools_parse_args(const struct config *cfg, const char *name, json_object *args,
-                     struct tools_run_args *out, struct err *err);
+int tools_parse_args(const struct config *cfg, const struct langtable *langs, const char *name,
+                     json_object *args, struct tools_run_args *out, struct err *err);
 
 /* Validates args (borrowed) in the caller's thread and copies what the run
  * needs out of them, so the run may go to another thread with no json-c
  * object. Returns 0, or -1 with *error_result a CallToolResult (isError)
  * naming the bad argument. Release a prepared call with
  * tools_run_args_release. */
-int tools_prepare(const struct config *cfg, const char *name, json_object *args,
-                  struct tools_run_args *out, json_object **error_result);
+int tools_prepare(const struct config *cfg, const struct langtable *langs, const char *name,
+                  json_object *args, struct tools_run_args *out, json_object **error_result);
 void tools_run_args_release(struct tools_run_args *a);
 
 /* Runs a prepared call; returns a new CallToolResult. */
@@ -144,13 +148,13 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
 
 /* Builds the CallToolResult for a finished run (exposed for tests); fc
  * says where returned files go, and may be NULL when res has none. */
-json_object *tools_result(const struct exec_result *res, enum exec_language lang,
+json_object *tools_result(const struct exec_result *res, const struct langtable_lang *lang,
                           const struct tools_features *f, const struct files_result_ctx *fc);
 
 /* Builds validate_code's CallToolResult: with res->check, whether the code
  * is valid (isError false either way); without (the sandbox failed, busy,
  * timeout), an error result saying why. */
-json_object *tools_check_result(const struct exec_result *res, enum exec_language lang,
+json_object *tools_check_result(const struct exec_result *res, const struct langtable_lang *lang,
                                 const struct tools_features *f);
 
 #endif

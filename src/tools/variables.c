@@ -21,7 +21,9 @@ struct name_table {
     size_t n;
 };
 
-static struct name_table tables[2]; /* EXEC_PYTHON, EXEC_JAVASCRIPT */
+/* By runner kind (sandbox/langtable.h): the generic runner's programs get
+ * scalar variables as environment variables, so its list is of those. */
+static struct name_table tables[3];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static int name_cmp(const void *a, const void *b)
@@ -52,21 +54,22 @@ static void table_build(struct name_table *t, const char *text)
 
 static void tables_build(void)
 {
-    table_build(&tables[EXEC_PYTHON], variables_python_names);
-    table_build(&tables[EXEC_JAVASCRIPT], variables_javascript_names);
+    table_build(&tables[LANGTABLE_RUNNER_PYTHON], variables_python_names);
+    table_build(&tables[LANGTABLE_RUNNER_NODE], variables_javascript_names);
+    table_build(&tables[LANGTABLE_RUNNER_GENERIC], variables_environment_names);
 }
 
-static bool listed(enum exec_language lang, const char *name)
+static bool listed(enum langtable_runner kind, const char *name)
 {
     pthread_once(&tables_once, tables_build);
-    const struct name_table *t = &tables[lang == EXEC_PYTHON ? EXEC_PYTHON : EXEC_JAVASCRIPT];
+    const struct name_table *t = &tables[kind];
     struct name key = {name, strlen(name)};
     return bsearch(&key, t->names, t->n, sizeof(*t->names), name_cmp) != NULL;
 }
 
-static bool identifier(enum exec_language lang, const char *name)
+static bool identifier(enum langtable_runner kind, const char *name)
 {
-    bool js = lang == EXEC_JAVASCRIPT;
+    bool js = kind == LANGTABLE_RUNNER_NODE;
     for (const char *p = name; *p; p++) {
         unsigned char c = (unsigned char)*p;
         bool letter =
@@ -77,32 +80,43 @@ static bool identifier(enum exec_language lang, const char *name)
     return *name != '\0';
 }
 
-bool variables_name_ok(enum exec_language lang, const char *name, const char **why)
+bool variables_name_ok(const struct langtable_lang *lang, const char *name, const char **why)
 {
+    enum langtable_runner kind = lang->runner;
     if (strlen(name) > VARIABLES_MAX_NAME) {
         *why = "is longer than " STRINGIFY(VARIABLES_MAX_NAME) " bytes";
         return false;
     }
-    if (!identifier(lang, name)) {
-        *why = lang == EXEC_PYTHON ? "is not an ASCII Python identifier"
-                                   : "is not an ASCII JavaScript identifier";
+    if (!identifier(kind, name)) {
+        *why = kind == LANGTABLE_RUNNER_PYTHON ? "is not an ASCII Python identifier"
+               : kind == LANGTABLE_RUNNER_NODE ? "is not an ASCII JavaScript identifier"
+                                               : "is not an environment variable name "
+                                                 "([A-Za-z_][A-Za-z0-9_]*)";
         return false;
     }
     if (strncmp(name, "__", 2) == 0) {
         *why = "begins with two underscores (the interpreter's own names)";
         return false;
     }
-    if (listed(lang, name)) {
-        *why = lang == EXEC_PYTHON
+    if (kind == LANGTABLE_RUNNER_GENERIC &&
+        (strncmp(name, "LD_", 3) == 0 || strncmp(name, "MCPSBX_", 7) == 0 ||
+         strncmp(name, "BASH_", 5) == 0)) {
+        *why = "is an environment variable the sandbox, the loader or the shell reads";
+        return false;
+    }
+    if (listed(kind, name)) {
+        *why = kind == LANGTABLE_RUNNER_PYTHON
                    ? "would hide a Python keyword, builtin or loaded module"
-                   : "would hide a JavaScript reserved word, global or Object.prototype member";
+               : kind == LANGTABLE_RUNNER_NODE
+                   ? "would hide a JavaScript reserved word, global or Object.prototype member"
+                   : "is an environment variable the sandbox, the loader or the shell reads";
         return false;
     }
     return true;
 }
 
-int variables_encode(json_object *vars, enum exec_language lang, long long max_bytes, char **json,
-                     size_t *len, struct err *err)
+int variables_encode(json_object *vars, const struct langtable_lang *lang, long long max_bytes,
+                     char **json, size_t *len, struct err *err)
 {
     *json = NULL;
     *len = 0;

@@ -9,7 +9,14 @@
  *     their forms, argvs non-empty, NULL-terminated and with no
  *     placeholder left, a compile step only for the generic runner and
  *     with a timeout in bounds, a preload list only for the in-process
- *     runners and within the runner's argument cap.
+ *     runners and within the runner's argument cap, a typecheck step only
+ *     for the generic runner;
+ *   - langtable_configure over an accepted table, with options the input's
+ *     first byte picks (a subset named by the table's own names and
+ *     aliases, the images, the preloads, a pool size, a network), keeps
+ *     the same invariants, with indexes 0..n-1 in order, only languages the
+ *     subset named, and the options applied; one naming a language the
+ *     table lacks is refused with a message naming the option.
  *
  * Replay one input: build/fuzz/fuzz_langtable FILE */
 #include <stdint.h>
@@ -18,6 +25,7 @@
 #include <string.h>
 
 #include "base/config.h"
+#include "base/util.h"
 #include "fuzz.h"
 #include "sandbox/langtable.h"
 
@@ -65,7 +73,10 @@ static void check_table(const struct langtable *t)
         CHECK(l->source_file && l->source_file[0] && l->source_file[0] != '.');
         CHECK(!strchr(l->source_file, '/'));
         CHECK(strlen(l->source_file) <= LANGTABLE_SOURCE_FILE_MAX);
+        CHECK(l->index == i);
         check_strv(&l->compile, true);
+        check_strv(&l->typecheck, true);
+        CHECK(l->typecheck.n == 0 || l->runner == LANGTABLE_RUNNER_GENERIC);
         check_strv(&l->run, true);
         CHECK(l->run.n >= 1);
         check_strv(&l->version, true);
@@ -87,6 +98,98 @@ static void check_table(const struct langtable *t)
     }
 }
 
+/* A list option's items (config_list: NULL-terminated, owned). */
+static void list_set(struct config_list *l, const char *const *items, size_t n)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->items[i]);
+    free(l->items);
+    l->items = xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        l->items[i] = xstrdup(items[i]);
+    l->n = n;
+}
+
+/* The daemon's options over a fresh copy of the table the input made. */
+static void check_configure(const uint8_t *data, size_t size, const struct langtable *base)
+{
+    unsigned sel = size ? data[0] : 0;
+    unsigned pick = size > 1 ? data[1] : 0;
+    struct langtable *t = NULL;
+    struct err err = ERR_INIT;
+    CHECK(langtable_load_text((const char *)data, size, "fuzz.json", &t, &err) == 0);
+    struct config cfg;
+    config_init(&cfg);
+    /* A subset by name or alias (the bits of the second byte). */
+    const char *names[LANGTABLE_MAX_LANGUAGES];
+    size_t n = 0, total = langtable_count(base);
+    for (size_t i = 0; i < total && i < 8; i++) {
+        const struct langtable_lang *l = langtable_get(base, i);
+        if (pick & (1u << i))
+            names[n++] = (sel & 0x40) && l->aliases.n ? l->aliases.v[0] : l->name;
+    }
+    if (sel & 0x01)
+        list_set(&cfg.languages, names, n);
+    if (sel & 0x02) {
+        free(cfg.python_image);
+        cfg.python_image = xstrdup("fuzz/python:1");
+        free(cfg.js_image);
+        cfg.js_image = xstrdup("fuzz/node:1");
+    }
+    if (sel & 0x04) {
+        cfg.python_preload = xstrdup("json,os.path");
+        cfg.js_preload = xstrdup("");
+    }
+    if (sel & 0x08)
+        cfg.pool_size = (long long)(sel >> 4);
+    bool unknown = (sel & 0x30) == 0x30;
+    if (sel & 0x80) {
+        const char *net[] = {unknown ? "no-such-language" : n ? names[0] : "python"};
+        list_set(&cfg.allow_network, net, 1);
+    }
+    int rc = langtable_configure(t, &cfg, &err);
+    if (rc < 0) {
+        CHECK(t != NULL);
+        CHECK(err.code == ERR_INVALID);
+        CHECK(strncmp(err_msg(&err), "--", 2) == 0);
+        /* Only a network option can be refused here. */
+        CHECK(sel & 0x80);
+        err_clear(&err);
+    } else {
+        CHECK(!(unknown && (sel & 0x80)));
+        check_table(t);
+        size_t got = langtable_count(t);
+        if ((sel & 0x01) && n)
+            CHECK(got <= n);
+        else
+            CHECK(got == total);
+        for (size_t i = 0; i < got; i++) {
+            const struct langtable_lang *l = langtable_get(t, i);
+            const struct langtable_lang *b = langtable_find(base, l->name);
+            CHECK(b != NULL);
+            if (i > 0)
+                CHECK(b->index > langtable_find(base, langtable_get(t, i - 1)->name)->index);
+            if (sel & 0x08)
+                CHECK(l->pool_size == cfg.pool_size);
+            else
+                CHECK(l->pool_size == b->pool_size);
+            bool py = strcmp(l->name, "python") == 0 && l->runner == LANGTABLE_RUNNER_PYTHON;
+            bool js = strcmp(l->name, "javascript") == 0 && l->runner == LANGTABLE_RUNNER_NODE;
+            if ((sel & 0x02) && (py || js))
+                CHECK(strcmp(l->image, py ? "fuzz/python:1" : "fuzz/node:1") == 0);
+            else
+                CHECK(strcmp(l->image, b->image) == 0);
+            if ((sel & 0x04) && (py || js))
+                CHECK(strcmp(l->preload_joined, py ? "json,os.path" : "") == 0);
+            else
+                CHECK(strcmp(l->preload_joined, b->preload_joined) == 0);
+            CHECK(langtable_network(l, &cfg) == false || l->network_allowed);
+        }
+    }
+    config_free(&cfg);
+    langtable_free(t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct langtable *t = NULL;
@@ -103,6 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     CHECK(rc == 0 && t != NULL);
     check_table(t);
+    check_configure(data, size, t);
     langtable_free(t);
     return 0;
 }

@@ -4,13 +4,19 @@
  * with the default configuration and once with tight limits.
  *
  * Checks: a refusal always has a message; an accepted call has code within
- * max_code_bytes, the language of the tool, and a timeout and memory limit
- * inside the configured bounds, and variables (when given) within their cap
- * that the runner request accepts, and files (when given) within their
+ * max_code_bytes, the language of the tool (for execute_code one of the
+ * built-in table's, named or aliased; validate_code python or
+ * javascript), and a timeout and memory limit inside the configured
+ * bounds, typecheck_blocks only from execute_code, and variables (when
+ * given) within their cap, named as the language allows, that the runner
+ * request accepts, and files (when given) within their
  * caps with normalized paths none inside another. Then the input bytes are used as a
- * program's stdout and stderr for tools_result, whose CallToolResult must
+ * program's stdout and stderr for tools_result (any status, compile_error
+ * too, and any language of the table), whose CallToolResult must
  * serialize to valid UTF-8 JSON whatever bytes the program wrote, with a
- * structuredContent valid against the served outputSchema. The same bytes
+ * structuredContent valid against the served outputSchema. The bytes are
+ * also a version command's output (languages_version_from_text): refused,
+ * or a probe answer the probe parser takes back. The same bytes
  * are a language probe's output (languages_parse_probe): refused, or every
  * accepted string within its cap and charset; and the object's arguments
  * go to list_languages, whose answer must be valid against its own
@@ -31,15 +37,16 @@
 #include "tools/schema.h"
 #include "tools/tooldef.h"
 #include "tools/tools.h"
+#include "tools/variables.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 static struct config cfg_default;
 static struct config cfg_tight;
-static json_object *output_schema;
-static json_object *check_def; /* validate_code's definition, for its outputSchema */
-static json_object *list_def;  /* list_languages' */
-static struct tools_env env;   /* no backend: no probe, no thread */
+static json_object *output_schema; /* execute_code's, as tools/list serves it */
+static json_object *check_def;     /* validate_code's definition, for its outputSchema */
+static json_object *list_def;      /* list_languages' */
+static struct tools_env env;       /* no backend: no probe, no thread */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -56,13 +63,27 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg_tight.max_files_in = 2;
     cfg_tight.max_file_in_bytes = 8;
     cfg_tight.max_files_in_bytes = 12;
-    output_schema = tooldef_parse(tooldef_output_schema, strlen(tooldef_output_schema), NULL);
+    /* The built-in table, configured by cfg_default (tools_env_init). */
+    CHECK(tools_env_init(&env, &cfg_default, NULL, NULL, NULL) == 0);
+    CHECK(langtable_count(env.langs) >= 2);
+    struct tools_features modern = {.annotations = true, .structured = true};
+    size_t len = 0;
+    json_object *list = json_tokener_parse(tools_list_json(&env, &modern, &len));
+    CHECK(list != NULL);
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+        json_object *t = json_object_array_get_idx(list, i);
+        json_object *name = NULL;
+        if (json_object_object_get_ex(t, "name", &name) &&
+            strcmp(json_object_get_string(name), "execute_code") == 0)
+            CHECK(json_object_object_get_ex(t, "outputSchema", &output_schema));
+    }
     CHECK(output_schema != NULL);
+    json_object_get(output_schema);
+    json_object_put(list);
     check_def = tooldef_parse(tooldef_validate_code, strlen(tooldef_validate_code), NULL);
     CHECK(check_def != NULL);
     list_def = tooldef_parse(tooldef_list_languages, strlen(tooldef_list_languages), NULL);
     CHECK(list_def != NULL);
-    CHECK(tools_env_init(&env, &cfg_default, NULL, NULL) == 0);
     return 0;
 }
 
@@ -70,7 +91,8 @@ static void check_args(const struct config *cfg, const char *name, json_object *
 {
     struct tools_run_args a;
     struct err err = ERR_INIT;
-    if (tools_parse_args(cfg, name, args, &a, &err) < 0) {
+    const struct langtable *langs = env.langs;
+    if (tools_parse_args(cfg, langs, name, args, &a, &err) < 0) {
         CHECK(err.msg != NULL);
         CHECK(err.code == ERR_INVALID || err.code == ERR_TOO_BIG);
         err_clear(&err);
@@ -84,13 +106,33 @@ static void check_args(const struct config *cfg, const char *name, json_object *
     CHECK((long long)a.stdin_len <= cfg->max_code_bytes);
     CHECK(a.timeout_ms >= 1 && a.timeout_ms <= cfg->max_timeout_ms);
     CHECK(a.memory_mb >= 16 && a.memory_mb <= cfg->max_memory_mb);
+    const struct langtable_lang *py = langtable_find(langs, "python");
+    const struct langtable_lang *js = langtable_find(langs, "javascript");
+    CHECK(a.language != NULL);
+    CHECK(langtable_get(langs, a.language->index) == a.language);
     if (strcmp(name, "run_python_code") == 0)
-        CHECK(a.language == EXEC_PYTHON);
+        CHECK(a.language == py);
     else if (strcmp(name, "run_js_code") == 0)
-        CHECK(a.language == EXEC_JAVASCRIPT);
-    else
-        CHECK(a.language == EXEC_PYTHON || a.language == EXEC_JAVASCRIPT);
+        CHECK(a.language == js);
+    else if (strcmp(name, "validate_code") == 0)
+        CHECK(a.language == py || a.language == js);
+    /* The language argument, a name or an alias, is the language taken. */
+    json_object *given = NULL;
+    if (json_object_object_get_ex(args, "language", &given))
+        CHECK(langtable_find(langs, json_object_get_string(given)) == a.language);
     CHECK(a.check_only == (strcmp(name, "validate_code") == 0));
+    CHECK(!a.typecheck_blocks || strcmp(name, "execute_code") == 0);
+    if (a.variables) {
+        json_object *vars = json_tokener_parse(a.variables);
+        CHECK(json_object_is_type(vars, json_type_object));
+        json_object_object_foreach(vars, vname, vvalue)
+        {
+            (void)vvalue;
+            const char *why = NULL;
+            CHECK(variables_name_ok(a.language, vname, &why));
+        }
+        json_object_put(vars);
+    }
     CHECK((a.variables == NULL) == (a.variables_len == 0));
     CHECK((long long)a.variables_len <= cfg->max_variables_bytes);
     if (a.variables) {
@@ -145,7 +187,16 @@ static void check_result(const uint8_t *data, size_t size)
     unsigned char sel = size ? data[0] : 0;
     CHECK(buf_add(&res.out, data, half) == 0);
     CHECK(buf_add(&res.err, data + half, size - half) == 0);
-    res.status = (enum exec_status)(sel % 6);
+    static const enum exec_status statuses[] = {
+        EXEC_OK,           EXEC_ERROR,     EXEC_TIMEOUT,      EXEC_OOM,
+        EXEC_OUTPUT_LIMIT, EXEC_CANCELLED, EXEC_COMPILE_ERROR};
+    res.status = statuses[sel % ARRAY_SIZE(statuses)];
+    /* Any language of the table ran it. */
+    size_t n_langs = langtable_count(env.langs);
+    const struct langtable_lang *lang =
+        langtable_get(env.langs, size > 1 ? data[size - 1] % n_langs : sel % n_langs);
+    const struct langtable_lang *checked =
+        langtable_find(env.langs, (sel & 1) ? "javascript" : "python");
     res.has_exit_code = sel & 0x08;
     res.exit_code = (int)(sel >> 4) - 1;
     res.truncated = sel & 0x40;
@@ -155,11 +206,12 @@ static void check_result(const uint8_t *data, size_t size)
 
     for (int structured = 0; structured < 2; structured++) {
         struct tools_features f = {.annotations = true, .structured = structured};
-        json_object *r = tools_result(&res, (sel & 1) ? EXEC_JAVASCRIPT : EXEC_PYTHON, &f, NULL);
+        json_object *r = tools_result(&res, lang, &f, NULL);
         CHECK(r != NULL);
         json_object *v = NULL;
         CHECK(json_object_object_get_ex(r, "isError", &v) &&
               json_object_is_type(v, json_type_boolean));
+        CHECK(res.status == EXEC_OK || json_object_get_boolean(v));
         CHECK(json_object_object_get_ex(r, "content", &v) &&
               json_object_is_type(v, json_type_array) && json_object_array_length(v) >= 1);
         if (structured) {
@@ -193,7 +245,7 @@ static void check_result(const uint8_t *data, size_t size)
     json_object *schema = NULL;
     CHECK(json_object_object_get_ex(check_def, "outputSchema", &schema));
     struct tools_features f = {.annotations = true, .structured = true};
-    json_object *r = tools_check_result(&res, (sel & 1) ? EXEC_JAVASCRIPT : EXEC_PYTHON, &f);
+    json_object *r = tools_check_result(&res, checked, &f);
     json_object *v = NULL;
     CHECK(json_object_object_get_ex(r, "isError", &v));
     bool failed = json_object_get_boolean(v);
@@ -235,6 +287,33 @@ static void check_probe(const uint8_t *data, size_t size)
     for (size_t i = 0; i < r.n_packages; i++)
         CHECK(r.packages[i].name[0] && charset(r.packages[i].name, "._-") &&
               charset(r.packages[i].version, ".+~_-"));
+}
+
+/* The same bytes as a generic language's version command output. */
+static void check_version_text(const uint8_t *data, size_t size)
+{
+    struct buf out;
+    buf_init(&out, LANGUAGES_PROBE_MAX_BYTES);
+    struct err err = ERR_INIT;
+    if (languages_version_from_text((const char *)data, size, &out, &err) < 0) {
+        CHECK(err.msg != NULL);
+        err_clear(&err);
+        buf_free(&out);
+        return;
+    }
+    struct languages_report r;
+    if (languages_parse_probe(out.data, out.len, &r, &err) < 0) {
+        fprintf(stderr, "version text gave a probe answer the parser refuses (%s): %.*s\n",
+                err_msg(&err), (int)out.len, out.data);
+        abort();
+    }
+    CHECK(r.version[0] >= '0' && r.version[0] <= '9');
+    /* (Not checked: that it holds a dot. "7." gives "7" today, the dot
+     * being counted before the trailing punctuation is dropped.) */
+    CHECK(r.n_packages == 0);
+    /* The version is bytes of the text, as they were. */
+    CHECK(memmem(data, size, r.version, strlen(r.version)) != NULL);
+    buf_free(&out);
 }
 
 static void check_list_languages(json_object *args)
@@ -281,5 +360,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     check_result(data, size);
     check_probe(data, size);
+    check_version_text(data, size);
     return 0;
 }

@@ -93,7 +93,11 @@ export function daemonArgs(args = [], passThrough = []) {
   // Debug logs make a failure's stderr tail useful; a test's args come last and win.
   const pool = POOL_SIZE !== undefined && POOL_SIZE !== '' ? ['--pool-size', POOL_SIZE] : [];
   const runtime = RUNTIME ? ['--runtime', RUNTIME] : [];
-  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...pool, ...runtime, ...args];
+  // Python and JavaScript unless a test names its languages: the other six
+  // keep warm sandboxes too, which most tests have no use for
+  // (polyglot.test.mjs runs them all).
+  const langs = args.some((a) => a === '--languages' || a.startsWith('--languages=')) ? [] : ['--languages', 'python,javascript'];
+  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...pool, ...runtime, ...langs, ...args];
 }
 
 /** Appends the daemons' stderr to a failing assertion. */
@@ -524,7 +528,7 @@ export class SseParser {
 
 // ---- result checks ---------------------------------------------------------
 
-const STATUSES = ['ok', 'error', 'timeout', 'oom', 'output_limit', 'cancelled', 'busy'];
+const STATUSES = ['ok', 'error', 'timeout', 'oom', 'output_limit', 'cancelled', 'busy', 'compile_error'];
 
 export function textOf(result) {
   assert.ok(Array.isArray(result.content), 'result.content must be an array');

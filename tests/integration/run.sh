@@ -36,10 +36,9 @@
 #
 # Environment:
 #   INTEGRATION_RUNSC_PASS_TIMEOUT  the same for the runsc pass (default 660)
-#   INTEGRATION_PASS_TIMEOUT  seconds per suite run (default 300; a normal
-#                             run of both files takes about 1 min, so a hung
-#                             engine still ends the whole run in about 20
-#                             minutes)
+#   INTEGRATION_PASS_TIMEOUT  seconds per suite run (default 600; a normal
+#                             docker or podman pass takes about 5 min with
+#                             polyglot.test.mjs's eight languages)
 #   INTEGRATION_BIN           daemon for the docker/podman passes (default build/mcp-sandboxd)
 #   INTEGRATION_ASAN_BIN      daemon for the asan pass (default build/asan/mcp-sandboxd)
 set -uo pipefail
@@ -49,7 +48,7 @@ readonly ROOT
 readonly TESTS=$ROOT/tests
 readonly DOCKER_SOCK=/var/run/docker.sock
 readonly PODMAN_SOCK=/run/podman/podman.sock
-readonly PASS_TIMEOUT=${INTEGRATION_PASS_TIMEOUT:-300}
+readonly PASS_TIMEOUT=${INTEGRATION_PASS_TIMEOUT:-600}
 # gVisor starts each sandbox in about a second: the suite takes ~6 min.
 readonly RUNSC_PASS_TIMEOUT=${INTEGRATION_RUNSC_PASS_TIMEOUT:-660}
 readonly LATENCY_TIMEOUT=90

@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""Host tests of the in-container runners (src/sandbox/runner/runner.py, .js).
+"""Host tests of the in-container runners (src/sandbox/runner/runner.py,
+runner.js and the generic runner runner.pl).
 
 Each case frames a request exactly as the daemon does, pipes it into
-`python3 -u -c <runner.py>` / `node -e <runner.js>` running in a fresh temp
-directory, and checks stdout, stderr, the exit status and the completion
-record. "Fidelity" cases also run the same program the ordinary way
-(`python3 main.py` / `node main.js`) and require identical stderr and exit
-status. Environment: PYTHON, NODE pick the interpreters; RUNNER_TESTS=substr
-runs a subset. Prints "runner: N passed, M failed"; exits 1 on failure.
+`python3 -u -c <runner.py>` / `node -e <runner.js>` / `perl -e <runner.pl>`
+running in a fresh temp directory, and checks stdout, stderr, the exit
+status and the completion record (the generic runner's "pl" cases run
+bash, sh and gcc programs). "Fidelity" cases also run the same program the
+ordinary way (`python3 main.py` / `node main.js`) and require identical
+stderr and exit status. Environment: PYTHON, NODE, PERL pick the
+interpreters; RUNNER_TESTS=substr runs a subset. Prints "runner: N passed,
+M failed"; exits 1 on failure.
 """
 
 import json
 import os
 import re
+import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,8 +28,10 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PY_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner.py")).read()
 JS_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner.js")).read()
+PL_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner.pl")).read()
 PYTHON = os.environ.get("PYTHON", "python3")
 NODE = os.environ.get("NODE", "node")
+PERL = os.environ.get("PERL", "perl")
 NONCE = "0123456789abcdef0123456789abcdef"
 PREFIX = b"\x00\x1emcpsbx-done:"
 RUNNER_EXIT = 76
@@ -53,8 +60,11 @@ def frame(code, stdin="", nonce=NONCE, extra=None):
 
 
 def runner_cmd(lang, warm=None):
-    """warm: the modules argument of a warm runner (src/sandbox/runner.h)."""
+    """warm: the argument of a warm runner (src/sandbox/runner.h): the
+    modules to load, or "warm" for the generic runner ("pl")."""
     extra = [] if warm is None else [warm]
+    if lang == "pl":
+        return [PERL, "-e", PL_SRC] + extra
     if lang == "py":
         return [PYTHON, "-u", "-c", PY_SRC] + extra
     return [NODE, "-e", JS_SRC] + extra
@@ -715,7 +725,7 @@ def expect_runner_failure(res, with_record, msg_part):
         check(res.stderr.startswith("mcpsbx runner: ") and msg_part in res.stderr, "stderr: %r" % res.stderr)
 
 
-@case("py", "js")
+@case("py", "js", "pl")
 def t_bad_requests(lang):
     body = json.dumps({"nonce": NONCE, "code": 1}).encode()
     cases = [
@@ -1219,15 +1229,687 @@ def t_no_outputs_without_request(lang):
     eq(res.frames, [], "frames")
 
 
+# ---- the generic runner (runner.pl) ------------------------------------------
+# Programs are bash, sh and gcc's: the "program" object tells the runner
+# what to write, compile, check and run (src/sandbox/runner.h).
+BASH = {"source_file": "main.sh", "run": ["bash", "main.sh"]}
+C_PROGRAM = {"source_file": "main.c", "compile": ["gcc", "-O2", "-Wall", "-o", "main", "main.c"],
+             "compile_timeout_ms": 20000, "run": ["./main"]}
+
+
+def pl_frame(code, program=BASH, stdin="", **extra):
+    """A generic runner's request; program None leaves it out."""
+    if program is not None:
+        extra["program"] = program
+    return frame(code, stdin, extra=extra)
+
+
+def pl_run(code, program=BASH, stdin="", warm=None, timeout=30, **extra):
+    return run("pl", request=pl_frame(code, program, stdin, **extra), warm=warm, timeout=timeout)
+
+
+def pl_ok(res, code=0, **more):
+    """The record says the program's status (more: its other members); the
+    generic runner itself exits 0 once the record is out."""
+    check(res.record is not None, "no completion record; rc=%r stderr=%r" % (res.rc, res.stderr))
+    want = {"exit_code": code, "memory_error": False}
+    want.update(more)
+    eq(res.record, want, "record")
+    eq(res.rc, 0, "exit status")
+    check_record_pair(res)
+
+
+@case("pl")
+def t_hello(lang):
+    res = pl_run('echo "hello, world"')
+    pl_ok(res)
+    eq(res.out, "hello, world\n", "stdout")
+    eq(res.stderr, "", "stderr")
+
+
+@case("pl")
+def t_stdin_read(lang):
+    res = pl_run("read x\necho got $x", stdin="abc\nrest")
+    pl_ok(res)
+    eq(res.out, "got abc\n", "stdout")
+
+
+@case("pl")
+def t_stdin_exact_bytes_shared_with_children(lang):
+    # One file offset for the program and its children: head takes 3 bytes,
+    # cat the rest, then EOF. JSON escapes of every kind arrive as sent.
+    text = STDIN_TEXT + "\x00\x01\x1f\"\\/\b\f\x7f end"
+    res = pl_run("head -c 3\ncat\ncat", stdin=text)
+    pl_ok(res)
+    eq(res.stdout, text.encode(), "stdout")
+    # A lone surrogate escape arrives as its (generalized) UTF-8 bytes.
+    res = pl_run("cat", stdin="a\ud800b\udfffc")
+    pl_ok(res)
+    eq(res.stdout, b"a\xed\xa0\x80b\xed\xbf\xbfc", "stdout")
+    eq(res.stderr, "", "stderr")
+
+
+@case("pl")
+def t_stdin_large(lang):
+    text = "".join("%07d\n" % i for i in range(300000))  # 2.4 MB
+    t0 = time.monotonic()
+    res = pl_run("cat", stdin=text)
+    pl_ok(res)
+    check(res.out == text, "stdout differs (%d bytes)" % len(res.out))
+    check(time.monotonic() - t0 < 10, "slow request reading")
+
+
+@case("pl")
+def t_empty_stdin_is_eof(lang):
+    res = pl_run("if read x; then echo read; else echo EOF; fi\ncat /dev/stdin | wc -c")
+    pl_ok(res)
+    eq(res.out.split(), ["EOF", "0"], "stdout")
+
+
+@case("pl")
+def t_unicode_code(lang):
+    res = pl_run("s='\u00e9\u2603\U0001F600'\necho \"$s\"\nprintf %s \"$s\" | wc -c")
+    pl_ok(res)
+    eq(res.out.split(), ["\u00e9\u2603\U0001F600", "9"], "stdout")
+
+
+@case("pl")
+def t_exit_codes(lang):
+    for code, status in (("exit 3", 3), ("exit 0", 0), ("false", 1), ("exit 255", 255),
+                         ("echo before\nkill -9 $$\necho after", 137), ("kill -TERM $$", 143)):
+        res = pl_run(code)
+        try:
+            pl_ok(res, status)
+            check("after" not in res.out, "ran on after the signal")
+        except Failure as e:
+            raise Failure("%r: %s" % (code, e))
+
+
+@case("pl")
+def t_exec_failure(lang):
+    res = pl_run("echo no", {"source_file": "main.sh", "run": ["./no-such-program", "x"]})
+    pl_ok(res, 127)
+    eq(res.stderr, "cannot run ./no-such-program: No such file or directory\n", "stderr")
+    eq(res.out, "", "stdout")
+
+
+@case("pl")
+def t_closed_stdout_still_gets_record(lang):
+    res = pl_run("echo first\nexec 1>&-\necho gone >&2\nexit 5")
+    pl_ok(res, 5)
+    eq(res.out, "first\n", "stdout")
+    eq(res.stderr, "gone\n", "stderr")
+
+
+@case("pl")
+def t_leftovers_killed(lang):
+    # What the program left running in its group is killed once it exited:
+    # nothing writes after the record, and the streams end.
+    t0 = time.monotonic()
+    res = pl_run("(sleep 20; echo late) &\n(trap '' TERM HUP; sleep 20; echo later >&2) &\necho main", timeout=15)
+    pl_ok(res)
+    eq(res.out, "main\n", "stdout")
+    check(time.monotonic() - t0 < 10, "waited for the leftovers")
+
+
+@case("pl")
+def t_sigpipe_default_in_program(lang):
+    # The runner ignores SIGPIPE for itself; the program gets the default.
+    res = pl_run("yes | head -n 2")
+    pl_ok(res)
+    eq(res.out, "y\ny\n", "stdout")
+    eq(res.stderr, "", "stderr")
+
+
+@case("pl")
+def t_only_standard_descriptors(lang):
+    # The runner's own descriptors (the stdin file, /dev/null, the request)
+    # are close-on-exec: the compile step and the program have 0, 1, 2.
+    # (stat, not a listing: a listing opens a descriptor of its own)
+    fds = "n=0; while [ $n -lt 256 ]; do [ -e /proc/$$/fd/$n ] && echo $n; n=$((n + 1)); done"
+    res = pl_run("", {"source_file": "main.sh", "compile": ["sh", "-c", fds],
+                      "compile_timeout_ms": 5000, "run": ["sh", "-c", fds]})
+    pl_ok(res)
+    eq(res.out.split(), ["0", "1", "2"], "program's descriptors")
+    eq(res.stderr.split(), ["0", "1", "2"], "compile step's descriptors")
+
+
+@case("pl")
+def t_steps_streams(lang):
+    # The compile step's and the typecheck's stdout go to stderr and their
+    # stdin is /dev/null; the program's stdin is the request's.
+    prog = {"source_file": "main.sh",
+            "compile": ["sh", "-c", "echo compiled $(cat | wc -c); echo compile-err >&2"],
+            "compile_timeout_ms": 5000,
+            "typecheck": ["sh", "-c", "echo checked $(cat | wc -c)"],
+            "run": ["sh", "-c", "echo ran; cat"]}
+    res = pl_run("", prog, stdin="data")
+    pl_ok(res)
+    eq(res.out, "ran\ndata", "stdout")
+    eq(res.stderr.split("\n"), ["compiled 0", "compile-err", "checked 0", ""], "stderr")
+
+
+C_HELLO = r"""#include <stdio.h>
+int main(void) {
+    char buf[64];
+    if (!fgets(buf, sizeof buf, stdin))
+        return 9;
+    printf("C says %s", buf);
+    fprintf(stderr, "to stderr\n");
+    return 4;
+}
+"""
+
+
+@case("pl")
+def t_c_compile_and_run(lang):
+    res = pl_run(C_HELLO, C_PROGRAM, stdin="hi\n")
+    pl_ok(res, 4)
+    eq(res.out, "C says hi\n", "stdout")
+    eq(res.stderr, "to stderr\n", "stderr")
+
+
+@case("pl")
+def t_c_warning_then_run(lang):
+    res = pl_run('#include <stdio.h>\nint main(void) { int unused; puts("ok"); return 0; }\n', C_PROGRAM)
+    pl_ok(res)
+    eq(res.out, "ok\n", "stdout")
+    check("unused" in res.stderr and "warning" in res.stderr, "gcc's warning: %r" % res.stderr)
+
+
+@case("pl")
+def t_c_compile_error(lang):
+    res = pl_run("int main(void) { return x; }\n", C_PROGRAM, stdin="in")
+    pl_ok(res, 1, compile_error={"exit_code": 1, "timed_out": False})
+    eq(res.stdout, b"", "stdout")
+    check("main.c:1" in res.stderr and "error" in res.stderr and "undeclared" in res.stderr,
+          "gcc's message: %r" % res.stderr)
+    check("cannot run" not in res.stderr, "the program was run: %r" % res.stderr)
+
+
+@case("pl")
+def t_compiler_missing(lang):
+    res = pl_run("echo no", dict(BASH, compile=["no-such-compiler", "x"], compile_timeout_ms=5000))
+    pl_ok(res, 127, compile_error={"exit_code": 127, "timed_out": False})
+    eq(res.stderr, "cannot run no-such-compiler: No such file or directory\n", "stderr")
+    eq(res.out, "", "stdout")
+
+
+@case("pl")
+def t_compile_timeout(lang):
+    # Killed with what it started (the background sleep would hold stderr
+    # open): the stream ends at once.
+    t0 = time.monotonic()
+    prog = dict(BASH, compile=["sh", "-c", "sleep 20 & sleep 5"], compile_timeout_ms=300)
+    res = pl_run("echo never", prog, timeout=15)
+    pl_ok(res, 137, compile_error={"exit_code": 137, "timed_out": True})
+    eq(res.out, "", "stdout")
+    check(time.monotonic() - t0 < 4, "took %.1f s" % (time.monotonic() - t0))
+
+
+@case("pl")
+def t_compile_killed_by_signal(lang):
+    res = pl_run("echo never", dict(BASH, compile=["sh", "-c", "kill -SEGV $$"], compile_timeout_ms=5000))
+    pl_ok(res, 139, compile_error={"exit_code": 139, "timed_out": False})
+    eq(res.out, "", "stdout")
+
+
+TYPECHECK_FAILS = ["sh", "-c", "echo typeerr >&2; exit 2"]
+
+
+@case("pl")
+def t_typecheck_reported_only(lang):
+    res = pl_run("echo ran", dict(BASH, typecheck=TYPECHECK_FAILS))
+    pl_ok(res, 0, typecheck_error={"exit_code": 2, "timed_out": False})
+    eq(res.out, "ran\n", "stdout")
+    eq(res.stderr, "typeerr\n", "stderr")
+    res = pl_run("echo ran", dict(BASH, typecheck=TYPECHECK_FAILS, typecheck_blocks=False))
+    pl_ok(res, 0, typecheck_error={"exit_code": 2, "timed_out": False})
+    eq(res.out, "ran\n", "stdout")
+
+
+@case("pl")
+def t_typecheck_blocks(lang):
+    res = pl_run("echo ran", dict(BASH, typecheck=TYPECHECK_FAILS, typecheck_blocks=True))
+    pl_ok(res, 2, compile_error={"exit_code": 2, "timed_out": False})
+    eq(res.out, "", "stdout")
+    eq(res.stderr, "typeerr\n", "stderr")
+    # A passing one lets the program run, and says nothing.
+    res = pl_run("echo ran", dict(BASH, typecheck=["true"], typecheck_blocks=True))
+    pl_ok(res)
+    eq(res.out, "ran\n", "stdout")
+
+
+@case("pl")
+def t_typecheck_timeout(lang):
+    prog = dict(BASH, compile=["true"], compile_timeout_ms=300, typecheck=["sleep", "5"])
+    res = pl_run("echo ran", prog, timeout=15)
+    pl_ok(res, 0, typecheck_error={"exit_code": 137, "timed_out": True})
+    eq(res.out, "ran\n", "stdout")
+    check("typecheck was stopped after 300 ms" in res.stderr, "stderr: %r" % res.stderr)
+    res = pl_run("echo ran", dict(prog, typecheck_blocks=True), timeout=15)
+    pl_ok(res, 137, compile_error={"exit_code": 137, "timed_out": True})
+    eq(res.out, "", "stdout")
+
+
+PL_FILES_PROGRAM = r"""printf '%s|' "$(sed -n 2p data/in.csv)"; od -An -tu1 raw.bin | tr -s ' ' | sed 's/^ //'
+ls -A | tr '\n' ' '; echo
+printf result > outputs/r.txt
+mkdir outputs/sub
+head -c 10240 /dev/zero | tr '\0' '\7' > outputs/sub/s.bin
+printf log > keep.log
+printf no > skip.log2
+ln -s /etc/passwd outputs/passwd
+mkfifo outputs/fifo
+cd /
+"""
+
+
+@case("pl")
+def t_files_in_and_out(lang):
+    res = run(lang, request=pl_frame(PL_FILES_PROGRAM, files=FILES_IN,
+                                     outputs=dict(OUTPUTS, paths=["*.log", "data/**"])))
+    pl_ok(res, files={"sent": 4, "left_out": 2})
+    lines = res.out.splitlines()
+    eq(lines[0], "1,\u00e9|0 1 255", "files read")
+    eq(lines[1], "data main.sh outputs raw.bin ", "working directory")
+    files, left = returned(res)
+    eq(list(files), ["outputs/r.txt", "outputs/sub/s.bin", "keep.log", "data/in.csv"], "returned, in order")
+    eq(files["outputs/r.txt"], b"result", "r.txt")
+    eq(files["outputs/sub/s.bin"], b"\x07" * 10240, "s.bin")
+    eq(files["data/in.csv"], "a,b\n1,\u00e9\n".encode(), "in.csv")
+    eq(left, [{"path": "outputs/fifo", "reason": "not a regular file"},
+              {"path": "outputs/passwd", "reason": "a symbolic link (never followed)"}], "left out")
+
+
+PL_HOSTILE_OUT = r"""ln -s /etc/passwd outputs/passwd
+ln -s /etc outputs/etc
+mkfifo outputs/fifo
+printf x > h
+ln h outputs/hard
+for i in 0 1 2 3 4 5 6 7; do head -c $((i * 30000)) /dev/zero | tr '\0' y > outputs/f$i; done
+setsid sh -c 'for i in $(seq 20000); do echo noise; done' &
+"""
+
+
+@case("pl")
+def t_files_out_hostile(lang):
+    # As the in-process runners: caps kept, links, a FIFO and a hard link
+    # named and never read; a process outside the program's group still
+    # writing to stdout cannot split a frame.
+    res = run(lang, request=pl_frame(PL_HOSTILE_OUT, outputs=dict(OUTPUTS, paths=["outputs/etc/*", "*/passwd"])))
+    check(res.record is not None, "no record: %r" % res.stderr[-500:])
+    files, left = returned(res)
+    sizes = {p: len(b) for p, b in files.items()}
+    eq(sorted(sizes), ["outputs/f0", "outputs/f1", "outputs/f2", "outputs/f3"], "sent")
+    check(sum(sizes.values()) <= 200000 and max(sizes.values()) <= 100000, "caps: %r" % sizes)
+    reasons = {l["path"]: l["reason"] for l in left}
+    eq(reasons.get("outputs/passwd"), "a symbolic link (never followed)", "passwd")
+    eq(reasons.get("outputs/etc"), "a symbolic link (never followed)", "etc")
+    eq(reasons.get("outputs/fifo"), "not a regular file", "fifo")
+    eq(reasons.get("outputs/hard"), "a hard-linked file", "hard")
+    eq(reasons.get("outputs/f4"), "over the per-file size limit", "f4")
+    eq([l["path"] for l in left][:4], ["outputs/etc", "outputs/fifo", "outputs/hard", "outputs/passwd"],
+       "refused before capped")
+    eq(res.record["files"], {"sent": 4, "left_out": 8}, "files account")
+    check(b"root:" not in b"".join(files.values()), "/etc/passwd was read")
+
+
+@case("pl")
+def t_odd_names_left_out(lang):
+    # Names the daemon could not take are named (made UTF-8, control
+    # characters escaped), never sent; globs match characters, not bytes.
+    code = ("printf x > outputs/$'\\xff\\xfe'\nprintf x > outputs/$'a\\nb'\n"
+            "printf x > \u00e9t\u00e9.txt\nprintf x > ab.txt\nprintf x > '[x].txt'\n")
+    res = run(lang, request=pl_frame(code, outputs=dict(OUTPUTS, paths=["?t?.txt", "[!a]?.txt", "[[]x].txt"])))
+    pl_ok(res, files={"sent": 2, "left_out": 2})
+    files, left = returned(res)
+    eq(sorted(files), ["[x].txt", "\u00e9t\u00e9.txt"], "sent")
+    eq(left, [{"path": "outputs/a\nb", "reason": "the name is not allowed"},
+              {"path": "outputs/\ufffd\ufffd", "reason": "the name is not UTF-8"}], "left out")
+
+
+@case("pl")
+def t_outputs_dir_swapped_for_link(lang):
+    res = run(lang, request=pl_frame("rmdir outputs\nln -s /etc outputs",
+                                     outputs=dict(OUTPUTS, paths=["outputs/*", "outputs/**"])))
+    pl_ok(res, files={"sent": 0, "left_out": 0})
+    eq(res.frames, [], "frames")
+
+
+@case("pl")
+def t_runner_files_never_returned(lang):
+    # .mcpsbx* names are the runner's: not returned even when a pattern
+    # names them; the program's other hidden files are.
+    code = "printf h > .hidden\nprintf m > .mcpsbx-mine\n"
+    res = run(lang, request=pl_frame(code, variables={"v": 1},
+                                     outputs=dict(OUTPUTS, paths=[".*", ".mcpsbx-variables.json", "**"])))
+    pl_ok(res, files={"sent": 2, "left_out": 0})
+    files, _ = returned(res)
+    eq(sorted(files), [".hidden", "main.sh"], "returned")
+
+
+@case("pl")
+def t_walk_stops(lang):
+    code = "cd outputs\nseq -f 'f%g' 20010 | xargs touch\n"
+    res = run(lang, request=pl_frame(code, outputs=OUTPUTS))
+    pl_ok(res, files={"sent": 5, "left_out": 19995, "walk_stopped": 20000})
+    files, left = returned(res)
+    eq(len(files), 5, "sent")
+    eq(len(left), 20, "named")
+    check(all(l["reason"] == "over the file count limit" and l["size"] == 0 for l in left), "reasons: %r" % left[:2])
+
+
+@case("pl")
+def t_cwd_gone(lang):
+    # Removed (and made again: a new directory is not the program's).
+    code = 'd=$PWD\ncd /\nrm -rf "$d"\nmkdir "$d"\n'
+    res = run(lang, request=pl_frame(code, outputs=OUTPUTS))
+    pl_ok(res, files={"sent": 0, "left_out": 0, "cwd_gone": True})
+
+
+@case("pl")
+def t_no_outputs_without_request(lang):
+    res = pl_run("test -e outputs && echo yes || echo no")
+    pl_ok(res)
+    eq(res.out, "no\n", "stdout")
+    eq(res.frames, [], "frames")
+
+
+@case("pl")
+def t_outputs_after_compile_error(lang):
+    # The program did not run: nothing is returned, and the record has no
+    # files account (the daemon reports the compile error).
+    res = run(lang, request=pl_frame("echo x", dict(BASH, compile=["false"], compile_timeout_ms=5000),
+                                     files=FILES_IN, outputs=dict(OUTPUTS, paths=["**"])))
+    pl_ok(res, 1, compile_error={"exit_code": 1, "timed_out": False})
+    eq(res.frames, [], "frames")
+
+
+@case("pl")
+def t_c_nonblocking_stdout(lang):
+    # The program leaves its stdout and stderr (the runner's too) non-blocking
+    # and the pipes full: the frames and the record still go out whole.
+    code = r"""#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+    static char buf[90000];
+    memset(buf, 'z', sizeof buf);
+    FILE *f = fopen("outputs/big.txt", "w");
+    fwrite(buf, 1, sizeof buf, f);
+    fclose(f);
+    fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
+    fcntl(2, F_SETFL, fcntl(2, F_GETFL) | O_NONBLOCK);
+    printf("done\n");
+    return 0;
+}
+"""
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-") as d:
+        pipes = [os.pipe(), os.pipe()]
+        p = subprocess.Popen(runner_cmd(lang), cwd=d, stdin=subprocess.PIPE,
+                             stdout=pipes[0][1], stderr=pipes[1][1])
+        for _, w in pipes:
+            os.close(w)
+        got = [bytearray(), bytearray()]
+
+        def drain(i):
+            time.sleep(1.0)  # let the pipe fill first
+            while True:
+                b = os.read(pipes[i][0], 1 << 12)
+                if not b:
+                    break
+                got[i] += b
+                time.sleep(0.001)
+
+        readers = [threading.Thread(target=drain, args=(i,)) for i in (0, 1)]
+        for t in readers:
+            t.start()
+        p.stdin.write(pl_frame(code, C_PROGRAM, outputs=OUTPUTS))
+        p.stdin.close()
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise Failure("timed out")
+        for t in readers:
+            t.join()
+        for r, _ in pipes:
+            os.close(r)
+    res = Result(p.returncode, bytes(got[0]), bytes(got[1]), d)
+    pl_ok(res, files={"sent": 1, "left_out": 0})
+    eq(res.out, "done\n", "stdout")
+    files, _ = returned(res)
+    eq(files.get("outputs/big.txt"), b"z" * 90000, "big.txt")
+
+
+@case("pl")
+def t_files_bad_entry(lang):
+    for entry in ({"path": "../x", "content": "", "encoding": "utf-8"},
+                  {"path": "a", "content": "", "encoding": "utf-16"},
+                  {"path": "a//b", "content": "", "encoding": "utf-8"},
+                  {"path": "/abs", "content": "", "encoding": "utf-8"},
+                  {"path": "a/", "content": "", "encoding": "utf-8"},
+                  {"path": "a", "content": 1, "encoding": "utf-8"},
+                  "a"):
+        res = run(lang, request=pl_frame("echo 1", files=[entry]))
+        try:
+            expect_runner_failure(res, True, "request files")
+        except Failure as e:
+            raise Failure("%r: %s" % (entry, e))
+    # An existing name is never replaced; the source file is one.
+    res = run(lang, request=pl_frame("echo 1", files=[{"path": "x", "content": "", "encoding": "utf-8"}] * 2))
+    expect_runner_failure(res, True, "cannot write the file")
+    res = run(lang, request=pl_frame("echo 1", files=[{"path": "main.sh", "content": "", "encoding": "utf-8"}]))
+    expect_runner_failure(res, True, "cannot write the source file main.sh")
+
+
+PL_VARIABLES = {
+    "s": "h\u00e9llo \U0001F600\nline = 2",
+    "i": -42,
+    "big": 12345678901234567890123,
+    "f": 2.5,
+    "e": 1e300,
+    "t": True,
+    "fa": False,
+    "n": None,
+    "arr": [1, "two", [3.5]],
+    "obj": {"a": {"b": [False]}},
+    "empty": "",
+    "nul": "a\u0000b",
+}
+
+
+@case("pl")
+def t_variables(lang):
+    # Scalars as environment variables (numbers as sent), everything in the
+    # JSON file $MCPSBX_VARIABLES names (read-only, not in the listing).
+    code = ("for v in s i big f e t fa n arr obj empty nul; do printf '%s=[%s]\\n' \"$v\" \"${!v-unset}\"; done\n"
+            "echo \"$MCPSBX_VARIABLES\"\nls -l \"$MCPSBX_VARIABLES\" | cut -c1-10\nls\n"
+            "sh -c 'echo child $i'\ncat \"$MCPSBX_VARIABLES\"")
+    res = pl_run(code, variables=PL_VARIABLES)
+    pl_ok(res)
+    out = res.out.split("\n")
+    want = ["s=[%s" % PL_VARIABLES["s"].split("\n")[0], "line = 2]", "i=[-42]", "big=[12345678901234567890123]",
+            "f=[2.5]", "e=[1e+300]", "t=[true]", "fa=[false]", "n=[unset]", "arr=[unset]", "obj=[unset]",
+            "empty=[]", "nul=[unset]", res.cwd + "/.mcpsbx-variables.json", "-r--------", "main.sh", "child -42"]
+    eq(out[:len(want)], want, "stdout")
+    eq(json.loads("\n".join(out[len(want):])), PL_VARIABLES, "the variables file")
+
+
+@case("pl")
+def t_variables_reach_compile_step(lang):
+    prog = dict(BASH, compile=["sh", "-c", 'echo "cc: $v $MCPSBX_T_SECRET"'], compile_timeout_ms=5000)
+    res = pl_run("echo \"run: $v $MCPSBX_T_SECRET\"", prog, variables={"v": "x"}, env={"MCPSBX_T_SECRET": "sec"})
+    pl_ok(res)
+    eq(res.stderr, "cc: x sec\n", "stderr")
+    eq(res.out, "run: x sec\n", "stdout")
+
+
+@case("pl")
+def t_no_variables_no_file(lang):
+    res = pl_run('echo "[${MCPSBX_VARIABLES-unset}]"\nls -A')
+    pl_ok(res)
+    eq(res.out, "[unset]\nmain.sh\n", "stdout")
+
+
+@case("pl")
+def t_variables_refused(lang):
+    for name in ["1abc", "a-b", "\u00e9t\u00e9", "x" * 129, "MCPSBX_VARIABLES", "MCPSBX_X", "", "a b"]:
+        res = pl_run("echo 1", variables={"ok": 1, name: 2})
+        try:
+            expect_runner_failure(res, True, "is not allowed")
+        except Failure as e:
+            raise Failure("%r: %s" % (name[:20], e))
+    for req_vars in ([], "x", 1):
+        res = pl_run("echo 1", variables=req_vars)
+        expect_runner_failure(res, True, "variables must be an object")
+
+
+@case("pl")
+def t_env_from_request(lang):
+    value = "v al=ue \u00fc \U0001F600"
+    res = pl_run('echo "$MCPSBX_T_SECRET"\nsh -c \'echo "$MCPSBX_T_SECRET"\'', env={"MCPSBX_T_SECRET": value})
+    pl_ok(res)
+    eq(res.out, "%s\n%s\n" % (value, value), "stdout")
+
+
+@case("pl")
+def t_runner_failures(lang):
+    cases = [
+        (pl_frame("echo", None), "request program must be an object"),
+        (pl_frame("echo", "main.sh"), "request program must be an object"),
+        (pl_frame("echo", {"source_file": "main.sh"}), "bad run"),
+        (pl_frame("echo", {"source_file": "main.sh", "run": []}), "bad run"),
+        (pl_frame("echo", {"source_file": "main.sh", "run": ["bash", 1]}), "bad run"),
+        (pl_frame("echo", {"source_file": "main.sh", "run": ["bash", ""]}), "bad run"),
+        (pl_frame("echo", {"source_file": "main.sh", "run": "bash"}), "bad run"),
+        (pl_frame("echo", {"run": ["bash"]}), "bad source_file"),
+        (pl_frame("echo", {"source_file": "../x", "run": ["bash"]}), "bad source_file"),
+        (pl_frame("echo", {"source_file": "d/x.sh", "run": ["bash"]}), "bad source_file"),
+        (pl_frame("echo", {"source_file": ".mcpsbx-x", "run": ["bash"]}), "bad source_file"),
+        (pl_frame("echo", dict(BASH, compile="gcc")), "bad compile"),
+        (pl_frame("echo", dict(BASH, compile=[])), "bad compile"),
+        (pl_frame("echo", dict(BASH, typecheck=[1])), "bad typecheck"),
+        (pl_frame("echo", dict(BASH, compile=["true"], compile_timeout_ms=-1)), "bad compile_timeout_ms"),
+        (pl_frame("echo", dict(BASH, compile=["true"], compile_timeout_ms=0)), "bad compile_timeout_ms"),
+        (pl_frame("echo", dict(BASH, compile=["true"], compile_timeout_ms=1.5)), "bad compile_timeout_ms"),
+        (pl_frame("echo", dict(BASH, compile=["true"], compile_timeout_ms="5")), "bad compile_timeout_ms"),
+        (pl_frame("echo", dict(BASH, typecheck_blocks=1)), "bad typecheck_blocks"),
+        (pl_frame("echo", BASH, check=True), "check is not supported by the generic runner"),
+        (pl_frame("echo", BASH, files={}), "request files must be a list"),
+        (pl_frame("echo", BASH, outputs=[]), "outputs an object"),
+    ]
+    for req, msg in cases:
+        res = run(lang, request=req)
+        try:
+            expect_runner_failure(res, True, msg)
+            eq(res.stderr, "", "stderr")
+        except Failure as e:
+            raise Failure("%r: %s" % (req[-120:], e))
+    # Before the nonce: no record, stderr says why.
+    for req, msg in ((b"mcpsbx/1 5\n[1,2]", "not a JSON object"), (b"mcpsbx/1 2\n{\"", "not JSON"),
+                     (b"mcpsbx/1 6\n{}  []", "not JSON"), (b'mcpsbx/1 15\n{"nonce":"ABC"}', "nonce")):
+        expect_runner_failure(run(lang, request=req), False, msg)
+    res = run(lang, request=pl_frame("echo"), warm="x")
+    expect_runner_failure(res, False, "usage")
+
+
+@case("pl")
+def t_check_false_runs(lang):
+    res = pl_run("echo ran", check=False)
+    pl_ok(res)
+    eq(res.out, "ran\n", "stdout")
+
+
+@case("pl")
+def t_decoy_record_is_output(lang):
+    res = pl_run(r"printf '\000\036mcpsbx-done:%s:{\"exit_code\":9}\n' ffffffffffffffffffffffffffffffff" "\n"
+                 r"printf '\000\036mcpsbx-do'; echo after")
+    pl_ok(res)
+    eq(res.stdout, b"\x00\x1emcpsbx-done:" + b"f" * 32 + b':{"exit_code":9}\n\x00\x1emcpsbx-doafter\n', "stdout")
+
+
+@case("pl")
+def t_reads_exactly_the_frame(lang):
+    res = run(lang, request=pl_frame("cat", stdin="mine") + b"NOT STDIN")
+    pl_ok(res)
+    eq(res.out, "mine", "stdout")
+
+
+@case("pl")
+def t_request_in_small_pieces(lang):
+    for nonblock in (False, True):
+        res = run(lang, request=pl_frame("cat", stdin="pieces"), feed=slow_feed, nonblock=nonblock)
+        pl_ok(res)
+        eq(res.out, "pieces", "stdout (nonblock=%r)" % nonblock)
+
+
+@case("pl")
+def t_warm(lang):
+    # READY before the request is sent, GO once it is read, then the run.
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-") as d:
+        p = subprocess.Popen(runner_cmd(lang, "warm"), cwd=d, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            ready = b""
+            deadline = time.monotonic() + 10
+            while len(ready) < len(READY) and time.monotonic() < deadline:
+                if select.select([p.stdout.fileno()], [], [], 0.1)[0]:
+                    b = os.read(p.stdout.fileno(), len(READY) - len(ready))
+                    if not b:
+                        break
+                    ready += b
+            eq(ready, READY, "before the request")
+            out, err = p.communicate(pl_frame("read x\necho warm $x", stdin="in\n"), timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+        res = Result(p.returncode, out, err, d)
+    check(res.stdout.startswith(GO), "stdout does not start with GO: %r" % res.stdout[:60])
+    res.stdout = res.stdout[len(GO):]
+    pl_ok(res)
+    eq(res.out, "warm in\n", "stdout")
+    eq(res.stderr, "", "stderr")
+
+
+@case("pl")
+def t_warm_bad_request_after_go(lang):
+    body = b"not json"
+    res = run(lang, request=b"mcpsbx/1 %d\n" % len(body) + body, warm="warm")
+    eq(res.stdout, READY + GO, "stdout")
+    eq(res.rc, RUNNER_EXIT, "exit status")
+    check("not JSON" in res.stderr, "stderr: %r" % res.stderr)
+    res = run(lang, request=pl_frame("echo", None), warm="warm")
+    check(res.stdout.startswith(READY + GO), "stdout: %r" % res.stdout[:60])
+    res.stdout = res.stdout[len(READY + GO):]
+    expect_runner_failure(res, True, "request program")
+
+
+@case("pl")
+def t_perl_syntax(lang):
+    # The runner compiles cleanly with nothing but Debian's perl package.
+    p = subprocess.run([PERL, "-c", "-e", PL_SRC], capture_output=True, text=True, timeout=30)
+    eq((p.returncode, p.stderr.strip()), (0, "-e syntax OK"), "perl -c")
+    mods = set(re.findall(r"^\s*(?:use|require)\s+([A-Z][\w:]*)", PL_SRC, re.M))
+    allowed = {"POSIX", "Fcntl", "Errno", "Time::HiRes", "Digest::SHA", "MIME::Base64"}
+    check("POSIX" in mods and not mods - allowed, "modules: %r" % sorted(mods))
+
+
+
 def main():
     sel = os.environ.get("RUNNER_TESTS", "")
     cases = [c for c in CASES if sel in c[0]]
-    for tool, lang in ((PYTHON, "py"), (NODE, "js")):
+    for tool, lang in ((PYTHON, "py"), (NODE, "js"), (PERL, "pl")):
         try:
             subprocess.run([tool, "--version"], capture_output=True, check=True)
         except (OSError, subprocess.CalledProcessError):
             print("runner: %s not found; skipping %s cases" % (tool, lang))
             cases = [c for c in cases if c[1] != lang]
+    if shutil.which("gcc") is None:
+        print("runner: gcc not found; skipping pl:c_ cases")
+        cases = [c for c in cases if not c[0].startswith("pl:c_")]
 
     def one(c):
         name, lang, fn = c

@@ -92,7 +92,10 @@ static json_object *host_config(const struct backend_spec *spec, const char *sec
                            json_object_new_string(spec->network ? "bridge" : "none"));
     json_object_object_add(hc, "ReadonlyRootfs", json_object_new_boolean(1));
     json_object *tmpfs = json_object_new_object();
-    char *opts = xasprintf("rw,nosuid,nodev,size=%lldm,mode=1777", spec->workdir_mb);
+    /* The engines mount a tmpfs noexec unless told: a compiled program
+     * runs from the working directory, so its language asks for exec. */
+    char *opts = xasprintf("rw,%snosuid,nodev,size=%lldm,mode=1777",
+                           spec->workdir_exec ? "exec," : "noexec,", spec->workdir_mb);
     json_object_object_add(tmpfs, spec->workdir, json_object_new_string(opts));
     free(opts);
     /* Podman mounts writable, uncapped tmpfs on these under a read-only

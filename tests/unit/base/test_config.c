@@ -26,8 +26,12 @@ static void test_defaults(void **state)
     assert_int_equal(load(&cfg, argv, envp, &err), 0);
     assert_int_equal(cfg.timeout_ms, 30000);
     assert_int_equal(cfg.max_output_bytes, 1 << 20);
-    assert_string_equal(cfg.python_image, "mcp-sandboxd-python:latest");
-    assert_string_equal(cfg.js_image, "mcp-sandboxd-node:latest");
+    /* Not given: the language table's images hold (test_langtable). */
+    assert_string_equal(cfg.python_image, "");
+    assert_string_equal(cfg.js_image, "");
+    assert_int_equal(cfg.languages.n, 0);
+    assert_null(cfg.languages.items[0]);
+    assert_false(cfg.list_images);
     assert_int_equal(cfg.pass_through_env.n, 0);
     assert_non_null(cfg.engine_socket);
     config_free(&cfg);
@@ -114,8 +118,14 @@ static void test_errors(void **state)
     expect_error(l3, none, "=x");
     char *l4[] = {"d", "--label", "k y=1", NULL};
     expect_error(l4, none, "k y=1");
-    char *n1[] = {"d", "--allow-network", "python,cobol", NULL};
-    expect_error(n1, none, "cobol");
+    /* Only the form of a language's name here: whether the table has it
+     * is langtable_configure's to say (test_langtable). */
+    char *n1[] = {"d", "--allow-network", "python,1cobol", NULL};
+    expect_error(n1, none, "1cobol");
+    char *n2[] = {"d", "--allow-network", "py thon", NULL};
+    expect_error(n2, none, "py thon");
+    char *n3[] = {"d", "--languages", "python,c/c", NULL};
+    expect_error(n3, none, "c/c");
     char *r1[] = {"d", "--js-runtime", "run sc", NULL};
     expect_error(r1, none, "--js-runtime: 'run sc'");
     char *r2[] = {"d", "--runtime", "a/b", NULL};
@@ -168,13 +178,18 @@ static void test_labels(void **state)
     assert_string_equal(cfg.labels.items[2], "cost.center/x=42");
     assert_string_equal(cfg.labels.items[3], "empty=");
     assert_null(cfg.labels.items[4]);
-    assert_false(config_network_allowed(&cfg, "python"));
+    assert_int_equal(cfg.allow_network.n, 0);
     config_free(&cfg);
-    char *argv2[] = {"d", "--allow-network", "javascript", NULL};
+    /* Any language-like name is kept as given (the table checks it at
+     * start: langtable_configure, langtable_network). */
+    char *argv2[] = {"d", "--allow-network", "javascript,Ruby,c++", NULL};
     config_init(&cfg);
     assert_int_equal(config_load(&cfg, 3, argv2, none_env, &err), 0);
-    assert_true(config_network_allowed(&cfg, "javascript"));
-    assert_false(config_network_allowed(&cfg, "python"));
+    assert_int_equal(cfg.allow_network.n, 3);
+    assert_string_equal(cfg.allow_network.items[0], "javascript");
+    assert_string_equal(cfg.allow_network.items[1], "Ruby");
+    assert_string_equal(cfg.allow_network.items[2], "c++");
+    assert_null(cfg.allow_network.items[3]);
     config_free(&cfg);
 }
 
@@ -188,11 +203,13 @@ static void test_pool_options(void **state)
     struct err err = ERR_INIT;
     char *a0[] = {"d", NULL};
     assert_int_equal(load(&cfg, a0, none, &err), 0);
-    assert_int_equal(cfg.pool_size, 2);
+    /* Not given: the language table's pool sizes and preloads hold
+     * (test_langtable checks they are today's: 2, numpy,... and none). */
+    assert_int_equal(cfg.pool_size, -1);
     assert_int_equal(cfg.pool_max_age_ms, 600000);
     assert_int_equal(cfg.pool_refill_delay_ms, 250);
-    assert_string_equal(cfg.python_preload, "numpy,pandas,matplotlib,matplotlib.pyplot");
-    assert_string_equal(cfg.js_preload, "");
+    assert_null(cfg.python_preload);
+    assert_null(cfg.js_preload);
     config_free(&cfg);
 
     char *a1[] = {"d",
@@ -215,10 +232,19 @@ static void test_pool_options(void **state)
     char *a2[] = {"d", "--python-preload", "", NULL};
     assert_int_equal(load(&cfg, a2, none, &err), 0);
     assert_string_equal(cfg.python_preload, "");
+    assert_null(cfg.js_preload);
+    assert_int_equal(cfg.pool_size, -1);
+    config_free(&cfg);
+
+    char *a3[] = {"d", "--pool-size", "3", NULL};
+    assert_int_equal(load(&cfg, a3, none, &err), 0);
+    assert_int_equal(cfg.pool_size, 3);
     config_free(&cfg);
 
     char *b1[] = {"d", "--pool-size", "65", NULL};
     expect_error(b1, none, "out of range");
+    char *b1n[] = {"d", "--pool-size", "-1", NULL};
+    expect_error(b1n, none, "out of range");
     char *b2[] = {"d", "--python-preload", "os;rm", NULL};
     expect_error(b2, none, "'os;rm' is not a module name");
     char *b3[] = {"d", "--python-preload", "1abc", NULL};
@@ -261,7 +287,7 @@ static void test_container_image_pair(void **state)
     struct err err = ERR_INIT;
     assert_int_equal(load(&cfg, argv, envp, &err), 0);
     assert_string_equal(cfg.js_image, "my/node:1");
-    assert_string_equal(cfg.python_image, "mcp-sandboxd-python:latest");
+    assert_string_equal(cfg.python_image, ""); /* the table's */
     config_free(&cfg);
 }
 
@@ -369,8 +395,50 @@ static void test_print_and_dry_run(void **state)
     assert_string_equal(cfg.dry_run_create, "");
     config_free(&cfg);
 
-    char *bad[] = {"x", "--dry-run-create", "ruby", NULL};
-    expect_error(bad, none, "'ruby' is not python or javascript");
+    /* Any name: the table says at start whether it has it
+     * (langtable_configure, test_langtable). */
+    char *ruby[] = {"x", "--dry-run-create", "ruby", NULL};
+    assert_int_equal(load(&cfg, ruby, none, &err), 0);
+    assert_string_equal(cfg.dry_run_create, "ruby");
+    config_free(&cfg);
+
+    /* --list-images: a flag, from the command line only. */
+    char *list[] = {"x", "--list-images", NULL};
+    assert_int_equal(load(&cfg, list, none, &err), 0);
+    assert_true(cfg.list_images);
+    config_free(&cfg);
+    char *env2[] = {"MCPSANDBOXD_LIST_IMAGES=1", NULL};
+    assert_int_equal(load(&cfg, plain, env2, &err), 0);
+    assert_false(cfg.list_images);
+    config_free(&cfg);
+}
+
+/* --languages: a list of names or aliases in any case, from the command
+ * line, a config file or the environment; the table checks them. */
+static void test_languages_option(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct err err = ERR_INIT;
+    char *none[] = {NULL};
+    char *argv[] = {"d", "--languages", "python, TS,c++", NULL};
+    assert_int_equal(load(&cfg, argv, none, &err), 0);
+    assert_int_equal(cfg.languages.n, 3);
+    assert_string_equal(cfg.languages.items[0], "python");
+    assert_string_equal(cfg.languages.items[1], "TS");
+    assert_string_equal(cfg.languages.items[2], "c++");
+    assert_null(cfg.languages.items[3]);
+    config_free(&cfg);
+
+    char *plain[] = {"d", NULL};
+    char *env[] = {"MCPSANDBOXD_LANGUAGES=bash,cobol", NULL};
+    assert_int_equal(load(&cfg, plain, env, &err), 0);
+    assert_int_equal(cfg.languages.n, 2);
+    assert_string_equal(cfg.languages.items[1], "cobol");
+    config_free(&cfg);
+
+    char *bad[] = {"d", "--languages", "python,-x", NULL};
+    expect_error(bad, none, "-x");
 }
 
 int main(void)
@@ -388,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_languages_file),
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_print_and_dry_run),
+        cmocka_unit_test(test_languages_option),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

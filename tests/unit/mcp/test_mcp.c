@@ -11,6 +11,7 @@
 #include "mcp/mcp.h"
 #include "sandbox/exec.h"
 #include "tools/tools.h"
+#include "unit/langs.h"
 
 /* A channel that records every message sent on it. Replies to tools/call
  * come from the call's own thread, where cmocka must not assert (it
@@ -42,6 +43,7 @@ static int capture_send(struct mcp_channel *ch, const char *json, size_t len)
 struct fixture {
     struct config cfg;
     struct backend *backend;
+    struct langtable *langs; /* the built-in table, as main configures it */
     struct exec_ctx *exec;
     struct mcp_server *srv;
     struct mcp_session *s;
@@ -57,7 +59,8 @@ static int setup(void **state)
     f->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-test.sock");
     engine_http_global_init(&err);
     f->backend = docker_backend_new(f->cfg.engine_socket);
-    f->exec = exec_ctx_new(&f->cfg, f->backend, NULL, &err);
+    f->langs = test_langs(&f->cfg);
+    f->exec = exec_ctx_new(&f->cfg, f->langs, f->backend, NULL, &err);
     assert_non_null(f->exec);
     f->srv = mcp_server_new(&f->cfg, f->exec, &err);
     assert_non_null(f->srv);
@@ -80,6 +83,7 @@ static int teardown(void **state)
     json_object_put(f->cap.msgs);
     pthread_cond_destroy(&f->cap.cond);
     pthread_mutex_destroy(&f->cap.lock);
+    langtable_free(f->langs);
     config_free(&f->cfg);
     free(f);
     return 0;
@@ -287,7 +291,7 @@ static void test_network_declared(void **state)
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
     tool = json_object_array_get_idx(get(get(r, "result"), "tools"), 0);
     assert_non_null(strstr(json_object_get_string(get(tool, "description")),
-                           "Network access for Python only (the operator allows it)"));
+                           "Network access for python only (the operator allows it)"));
     assert_true(json_object_get_boolean(get(get(tool, "annotations"), "openWorldHint")));
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":{"
                  "\"uri\":\"mcp-sandboxd://environment\"}}");
@@ -295,7 +299,24 @@ static void test_network_declared(void **state)
     json_object *env = json_tokener_parse(json_object_get_string(get(c0, "text")));
     assert_string_equal(json_object_get_string(get(get(env, "network"), "python")), "bridge");
     assert_string_equal(json_object_get_string(get(get(env, "network"), "javascript")), "none");
+    /* One entry per language of the table. */
+    assert_int_equal(json_object_object_length(get(env, "network")), 8);
+    assert_string_equal(json_object_get_string(get(get(env, "network"), "typescript")), "none");
     json_object_put(env);
+
+    /* Named by aliases, in any case: the table's names in the text. */
+    mcp_session_free(f->s);
+    mcp_server_free(f->srv);
+    free(f->cfg.allow_network.items[0]);
+    f->cfg.allow_network.items[0] = xstrdup("SH");
+    f->srv = mcp_server_new(&f->cfg, f->exec, &err);
+    assert_non_null(f->srv);
+    f->s = mcp_session_new(f->srv);
+    init(f, "2025-06-18");
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}");
+    tool = json_object_array_get_idx(get(get(r, "result"), "tools"), 0);
+    assert_non_null(strstr(json_object_get_string(get(tool, "description")),
+                           "Network access for bash only (the operator allows it)"));
 }
 
 static void test_call_without_engine(void **state)

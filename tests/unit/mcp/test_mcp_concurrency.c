@@ -26,6 +26,7 @@
 #include "mcp/mcp.h"
 #include "sandbox/exec.h"
 #include "unit/threads.h"
+#include "unit/langs.h"
 
 /* ---- a channel that keeps every reply as text ----------------------------- */
 
@@ -121,6 +122,7 @@ static const char *status_of(json_object *reply)
 struct rig {
     struct config cfg;
     struct backend *backend;
+    struct langtable *langs; /* the built-in table, as main configures it */
     struct exec_ctx *exec;
     struct mcp_server *srv;
     int stall_fd; /* a socket that accepts connections and never answers */
@@ -154,7 +156,8 @@ static struct rig *rig_new(const char *engine, long long max_concurrent, long lo
     g->cfg.queue_timeout_ms = queue_timeout_ms;
     assert_int_equal(engine_http_global_init(&err), 0);
     g->backend = docker_backend_new(g->cfg.engine_socket);
-    g->exec = exec_ctx_new(&g->cfg, g->backend, NULL, &err);
+    g->langs = test_langs(&g->cfg);
+    g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, NULL, &err);
     assert_non_null(g->exec);
     g->srv = mcp_server_new(&g->cfg, g->exec, &err);
     assert_non_null(g->srv);
@@ -170,6 +173,7 @@ static void rig_free(struct rig *g)
         close(g->stall_fd);
         unlink(g->stall_path);
     }
+    langtable_free(g->langs);
     config_free(&g->cfg);
     engine_http_global_cleanup();
     free(g);

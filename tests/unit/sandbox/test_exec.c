@@ -20,6 +20,7 @@
 #include "fake_engine/fake_engine.h"
 #include "sandbox/exec.h"
 #include "sandbox/policy.h"
+#include "unit/langs.h"
 
 #define GUARD FAKE_HANG_GUARD_MS
 
@@ -30,9 +31,13 @@ struct rig {
     struct fake_engine *fe;
     struct config cfg;
     struct backend *backend;
+    struct langtable *langs; /* the built-in table, configured by cfg at setup */
     struct exec_ctx *exec;
     char io_dir[64]; /* --sandbox-io-dir: empty again after every test */
 };
+
+/* The running test's languages (of its rig's table). */
+static const struct langtable_lang *PY, *JS;
 
 /* The one place exec meets the fake engine, through the Docker backend.
  * probe asks the engine's kind first, as main() does at start; without it
@@ -48,7 +53,7 @@ static void rig_open(struct rig *g, bool probe)
         free(name);
         free(version);
     }
-    g->exec = exec_ctx_new(&g->cfg, g->backend, NULL, &err);
+    g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, NULL, &err);
     if (!g->exec)
         fail_msg("exec_ctx_new: %s", err_msg(&err));
 }
@@ -85,6 +90,9 @@ static int setup(void **state)
     }
     config_init(&g->cfg);
     g->cfg.pool_size = 0; /* the pool has tests of its own */
+    g->langs = test_langs(&g->cfg);
+    PY = test_lang(g->langs, "python");
+    JS = test_lang(g->langs, "javascript");
     snprintf(g->io_dir, sizeof(g->io_dir), "/tmp/exec_io.XXXXXX");
     if (!mkdtemp(g->io_dir))
         return -1;
@@ -125,6 +133,7 @@ static int teardown(void **state)
     if (g->exec)
         rig_close(g);
     fake_engine_stop(g->fe);
+    langtable_free(g->langs);
     config_free(&g->cfg);
     /* No socket directory outlives its sandbox's set-up. */
     int left = dir_entries(g->io_dir);
@@ -155,7 +164,7 @@ static void on_output(void *ctx, int stream, const char *data, size_t len)
 static struct exec_request request(const char *code)
 {
     return (struct exec_request){
-        .language = EXEC_PYTHON,
+        .language = PY,
         .code = code,
         .code_len = strlen(code),
         .timeout_ms = 30000,
@@ -234,7 +243,8 @@ static void run_ok(struct rig *g, bool socket)
     assert_true(info.code_received);
     assert_string_equal(info.code, "print('hello')");
     assert_string_equal(info.stdin_data, "some input");
-    assert_string_equal(info.image, g->cfg.python_image);
+    assert_string_equal(info.image, PY->image);
+    assert_string_equal(info.image, "mcp-sandboxd-python:latest");
     struct fake_request create;
     assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
     assert_contains(create.body, "\"" ENGINE_LABEL_MANAGED "\":\"1\"");
@@ -261,13 +271,14 @@ static void run_ok(struct rig *g, bool socket)
 
     /* JavaScript runs in its own image. */
     struct exec_request js = request("console.log(1)");
-    js.language = EXEC_JAVASCRIPT;
+    js.language = JS;
     if (exec_run(g->exec, &js, NULL, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     assert_int_equal(res.status, EXEC_OK);
     last_container(g, id);
     assert_true(fake_engine_info(g->fe, id, &info));
-    assert_string_equal(info.image, g->cfg.js_image);
+    assert_string_equal(info.image, JS->image);
+    assert_string_equal(info.image, "mcp-sandboxd-node:latest");
     assert_removed(g, id);
     exec_result_free(&res);
     buf_free(&live.out);
@@ -583,7 +594,7 @@ static void test_secrets(void **state)
     fake_engine_set_program(g->fe, &p);
     struct err err = ERR_INIT;
     g->backend = docker_backend_new(fake_engine_socket(g->fe));
-    g->exec = exec_ctx_new(&g->cfg, g->backend, envp, &err);
+    g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, envp, &err);
     assert_non_null(g->exec);
 
     struct live live = {.ticks = 0};
@@ -691,7 +702,7 @@ static void test_runtime_on_podman(void **state)
     err_clear(&err);
     struct fake_program p = {.out = "1\n", .out_len = 2};
     fake_engine_set_program(g->fe, &p);
-    req.language = EXEC_JAVASCRIPT;
+    req.language = JS;
     assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), 0);
     assert_int_equal(res.status, EXEC_OK);
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_CREATE, NULL), 1);
@@ -733,7 +744,7 @@ static void test_create_fails(void **state)
     struct exec_request req = request("print(1)");
     assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
     assert_int_equal(err.code, ERR_NOT_FOUND);
-    assert_contains(res.message, g->cfg.python_image);
+    assert_contains(res.message, "mcp-sandboxd-python:latest");
     assert_contains(res.message, "make images");
     err_clear(&err);
     assert_int_equal(fake_engine_live(g->fe), 0);
@@ -943,6 +954,467 @@ static void test_error_without_err(void **state)
     exec_result_free(&res);
 }
 
+/* ---- generic languages: the program, and compile errors ------------------------ */
+
+/* A hook plays the generic runner on the attach stream (the fake's own
+ * programs know nothing of "program" or "compile_error"): it keeps the
+ * runner request it reads and answers with the scripted stderr and
+ * completion record, on stderr and stdout as the runners do. */
+struct scripted {
+    pthread_mutex_t mu;
+    const char *err;    /* written on stderr first, or NULL */
+    const char *record; /* the completion record's JSON */
+    char *request;      /* the last runner request's JSON, as read */
+    int served;
+};
+static struct scripted SCRIPT = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static bool read_exact(struct fake_engine *fe, int fd, char *out, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = fake_engine_read(fe, fd, out + got, n - got);
+        if (r <= 0)
+            return false;
+        got += (size_t)r;
+    }
+    return true;
+}
+
+static void send_frame(struct fake_engine *fe, int fd, int stream, const char *data, size_t n)
+{
+    char *frame = xmalloc(8 + n);
+    size_t k = fake_engine_frame(frame, stream, data, (uint32_t)n);
+    fake_engine_write(fe, fd, frame, k);
+    free(frame);
+}
+
+static bool play_runner(struct fake_engine *fe, int fd, const struct fake_request *req, void *ctx)
+{
+    (void)ctx;
+    if (req->op != FAKE_OP_ATTACH)
+        return false;
+    static const char head[] = "HTTP/1.1 101 UPGRADED\r\nContent-Type: "
+                               "application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\n"
+                               "Upgrade: tcp\r\n\r\n";
+    fake_engine_write(fe, fd, head, sizeof(head) - 1);
+    char line[64];
+    size_t n = 0;
+    while (n + 1 < sizeof(line) && read_exact(fe, fd, line + n, 1) && line[n] != '\n')
+        n++;
+    line[n] = '\0';
+    static const char proto[] = RUNNER_PROTOCOL " ";
+    size_t len = strncmp(line, proto, sizeof(proto) - 1) == 0
+                     ? (size_t)strtoul(line + sizeof(proto) - 1, NULL, 10)
+                     : 0;
+    if (len == 0 || len > (1u << 20))
+        return true;
+    char *json = xmalloc(len + 1);
+    if (!read_exact(fe, fd, json, len)) {
+        free(json);
+        return true;
+    }
+    json[len] = '\0';
+    char nonce[RUNNER_NONCE_HEX_LEN + 1] = "";
+    json_object *o = json_tokener_parse(json);
+    json_object *v = NULL;
+    if (json_object_object_get_ex(o, "nonce", &v))
+        snprintf(nonce, sizeof(nonce), "%s", json_object_get_string(v));
+    json_object_put(o);
+    pthread_mutex_lock(&SCRIPT.mu);
+    free(SCRIPT.request);
+    SCRIPT.request = json;
+    SCRIPT.served++;
+    const char *err_text = SCRIPT.err;
+    const char *record = SCRIPT.record;
+    pthread_mutex_unlock(&SCRIPT.mu);
+    if (err_text)
+        send_frame(fe, fd, 2, err_text, strlen(err_text));
+    struct buf rec;
+    buf_init(&rec, 1 << 16);
+    if (buf_add(&rec, RUNNER_RECORD_PREFIX, RUNNER_RECORD_PREFIX_LEN) == 0 &&
+        buf_addf(&rec, "%s:%s\n", nonce, record) == 0) {
+        send_frame(fe, fd, 2, rec.data, rec.len);
+        send_frame(fe, fd, 1, rec.data, rec.len);
+    }
+    buf_free(&rec);
+    return true;
+}
+
+/* Scripts the runner's answer; the rig runs attached, through the hook. */
+static void script(struct rig *g, const char *err_text, const char *record)
+{
+    pthread_mutex_lock(&SCRIPT.mu);
+    SCRIPT.err = err_text;
+    SCRIPT.record = record;
+    free(SCRIPT.request);
+    SCRIPT.request = NULL;
+    SCRIPT.served = 0;
+    pthread_mutex_unlock(&SCRIPT.mu);
+    fake_engine_set_hook(g->fe, play_runner, NULL);
+}
+
+/* The last runner request the hook read, parsed (caller puts it). */
+static json_object *script_request(void)
+{
+    pthread_mutex_lock(&SCRIPT.mu);
+    json_object *o = SCRIPT.request ? json_tokener_parse(SCRIPT.request) : NULL;
+    int served = SCRIPT.served;
+    pthread_mutex_unlock(&SCRIPT.mu);
+    if (!o || served < 1)
+        fail_msg("the runner request was not read");
+    return o;
+}
+
+static void script_done(struct rig *g)
+{
+    fake_engine_set_hook(g->fe, NULL, NULL);
+    pthread_mutex_lock(&SCRIPT.mu);
+    free(SCRIPT.request);
+    SCRIPT.request = NULL;
+    pthread_mutex_unlock(&SCRIPT.mu);
+}
+
+static json_object *member(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v))
+        fail_msg("no '%s' in %s", key, json_object_to_json_string(o));
+    return v;
+}
+
+/* A JSON array of strings equals the table's argv. */
+static void assert_argv_json(json_object *a, const struct langtable_strv *want)
+{
+    assert_true(json_object_is_type(a, json_type_array));
+    assert_int_equal(json_object_array_length(a), want->n);
+    for (size_t i = 0; i < want->n; i++)
+        assert_string_equal(json_object_get_string(json_object_array_get_idx(a, i)), want->v[i]);
+}
+
+/* The container of the last run: the generic runner in the language's
+ * image, no network. */
+static void assert_generic_container(struct rig *g, const struct langtable_lang *lang)
+{
+    char id[FAKE_ID_MAX + 1];
+    last_container(g, id);
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, id, &info));
+    assert_string_equal(info.image, lang->image);
+    struct fake_request create;
+    assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
+    assert_contains(create.body, "\"Cmd\":[\"perl\",\"-e\",\"");
+    assert_contains(create.body, "\"NetworkMode\":\"none\"");
+    assert_removed(g, id);
+}
+
+/* C: the request carries the program (source file, compile step, run);
+ * the runner's compile_error is the status compile_error with the
+ * compiler's exit code, its messages on stderr, and nothing ran. */
+static void test_generic_compile_error(void **state)
+{
+    struct rig *g = *state;
+    use_attach(g);
+    static const char cc_err[] = "main.c: In function 'main':\n"
+                                 "main.c:1:27: error: expected ';' before '}' token\n";
+    script(g, cc_err,
+           "{\"exit_code\":1,\"memory_error\":false,"
+           "\"compile_error\":{\"exit_code\":1,\"timed_out\":false}}");
+    rig_open(g, false);
+    const struct langtable_lang *c = test_lang(g->langs, "c");
+    struct exec_request req = request("int main(void) { return 0 }");
+    req.language = c;
+    struct exec_result res;
+    exec_result_init(&res);
+    struct err err = ERR_INIT;
+    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
+    assert_int_equal(res.status, EXEC_COMPILE_ERROR);
+    assert_string_equal(exec_status_name(res.status), "compile_error");
+    assert_true(res.has_exit_code);
+    assert_int_equal(res.exit_code, 1);
+    assert_contains(res.message, "the compile step failed (exit code 1");
+    assert_contains(res.message, "did not run");
+    assert_string_equal(buf_cstr(&res.err), cc_err);
+    assert_int_equal(res.out.len, 0);
+
+    json_object *rq = script_request();
+    assert_string_equal(json_object_get_string(member(rq, "code")), "int main(void) { return 0 }");
+    json_object *pg = member(rq, "program");
+    assert_string_equal(json_object_get_string(member(pg, "source_file")), "main.c");
+    assert_argv_json(member(pg, "compile"), &c->compile);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(member(pg, "compile"), 0)),
+                        "gcc");
+    assert_int_equal(json_object_get_int64(member(pg, "compile_timeout_ms")),
+                     c->compile_timeout_ms);
+    assert_argv_json(member(pg, "run"), &c->run);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(member(pg, "run"), 0)),
+                        "./main");
+    assert_false(json_object_object_get_ex(pg, "typecheck", NULL));
+    assert_false(json_object_object_get_ex(pg, "typecheck_blocks", NULL));
+    json_object_put(rq);
+    assert_generic_container(g, c);
+
+    /* A compile step stopped at its own limit says so. */
+    script(g, NULL,
+           "{\"exit_code\":137,\"memory_error\":false,"
+           "\"compile_error\":{\"exit_code\":137,\"timed_out\":true}}");
+    const struct langtable_lang *cpp = test_lang(g->langs, "c++");
+    req.language = cpp;
+    exec_result_free(&res);
+    exec_result_init(&res);
+    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
+    assert_int_equal(res.status, EXEC_COMPILE_ERROR);
+    assert_int_equal(res.exit_code, 137);
+    char *want = xasprintf("stopped after %lld ms", cpp->compile_timeout_ms);
+    assert_contains(res.message, want);
+    free(want);
+    rq = script_request();
+    assert_string_equal(json_object_get_string(member(member(rq, "program"), "source_file")),
+                        "main.cpp");
+    json_object_put(rq);
+    assert_generic_container(g, cpp);
+    script_done(g);
+    exec_result_free(&res);
+}
+
+/* TypeScript: the typecheck step and whether its failure blocks the run
+ * (fail_on_type_errors) go in the program; a run that compiled is an
+ * ordinary result. */
+static void test_generic_typecheck_and_run(void **state)
+{
+    struct rig *g = *state;
+    use_attach(g);
+    script(g, "main.ts(1,7): error TS2322: Type 'string' is not assignable to type 'number'.\n",
+           "{\"exit_code\":0,\"memory_error\":false}");
+    rig_open(g, false);
+    const struct langtable_lang *ts = test_lang(g->langs, "ts");
+    struct exec_request req = request("const x: number = 'a'; console.log(x)");
+    req.language = ts;
+    struct exec_result res;
+    exec_result_init(&res);
+    struct err err = ERR_INIT;
+    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
+    /* Shown, not blocking: the run went on. */
+    assert_int_equal(res.status, EXEC_OK);
+    assert_int_equal(res.exit_code, 0);
+    assert_contains(buf_cstr(&res.err), "TS2322");
+    json_object *rq = script_request();
+    json_object *pg = member(rq, "program");
+    assert_string_equal(json_object_get_string(member(pg, "source_file")), "main.ts");
+    assert_argv_json(member(pg, "compile"), &ts->compile);
+    assert_argv_json(member(pg, "typecheck"), &ts->typecheck);
+    assert_false(json_object_get_boolean(member(pg, "typecheck_blocks")));
+    assert_argv_json(member(pg, "run"), &ts->run);
+    json_object_put(rq);
+    assert_generic_container(g, ts);
+
+    /* fail_on_type_errors: typecheck_blocks, and its failure is a
+     * compile error. */
+    script(g, "main.ts(1,7): error TS2322\n",
+           "{\"exit_code\":2,\"memory_error\":false,"
+           "\"compile_error\":{\"exit_code\":2,\"timed_out\":false}}");
+    req.typecheck_blocks = true;
+    exec_result_free(&res);
+    exec_result_init(&res);
+    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
+    assert_int_equal(res.status, EXEC_COMPILE_ERROR);
+    assert_int_equal(res.exit_code, 2);
+    rq = script_request();
+    assert_true(json_object_get_boolean(member(member(rq, "program"), "typecheck_blocks")));
+    json_object_put(rq);
+    assert_last_removed(g);
+
+    /* Bash: no compile step, so the program has none. */
+    script(g, NULL, "{\"exit_code\":3,\"memory_error\":false}");
+    const struct langtable_lang *bash = test_lang(g->langs, "sh");
+    req = request("exit 3");
+    req.language = bash;
+    exec_result_free(&res);
+    exec_result_init(&res);
+    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
+    assert_int_equal(res.status, EXEC_OK);
+    assert_int_equal(res.exit_code, 3);
+    assert_null(res.message);
+    rq = script_request();
+    pg = member(rq, "program");
+    assert_string_equal(json_object_get_string(member(pg, "source_file")), "main.sh");
+    assert_false(json_object_object_get_ex(pg, "compile", NULL));
+    assert_false(json_object_object_get_ex(pg, "compile_timeout_ms", NULL));
+    assert_false(json_object_object_get_ex(pg, "typecheck", NULL));
+    const char *bash_run[] = {"bash", "main.sh"};
+    for (size_t i = 0; i < 2; i++)
+        assert_string_equal(json_object_get_string(json_object_array_get_idx(member(pg, "run"), i)),
+                            bash_run[i]);
+    json_object_put(rq);
+    assert_generic_container(g, bash);
+
+    /* The version probe runs the table's version command instead. */
+    script(g, NULL, "{\"exit_code\":0,\"memory_error\":false}");
+    const struct langtable_lang *c = test_lang(g->langs, "c");
+    req = request("");
+    req.language = c;
+    req.version_probe = true;
+    exec_result_free(&res);
+    exec_result_init(&res);
+    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
+    assert_int_equal(res.status, EXEC_OK);
+    rq = script_request();
+    pg = member(rq, "program");
+    assert_argv_json(member(pg, "run"), &c->version);
+    assert_false(json_object_object_get_ex(pg, "compile", NULL));
+    json_object_put(rq);
+    assert_last_removed(g);
+
+    /* Python has a runner of its own: no program. */
+    script(g, NULL, "{\"exit_code\":0,\"memory_error\":false}");
+    req = request("print(1)");
+    exec_result_free(&res);
+    exec_result_init(&res);
+    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
+    assert_int_equal(res.status, EXEC_OK);
+    rq = script_request();
+    assert_false(json_object_object_get_ex(rq, "program", NULL));
+    json_object_put(rq);
+    assert_last_removed(g);
+    script_done(g);
+    exec_result_free(&res);
+}
+
+/* A compile_error the daemon cannot read is the runner breaking the
+ * protocol: an error of the run, not a compile error. */
+static void test_generic_bad_compile_error(void **state)
+{
+    struct rig *g = *state;
+    use_attach(g);
+    script(g, NULL,
+           "{\"exit_code\":1,\"memory_error\":false,\"compile_error\":{\"exit_code\":\"1\"}}");
+    rig_open(g, false);
+    struct exec_request req = request("int x");
+    req.language = test_lang(g->langs, "c");
+    struct exec_result res;
+    exec_result_init(&res);
+    struct err err = ERR_INIT;
+    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
+    assert_int_equal(err.code, ERR_PROTOCOL);
+    assert_int_equal(res.status, EXEC_ERROR);
+    assert_contains(res.message, "malformed compile_error");
+    err_clear(&err);
+    assert_last_removed(g);
+    script_done(g);
+    exec_result_free(&res);
+}
+
+/* A rendered create request (text), parsed: its image, its command's
+ * first n words, its network mode. */
+static void check_render(char *text, const char *image, const char *const *cmd, size_t n,
+                         const char *network)
+{
+    json_object *o = json_tokener_parse(text);
+    if (!o)
+        fail_msg("not JSON: %.200s", text);
+    json_object *v = NULL, *hc = NULL;
+    assert_true(json_object_object_get_ex(o, "Image", &v));
+    assert_string_equal(json_object_get_string(v), image);
+    assert_true(json_object_object_get_ex(o, "Cmd", &v));
+    assert_true(json_object_array_length(v) > n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(json_object_get_string(json_object_array_get_idx(v, i)), cmd[i]);
+    assert_true(json_object_object_get_ex(o, "HostConfig", &hc));
+    assert_true(json_object_object_get_ex(hc, "NetworkMode", &v));
+    assert_string_equal(json_object_get_string(v), network);
+    json_object_put(o);
+    free(text);
+}
+
+/* --dry-run-create: the create request of any language of the table, its
+ * own image and runner, nothing sent to the engine. */
+static void test_render_create(void **state)
+{
+    struct rig *g = *state;
+    struct backend *b = docker_backend_new(fake_engine_socket(g->fe));
+    static const char *const py_cmd[] = {"python3", "-u", "-B", "-c"};
+    check_render(exec_render_create(&g->cfg, b, PY), "mcp-sandboxd-python:latest", py_cmd, 4,
+                 "none");
+    static const char *const js_cmd[] = {"node", "-e"};
+    check_render(exec_render_create(&g->cfg, b, JS), "mcp-sandboxd-node:latest", js_cmd, 2, "none");
+    /* The generic runner, in the language's image. */
+    static const char *const generic[] = {"perl", "-e"};
+    const struct langtable_lang *c = test_lang(g->langs, "c");
+    check_render(exec_render_create(&g->cfg, b, c), "mcp-sandboxd-c:latest", generic, 2, "none");
+    check_render(exec_render_create(&g->cfg, b, test_lang(g->langs, "ts")),
+                 "mcp-sandboxd-node:latest", generic, 2, "none");
+    /* A language the operator gave a network (by an alias, any case). */
+    g->cfg.allow_network.items = xrealloc(g->cfg.allow_network.items, 2 * sizeof(char *));
+    g->cfg.allow_network.items[0] = xstrdup("C");
+    g->cfg.allow_network.items[1] = NULL;
+    g->cfg.allow_network.n = 1;
+    check_render(exec_render_create(&g->cfg, b, c), "mcp-sandboxd-c:latest", generic, 2, "bridge");
+    check_render(exec_render_create(&g->cfg, b, PY), "mcp-sandboxd-python:latest", py_cmd, 4,
+                 "none");
+    backend_free(b);
+    assert_int_equal(fake_engine_nreq(g->fe), 0);
+
+    /* How each language's sandboxes connect: the daemon's socket here. */
+    rig_open(g, false);
+    for (size_t i = 0; i < langtable_count(g->langs); i++)
+        assert_string_equal(exec_sandbox_io(g->exec, langtable_get(g->langs, i)), "socket");
+    assert_ptr_equal(exec_languages(g->exec), g->langs);
+}
+
+/* ---- the network ---------------------------------------------------------------- */
+
+/* A sandbox gets a network only when the operator named its language (or
+ * an alias) in --allow-network and the table allows it; never otherwise. */
+static void test_network_per_language(void **state)
+{
+    struct rig *g = *state;
+    /* The table says javascript never gets one; the options are set after
+     * langtable_configure (which would refuse them) to see exec check too. */
+    langtable_free(g->langs);
+    g->langs = test_langs_text(
+        &g->cfg, "{\"languages\": [{\"name\": \"javascript\", \"network_allowed\": false}]}");
+    PY = test_lang(g->langs, "python");
+    JS = test_lang(g->langs, "javascript");
+    g->cfg.allow_network.items = xrealloc(g->cfg.allow_network.items, 3 * sizeof(char *));
+    g->cfg.allow_network.items[0] = xstrdup("PY");
+    g->cfg.allow_network.items[1] = xstrdup("javascript");
+    g->cfg.allow_network.items[2] = NULL;
+    g->cfg.allow_network.n = 2;
+    struct fake_program p = {.out = "1\n", .out_len = 2};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g, false);
+    const struct {
+        const struct langtable_lang *lang;
+        const char *mode;
+    } cases[] = {
+        {PY, "\"NetworkMode\":\"bridge\""},
+        {JS, "\"NetworkMode\":\"none\""},
+        {test_lang(g->langs, "ruby"), "\"NetworkMode\":\"none\""},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        struct exec_request req = request("print(1)");
+        req.language = cases[i].lang;
+        struct exec_result res;
+        exec_result_init(&res);
+        struct err err = ERR_INIT;
+        if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+            fail_msg("exec_run: %s", err_msg(&err));
+        struct fake_request create;
+        assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
+        assert_contains(create.body, cases[i].mode);
+        assert_contains(create.body, cases[i].lang->image);
+        assert_last_removed(g);
+        exec_result_free(&res);
+    }
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -973,6 +1445,11 @@ int main(void)
         T(test_runner_error),
         T(test_bad_record),
         T(test_error_without_err),
+        T(test_generic_compile_error),
+        T(test_generic_typecheck_and_run),
+        T(test_generic_bad_compile_error),
+        T(test_network_per_language),
+        T(test_render_create),
     };
 #undef T
     return cmocka_run_group_tests_name("exec", tests, group_setup, group_teardown);

@@ -60,24 +60,26 @@ static void test_builtin(void **state)
     (void)state;
     static const struct {
         const char *name, *image, *source, *runner, *run0, *version0;
-        bool compiles;
+        bool compiles, typechecks;
         long long pool;
     } want[] = {
         {"python", "mcp-sandboxd-python:latest", "main.py", "python", "python3", "python3", false,
+         false, 2},
+        {"javascript", "mcp-sandboxd-node:latest", "main.js", "node", "node", "node", false, false,
          2},
-        {"javascript", "mcp-sandboxd-node:latest", "main.js", "node", "node", "node", false, 2},
-        {"typescript", "mcp-sandboxd-node:latest", "main.ts", "generic", "node", "esbuild", true,
+        {"typescript", "mcp-sandboxd-node:latest", "main.ts", "generic", "node", "tsc", true, true,
          1},
-        {"bash", "mcp-sandboxd-bash:latest", "main.sh", "generic", "bash", "bash", false, 1},
-        {"c", "mcp-sandboxd-c:latest", "main.c", "generic", "./main", "gcc", true, 1},
-        {"cpp", "mcp-sandboxd-cpp:latest", "main.cpp", "generic", "./main", "g++", true, 1},
-        {"ruby", "mcp-sandboxd-ruby:latest", "main.rb", "generic", "ruby", "ruby", false, 1},
-        {"php", "mcp-sandboxd-php:latest", "main.php", "generic", "php", "php", false, 1},
+        {"bash", "mcp-sandboxd-bash:latest", "main.sh", "generic", "bash", "bash", false, false, 1},
+        {"c", "mcp-sandboxd-c:latest", "main.c", "generic", "./main", "gcc", true, false, 1},
+        {"cpp", "mcp-sandboxd-cpp:latest", "main.cpp", "generic", "./main", "g++", true, false, 1},
+        {"ruby", "mcp-sandboxd-ruby:latest", "main.rb", "generic", "ruby", "ruby", false, false, 1},
+        {"php", "mcp-sandboxd-php:latest", "main.php", "generic", "php", "php", false, false, 1},
     };
     struct langtable *t = load_ok(NULL);
     assert_int_equal(langtable_count(t), 8);
     for (size_t i = 0; i < 8; i++) {
         const struct langtable_lang *l = langtable_get(t, i);
+        assert_int_equal(l->index, i);
         assert_string_equal(l->name, want[i].name);
         assert_string_equal(l->image, want[i].image);
         assert_string_equal(l->source_file, want[i].source);
@@ -85,6 +87,9 @@ static void test_builtin(void **state)
         assert_string_equal(l->run.v[0], want[i].run0);
         assert_string_equal(l->version.v[0], want[i].version0);
         assert_int_equal(l->compile.n > 0, want[i].compiles);
+        assert_int_equal(l->typecheck.n > 0, want[i].typechecks);
+        assert_non_null(l->typecheck.v);
+        assert_null(l->typecheck.v[l->typecheck.n]);
         assert_true(want[i].compiles ? l->compile_timeout_ms >= LANGTABLE_COMPILE_TIMEOUT_MIN_MS
                                      : l->compile_timeout_ms == 0);
         assert_int_equal(l->pool_size, want[i].pool);
@@ -105,28 +110,42 @@ static void test_builtin(void **state)
     langtable_free(t);
 }
 
-/* Python and JavaScript as the daemon runs them today (exec.c's commands,
- * config.c's defaults). */
+/* Python and JavaScript as the daemon ran them before the table: config.c
+ * leaves the images, preloads and pool size "not given" (empty, NULL, -1)
+ * and the table, configured with no option, has the old defaults. */
 static void test_builtin_matches_today(void **state)
 {
     (void)state;
     struct config cfg;
     config_init(&cfg);
+    assert_string_equal(cfg.python_image, "");
+    assert_string_equal(cfg.js_image, "");
+    assert_null(cfg.python_preload);
+    assert_null(cfg.js_preload);
+    assert_int_equal(cfg.pool_size, -1);
     struct langtable *t = load_ok(NULL);
+    struct err err = ERR_INIT;
+    if (langtable_configure(t, &cfg, &err) < 0)
+        fail_msg("%s", err_msg(&err));
+    assert_int_equal(langtable_count(t), 8);
     const struct langtable_lang *py = langtable_find(t, "python");
     const struct langtable_lang *js = langtable_find(t, "javascript");
-    assert_string_equal(py->image, cfg.python_image);
-    assert_string_equal(js->image, cfg.js_image);
-    assert_string_equal(py->preload_joined, cfg.python_preload);
-    assert_string_equal(js->preload_joined, cfg.js_preload);
-    assert_int_equal(py->pool_size, cfg.pool_size);
-    assert_int_equal(js->pool_size, cfg.pool_size);
+    assert_string_equal(py->image, "mcp-sandboxd-python:latest");
+    assert_string_equal(js->image, "mcp-sandboxd-node:latest");
+    assert_string_equal(py->preload_joined, "numpy,pandas,matplotlib,matplotlib.pyplot");
+    assert_string_equal(js->preload_joined, "");
+    assert_int_equal(js->preload.n, 0);
+    assert_int_equal(py->pool_size, 2);
+    assert_int_equal(js->pool_size, 2);
     assert_int_equal(py->runner, LANGTABLE_RUNNER_PYTHON);
     assert_int_equal(js->runner, LANGTABLE_RUNNER_NODE);
     const char *py_run[] = {"python3", "-u", "-B", NULL};
     const char *js_run[] = {"node", NULL};
     assert_argv(&py->run, py_run);
     assert_argv(&js->run, js_run);
+    /* Nobody gets a network unless the operator names it. */
+    for (size_t i = 0; i < langtable_count(t); i++)
+        assert_false(langtable_network(langtable_get(t, i), &cfg));
     langtable_free(t);
     config_free(&cfg);
 }
@@ -277,6 +296,296 @@ static void test_disable(void **state)
     langtable_free(t);
 }
 
+/* ---- typecheck ---------------------------------------------------------------------- */
+
+static void test_typecheck(void **state)
+{
+    (void)state;
+    /* The built-in TypeScript's, its placeholder expanded. */
+    struct langtable *t = load_ok(NULL);
+    const struct langtable_lang *ts = langtable_find(t, "ts");
+    assert_true(ts->typecheck.n > 2);
+    assert_string_equal(ts->typecheck.v[0], "tsc");
+    assert_string_equal(ts->typecheck.v[ts->typecheck.n - 1], "main.ts");
+    assert_null(ts->typecheck.v[ts->typecheck.n]);
+    for (size_t i = 0; i < ts->typecheck.n; i++)
+        assert_null(strchr(ts->typecheck.v[i], '{'));
+    langtable_free(t);
+
+    /* A new generic language's, placeholders expanded like compile's. */
+    t = load_ok("{\"languages\": [{\"name\": \"perl\", \"image\": \"p:1\",\n"
+                "  \"source_file\": \"prog.pl\", \"runner\": \"generic\",\n"
+                "  \"typecheck\": [\"perl\", \"-c\", \"{source}\", \"--out={stem}.chk\"],\n"
+                "  \"run\": [\"perl\", \"{source}\"]}]}");
+    const char *perl_check[] = {"perl", "-c", "prog.pl", "--out=prog.chk", NULL};
+    assert_argv(&langtable_find(t, "perl")->typecheck, perl_check);
+    assert_int_equal(langtable_find(t, "perl")->compile.n, 0);
+    langtable_free(t);
+
+    /* null removes the built-in one; the rest stays. */
+    t = load_ok("{\"languages\": [{\"name\": \"typescript\", \"typecheck\": null}]}");
+    ts = langtable_find(t, "typescript");
+    assert_int_equal(ts->typecheck.n, 0);
+    assert_non_null(ts->typecheck.v);
+    assert_null(ts->typecheck.v[0]);
+    assert_true(ts->compile.n > 0);
+    langtable_free(t);
+
+    /* An override of the list replaces it; a renamed source moves it. */
+    t = load_ok("{\"languages\": [{\"name\": \"typescript\", \"source_file\": \"app.ts\"},\n"
+                "  {\"name\": \"c\", \"typecheck\": [\"cppcheck\", \"{source}\"]}]}");
+    ts = langtable_find(t, "typescript");
+    assert_string_equal(ts->typecheck.v[ts->typecheck.n - 1], "app.ts");
+    const char *ts_run[] = {"node", "app.js", NULL};
+    assert_argv(&ts->run, ts_run);
+    const char *c_check[] = {"cppcheck", "main.c", NULL};
+    assert_argv(&langtable_find(t, "c")->typecheck, c_check);
+    langtable_free(t);
+
+    /* Generic only, and the same rules as the other argvs. */
+    bad("{\"languages\": [\n  {\"name\": \"python\",\n   \"typecheck\": [\"mypy\", "
+        "\"{source}\"]}\n]}",
+        "test.json:3: ", "'typecheck' needs the generic runner, not python");
+    bad("{\"languages\": [\n  {\"name\": \"javascript\",\n   \"typecheck\": [\"tsc\"]}\n]}",
+        "test.json:3: ", "'typecheck' needs the generic runner, not node");
+    /* A built-in typecheck made wrong by a runner override: the override's line. */
+    bad("{\"languages\": [\n  {\"name\": \"typescript\",\n   \"compile\": null,\n"
+        "   \"runner\": \"node\"}\n]}",
+        "test.json:4: ", "'typecheck' needs the generic runner, not node");
+    bad("{\"languages\": [\n  {\"name\": \"typescript\",\n   \"typecheck\": [\"tsc\", "
+        "\"{src}\"]}\n]}",
+        "test.json:3: ", "'{src}' is not a placeholder");
+    bad("{\"languages\": [\n  {\"name\": \"typescript\",\n   \"typecheck\": []}\n]}",
+        "test.json:3: ", "'typecheck' must not be empty");
+    bad("{\"languages\": [\n  {\"name\": \"typescript\",\n   \"typecheck\": \"tsc\"}\n]}",
+        "test.json:3: ", "'typecheck' must be an array of strings");
+}
+
+/* ---- the daemon's options (langtable_configure) ------------------------------------- */
+
+/* The built-in table (or text over it) configured by these options;
+ * returns langtable_configure's answer, *out the table on success. */
+static int configure(char **argv, const char *text, struct langtable **out, struct err *err)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    char *none[] = {NULL};
+    struct config cfg;
+    config_init(&cfg);
+    struct err cerr = ERR_INIT;
+    if (config_load(&cfg, argc, argv, none, &cerr) < 0)
+        fail_msg("config_load: %s", err_msg(&cerr));
+    struct langtable *t = load_ok(text);
+    int rc = langtable_configure(t, &cfg, err);
+    config_free(&cfg);
+    if (rc < 0) {
+        langtable_free(t);
+        t = NULL;
+    }
+    *out = t;
+    return rc;
+}
+
+static struct langtable *configure_ok(char **argv, const char *text)
+{
+    struct langtable *t = NULL;
+    struct err err = ERR_INIT;
+    if (configure(argv, text, &t, &err) < 0)
+        fail_msg("langtable_configure: %s", err_msg(&err));
+    return t;
+}
+
+static void configure_bad(char **argv, const char *text, const char *needle1, const char *needle2)
+{
+    struct langtable *t = NULL;
+    struct err err = ERR_INIT;
+    if (configure(argv, text, &t, &err) == 0) {
+        langtable_free(t);
+        fail_msg("accepted: %s %s", argv[1], argv[2]);
+    }
+    assert_null(t);
+    assert_int_equal(err.code, ERR_INVALID);
+    const char *msg = err_msg(&err);
+    if (!strstr(msg, needle1) || !strstr(msg, needle2))
+        fail_msg("message '%s' does not mention '%s' and '%s'", msg, needle1, needle2);
+    err_clear(&err);
+}
+
+/* --languages: names or aliases in any case; the table keeps its own
+ * order, and the indexes are the new places. */
+static void test_configure_subset(void **state)
+{
+    (void)state;
+    char *a1[] = {"d", "--languages", "c++,Python,ts", NULL};
+    struct langtable *t = configure_ok(a1, NULL);
+    assert_int_equal(langtable_count(t), 3);
+    const char *names[] = {"python", "typescript", "cpp"};
+    for (size_t i = 0; i < 3; i++) {
+        const struct langtable_lang *l = langtable_get(t, i);
+        assert_string_equal(l->name, names[i]);
+        assert_int_equal(l->index, i);
+        assert_ptr_equal(langtable_find(t, names[i]), l);
+    }
+    assert_null(langtable_get(t, 3));
+    assert_null(langtable_find(t, "javascript"));
+    assert_null(langtable_find(t, "js"));
+    assert_null(langtable_find(t, "bash"));
+    /* What the kept ones hold is untouched. */
+    const struct langtable_lang *cpp = langtable_find(t, "cxx");
+    assert_string_equal(cpp->image, "mcp-sandboxd-cpp:latest");
+    assert_string_equal(cpp->compile.v[0], "g++");
+    assert_string_equal(langtable_find(t, "py")->preload_joined,
+                        "numpy,pandas,matplotlib,matplotlib.pyplot");
+    langtable_free(t);
+
+    /* One language, named twice (a name and its alias). */
+    char *a2[] = {"d", "--languages", "bash,sh", NULL};
+    t = configure_ok(a2, NULL);
+    assert_int_equal(langtable_count(t), 1);
+    assert_string_equal(langtable_get(t, 0)->name, "bash");
+    assert_int_equal(langtable_get(t, 0)->index, 0);
+    langtable_free(t);
+
+    /* A language from the operator's file can be chosen too. */
+    char *a3[] = {"d", "--languages", "pl,ruby", NULL};
+    t = configure_ok(a3, perl_file);
+    assert_int_equal(langtable_count(t), 2);
+    assert_string_equal(langtable_get(t, 0)->name, "ruby");
+    assert_string_equal(langtable_get(t, 1)->name, "perl");
+    assert_int_equal(langtable_get(t, 1)->index, 1);
+    langtable_free(t);
+
+    /* None given: all of them. */
+    char *a4[] = {"d", NULL};
+    t = configure_ok(a4, NULL);
+    assert_int_equal(langtable_count(t), 8);
+    langtable_free(t);
+
+    char *b1[] = {"d", "--languages", "python,cobol", NULL};
+    configure_bad(b1, NULL, "--languages", "'cobol'");
+    /* Disabled by the file: gone from the table, so not a choice. */
+    char *b2[] = {"d", "--languages", "php", NULL};
+    configure_bad(b2, "{\"languages\": [{\"name\": \"php\", \"disabled\": true}]}", "--languages",
+                  "'php'");
+}
+
+/* The python and javascript options change those two entries only. */
+static void test_configure_options(void **state)
+{
+    (void)state;
+    char *a1[] = {"d",
+                  "--python-image",
+                  "my/py:3.12",
+                  "--js-image",
+                  "my/node:22",
+                  "--python-preload",
+                  "json, decimal",
+                  "--js-preload",
+                  "zlib,node:fs",
+                  NULL};
+    struct langtable *t = configure_ok(a1, NULL);
+    const struct langtable_lang *py = langtable_find(t, "python");
+    const struct langtable_lang *js = langtable_find(t, "javascript");
+    assert_string_equal(py->image, "my/py:3.12");
+    assert_string_equal(js->image, "my/node:22");
+    assert_string_equal(py->preload_joined, "json,decimal");
+    const char *py_preload[] = {"json", "decimal", NULL};
+    assert_argv(&py->preload, py_preload);
+    assert_string_equal(js->preload_joined, "zlib,node:fs");
+    const char *js_preload[] = {"zlib", "node:fs", NULL};
+    assert_argv(&js->preload, js_preload);
+    /* TypeScript shares the node image in the table, not the option. */
+    assert_string_equal(langtable_find(t, "typescript")->image, "mcp-sandboxd-node:latest");
+    /* --pool-size not given: each its own. */
+    assert_int_equal(py->pool_size, 2);
+    assert_int_equal(langtable_find(t, "c")->pool_size, 1);
+    langtable_free(t);
+
+    /* An empty preload is none; --pool-size is every language's. */
+    char *a2[] = {"d", "--python-preload", "", "--pool-size", "3", NULL};
+    t = configure_ok(a2, NULL);
+    py = langtable_find(t, "python");
+    assert_string_equal(py->preload_joined, "");
+    assert_int_equal(py->preload.n, 0);
+    assert_null(py->preload.v[0]);
+    assert_string_equal(py->image, "mcp-sandboxd-python:latest");
+    for (size_t i = 0; i < langtable_count(t); i++)
+        assert_int_equal(langtable_get(t, i)->pool_size, 3);
+    langtable_free(t);
+
+    char *a3[] = {"d", "--pool-size", "0", "--languages", "js,c", NULL};
+    t = configure_ok(a3, NULL);
+    assert_int_equal(langtable_count(t), 2);
+    for (size_t i = 0; i < langtable_count(t); i++)
+        assert_int_equal(langtable_get(t, i)->pool_size, 0);
+    langtable_free(t);
+
+    /* Python left out: its options change nothing and are no error. */
+    char *a4[] = {"d", "--languages", "ruby", "--python-image", "x:1", NULL};
+    t = configure_ok(a4, NULL);
+    assert_int_equal(langtable_count(t), 1);
+    assert_string_equal(langtable_get(t, 0)->image, "mcp-sandboxd-ruby:latest");
+    langtable_free(t);
+
+    /* The image options are for the in-process runners: a "python" that
+     * the file turned into a generic language is left as the file says. */
+    char *a5[] = {"d", "--python-image", "x:1", NULL};
+    t = configure_ok(a5, "{\"languages\": [{\"name\": \"python\", \"runner\": \"generic\",\n"
+                         "  \"preload\": [], \"image\": \"file:1\"}]}");
+    assert_string_equal(langtable_find(t, "python")->image, "file:1");
+    langtable_free(t);
+}
+
+/* --allow-network and --dry-run-create name languages of the table. */
+static void test_configure_network_and_dry_run(void **state)
+{
+    (void)state;
+    char *a1[] = {"d", "--allow-network", "JS,c++", "--dry-run-create", "ts", NULL};
+    struct config cfg;
+    config_init(&cfg);
+    char *none[] = {NULL};
+    struct err err = ERR_INIT;
+    assert_int_equal(config_load(&cfg, 5, a1, none, &err), 0);
+    struct langtable *t = load_ok(NULL);
+    if (langtable_configure(t, &cfg, &err) < 0)
+        fail_msg("%s", err_msg(&err));
+    /* Named by an alias, in any case. */
+    assert_true(langtable_network(langtable_find(t, "javascript"), &cfg));
+    assert_true(langtable_network(langtable_find(t, "cpp"), &cfg));
+    assert_false(langtable_network(langtable_find(t, "python"), &cfg));
+    assert_false(langtable_network(langtable_find(t, "typescript"), &cfg));
+    langtable_free(t);
+
+    /* A language whose table entry forbids it never gets one, even when
+     * the operator's options name it (checked again at every run). */
+    t = load_ok("{\"languages\": [{\"name\": \"javascript\", \"network_allowed\": false}]}");
+    assert_false(langtable_network(langtable_find(t, "javascript"), &cfg));
+    assert_true(langtable_network(langtable_find(t, "cpp"), &cfg));
+    langtable_free(t);
+    config_free(&cfg);
+
+    char *b1[] = {"d", "--allow-network", "python,cobol", NULL};
+    configure_bad(b1, NULL, "--allow-network", "'cobol'");
+    /* A language the subset left out is not one of the table any more. */
+    char *b2[] = {"d", "--languages", "python", "--allow-network", "ruby", NULL};
+    configure_bad(b2, NULL, "--allow-network", "'ruby'");
+    char *b3[] = {"d", "--allow-network", "rb", NULL};
+    configure_bad(b3, "{\"languages\": [{\"name\": \"ruby\", \"network_allowed\": false}]}",
+                  "--allow-network", "language 'ruby' never gets a network");
+    /* A new language's default is no network. */
+    char *b4[] = {"d", "--allow-network", "perl", NULL};
+    configure_bad(b4, perl_file, "--allow-network", "network_allowed is false");
+
+    char *b5[] = {"d", "--dry-run-create", "cobol", NULL};
+    configure_bad(b5, NULL, "--dry-run-create", "'cobol'");
+    char *b6[] = {"d", "--languages", "python", "--dry-run-create", "c", NULL};
+    configure_bad(b6, NULL, "--dry-run-create", "'c'");
+    char *ok[] = {"d", "--dry-run-create", "Ruby", NULL};
+    t = configure_ok(ok, NULL);
+    langtable_free(t);
+}
+
 /* ---- refused files ---------------------------------------------------------------- */
 
 #define PERL_HEAD                                                                                  \
@@ -421,10 +730,18 @@ static void test_bad_entries(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_builtin),  cmocka_unit_test(test_builtin_matches_today),
-        cmocka_unit_test(test_lookup),   cmocka_unit_test(test_add_perl_from_file),
-        cmocka_unit_test(test_override), cmocka_unit_test(test_disable),
-        cmocka_unit_test(test_bad_json), cmocka_unit_test(test_bad_entries),
+        cmocka_unit_test(test_builtin),
+        cmocka_unit_test(test_builtin_matches_today),
+        cmocka_unit_test(test_lookup),
+        cmocka_unit_test(test_add_perl_from_file),
+        cmocka_unit_test(test_override),
+        cmocka_unit_test(test_disable),
+        cmocka_unit_test(test_bad_json),
+        cmocka_unit_test(test_bad_entries),
+        cmocka_unit_test(test_typecheck),
+        cmocka_unit_test(test_configure_subset),
+        cmocka_unit_test(test_configure_options),
+        cmocka_unit_test(test_configure_network_and_dry_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

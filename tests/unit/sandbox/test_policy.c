@@ -47,6 +47,37 @@ static void test_spec(void **state)
     config_free(&cfg);
 }
 
+/* The network is the caller's decision (langtable_network): policy
+ * passes it on and reads no option of its own. */
+static void test_network_is_the_callers(void **state)
+{
+    (void)state;
+    struct config cfg;
+    config_init(&cfg);
+    const char *cmd[] = {"x", NULL};
+    struct policy_run run = {
+        .language = "python", .image = "i", .cmd = cmd, .memory_mb = 64, .instance = "x"};
+    struct backend_spec spec;
+    policy_spec(&cfg, &run, &spec);
+    assert_false(spec.network);
+    run.network = true;
+    policy_spec(&cfg, &run, &spec);
+    assert_true(spec.network);
+    /* --allow-network naming the language changes nothing here. */
+    cfg.allow_network.items = xrealloc(cfg.allow_network.items, 2 * sizeof(char *));
+    cfg.allow_network.items[0] = xstrdup("python");
+    cfg.allow_network.items[1] = NULL;
+    cfg.allow_network.n = 1;
+    run.network = false;
+    policy_spec(&cfg, &run, &spec);
+    assert_false(spec.network);
+    run.language = NULL;
+    run.network = true;
+    policy_spec(&cfg, &run, &spec);
+    assert_true(spec.network);
+    config_free(&cfg);
+}
+
 static int missing_calls;
 static char missing_name[32];
 static void on_missing(const char *name)
@@ -236,6 +267,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_spec),
+        cmocka_unit_test(test_network_is_the_callers),
         cmocka_unit_test(test_pass_through),
         cmocka_unit_test(test_seccomp_profile),
         cmocka_unit_test(test_seccomp_per_runtime),

@@ -19,6 +19,7 @@
 #include "backend/docker/engine.h"
 #include "fake_engine/fake_engine.h"
 #include "sandbox/exec.h"
+#include "unit/langs.h"
 
 #define GUARD FAKE_HANG_GUARD_MS
 
@@ -26,15 +27,27 @@ struct rig {
     struct fake_engine *fe;
     struct config cfg;
     struct backend *backend;
+    /* The built-in table (with languages_text over it) configured by cfg
+     * at rig_open: python and javascript only (--languages), so the pool
+     * has the two profiles these tests count on. */
+    const char *languages_text;
+    struct langtable *langs;
     struct exec_ctx *exec;
     char io_dir[64]; /* --sandbox-io-dir: empty again after every test */
 };
 
+/* The open rig's languages. */
+static const struct langtable_lang *PY, *JS;
+
 static void rig_open(struct rig *g)
 {
     struct err err = ERR_INIT;
+    langtable_free(g->langs);
+    g->langs = test_langs_text(&g->cfg, g->languages_text);
+    PY = test_lang(g->langs, "python");
+    JS = test_lang(g->langs, "javascript");
     g->backend = docker_backend_new(fake_engine_socket(g->fe));
-    g->exec = exec_ctx_new(&g->cfg, g->backend, NULL, &err);
+    g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, NULL, &err);
     if (!g->exec)
         fail_msg("exec_ctx_new: %s", err_msg(&err));
 }
@@ -71,6 +84,11 @@ static int setup(void **state)
     }
     config_init(&g->cfg);
     g->cfg.pool_size = 1;
+    free(g->cfg.languages.items);
+    g->cfg.languages.items = xcalloc(3, sizeof(char *));
+    g->cfg.languages.items[0] = xstrdup("python");
+    g->cfg.languages.items[1] = xstrdup("javascript");
+    g->cfg.languages.n = 2;
     snprintf(g->io_dir, sizeof(g->io_dir), "/tmp/pool_io.XXXXXX");
     if (!mkdtemp(g->io_dir))
         return -1;
@@ -103,6 +121,7 @@ static int teardown(void **state)
     if (g->exec)
         rig_close(g);
     fake_engine_stop(g->fe);
+    langtable_free(g->langs);
     config_free(&g->cfg);
     /* No socket directory outlives its sandbox's set-up. */
     int left = rmdir(g->io_dir);
@@ -112,7 +131,8 @@ static int teardown(void **state)
     return 0;
 }
 
-static struct exec_request request(enum exec_language lang, const char *code, long long mb)
+static struct exec_request request(const struct langtable_lang *lang, const char *code,
+                                   long long mb)
 {
     return (struct exec_request){
         .language = lang,
@@ -137,7 +157,7 @@ static void run_ok(struct rig *g, const struct exec_request *req, const char *wa
     exec_result_free(&res);
 }
 
-static struct exec_pool_stats stats(struct rig *g, enum exec_language lang)
+static struct exec_pool_stats stats(struct rig *g, const struct langtable_lang *lang)
 {
     struct exec_pool_stats st;
     assert_true(exec_pool_stats(g->exec, lang, &st));
@@ -145,7 +165,7 @@ static struct exec_pool_stats stats(struct rig *g, enum exec_language lang)
 }
 
 /* Whether lang's pool came to have `ready` waiting containers (hang guard). */
-static bool reached_ready(struct rig *g, enum exec_language lang, size_t ready)
+static bool reached_ready(struct rig *g, const struct langtable_lang *lang, size_t ready)
 {
     for (int i = 0; i < GUARD / 5; i++) {
         if (stats(g, lang).ready == ready)
@@ -156,13 +176,13 @@ static bool reached_ready(struct rig *g, enum exec_language lang, size_t ready)
 }
 
 /* Waits until lang's pool has `ready` waiting containers (hang guard). */
-static void wait_ready(struct rig *g, enum exec_language lang, size_t ready)
+static void wait_ready(struct rig *g, const struct langtable_lang *lang, size_t ready)
 {
     if (reached_ready(g, lang, ready))
         return;
     struct exec_pool_stats st = stats(g, lang);
-    fail_msg("%s pool: %zu ready, %zu starting, %llu failed (%s); wanted %zu ready",
-             exec_language_name(lang), st.ready, st.starting, st.failed, st.last_error, ready);
+    fail_msg("%s pool: %zu ready, %zu starting, %llu failed (%s); wanted %zu ready", lang->name,
+             st.ready, st.starting, st.failed, st.last_error, ready);
 }
 
 /* The fake names its n-th container "fe" + n in 62 hex digits. */
@@ -238,20 +258,20 @@ static void test_warm_run_single_use(void **state)
     struct fake_program p = {.out = "hi\n", .out_len = 3};
     fake_engine_set_program(g->fe, &p);
     rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 1);
-    wait_ready(g, EXEC_JAVASCRIPT, 1);
+    wait_ready(g, PY, 1);
+    wait_ready(g, JS, 1);
     char warm[FAKE_ID_MAX + 1];
     waiting_id(g, warm);
     int creates = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
 
-    struct exec_request req = request(EXEC_PYTHON, "print('hi')", g->cfg.memory_mb);
+    struct exec_request req = request(PY, "print('hi')", g->cfg.memory_mb);
     run_ok(g, &req, "hi\n");
     char used[FAKE_ID_MAX + 1];
     container_of(g, "print('hi')", used);
     struct fake_container_info info;
     assert_true(fake_engine_info(g->fe, used, &info));
     assert_true(info.warm);
-    assert_string_equal(info.image, g->cfg.python_image);
+    assert_string_equal(info.image, PY->image);
     assert_true(info.memory == g->cfg.memory_mb << 20);
     assert_true(fake_engine_wait_removed(g->fe, used, GUARD));
     /* Made before the run, not for it. */
@@ -259,8 +279,8 @@ static void test_warm_run_single_use(void **state)
     assert_true(strcmp(used, warm) == 0 || creates >= 2);
 
     /* Refilled with a new container; the next run gets a fresh one. */
-    wait_ready(g, EXEC_PYTHON, 1);
-    req = request(EXEC_PYTHON, "print('hi') # 2", g->cfg.memory_mb);
+    wait_ready(g, PY, 1);
+    req = request(PY, "print('hi') # 2", g->cfg.memory_mb);
     run_ok(g, &req, "hi\n");
     char second[FAKE_ID_MAX + 1];
     container_of(g, "print('hi') # 2", second);
@@ -268,7 +288,7 @@ static void test_warm_run_single_use(void **state)
     assert_true(fake_engine_info(g->fe, second, &info));
     assert_true(info.warm);
 
-    struct exec_pool_stats st = stats(g, EXEC_PYTHON);
+    struct exec_pool_stats st = stats(g, PY);
     assert_true(st.hits == 2);
     assert_true(st.misses == 0);
     assert_int_equal(st.size, 1);
@@ -285,8 +305,8 @@ static void test_preload_argument(void **state)
     free(g->cfg.js_preload);
     g->cfg.js_preload = xstrdup("zlib");
     rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 1);
-    wait_ready(g, EXEC_JAVASCRIPT, 1);
+    wait_ready(g, PY, 1);
+    wait_ready(g, JS, 1);
     bool py = false, js = false;
     int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
     for (int i = 1; i <= n; i++) {
@@ -295,7 +315,7 @@ static void test_preload_argument(void **state)
         nth_id((unsigned long)i, id);
         assert_true(fake_engine_info(g->fe, id, &info));
         assert_true(info.warm);
-        if (strcmp(info.image, g->cfg.python_image) == 0) {
+        if (strcmp(info.image, PY->image) == 0) {
             assert_string_equal(info.preload, "json,decimal");
             py = true;
         } else {
@@ -318,8 +338,8 @@ static void test_other_limits_on_demand(void **state)
     struct fake_program p = {.out = "big\n", .out_len = 4};
     fake_engine_set_program(g->fe, &p);
     rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 1);
-    struct exec_request req = request(EXEC_PYTHON, "bigger", g->cfg.memory_mb * 2);
+    wait_ready(g, PY, 1);
+    struct exec_request req = request(PY, "bigger", g->cfg.memory_mb * 2);
     run_ok(g, &req, "big\n");
     char used[FAKE_ID_MAX + 1];
     container_of(g, "bigger", used);
@@ -327,13 +347,13 @@ static void test_other_limits_on_demand(void **state)
     assert_true(fake_engine_info(g->fe, used, &info));
     assert_false(info.warm);
     assert_true(info.memory == (g->cfg.memory_mb * 2) << 20);
-    req = request(EXEC_PYTHON, "smaller", 64);
+    req = request(PY, "smaller", 64);
     run_ok(g, &req, "big\n");
     container_of(g, "smaller", used);
     assert_true(fake_engine_info(g->fe, used, &info));
     assert_false(info.warm);
     assert_true(info.memory == 64LL << 20);
-    struct exec_pool_stats st = stats(g, EXEC_PYTHON);
+    struct exec_pool_stats st = stats(g, PY);
     assert_true(st.hits == 0 && st.misses == 0);
     assert_int_equal(st.ready, 1);
     rig_close(g);
@@ -350,7 +370,7 @@ static void test_killed_waiting_replaced(void **state)
     struct fake_program p = {.out = "ok\n", .out_len = 3};
     fake_engine_set_program(g->fe, &p);
     rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 1);
+    wait_ready(g, PY, 1);
     char killed[FAKE_ID_MAX + 1];
     struct fake_container_info info;
     /* The newest warm one may be the JavaScript pool's: find Python's. */
@@ -360,7 +380,7 @@ static void test_killed_waiting_replaced(void **state)
         char id[FAKE_ID_MAX + 1];
         nth_id((unsigned long)i, id);
         if (fake_engine_info(g->fe, id, &info) && info.warm && info.running &&
-            strcmp(info.image, g->cfg.python_image) == 0)
+            strcmp(info.image, PY->image) == 0)
             memcpy(killed, id, sizeof(killed));
     }
     assert_true(killed[0] != '\0');
@@ -369,10 +389,10 @@ static void test_killed_waiting_replaced(void **state)
         fail_msg("kill: %s", err_msg(&err));
     /* The watcher sees it die, removes it and the fillers make another. */
     assert_true(fake_engine_wait_removed(g->fe, killed, GUARD));
-    wait_ready(g, EXEC_PYTHON, 1);
-    assert_true(stats(g, EXEC_PYTHON).replaced >= 1);
+    wait_ready(g, PY, 1);
+    assert_true(stats(g, PY).replaced >= 1);
 
-    struct exec_request req = request(EXEC_PYTHON, "after kill", g->cfg.memory_mb);
+    struct exec_request req = request(PY, "after kill", g->cfg.memory_mb);
     run_ok(g, &req, "ok\n");
     char used[FAKE_ID_MAX + 1];
     container_of(g, "after kill", used);
@@ -392,7 +412,7 @@ static void test_killed_just_before_take(void **state)
     struct fake_program p = {.out = "ok\n", .out_len = 3};
     fake_engine_set_program(g->fe, &p);
     rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 2);
+    wait_ready(g, PY, 2);
     char victims[2][FAKE_ID_MAX + 1];
     size_t nv = 0;
     int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
@@ -400,13 +420,13 @@ static void test_killed_just_before_take(void **state)
         struct fake_container_info info;
         nth_id((unsigned long)i, victims[nv]);
         if (fake_engine_info(g->fe, victims[nv], &info) && info.warm && info.running &&
-            strcmp(info.image, g->cfg.python_image) == 0)
+            strcmp(info.image, PY->image) == 0)
             nv++;
     }
     assert_int_equal(nv, 2);
     struct err err = ERR_INIT;
     assert_int_equal(backend_kill(g->backend, victims[0], &err), 0);
-    struct exec_request req = request(EXEC_PYTHON, "racing", g->cfg.memory_mb);
+    struct exec_request req = request(PY, "racing", g->cfg.memory_mb);
     run_ok(g, &req, "ok\n");
     char used[FAKE_ID_MAX + 1];
     container_of(g, "racing", used);
@@ -424,7 +444,7 @@ static void test_dies_before_go_retried(void **state)
     struct fake_program dying = {.warm_dies = true};
     fake_engine_set_program(g->fe, &dying);
     rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 1);
+    wait_ready(g, PY, 1);
     char doomed[FAKE_ID_MAX + 1];
     int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
     doomed[0] = '\0';
@@ -433,19 +453,19 @@ static void test_dies_before_go_retried(void **state)
         struct fake_container_info info;
         nth_id((unsigned long)i, id);
         if (fake_engine_info(g->fe, id, &info) && info.warm && info.running &&
-            strcmp(info.image, g->cfg.python_image) == 0)
+            strcmp(info.image, PY->image) == 0)
             memcpy(doomed, id, sizeof(doomed));
     }
     assert_true(doomed[0] != '\0');
     struct fake_program fine = {.out = "fine\n", .out_len = 5};
     fake_engine_set_program(g->fe, &fine);
-    struct exec_request req = request(EXEC_PYTHON, "once", g->cfg.memory_mb);
+    struct exec_request req = request(PY, "once", g->cfg.memory_mb);
     run_ok(g, &req, "fine\n");
     struct fake_container_info info;
     assert_true(fake_engine_info(g->fe, doomed, &info));
     assert_true(info.code_received);
     assert_true(fake_engine_wait_removed(g->fe, doomed, GUARD));
-    assert_true(stats(g, EXEC_PYTHON).replaced >= 1);
+    assert_true(stats(g, PY).replaced >= 1);
     rig_close(g);
     assert_all_gone(g);
 }
@@ -456,15 +476,15 @@ static void test_max_age_recycles(void **state)
     struct rig *g = *state;
     g->cfg.pool_max_age_ms = 1000;
     rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 1);
+    wait_ready(g, PY, 1);
     char first[FAKE_ID_MAX + 1];
     waiting_id(g, first);
     assert_true(fake_engine_wait_removed(g->fe, first, GUARD));
     struct fake_container_info info;
     assert_true(fake_engine_info(g->fe, first, &info));
     assert_false(info.code_received);
-    wait_ready(g, EXEC_PYTHON, 1);
-    assert_true(stats(g, EXEC_PYTHON).recycled >= 1);
+    wait_ready(g, PY, 1);
+    assert_true(stats(g, PY).recycled >= 1);
     rig_close(g);
     assert_all_gone(g);
 }
@@ -492,21 +512,21 @@ static void test_cannot_fill_runs_on_demand(void **state)
     struct fake_program p = {.out = "cold\n", .out_len = 5};
     fake_engine_set_program(g->fe, &p);
     rig_open(g);
-    for (int i = 0; i < GUARD / 5 && stats(g, EXEC_PYTHON).failed == 0; i++)
+    for (int i = 0; i < GUARD / 5 && stats(g, PY).failed == 0; i++)
         usleep(5000);
-    struct exec_pool_stats st = stats(g, EXEC_PYTHON);
+    struct exec_pool_stats st = stats(g, PY);
     assert_true(st.failed >= 1);
     assert_non_null(strstr(st.last_error, "no warm runners today"));
     assert_int_equal(st.ready, 0);
 
-    struct exec_request req = request(EXEC_PYTHON, "cold run", g->cfg.memory_mb);
+    struct exec_request req = request(PY, "cold run", g->cfg.memory_mb);
     run_ok(g, &req, "cold\n");
     char used[FAKE_ID_MAX + 1];
     container_of(g, "cold run", used);
     struct fake_container_info info;
     assert_true(fake_engine_info(g->fe, used, &info));
     assert_false(info.warm);
-    assert_true(stats(g, EXEC_PYTHON).misses == 1);
+    assert_true(stats(g, PY).misses == 1);
     rig_close(g);
     fake_engine_set_hook(g->fe, NULL, NULL);
     assert_all_gone(g);
@@ -521,13 +541,13 @@ static void test_pressure_refills_lean(void **state)
     atomic_int failed = 0;
     fake_engine_set_hook(g->fe, fail_warm_creates, &failed);
     rig_open(g);
-    for (int i = 0; i < GUARD / 5 && stats(g, EXEC_PYTHON).failed == 0; i++)
+    for (int i = 0; i < GUARD / 5 && stats(g, PY).failed == 0; i++)
         usleep(5000);
-    struct exec_request req = request(EXEC_PYTHON, "missed", g->cfg.memory_mb);
+    struct exec_request req = request(PY, "missed", g->cfg.memory_mb);
     run_ok(g, &req, "");
-    assert_true(stats(g, EXEC_PYTHON).misses == 1);
-    wait_ready(g, EXEC_PYTHON, 1);
-    assert_true(stats(g, EXEC_PYTHON).lean >= 1);
+    assert_true(stats(g, PY).misses == 1);
+    wait_ready(g, PY, 1);
+    assert_true(stats(g, PY).lean >= 1);
     char id[FAKE_ID_MAX + 1];
     int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
     bool seen = false;
@@ -535,7 +555,7 @@ static void test_pressure_refills_lean(void **state)
         struct fake_container_info info;
         nth_id((unsigned long)i, id);
         if (fake_engine_info(g->fe, id, &info) && info.warm && info.running &&
-            strcmp(info.image, g->cfg.python_image) == 0) {
+            strcmp(info.image, PY->image) == 0) {
             assert_string_equal(info.preload, "");
             seen = true;
         }
@@ -570,7 +590,7 @@ static void *bg_main(void *arg)
  * has the code (hang guard). */
 static void bg_start(struct rig *g, struct bg_run *b, const char *code)
 {
-    *b = (struct bg_run){.g = g, .req = request(EXEC_PYTHON, code, g->cfg.memory_mb)};
+    *b = (struct bg_run){.g = g, .req = request(PY, code, g->cfg.memory_mb)};
     b->cancel = exec_cancel_new();
     exec_result_init(&b->res);
     assert_int_equal(pthread_create(&b->th, NULL, bg_main, b), 0);
@@ -603,7 +623,7 @@ static void open_endless(struct rig *g, long long refill_delay_ms)
     struct fake_program p = {.run_ms = FAKE_RUN_FOREVER};
     fake_engine_set_program(g->fe, &p);
     rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 1);
+    wait_ready(g, PY, 1);
 }
 
 /* While a run that took the waiting container goes on, the pool does not
@@ -614,18 +634,18 @@ static void test_refill_waits_for_run(void **state)
 {
     struct rig *g = *state;
     open_endless(g, 3600 * 1000);
-    wait_ready(g, EXEC_JAVASCRIPT, 1);
+    wait_ready(g, JS, 1);
     int creates = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
     struct bg_run b;
     bg_start(g, &b, "while True: pass");
     usleep(300 * 1000);
     int during = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
-    size_t ready = stats(g, EXEC_PYTHON).ready;
+    size_t ready = stats(g, PY).ready;
     bg_stop(&b); /* before any assert: the run must end either way */
     assert_int_equal(during, creates);
     assert_int_equal(ready, 0);
-    wait_ready(g, EXEC_PYTHON, 1);
-    assert_true(stats(g, EXEC_PYTHON).hits == 1);
+    wait_ready(g, PY, 1);
+    assert_true(stats(g, PY).hits == 1);
     rig_close(g);
     assert_all_gone(g);
 }
@@ -637,7 +657,7 @@ static void test_refill_at_once(void **state)
     open_endless(g, 0);
     struct bg_run b;
     bg_start(g, &b, "while True: pass");
-    bool refilled = reached_ready(g, EXEC_PYTHON, 1);
+    bool refilled = reached_ready(g, PY, 1);
     bg_stop(&b);
     assert_true(refilled);
     rig_close(g);
@@ -653,8 +673,8 @@ static void test_miss_ends_refill_wait(void **state)
     struct bg_run first, second;
     bg_start(g, &first, "first");
     bg_start(g, &second, "second");
-    unsigned long long misses = stats(g, EXEC_PYTHON).misses;
-    bool refilled = reached_ready(g, EXEC_PYTHON, 1);
+    unsigned long long misses = stats(g, PY).misses;
+    bool refilled = reached_ready(g, PY, 1);
     bg_stop(&second);
     bg_stop(&first);
     assert_true(misses == 1);
@@ -683,7 +703,7 @@ static void test_sweep_before_fill(void **state)
     atomic_int early = 0;
     fake_engine_set_hook(g->fe, creates_after_list, &early);
     rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 1);
+    wait_ready(g, PY, 1);
     assert_int_equal(atomic_load(&early), 0);
     rig_close(g);
     fake_engine_set_hook(g->fe, NULL, NULL);
@@ -696,7 +716,7 @@ static void test_shutdown_removes_waiting(void **state)
     struct rig *g = *state;
     g->cfg.pool_size = 3;
     rig_open(g);
-    wait_ready(g, EXEC_PYTHON, 3);
+    wait_ready(g, PY, 3);
     rig_close(g);
     assert_all_gone(g);
 }
@@ -720,7 +740,7 @@ static void *stress_runner(void *arg)
     for (int i = 0; i < STRESS_RUNS; i++) {
         char code[64];
         snprintf(code, sizeof(code), "stress %d %d", st->index, i);
-        enum exec_language lang = (i + st->index) % 2 ? EXEC_JAVASCRIPT : EXEC_PYTHON;
+        const struct langtable_lang *lang = (i + st->index) % 2 ? JS : PY;
         struct exec_request req = request(lang, code, g->cfg.memory_mb);
         struct exec_result res;
         exec_result_init(&res);
@@ -787,7 +807,7 @@ static void test_concurrent_runs_and_kills(void **state)
     atomic_store(&killer.stop, true);
     pthread_join(kth, NULL);
     assert_int_equal(failures, 0);
-    struct exec_pool_stats py = stats(g, EXEC_PYTHON), js = stats(g, EXEC_JAVASCRIPT);
+    struct exec_pool_stats py = stats(g, PY), js = stats(g, JS);
     assert_true(py.hits + py.misses + js.hits + js.misses >= STRESS_THREADS * STRESS_RUNS);
     rig_close(g);
     assert_all_gone(g);
@@ -802,8 +822,8 @@ static void test_size_zero(void **state)
     fake_engine_set_program(g->fe, &p);
     rig_open(g);
     struct exec_pool_stats st;
-    assert_false(exec_pool_stats(g->exec, EXEC_PYTHON, &st));
-    struct exec_request req = request(EXEC_JAVASCRIPT, "console.log('x')", g->cfg.memory_mb);
+    assert_false(exec_pool_stats(g->exec, PY, &st));
+    struct exec_request req = request(JS, "console.log('x')", g->cfg.memory_mb);
     run_ok(g, &req, "x\n");
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_CREATE, NULL), 1);
     char used[FAKE_ID_MAX + 1];
@@ -811,6 +831,75 @@ static void test_size_zero(void **state)
     struct fake_container_info info;
     assert_true(fake_engine_info(g->fe, used, &info));
     assert_false(info.warm);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+/* Sizes per language (the table's pool_size, --pool-size not given): only
+ * python keeps a pool here, so javascript's runs go on demand and no warm
+ * javascript sandbox is ever made. */
+static void test_per_language_sizes(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_size = -1;
+    g->languages_text = "{\"languages\": [{\"name\": \"python\", \"pool_size\": 1},\n"
+                        "  {\"name\": \"javascript\", \"pool_size\": 0}]}";
+    struct fake_program p = {.out = "x\n", .out_len = 2};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    assert_int_equal(PY->pool_size, 1);
+    assert_int_equal(JS->pool_size, 0);
+    wait_ready(g, PY, 1);
+    struct exec_pool_stats st;
+    /* The daemon keeps a pool (python's); javascript's is empty. */
+    assert_true(exec_pool_stats(g->exec, JS, &st));
+    assert_int_equal(st.size, 0);
+    assert_int_equal(st.ready, 0);
+    assert_int_equal(stats(g, PY).size, 1);
+
+    struct exec_request js = request(JS, "console.log('x')", g->cfg.memory_mb);
+    run_ok(g, &js, "x\n");
+    char used[FAKE_ID_MAX + 1];
+    container_of(g, "console.log('x')", used);
+    struct fake_container_info info;
+    assert_true(fake_engine_info(g->fe, used, &info));
+    assert_false(info.warm);
+    assert_string_equal(info.image, JS->image);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_START, used), 1);
+    st = stats(g, JS);
+    assert_true(st.hits == 0);
+
+    struct exec_request py = request(PY, "print('x')", g->cfg.memory_mb);
+    run_ok(g, &py, "x\n");
+    container_of(g, "print('x')", used);
+    assert_true(fake_engine_info(g->fe, used, &info));
+    assert_true(info.warm);
+    assert_true(stats(g, PY).hits == 1);
+
+    /* Every warm sandbox ever made was python's. */
+    wait_ready(g, PY, 1);
+    int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    for (int i = 1; i <= n; i++) {
+        char id[FAKE_ID_MAX + 1];
+        nth_id((unsigned long)i, id);
+        if (fake_engine_info(g->fe, id, &info) && info.warm)
+            assert_string_equal(info.image, PY->image);
+    }
+    rig_close(g);
+    assert_all_gone(g);
+}
+
+/* --pool-size, when given, is every language's, over the table's. */
+static void test_pool_size_option_wins(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_size = 2;
+    g->languages_text = "{\"languages\": [{\"name\": \"javascript\", \"pool_size\": 0}]}";
+    rig_open(g);
+    assert_int_equal(JS->pool_size, 2);
+    wait_ready(g, PY, 2);
+    wait_ready(g, JS, 2);
+    assert_int_equal(stats(g, JS).size, 2);
     rig_close(g);
     assert_all_gone(g);
 }
@@ -837,6 +926,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shutdown_removes_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_runs_and_kills, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_zero, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_per_language_sizes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_per_language_sizes, setup_attach, teardown),
+        cmocka_unit_test_setup_teardown(test_pool_size_option_wins, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

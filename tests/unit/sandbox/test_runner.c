@@ -497,6 +497,88 @@ static void test_result_invalid(void **state)
     }
 }
 
+/* The generic runner's failed compile step: exit code and whether its own
+ * limit stopped it; anything else in its place breaks the protocol. */
+static void test_result_compile_error(void **state)
+{
+    (void)state;
+    struct runner_done d;
+    enum err_code code;
+    assert_int_equal(parse_record(LIT("{\"exit_code\":0,\"memory_error\":false}"), &d, &code), 0);
+    assert_false(d.compile_error.present);
+    assert_int_equal(parse_record(LIT("{\"exit_code\":1,\"memory_error\":false,"
+                                      "\"compile_error\":{\"exit_code\":1,\"timed_out\":false}}"),
+                                  &d, &code),
+                     0);
+    assert_true(d.compile_error.present);
+    assert_int_equal(d.compile_error.exit_code, 1);
+    assert_false(d.compile_error.timed_out);
+    assert_int_equal(d.exit_code, 1);
+    runner_done_free(&d);
+    assert_int_equal(parse_record(LIT("{\"exit_code\":137,\"compile_error\":{\"exit_code\":-9,"
+                                      "\"timed_out\":true,\"future\":1}}"),
+                                  &d, &code),
+                     0);
+    assert_true(d.compile_error.present);
+    assert_int_equal(d.compile_error.exit_code, -9);
+    assert_true(d.compile_error.timed_out);
+    runner_done_free(&d);
+    /* timed_out is optional; only a real true counts. */
+    assert_int_equal(
+        parse_record(LIT("{\"exit_code\":2,\"compile_error\":{\"exit_code\":2}}"), &d, &code), 0);
+    assert_true(d.compile_error.present);
+    assert_false(d.compile_error.timed_out);
+    runner_done_free(&d);
+    assert_int_equal(parse_record(LIT("{\"exit_code\":2,\"compile_error\":{\"exit_code\":2,"
+                                      "\"timed_out\":\"yes\"}}"),
+                                  &d, &code),
+                     0);
+    assert_false(d.compile_error.timed_out);
+    runner_done_free(&d);
+    /* With a runner_error too: both read (exec takes the runner's failure). */
+    assert_int_equal(parse_record(LIT("{\"exit_code\":76,\"runner_error\":\"x\","
+                                      "\"compile_error\":{\"exit_code\":1}}"),
+                                  &d, &code),
+                     0);
+    assert_string_equal(d.runner_error, "x");
+    assert_true(d.compile_error.present);
+    runner_done_free(&d);
+
+    static const char *const bad[] = {
+        "{\"exit_code\":1,\"compile_error\":true}",
+        "{\"exit_code\":1,\"compile_error\":null}",
+        "{\"exit_code\":1,\"compile_error\":[1]}",
+        "{\"exit_code\":1,\"compile_error\":{}}",
+        "{\"exit_code\":1,\"compile_error\":{\"timed_out\":true}}",
+        "{\"exit_code\":1,\"compile_error\":{\"exit_code\":\"1\"}}",
+        "{\"exit_code\":1,\"compile_error\":{\"exit_code\":1.5}}",
+        "{\"exit_code\":1,\"compile_error\":{\"exit_code\":99999999999}}",
+        "{\"exit_code\":1,\"compile_error\":{\"exit_code\":-99999999999}}",
+        /* The error is the record's: nothing else of it survives. */
+        "{\"exit_code\":76,\"runner_error\":\"x\",\"compile_error\":{}}",
+        "{\"exit_code\":0,\"check\":{\"ok\":false,\"message\":\"m\"},\"compile_error\":1}",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        if (parse_record(bad[i], strlen(bad[i]), &d, &code) != -1)
+            fail_msg("record %zu was accepted: %s", i, bad[i]);
+        assert_int_equal(code, ERR_PROTOCOL);
+        assert_null(d.runner_error);
+        assert_null(d.check.message);
+        runner_done_free(&d);
+    }
+    /* The message says what was wrong. */
+    struct runner_scan sc;
+    struct err err = ERR_INIT;
+    runner_scan_init(&sc, NONCE);
+    assert_int_equal(runner_scan_feed(&sc, LIT(MARK), NULL, NULL, NULL), 0);
+    assert_int_equal(
+        runner_scan_feed(&sc, LIT("{\"exit_code\":1,\"compile_error\":7}\n"), NULL, NULL, NULL), 0);
+    assert_int_equal(runner_scan_result(&sc, &d, &err), -1);
+    assert_non_null(strstr(err_msg(&err), "malformed compile_error"));
+    err_clear(&err);
+    runner_scan_free(&sc);
+}
+
 /* A check-only run's answer; whatever the sandbox wrote is checked. */
 static void test_result_check(void **state)
 {
@@ -623,6 +705,99 @@ static void test_encode_basic(void **state)
     json_object *env = json_object_object_get(obj, "env");
     assert_true(json_object_is_type(env, json_type_object));
     assert_int_equal(json_object_object_length(env), 0);
+    json_object_put(obj);
+    buf_free(&out);
+}
+
+/* The generic runner's program: source file, compile step and its limit,
+ * typecheck and whether it blocks, and the run; only what is there. */
+static void test_encode_program(void **state)
+{
+    (void)state;
+    struct buf out;
+    buf_init(&out, 1 << 20);
+    char *compile[] = {"esbuild", "main.ts", "--outfile=main.js", NULL};
+    char *typecheck[] = {"tsc", "--noEmit", "main.ts", NULL};
+    char *run[] = {"node", "main.js", NULL};
+    struct runner_program pg = {.source_file = "main.ts",
+                                .compile = compile,
+                                .compile_timeout_ms = 20000,
+                                .typecheck = typecheck,
+                                .typecheck_blocks = true,
+                                .run = run};
+    struct runner_request req = {
+        .nonce_hex = NONCE, .code = "let x = 1", .code_len = 9, .program = &pg};
+    assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+    json_object *obj = decode_request(out.data, out.len);
+    json_object *p = json_object_object_get(obj, "program");
+    assert_true(json_object_is_type(p, json_type_object));
+    assert_int_equal(json_object_object_length(p), 6);
+    assert_string_equal(json_object_get_string(json_object_object_get(p, "source_file")),
+                        "main.ts");
+    const struct {
+        const char *key;
+        char **want;
+    } argvs[] = {{"compile", compile}, {"typecheck", typecheck}, {"run", run}};
+    for (size_t k = 0; k < ARRAY_SIZE(argvs); k++) {
+        json_object *a = json_object_object_get(p, argvs[k].key);
+        assert_true(json_object_is_type(a, json_type_array));
+        size_t n = 0;
+        while (argvs[k].want[n])
+            n++;
+        assert_int_equal(json_object_array_length(a), n);
+        for (size_t i = 0; i < n; i++)
+            assert_string_equal(json_object_get_string(json_object_array_get_idx(a, i)),
+                                argvs[k].want[i]);
+    }
+    json_object *t = json_object_object_get(p, "compile_timeout_ms");
+    assert_true(json_object_is_type(t, json_type_int));
+    assert_int_equal(json_object_get_int64(t), 20000);
+    assert_true(json_object_get_boolean(json_object_object_get(p, "typecheck_blocks")));
+    assert_json_bytes(obj, "code", LIT("let x = 1"));
+    json_object_put(obj);
+
+    /* No compile step, no typecheck (NULL or empty argvs): run only. */
+    char *none[] = {NULL};
+    char *bash[] = {"bash", "main.sh", NULL};
+    struct runner_program sh = {.source_file = "main.sh",
+                                .compile = none,
+                                .compile_timeout_ms = 0,
+                                .typecheck = NULL,
+                                .typecheck_blocks = true,
+                                .run = bash};
+    req.program = &sh;
+    buf_reset(&out);
+    assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+    obj = decode_request(out.data, out.len);
+    p = json_object_object_get(obj, "program");
+    assert_int_equal(json_object_object_length(p), 2);
+    assert_false(json_object_object_get_ex(p, "compile", NULL));
+    assert_false(json_object_object_get_ex(p, "compile_timeout_ms", NULL));
+    assert_false(json_object_object_get_ex(p, "typecheck", NULL));
+    assert_false(json_object_object_get_ex(p, "typecheck_blocks", NULL));
+    json_object *r = json_object_object_get(p, "run");
+    assert_int_equal(json_object_array_length(r), 2);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(r, 1)), "main.sh");
+    json_object_put(obj);
+
+    /* Arguments with any bytes JSON can carry, as they are. */
+    char *odd[] = {"sh", "-c", "echo \"$1\" \\ \xc3\xa9\t/x", NULL};
+    struct runner_program o = {.source_file = "main.sh", .run = odd};
+    req.program = &o;
+    buf_reset(&out);
+    assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+    obj = decode_request(out.data, out.len);
+    r = json_object_object_get(json_object_object_get(obj, "program"), "run");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(r, 2)),
+                        "echo \"$1\" \\ \xc3\xa9\t/x");
+    json_object_put(obj);
+
+    /* The in-process runners' requests have none. */
+    req.program = NULL;
+    buf_reset(&out);
+    assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+    obj = decode_request(out.data, out.len);
+    assert_false(json_object_object_get_ex(obj, "program", NULL));
     json_object_put(obj);
     buf_free(&out);
 }
@@ -1005,6 +1180,7 @@ int main(void)
         cmocka_unit_test(test_result_files),
         cmocka_unit_test(test_result_invalid),
         cmocka_unit_test(test_result_check),
+        cmocka_unit_test(test_result_compile_error),
         cmocka_unit_test(test_result_requires_done),
         cmocka_unit_test(test_nonce),
         cmocka_unit_test(test_encode_basic),
@@ -1012,6 +1188,7 @@ int main(void)
         cmocka_unit_test(test_encode_files),
         cmocka_unit_test(test_encode_variables),
         cmocka_unit_test(test_encode_env),
+        cmocka_unit_test(test_encode_program),
         cmocka_unit_test(test_encode_random_round_trip),
         cmocka_unit_test(test_encode_rejects),
         cmocka_unit_test(test_e2e_python),

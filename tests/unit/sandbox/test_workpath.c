@@ -57,6 +57,26 @@ static void test_normalize(void **state)
     check_bad(workpath_normalize, S("main.py"), "runner's own");
     check_bad(workpath_normalize, S("./main.mjs"), "runner's own");
     check_bad(workpath_normalize, S(".mcpsbx-stdin"), "runner's own");
+    /* Every language's source file and what its compile step makes. */
+    check_bad(workpath_normalize, S("main"),
+              "the program's or the runner's own (main, main.* and "
+              ".mcpsbx* are taken)");
+    check_bad(workpath_normalize, S("main.c"), "program's");
+    check_bad(workpath_normalize, S("main.cpp"), "program's");
+    check_bad(workpath_normalize, S("main.ts"), "program's");
+    check_bad(workpath_normalize, S("./main.js"), "program's");
+    check_bad(workpath_normalize, S("main.sh"), "program's");
+    check_bad(workpath_normalize, S("main.x.y"), "program's");
+    /* "main." names nothing of a program's (reserved() wants a suffix). */
+    check_ok(workpath_normalize, S("main./x"), "main./x");
+    check_bad(workpath_normalize, S("main/data.csv"), "program's");
+    check_bad(workpath_normalize, S(".mcpsbx"), "runner's own");
+    check_ok(workpath_normalize, S("main_"), "main_");
+    check_ok(workpath_normalize, S("mainly.txt"), "mainly.txt");
+    check_ok(workpath_normalize, S("Main.c"), "Main.c");
+    check_ok(workpath_normalize, S("src/main.c"), "src/main.c");
+    check_ok(workpath_normalize, S("src/main"), "src/main");
+    check_ok(workpath_normalize, S(".mcpsb"), ".mcpsb");
     char name[WORKPATH_MAX_COMPONENT + 2];
     memset(name, 'n', sizeof(name));
     check_bad(workpath_normalize, name, sizeof(name), "name over 255");

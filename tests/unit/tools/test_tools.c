@@ -6,8 +6,12 @@
 
 #include "tools/schema.h"
 #include "tools/tools.h"
+#include "unit/langs.h"
 
 static struct config cfg;
+/* The built-in table, configured by cfg (as main makes it). */
+static struct langtable *langs;
+static const struct langtable_lang *PY, *JS;
 
 static int setup(void **state)
 {
@@ -16,22 +20,32 @@ static int setup(void **state)
     cfg.max_timeout_ms = 60000;
     cfg.max_memory_mb = 1024;
     cfg.max_code_bytes = 100;
+    langs = test_langs(&cfg);
+    PY = test_lang(langs, "python");
+    JS = test_lang(langs, "javascript");
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
+    langtable_free(langs);
     config_free(&cfg);
     return 0;
 }
 
-static int parse(const char *tool, const char *json, struct tools_run_args *a, struct err *err)
+static int parse_in(const struct langtable *t, const char *tool, const char *json,
+                    struct tools_run_args *a, struct err *err)
 {
     json_object *args = json ? json_tokener_parse(json) : NULL;
-    int rc = tools_parse_args(&cfg, tool, args, a, err);
+    int rc = tools_parse_args(&cfg, t, tool, args, a, err);
     json_object_put(args);
     return rc;
+}
+
+static int parse(const char *tool, const char *json, struct tools_run_args *a, struct err *err)
+{
+    return parse_in(langs, tool, json, a, err);
 }
 
 static void expect_invalid(const char *tool, const char *json, const char *needle)
@@ -50,13 +64,13 @@ static void test_fixed_language_tools(void **state)
     struct tools_run_args a;
     struct err err = ERR_INIT;
     assert_int_equal(parse("run_python_code", "{\"code\":\"print(1)\"}", &a, &err), 0);
-    assert_int_equal(a.language, EXEC_PYTHON);
+    assert_ptr_equal(a.language, PY);
     assert_int_equal(a.code_len, 8);
     assert_int_equal(a.timeout_ms, cfg.timeout_ms);
     assert_int_equal(a.memory_mb, cfg.memory_mb);
     assert_null(a.stdin_data);
     assert_int_equal(parse("run_js_code", "{\"code\":\"\"}", &a, &err), 0);
-    assert_int_equal(a.language, EXEC_JAVASCRIPT);
+    assert_ptr_equal(a.language, JS);
     expect_invalid("run_python_code", NULL, "missing required argument 'code'");
     expect_invalid("run_python_code", "{}", "missing required argument 'code'");
     expect_invalid("run_python_code", "{\"code\":1}", "must be a string");
@@ -76,7 +90,7 @@ static void test_execute_code(void **state)
                            "\"timeout_ms\":5000,\"memory_mb\":64}",
                            &a, &err),
                      0);
-    assert_int_equal(a.language, EXEC_JAVASCRIPT);
+    assert_ptr_equal(a.language, JS);
     assert_int_equal(a.stdin_len, 2);
     assert_int_equal(a.timeout_ms, 5000);
     assert_int_equal(a.memory_mb, 64);
@@ -94,7 +108,7 @@ static void test_execute_code(void **state)
                      0);
     assert_int_equal(a.timeout_ms, 2000);
     expect_invalid("execute_code", "{\"code\":\"x\"}", "'language'");
-    expect_invalid("execute_code", "{\"language\":\"ruby\",\"code\":\"x\"}", "\"ruby\"");
+    expect_invalid("execute_code", "{\"language\":\"cobol\",\"code\":\"x\"}", "\"cobol\"");
     expect_invalid("execute_code", "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":0}",
                    "at least 1");
     expect_invalid("execute_code", "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":1.5}",
@@ -154,7 +168,7 @@ static void test_invalid_result_is_utf8(void **state)
     assert_non_null(args);
     struct tools_run_args a;
     json_object *bad = NULL;
-    assert_int_equal(tools_prepare(&cfg, "run_python_code", args, &a, &bad), -1);
+    assert_int_equal(tools_prepare(&cfg, langs, "run_python_code", args, &a, &bad), -1);
     assert_non_null(bad);
     size_t len = 0;
     const char *text = json_object_to_json_string_length(bad, JSON_C_TO_STRING_PLAIN, &len);
@@ -205,7 +219,7 @@ static void test_result_shape(void **state)
     res.exit_code = 0;
     res.duration_ms = 12.345;
     struct tools_features modern = {.annotations = true, .structured = true};
-    json_object *r = tools_result(&res, EXEC_PYTHON, &modern, NULL);
+    json_object *r = tools_result(&res, PY, &modern, NULL);
     assert_false(json_object_get_boolean(get(r, "isError")));
     json_object *sc = get(r, "structuredContent");
     assert_string_equal(json_object_get_string(get(sc, "status")), "ok");
@@ -220,7 +234,7 @@ static void test_result_shape(void **state)
 
     /* Old protocol versions get no structuredContent. */
     struct tools_features old = {0};
-    r = tools_result(&res, EXEC_PYTHON, &old, NULL);
+    r = tools_result(&res, PY, &old, NULL);
     assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
     json_object_put(r);
 
@@ -228,7 +242,7 @@ static void test_result_shape(void **state)
     res.has_exit_code = false;
     res.message = xstrdup("stopped after 100 ms");
     assert_int_equal(buf_add(&res.err, "warn", 4), 0);
-    r = tools_result(&res, EXEC_JAVASCRIPT, &modern, NULL);
+    r = tools_result(&res, JS, &modern, NULL);
     assert_true(json_object_get_boolean(get(r, "isError")));
     sc = get(r, "structuredContent");
     assert_true(json_object_is_type(get(sc, "exit_code"), json_type_null));
@@ -243,7 +257,7 @@ static void test_result_shape(void **state)
     res.status = EXEC_OK;
     res.has_exit_code = true;
     res.exit_code = 3;
-    r = tools_result(&res, EXEC_PYTHON, &modern, NULL);
+    r = tools_result(&res, PY, &modern, NULL);
     assert_true(json_object_get_boolean(get(r, "isError")));
     json_object_put(r);
     exec_result_free(&res);
@@ -258,6 +272,18 @@ static json_object *list_of(const struct tools_env *env, const struct tools_feat
     json_object *l = json_tokener_parse(text);
     assert_non_null(l);
     return l;
+}
+
+/* The tool named name in the list for f (borrowed from l). */
+static json_object *tool_in(json_object *l, const char *name)
+{
+    for (size_t i = 0; i < json_object_array_length(l); i++) {
+        json_object *t = json_object_array_get_idx(l, i);
+        if (strcmp(json_object_get_string(get(t, "name")), name) == 0)
+            return t;
+    }
+    fail_msg("no tool %s", name);
+    return NULL;
 }
 
 /* The served outputSchema of the first tool, for f (structured). */
@@ -275,7 +301,7 @@ static void test_result_matches_output_schema(void **state)
     (void)state;
     struct tools_env env;
     struct err err = ERR_INIT;
-    assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, NULL, &err), 0);
     struct tools_features modern = {.annotations = true, .structured = true};
     json_object *schema = output_schema(&env, &modern);
     struct exec_result res;
@@ -288,18 +314,31 @@ static void test_result_matches_output_schema(void **state)
         {EXEC_OK, true, NULL},
         {EXEC_TIMEOUT, false, "stopped"},
         {EXEC_ERROR, false, "engine unreachable"},
+        {EXEC_COMPILE_ERROR, true, "the compile step failed"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         res.status = cases[i].status;
         res.has_exit_code = cases[i].has_exit_code;
         free(res.message);
         res.message = cases[i].message ? xstrdup(cases[i].message) : NULL;
-        json_object *r = tools_result(&res, EXEC_JAVASCRIPT, &modern, NULL);
+        json_object *r = tools_result(&res, JS, &modern, NULL);
         if (schema_validate(schema, get(r, "structuredContent"), 0, &err) < 0)
             fail_msg("case %zu: %s", i, err_msg(&err));
         json_object_put(r);
     }
-    struct tools_run_args a = {.language = EXEC_PYTHON};
+    /* Whatever language of the table ran it. */
+    res.status = EXEC_OK;
+    res.has_exit_code = true;
+    for (size_t i = 0; i < langtable_count(env.langs); i++) {
+        const struct langtable_lang *l = langtable_get(env.langs, i);
+        json_object *r = tools_result(&res, l, &modern, NULL);
+        json_object *sc = get(r, "structuredContent");
+        assert_string_equal(json_object_get_string(get(sc, "language")), l->name);
+        if (schema_validate(schema, sc, 0, &err) < 0)
+            fail_msg("language %s: %s", l->name, err_msg(&err));
+        json_object_put(r);
+    }
+    struct tools_run_args a = {.language = PY};
     json_object *r = tools_busy_result(&a, &modern, "every run slot is taken", 12.5);
     if (schema_validate(schema, get(r, "structuredContent"), 0, &err) < 0)
         fail_msg("busy: %s", err_msg(&err));
@@ -316,25 +355,234 @@ static void test_schema_and_code_agree(void **state)
     (void)state;
     struct tools_env env;
     struct err err = ERR_INIT;
-    assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, NULL, &err), 0);
     struct tools_features modern = {.annotations = true, .structured = true};
     size_t len = 0;
     assert_null(strstr(tools_list_json(&env, &modern, &len), "\"type\":["));
     json_object *l = list_of(&env, &modern);
     json_object *exec = json_object_array_get_idx(l, 2);
     assert_string_equal(json_object_get_string(get(exec, "name")), "execute_code");
-    json_object *langs = get(get(get(get(exec, "inputSchema"), "properties"), "language"), "enum");
-    assert_int_equal(json_object_array_length(langs), 2);
-    for (size_t i = 0; i < json_object_array_length(langs); i++) {
-        const char *lang = json_object_get_string(json_object_array_get_idx(langs, i));
+    json_object *names = get(get(get(get(exec, "inputSchema"), "properties"), "language"), "enum");
+    size_t n_aliases = 0;
+    for (size_t i = 0; i < langtable_count(langs); i++)
+        n_aliases += langtable_get(langs, i)->aliases.n;
+    assert_int_equal(json_object_array_length(names), langtable_count(langs) + n_aliases);
+    for (size_t i = 0; i < json_object_array_length(names); i++) {
+        const char *lang = json_object_get_string(json_object_array_get_idx(names, i));
         char *args = xasprintf("{\"language\":\"%s\",\"code\":\"x\"}", lang);
         struct tools_run_args a;
-        assert_int_equal(parse("execute_code", args, &a, &err), 0);
-        assert_string_equal(exec_language_name(a.language), lang);
+        if (parse("execute_code", args, &a, &err) < 0)
+            fail_msg("%s: %s", lang, err_msg(&err));
+        assert_ptr_equal(a.language, langtable_find(langs, lang));
+        tools_run_args_release(&a);
         free(args);
     }
     json_object_put(l);
     tools_env_cleanup(&env);
+}
+
+/* execute_code's language enum in tools/list: the table's names in its
+ * order, then every alias. */
+static void test_list_language_enum(void **state)
+{
+    (void)state;
+    struct tools_env env;
+    struct err err = ERR_INIT;
+    assert_int_equal(tools_env_init(&env, &cfg, langs, NULL, &err), 0);
+    assert_ptr_equal(env.langs, langs);
+    static const char *const want[] = {
+        "python", "javascript", "typescript", "bash", "c",  "cpp",   "ruby", "php", "py", "python3",
+        "js",     "node",       "nodejs",     "ts",   "sh", "shell", "c++",  "cxx", "rb"};
+    struct tools_features variants[] = {{0}, {.annotations = true, .structured = true}};
+    for (size_t v = 0; v < ARRAY_SIZE(variants); v++) {
+        json_object *l = list_of(&env, &variants[v]);
+        json_object *exec = tool_in(l, "execute_code");
+        json_object *names =
+            get(get(get(get(exec, "inputSchema"), "properties"), "language"), "enum");
+        assert_int_equal(json_object_array_length(names), ARRAY_SIZE(want));
+        for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+            assert_string_equal(json_object_get_string(json_object_array_get_idx(names, i)),
+                                want[i]);
+        /* validate_code parses with the in-process runners: python and
+         * javascript only. */
+        json_object *vnames =
+            get(get(get(get(tool_in(l, "validate_code"), "inputSchema"), "properties"), "language"),
+                "enum");
+        assert_int_equal(json_object_array_length(vnames), 2);
+        json_object_put(l);
+    }
+    tools_env_cleanup(&env);
+
+    /* A subset (--languages): its names and aliases only. */
+    struct config sub;
+    config_init(&sub);
+    char *argv[] = {"d", "--languages", "bash,python", NULL};
+    char *none[] = {NULL};
+    assert_int_equal(config_load(&sub, 3, argv, none, &err), 0);
+    assert_int_equal(tools_env_init(&env, &sub, NULL, NULL, &err), 0);
+    assert_int_equal(langtable_count(env.langs), 2);
+    struct tools_features modern = {.annotations = true, .structured = true};
+    json_object *l = list_of(&env, &modern);
+    json_object *names = get(
+        get(get(get(tool_in(l, "execute_code"), "inputSchema"), "properties"), "language"), "enum");
+    static const char *const want_sub[] = {"python", "bash", "py", "python3", "sh", "shell"};
+    assert_int_equal(json_object_array_length(names), ARRAY_SIZE(want_sub));
+    for (size_t i = 0; i < ARRAY_SIZE(want_sub); i++)
+        assert_string_equal(json_object_get_string(json_object_array_get_idx(names, i)),
+                            want_sub[i]);
+    json_object_put(l);
+    /* What the subset lacks is refused, by the schema or by name. */
+    struct tools_run_args a;
+    assert_int_equal(
+        parse_in(env.langs, "execute_code", "{\"language\":\"ruby\",\"code\":\"x\"}", &a, &err),
+        -1);
+    assert_non_null(strstr(err_msg(&err), "\"ruby\""));
+    err_clear(&err);
+    assert_int_equal(parse_in(env.langs, "run_js_code", "{\"code\":\"x\"}", &a, &err), -1);
+    assert_non_null(strstr(err_msg(&err), "'javascript' is not enabled"));
+    err_clear(&err);
+    assert_int_equal(
+        parse_in(env.langs, "execute_code", "{\"language\":\"sh\",\"code\":\"x\"}", &a, &err), 0);
+    assert_string_equal(a.language->name, "bash");
+    tools_run_args_release(&a);
+    tools_env_cleanup(&env);
+    config_free(&sub);
+
+    /* Without a table or an exec, tools_env_init configures the built-in
+     * one with cfg: options it refuses fail the init. */
+    config_init(&sub);
+    char *bad[] = {"d", "--languages", "python,cobol", NULL};
+    assert_int_equal(config_load(&sub, 3, bad, none, &err), 0);
+    assert_int_equal(tools_env_init(&env, &sub, NULL, NULL, &err), -1);
+    assert_non_null(strstr(err_msg(&err), "--languages"));
+    assert_non_null(strstr(err_msg(&err), "cobol"));
+    assert_null(env.own_langs);
+    err_clear(&err);
+    config_free(&sub);
+}
+
+/* Aliases resolve to the table's language; others are the schema's enum
+ * error; fail_on_type_errors is typecheck_blocks. */
+static void test_execute_code_languages(void **state)
+{
+    (void)state;
+    struct tools_run_args a;
+    struct err err = ERR_INIT;
+    static const char *const pairs[][2] = {
+        {"ts", "typescript"},
+        {"c++", "cpp"},
+        {"sh", "bash"},
+        {"cxx", "cpp"},
+        {"rb", "ruby"},
+        {"c", "c"},
+        {"php", "php"},
+        {"node", "javascript"},
+        {"py", "python"},
+        {"shell", "bash"},
+        {"typescript", "typescript"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(pairs); i++) {
+        char *args = xasprintf("{\"language\":\"%s\",\"code\":\"x\"}", pairs[i][0]);
+        if (parse("execute_code", args, &a, &err) < 0)
+            fail_msg("%s: %s", pairs[i][0], err_msg(&err));
+        assert_ptr_equal(a.language, test_lang(langs, pairs[i][1]));
+        assert_string_equal(a.language->name, pairs[i][1]);
+        assert_false(a.typecheck_blocks);
+        assert_false(a.check_only);
+        tools_run_args_release(&a);
+        free(args);
+    }
+    /* Not a language of the table: the schema's enum error. */
+    assert_int_equal(parse("execute_code", "{\"language\":\"cobol\",\"code\":\"x\"}", &a, &err),
+                     -1);
+    assert_int_equal(err.code, ERR_INVALID);
+    const char *msg = err_msg(&err);
+    if (!strstr(msg, "'language'") || !strstr(msg, "must be") || !strstr(msg, "\"cobol\"") ||
+        !strstr(msg, "\"typescript\""))
+        fail_msg("'%s' is not the enum's error", msg);
+    err_clear(&err);
+    /* The enum is exact: the table's lookups ignore case, the schema not. */
+    expect_invalid("execute_code", "{\"language\":\"Python\",\"code\":\"x\"}", "\"Python\"");
+
+    assert_int_equal(parse("execute_code",
+                           "{\"language\":\"ts\",\"code\":\"x\",\"fail_on_type_errors\":true}", &a,
+                           &err),
+                     0);
+    assert_true(a.typecheck_blocks);
+    assert_string_equal(a.language->name, "typescript");
+    tools_run_args_release(&a);
+    assert_int_equal(parse("execute_code",
+                           "{\"language\":\"typescript\",\"code\":\"x\","
+                           "\"fail_on_type_errors\":false}",
+                           &a, &err),
+                     0);
+    assert_false(a.typecheck_blocks);
+    tools_run_args_release(&a);
+    assert_int_equal(parse("execute_code",
+                           "{\"language\":\"ts\",\"code\":\"x\",\"fail_on_type_errors\":null}", &a,
+                           &err),
+                     0);
+    assert_false(a.typecheck_blocks);
+    tools_run_args_release(&a);
+    expect_invalid("execute_code", "{\"language\":\"ts\",\"code\":\"x\",\"fail_on_type_errors\":1}",
+                   "boolean");
+    /* Only execute_code takes it. */
+    expect_invalid("run_js_code", "{\"code\":\"x\",\"fail_on_type_errors\":true}",
+                   "unknown argument 'fail_on_type_errors'");
+    /* validate_code parses with python's or node's own runner. */
+    expect_invalid("validate_code", "{\"language\":\"ts\",\"code\":\"x\"}", "\"ts\"");
+    /* Variables of a generic language are environment names. */
+    assert_int_equal(parse("execute_code",
+                           "{\"language\":\"sh\",\"code\":\"x\",\"variables\":{\"MY_VAR\":1}}", &a,
+                           &err),
+                     0);
+    assert_string_equal(a.variables, "{\"MY_VAR\":1}");
+    tools_run_args_release(&a);
+    expect_invalid("execute_code",
+                   "{\"language\":\"c\",\"code\":\"x\",\"variables\":{\"LD_PRELOAD\":\"x\"}}",
+                   "variable 'LD_PRELOAD' is an environment variable");
+    expect_invalid("execute_code",
+                   "{\"language\":\"bash\",\"code\":\"x\",\"variables\":{\"a-b\":1}}",
+                   "not an environment variable name");
+}
+
+/* A failed compile: an error result whose status says so, with the
+ * compiler's exit code and the message. */
+static void test_compile_error_result(void **state)
+{
+    (void)state;
+    struct exec_result res;
+    exec_result_init(&res);
+    buf_init(&res.out, 1024);
+    buf_init(&res.err, 1024);
+    assert_int_equal(buf_add(&res.err, "main.c:1:1: error: expected ';'\n", 32), 0);
+    res.status = EXEC_COMPILE_ERROR;
+    res.has_exit_code = true;
+    res.exit_code = 1;
+    res.message = xstrdup("the compile step failed (exit code 1, its output on stderr); the "
+                          "program did not run");
+    struct tools_features modern = {.annotations = true, .structured = true};
+    const struct langtable_lang *c = test_lang(langs, "c");
+    json_object *r = tools_result(&res, c, &modern, NULL);
+    assert_true(json_object_get_boolean(get(r, "isError")));
+    json_object *sc = get(r, "structuredContent");
+    assert_string_equal(json_object_get_string(get(sc, "status")), "compile_error");
+    assert_int_equal(json_object_get_int(get(sc, "exit_code")), 1);
+    assert_string_equal(json_object_get_string(get(sc, "language")), "c");
+    assert_non_null(strstr(json_object_get_string(get(sc, "message")), "compile step failed"));
+    assert_non_null(strstr(json_object_get_string(get(sc, "stderr")), "expected ';'"));
+    const char *text =
+        json_object_get_string(get(json_object_array_get_idx(get(r, "content"), 0), "text"));
+    assert_non_null(strstr(text, "compile_error"));
+    assert_non_null(strstr(text, "expected ';'"));
+    json_object_put(r);
+    assert_string_equal(exec_status_name(EXEC_COMPILE_ERROR), "compile_error");
+    /* Even with exit code 0 (a blocking typecheck that says nothing). */
+    res.exit_code = 0;
+    r = tools_result(&res, test_lang(langs, "typescript"), &modern, NULL);
+    assert_true(json_object_get_boolean(get(r, "isError")));
+    json_object_put(r);
+    exec_result_free(&res);
 }
 
 static void test_list(void **state)
@@ -342,7 +590,7 @@ static void test_list(void **state)
     (void)state;
     struct tools_env env;
     struct err err = ERR_INIT;
-    assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, NULL, &err), 0);
     struct tools_features modern = {.annotations = true, .structured = true};
     json_object *l = list_of(&env, &modern);
     assert_int_equal(json_object_array_length(l), 5);
@@ -365,18 +613,6 @@ static void test_list(void **state)
     tools_env_cleanup(&env);
 }
 
-/* The tool named name in the list for f (borrowed from l). */
-static json_object *tool_in(json_object *l, const char *name)
-{
-    for (size_t i = 0; i < json_object_array_length(l); i++) {
-        json_object *t = json_object_array_get_idx(l, i);
-        if (strcmp(json_object_get_string(get(t, "name")), name) == 0)
-            return t;
-    }
-    fail_msg("no tool %s", name);
-    return NULL;
-}
-
 static void test_validate_code_arguments(void **state)
 {
     (void)state;
@@ -386,7 +622,7 @@ static void test_validate_code_arguments(void **state)
         parse("validate_code", "{\"language\":\"javascript\",\"code\":\"let x = (;\"}", &a, &err),
         0);
     assert_true(a.check_only);
-    assert_int_equal(a.language, EXEC_JAVASCRIPT);
+    assert_ptr_equal(a.language, JS);
     assert_int_equal(a.code_len, 10);
     /* It takes a sandbox like a run, with the defaults' limits. */
     assert_int_equal(a.timeout_ms, cfg.timeout_ms);
@@ -406,7 +642,7 @@ static void test_check_result(void **state)
     (void)state;
     struct tools_env env;
     struct err err = ERR_INIT;
-    assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, NULL, &err), 0);
     struct tools_features modern = {.annotations = true, .structured = true};
     json_object *l = list_of(&env, &modern);
     json_object *t = tool_in(l, "validate_code");
@@ -426,7 +662,7 @@ static void test_check_result(void **state)
     res.duration_ms = 3.21;
     res.check.present = true;
     res.check.ok = true;
-    json_object *r = tools_check_result(&res, EXEC_PYTHON, &modern);
+    json_object *r = tools_check_result(&res, PY, &modern);
     json_object *sc = get(r, "structuredContent");
     if (schema_validate(schema, sc, 0, &err) < 0)
         fail_msg("valid: %s", err_msg(&err));
@@ -439,7 +675,7 @@ static void test_check_result(void **state)
     res.check.message = xstrdup("SyntaxError: Unexpected token ';' \xff");
     res.check.line = 2;
     res.check.column = 10;
-    r = tools_check_result(&res, EXEC_JAVASCRIPT, &modern);
+    r = tools_check_result(&res, JS, &modern);
     sc = get(r, "structuredContent");
     if (schema_validate(schema, sc, 0, &err) < 0)
         fail_msg("invalid: %s", err_msg(&err));
@@ -457,7 +693,7 @@ static void test_check_result(void **state)
 
     res.check.line = 0;
     res.check.column = 0;
-    r = tools_check_result(&res, EXEC_PYTHON, &modern);
+    r = tools_check_result(&res, PY, &modern);
     sc = get(r, "structuredContent");
     if (schema_validate(schema, sc, 0, &err) < 0)
         fail_msg("no position: %s", err_msg(&err));
@@ -466,7 +702,7 @@ static void test_check_result(void **state)
 
     /* Old protocol versions: the text only. */
     struct tools_features old = {0};
-    r = tools_check_result(&res, EXEC_PYTHON, &old);
+    r = tools_check_result(&res, PY, &old);
     assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
     json_object_put(r);
 
@@ -475,14 +711,14 @@ static void test_check_result(void **state)
     exec_result_init(&res);
     res.status = EXEC_ERROR;
     res.message = xstrdup("engine unreachable");
-    r = tools_check_result(&res, EXEC_PYTHON, &modern);
+    r = tools_check_result(&res, PY, &modern);
     assert_true(json_object_get_boolean(get(r, "isError")));
     assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
     text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
     assert_string_equal(json_object_get_string(text),
                         "could not check the code (error): engine unreachable");
     json_object_put(r);
-    struct tools_run_args a = {.language = EXEC_PYTHON, .check_only = true};
+    struct tools_run_args a = {.language = PY, .check_only = true};
     r = tools_busy_result(&a, &modern, "every run slot is taken", 1.0);
     assert_true(json_object_get_boolean(get(r, "isError")));
     assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
@@ -500,7 +736,7 @@ static void test_list_languages(void **state)
     (void)state;
     struct tools_env env;
     struct err err = ERR_INIT;
-    assert_int_equal(tools_env_init(&env, &cfg, NULL, &err), 0);
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, NULL, &err), 0);
     assert_true(tools_answers_at_once("list_languages"));
     assert_false(tools_answers_at_once("validate_code"));
     assert_false(tools_answers_at_once("nope"));
@@ -571,7 +807,7 @@ static void test_list_languages(void **state)
     err_clear(&err);
     tools_run_args_release(&ra);
     json_object *bad = NULL;
-    assert_int_equal(tools_prepare(&cfg, "list_languages", NULL, &ra, &bad), -1);
+    assert_int_equal(tools_prepare(&cfg, langs, "list_languages", NULL, &ra, &bad), -1);
     assert_true(json_object_get_boolean(get(bad, "isError")));
     json_object_put(bad);
     json_object_put(l);
@@ -589,6 +825,9 @@ int main(void)
         cmocka_unit_test(test_result_shape),
         cmocka_unit_test(test_result_matches_output_schema),
         cmocka_unit_test(test_schema_and_code_agree),
+        cmocka_unit_test(test_list_language_enum),
+        cmocka_unit_test(test_execute_code_languages),
+        cmocka_unit_test(test_compile_error_result),
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_validate_code_arguments),
         cmocka_unit_test(test_check_result),

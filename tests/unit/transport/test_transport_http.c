@@ -13,12 +13,14 @@
 #include "mcp/jsonrpc.h"
 #include "tools/tools.h"
 #include "transport/transport_http.h"
+#include "unit/langs.h"
 
 /* ---- a server on 127.0.0.1, ephemeral port, no engine ---------------------- */
 
 struct server {
     struct config cfg;
     struct backend *backend;
+    struct langtable *langs; /* the built-in table, as main configures it */
     struct exec_ctx *exec;
     struct mcp_server *srv;
     struct transport_http *t;
@@ -55,7 +57,8 @@ static struct server *start_with(long long max_sessions, long long idle_ms, cons
     if (tweak)
         tweak(&s->cfg);
     s->backend = docker_backend_new(s->cfg.engine_socket);
-    s->exec = exec_ctx_new(&s->cfg, s->backend, NULL, &err);
+    s->langs = test_langs(&s->cfg);
+    s->exec = exec_ctx_new(&s->cfg, s->langs, s->backend, NULL, &err);
     assert_non_null(s->exec);
     s->srv = mcp_server_new(&s->cfg, s->exec, &err);
     assert_non_null(s->srv);
@@ -77,6 +80,7 @@ static void stop(struct server *s)
     mcp_server_free(s->srv);
     exec_ctx_free(s->exec);
     backend_free(s->backend);
+    langtable_free(s->langs);
     config_free(&s->cfg);
     free(s);
 }

@@ -11,10 +11,12 @@
 #include "mcp/jsonrpc.h"
 #include "tools/tools.h"
 #include "transport/transport_stdio.h"
+#include "unit/langs.h"
 
 struct server {
     struct config cfg;
     struct backend *backend;
+    struct langtable *langs; /* the built-in table, as main configures it */
     struct exec_ctx *exec;
     struct mcp_server *srv;
     int in[2], out[2], stop[2];
@@ -42,7 +44,8 @@ static struct server *start(long long max_message)
     s->cfg.max_message_bytes = max_message;
     engine_http_global_init(&err);
     s->backend = docker_backend_new(s->cfg.engine_socket);
-    s->exec = exec_ctx_new(&s->cfg, s->backend, NULL, &err);
+    s->langs = test_langs(&s->cfg);
+    s->exec = exec_ctx_new(&s->cfg, s->langs, s->backend, NULL, &err);
     s->srv = mcp_server_new(&s->cfg, s->exec, &err);
     assert_non_null(s->srv);
     assert_int_equal(pipe(s->in), 0);
@@ -76,6 +79,7 @@ static char *finish(struct server *s, bool by_signal)
     mcp_server_free(s->srv);
     exec_ctx_free(s->exec);
     backend_free(s->backend);
+    langtable_free(s->langs);
     config_free(&s->cfg);
     free(s);
     return buf_take(&out, NULL);

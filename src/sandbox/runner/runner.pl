@@ -1,0 +1,910 @@
+# mcp-sandboxd generic in-container runner (protocol: src/sandbox/runner.h),
+# for languages with no runner of their own (bash, C, C++, Ruby, PHP,
+# TypeScript, any language an operator configures). Started as
+# `perl -e <this file>`: reads one framed request on stdin, writes the
+# files, the program's source_file and its stdin, runs the compile step,
+# the typecheck and the program as child processes, sends the output files
+# as frames and writes the completion record on stderr, then stdout.
+# Started as `perl -e <this file> warm` it is a pool runner: it says it is
+# ready before reading the request and says go once the request is read.
+# Only modules of Debian's perl package (perl-base, perl-modules, libperl):
+# the images need nothing else. Everything the runner writes goes out with
+# syswrite (no PerlIO buffer), so nothing of its own is pending when it
+# forks and its lines are never interleaved with buffered halves.
+use strict;
+use warnings;
+no warnings 'recursion';    # the JSON reader and the walk recurse on purpose
+use POSIX ();
+use Fcntl qw(O_RDONLY O_WRONLY O_RDWR O_CREAT O_EXCL O_NOFOLLOW O_NONBLOCK SEEK_SET
+  S_ISDIR S_ISREG S_ISLNK);
+use Errno ();
+use Time::HiRes ();
+
+my $PREFIX       = "\0\036mcpsbx-done:";
+my $READY        = "\0\036mcpsbx-ready\n";
+my $GO           = "\0\036mcpsbx-go\n";
+my $MAX_REQUEST  = 64 << 20;
+my $RUNNER_EXIT  = 76;         # EX_PROTOCOL: the runner itself failed
+my $FRAME_RAW    = 3000;       # bytes per D frame: a whole frame stays under PIPE_BUF
+my $WALK_LIMIT   = 20000;      # directory entries looked at, at most
+my $LEFT_REPORT  = 20;         # left-out files named, at most
+my $STEP_DEFAULT = 30000;      # ms for a compile or typecheck without compile_timeout_ms
+my $VARS_NAME    = '.mcpsbx-variables.json';
+my $STDIN_NAME   = '.mcpsbx-stdin';
+
+my $nonce;         # once read: failures are reported in a record
+my $files_json;    # the record's "files", once the files were sent
+my $memory_error = 0;    # the program was killed for memory
+
+# The sandbox cgroup's OOM kills so far (cgroup v2, else v1), or undef.
+sub oom_kills {
+    for my $f ('/sys/fs/cgroup/memory.events', '/sys/fs/cgroup/memory/memory.oom_control') {
+        open(my $fh, '<', $f) or next;
+        while (my $l = <$fh>) {
+            return 0 + $1 if $l =~ /\Aoom_kill (\d+)/;
+        }
+    }
+    return undef;
+}
+my $cwd;
+
+# A closed stdout or stderr must be an error to report, not the runner's
+# death. The children get the default back before exec (an ignored signal
+# would stay ignored in the program).
+$SIG{PIPE} = 'IGNORE';
+
+# ---- low-level I/O ---------------------------------------------------------
+sub wait_fd {
+    # Only reached if someone made a standard descriptor non-blocking (the
+    # program shares them with the runner).
+    my ($fd, $write) = @_;
+    my $bits = '';
+    vec($bits, $fd, 1) = 1;
+    my ($r, $w) = $write ? (undef, $bits) : ($bits, undef);
+    select($r, $w, undef, undef);
+}
+
+# Writes all of data; dies with the error.
+sub write_all {
+    my ($fh, $data) = @_;
+    my ($off, $len) = (0, length $data);
+    while ($off < $len) {
+        my $n = syswrite($fh, $data, $len - $off, $off);
+        if (!defined $n) {
+            next if $!{EINTR};
+            if ($!{EAGAIN} || $!{EWOULDBLOCK}) {
+                wait_fd(fileno($fh), 1);
+                next;
+            }
+            die "$!\n";
+        }
+        $off += $n;
+    }
+}
+
+# Up to n bytes of stdin ('' at its end).
+sub read_some {
+    my ($n) = @_;
+    while (1) {
+        my $buf = '';
+        my $got = sysread(STDIN, $buf, $n);
+        return $buf if defined $got;
+        next if $!{EINTR};
+        if ($!{EAGAIN} || $!{EWOULDBLOCK}) {
+            wait_fd(0, 0);
+            next;
+        }
+        runner_fail("cannot read the request: $!");
+    }
+}
+
+# ---- text: everything here is bytes (UTF-8 when it is text) -----------------
+my $UTF8_CHAR = qr/[\x00-\x7F]|[\xC2-\xDF][\x80-\xBF]|\xE0[\xA0-\xBF][\x80-\xBF]
+  |[\xE1-\xEC\xEE\xEF][\x80-\xBF]{2}|\xED[\x80-\x9F][\x80-\xBF]
+  |\xF0[\x90-\xBF][\x80-\xBF]{2}|[\xF1-\xF3][\x80-\xBF]{3}|\xF4[\x80-\x8F][\x80-\xBF]{2}/x;
+
+# Strict UTF-8 (what the daemon checks): each byte outside a well-formed
+# sequence becomes U+FFFD.
+sub utf8_fix {
+    my ($s) = @_;
+    return $s if $s !~ /[\x80-\xFF]/;
+    $s =~ s/($UTF8_CHAR)|[\x80-\xFF]/defined $1 ? $1 : "\xEF\xBF\xBD"/ge;
+    return $s;
+}
+
+sub utf8_valid { return utf8_fix($_[0]) eq $_[0] }
+
+# At most n characters of s (made valid UTF-8 first).
+sub prefix_chars {
+    my ($s, $n) = @_;
+    $s = utf8_fix($s);
+    return $s if length($s) <= $n;    # bytes >= characters
+    utf8::decode($s);
+    $s = substr($s, 0, $n);
+    utf8::encode($s);
+    return $s;
+}
+
+# A JSON string of UTF-8 bytes.
+sub jstr {
+    my $s = utf8_fix($_[0]);
+    $s =~ s/(["\\])/\\$1/g;
+    $s =~ s/([\x00-\x1f\x7f])/sprintf('\\u%04x', ord $1)/ge;
+    return '"' . $s . '"';
+}
+
+# ---- the completion record -------------------------------------------------
+# extra: JSON members to add ('"compile_error":{...}').
+sub finish {
+    my ($status, $runner_error, @extra) = @_;
+    if (defined $nonce) {
+        my $rec = '{"exit_code":' . int($status) . ',"memory_error":' . ($memory_error ? 'true' : 'false');
+        $rec .= ',"runner_error":' . jstr(prefix_chars($runner_error, 1000)) if defined $runner_error;
+        $rec .= ',"files":' . $files_json if defined $files_json;
+        $rec .= ",$_" for @extra;
+        my $line = $PREFIX . $nonce . ':' . $rec . "}\n";
+        # stderr first, then stdout: the engine copies the two streams
+        # independently, so the daemon needs an end mark on each.
+        for my $fh (\*STDERR, \*STDOUT) {
+            eval { write_all($fh, $line) };
+        }
+    }
+    # The daemon reads the record; the runner's own status only says
+    # whether it failed.
+    POSIX::_exit(defined $runner_error ? $RUNNER_EXIT : 0);
+}
+
+sub runner_fail {
+    my ($msg) = @_;
+    if (!defined $nonce) {
+        # No nonce, no record: stderr and the exit status are all we have.
+        eval { write_all(\*STDERR, "mcpsbx runner: $msg\n") };
+    }
+    finish($RUNNER_EXIT, $msg);
+}
+
+# A quoted name for a message.
+sub quote { return jstr(prefix_chars($_[0], $_[1] // 200)) }
+
+# ---- JSON in ----------------------------------------------------------------
+# A reader of its own: JSON::PP reads strings a character at a time (about
+# 3 MB/s), and a request may hold 64 MiB. Strings stay UTF-8 bytes, as
+# sent; numbers keep their text (so a variable's value is passed on exactly);
+# objects may record where each member's value lies in the text.
+# Values: string = plain scalar, number = blessed 'N' (its text), boolean =
+# blessed 'B' (1 or 0), null = undef, arrays and objects = references.
+my %ESC = ('"' => '"', '\\' => '\\', '/' => '/', b => "\b", f => "\f", n => "\n", r => "\r", t => "\t");
+our $J;    # the text being read; pos($J) is the place
+
+sub jfail { die sprintf("%s at byte %d\n", $_[0], pos($J) // 0) }
+
+sub jws { $J =~ /\G[ \t\n\r]+/gc }
+
+sub cp_bytes {
+    my $c = chr($_[0]);
+    utf8::encode($c);
+    return $c;
+}
+
+sub jstring {    # after its opening quote
+    my $start = pos($J);
+    while (1) {
+        my $at = pos($J);
+        # At most 30000 pieces at a time: Perl stops a complex group's
+        # repeats at 65534 without failing the match.
+        $J =~ /\G(?:[^"\\\x00-\x1f]++|\\(?:["\\\/bfnrt]|u[0-9a-fA-F]{4})){0,30000}/gc;
+        last if $J =~ /\G"/gc;
+        jfail('bad string') if pos($J) == $at;
+    }
+    my $s = substr($J, $start, pos($J) - 1 - $start);
+    return $s if index($s, '\\') < 0;
+    $s =~ s/\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|(.))/
+        defined $4 ? $ESC{$4}
+        : defined $3 ? cp_bytes(hex $3)
+        : cp_bytes(0x10000 + ((hex($1) - 0xD800) << 10) + (hex($2) - 0xDC00))/gse;
+    return $s;
+}
+
+sub jvalue {
+    my ($depth, $spans) = @_;
+    jfail('nested too deep') if $depth > 512;
+    jws();
+    return jstring() if $J =~ /\G"/gc;
+    if ($J =~ /\G\{/gc) {
+        my %h;
+        jws();
+        return \%h if $J =~ /\G\}/gc;
+        while (1) {
+            jws();
+            $J =~ /\G"/gc or jfail('expected a member name');
+            my $k = jstring();
+            jws();
+            $J =~ /\G:/gc or jfail("expected ':'");
+            jws();
+            my $start = pos($J);
+            $h{$k} = jvalue($depth + 1);
+            $spans->{$k} = [$start, pos($J) - $start] if $spans;
+            jws();
+            next if $J =~ /\G,/gc;
+            last if $J =~ /\G\}/gc;
+            jfail("expected ',' or '}'");
+        }
+        return \%h;
+    }
+    if ($J =~ /\G\[/gc) {
+        my @a;
+        jws();
+        return \@a if $J =~ /\G\]/gc;
+        while (1) {
+            push @a, jvalue($depth + 1);
+            jws();
+            next if $J =~ /\G,/gc;
+            last if $J =~ /\G\]/gc;
+            jfail("expected ',' or ']'");
+        }
+        return \@a;
+    }
+    if ($J =~ /\G(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)/gc) {
+        my $text = $1;
+        return bless \$text, 'N';
+    }
+    return bless \(my $t = 1), 'B' if $J =~ /\Gtrue/gc;
+    return bless \(my $f = 0), 'B' if $J =~ /\Gfalse/gc;
+    return undef                     if $J =~ /\Gnull/gc;
+    jfail('unexpected input');
+}
+
+# The value of text; with spans, where each member of the top object lies.
+sub jdecode {
+    my (undef, $spans) = @_;
+    local *J = \$_[0];    # the caller's text itself: a request is not copied
+    pos($J) = 0;
+    my $v = jvalue(0, $spans);
+    jws();
+    jfail('trailing bytes') if pos($J) != length $J;
+    return $v;
+}
+
+sub is_str  { return defined $_[0] && !ref $_[0] }
+sub is_num  { return ref $_[0] eq 'N' }
+sub is_bool { return ref $_[0] eq 'B' }
+
+# A non-negative integer from a number (0 when it is not one).
+sub count_of {
+    my ($v) = @_;
+    return 0 unless is_num($v) && ${$v} =~ /\A[0-9]+\z/;
+    return 0 + ${$v};
+}
+
+# ---- the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON -------------------
+my $warm = 0;
+if (@ARGV == 1 && $ARGV[0] eq 'warm') {
+    $warm = 1;
+} elsif (@ARGV) {
+    runner_fail('usage: perl -e <runner> [warm]');
+}
+if ($warm) {
+    # What sending files needs, loaded while nobody waits.
+    require Digest::SHA;
+    require MIME::Base64;
+    if (!eval { write_all(\*STDOUT, $READY); 1 }) {
+        my $e = $@;
+        chomp $e;
+        runner_fail("cannot say ready: $e");
+    }
+}
+
+# The header is read a byte at a time so nothing past the frame is consumed.
+my $header = '';
+while (1) {
+    my $b = read_some(1);
+    runner_fail('end of input before the request header') if $b eq '';
+    last if $b eq "\n";
+    $header .= $b;
+    runner_fail('request header too long') if length($header) > 32;
+}
+my ($proto, $size) = split / /, $header, 2;
+if (($proto // '') ne 'mcpsbx/1' || !defined $size || $size !~ /\A[0-9]{1,10}\z/) {
+    runner_fail('bad request header');
+}
+$size = 0 + $size;
+runner_fail('request too large') if $size > $MAX_REQUEST;
+my $body = '';
+while (length($body) < $size) {
+    my $want = $size - length($body);
+    my $b    = read_some($want < (1 << 20) ? $want : 1 << 20);
+    runner_fail('end of input inside the request') if $b eq '';
+    $body .= $b;
+}
+if ($warm) {
+    # The code reached this runner: from here on a failure is the run's.
+    eval { write_all(\*STDOUT, $GO) };
+}
+
+my %spans;
+my $req = eval { jdecode($body, \%spans) };
+if (!defined $req && $@) {
+    my $e = $@;
+    chomp $e;
+    runner_fail("request is not JSON: $e");
+}
+runner_fail('request is not a JSON object') unless ref $req eq 'HASH';
+# The variables as sent (for their file), and no more of the text.
+my $variables_json = $spans{variables} ? substr($body, $spans{variables}[0], $spans{variables}[1]) : undef;
+$body = undef;
+my $n = $req->{nonce};
+runner_fail('request has no valid nonce') unless is_str($n) && $n =~ /\A[0-9a-f]{32}\z/;
+$nonce = $n;
+
+my $code  = delete $req->{code};
+my $stdin = delete($req->{stdin}) // '';
+runner_fail('request code/stdin must be strings') unless is_str($code) && is_str($stdin);
+my $env       = $req->{env} // {};
+my $variables = $req->{variables};
+runner_fail('request variables must be an object') if defined $variables && ref $variables ne 'HASH';
+my $files   = $req->{files} // [];
+my $outputs = $req->{outputs};
+if (ref $files ne 'ARRAY' || (defined $outputs && ref $outputs ne 'HASH')) {
+    runner_fail('request files must be a list and outputs an object');
+}
+if (is_bool($req->{check}) && ${ $req->{check} }) {
+    runner_fail('check is not supported by the generic runner');
+}
+runner_fail('request env must be an object') unless ref $env eq 'HASH';
+for my $k (sort keys %$env) {
+    my $v = $env->{$k};
+    if (!is_str($v) || $k eq '' || $k =~ /[=\0]/ || $v =~ /\0/) {
+        runner_fail('request env: bad variable ' . quote($k, 64));
+    }
+    # Here, not in the container's configuration: the engine keeps that on
+    # disk. %ENV is the process's environment: every child inherits it.
+    $ENV{$k} = $v;
+}
+
+# ---- the program: what to write, compile, check and run -------------------
+sub argv_ok {
+    my ($a) = @_;
+    return 0 unless ref $a eq 'ARRAY' && @$a && @$a <= 256;
+    for (@$a) {
+        return 0 unless is_str($_) && $_ ne '' && !/\0/;
+    }
+    return 1;
+}
+
+my $program = $req->{program};
+runner_fail('request program must be an object') unless ref $program eq 'HASH';
+my $source_file = $program->{source_file};
+# The language table's rule (sandbox/langtable.h): a plain name, not hidden.
+if (!is_str($source_file) || $source_file !~ /\A[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,63}\z/) {
+    runner_fail('request program: bad source_file');
+}
+my $compile   = $program->{compile};
+my $typecheck = $program->{typecheck};
+runner_fail('request program: bad run')       unless argv_ok($program->{run});
+runner_fail('request program: bad compile')   if defined $compile   && !argv_ok($compile);
+runner_fail('request program: bad typecheck') if defined $typecheck && !argv_ok($typecheck);
+my $blocks = $program->{typecheck_blocks};
+runner_fail('request program: bad typecheck_blocks') if defined $blocks && !is_bool($blocks);
+$blocks = defined $blocks && ${$blocks};
+my $step_ms = $STEP_DEFAULT;
+if (defined $program->{compile_timeout_ms}) {
+    my $t = $program->{compile_timeout_ms};
+    if (!is_num($t) || ${$t} !~ /\A[1-9][0-9]{0,9}\z/) {
+        runner_fail('request program: bad compile_timeout_ms');
+    }
+    $step_ms = 0 + ${$t};
+}
+
+# Variable names: the daemon checked them (tools/variables.h); this is the
+# part of its rule that makes them environment names, and MCPSBX_* is the
+# runner's own.
+if (defined $variables) {
+    for my $name (sort keys %$variables) {
+        if ($name !~ /\A[A-Za-z_][A-Za-z0-9_]*\z/ || length($name) > 128 || $name =~ /\AMCPSBX_/) {
+            runner_fail('variable ' . quote($name, 128) . ' is not allowed');
+        }
+    }
+}
+
+# ---- files: the caller's, outputs/, the source, stdin, the variables -------
+$cwd = POSIX::getcwd();
+runner_fail("cannot find the working directory: $!") unless defined $cwd;
+my @cwd_id = (stat '.')[0, 1];
+
+# mkdir -p of a relative directory; dies with the error.
+sub make_dirs {
+    my ($dir) = @_;
+    my $path = '';
+    for my $part (split m{/}, $dir) {
+        $path .= ($path eq '' ? '' : '/') . $part;
+        next if mkdir($path, 0755) || $!{EEXIST};
+        die "$!\n";
+    }
+}
+
+# O_EXCL|O_NOFOLLOW: nothing existing is replaced and no link is followed.
+# Perl makes its descriptors close-on-exec: no child inherits them.
+sub write_new_file {
+    my ($path, $data, $mode) = @_;
+    sysopen(my $fh, $path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, $mode) or die "$!\n";
+    write_all($fh, $data);
+    close($fh) or die "$!\n";
+}
+
+# The daemon checked every path (sandbox/workpath.h); this is the same rule
+# again.
+for my $f (@$files) {
+    runner_fail('request files: an entry is not an object') unless ref $f eq 'HASH';
+    my ($p, $content, $enc) = @{$f}{qw(path content encoding)};
+    if (   !is_str($p)
+        || !is_str($content)
+        || !is_str($enc)
+        || ($enc ne 'utf-8' && $enc ne 'base64')
+        || $p eq ''
+        || $p =~ m{\A/}
+        || $p =~ /\0/
+        || grep { $_ eq '' || $_ eq '.' || $_ eq '..' } split(m{/}, $p, -1))
+    {
+        runner_fail('request files: bad entry ' . (is_str($p) ? quote($p) : 'null'));
+    }
+    my $ok = eval {
+        my $data = $content;
+        if ($enc eq 'base64') {
+            require MIME::Base64;
+            $data = MIME::Base64::decode_base64($content);
+        }
+        make_dirs($1) if $p =~ m{\A(.*)/};
+        write_new_file($p, $data, 0644);
+        1;
+    };
+    if (!$ok) {
+        my $e = $@;
+        chomp $e;
+        runner_fail('cannot write the file ' . quote($p) . ": $e");
+    }
+}
+$files = undef;
+if (defined $outputs && !mkdir('outputs', 0755) && !$!{EEXIST}) {
+    runner_fail("cannot make outputs/: $!");
+}
+
+my ($stdin_fh, $null_fh);
+{
+    my $ok = eval {
+        write_new_file($source_file, $code, 0644);
+        1;
+    };
+    if (!$ok) {
+        my $e = $@;
+        chomp $e;
+        runner_fail("cannot write the source file $source_file: $e");
+    }
+    $code = undef;
+    # An unlinked regular file as the program's fd 0: it reads exactly the
+    # given bytes, then EOF, through any API (read(0), /dev/stdin, its own
+    # children).
+    $ok = eval {
+        sysopen($stdin_fh, $STDIN_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600) or die "$!\n";
+        unlink($STDIN_NAME) or die "$!\n";
+        write_all($stdin_fh, $stdin);
+        sysseek($stdin_fh, 0, SEEK_SET) or die "$!\n";
+        # The compile step and the typecheck read nothing.
+        sysopen($null_fh, '/dev/null', O_RDONLY) or die "/dev/null: $!\n";
+        1;
+    };
+    if (!$ok) {
+        my $e = $@;
+        chomp $e;
+        runner_fail("cannot prepare the working directory: $e");
+    }
+    $stdin = undef;
+}
+
+# Variables: the whole object as JSON in a file the program finds by
+# $MCPSBX_VARIABLES (the request's own text of it: numbers exactly as sent),
+# and each string, number or boolean as an environment variable of the
+# same name. A string holding a NUL cannot be one: it is in the file only.
+# Set after env: a variable wins over a request env entry of its name.
+if (defined $variables) {
+    my $path = ($cwd eq '/' ? '' : $cwd) . "/$VARS_NAME";
+    my $ok   = eval {
+        write_new_file($VARS_NAME, $variables_json, 0400);
+        1;
+    };
+    if (!$ok) {
+        my $e = $@;
+        chomp $e;
+        runner_fail("cannot write the variables: $e");
+    }
+    for my $name (sort keys %$variables) {
+        my $v = $variables->{$name};
+        if (is_str($v)) {
+            $ENV{$name} = $v unless $v =~ /\0/;
+        } elsif (is_bool($v)) {
+            $ENV{$name} = ${$v} ? 'true' : 'false';
+        } elsif (is_num($v)) {
+            $ENV{$name} = ${$v};    # the number's own text
+        }
+    }
+    $ENV{MCPSBX_VARIABLES} = $path;
+}
+
+# ---- children ----------------------------------------------------------------
+# Starts argv in its own process group (so what it leaves behind can be
+# killed as one) with fd 0 from stdin_fh and, with to_stderr, its stdout on
+# the runner's stderr. Every other descriptor of the runner is
+# close-on-exec: the child has 0, 1 and 2 only.
+sub spawn {
+    my ($argv, $in_fh, $to_stderr) = @_;
+    my $pid = fork;
+    runner_fail("cannot start a process: $!") unless defined $pid;
+    if ($pid == 0) {
+        $SIG{PIPE} = 'DEFAULT';
+        POSIX::setpgid(0, 0);
+        my $ok = defined POSIX::dup2(fileno($in_fh), 0);
+        $ok &&= defined POSIX::dup2(2, 1) if $to_stderr;
+        if ($ok) {
+            no warnings 'exec';
+            exec { $argv->[0] } @$argv;
+        }
+        my $msg = "cannot run $argv->[0]: $!\n";
+        POSIX::write(2, $msg, length $msg);
+        POSIX::_exit(127);
+    }
+    # From this side too: no moment in which the group kill could miss it.
+    POSIX::setpgid($pid, $pid);
+    return $pid;
+}
+
+# The shell's convention: the exit status, or 128 + the signal.
+sub status_of {
+    my ($st) = @_;
+    return ($st & 127) ? 128 + ($st & 127) : ($st >> 8) & 255;
+}
+
+sub kill_group {
+    my ($pid) = @_;
+    kill('KILL', -$pid);
+}
+
+# Waits for pid at most ms milliseconds, then kills its group: (status,
+# timed_out). Polls with short naps: no signal handler to race with.
+sub wait_step {
+    my ($pid, $ms) = @_;
+    my $deadline = Time::HiRes::time() + $ms / 1000;
+    my $nap      = 0.001;
+    while (1) {
+        my $r = waitpid($pid, POSIX::WNOHANG());
+        if ($r == $pid) {
+            my $st = $?;
+            kill_group($pid);    # what the step left running
+            return (status_of($st), 0);
+        }
+        runner_fail("cannot wait for a process: $!") if $r < 0 && !$!{EINTR};
+        my $left = $deadline - Time::HiRes::time();
+        if ($left <= 0) {
+            kill_group($pid);
+            kill('KILL', $pid);
+            1 while waitpid($pid, 0) < 0 && $!{EINTR};
+            return (128 + 9, 1);
+        }
+        Time::HiRes::sleep($nap < $left ? $nap : $left);
+        $nap *= 2 if $nap < 0.016;
+    }
+}
+
+sub step_error {
+    my ($key, $status, $timed_out) = @_;
+    return sprintf('"%s":{"exit_code":%d,"timed_out":%s}', $key, $status, $timed_out ? 'true' : 'false');
+}
+
+# ---- compile, typecheck -----------------------------------------------------
+# Their output goes to stderr (stdout is the program's), their stdin is
+# /dev/null. A failed compile (or blocking typecheck) ends the run: the
+# program does not run and no files are returned.
+my @notes;
+if (defined $compile) {
+    my ($st, $timed_out) = wait_step(spawn($compile, $null_fh, 1), $step_ms);
+    finish($st, undef, step_error('compile_error', $st, $timed_out)) if $st != 0;
+}
+if (defined $typecheck) {
+    my ($st, $timed_out) = wait_step(spawn($typecheck, $null_fh, 1), $step_ms);
+    if ($st != 0) {
+        finish($st, undef, step_error('compile_error', $st, $timed_out)) if $blocks;
+        # Only reported: its output is on stderr already; the record names
+        # it for whoever wants it.
+        if ($timed_out) {
+            eval { write_all(\*STDERR, "mcpsbx: the typecheck was stopped after $step_ms ms\n") };
+        }
+        push @notes, step_error('typecheck_error', $st, $timed_out);
+    }
+}
+close($null_fh);
+
+# ---- run ---------------------------------------------------------------------
+# stdout and stderr are the runner's own: the program's output streams to
+# the daemon as it is written. No timeout here: the daemon stops the whole
+# sandbox at the run's deadline.
+my $ooms_before = oom_kills();
+my $pid = spawn($program->{run}, $stdin_fh, 0);
+my $status;
+while (1) {
+    my $r = waitpid($pid, 0);
+    if ($r == $pid) {
+        $status = status_of($?);
+        last;
+    }
+    runner_fail("cannot wait for the program: $!") unless $!{EINTR};
+}
+# Only now, with the program gone: whatever it left behind in its group
+# (`cmd &`) must not write after the record or change files while they are
+# returned. Not before it exited: its children are part of the run while it
+# lives (it may be waiting for them). The group id stays reserved while any
+# member lives, so the kill cannot reach anything else.
+kill_group($pid);
+close($stdin_fh);
+# A SIGKILL nobody here sent is the kernel's OOM killer when the cgroup
+# counted one (or, where the count cannot be read, by far the likeliest).
+if ($status == 128 + 9) {
+    my $after = oom_kills();
+    $memory_error = !defined $after || !defined $ooms_before || $after > $ooms_before;
+}
+
+# ---- outputs: files as frames before the record ----------------------------
+# One write of at most 4096 bytes: a pipe (and a unix socket) takes it
+# whole, so a process still writing to stdout cannot split it.
+sub frame {
+    my ($kind, $payload) = @_;
+    write_all(\*STDOUT, $PREFIX . $nonce . ':' . $kind . $payload . "\n");
+}
+
+# fnmatch's glob of one name (* ? [...] [!...]) as a regex over characters,
+# or undef when it cannot be one (compared as text then).
+sub glob_re {
+    my ($pat) = @_;
+    utf8::decode($pat);
+    my ($re, $i, $n) = ('', 0, length $pat);
+    while ($i < $n) {
+        my $c = substr($pat, $i++, 1);
+        if ($c eq '*') {
+            $re .= '.*';
+        } elsif ($c eq '?') {
+            $re .= '.';
+        } elsif ($c eq '[') {
+            my $j = $i;
+            $j++ if $j < $n && substr($pat, $j, 1) eq '!';
+            $j++ if $j < $n && substr($pat, $j, 1) eq ']';
+            $j++ while $j < $n && substr($pat, $j, 1) ne ']';
+            if ($j >= $n) {
+                $re .= '\\[';
+                next;
+            }
+            my $set = substr($pat, $i, $j - $i);
+            $i = $j + 1;
+            my $neg = $set =~ s/\A!//;
+            # Every character literal but '-' (a range).
+            $re .= '[' . ($neg ? '^' : '') . join('', map { $_ eq '-' ? '-' : quotemeta } split //, $set) . ']';
+        } else {
+            $re .= quotemeta $c;
+        }
+    }
+    local $SIG{__WARN__} = sub { };    # a warning is not the program's output
+    return eval { qr/\A(?:$re)\z/s };
+}
+
+sub glob_match {
+    my ($re, $pat, $name) = @_;
+    return $name eq $pat unless defined $re;
+    utf8::decode($name);
+    return $name =~ $re;
+}
+
+# The regular files under outputs/ and those the patterns match, as frames;
+# sets the record's account. The walk never follows a symlink: it lists
+# with lstat and descends only into real directories; every file is opened
+# with O_NOFOLLOW and read only if it is the one the walk saw, inside the
+# working directory (a directory on the way swapped for a link is caught).
+sub send_outputs {
+    my ($spec) = @_;
+    # The program may have removed, renamed or replaced its directory.
+    my @here = chdir($cwd) ? (stat '.')[0, 1] : ();
+    if (!@here || $here[0] != $cwd_id[0] || $here[1] != $cwd_id[1]) {
+        $files_json = '{"sent":0,"left_out":0,"cwd_gone":true}';
+        return;
+    }
+    require Digest::SHA;
+    require MIME::Base64;
+    my $max_files  = count_of($spec->{max_files});
+    my $max_file   = count_of($spec->{max_file_bytes});
+    my $total_left = count_of($spec->{max_total_bytes});
+    my ($sent, $left_out, $n_files, $seen, $stopped) = (0, 0, 0, 0, 0);
+    my (@lefts, @found);
+
+    my $leave_out = sub {
+        my ($p, $reason, $size, $cap) = @_;
+        $left_out++;
+        push @lefts, [$cap ? 1 : 0, $p, $reason, $size] if @lefts < $WALK_LIMIT;
+    };
+    my $send = sub {
+        my ($p, $data) = @_;
+        frame('F', '{"path":' . jstr($p) . ',"size":' . length($data) . ',"kind":"file"}');
+        for (my $i = 0; $i < length $data; $i += $FRAME_RAW) {
+            frame('D', MIME::Base64::encode_base64(substr($data, $i, $FRAME_RAW), ''));
+        }
+        frame('E', Digest::SHA::sha256_hex($data));
+        $sent++;
+        $total_left -= length $data;
+    };
+    # The names in d, sorted; the runner's own (.mcpsbx*) are not there.
+    my $entries = sub {
+        my ($d) = @_;
+        return () if $stopped;
+        opendir(my $dh, $d eq '' ? '.' : $d) or return ();
+        my @out;
+        while (defined(my $name = readdir $dh)) {
+            next if $name eq '.' || $name eq '..' || ($d eq '' && $name =~ /\A\.mcpsbx/);
+            if (++$seen > $WALK_LIMIT) {
+                $stopped = 1;
+                last;
+            }
+            push @out, $name;
+        }
+        closedir $dh;
+        return sort @out;
+    };
+    my $join = sub { return $_[0] eq '' ? $_[1] : "$_[0]/$_[1]" };
+    my $add  = sub {
+        my ($rel, $st) = @_;
+        push @found, [$rel, $st] if @$st;
+    };
+    my $walk_all;
+    $walk_all = sub {
+        my ($d) = @_;
+        for my $name ($entries->($d)) {
+            my $rel = $join->($d, $name);
+            my @st  = lstat $rel;
+            if (@st && S_ISDIR($st[2])) {
+                $walk_all->($rel);
+            } else {
+                $add->($rel, \@st);
+            }
+        }
+    };
+    my $walk_glob;
+    $walk_glob = sub {
+        my ($d, $parts) = @_;
+        my ($head, @rest) = @$parts;
+        if ($head eq '**') {
+            # Zero or more directories, hidden ones only when named; a
+            # pattern ending in ** takes every file below.
+            $walk_glob->($d, @rest ? \@rest : ['*']);
+            for my $name ($entries->($d)) {
+                next if $name =~ /\A\./;
+                my $rel = $join->($d, $name);
+                my @st  = lstat $rel;
+                $walk_glob->($rel, $parts) if @st && S_ISDIR($st[2]);
+            }
+            return;
+        }
+        my $re = glob_re($head);
+        for my $name ($entries->($d)) {
+            next if $name =~ /\A\./ && $head !~ /\A\./;
+            next unless glob_match($re, $head, $name);
+            my $rel = $join->($d, $name);
+            my @st  = lstat $rel;
+            my $dir = @st && S_ISDIR($st[2]);
+            if (@rest) {
+                $walk_glob->($rel, \@rest) if $dir;
+            } elsif ($dir) {
+                $walk_all->($rel);
+            } else {
+                $add->($rel, \@st);
+            }
+        }
+    };
+
+    my @out_st = lstat 'outputs';
+    $walk_all->('outputs') if @out_st && S_ISDIR($out_st[2]);
+    for my $pattern (ref $spec->{paths} eq 'ARRAY' ? @{ $spec->{paths} } : ()) {
+        next unless is_str($pattern);
+        my @parts = grep { $_ ne '' } split m{/}, $pattern;
+        $walk_glob->('', \@parts) if @parts;
+    }
+
+    my %done;
+    for my $f (@found) {
+        my ($rel, $st) = @$f;
+        next if $done{$rel}++;
+        if (!utf8_valid($rel)) {
+            $leave_out->(utf8_fix($rel), 'the name is not UTF-8');
+            next;
+        }
+        if ($rel =~ /[\x00-\x1f\x7f]/ || length($rel) > 1024) {
+            $leave_out->($rel, 'the name is not allowed');
+            next;
+        }
+        my ($mode, $nlink, $size) = @{$st}[2, 3, 7];
+        if (S_ISLNK($mode)) {
+            $leave_out->($rel, 'a symbolic link (never followed)');
+            next;
+        }
+        if (!S_ISREG($mode)) {
+            $leave_out->($rel, 'not a regular file');
+            next;
+        }
+        if ($nlink > 1) {
+            $leave_out->($rel, 'a hard-linked file', $size);
+            next;
+        }
+        if ($n_files >= $max_files) {
+            $leave_out->($rel, 'over the file count limit', $size, 1);
+            next;
+        }
+        if ($size > $max_file) {
+            $leave_out->($rel, 'over the per-file size limit', $size, 1);
+            next;
+        }
+        if ($size > $total_left) {
+            $leave_out->($rel, 'over the total size limit', $size, 1);
+            next;
+        }
+        my $fh;
+        if (!sysopen($fh, $rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)) {
+            $leave_out->($rel, "cannot be opened: $!");
+            next;
+        }
+        my ($data, $why) = ('', undef);
+        my @st2  = stat $fh;
+        my $real = @st2 ? readlink('/proc/self/fd/' . fileno($fh)) : undef;
+        if (!defined $real) {
+            $why = "cannot be read: $!";
+        } elsif ($st2[0] != $st->[0] || $st2[1] != $st->[1] || $real ne ($cwd eq '/' ? '' : $cwd) . "/$rel") {
+            # Not the file the walk saw, or not inside the working directory.
+            $why = 'changed while being read';
+        } else {
+            while (length($data) <= $max_file) {
+                my $want = $max_file + 1 - length($data);
+                my $got  = sysread($fh, $data, $want < (1 << 20) ? $want : 1 << 20, length $data);
+                if (!defined $got) {
+                    next if $!{EINTR};
+                    $why = "cannot be read: $!";
+                    last;
+                }
+                last if $got == 0;
+            }
+        }
+        close $fh;
+        if (defined $why) {
+            $leave_out->($rel, $why);
+            next;
+        }
+        if (length($data) > $max_file || length($data) > $total_left) {
+            $leave_out->($rel, 'grew past the size limit while being read', length($data), 1);
+            next;
+        }
+        $send->($rel, $data);
+        $n_files++;
+    }
+    # Named: what was refused for what it is before what the caps turned
+    # away (stable: in walk order within each).
+    my @named = ((grep { !$_->[0] } @lefts), (grep { $_->[0] } @lefts));
+    splice(@named, $LEFT_REPORT) if @named > $LEFT_REPORT;
+    for my $l (@named) {
+        my (undef, $p, $reason, $size) = @$l;
+        my $rec = '{"path":' . jstr(prefix_chars($p, 256)) . ',"reason":' . jstr($reason);
+        $rec .= ',"size":' . int($size) if defined $size;
+        frame('L', $rec . '}');
+    }
+    $files_json = '{"sent":' . $sent . ',"left_out":' . $left_out;
+    $files_json .= ',"walk_stopped":' . $WALK_LIMIT if $stopped;
+    $files_json .= '}';
+}
+
+if (defined $outputs) {
+    if (!eval { send_outputs($outputs); 1 }) {
+        my $e = $@;
+        chomp $e;
+        runner_fail("cannot return the output files: $e");
+    }
+}
+finish($status, undef, @notes);
