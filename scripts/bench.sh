@@ -43,7 +43,9 @@
 #   BENCH_POOL_SECONDS      each warm-pool throughput and churn run (default 10)
 #   BENCH_POOL_RUNS         runs between the daemon's two VmRSS/fd readings
 #                           (default 2000)
-#   BENCH_SECTIONS          which sections run (default http,survival,latency,pool)
+#   BENCH_SECTIONS          which sections run (default http,survival,latency,pool,languages)
+#   BENCH_LANGUAGES_SAMPLES samples per language in the languages section
+#                           (tests/bench/languages.mjs; default 20)
 #   BENCH_BIN               daemon binary (default build/mcp-sandboxd)
 #   ENGINE                  docker, podman or unix:///path: that engine for
 #                           every section (started when it does not answer);
@@ -65,10 +67,11 @@ readonly SURVIVAL_SECS=${BENCH_SURVIVAL_SECONDS:-60}
 readonly WARMUP_SECS=${BENCH_WARMUP_SECONDS:-2}
 readonly LATENCY_CALLS=${BENCH_LATENCY_CALLS:-20}
 readonly POOL_SAMPLES=${BENCH_POOL_SAMPLES:-30}
+readonly LANGUAGES_SAMPLES=${BENCH_LANGUAGES_SAMPLES:-20}
 readonly POOL_FRESH=${BENCH_POOL_FRESH:-3}
 readonly POOL_SECONDS=${BENCH_POOL_SECONDS:-10}
 readonly POOL_RUNS=${BENCH_POOL_RUNS:-2000}
-readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool}
+readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool,languages}
 readonly RUNTIME=${RUNTIME:-}
 readonly THREADS=2
 readonly CONNS=16
@@ -98,7 +101,7 @@ done
 ((SECS > 0 && SURVIVAL_SECS > 0 && LATENCY_CALLS > 0)) || die "BENCH_SECONDS, BENCH_SURVIVAL_SECONDS and BENCH_LATENCY_CALLS must be > 0"
 ((POOL_SAMPLES > 0 && POOL_SECONDS > 0 && POOL_RUNS > 0)) || die "BENCH_POOL_SAMPLES, BENCH_POOL_SECONDS and BENCH_POOL_RUNS must be > 0"
 for s in ${SECTIONS//,/ }; do
-	case $s in http | survival | latency | pool) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool)" ;; esac
+	case $s in http | survival | latency | pool | languages) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool, languages)" ;; esac
 done
 [[ $RUNTIME =~ ^[A-Za-z0-9._-]*$ ]] || die "RUNTIME must be a runtime name such as runsc, not '$RUNTIME'"
 
@@ -523,6 +526,28 @@ if want pool; then
 	summary+=("$pool_line")
 fi
 
+# ==== 5. languages ===========================================================
+if want languages; then
+	log "5/5 languages on $ENGINE_URL"
+	: >"$LOGS/languages.txt"
+	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
+		fail "languages: engine $ENGINE_URL does not answer"
+		summary+=("languages: SKIPPED - the engine does not answer")
+	elif ! "$ROOT/scripts/images.sh" --engine "$ENGINE_URL" >&2; then
+		fail "languages: the sandbox images could not be built on $ENGINE_URL"
+		summary+=("languages: SKIPPED - no images")
+	else
+		rc=0
+		lang_line=$(timeout --kill-after=15 "$POOL_TIMEOUT" node "$BENCH_DIR/languages.mjs" --engine "$ENGINE_URL" \
+			--bin "$BIN" --out "$OUT/languages.json" --log-dir "$LOGS" --samples "$LANGUAGES_SAMPLES" \
+			--run-id "$pool_run_id" 2> >(tee -a "$LOGS/languages.txt" >&2)) || rc=$?
+		if ((rc != 0)); then
+			fail "tests/bench/languages.mjs exited with status $rc (see $LOGS/languages.txt and ${OUT#"$ROOT"/}/languages.json \"problems\")"
+		fi
+		summary+=("${lang_line:-languages: FAILED - no table}")
+	fi
+fi
+
 # ==== summary ================================================================
 echo
 echo "=== bench ($(date -u +%FT%TZ), nproc $(nproc)) ==="
@@ -532,6 +557,7 @@ want http && results+=(http-tools-list.json)
 want survival && results+=(survival.json)
 want latency && results+=(latency.json)
 want pool && results+=(pool.json)
+want languages && results+=(languages.json)
 echo "results in ${OUT#"$ROOT"/}/: ${results[*]} (logs in ${LOGS#"$ROOT"/}/)"
 if ((${#broken[@]})); then
 	echo "bench: FAILED (${#broken[@]} problem(s)):"

@@ -57,9 +57,10 @@ if ((want_test)); then
 	# libclang-rt-14-dev ships libclang_rt.fuzzer*.a, which is all that
 	# `clang -fsanitize=fuzzer` needs on bookworm (no libfuzzer-14-dev).
 	# iproute2's ss tells the fault tests which process listens on an
-	# engine socket.
+	# engine socket. perl and libjson-xs-perl run the generic runner's host
+	# tests (tests/runner) as its images run it.
 	pkgs+=(python3 nodejs npm valgrind clang clang-format clang-tidy cppcheck
-		shellcheck libclang-rt-14-dev curl wrk iproute2)
+		shellcheck libclang-rt-14-dev curl wrk iproute2 perl libjson-xs-perl)
 fi
 
 ((want_gvisor)) && pkgs+=(runsc)

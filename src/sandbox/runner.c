@@ -41,6 +41,59 @@ static json_object *argv_json(char *const *argv)
     return a;
 }
 
+/* The generic runner does not read the variables' JSON: it gets the text
+ * for its file and the environment's strings ready-made (runner.h). */
+static int add_generic_variables(json_object *obj, json_object *vars, struct err *err)
+{
+    size_t len = 0;
+    const char *text = json_object_to_json_string_length(
+        vars, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    if (!text)
+        return err_set(err, ERR_INTERNAL, "runner request: JSON encoding failed");
+    if (len > RUNNER_MAX_REQUEST)
+        return err_set(err, ERR_TOO_BIG, "variables of %zu bytes are over %u", len,
+                       RUNNER_MAX_REQUEST);
+    json_object_object_add(obj, "variables_file", new_string(text, len));
+    json_object *env = json_object_new_object();
+    json_object_object_foreach(vars, name, value)
+    {
+        json_object *s = NULL;
+        switch (json_object_get_type(value)) {
+        case json_type_string: {
+            /* A C string cannot carry a NUL: such a value is in the file only. */
+            const char *v = json_object_get_string(value);
+            size_t n = (size_t)json_object_get_string_len(value);
+            if (!memchr(v, '\0', n))
+                s = new_string(v, n);
+            break;
+        }
+        case json_type_int:
+        case json_type_double: {
+            /* The number's own text: what the caller sent. */
+            size_t n = 0;
+            const char *t = json_object_to_json_string_length(value, JSON_C_TO_STRING_PLAIN, &n);
+            if (!t) {
+                json_object_put(env);
+                return err_set(err, ERR_INTERNAL, "runner request: JSON encoding failed");
+            }
+            s = new_string(t, n);
+            break;
+        }
+        case json_type_boolean:
+            s = json_object_new_string(json_object_get_boolean(value) ? "true" : "false");
+            break;
+        case json_type_null:
+        case json_type_array:
+        case json_type_object:
+            break;
+        }
+        if (s)
+            json_object_object_add(env, name, s);
+    }
+    json_object_object_add(obj, "variables_env", env);
+    return 0;
+}
+
 int runner_encode_request(const struct runner_request *req, struct buf *out, struct err *err)
 {
     if (!nonce_valid(req->nonce_hex))
@@ -73,7 +126,16 @@ int runner_encode_request(const struct runner_request *req, struct buf *out, str
             json_object_put(obj);
             return err_set(err, ERR_INVALID, "runner request: variables are not a JSON object");
         }
-        json_object_object_add(obj, "variables", vars);
+        if (!req->program) {
+            json_object_object_add(obj, "variables", vars);
+        } else {
+            int vrc = add_generic_variables(obj, vars, err);
+            json_object_put(vars);
+            if (vrc < 0) {
+                json_object_put(obj);
+                return -1;
+            }
+        }
     }
     if (req->n_files) {
         json_object *files = json_object_new_array();

@@ -4,11 +4,13 @@
  * Request (daemon -> runner, on the container's stdin):
  *     "mcpsbx/1 <decimal length>\n" followed by exactly that many bytes of a
  *     JSON object {"nonce": "<32 hex>", "code": "...", "stdin": "...",
- *     "env": {"NAME": "value", ...}, "variables": {"name": <JSON>, ...}?,
+ *     "env": {"NAME": "value", ...}, "variables": {"name": <JSON>, ...}?
+ *     (Python and Node only),
  *     "files": [{"path": "...", "content": "...", "encoding": "utf-8" |
  *     "base64"}]?, "outputs": {"paths": ["pattern", ...], "max_files": N,
  *     "max_file_bytes": N, "max_total_bytes": N, "plots": bool,
- *     "max_plots": N, "max_plot_bytes": N}?, "program": {...}?}.
+ *     "max_plots": N, "max_plot_bytes": N}?, "program": {...}?,
+ *     "variables_file": "..."?, "variables_env": {"NAME": "value", ...}?}.
  *     "program" is for the generic runner only (languages with no runner
  *     of their own, sandbox/langtable.h): {"source_file": "main.c",
  *     "compile": [argv]?, "compile_timeout_ms": N?, "typecheck": [argv]?,
@@ -16,9 +18,25 @@
  *     source_file, runs compile (output on stderr, stdin /dev/null, killed
  *     after compile_timeout_ms), then typecheck the same way (a failure
  *     only reported unless typecheck_blocks), then run with the stdin file
- *     as fd 0. Variables reach such a program as the JSON file named by
- *     $MCPSBX_VARIABLES and, for string/number/boolean values, as
- *     environment variables of the same name.
+ *     as fd 0. Its request carries no "variables": the daemon makes them
+ *     into what the program gets, so the runner never reads their JSON.
+ *     "variables_file" is the variables object's compact JSON text (json-c's,
+ *     numbers as the caller sent them), which the runner writes to
+ *     .mcpsbx-variables.json (mode 0400) in the working directory and names
+ *     in $MCPSBX_VARIABLES (an absolute path); "variables_env" has, for each
+ *     member whose value is a string (as is; left out if it holds a NUL),
+ *     a number (its JSON text: 1e+300, 12345678901234567890) or a boolean
+ *     ("true"/"false"), that value as a string, which the runner sets in
+ *     its environment after "env" (a variable wins over an env entry of
+ *     its name); null, arrays and objects are in the file only. The
+ *     runner checks the environment names again (an environment name,
+ *     not MCPSBX_*).
+ *     The generic runner reads the request with JSON::XS when the image has
+ *     it, else JSON::PP; strings reach the program as the bytes sent (json-c
+ *     writes non-ASCII as raw UTF-8 and \u escapes for control characters
+ *     only; in a request that is UTF-8 any \u escape is its character's
+ *     UTF-8, in one that is not, because a secret is not, each byte is
+ *     itself).
  *     Files are written (O_EXCL, no link followed) before the program
  *     starts, and outputs/ is made; the paths were checked by the daemon
  *     (sandbox/workpath.h) and are checked again.

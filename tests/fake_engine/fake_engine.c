@@ -558,6 +558,7 @@ static void read_cmd(json_object *body, struct container *c)
     for (size_t i = 0; i + 1 < n; i++) {
         const char *a = json_object_get_string(json_object_array_get_idx(cmd, i));
         if (a && (strncmp(a, "# mcp-sandboxd in-container runner", 34) == 0 ||
+                  strncmp(a, "# mcp-sandboxd generic in-container runner", 42) == 0 ||
                   strncmp(a, "// mcp-sandboxd in-container runner", 35) == 0)) {
             c->warm = true;
             c->preload = xstrdup(json_object_get_string(json_object_array_get_idx(cmd, i + 1)));

@@ -6,13 +6,15 @@ Each case frames a request exactly as the daemon does, pipes it into
 `python3 -u -c <runner.py>` / `node -e <runner.js>` / `perl -e <runner.pl>`
 running in a fresh temp directory, and checks stdout, stderr, the exit
 status and the completion record (the generic runner's "pl" cases run
-bash, sh and gcc programs). "Fidelity" cases also run the same program the
-ordinary way (`python3 main.py` / `node main.js`) and require identical
-stderr and exit status. Environment: PYTHON, NODE, PERL pick the
-interpreters; RUNNER_TESTS=substr runs a subset. Prints "runner: N passed,
-M failed"; exits 1 on failure.
+bash, sh and gcc programs; the "pp" cases run some of them again with a
+JSON::XS that cannot be loaded, so that the runner reads with JSON::PP).
+"Fidelity" cases also run the same program the ordinary way (`python3
+main.py` / `node main.js`) and require identical stderr and exit status.
+Environment: PYTHON, NODE, PERL pick the interpreters; RUNNER_TESTS=substr
+runs a subset. Prints "runner: N passed, M failed"; exits 1 on failure.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -33,6 +35,11 @@ PYTHON = os.environ.get("PYTHON", "python3")
 NODE = os.environ.get("NODE", "node")
 PERL = os.environ.get("PERL", "perl")
 NONCE = "0123456789abcdef0123456789abcdef"
+# A directory for PERL5LIB whose JSON/XS.pm dies (made by main()): the "pp"
+# cases' runner falls back to JSON::PP.
+PP_LIB = None
+# The case a thread is running (pl_run runs its language).
+CURRENT = threading.local()
 PREFIX = b"\x00\x1emcpsbx-done:"
 RUNNER_EXIT = 76
 
@@ -51,11 +58,17 @@ def eq(got, want, what):
         raise Failure("%s: got %r, want %r" % (what, got, want))
 
 
-def frame(code, stdin="", nonce=NONCE, extra=None):
+def frame(code, stdin="", nonce=NONCE, extra=None, ascii=True):
+    """ascii: non-ASCII as \\u escapes (Python's default); else written the
+    way the daemon's json-c writes it: raw UTF-8, compact, \\u escapes for
+    control characters only."""
     req = {"nonce": nonce, "code": code, "stdin": stdin}
     if extra:
         req.update(extra)
-    body = json.dumps(req).encode()
+    if ascii:
+        body = json.dumps(req).encode()
+    else:
+        body = json.dumps(req, ensure_ascii=False, separators=(",", ":")).encode()
     return b"mcpsbx/1 %d\n" % len(body) + body
 
 
@@ -63,7 +76,7 @@ def runner_cmd(lang, warm=None):
     """warm: the argument of a warm runner (src/sandbox/runner.h): the
     modules to load, or "warm" for the generic runner ("pl")."""
     extra = [] if warm is None else [warm]
-    if lang == "pl":
+    if lang in ("pl", "pp"):
         return [PERL, "-e", PL_SRC] + extra
     if lang == "py":
         return [PYTHON, "-u", "-c", PY_SRC] + extra
@@ -90,7 +103,15 @@ def split_record(data):
             frames.append(line)
             data = rest[nl + 1:]
             continue
-        return out, json.loads(line), rest[nl + 1:], frames
+        rec = json.loads(line)
+        # The generic runner's step timings (for the benchmark): checked
+        # here, then left out of the comparisons.
+        steps = rec.pop("steps_ms", None) if isinstance(rec, dict) else None
+        if steps is not None:
+            check(isinstance(steps, dict) and set(steps) <= {"compile", "typecheck", "run"}
+                  and all(isinstance(v, (int, float)) and v >= 0 for v in steps.values()),
+                  "bad steps_ms: %r" % (steps,))
+        return out, rec, rest[nl + 1:], frames
 
 
 class Result:
@@ -111,12 +132,14 @@ class Result:
 
 
 def run(lang, code=None, stdin="", request=None, timeout=30, feed=None, nonblock=False,
-        warm=None, files=None):
+        warm=None, files=None, env=None):
     """Runs the runner in a fresh temp dir. request: raw bytes to send
     instead of a framed `code`; feed(fd, data): custom writer; warm: run it
     as a warm runner with this modules argument; files: {name: text} put in
-    the directory first."""
+    the directory first; env: the runner's environment (default: ours)."""
     data = request if request is not None else frame(code, stdin)
+    if lang == "pp" and env is None:
+        env = pp_env()
     with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-") as d:
         for name, text in (files or {}).items():
             with open(os.path.join(d, name), "w") as f:
@@ -125,7 +148,7 @@ def run(lang, code=None, stdin="", request=None, timeout=30, feed=None, nonblock
         if nonblock:
             os.set_blocking(r, False)
         p = subprocess.Popen(runner_cmd(lang, warm), cwd=d, stdin=r, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+                             stderr=subprocess.PIPE, env=env)
         os.close(r)
 
         def writer():
@@ -149,6 +172,23 @@ def run(lang, code=None, stdin="", request=None, timeout=30, feed=None, nonblock
             raise Failure("timed out")
         t.join()
         return Result(p.returncode, out, err, d)
+
+
+def pp_env():
+    """The environment of a runner that cannot load JSON::XS."""
+    lib = PP_LIB + (":" + os.environ["PERL5LIB"] if os.environ.get("PERL5LIB") else "")
+    return dict(os.environ, PERL5LIB=lib)
+
+
+def make_pp_lib():
+    d = tempfile.mkdtemp(prefix="mcpsbx-rt-pp-")
+    os.mkdir(os.path.join(d, "JSON"))
+    with open(os.path.join(d, "JSON", "XS.pm"), "w") as f:
+        # Says it was tried (the file "tried"), then fails as a module does
+        # that is not there.
+        f.write("open(my $fh, '>>', '%s/tried') or die $!; close $fh;\n"
+                "die \"Can't locate JSON/XS.pm (mcpsbx runner test)\\n\";\n" % d)
+    return d
 
 
 def _write_all(fd, data):
@@ -725,7 +765,7 @@ def expect_runner_failure(res, with_record, msg_part):
         check(res.stderr.startswith("mcpsbx runner: ") and msg_part in res.stderr, "stderr: %r" % res.stderr)
 
 
-@case("py", "js", "pl")
+@case("py", "js", "pl", "pp")
 def t_bad_requests(lang):
     body = json.dumps({"nonce": NONCE, "code": 1}).encode()
     cases = [
@@ -1237,15 +1277,53 @@ C_PROGRAM = {"source_file": "main.c", "compile": ["gcc", "-O2", "-Wall", "-o", "
              "compile_timeout_ms": 20000, "run": ["./main"]}
 
 
+def generic_variables(variables):
+    """What the daemon sends the generic runner for a `variables` object
+    (src/sandbox/runner.c): its compact JSON as the file's text, and each
+    string (but one with a NUL), number (its JSON text) and boolean as an
+    environment string."""
+    env = {}
+    for name, v in variables.items():
+        if isinstance(v, bool):
+            env[name] = "true" if v else "false"
+        elif isinstance(v, (int, float)):
+            env[name] = json.dumps(v)
+        elif isinstance(v, str) and "\0" not in v:
+            env[name] = v
+    return {"variables_file": json.dumps(variables, ensure_ascii=False, separators=(",", ":")),
+            "variables_env": env}
+
+
 def pl_frame(code, program=BASH, stdin="", **extra):
-    """A generic runner's request; program None leaves it out."""
+    """A generic runner's request, written as the daemon writes it;
+    program None leaves it out; variables= is made what the daemon makes
+    of it (generic_variables)."""
     if program is not None:
         extra["program"] = program
-    return frame(code, stdin, extra=extra)
+    if "variables" in extra:
+        extra.update(generic_variables(extra.pop("variables")))
+    return frame(code, stdin, extra=extra, ascii=False)
+
+
+def jsonc_string(b):
+    """bytes as a JSON string the way json-c writes one: raw but for '"',
+    '\\' and control characters."""
+    short = {0x22: b'\\"', 0x5c: b"\\\\", 0x08: b"\\b", 0x0c: b"\\f", 0x0a: b"\\n", 0x0d: b"\\r", 0x09: b"\\t"}
+    return b'"' + b"".join(short.get(c) or (b"\\u%04x" % c if c < 0x20 else bytes([c])) for c in b) + b'"'
+
+
+def with_bytes(framed, raw):
+    """A framed request whose placeholder strings (raw's keys) become the
+    strings of raw's bytes, which need not be UTF-8."""
+    body = framed.split(b"\n", 1)[1]
+    for placeholder, b in raw.items():
+        body = body.replace(json.dumps(placeholder).encode(), jsonc_string(b))
+    return b"mcpsbx/1 %d\n" % len(body) + body
 
 
 def pl_run(code, program=BASH, stdin="", warm=None, timeout=30, **extra):
-    return run("pl", request=pl_frame(code, program, stdin, **extra), warm=warm, timeout=timeout)
+    lang = getattr(CURRENT, "lang", "pl")
+    return run(lang, request=pl_frame(code, program, stdin, **extra), warm=warm, timeout=timeout)
 
 
 def pl_ok(res, code=0, **more):
@@ -1259,7 +1337,7 @@ def pl_ok(res, code=0, **more):
     check_record_pair(res)
 
 
-@case("pl")
+@case("pl", "pp")
 def t_hello(lang):
     res = pl_run('echo "hello, world"')
     pl_ok(res)
@@ -1274,7 +1352,7 @@ def t_stdin_read(lang):
     eq(res.out, "got abc\n", "stdout")
 
 
-@case("pl")
+@case("pl", "pp")
 def t_stdin_exact_bytes_shared_with_children(lang):
     # One file offset for the program and its children: head takes 3 bytes,
     # cat the rest, then EOF. JSON escapes of every kind arrive as sent.
@@ -1282,11 +1360,18 @@ def t_stdin_exact_bytes_shared_with_children(lang):
     res = pl_run("head -c 3\ncat\ncat", stdin=text)
     pl_ok(res)
     eq(res.stdout, text.encode(), "stdout")
-    # A lone surrogate escape arrives as its (generalized) UTF-8 bytes.
-    res = pl_run("cat", stdin="a\ud800b\udfffc")
+    # Bytes that are not UTF-8 (a surrogate's generalized UTF-8, a stray
+    # byte) arrive as sent.
+    raw = b"a\xed\xa0\x80b\xed\xbf\xbfc\xff"
+    res = run(lang, request=with_bytes(pl_frame("cat", stdin="@STDIN@"), {"@STDIN@": raw}))
     pl_ok(res)
-    eq(res.stdout, b"a\xed\xa0\x80b\xed\xbf\xbfc", "stdout")
+    eq(res.stdout, raw, "stdout")
     eq(res.stderr, "", "stderr")
+    # A lone surrogate escape is not JSON text the libraries take (json-c,
+    # which writes the daemon's requests, never writes one: it reads one as
+    # U+FFFD).
+    res = run(lang, request=frame("cat", "a\ud800b", extra={"program": BASH}))
+    expect_runner_failure(res, False, "surrogate")
 
 
 @case("pl")
@@ -1306,7 +1391,7 @@ def t_empty_stdin_is_eof(lang):
     eq(res.out.split(), ["EOF", "0"], "stdout")
 
 
-@case("pl")
+@case("pl", "pp")
 def t_unicode_code(lang):
     res = pl_run("s='\u00e9\u2603\U0001F600'\necho \"$s\"\nprintf %s \"$s\" | wc -c")
     pl_ok(res)
@@ -1505,7 +1590,7 @@ cd /
 """
 
 
-@case("pl")
+@case("pl", "pp")
 def t_files_in_and_out(lang):
     res = run(lang, request=pl_frame(PL_FILES_PROGRAM, files=FILES_IN,
                                      outputs=dict(OUTPUTS, paths=["*.log", "data/**"])))
@@ -1683,7 +1768,7 @@ int main(void) {
     eq(files.get("outputs/big.txt"), b"z" * 90000, "big.txt")
 
 
-@case("pl")
+@case("pl", "pp")
 def t_files_bad_entry(lang):
     for entry in ({"path": "../x", "content": "", "encoding": "utf-8"},
                   {"path": "a", "content": "", "encoding": "utf-16"},
@@ -1720,7 +1805,7 @@ PL_VARIABLES = {
 }
 
 
-@case("pl")
+@case("pl", "pp")
 def t_variables(lang):
     # Scalars as environment variables (numbers as sent), everything in the
     # JSON file $MCPSBX_VARIABLES names (read-only, not in the listing).
@@ -1737,7 +1822,7 @@ def t_variables(lang):
     eq(json.loads("\n".join(out[len(want):])), PL_VARIABLES, "the variables file")
 
 
-@case("pl")
+@case("pl", "pp")
 def t_variables_reach_compile_step(lang):
     prog = dict(BASH, compile=["sh", "-c", 'echo "cc: $v $MCPSBX_T_SECRET"'], compile_timeout_ms=5000)
     res = pl_run("echo \"run: $v $MCPSBX_T_SECRET\"", prog, variables={"v": "x"}, env={"MCPSBX_T_SECRET": "sec"})
@@ -1753,7 +1838,7 @@ def t_no_variables_no_file(lang):
     eq(res.out, "[unset]\nmain.sh\n", "stdout")
 
 
-@case("pl")
+@case("pl", "pp")
 def t_variables_refused(lang):
     for name in ["1abc", "a-b", "\u00e9t\u00e9", "x" * 129, "MCPSBX_VARIABLES", "MCPSBX_X", "", "a b"]:
         res = pl_run("echo 1", variables={"ok": 1, name: 2})
@@ -1761,12 +1846,36 @@ def t_variables_refused(lang):
             expect_runner_failure(res, True, "is not allowed")
         except Failure as e:
             raise Failure("%r: %s" % (name[:20], e))
-    for req_vars in ([], "x", 1):
-        res = pl_run("echo 1", variables=req_vars)
-        expect_runner_failure(res, True, "variables must be an object")
+    cases = [({"variables_env": v}, "variables_env must be an object") for v in ([], "x", 1)]
+    cases += [({"variables_file": v}, "variables_file must be a string") for v in (1, 2.5, True, [], {})]
+    cases += [({"variables_env": {"a": v}}, "variables_env: bad value") for v in (1, True, None, [], "x\0y")]
+    for extra, msg in cases:
+        res = pl_run("echo 1", **extra)
+        try:
+            expect_runner_failure(res, True, msg)
+        except Failure as e:
+            raise Failure("%r: %s" % (extra, e))
+    # "variables" is the in-process runners' form: the daemon never sends
+    # it to this runner.
+    res = run(lang, request=frame("echo 1", extra={"program": BASH, "variables": {"a": 1}}))
+    expect_runner_failure(res, True, "variables are not for the generic runner")
 
 
-@case("pl")
+@case("pl", "pp")
+def t_variables_as_sent(lang):
+    # The runner passes the daemon's text on untouched: the file's bytes
+    # whatever they are, the environment's strings as given.
+    res = pl_run('cat "$MCPSBX_VARIABLES"; echo; echo "[$n][$f]"',
+                 variables_file='{"n":1.50,"f":-0e0,"x":[ 1 ]}', variables_env={"n": "1.50", "f": "-0e0"})
+    pl_ok(res)
+    eq(res.out, '{"n":1.50,"f":-0e0,"x":[ 1 ]}\n[1.50][-0e0]\n', "stdout")
+    # Only the environment: no file.
+    res = pl_run('echo "[$v][${MCPSBX_VARIABLES-unset}]"; ls -A', variables_env={"v": "x"})
+    pl_ok(res)
+    eq(res.out, "[x][unset]\nmain.sh\n", "stdout")
+
+
+@case("pl", "pp")
 def t_env_from_request(lang):
     value = "v al=ue \u00fc \U0001F600"
     res = pl_run('echo "$MCPSBX_T_SECRET"\nsh -c \'echo "$MCPSBX_T_SECRET"\'', env={"MCPSBX_T_SECRET": value})
@@ -1774,7 +1883,108 @@ def t_env_from_request(lang):
     eq(res.out, "%s\n%s\n" % (value, value), "stdout")
 
 
-@case("pl")
+def json_library():
+    """Which library the host's runner reads with ("pl" cases)."""
+    p = subprocess.run([PERL, "-MJSON::XS", "-e", "1"], capture_output=True)
+    return "JSON::XS" if p.returncode == 0 else "JSON::PP"
+
+
+@case("pl", "pp")
+def t_text_exact(lang):
+    # Non-ASCII and control characters in the code, the program's argv, a
+    # file's path and content, stdin and env (a name too) arrive as their
+    # UTF-8 bytes, whether the JSON has them raw with \u escapes for control
+    # characters only (json-c, the daemon's) or all as \u escapes.
+    path = "d\u00efr/\u00fcn\u00ef \u20ac\U0001F600.txt"
+    content = "cont\u00e9nu \U0001F600 \x01\x1f\x7f\t\"\\/ \u2028 end"
+    value = "v\u00e4lue \x02 \u20ac"
+    arg = "\u00e4rg \U0001F600"
+    stdin = STDIN_TEXT + "\x03"
+    code = ('printf "%s|%s|" "$MCPSBX_T_V" "$1"; cat "' + path + '"; printf "|"; ls d\u00efr\n'
+            'env | grep "^MCPSBX_T_\u00c9="\nprintf "\u00e7\u20ac\U0001F600\\001|"; cat')
+    prog = dict(BASH, run=["bash", "main.sh", arg])
+    want = "%s|%s|%s|%s\nMCPSBX_T_\u00c9=\u00e9\n\u00e7\u20ac\U0001F600\x01|%s" % (
+        value, arg, content, path.split("/")[1], stdin)
+    for ascii in (False, True):
+        req = frame(code, stdin, ascii=ascii, extra={
+            "program": prog, "env": {"MCPSBX_T_V": value, "MCPSBX_T_\u00c9": "\u00e9"},
+            "files": [{"path": path, "content": content, "encoding": "utf-8"}]})
+        # The control characters are escapes either way; non-ASCII is raw
+        # or escaped.
+        check(b"\\u0001" in req and not re.search(rb"[\x00-\x09\x0b-\x1f]", req), "control characters")
+        check((b"\xe2\x82\xac" in req) != ascii, "non-ASCII raw: %r" % (not ascii))
+        res = run(lang, request=req)
+        try:
+            pl_ok(res)
+            eq(res.stdout, want.encode(), "stdout")
+            eq(res.stderr, "", "stderr")
+        except Failure as e:
+            raise Failure("ascii=%r: %s" % (ascii, e))
+
+
+@case("pl", "pp")
+def t_request_not_utf8(lang):
+    # A request that is not UTF-8 (a secret need not be): every byte as
+    # sent, raw UTF-8 and escaped control characters in the other strings
+    # too.
+    secret = b"\xff\xfe s\xe9cret \x01 \xed\xa0\x80"
+    content = "\u00e9\u20ac\x01\U0001F600"
+    req = with_bytes(pl_frame('printf "%s|" "$MCPSBX_T_V"; cat f\u00e9.txt', env={"MCPSBX_T_V": "@V@"},
+                              files=[{"path": "f\u00e9.txt", "content": content, "encoding": "utf-8"}]),
+                     {"@V@": secret})
+    res = run(lang, request=req)
+    pl_ok(res)
+    eq(res.stdout, secret + b"|" + content.encode(), "stdout")
+    # There a \u escape over \u00ff cannot be one byte: refused.
+    req = with_bytes(frame("echo", "\u20ac", extra={"program": BASH, "env": {"MCPSBX_T_V": "@V@"}}),
+                     {"@V@": secret})
+    expect_runner_failure(run(lang, request=req), False, "over \\u00ff in a request that is not UTF-8")
+
+
+@case("pl", "pp")
+def t_large_request(lang):
+    # About 20 MB of file content (non-ASCII, quotes, backslashes, control
+    # characters) is read in reasonable time: JSON::XS takes well under a
+    # second. JSON::PP (the fallback) reads about 3 MB a second: 5 MB there.
+    line = "line \u00e9\u20ac \"q\" \\ \t\x01 " + "x" * 80 + "\n"
+    content = line * ((1250000 if lang == "pp" else 5000000) // len(line.encode()))
+    files = [{"path": "big%d.txt" % i, "content": content, "encoding": "utf-8"} for i in range(4)]
+    req = pl_frame("cat big*.txt | wc -c; sha256sum big0.txt | cut -c1-64", files=files)
+    library = "JSON::PP" if lang == "pp" else json_library()
+    t0 = time.monotonic()
+    res = run(lang, request=req, timeout=300)
+    dt = time.monotonic() - t0
+    pl_ok(res)
+    eq(res.out.split(), [str(4 * len(content.encode())), hashlib.sha256(content.encode()).hexdigest()], "stdout")
+    if library == "JSON::XS":
+        check(dt < 5, "%.1f s for a request of %.1f MB" % (dt, len(req) / 1e6))
+    return "a %.1f MB request with %s: %.2f s (the whole run)" % (len(req) / 1e6, library, dt)
+
+
+@case("pl", "pp")
+def t_nesting_limit(lang):
+    # 512 levels of arrays and objects at most, as the runner always had.
+    for depth, ok in ((511, True), (600, False)):
+        req = pl_frame("echo ran", deep=json.loads("[" * depth + "]" * depth))
+        res = run(lang, request=req)
+        if ok:
+            pl_ok(res)
+            eq(res.out, "ran\n", "stdout")
+        else:
+            expect_runner_failure(res, False, "nesting level")
+
+
+@case("pp")
+def t_pp_fallback_tried_xs(lang):
+    # The "pp" cases' runner did try JSON::XS, then read with JSON::PP.
+    res = pl_run('echo "hello, world"')
+    pl_ok(res)
+    eq(res.out, "hello, world\n", "stdout")
+    eq(res.stderr, "", "stderr")
+    check(os.path.exists(os.path.join(PP_LIB, "tried")), "JSON::XS was not tried")
+
+
+@case("pl", "pp")
 def t_runner_failures(lang):
     cases = [
         (pl_frame("echo", None), "request program must be an object"),
@@ -1889,13 +2099,14 @@ def t_warm_bad_request_after_go(lang):
 
 @case("pl")
 def t_perl_syntax(lang):
-    # The runner compiles cleanly with nothing but Debian's perl package.
+    # The runner compiles cleanly with nothing but Debian's perl package
+    # and JSON::XS (libjson-xs-perl), which it only tries.
     p = subprocess.run([PERL, "-c", "-e", PL_SRC], capture_output=True, text=True, timeout=30)
     eq((p.returncode, p.stderr.strip()), (0, "-e syntax OK"), "perl -c")
-    mods = set(re.findall(r"^\s*(?:use|require)\s+([A-Z][\w:]*)", PL_SRC, re.M))
-    allowed = {"POSIX", "Fcntl", "Errno", "Time::HiRes", "Digest::SHA", "MIME::Base64"}
-    check("POSIX" in mods and not mods - allowed, "modules: %r" % sorted(mods))
-
+    mods = set(re.findall(r"(?:^\s*use|\brequire)\s+([A-Z][\w:]*)", PL_SRC, re.M))
+    allowed = {"POSIX", "Fcntl", "Errno", "B", "Time::HiRes", "Digest::SHA", "MIME::Base64", "JSON::PP",
+               "JSON::XS"}
+    check({"POSIX", "JSON::PP", "JSON::XS"} <= mods and not mods - allowed, "modules: %r" % sorted(mods))
 
 
 def main():
@@ -1906,31 +2117,40 @@ def main():
             subprocess.run([tool, "--version"], capture_output=True, check=True)
         except (OSError, subprocess.CalledProcessError):
             print("runner: %s not found; skipping %s cases" % (tool, lang))
-            cases = [c for c in cases if c[1] != lang]
+            cases = [c for c in cases if c[1] != lang and not (lang == "pl" and c[1] == "pp")]
     if shutil.which("gcc") is None:
         print("runner: gcc not found; skipping pl:c_ cases")
-        cases = [c for c in cases if not c[0].startswith("pl:c_")]
+        cases = [c for c in cases if not c[0].startswith(("pl:c_", "pp:c_"))]
 
     def one(c):
+        # A case may return a note to print (a timing).
         name, lang, fn = c
+        CURRENT.lang = lang
         t0 = time.monotonic()
         try:
-            fn(lang)
-            return name, None, time.monotonic() - t0
+            note = fn(lang)
+            return name, None, time.monotonic() - t0, note
         except Failure as e:
-            return name, str(e), time.monotonic() - t0
+            return name, str(e), time.monotonic() - t0, None
         except Exception as e:  # a bug in the test itself still fails it
-            return name, "%s: %s" % (type(e).__name__, e), time.monotonic() - t0
+            return name, "%s: %s" % (type(e).__name__, e), time.monotonic() - t0, None
 
+    global PP_LIB
+    PP_LIB = make_pp_lib()
     passed = failed = 0
-    with ThreadPoolExecutor(max_workers=int(os.environ.get("RUNNER_JOBS", "4"))) as ex:
-        for name, err, dt in ex.map(one, cases):
-            if err is None:
-                passed += 1
-                print("ok   %-60s %5.0f ms" % (name, dt * 1000))
-            else:
-                failed += 1
-                print("FAIL %s\n     %s" % (name, err.replace("\n", "\n     ")))
+    try:
+        with ThreadPoolExecutor(max_workers=int(os.environ.get("RUNNER_JOBS", "4"))) as ex:
+            for name, err, dt, note in ex.map(one, cases):
+                if err is None:
+                    passed += 1
+                    print("ok   %-60s %5.0f ms" % (name, dt * 1000))
+                    if note:
+                        print("     %s" % note)
+                else:
+                    failed += 1
+                    print("FAIL %s\n     %s" % (name, err.replace("\n", "\n     ")))
+    finally:
+        shutil.rmtree(PP_LIB, ignore_errors=True)
     print("runner: %d passed, %d failed" % (passed, failed))
     return 1 if failed or not passed else 0
 

@@ -7,17 +7,19 @@
 # as frames and writes the completion record on stderr, then stdout.
 # Started as `perl -e <this file> warm` it is a pool runner: it says it is
 # ready before reading the request and says go once the request is read.
-# Only modules of Debian's perl package (perl-base, perl-modules, libperl):
-# the images need nothing else. Everything the runner writes goes out with
+# Only modules of Debian's perl package (perl-base, perl-modules, libperl)
+# and, where the image has it, JSON::XS (libjson-xs-perl; else JSON::PP
+# reads the request, only slower). Everything the runner writes goes out with
 # syswrite (no PerlIO buffer), so nothing of its own is pending when it
 # forks and its lines are never interleaved with buffered halves.
 use strict;
 use warnings;
-no warnings 'recursion';    # the JSON reader and the walk recurse on purpose
+no warnings 'recursion';    # the request's walk and the files' walk recurse on purpose
 use POSIX ();
 use Fcntl qw(O_RDONLY O_WRONLY O_RDWR O_CREAT O_EXCL O_NOFOLLOW O_NONBLOCK SEEK_SET
   S_ISDIR S_ISREG S_ISLNK);
 use Errno ();
+use B ();
 use Time::HiRes ();
 
 my $PREFIX       = "\0\036mcpsbx-done:";
@@ -167,113 +169,113 @@ sub runner_fail {
 sub quote { return jstr(prefix_chars($_[0], $_[1] // 200)) }
 
 # ---- JSON in ----------------------------------------------------------------
-# A reader of its own: JSON::PP reads strings a character at a time (about
-# 3 MB/s), and a request may hold 64 MiB. Strings stay UTF-8 bytes, as
-# sent; numbers keep their text (so a variable's value is passed on exactly);
-# objects may record where each member's value lies in the text.
-# Values: string = plain scalar, number = blessed 'N' (its text), boolean =
-# blessed 'B' (1 or 0), null = undef, arrays and objects = references.
-my %ESC = ('"' => '"', '\\' => '\\', '/' => '/', b => "\b", f => "\f", n => "\n", r => "\r", t => "\t");
-our $J;    # the text being read; pos($J) is the place
+# A library reads the request: JSON::XS where the image has it (Debian's
+# libjson-xs-perl, hundreds of MB/s), else JSON::PP from Debian's perl
+# (about 3 MB/s), with the same options. Loaded before the request is read:
+# a warm runner has it before it says ready.
+my $JSON = do {
+    my $class = eval { require JSON::XS; 'JSON::XS' } || eval { require JSON::PP; 'JSON::PP' };
+    if (!$class) {
+        my $e = $@;
+        chomp $e;
+        runner_fail("no JSON module: $e");
+    }
+    # At most 512 levels deep (JSON::XS's default), no larger than a request.
+    $class->new->allow_nonref(1)->max_depth(512)->max_size($MAX_REQUEST);
+};
 
-sub jfail { die sprintf("%s at byte %d\n", $_[0], pos($J) // 0) }
+# What the runner works with: strings are UTF-8 bytes (a plain scalar that
+# is not a number), numbers are the library's numeric scalars (IV/NV with
+# no string value: the JSON string "5" stays a string), booleans are
+# JSON::PP::Boolean objects (Types::Serialiser's, which JSON::XS returns,
+# are the same class), null is undef, arrays and objects are references.
+# Checked before any use as a string (that would give a number one).
+my $SV_NUM = B::SVp_IOK() | B::SVp_NOK();
+my $SV_STR = B::SVp_POK();
 
-sub jws { $J =~ /\G[ \t\n\r]+/gc }
+sub sv_flags { return B::svref_2object(\$_[0])->FLAGS }
 
-sub cp_bytes {
-    my $c = chr($_[0]);
-    utf8::encode($c);
-    return $c;
+sub is_num {
+    return 0 if !defined $_[0] || ref $_[0];
+    my $f = sv_flags($_[0]);
+    return ($f & $SV_NUM) && !($f & $SV_STR);
 }
 
-sub jstring {    # after its opening quote
-    my $start = pos($J);
-    while (1) {
-        my $at = pos($J);
-        # At most 30000 pieces at a time: Perl stops a complex group's
-        # repeats at 65534 without failing the match.
-        $J =~ /\G(?:[^"\\\x00-\x1f]++|\\(?:["\\\/bfnrt]|u[0-9a-fA-F]{4})){0,30000}/gc;
-        last if $J =~ /\G"/gc;
-        jfail('bad string') if pos($J) == $at;
-    }
-    my $s = substr($J, $start, pos($J) - 1 - $start);
-    return $s if index($s, '\\') < 0;
-    $s =~ s/\\(?:u([dD][89abAB][0-9a-fA-F]{2})\\u([dD][c-fC-F][0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|(.))/
-        defined $4 ? $ESC{$4}
-        : defined $3 ? cp_bytes(hex $3)
-        : cp_bytes(0x10000 + ((hex($1) - 0xD800) << 10) + (hex($2) - 0xDC00))/gse;
-    return $s;
+sub is_str { return defined $_[0] && !ref $_[0] && !is_num($_[0]) }
+
+sub is_bool {
+    my $r = ref $_[0];
+    return $r eq 'JSON::PP::Boolean' || $r eq 'Types::Serialiser::Boolean' || $r eq 'JSON::XS::Boolean';
 }
 
-sub jvalue {
-    my ($depth, $spans) = @_;
-    jfail('nested too deep') if $depth > 512;
-    jws();
-    return jstring() if $J =~ /\G"/gc;
-    if ($J =~ /\G\{/gc) {
-        my %h;
-        jws();
-        return \%h if $J =~ /\G\}/gc;
-        while (1) {
-            jws();
-            $J =~ /\G"/gc or jfail('expected a member name');
-            my $k = jstring();
-            jws();
-            $J =~ /\G:/gc or jfail("expected ':'");
-            jws();
-            my $start = pos($J);
-            $h{$k} = jvalue($depth + 1);
-            $spans->{$k} = [$start, pos($J) - $start] if $spans;
-            jws();
-            next if $J =~ /\G,/gc;
-            last if $J =~ /\G\}/gc;
-            jfail("expected ',' or '}'");
-        }
-        return \%h;
-    }
-    if ($J =~ /\G\[/gc) {
-        my @a;
-        jws();
-        return \@a if $J =~ /\G\]/gc;
-        while (1) {
-            push @a, jvalue($depth + 1);
-            jws();
-            next if $J =~ /\G,/gc;
-            last if $J =~ /\G\]/gc;
-            jfail("expected ',' or ']'");
-        }
-        return \@a;
-    }
-    if ($J =~ /\G(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)/gc) {
-        my $text = $1;
-        return bless \$text, 'N';
-    }
-    return bless \(my $t = 1), 'B' if $J =~ /\Gtrue/gc;
-    return bless \(my $f = 0), 'B' if $J =~ /\Gfalse/gc;
-    return undef                     if $J =~ /\Gnull/gc;
-    jfail('unexpected input');
-}
+# A whole number (1e3 and 2.0 are, whichever library read them).
+sub is_whole { return is_num($_[0]) && $_[0] == int($_[0]) }
 
-# The value of text; with spans, where each member of the top object lies.
-sub jdecode {
-    my (undef, $spans) = @_;
-    local *J = \$_[0];    # the caller's text itself: a request is not copied
-    pos($J) = 0;
-    my $v = jvalue(0, $spans);
-    jws();
-    jfail('trailing bytes') if pos($J) != length $J;
-    return $v;
-}
-
-sub is_str  { return defined $_[0] && !ref $_[0] }
-sub is_num  { return ref $_[0] eq 'N' }
-sub is_bool { return ref $_[0] eq 'B' }
-
-# A non-negative integer from a number (0 when it is not one).
+# A non-negative whole number from a number (0 when it is not one).
 sub count_of {
     my ($v) = @_;
-    return 0 unless is_num($v) && ${$v} =~ /\A[0-9]+\z/;
-    return 0 + ${$v};
+    return 0 unless is_whole($v) && $v >= 0;
+    return 0 + $v;
+}
+
+# The library reads characters: the body is decoded from UTF-8 first when
+# it is UTF-8 (json-c's text is, unless a secret is not), else each byte is
+# one character. Every string is then made bytes again, in place: encoded
+# back to UTF-8, or each character one byte. So raw bytes come out exactly
+# as sent, and a \u escape is its character's UTF-8 (json-c writes them
+# for control characters only); in a body that is not UTF-8 an escape over
+# \u00ff cannot be a byte and is refused.
+sub text_bytes {
+    if ($_[1]) {
+        utf8::encode($_[0]);
+    } elsif (!utf8::downgrade($_[0], 1)) {
+        die "a \\u escape over \\u00ff in a request that is not UTF-8\n";
+    }
+}
+
+# The values in @_ (aliases: changed in place), and all they hold.
+sub strings_to_bytes {
+    my $encode = shift;
+    for (@_) {
+        if (ref eq 'HASH') {
+            my $h = $_;
+            if (grep { /[^\x00-\x7F]/ } keys %$h) {
+                # New keys once all old ones are out: none can meet another.
+                my @pairs = map { [$_, delete $h->{$_}] } keys %$h;
+                for my $p (@pairs) {
+                    text_bytes($p->[0], $encode);
+                    $h->{ $p->[0] } = $p->[1];
+                }
+            }
+            strings_to_bytes($encode, values %$h);
+        } elsif (ref eq 'ARRAY') {
+            strings_to_bytes($encode, @$_);
+        } elsif (is_str($_) && /[^\x00-\x7F]/) {
+            text_bytes($_, $encode);
+        }
+    }
+}
+
+# The request's value; takes the body (the caller's text itself: a request
+# is not copied) and leaves it decoded. Dies with the library's message,
+# without its quote of the text (which may hold a secret).
+sub decode_request {
+    my $encode = utf8::decode($_[0]);
+    # Perl's UTF-8 is wider than UTF-8: no surrogates, nothing past U+10FFFF
+    # (JSON::PP would refuse them where JSON::XS takes them).
+    if ($encode && $_[0] =~ /[^\x{0}-\x{D7FF}\x{E000}-\x{10FFFF}]/) {
+        utf8::encode($_[0]);
+        $encode = 0;
+    }
+    my $v = eval { $JSON->decode($_[0]) };
+    if (my $e = $@) {
+        $e =~ s/ \(before .*//s;
+        $e =~ s/ at \S+ line \d+\.?\n?\z//;
+        chomp $e;
+        die "$e\n";
+    }
+    strings_to_bytes($encode, $v);
+    return $v;
 }
 
 # ---- the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON -------------------
@@ -321,17 +323,14 @@ if ($warm) {
     eval { write_all(\*STDOUT, $GO) };
 }
 
-my %spans;
-my $req = eval { jdecode($body, \%spans) };
-if (!defined $req && $@) {
+my $req;
+if (!eval { $req = decode_request($body); 1 }) {
     my $e = $@;
     chomp $e;
     runner_fail("request is not JSON: $e");
 }
-runner_fail('request is not a JSON object') unless ref $req eq 'HASH';
-# The variables as sent (for their file), and no more of the text.
-my $variables_json = $spans{variables} ? substr($body, $spans{variables}[0], $spans{variables}[1]) : undef;
 $body = undef;
+runner_fail('request is not a JSON object') unless ref $req eq 'HASH';
 my $n = $req->{nonce};
 runner_fail('request has no valid nonce') unless is_str($n) && $n =~ /\A[0-9a-f]{32}\z/;
 $nonce = $n;
@@ -339,15 +338,20 @@ $nonce = $n;
 my $code  = delete $req->{code};
 my $stdin = delete($req->{stdin}) // '';
 runner_fail('request code/stdin must be strings') unless is_str($code) && is_str($stdin);
-my $env       = $req->{env} // {};
-my $variables = $req->{variables};
-runner_fail('request variables must be an object') if defined $variables && ref $variables ne 'HASH';
+my $env = $req->{env} // {};
+# The variables come as the daemon made them for this runner: the file's
+# bytes and the environment's strings; their JSON is not read here.
+runner_fail('request variables are not for the generic runner') if exists $req->{variables};
+my $variables_file = delete $req->{variables_file};
+my $variables_env  = $req->{variables_env};
+runner_fail('request variables_file must be a string') if defined $variables_file && !is_str($variables_file);
+runner_fail('request variables_env must be an object') if defined $variables_env  && ref $variables_env ne 'HASH';
 my $files   = $req->{files} // [];
 my $outputs = $req->{outputs};
 if (ref $files ne 'ARRAY' || (defined $outputs && ref $outputs ne 'HASH')) {
     runner_fail('request files must be a list and outputs an object');
 }
-if (is_bool($req->{check}) && ${ $req->{check} }) {
+if (is_bool($req->{check}) && $req->{check}) {
     runner_fail('check is not supported by the generic runner');
 }
 runner_fail('request env must be an object') unless ref $env eq 'HASH';
@@ -385,24 +389,27 @@ runner_fail('request program: bad compile')   if defined $compile   && !argv_ok(
 runner_fail('request program: bad typecheck') if defined $typecheck && !argv_ok($typecheck);
 my $blocks = $program->{typecheck_blocks};
 runner_fail('request program: bad typecheck_blocks') if defined $blocks && !is_bool($blocks);
-$blocks = defined $blocks && ${$blocks};
+$blocks = defined $blocks && $blocks ? 1 : 0;
 my $step_ms = $STEP_DEFAULT;
 if (defined $program->{compile_timeout_ms}) {
     my $t = $program->{compile_timeout_ms};
-    if (!is_num($t) || ${$t} !~ /\A[1-9][0-9]{0,9}\z/) {
+    if (!is_whole($t) || $t < 1 || $t > 9999999999) {
         runner_fail('request program: bad compile_timeout_ms');
     }
-    $step_ms = 0 + ${$t};
+    $step_ms = 0 + $t;
 }
 
 # Variable names: the daemon checked them (tools/variables.h); this is the
 # part of its rule that makes them environment names, and MCPSBX_* is the
-# runner's own.
-if (defined $variables) {
-    for my $name (sort keys %$variables) {
+# runner's own. The values are strings without NUL (the daemon leaves such
+# a string in the file only).
+if (defined $variables_env) {
+    for my $name (sort keys %$variables_env) {
         if ($name !~ /\A[A-Za-z_][A-Za-z0-9_]*\z/ || length($name) > 128 || $name =~ /\AMCPSBX_/) {
             runner_fail('variable ' . quote($name, 128) . ' is not allowed');
         }
+        my $v = $variables_env->{$name};
+        runner_fail('request variables_env: bad value of ' . quote($name, 128)) if !is_str($v) || $v =~ /\0/;
     }
 }
 
@@ -501,14 +508,13 @@ my ($stdin_fh, $null_fh);
 }
 
 # Variables: the whole object as JSON in a file the program finds by
-# $MCPSBX_VARIABLES (the request's own text of it: numbers exactly as sent),
-# and each string, number or boolean as an environment variable of the
-# same name. A string holding a NUL cannot be one: it is in the file only.
+# $MCPSBX_VARIABLES (variables_file's bytes: the daemon's text of it, numbers
+# exactly as sent), and each string, number or boolean as an environment
+# variable of the same name (variables_env: the daemon made the strings).
 # Set after env: a variable wins over a request env entry of its name.
-if (defined $variables) {
-    my $path = ($cwd eq '/' ? '' : $cwd) . "/$VARS_NAME";
-    my $ok   = eval {
-        write_new_file($VARS_NAME, $variables_json, 0400);
+if (defined $variables_file) {
+    my $ok = eval {
+        write_new_file($VARS_NAME, $variables_file, 0400);
         1;
     };
     if (!$ok) {
@@ -516,17 +522,11 @@ if (defined $variables) {
         chomp $e;
         runner_fail("cannot write the variables: $e");
     }
-    for my $name (sort keys %$variables) {
-        my $v = $variables->{$name};
-        if (is_str($v)) {
-            $ENV{$name} = $v unless $v =~ /\0/;
-        } elsif (is_bool($v)) {
-            $ENV{$name} = ${$v} ? 'true' : 'false';
-        } elsif (is_num($v)) {
-            $ENV{$name} = ${$v};    # the number's own text
-        }
-    }
-    $ENV{MCPSBX_VARIABLES} = $path;
+    $variables_file = undef;
+    $ENV{MCPSBX_VARIABLES} = ($cwd eq '/' ? '' : $cwd) . "/$VARS_NAME";
+}
+if (defined $variables_env) {
+    $ENV{$_} = $variables_env->{$_} for sort keys %$variables_env;
 }
 
 # ---- children ----------------------------------------------------------------
@@ -603,12 +603,24 @@ sub step_error {
 # /dev/null. A failed compile (or blocking typecheck) ends the run: the
 # program does not run and no files are returned.
 my @notes;
+# How long each step took, in the record ("steps_ms"): the benchmark's
+# compile share; the daemon does not read it.
+my %took;
+my $t_step = Time::HiRes::time();
+my $lap = sub {
+    my ($name) = @_;
+    my $now = Time::HiRes::time();
+    $took{$name} = sprintf('%.1f', ($now - $t_step) * 1000);
+    $t_step = $now;
+};
 if (defined $compile) {
     my ($st, $timed_out) = wait_step(spawn($compile, $null_fh, 1), $step_ms);
+    $lap->('compile');
     finish($st, undef, step_error('compile_error', $st, $timed_out)) if $st != 0;
 }
 if (defined $typecheck) {
     my ($st, $timed_out) = wait_step(spawn($typecheck, $null_fh, 1), $step_ms);
+    $lap->('typecheck');
     if ($st != 0) {
         finish($st, undef, step_error('compile_error', $st, $timed_out)) if $blocks;
         # Only reported: its output is on stderr already; the record names
@@ -641,6 +653,7 @@ while (1) {
 # returned. Not before it exited: its children are part of the run while it
 # lives (it may be waiting for them). The group id stays reserved while any
 # member lives, so the kill cannot reach anything else.
+$lap->('run');
 kill_group($pid);
 close($stdin_fh);
 # A SIGKILL nobody here sent is the kernel's OOM killer when the cgroup
@@ -907,4 +920,5 @@ if (defined $outputs) {
         runner_fail("cannot return the output files: $e");
     }
 }
+push @notes, '"steps_ms":{' . join(',', map { "\"$_\":$took{$_}" } sort keys %took) . '}';
 finish($status, undef, @notes);

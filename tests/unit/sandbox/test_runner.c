@@ -893,11 +893,113 @@ static void test_encode_variables(void **state)
     json_object *v = json_object_object_get(obj, "variables");
     assert_true(json_object_is_type(v, json_type_object));
     assert_string_equal(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), vars);
+    /* The generic runner's forms are not in an in-process runner's request. */
+    assert_false(json_object_object_get_ex(obj, "variables_file", NULL));
+    assert_false(json_object_object_get_ex(obj, "variables_env", NULL));
     json_object_put(obj);
 
     /* Not one JSON object: refused, nothing appended. */
     const char *bad[] = {"[1]", "{\"a\":1} x", "{", "1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct err err = ERR_INIT;
+        size_t before = out.len;
+        req.variables = bad[i];
+        req.variables_len = strlen(bad[i]);
+        assert_int_equal(runner_encode_request(&req, &out, &err), -1);
+        assert_int_equal(err.code, ERR_INVALID);
+        assert_int_equal(out.len, before);
+        err_clear(&err);
+    }
+    buf_free(&out);
+}
+
+/* The generic runner gets the variables ready-made: the file's text and
+ * the environment's strings, numbers as sent; never "variables". */
+static void test_encode_generic_variables(void **state)
+{
+    (void)state;
+    static const char vars[] =
+        "{\"s\":\"h\xc3\xa9llo \xf0\x9f\x98\x80\\nx\",\"i\":-42,\"big\":12345678901234567890,"
+        "\"e\":1e+300,\"f\":2.50,\"t\":true,\"fa\":false,\"n\":null,\"arr\":[1,\"two\",[3.5]],"
+        "\"obj\":{\"a\":{\"b\":[false]}},\"empty\":\"\",\"nul\":\"a\\u0000b\",\"q\":\"\\\"/\\\\\"}";
+    char *run[] = {"bash", "main.sh", NULL};
+    struct runner_program prog = {.source_file = "main.sh", .run = run};
+    struct runner_request req = {.nonce_hex = NONCE,
+                                 .code = "x",
+                                 .code_len = 1,
+                                 .variables = vars,
+                                 .variables_len = strlen(vars),
+                                 .program = &prog};
+    struct buf out;
+    buf_init(&out, 1 << 20);
+    assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+    /* Non-ASCII goes raw (as json-c writes it), twice: file and env. */
+    size_t raw = 0;
+    for (const char *at = out.data, *end = out.data + out.len;
+         (at = memmem(at, (size_t)(end - at), "h\xc3\xa9llo \xf0\x9f\x98\x80", 11)) != NULL; at++)
+        raw++;
+    assert_int_equal(raw, 2);
+    json_object *obj = decode_request(out.data, out.len);
+    assert_false(json_object_object_get_ex(obj, "variables", NULL));
+
+    /* The file: the object's compact text, numbers as they came. */
+    json_object *file = json_object_object_get(obj, "variables_file");
+    assert_true(json_object_is_type(file, json_type_string));
+    assert_int_equal(json_object_get_string_len(file), strlen(vars));
+    assert_memory_equal(json_object_get_string(file), vars, strlen(vars));
+
+    /* The environment: strings as they are, numbers' text, booleans as
+     * words; null, arrays, objects and a string with a NUL only in the file. */
+    static const struct {
+        const char *name, *value;
+    } want[] = {{"s", "h\xc3\xa9llo \xf0\x9f\x98\x80\nx"},
+                {"i", "-42"},
+                {"big", "12345678901234567890"},
+                {"e", "1e+300"},
+                {"f", "2.50"},
+                {"t", "true"},
+                {"fa", "false"},
+                {"empty", ""},
+                {"q", "\"/\\"}};
+    json_object *env = json_object_object_get(obj, "variables_env");
+    assert_true(json_object_is_type(env, json_type_object));
+    assert_int_equal(json_object_object_length(env), ARRAY_SIZE(want));
+    for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+        json_object *e = NULL;
+        assert_true(json_object_object_get_ex(env, want[i].name, &e));
+        assert_true(json_object_is_type(e, json_type_string));
+        assert_int_equal(json_object_get_string_len(e), strlen(want[i].value));
+        assert_string_equal(json_object_get_string(e), want[i].value);
+    }
+    static const char *const file_only[] = {"n", "arr", "obj", "nul"};
+    for (size_t i = 0; i < ARRAY_SIZE(file_only); i++)
+        assert_false(json_object_object_get_ex(env, file_only[i], NULL));
+    json_object_put(obj);
+
+    /* An empty object: an empty file object and no environment entries. */
+    req.variables = "{}";
+    req.variables_len = 2;
+    buf_reset(&out);
+    assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+    obj = decode_request(out.data, out.len);
+    assert_string_equal(json_object_get_string(json_object_object_get(obj, "variables_file")),
+                        "{}");
+    assert_int_equal(json_object_object_length(json_object_object_get(obj, "variables_env")), 0);
+    json_object_put(obj);
+
+    /* No variables: neither member. */
+    req.variables = NULL;
+    req.variables_len = 0;
+    buf_reset(&out);
+    assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+    obj = decode_request(out.data, out.len);
+    assert_false(json_object_object_get_ex(obj, "variables_file", NULL));
+    assert_false(json_object_object_get_ex(obj, "variables_env", NULL));
+    json_object_put(obj);
+
+    /* Not one JSON object: refused as for the other runners. */
+    const char *bad[] = {"[1]", "{\"a\":1} x", "\"s\""};
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
         struct err err = ERR_INIT;
         size_t before = out.len;
         req.variables = bad[i];
@@ -1187,6 +1289,7 @@ int main(void)
         cmocka_unit_test(test_encode_special_bytes),
         cmocka_unit_test(test_encode_files),
         cmocka_unit_test(test_encode_variables),
+        cmocka_unit_test(test_encode_generic_variables),
         cmocka_unit_test(test_encode_env),
         cmocka_unit_test(test_encode_program),
         cmocka_unit_test(test_encode_random_round_trip),
