@@ -3,7 +3,8 @@
 # untrusted bytes.
 #
 #   scripts/fuzz.sh build            build every harness into build/fuzz/
-#   scripts/fuzz.sh smoke            build, then fuzz each for FUZZ_SECONDS (20)
+#   scripts/fuzz.sh smoke            build, then fuzz each for FUZZ_SECONDS (20),
+#                                    FUZZ_JOBS harnesses at a time
 #   scripts/fuzz.sh replay           build, then run each over its corpus once
 #   scripts/fuzz.sh run NAME [ARGS]  build, then fuzz one harness by hand, e.g.
 #                                    scripts/fuzz.sh run fuzz_jsonrpc -max_total_time=600
@@ -14,7 +15,7 @@
 # Crashes are saved as build/fuzz/artifacts/NAME-crash-*; logs in build/fuzz/logs/.
 #
 # Environment: FUZZ_CC (clang), FUZZ_SECONDS (20), FUZZ_RSS_MB (2048),
-# FUZZ_JOBS (2, parallel compiles).
+# FUZZ_JOBS (2: parallel compiles, and harnesses fuzzed at once).
 set -uo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.." || exit 1
@@ -145,10 +146,22 @@ probe_lsan() {
 smoke() {
     build || return 1
     probe_lsan
-    local h pass=0 fail=0 stats
+    local h rc pass=0 fail=0 stats
+    echo "fuzz: ${#HARNESSES[@]} harnesses for ${FUZZ_SECONDS}s each, $FUZZ_JOBS at a time"
     for h in "${HARNESSES[@]}"; do
-        echo "fuzz: $h for ${FUZZ_SECONDS}s"
-        if fuzz_one "$h" "$FUZZ_SECONDS"; then
+        while [ "$(jobs -rp | wc -l)" -ge "$FUZZ_JOBS" ]; do
+            wait -n
+        done
+        rm -f "$OUT/logs/$h.rc"
+        (
+            fuzz_one "$h" "$FUZZ_SECONDS"
+            echo $? >"$OUT/logs/$h.rc"
+        ) &
+    done
+    wait
+    for h in "${HARNESSES[@]}"; do
+        rc=$(cat "$OUT/logs/$h.rc" 2>/dev/null || echo 1)
+        if [ "$rc" = 0 ]; then
             pass=$((pass + 1))
             stats=$(grep -E '^stat::(number_of_executed_units|peak_rss_mb):' "$OUT/logs/$h.log" |
                 sed 's/^stat:://' | tr -s ' \n' ' ')

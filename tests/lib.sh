@@ -27,6 +27,34 @@ tap_count() {
 	echo "${n:-}"
 }
 
+# tap_failures TAP [LINES]: each failed test in node --test's TAP file with
+# the first LINES (default 40) lines of its error, which carries the
+# daemon's stderr; printed after a summary so the reason ends up in the
+# last lines of a long log.
+tap_failures() {
+	[ -f "$1" ] || return 0
+	awk -v max="${2:-40}" '
+		function indent(s) { match(s, /^ */); return RLENGTH }
+		/^ *not ok [0-9]+ - / {
+			name = $0; sub(/^ *not ok [0-9]+ - /, "", name)
+			print "  FAILED: " name; infail = 1; inerr = 0; n = 0; next
+		}
+		infail && /^ *\.\.\.$/ { infail = 0; inerr = 0; next }
+		infail && /^ *error: / {
+			inerr = 1; errind = indent($0); line = $0
+			sub(/^ *error: (\|-)? ?/, "", line); gsub(/^\x27|\x27$/, "", line)
+			if (line != "") { print "    " substr(line, 1, 300); n++ }
+			next
+		}
+		infail && inerr {
+			if ($0 != "" && indent($0) <= errind) { inerr = 0; next }
+			if (n < max) { line = $0; sub(/^ */, "", line); print "    " substr(line, 1, 300) }
+			else if (n == max) print "    (more in the log above)"
+			n++
+		}
+	' "$1"
+}
+
 # tap_totals NAME TAP RC TIMEOUT: reads node --test's TAP summary into
 # TAP_PASS, TAP_FAIL and TAP_TESTS. Cancelled tests count as failed; a run
 # with no summary (killed at its TIMEOUT seconds, or crashed) counts one more
@@ -48,6 +76,22 @@ tap_totals() {
 		TAP_FAIL=1
 		log "$name: node --test exited $rc with no failed test"
 	fi
+	[ "$TAP_FAIL" -gt 0 ] && FAILED_TAPS+=("$name" "$tap")
+	return 0
+}
+
+# print_failures: after a driver's summary, the failed tests of every pass
+# tap_totals saw fail, with their errors (see tap_failures).
+FAILED_TAPS=()
+print_failures() {
+	local i
+	[ ${#FAILED_TAPS[@]} -eq 0 ] && return 0
+	echo
+	echo "=== failed tests ==="
+	for ((i = 0; i < ${#FAILED_TAPS[@]}; i += 2)); do
+		echo "${FAILED_TAPS[i]}:"
+		tap_failures "${FAILED_TAPS[i + 1]}"
+	done
 }
 
 # engine_has_runtime SOCKET NAME: true when the engine at SOCKET lists the

@@ -30,7 +30,7 @@
 #
 # Environment:
 #   FAULTS_BIN           daemon binary (default build/mcp-sandboxd)
-#   FAULTS_SOAK_RUNS     soak runs per pass (default 2000)
+#   FAULTS_SOAK_RUNS     soak runs per pass (default 1000)
 #   FAULTS_PASS_TIMEOUT  seconds per pass (default 600 + FAULTS_SOAK_RUNS / 2),
 #                        after which the pass is killed and counted failed
 #   FAULTS_SEED, FAULTS_DISCONNECT_ROUNDS, FAULTS_STDIO_ROUNDS,
@@ -44,8 +44,8 @@ readonly ENGINE_SH=$ROOT/scripts/engine.sh
 readonly DOCKER_SOCK=/var/run/docker.sock
 readonly PODMAN_SOCK=/run/podman/podman.sock
 readonly BIN=${FAULTS_BIN:-build/mcp-sandboxd}
-SOAK_RUNS=${FAULTS_SOAK_RUNS:-2000}
-[[ $SOAK_RUNS =~ ^[0-9]+$ ]] || SOAK_RUNS=2000
+SOAK_RUNS=${FAULTS_SOAK_RUNS:-1000}
+[[ $SOAK_RUNS =~ ^[0-9]+$ ]] || SOAK_RUNS=1000
 readonly SOAK_RUNS
 readonly PASS_TIMEOUT=${FAULTS_PASS_TIMEOUT:-$((600 + SOAK_RUNS / 2))}
 
@@ -173,5 +173,6 @@ echo "=== faults summary ==="
 for s in "${summaries[@]}"; do
 	echo "  $s"
 done
+print_failures
 echo "faults: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

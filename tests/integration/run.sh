@@ -191,5 +191,6 @@ echo "=== integration summary ==="
 for s in "${summaries[@]}"; do
 	echo "  $s"
 done
+print_failures
 echo "integration: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]

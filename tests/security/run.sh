@@ -118,5 +118,6 @@ echo "=== security summary ==="
 for s in "${summaries[@]}"; do
 	echo "  $s"
 done
+print_failures
 echo "security: $total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
