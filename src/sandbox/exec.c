@@ -88,11 +88,31 @@ const char *exec_status_name(enum exec_status st)
 
 /* ---- commands ------------------------------------------------------------ */
 
-/* The container's command for lang: its runner, and the warm runner's one
- * argument when extra is not NULL (sandbox/runner.h). */
+/* The argv of lang's warm checker after the generic runner's "warm": the
+ * typecheck's arguments but its first and the source file go to the
+ * checker (runner.h, runner_tscheck_src). NULL-terminated; k is its length. */
+static size_t checker_argv(const struct langtable_lang *lang, const char **v)
+{
+    size_t k = 0;
+    if (lang->typecheck_warm != LANGTABLE_CHECKER_TSC || lang->typecheck.n == 0)
+        return 0;
+    v[k++] = "node";
+    v[k++] = "-e";
+    v[k++] = runner_tscheck_src;
+    v[k++] = "--";
+    for (size_t i = 1; i < lang->typecheck.n; i++)
+        if (strcmp(lang->typecheck.v[i], lang->source_file) != 0)
+            v[k++] = lang->typecheck.v[i];
+    return k;
+}
+
+/* The container's command for lang: its runner, and the warm runner's
+ * argument when extra is not NULL (sandbox/runner.h), followed for the
+ * generic one by its checker's argv. */
 static const char **lang_cmd(const struct langtable_lang *lang, const char *extra)
 {
-    size_t n = lang->runner == LANGTABLE_RUNNER_GENERIC ? 3 : lang->run.n + 2;
+    size_t n =
+        lang->runner == LANGTABLE_RUNNER_GENERIC ? 3 + 4 + lang->typecheck.n : lang->run.n + 2;
     const char **v = xcalloc(n + 2, sizeof(char *));
     size_t k = 0;
     switch (lang->runner) {
@@ -112,6 +132,8 @@ static const char **lang_cmd(const struct langtable_lang *lang, const char *extr
     }
     if (extra)
         v[k++] = extra;
+    if (extra && lang->runner == LANGTABLE_RUNNER_GENERIC)
+        k += checker_argv(lang, v + k);
     v[k] = NULL;
     return v;
 }
@@ -529,6 +551,11 @@ static int finish_from_record(struct run *r, struct err *err)
         return err_wrap(err, "unreadable completion record from the runner");
     r->res->has_exit_code = true;
     r->res->exit_code = done.exit_code;
+    if (done.typecheck_by != RUNNER_TYPECHECK_NONE)
+        log_debug("%s run: typecheck by the %s", r->req->language->name,
+                  done.typecheck_by == RUNNER_TYPECHECK_WARM
+                      ? "warm checker"
+                      : "typecheck command (the warm checker failed)");
     int rc = 0;
     if (done.runner_error) {
         rc = err_set(err, ERR_INTERNAL, "the sandbox runner failed: %.*s",

@@ -38,6 +38,7 @@ enum field {
     F_COMPILE,
     F_COMPILE_TIMEOUT,
     F_TYPECHECK,
+    F_TYPECHECK_WARM,
     F_RUN,
     F_VERSION,
     F_POOL_SIZE,
@@ -57,6 +58,7 @@ static const char *const field_keys[N_FIELDS] = {
     [F_COMPILE] = "compile",
     [F_COMPILE_TIMEOUT] = "compile_timeout_ms",
     [F_TYPECHECK] = "typecheck",
+    [F_TYPECHECK_WARM] = "typecheck_warm",
     [F_RUN] = "run",
     [F_VERSION] = "version",
     [F_POOL_SIZE] = "pool_size",
@@ -64,6 +66,11 @@ static const char *const field_keys[N_FIELDS] = {
     [F_NETWORK] = "network_allowed",
     [F_PACKAGES] = "packages",
     [F_DISABLED] = "disabled",
+};
+
+static const char *const checker_names[] = {
+    [LANGTABLE_CHECKER_NONE] = "none",
+    [LANGTABLE_CHECKER_TSC] = "tsc",
 };
 
 static const char *const runner_names[] = {
@@ -362,6 +369,23 @@ static int get_runner(json_object *v, enum langtable_runner *out, struct err *er
     return err_set(err, ERR_INVALID, "'runner' must be \"python\", \"node\" or \"generic\"");
 }
 
+static int get_checker(json_object *v, enum langtable_checker *out, struct err *err)
+{
+    if (json_object_is_type(v, json_type_null)) {
+        *out = LANGTABLE_CHECKER_NONE;
+        return 0;
+    }
+    if (json_object_is_type(v, json_type_string)) {
+        const char *s = json_object_get_string(v);
+        for (size_t i = 0; i < ARRAY_SIZE(checker_names); i++)
+            if (strcmp(s, checker_names[i]) == 0) {
+                *out = (enum langtable_checker)i;
+                return 0;
+            }
+    }
+    return err_set(err, ERR_INVALID, "'typecheck_warm' must be \"tsc\", \"none\" or null");
+}
+
 static int field_of(const char *key)
 {
     for (int f = 0; f < N_FIELDS; f++)
@@ -417,6 +441,9 @@ static int read_field(struct draft *d, int f, json_object *v, const struct origi
         }
         rc = get_list(v, key, LANGTABLE_ARGV_MAX, true, valid_arg, "a command-line argument",
                       &l->typecheck, err);
+        break;
+    case F_TYPECHECK_WARM:
+        rc = get_checker(v, &l->typecheck_warm, err);
         break;
     case F_RUN:
         rc = get_list(v, key, LANGTABLE_ARGV_MAX, true, valid_arg, "a command-line argument",
@@ -747,6 +774,9 @@ static void draft_override(struct draft *base, struct draft *src)
         case F_TYPECHECK:
             TAKE_STRV(typecheck);
             break;
+        case F_TYPECHECK_WARM:
+            b->typecheck_warm = s->typecheck_warm;
+            break;
         case F_RUN:
             TAKE_STRV(run);
             break;
@@ -848,6 +878,15 @@ static int finish_lang(struct draft *d, struct err *err)
         return fail_at(err, blame(d, F_TYPECHECK, F_RUNNER),
                        "language '%s': 'typecheck' needs the generic runner, not %s", l->name,
                        runner_names[l->runner]);
+    if (l->typecheck_warm != LANGTABLE_CHECKER_NONE && l->typecheck.n == 0) {
+        /* The built-in checker of a typecheck the operator removed goes
+         * with it; one set where there is no typecheck is a mistake. */
+        if (d->set[F_TYPECHECK] && d->from[F_TYPECHECK_WARM].level < d->from[F_TYPECHECK].level)
+            l->typecheck_warm = LANGTABLE_CHECKER_NONE;
+        else
+            return fail_at(err, &d->from[F_TYPECHECK_WARM],
+                           "language '%s': 'typecheck_warm' needs a typecheck", l->name);
+    }
     if (l->compile.n == 0) {
         /* A timeout left over from the built-in entry whose compile step
          * the operator removed means nothing; one set with no compile step
@@ -1102,6 +1141,11 @@ const struct langtable_lang *langtable_find(const struct langtable *t, const cha
                 return l;
     }
     return NULL;
+}
+
+const char *langtable_checker_name(enum langtable_checker c)
+{
+    return (size_t)c < ARRAY_SIZE(checker_names) ? checker_names[c] : "?";
 }
 
 const char *langtable_runner_name(enum langtable_runner r)

@@ -36,11 +36,18 @@
  *                    appends its runner (-c / -e) and the preload list.
  *                    "generic": a runner that writes source_file, runs
  *                    compile (if any), then run, with the same framed
- *                    request and completion record (not written yet).
+ *                    request and completion record (src/sandbox/runner/runner.pl).
  *   compile          argv of the compile step (generic only), or null.
  *   typecheck        argv of a check after compile whose failure only
  *                    shows on stderr, unless the call asks it to stop the
  *                    run (generic only), or null.
+ *   typecheck_warm   "tsc": a warm sandbox keeps the daemon's TypeScript
+ *                    checker (src/sandbox/runner/tscheck.js, on the image's
+ *                    node and typescript module) ready, given the
+ *                    typecheck's arguments but the first and the source
+ *                    file, so a pooled run's check skips the cold start;
+ *                    a cold sandbox, or a checker that fails, runs the
+ *                    typecheck command. "none" or null: no such checker.
  *   compile_timeout_ms  its own limit, counted inside the run's deadline
  *                    (default LANGTABLE_COMPILE_TIMEOUT_DEFAULT_MS); a
  *                    failed compile is the status compile_error.
@@ -101,6 +108,12 @@
 /* The name errors about the embedded table show. */
 #define LANGTABLE_BUILTIN_NAME "src/sandbox/languages/builtin.json"
 
+/* A checker a warm sandbox keeps ready for the typecheck (typecheck_warm). */
+enum langtable_checker {
+    LANGTABLE_CHECKER_NONE,
+    LANGTABLE_CHECKER_TSC, /* the daemon's TypeScript checker (runner_tscheck_src) */
+};
+
 enum langtable_runner {
     LANGTABLE_RUNNER_PYTHON,
     LANGTABLE_RUNNER_NODE,
@@ -126,6 +139,7 @@ struct langtable_lang {
      * stderr but does not stop the run unless the call asks (generic only;
      * n == 0: none). It shares compile_timeout_ms (or the default). */
     struct langtable_strv typecheck;
+    enum langtable_checker typecheck_warm; /* needs a typecheck */
     struct langtable_strv run;
     struct langtable_strv version; /* n == 0: no probe */
     long long pool_size;
@@ -170,6 +184,9 @@ int langtable_configure(struct langtable *t, const struct config *cfg, struct er
 /* Whether l's sandboxes get a network: the operator named it (or an
  * alias) in --allow-network and the table allows it. */
 bool langtable_network(const struct langtable_lang *l, const struct config *cfg);
+
+/* "none", "tsc". */
+const char *langtable_checker_name(enum langtable_checker c);
 
 /* "python", "node", "generic". */
 const char *langtable_runner_name(enum langtable_runner r);

@@ -488,6 +488,13 @@ int runner_scan_result(const struct runner_scan *s, struct runner_done *out, str
         out->exit_code = (int)json_object_get_int64(v);
         out->memory_error = json_object_object_get_ex(obj, "memory_error", &v) &&
                             json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+        if (json_object_object_get_ex(obj, "typecheck_by", &v) &&
+            json_object_is_type(v, json_type_string)) {
+            const char *by = json_object_get_string(v);
+            out->typecheck_by = strcmp(by, "warm") == 0   ? RUNNER_TYPECHECK_WARM
+                                : strcmp(by, "cold") == 0 ? RUNNER_TYPECHECK_COLD
+                                                          : RUNNER_TYPECHECK_NONE;
+        }
         if (json_object_object_get_ex(obj, "runner_error", &v) &&
             json_object_is_type(v, json_type_string))
             out->runner_error =

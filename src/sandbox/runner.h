@@ -64,10 +64,13 @@
  *     JSON = {"exit_code": N, "memory_error": bool, "runner_error": "..."?,
  *             "files": {"sent": N, "left_out": N, "walk_stopped": N?,
  *                       "cwd_gone": true?}?,
- *             "compile_error": {"exit_code": N, "timed_out": bool}?}
+ *             "compile_error": {"exit_code": N, "timed_out": bool}?,
+ *             "typecheck_by": "warm" | "cold"?}
  * compile_error: the generic runner's compile step (or a blocking
  * typecheck) failed and the program did not run; exit_code is the
- * compiler's.
+ * compiler's. typecheck_by: which checker a warm generic runner that kept
+ * one used (the daemon only logs it); the generic runner also writes
+ * members the daemon ignores (typecheck_error, steps_ms).
  * With outputs in the request, once the program finished the runner takes
  * the open matplotlib figures (with "plots"; each plt.show() took the ones
  * open then), the regular files under outputs/ and those the patterns
@@ -91,7 +94,8 @@
  *
  * Warm runner (the pool): one more argument, a comma-separated list of
  * modules (a checked --python-preload / --js-preload; may be empty; the
- * generic runner takes "warm"). The runner
+ * generic runner takes "warm", then optionally the argv of a checker it
+ * keeps ready for the typecheck, see runner_tscheck_src). The runner
  * imports them with its output going nowhere, writes RUNNER_READY on
  * stdout, and only then reads the request; nothing else comes before it.
  * Once it has read the whole request it writes RUNNER_GO on stdout, before
@@ -113,6 +117,11 @@ extern const char runner_generic_src[];
  * program): connects to the daemon's socket (backend/channel.h) and runs
  * the runner with the connections as its stdin, stdout and stderr. */
 extern const char runner_connect_src[];
+/* The warm TypeScript checker (src/sandbox/runner/tscheck.js, a node -e
+ * program given tsc's options after "--"): a warm generic runner starts
+ * it before the request so a pooled run's typecheck skips loading the
+ * compiler and the standard declarations (langtable.h, typecheck_warm). */
+extern const char runner_tscheck_src[];
 
 #define RUNNER_PROTOCOL          "mcpsbx/1"
 #define RUNNER_RECORD_PREFIX     "\0\036mcpsbx-done:"
@@ -241,9 +250,18 @@ struct runner_compile_error {
     bool timed_out;
 };
 
+/* Which checker ran the generic runner's typecheck: informational (a log
+ * line); anything but "warm" or "cold" in the record counts as none. */
+enum runner_typecheck_by {
+    RUNNER_TYPECHECK_NONE,
+    RUNNER_TYPECHECK_WARM, /* the warm runner's checker (runner_tscheck_src) */
+    RUNNER_TYPECHECK_COLD, /* the typecheck command, though a checker was kept */
+};
+
 struct runner_done {
     int exit_code;
     struct runner_compile_error compile_error;
+    enum runner_typecheck_by typecheck_by;
     struct runner_files files;
     bool memory_error;  /* the program died of MemoryError / heap exhaustion */
     char *runner_error; /* the runner itself failed (caller frees), or NULL */

@@ -14,11 +14,14 @@
 // Per language (p50/p95 of each):
 //   warm:  execute_code through the official SDK client over stdio on one
 //          daemon with every language and --pool-size 1; each sample starts
-//          once that language's pool is full again (a hit)
+//          once that language's pool is full again (a hit), for TypeScript
+//          3 s later (its sandbox's checker has loaded)
 //   floor: the same image and hardened create request as the daemon's
 //          (--dry-run-create), the runner started and waiting; timed: attach,
 //          the request (with the language's program for the generic
-//          runner), until the completion record
+//          runner), until the completion record; for TypeScript the runner
+//          keeps the warm checker a pooled sandbox has (tscheck.js), given
+//          3 s to load before the request
 //   compile share (compiled languages): the generic runner's own timing of
 //          its compile and type-check steps (steps_ms in the record) over the
 //          floor's whole run
@@ -98,7 +101,16 @@ if (!opt.engine || !opt.out) {
 
 /** The daemon's create body for lang, its runner in warm mode, labelled for
  * the benchmark (no daemon's reaper touches it). */
-function warmBody(lang, kind) {
+/** The argv a warm TypeScript runner gives its checker, as exec.c builds
+ * it: the daemon's tscheck.js with the typecheck's arguments but the first
+ * (tsc) and the source file. null for a language without one. */
+function checkerArgv(l) {
+  if (!l.typecheck || l.typecheck[0] !== 'tsc') return null;
+  const src = readFileSync(path.join(ROOT, 'src/sandbox/runner/tscheck.js'), 'utf8');
+  return ['node', '-e', src, '--', ...l.typecheck.slice(1).filter((a) => a !== l.source_file)];
+}
+
+function warmBody(lang, kind, checker) {
   const r = spawnSync(opt.bin, ['--dry-run-create', lang], { encoding: 'utf8', env: { PATH: process.env.PATH } });
   if (r.status !== 0) throw new Error(`--dry-run-create ${lang}: ${r.stderr.trim().slice(0, 300)}`);
   const body = JSON.parse(r.stdout);
@@ -113,7 +125,7 @@ function warmBody(lang, kind) {
     });
   }
   const generic = body.Cmd[0] === 'perl';
-  body.Cmd = [...body.Cmd, generic ? 'warm' : ''];
+  body.Cmd = [...body.Cmd, generic ? 'warm' : '', ...(checker || [])];
   body.Labels = { [BENCH_LABEL]: 'pending' };
   return body;
 }
@@ -142,10 +154,10 @@ function readRecord(socket, rest, marker, timeoutMs) {
 }
 
 /** One floor sample: a started warm runner of lang, attach + request + record. */
-async function floorSample(engine, body, lang, program) {
+async function floorSample(engine, body, lang, program, settleMs) {
   const prepared = await prepareWarm(engine, body);
   try {
-    await sleep(100); // the engine's start bookkeeping settles
+    await sleep(settleMs); // the engine's start bookkeeping settles, a checker loads
     const nonce = newNonce();
     const marker = Buffer.concat([RECORD_PREFIX, Buffer.from(`${nonce}:`)]);
     const req = { nonce, code: HELLO[lang], stdin: '', env: {} };
@@ -217,11 +229,16 @@ async function main() {
           if (r.isError || r.structuredContent?.stdout !== 'hello\n') throw new Error(`${lang}: ${JSON.stringify(r.structuredContent ?? r).slice(0, 400)}`);
           return ms;
         };
+        // A pooled sandbox is ready for a run at once; its checker (if it
+        // keeps one) loads for about a second more. The samples start once
+        // it has.
+        const settle = checkerArgv(l) ? 3000 : 0;
         await waitFull(lang);
         await call(); // warm-up
         const s = [];
         for (let i = 0; i < samples; i++) {
           await waitFull(lang);
+          await sleep(settle);
           s.push(await call());
         }
         x.warm = { stats: stats(s), samples: s.map(r3) };
@@ -232,14 +249,15 @@ async function main() {
         failed = true;
       }
       try {
-        const body = warmBody(lang, kind);
+        const checker = checkerArgv(l);
+        const body = warmBody(lang, kind, checker);
         const program = l.runner === 'generic' ? { source_file: l.source_file, run: l.run } : null;
         if (program && l.compile) Object.assign(program, { compile: l.compile, compile_timeout_ms: 60000 });
         if (program && l.typecheck) Object.assign(program, { typecheck: l.typecheck, typecheck_blocks: false });
         const s = [];
         const steps = [];
         for (let i = 0; i < samples; i++) {
-          const r = await floorSample(engine, body, lang, program);
+          const r = await floorSample(engine, body, lang, program, checker ? 3000 : 100);
           s.push(r.ms);
           if (r.steps) steps.push(r.steps);
         }

@@ -41,8 +41,9 @@ struct container {
     long long created;
     char *labels; /* JSON object text, or NULL */
     struct fake_program prog;
-    bool warm;     /* a warm runner: says it is ready before it reads */
-    char *preload; /* its modules argument, or NULL */
+    bool warm;       /* a warm runner: says it is ready before it reads */
+    char *preload;   /* its modules argument, or NULL */
+    char *warm_args; /* the Cmd words after it, as JSON text, or NULL */
     long long memory;
     char *seccomp;     /* the seccomp= security option's value, or NULL */
     char *config_env;  /* Config.Env, as JSON text */
@@ -562,6 +563,11 @@ static void read_cmd(json_object *body, struct container *c)
                   strncmp(a, "// mcp-sandboxd in-container runner", 35) == 0)) {
             c->warm = true;
             c->preload = xstrdup(json_object_get_string(json_object_array_get_idx(cmd, i + 1)));
+            json_object *rest = json_object_new_array();
+            for (size_t k = i + 2; k < n; k++)
+                json_object_array_add(rest, json_object_get(json_object_array_get_idx(cmd, k)));
+            c->warm_args = xstrdup(json_object_to_json_string_ext(rest, JSON_C_TO_STRING_PLAIN));
+            json_object_put(rest);
             return;
         }
     }
@@ -1351,6 +1357,7 @@ void fake_engine_stop(struct fake_engine *fe)
         free(c->config_env);
         free(c->request_env);
         free(c->preload);
+        free(c->warm_args);
         free(c->code);
         free(c->stdin_data);
         program_free(&c->prog);
@@ -1536,6 +1543,7 @@ bool fake_engine_info(struct fake_engine *fe, const char *id, struct fake_contai
         out->code_received = c->code_received;
         out->warm = c->warm;
         snprintf(out->preload, sizeof(out->preload), "%s", c->preload ? c->preload : "");
+        snprintf(out->warm_args, sizeof(out->warm_args), "%s", c->warm_args ? c->warm_args : "");
         out->memory = c->memory;
         out->seccomp_inline = c->seccomp && c->seccomp[0] == '{';
         if (c->seccomp && !out->seccomp_inline)

@@ -100,6 +100,7 @@ struct fake_container_info {
     bool code_received;     /* the runner request arrived on stdin */
     bool warm;              /* started as a warm runner (runner.h) */
     char preload[256];      /* its modules argument */
+    char warm_args[8192];   /* the Cmd words after it (a checker's argv), JSON, cut */
     long long memory;       /* HostConfig.Memory */
     bool seccomp_inline;    /* the seccomp profile came as JSON text (Docker) */
     char seccomp_path[256]; /* or as this file's path (Podman) */

@@ -4,10 +4,11 @@
 // a timeout, files in and out, variables, live output, cancellation, and
 // the hostile cases that matter per language (fork bomb, memory bomb,
 // output flood, network attempt); TypeScript's type check, reported and
-// blocking; aliases and unknown names; and Perl, a language added only by a
-// languages file. The Docker and Podman passes run all of it; the gVisor
-// and ASan passes (INTEGRATION_RUNTIME, INTEGRATION_POOL_SIZE=0) a hello
-// world per language and one compile error, to keep them in time.
+// blocking, and checked by the warm checker of a pooled sandbox; aliases
+// and unknown names; and Perl, a language added only by a languages file.
+// The Docker and Podman passes run all of it; the gVisor and ASan passes
+// (INTEGRATION_RUNTIME, INTEGRATION_POOL_SIZE=0) a hello world per
+// language and one compile error, to keep them in time.
 //
 //   node --test tests/integration/polyglot.test.mjs
 //
@@ -21,7 +22,7 @@ import path from 'node:path';
 
 import {
   TEST_TIMEOUT_MS, SdkDaemon, withDaemon, preflight, checkRun, checkInvalid, ourContainers,
-  checkDaemonsAndContainers, sleep, GVISOR, POOL_SIZE,
+  checkDaemonsAndContainers, sleep, tail, GVISOR, POOL_SIZE,
 } from './lib.mjs';
 
 const FULL = !GVISOR && POOL_SIZE !== '0';
@@ -283,6 +284,44 @@ if (FULL) {
       assert.match(sc.stderr, /TS2322/);
       checkRun(await exec(d, 'typescript', P.typescript.hello, { fail_on_type_errors: true }), { status: 'ok', stdout: 'hello\n' });
     });
+  });
+
+  test('typescript: a warm sandbox type-checks with the checker it keeps ready, as a cold one does', { timeout: TEST_TIMEOUT_MS * 2 }, async () => {
+    const code = 'const n: number = "not a number";\nconsole.log("ran", n);';
+    const warm = await SdkDaemon.start('polyglot-ts-warm', { args: ['--languages', 'typescript', '--pool-size', '1', '--log-level', 'debug'] });
+    const cold = await SdkDaemon.start('polyglot-ts-cold', { args: ['--languages', 'typescript', '--pool-size', '0'] });
+    await withDaemon([warm, cold], async () => {
+      const pool = async () => {
+        const r = await warm.client.readResource({ uri: 'mcp-sandboxd://environment' });
+        return JSON.parse(r.contents[0].text).pool.profiles.find((p) => p.language === 'typescript');
+      };
+      const ready = async (hits) => {
+        let p;
+        for (let i = 0; i < 900; i++) {
+          p = await pool();
+          if (p.ready === p.size && p.hits === hits) return;
+          await sleep(100);
+        }
+        assert.fail(`the typescript pool never got ready: ${JSON.stringify(p)}`);
+      };
+      const c = checkRun(await exec(cold, 'ts', code), { status: 'ok', exit_code: 0, stdout: 'ran not a number\n' }).sc;
+      assert.match(c.stderr, /TS2322/);
+      const runs = [
+        [code, {}, { status: 'ok', exit_code: 0, stdout: 'ran not a number\n' }, c.stderr],
+        [code, { fail_on_type_errors: true }, { status: 'compile_error', stdout: '' }, c.stderr],
+        [P.typescript.hello, { fail_on_type_errors: true }, { status: 'ok', exit_code: 0, stdout: 'hello\n' }, ''],
+      ];
+      for (const [i, [src, extra, want, stderr]] of runs.entries()) {
+        await ready(i);
+        const { sc } = checkRun(await exec(warm, 'ts', src, extra), want);
+        assert.equal(sc.stderr, stderr, `run ${i + 1}: the diagnostics of a cold check`);
+      }
+      assert.equal((await pool()).hits, runs.length);
+      const byWarm = warm.stderr.split('typescript run: typecheck by the warm checker').length - 1;
+      assert.equal(byWarm, runs.length, `every pooled run was checked by the warm checker:\n${tail(warm.stderr, 3000)}`);
+    });
+    await warm.close();
+    await cold.close();
   });
 
   test('aliases answer as their language; unknown and disabled names are refused before any container', { timeout: TEST_TIMEOUT_MS }, async () => {

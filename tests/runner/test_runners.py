@@ -74,8 +74,9 @@ def frame(code, stdin="", nonce=NONCE, extra=None, ascii=True):
 
 def runner_cmd(lang, warm=None):
     """warm: the argument of a warm runner (src/sandbox/runner.h): the
-    modules to load, or "warm" for the generic runner ("pl")."""
-    extra = [] if warm is None else [warm]
+    modules to load, or "warm" for the generic runner ("pl"); a list is
+    its arguments (the generic runner's "warm" and a checker's argv)."""
+    extra = [] if warm is None else list(warm) if isinstance(warm, (list, tuple)) else [warm]
     if lang in ("pl", "pp"):
         return [PERL, "-e", PL_SRC] + extra
     if lang == "py":
@@ -1575,6 +1576,98 @@ def t_typecheck_timeout(lang):
     res = pl_run("echo ran", dict(prog, typecheck_blocks=True), timeout=15)
     pl_ok(res, 137, compile_error={"exit_code": 137, "timed_out": True})
     eq(res.out, "", "stdout")
+
+
+# A warm checker (runner.pl's warm_check) that does as its mode says once
+# it has read the file's name.
+FAKE_CHECKER = r"""
+read -r f || exit 3
+checked() { printf '\000\036mcpsbx-checked\n'; exit "$1"; }
+case "$1" in
+ok) checked 0 ;;
+errors) echo "$f(1,1): error TS1: warm says no"; checked 2 ;;
+crash) echo "checker crashed"; exit 7 ;;
+crash-marked) echo "checker crashed"; checked 7 ;;
+unmarked) echo "$f(1,1): error TS1: warm says no"; exit 2 ;;
+slow) sleep 5; checked 0 ;;
+flood) head -c 9000000 /dev/zero | tr '\0' x; checked 2 ;;
+edge) head -c 8388603 /dev/zero | tr '\0' x; checked 2 ;;
+esac
+"""
+
+
+def pl_warm_run(code, program, checker, timeout=30, **extra):
+    """A warm generic runner with a checker (argv, or a FAKE_CHECKER mode)
+    runs code; its READY and GO are taken off stdout."""
+    argv = checker if isinstance(checker, list) else ["sh", "-c", FAKE_CHECKER, "checker", checker]
+    res = run("pl", request=pl_frame(code, program, **extra), warm=["warm"] + argv, timeout=timeout)
+    check(res.stdout.startswith(READY + GO), "stdout does not start with READY, GO: %r" % res.stdout[:60])
+    res.stdout = res.stdout[len(READY + GO):]
+    return res
+
+
+@case("pl")
+def t_warm_checker_reports(lang):
+    prog = dict(BASH, typecheck=TYPECHECK_FAILS)
+    res = pl_warm_run("echo ran", prog, "errors")
+    pl_ok(res, 0, typecheck_error={"exit_code": 2, "timed_out": False}, typecheck_by="warm")
+    eq(res.out, "ran\n", "stdout")
+    eq(res.stderr, "main.sh(1,1): error TS1: warm says no\n", "stderr: the warm checker's, not the cold one's")
+    res = pl_warm_run("echo ran", dict(prog, typecheck_blocks=True), "errors")
+    pl_ok(res, 2, compile_error={"exit_code": 2, "timed_out": False}, typecheck_by="warm")
+    eq(res.out, "", "stdout")
+    res = pl_warm_run("echo ran", prog, "ok")
+    pl_ok(res, 0, typecheck_by="warm")
+    eq((res.out, res.stderr), ("ran\n", ""), "stdout, stderr")
+
+
+@case("pl")
+def t_warm_checker_failing_leaves_it_to_the_cold_command(lang):
+    prog = dict(BASH, typecheck=TYPECHECK_FAILS)
+    for checker in ("crash", "crash-marked", "unmarked", ["/nonexistent/checker"], ["sh", "-c", "exit 0"],
+                    ["sh", "-c", "exec 0<&-; sleep 1"]):
+        res = pl_warm_run("echo ran", prog, checker)
+        try:
+            pl_ok(res, 0, typecheck_error={"exit_code": 2, "timed_out": False}, typecheck_by="cold")
+            eq((res.out, res.stderr), ("ran\n", "typeerr\n"), "stdout, stderr: the cold command's only")
+        except Failure as e:
+            raise Failure("checker %r: %s" % (checker, e))
+
+
+@case("pl")
+def t_warm_checker_timeout(lang):
+    prog = dict(BASH, compile=["true"], compile_timeout_ms=300, typecheck=TYPECHECK_FAILS)
+    t0 = time.monotonic()
+    res = pl_warm_run("echo ran", prog, "slow")
+    pl_ok(res, 0, typecheck_error={"exit_code": 137, "timed_out": True}, typecheck_by="warm")
+    eq(res.out, "ran\n", "stdout")
+    check("typecheck was stopped after 300 ms" in res.stderr, "stderr: %r" % res.stderr)
+    check(time.monotonic() - t0 < 4, "took %.1f s" % (time.monotonic() - t0))
+
+
+@case("pl")
+def t_warm_checker_output_is_capped(lang):
+    res = pl_warm_run("echo ran", dict(BASH, typecheck=TYPECHECK_FAILS), "flood")
+    pl_ok(res, 0, typecheck_error={"exit_code": 2, "timed_out": False}, typecheck_by="warm")
+    eq(res.out, "ran\n", "stdout")
+    kept, _, note = res.stderr.partition("mcpsbx: ")
+    eq(len(kept), 8 << 20, "bytes of the checker's output kept")
+    eq(note, "%d more bytes of the typecheck's output were left out\n" % (9000000 - (8 << 20)), "the note")
+    # Only the end mark beyond the cap: all the output, and no note.
+    res = pl_warm_run("echo ran", dict(BASH, typecheck=TYPECHECK_FAILS), "edge")
+    pl_ok(res, 0, typecheck_error={"exit_code": 2, "timed_out": False}, typecheck_by="warm")
+    eq(res.stderr, "x" * ((8 << 20) - 5), "stderr")
+
+
+@case("pl")
+def t_warm_checker_ends_before_the_program(lang):
+    # Unused (no typecheck) or done, the checker is gone before the program
+    # starts: what it would do later never happens.
+    lingers = ["sh", "-c", "read -r f; (sleep 0.5; touch lingered) >/dev/null 2>&1 & exit 0"]
+    for prog in (BASH, dict(BASH, typecheck=["true"])):
+        res = pl_warm_run("sleep 1.5; ls lingered 2>/dev/null; echo done", prog, lingers)
+        check(res.record is not None and res.record["exit_code"] == 0, "record: %r" % (res.record,))
+        eq(res.out, "done\n", "stdout: no file of the checker's (%r)" % (prog,))
 
 
 PL_FILES_PROGRAM = r"""printf '%s|' "$(sed -n 2p data/in.csv)"; od -An -tu1 raw.bin | tr -s ' ' | sed 's/^ //'

@@ -7,6 +7,8 @@
 # as frames and writes the completion record on stderr, then stdout.
 # Started as `perl -e <this file> warm` it is a pool runner: it says it is
 # ready before reading the request and says go once the request is read.
+# `perl -e <this file> warm <argv...>` also starts argv, a checker kept
+# ready for the typecheck (see warm_check), before it says ready.
 # Only modules of Debian's perl package (perl-base, perl-modules, libperl)
 # and, where the image has it, JSON::XS (libjson-xs-perl; else JSON::PP
 # reads the request, only slower). Everything the runner writes goes out with
@@ -25,12 +27,14 @@ use Time::HiRes ();
 my $PREFIX       = "\0\036mcpsbx-done:";
 my $READY        = "\0\036mcpsbx-ready\n";
 my $GO           = "\0\036mcpsbx-go\n";
+my $CHECKED      = "\0\036mcpsbx-checked\n";    # a warm checker's last output
 my $MAX_REQUEST  = 64 << 20;
 my $RUNNER_EXIT  = 76;         # EX_PROTOCOL: the runner itself failed
 my $FRAME_RAW    = 3000;       # bytes per D frame: a whole frame stays under PIPE_BUF
 my $WALK_LIMIT   = 20000;      # directory entries looked at, at most
 my $LEFT_REPORT  = 20;         # left-out files named, at most
 my $STEP_DEFAULT = 30000;      # ms for a compile or typecheck without compile_timeout_ms
+my $CHECK_KEEP   = 8 << 20;    # bytes of a warm checker's output kept for stderr
 my $VARS_NAME    = '.mcpsbx-variables.json';
 my $STDIN_NAME   = '.mcpsbx-stdin';
 
@@ -280,15 +284,16 @@ sub decode_request {
 
 # ---- the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON -------------------
 my $warm = 0;
-if (@ARGV == 1 && $ARGV[0] eq 'warm') {
+if (@ARGV >= 1 && $ARGV[0] eq 'warm') {
     $warm = 1;
 } elsif (@ARGV) {
-    runner_fail('usage: perl -e <runner> [warm]');
+    runner_fail('usage: perl -e <runner> [warm [checker argv...]]');
 }
 if ($warm) {
     # What sending files needs, loaded while nobody waits.
     require Digest::SHA;
     require MIME::Base64;
+    start_checker([@ARGV[1 .. $#ARGV]]) if @ARGV > 1;
     if (!eval { write_all(\*STDOUT, $READY); 1 }) {
         my $e = $@;
         chomp $e;
@@ -598,6 +603,103 @@ sub step_error {
     return sprintf('"%s":{"exit_code":%d,"timed_out":%s}', $key, $status, $timed_out ? 'true' : 'false');
 }
 
+# ---- the warm checker ----------------------------------------------------------
+# A warm runner's checker (the language table's typecheck_warm) does the
+# typecheck's slow part, loading the checker and the declarations every
+# program uses, while the sandbox waits. Its protocol: it reads one line,
+# the source file's name, then prints the typecheck's diagnostics and
+# $CHECKED, and exits 0 (no error) or 2 (errors), as tsc does. Any other
+# end is its own failure (it could not start, a bad option, a crash): its
+# output is dropped and the cold typecheck command checks instead. It is in its own process
+# group, stdin and stdout are pipes to this runner, and it ends before the
+# program starts.
+my ($checker_pid, $checker_in, $checker_out);
+
+sub start_checker {
+    my ($argv) = @_;
+    my ($in_r, $in_w, $out_r, $out_w);
+    # Without one, the cold command checks: nothing to report.
+    return unless pipe($in_r, $in_w) && pipe($out_r, $out_w);
+    my $pid = fork;
+    return unless defined $pid;
+    if ($pid == 0) {
+        $SIG{PIPE} = 'DEFAULT';
+        POSIX::setpgid(0, 0);
+        if (   defined POSIX::dup2(fileno($in_r), 0)
+            && defined POSIX::dup2(fileno($out_w), 1)
+            && defined POSIX::dup2(1, 2))
+        {
+            no warnings 'exec';
+            exec { $argv->[0] } @$argv;
+        }
+        POSIX::_exit(127);
+    }
+    POSIX::setpgid($pid, $pid);
+    close($in_r);
+    close($out_w);
+    ($checker_pid, $checker_in, $checker_out) = ($pid, $in_w, $out_r);
+}
+
+# Ends the checker (its group) and reaps it: its status_of.
+sub end_checker {
+    my ($pid) = @_;
+    kill_group($pid);
+    kill('KILL', $pid);
+    1 while waitpid($pid, 0) < 0 && $!{EINTR};
+    return status_of($?);
+}
+
+# The warm checker's verdict on the source file within ms: (status,
+# timed_out) with its diagnostics on stderr, or () when it failed.
+sub warm_check {
+    my ($ms) = @_;
+    my ($pid, $in, $out) = ($checker_pid, $checker_in, $checker_out);
+    $checker_pid = undef;
+    my $deadline = Time::HiRes::time() + $ms / 1000;
+    my $asked    = eval { write_all($in, "$source_file\n"); 1 };
+    close($in);
+    if (!$asked) {
+        end_checker($pid);
+        close($out);
+        return ();
+    }
+    my ($text, $dropped, $tail) = ('', 0, '');
+    while (1) {
+        my $left = $deadline - Time::HiRes::time();
+        if ($left <= 0) {
+            end_checker($pid);
+            close($out);
+            eval { write_all(\*STDERR, $text) };
+            return (128 + 9, 1);
+        }
+        my $bits = '';
+        vec($bits, fileno($out), 1) = 1;
+        my $ready = select($bits, undef, undef, $left);
+        next if $ready <= 0;    # EINTR, or the deadline: looked at above
+        my $buf = '';
+        my $got = sysread($out, $buf, 65536);
+        if (!defined $got) {
+            next if $!{EINTR} || $!{EAGAIN};
+            last;
+        }
+        last if $got == 0;
+        my $room = $CHECK_KEEP - length($text);
+        $text .= $room >= $got ? $buf : substr($buf, 0, $room);
+        $dropped += $got - $room if $got > $room;
+        $tail = substr($tail . $buf, -length($CHECKED));
+    }
+    close($out);
+    my $status = end_checker($pid);
+    return () unless ($status == 0 || $status == 2) && $tail eq $CHECKED;
+    # The end mark is no diagnostic: off the kept text, or off the count.
+    my $mark = length($CHECKED) - ($dropped < length($CHECKED) ? $dropped : length($CHECKED));
+    $dropped -= length($CHECKED) - $mark;
+    substr($text, length($text) - $mark) = '';
+    $text .= "mcpsbx: $dropped more bytes of the typecheck's output were left out\n" if $dropped;
+    eval { write_all(\*STDERR, $text) };
+    return ($status, 0);
+}
+
 # ---- compile, typecheck -----------------------------------------------------
 # Their output goes to stderr (stdout is the program's), their stdin is
 # /dev/null. A failed compile (or blocking typecheck) ends the run: the
@@ -619,10 +721,13 @@ if (defined $compile) {
     finish($st, undef, step_error('compile_error', $st, $timed_out)) if $st != 0;
 }
 if (defined $typecheck) {
-    my ($st, $timed_out) = wait_step(spawn($typecheck, $null_fh, 1), $step_ms);
+    my ($st, $timed_out) = defined $checker_pid ? warm_check($step_ms) : ();
+    # Which one checked, for the tests and the benchmark (the daemon ignores it).
+    push @notes, '"typecheck_by":' . (defined $st ? '"warm"' : '"cold"') if $warm && @ARGV > 1;
+    ($st, $timed_out) = wait_step(spawn($typecheck, $null_fh, 1), $step_ms) unless defined $st;
     $lap->('typecheck');
     if ($st != 0) {
-        finish($st, undef, step_error('compile_error', $st, $timed_out)) if $blocks;
+        finish($st, undef, step_error('compile_error', $st, $timed_out), @notes) if $blocks;
         # Only reported: its output is on stderr already; the record names
         # it for whoever wants it.
         if ($timed_out) {
@@ -630,6 +735,13 @@ if (defined $typecheck) {
         }
         push @notes, step_error('typecheck_error', $st, $timed_out);
     }
+}
+if (defined $checker_pid) {
+    # Not used (no typecheck asked): it must not live on beside the program.
+    close($checker_in);
+    close($checker_out);
+    end_checker($checker_pid);
+    $checker_pid = undef;
 }
 close($null_fh);
 

@@ -361,6 +361,50 @@ static void test_typecheck(void **state)
         "test.json:3: ", "'typecheck' must be an array of strings");
 }
 
+static void test_typecheck_warm(void **state)
+{
+    (void)state;
+    /* TypeScript keeps tsc's checker warm; no other built-in has one. */
+    struct langtable *t = load_ok(NULL);
+    for (size_t i = 0; i < langtable_count(t); i++) {
+        const struct langtable_lang *l = langtable_get(t, i);
+        assert_int_equal(l->typecheck_warm, strcmp(l->name, "typescript") == 0
+                                                ? LANGTABLE_CHECKER_TSC
+                                                : LANGTABLE_CHECKER_NONE);
+    }
+    assert_string_equal(langtable_checker_name(LANGTABLE_CHECKER_TSC), "tsc");
+    assert_string_equal(langtable_checker_name(LANGTABLE_CHECKER_NONE), "none");
+    langtable_free(t);
+
+    /* null and "none" turn it off; the typecheck stays. */
+    const char *off[] = {"null", "\"none\""};
+    for (size_t i = 0; i < 2; i++) {
+        char text[128];
+        snprintf(text, sizeof(text),
+                 "{\"languages\": [{\"name\": \"typescript\", \"typecheck_warm\": %s}]}", off[i]);
+        t = load_ok(text);
+        const struct langtable_lang *ts = langtable_find(t, "ts");
+        assert_int_equal(ts->typecheck_warm, LANGTABLE_CHECKER_NONE);
+        assert_true(ts->typecheck.n > 0);
+        langtable_free(t);
+    }
+
+    /* Removing the typecheck removes the built-in checker; setting one
+     * without a typecheck is refused, and it must be a name it knows. */
+    t = load_ok("{\"languages\": [{\"name\": \"typescript\", \"typecheck\": null}]}");
+    assert_int_equal(langtable_find(t, "ts")->typecheck_warm, LANGTABLE_CHECKER_NONE);
+    langtable_free(t);
+    bad("{\"languages\": [\n  {\"name\": \"typescript\",\n   \"typecheck\": null,\n"
+        "   \"typecheck_warm\": \"tsc\"}\n]}",
+        "test.json:4: ", "'typecheck_warm' needs a typecheck");
+    bad("{\"languages\": [\n  {\"name\": \"c\",\n   \"typecheck_warm\": \"tsc\"}\n]}",
+        "test.json:3: ", "'typecheck_warm' needs a typecheck");
+    bad("{\"languages\": [\n  {\"name\": \"typescript\",\n   \"typecheck_warm\": \"mypy\"}\n]}",
+        "test.json:3: ", "'typecheck_warm' must be \"tsc\", \"none\" or null");
+    bad("{\"languages\": [\n  {\"name\": \"typescript\",\n   \"typecheck_warm\": true}\n]}",
+        "test.json:3: ", "'typecheck_warm' must be \"tsc\", \"none\" or null");
+}
+
 /* ---- the daemon's options (langtable_configure) ------------------------------------- */
 
 /* The built-in table (or text over it) configured by these options;
@@ -739,6 +783,7 @@ int main(void)
         cmocka_unit_test(test_bad_json),
         cmocka_unit_test(test_bad_entries),
         cmocka_unit_test(test_typecheck),
+        cmocka_unit_test(test_typecheck_warm),
         cmocka_unit_test(test_configure_subset),
         cmocka_unit_test(test_configure_options),
         cmocka_unit_test(test_configure_network_and_dry_run),

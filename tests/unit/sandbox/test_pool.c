@@ -19,6 +19,7 @@
 #include "backend/docker/engine.h"
 #include "fake_engine/fake_engine.h"
 #include "sandbox/exec.h"
+#include "sandbox/runner.h"
 #include "unit/langs.h"
 
 #define GUARD FAKE_HANG_GUARD_MS
@@ -889,6 +890,66 @@ static void test_per_language_sizes(void **state)
     assert_all_gone(g);
 }
 
+/* The argv after a generic warm runner's "warm" in its Cmd (JSON text):
+ * that of the newest such container, once one is ready. */
+static void generic_warm_args(struct rig *g, const struct langtable_lang *lang, char *out, size_t n)
+{
+    wait_ready(g, lang, 1);
+    int created = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    for (int i = created; i >= 1; i--) {
+        char id[FAKE_ID_MAX + 1];
+        struct fake_container_info info;
+        nth_id((unsigned long)i, id);
+        if (fake_engine_info(g->fe, id, &info) && info.warm && strcmp(info.preload, "warm") == 0) {
+            assert_true(strlen(info.warm_args) < n);
+            memcpy(out, info.warm_args, strlen(info.warm_args) + 1);
+            return;
+        }
+    }
+    fail_msg("no warm %s sandbox was made", lang->name);
+}
+
+/* A warm TypeScript sandbox keeps the daemon's checker ready: node running
+ * runner_tscheck_src with the typecheck's options (not "tsc", not the
+ * source file); without typecheck_warm the warm runner starts none. */
+static void test_typescript_warm_checker(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.languages.items = xrealloc(g->cfg.languages.items, 4 * sizeof(char *));
+    g->cfg.languages.items[2] = xstrdup("typescript");
+    g->cfg.languages.items[3] = NULL;
+    g->cfg.languages.n = 3;
+    rig_open(g);
+    const struct langtable_lang *ts = test_lang(g->langs, "typescript");
+    char args[8192];
+    generic_warm_args(g, ts, args, sizeof(args));
+    json_object *a = json_tokener_parse(args);
+    assert_non_null(a);
+    size_t n = json_object_array_length(a);
+    assert_int_equal(n, 4 + ts->typecheck.n - 2);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(a, 0)), "node");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(a, 1)), "-e");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(a, 2)),
+                        runner_tscheck_src);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(a, 3)), "--");
+    for (size_t i = 4, k = 1; i < n; i++, k++) {
+        if (strcmp(ts->typecheck.v[k], ts->source_file) == 0)
+            k++;
+        assert_string_equal(json_object_get_string(json_object_array_get_idx(a, i)),
+                            ts->typecheck.v[k]);
+    }
+    json_object_put(a);
+    rig_close(g);
+    assert_all_gone(g);
+
+    g->languages_text = "{\"languages\": [{\"name\": \"typescript\", \"typecheck_warm\": null}]}";
+    rig_open(g);
+    generic_warm_args(g, test_lang(g->langs, "typescript"), args, sizeof(args));
+    assert_string_equal(args, "[]");
+    rig_close(g);
+    assert_all_gone(g);
+}
+
 /* --pool-size, when given, is every language's, over the table's. */
 static void test_pool_size_option_wins(void **state)
 {
@@ -927,6 +988,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_runs_and_kills, setup, teardown),
         cmocka_unit_test_setup_teardown(test_size_zero, setup, teardown),
         cmocka_unit_test_setup_teardown(test_per_language_sizes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_typescript_warm_checker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_per_language_sizes, setup_attach, teardown),
         cmocka_unit_test_setup_teardown(test_pool_size_option_wins, setup, teardown),
     };

@@ -497,6 +497,35 @@ static void test_result_invalid(void **state)
     }
 }
 
+/* Which checker did the typecheck: "warm" or "cold"; anything else (or
+ * nothing) is none, never a broken record. */
+static void test_result_typecheck_by(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *rec;
+        enum runner_typecheck_by want;
+    } cases[] = {
+        {"{\"exit_code\":0}", RUNNER_TYPECHECK_NONE},
+        {"{\"exit_code\":0,\"typecheck_by\":\"warm\"}", RUNNER_TYPECHECK_WARM},
+        {"{\"exit_code\":0,\"typecheck_by\":\"cold\"}", RUNNER_TYPECHECK_COLD},
+        {"{\"exit_code\":0,\"typecheck_by\":\"WARM\"}", RUNNER_TYPECHECK_NONE},
+        {"{\"exit_code\":0,\"typecheck_by\":\"warmer\"}", RUNNER_TYPECHECK_NONE},
+        {"{\"exit_code\":0,\"typecheck_by\":1}", RUNNER_TYPECHECK_NONE},
+        {"{\"exit_code\":0,\"typecheck_by\":null}", RUNNER_TYPECHECK_NONE},
+        {"{\"exit_code\":2,\"compile_error\":{\"exit_code\":2},\"typecheck_by\":\"warm\"}",
+         RUNNER_TYPECHECK_WARM},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        struct runner_done d;
+        enum err_code code;
+        if (parse_record(cases[i].rec, strlen(cases[i].rec), &d, &code) != 0)
+            fail_msg("record %zu was refused", i);
+        assert_int_equal(d.typecheck_by, cases[i].want);
+        runner_done_free(&d);
+    }
+}
+
 /* The generic runner's failed compile step: exit code and whether its own
  * limit stopped it; anything else in its place breaks the protocol. */
 static void test_result_compile_error(void **state)
@@ -1283,6 +1312,7 @@ int main(void)
         cmocka_unit_test(test_result_invalid),
         cmocka_unit_test(test_result_check),
         cmocka_unit_test(test_result_compile_error),
+        cmocka_unit_test(test_result_typecheck_by),
         cmocka_unit_test(test_result_requires_done),
         cmocka_unit_test(test_nonce),
         cmocka_unit_test(test_encode_basic),
