@@ -356,34 +356,37 @@ static int get_bool(json_object *v, const char *key, bool *out, struct err *err)
     return 0;
 }
 
+/* The index of v's string in names[0..n), or -1 (not one of them, or not
+ * a string). */
+static int name_index(json_object *v, const char *const *names, size_t n)
+{
+    if (!json_object_is_type(v, json_type_string))
+        return -1;
+    const char *s = json_object_get_string(v);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return (int)i;
+    return -1;
+}
+
 static int get_runner(json_object *v, enum langtable_runner *out, struct err *err)
 {
-    if (json_object_is_type(v, json_type_string)) {
-        const char *s = json_object_get_string(v);
-        for (size_t i = 0; i < ARRAY_SIZE(runner_names); i++)
-            if (strcmp(s, runner_names[i]) == 0) {
-                *out = (enum langtable_runner)i;
-                return 0;
-            }
-    }
-    return err_set(err, ERR_INVALID, "'runner' must be \"python\", \"node\" or \"generic\"");
+    int i = name_index(v, runner_names, ARRAY_SIZE(runner_names));
+    if (i < 0)
+        return err_set(err, ERR_INVALID, "'runner' must be \"python\", \"node\" or \"generic\"");
+    *out = (enum langtable_runner)i;
+    return 0;
 }
 
 static int get_checker(json_object *v, enum langtable_checker *out, struct err *err)
 {
-    if (json_object_is_type(v, json_type_null)) {
-        *out = LANGTABLE_CHECKER_NONE;
-        return 0;
-    }
-    if (json_object_is_type(v, json_type_string)) {
-        const char *s = json_object_get_string(v);
-        for (size_t i = 0; i < ARRAY_SIZE(checker_names); i++)
-            if (strcmp(s, checker_names[i]) == 0) {
-                *out = (enum langtable_checker)i;
-                return 0;
-            }
-    }
-    return err_set(err, ERR_INVALID, "'typecheck_warm' must be \"tsc\", \"none\" or null");
+    int i = json_object_is_type(v, json_type_null)
+                ? LANGTABLE_CHECKER_NONE
+                : name_index(v, checker_names, ARRAY_SIZE(checker_names));
+    if (i < 0)
+        return err_set(err, ERR_INVALID, "'typecheck_warm' must be \"tsc\", \"none\" or null");
+    *out = (enum langtable_checker)i;
+    return 0;
 }
 
 static int field_of(const char *key)
