@@ -296,6 +296,32 @@ def t_stdin_stream_and_readline(lang):
     eq(res.out, '["x","y","z"]\n', "stdout")
 
 
+@case("js")
+def t_stdout_blocks_instead_of_queueing(lang):
+    # 1 MiB to a pipe nobody reads yet: the writes wait for the reader
+    # rather than pile up in Node's queue (which has no bound).
+    code = ('const line = "y".repeat(1023) + "\\n";\n'
+            'for (let i = 0; i < 1024; i++) process.stdout.write(line);\n'
+            'console.error("queued " + process.stdout.writableLength);\n')
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-") as d:
+        p = subprocess.Popen(runner_cmd(lang), cwd=d, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        try:
+            p.stdin.write(frame(code))
+            p.stdin.close()
+            p.stdin = None  # communicate() must not touch it again
+            time.sleep(0.5)
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    res = Result(p.returncode, out, err, d)
+    ok_record(res)
+    eq(len(res.stdout), 1 << 20, "stdout bytes")
+    eq(res.stderr, "queued 0\n", "stderr")
+
+
 EMPTY = {
     "py": "import sys\nprint(repr(sys.stdin.read()))\ntry:\n    input()\nexcept EOFError:\n    print('EOF')",
     "js": 'console.log(JSON.stringify(require("fs").readFileSync(0, "utf8")));\n'

@@ -894,5 +894,13 @@
     }
   }
   outputsSpec = outputs;
+  // The program's stdout and stderr block while the daemon is behind, as
+  // they would on a terminal. Node leaves a pipe or socket non-blocking
+  // and queues what it cannot take at once, without bound: a print loop
+  // would fill the heap (and die of it) before the output cap stops it,
+  // and the queue could still be unwritten when the record goes out.
+  for (const s of [proc.stdout, proc.stderr]) {
+    if (s && s._handle && typeof s._handle.setBlocking === 'function') s._handle.setBlocking(true);
+  }
   Module.runMain(mainPath);
 })(require);
