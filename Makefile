@@ -72,7 +72,7 @@ OBJS               += $(B)/obj/variable_names.o
 # The built-in languages (src/sandbox/languages/builtin.json), embedded as
 # langtable_builtin_src (sandbox/langtable.c), and the python and node
 # runners' version probes (tools/languages.c).
-LANGUAGES     := src/sandbox/languages/builtin.json
+LANGUAGES_JSON := src/sandbox/languages/builtin.json
 PROBES        := src/tools/probes/python.py src/tools/probes/node.js
 LANGUAGES_GEN := build/gen/languages_builtin.c
 OBJS          += $(B)/obj/languages_builtin.o
@@ -127,9 +127,9 @@ $(B)/obj/variable_names.o: $(VARIABLE_NAMES_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 
-$(LANGUAGES_GEN): $(LANGUAGES) $(PROBES) scripts/embed.sh
+$(LANGUAGES_GEN): $(LANGUAGES_JSON) $(PROBES) scripts/embed.sh
 	@mkdir -p $(dir $@)
-	scripts/embed.sh $@ langtable_builtin_src=$(LANGUAGES) \
+	scripts/embed.sh $@ langtable_builtin_src=$(LANGUAGES_JSON) \
 	    languages_probe_python=src/tools/probes/python.py languages_probe_node=src/tools/probes/node.js
 
 $(B)/obj/languages_builtin.o: $(LANGUAGES_GEN)

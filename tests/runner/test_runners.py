@@ -1411,6 +1411,43 @@ def t_stdin_large(lang):
     check(time.monotonic() - t0 < 10, "slow request reading")
 
 
+NODE_PROGRAM = {"source_file": "main.js", "run": ["node", "main.js"]}
+
+
+@case("pl")
+def t_node_stdout_blocks_instead_of_queueing(lang):
+    # A node program under the generic runner (TypeScript's, or one an
+    # operator adds): 1 MiB to a pipe nobody reads yet waits for the reader
+    # rather than piling up in Node's unbounded queue; a node it starts
+    # does the same, and a NODE_OPTIONS of the request's env is kept.
+    child = r"for (let i = 0; i < 512; i++) process.stdout.write('z'.repeat(1023) + '\n');" \
+        r" console.error('child ' + process.stdout.writableLength);"
+    code = ('const line = "y".repeat(1023) + "\\n";\n'
+            'for (let i = 0; i < 512; i++) process.stdout.write(line);\n'
+            'const limit = require("v8").getHeapStatistics().heap_size_limit;\n'
+            'console.error("queued " + process.stdout.writableLength, limit < 400 * 2 ** 20);\n'
+            'require("child_process").execFileSync("node", ["-e", %s], {stdio: "inherit"});\n'
+            % json.dumps(child))
+    request = pl_frame(code, NODE_PROGRAM, env={"NODE_OPTIONS": "--max-old-space-size=256"})
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-") as d:
+        p = subprocess.Popen(runner_cmd(lang), cwd=d, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        try:
+            p.stdin.write(request)
+            p.stdin.close()
+            p.stdin = None  # communicate() must not touch it again
+            time.sleep(0.5)
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    res = Result(p.returncode, out, err, d)
+    pl_ok(res)
+    eq(len(res.stdout), 1 << 20, "stdout bytes")
+    eq(res.stderr, "queued 0 true\nchild 0\n", "stderr")
+
+
 @case("pl")
 def t_empty_stdin_is_eof(lang):
     res = pl_run("if read x; then echo read; else echo EOF; fi\ncat /dev/stdin | wc -c")

@@ -37,6 +37,16 @@ my $STEP_DEFAULT = 30000;      # ms for a compile or typecheck without compile_t
 my $CHECK_KEEP   = 8 << 20;    # bytes of a warm checker's output kept for stderr
 my $VARS_NAME    = '.mcpsbx-variables.json';
 my $STDIN_NAME   = '.mcpsbx-stdin';
+my $STDIO_NAME   = '.mcpsbx-stdio.js';
+# Node leaves a pipe or socket on its stdout non-blocking and queues what it
+# cannot write at once, without bound: a print loop fills the heap (exit 134)
+# before the daemon's output cap can stop it, depending on how fast the
+# daemon reads. Every node the program starts loads this first (through
+# NODE_OPTIONS, which nothing else reads), so its writes wait for the daemon
+# as the JavaScript runner's program's do.
+my $STDIO_JS = 'for (const s of [process.stdout, process.stderr])'
+    . " if (s && s._handle && typeof s._handle.setBlocking === 'function')"
+    . " s._handle.setBlocking(true);\n";
 
 my $nonce;         # once read: failures are reported in a record
 my $files_json;    # the record's "files", once the files were sent
@@ -749,6 +759,25 @@ close($null_fh);
 # stdout and stderr are the runner's own: the program's output streams to
 # the daemon as it is written. No timeout here: the daemon stops the whole
 # sandbox at the run's deadline.
+# The preload lives in the sandbox's /dev/shm where there is one, out of
+# the program's working directory, under a name of this runner's own.
+my $stdio_path;
+{
+    my $dir = -d '/dev/shm' && -w _ ? '/dev/shm' : ($cwd eq '/' ? '' : $cwd);
+    $stdio_path = "$dir/" . ($dir eq '/dev/shm' ? ".mcpsbx-stdio-$$.js" : $STDIO_NAME);
+    my $ok = eval {
+        write_new_file($stdio_path, $STDIO_JS, 0444);
+        1;
+    };
+    if (!$ok) {
+        my $e = $@;
+        chomp $e;
+        runner_fail("cannot prepare the program's output: $e");
+    }
+    (my $quoted = $stdio_path) =~ s/(["\\])/\\$1/g;
+    my $own = $ENV{NODE_OPTIONS};
+    $ENV{NODE_OPTIONS} = "--require \"$quoted\"" . (defined $own && $own ne '' ? " $own" : '');
+}
 my $ooms_before = oom_kills();
 my $pid = spawn($program->{run}, $stdin_fh, 0);
 my $status;
@@ -767,6 +796,7 @@ while (1) {
 # member lives, so the kill cannot reach anything else.
 $lap->('run');
 kill_group($pid);
+unlink($stdio_path);
 close($stdin_fh);
 # A SIGKILL nobody here sent is the kernel's OOM killer when the cgroup
 # counted one (or, where the count cannot be read, by far the likeliest).
