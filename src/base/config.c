@@ -70,6 +70,15 @@ static const struct opt_def options[] = {
      "serve MCP over streamable HTTP (/mcp) and legacy SSE (/sse) instead of stdio, e.g. "
      "127.0.0.1:8080",
      NULL},
+    {"http-body-timeout-ms", OPT_INT, F(http_body_timeout_ms), 100, 3600LL * 1000, "MS",
+     "an HTTP request's whole body must arrive within this long of its head, however the bytes "
+     "trickle; else the connection is closed (default 60000)",
+     NULL},
+    {"http-head-timeout-ms", OPT_INT, F(http_head_timeout_ms), 100, 3600LL * 1000, "MS",
+     "an HTTP connection must send a complete request head within this long of opening (or of "
+     "its previous answer, kept alive), however the bytes trickle; else it is closed "
+     "(default 10000)",
+     NULL},
     {"js-image", OPT_STR, F(js_image), 0, 0, "IMAGE",
      "image for JavaScript (default: the language table's, " DEFAULT_JS_IMAGE ")", NULL},
     {"js-preload", OPT_STR, F(js_preload), 0, 0, "MODULE,...",
@@ -90,6 +99,10 @@ static const struct opt_def options[] = {
      "print each enabled language and its image (a line each: NAME IMAGE), and exit", NULL},
     {"log-level", OPT_STR, F(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (default info); logs go to stderr", NULL},
+    {"max-batch-items", OPT_INT, F(max_batch_items), 1, 100000, "N",
+     "messages in one JSON-RPC batch (protocol 2025-03-26); a larger batch is refused whole, "
+     "and the answers of one batch together stay under --max-message-bytes (default 64)",
+     NULL},
     {"max-code-bytes", OPT_INT, F(max_code_bytes), 1, 64LL << 20, "N",
      "largest accepted code or stdin argument (default 4 MiB)", NULL},
     {"max-concurrent", OPT_INT, F(max_concurrent), 1, 1024, "N",
@@ -127,9 +140,12 @@ static const struct opt_def options[] = {
      "io.mcp-sandboxd. are the daemon's); repeatable",
      valid_label},
     {"max-connections", OPT_INT, F(max_connections), 8, 100000, "N",
-     "HTTP connections at once, a thread each; more are refused. A connection with no request "
-     "under way is closed after 10 s (default 2048)",
+     "HTTP connections at once (a few KiB each, served by one polling thread per core); near "
+     "the limit, the connection that has waited longest without a complete request head is "
+     "closed to make room (default 2048)",
      NULL},
+    {"max-connections-per-address", OPT_INT, F(max_connections_per_address), 1, 100000, "N",
+     "HTTP connections at once from one client address (default 512)", NULL},
     {"max-plot-bytes", OPT_INT, F(max_plot_bytes), 0, 64LL << 20, "N",
      "largest matplotlib figure returned, as PNG (default 4 MiB)", NULL},
     {"max-plots", OPT_INT, F(max_plots), 0, 1000, "N",
@@ -229,6 +245,10 @@ void config_init(struct config *cfg)
     cfg->http_listen = xstrdup("");
     cfg->max_sessions = 64;
     cfg->max_connections = 2048;
+    cfg->max_connections_per_address = 512;
+    cfg->http_head_timeout_ms = 10000;
+    cfg->http_body_timeout_ms = 60000;
+    cfg->max_batch_items = 64;
     cfg->session_idle_ms = 30LL * 60 * 1000;
     cfg->timeout_ms = 30000;
     cfg->max_timeout_ms = 300000;

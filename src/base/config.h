@@ -52,7 +52,11 @@ struct config {
     long long tmpfs_mb;
     long long max_concurrent;
     long long max_queued;
-    long long max_connections; /* HTTP connections at once (a thread each) */
+    long long max_connections;             /* HTTP connections at once */
+    long long max_connections_per_address; /* from one client address */
+    long long http_head_timeout_ms;        /* a request head must arrive within */
+    long long http_body_timeout_ms;        /* a body must arrive within, after its head */
+    long long max_batch_items;             /* messages in one JSON-RPC batch */
     long long queue_timeout_ms;
     double cpus;
     long long pool_size;            /* warm sandboxes per language; 0 = none; -1 = the table's */

@@ -5,11 +5,56 @@
 
 #include "base/json.h"
 
-int jsonrpc_parse(const char *data, size_t len, json_object **out, struct err *err)
+size_t jsonrpc_parse_cost(const char *data, size_t len)
+{
+    size_t cost = JSONRPC_COST_SCALAR; /* the top-level value */
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)data[i];
+        if (in_string) {
+            if (c == '\\') {
+                i++; /* an escape stands for at least one byte */
+                cost++;
+            } else if (c == '"')
+                in_string = false;
+            else
+                cost++;
+            continue;
+        }
+        switch (c) {
+        case '"':
+            in_string = true;
+            cost += JSONRPC_COST_STRING;
+            break;
+        case '{':
+            cost += JSONRPC_COST_OBJECT;
+            break;
+        case '[':
+            cost += JSONRPC_COST_ARRAY + JSONRPC_COST_SCALAR;
+            break;
+        case ',':
+        case ':':
+            cost += JSONRPC_COST_SCALAR;
+            break;
+        default:
+            break;
+        }
+    }
+    return cost;
+}
+
+int jsonrpc_parse(const char *data, size_t len, size_t budget, json_object **out,
+                  struct err *err)
 {
     *out = NULL;
     if (len > (size_t)INT32_MAX)
         return err_set(err, ERR_TOO_BIG, "message too large");
+    size_t cost = jsonrpc_parse_cost(data, len);
+    if (cost > budget)
+        return err_set(err, ERR_TOO_BIG,
+                       "Invalid Request: the message holds too many JSON values (parsing it "
+                       "would take about %zu KiB, more than %zu KiB)",
+                       cost >> 10, budget >> 10);
     if (!util_utf8_valid(data, len))
         return err_set(err, ERR_INVALID, "Parse error: message is not valid UTF-8");
     struct json_exact why;

@@ -14,6 +14,7 @@
 #define JSONRPC_METHOD_NOT_FOUND (-32601)
 #define JSONRPC_INVALID_PARAMS   (-32602)
 #define JSONRPC_INTERNAL_ERROR   (-32603)
+#define JSONRPC_SERVER_ERROR     (-32000)
 
 /* Nesting deeper than this is refused before it costs stack or memory. */
 #define JSONRPC_MAX_DEPTH 64
@@ -33,9 +34,32 @@ struct jsonrpc_msg {
     const char *invalid_reason; /* static text when kind == JSONRPC_INVALID */
 };
 
+/* json-c spends far more memory per value than the value's text takes (an
+ * empty object costs about 800 bytes, a number about 100; measured on
+ * Debian 12's json-c 0.16), so what a message may cost is estimated from
+ * its bytes before json-c sees them. The estimate never undercounts:
+ * JSONRPC_COST_* per object, array and scalar (every value after '[', ','
+ * or ':' counted as one), plus each string's own bytes. */
+#define JSONRPC_COST_OBJECT 832
+#define JSONRPC_COST_ARRAY  192
+#define JSONRPC_COST_SCALAR 112
+#define JSONRPC_COST_STRING 96
+
+/* What parsing one message may cost at most, for messages capped at cap
+ * bytes: a message whose estimate is over it is refused unparsed. Text
+ * (code, files, strings) costs about its length; a message of a million
+ * small values does not pass. */
+#define JSONRPC_PARSE_BUDGET(cap) (4 * (size_t)(cap) + ((size_t)1 << 20))
+
+/* The estimate of what json-c would allocate to parse data[0..len). */
+size_t jsonrpc_parse_cost(const char *data, size_t len);
+
 /* Parses exactly len bytes holding one JSON value (surrounding whitespace
- * allowed). On failure returns -1 with a message suitable for a -32700. */
-int jsonrpc_parse(const char *data, size_t len, json_object **out, struct err *err);
+ * allowed). On failure returns -1 with a message suitable for a -32700;
+ * a message whose jsonrpc_parse_cost is over budget is refused unparsed
+ * with ERR_TOO_BIG (a -32600). */
+int jsonrpc_parse(const char *data, size_t len, size_t budget, json_object **out,
+                  struct err *err);
 
 /* Classifies one message object (not an array). Never fails: malformed
  * messages come back as JSONRPC_INVALID with the id when it was readable. */

@@ -318,8 +318,10 @@ void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
 {
     json_object *msg = NULL;
     struct err err = ERR_INIT;
-    if (jsonrpc_parse(data, len, &msg, &err) < 0) {
-        mcp_session_reject(s, JSONRPC_PARSE_ERROR, err_msg(&err), ch);
+    size_t budget = JSONRPC_PARSE_BUDGET(s->srv->cfg->max_message_bytes);
+    if (jsonrpc_parse(data, len, budget, &msg, &err) < 0) {
+        mcp_session_reject(s, err.code == ERR_TOO_BIG ? JSONRPC_INVALID_REQUEST : JSONRPC_PARSE_ERROR,
+                           err_msg(&err), ch);
         err_clear(&err);
         return;
     }
@@ -350,16 +352,21 @@ void mcp_session_receive_json(struct mcp_session *s, json_object *msg, struct mc
     bool batches = initialized && s->version == MCP_V_2025_03_26;
     enum mcp_version v = s->version;
     pthread_mutex_unlock(&s->lock);
-    if (!batches || n == 0) {
+    const struct config *cfg = s->srv->cfg;
+    if (!batches || n == 0 || n > (size_t)cfg->max_batch_items) {
         char *text = n == 0 ? xstrdup("Invalid Request: empty batch")
-                            : xasprintf("Invalid Request: batches are not supported in protocol "
-                                        "version %s",
-                                        initialized ? mcp_version_name(v) : "(none yet)");
+                     : !batches
+                         ? xasprintf("Invalid Request: batches are not supported in protocol "
+                                     "version %s",
+                                     initialized ? mcp_version_name(v) : "(none yet)")
+                         : xasprintf("Invalid Request: a batch of %zu messages; at most %lld "
+                                     "(--max-batch-items)",
+                                     n, cfg->max_batch_items);
         mcp_session_reject(s, JSONRPC_INVALID_REQUEST, text, ch);
         free(text);
         return;
     }
-    struct batch *b = reply_batch_new(ch, n);
+    struct batch *b = reply_batch_new(ch, n, (size_t)cfg->max_message_bytes);
     for (size_t i = 0; i < n; i++) {
         struct reply r = reply_batch_slot(b, i);
         handle_message(s, json_object_array_get_idx(msg, i), &r);

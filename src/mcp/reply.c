@@ -41,15 +41,37 @@ void channel_send_json(struct mcp_channel *ch, json_object *msg)
 /* ---- replies ---------------------------------------------------------------- */
 
 /* A batch's answers are collected as serialized text, because its slots
- * are filled from different threads (a tools/call answers from a worker). */
+ * are filled from different threads (a tools/call answers from a worker).
+ * Together they stay under max_bytes: an answer that would pass it is
+ * replaced by an error for its request, so a batch of large answers (a
+ * tools/list each, or one run-store file read many times) costs at most
+ * max_bytes plus a small error per slot. */
 struct batch {
     pthread_mutex_t lock;
     size_t n;
     size_t remaining;
+    size_t bytes; /* of the texts so far */
+    size_t max_bytes;
     char **texts;
     size_t *lens;
     struct mcp_channel *ch;
 };
+
+/* The error that stands for an answer the batch has no room for. */
+static char *too_big_text(json_object *resp, size_t max_bytes, size_t *len)
+{
+    json_object *id = NULL;
+    json_object_object_get_ex(resp, "id", &id);
+    char *msg = xasprintf("the answers of this batch would exceed %zu bytes "
+                          "(--max-message-bytes); send this request on its own",
+                          max_bytes);
+    json_object *e = jsonrpc_error(id, JSONRPC_SERVER_ERROR, msg, NULL);
+    free(msg);
+    const char *s = jsonrpc_serialize(e, len);
+    char *text = xstrndup(s, *len);
+    json_object_put(e);
+    return text;
+}
 
 static void batch_send(struct batch *b)
 {
@@ -82,14 +104,19 @@ void reply_done(struct reply *r, json_object *resp)
         mcp_channel_unref(r->ch);
         return;
     }
+    struct batch *b = r->batch;
     char *text = NULL;
     size_t len = 0;
     if (resp) {
         const char *s = jsonrpc_serialize(resp, &len);
-        text = xstrndup(s, len);
+        pthread_mutex_lock(&b->lock);
+        bool room = len <= b->max_bytes - b->bytes;
+        if (room)
+            b->bytes += len; /* reserved */
+        pthread_mutex_unlock(&b->lock);
+        text = room ? xstrndup(s, len) : too_big_text(resp, b->max_bytes, &len);
         json_object_put(resp);
     }
-    struct batch *b = r->batch;
     pthread_mutex_lock(&b->lock);
     b->texts[r->index] = text;
     b->lens[r->index] = len;
@@ -117,11 +144,12 @@ void reply_error(struct reply *r, json_object *id, int code, const char *message
     reply_done(r, jsonrpc_error(id, code, message, NULL));
 }
 
-struct batch *reply_batch_new(struct mcp_channel *ch, size_t n)
+struct batch *reply_batch_new(struct mcp_channel *ch, size_t n, size_t max_bytes)
 {
     struct batch *b = xcalloc(1, sizeof(*b));
     pthread_mutex_init(&b->lock, NULL);
     b->n = n;
+    b->max_bytes = max_bytes;
     b->remaining = n;
     b->texts = xcalloc(n, sizeof(char *));
     b->lens = xcalloc(n, sizeof(size_t));

@@ -26,8 +26,9 @@ void reply_done(struct reply *r, json_object *resp);
 void reply_result(struct reply *r, json_object *id, json_object *result);
 void reply_error(struct reply *r, json_object *id, int code, const char *message);
 
-/* A batch of n slots answering on ch (takes a reference to it). */
-struct batch *reply_batch_new(struct mcp_channel *ch, size_t n);
+/* A batch of n slots answering on ch (takes a reference to it), whose
+ * answers together stay under max_bytes. */
+struct batch *reply_batch_new(struct mcp_channel *ch, size_t n, size_t max_bytes);
 
 /* Slot i of batch b. */
 struct reply reply_batch_slot(struct batch *b, size_t i);

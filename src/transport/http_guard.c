@@ -41,13 +41,22 @@ static bool host_allowed(const struct transport_http *t, const char *host)
     return false;
 }
 
+/* The daemon's own origin (a loopback name or the bound address, on the
+ * bound port) and --allowed-origins: any other page, a loopback one on
+ * another port among them, must not drive the daemon from a browser. */
 static bool origin_allowed(const struct transport_http *t, const char *origin)
 {
     for (size_t i = 0; i < t->cfg->allowed_origins.n; i++)
         if (strcasecmp(t->cfg->allowed_origins.items[i], origin) == 0)
             return true;
     struct http_host h;
-    return http_parse_origin(origin, &h) && http_is_loopback_name(h.name, h.name_len);
+    if (!http_parse_origin(origin, &h))
+        return false;
+    unsigned port = h.has_port ? h.port : strncasecmp(origin, "https:", 6) == 0 ? 443 : 80;
+    if (port != t->port)
+        return false;
+    return http_is_loopback_name(h.name, h.name_len) ||
+           (t->self_host && http_token_is(h.name, h.name_len, t->self_host));
 }
 
 static bool auth_ok(const struct transport_http *t, const char *value)
@@ -79,7 +88,9 @@ bool http_guard_admit(const struct transport_http *t, struct MHD_Connection *c, 
     }
     /* Preflights carry no credentials; health checks are open. */
     const char *auth = http_header(c, "Authorization");
-    if (strcmp(method, "OPTIONS") == 0 || strcmp(url, "/healthz") == 0 || auth_ok(t, auth))
+    bool token_ok = auth_ok(t, auth);
+    rq->authenticated = token_ok && t->cfg->auth_token && *t->cfg->auth_token;
+    if (strcmp(method, "OPTIONS") == 0 || strcmp(url, "/healthz") == 0 || token_ok)
         return true;
     bool sent = auth != NULL;
     struct MHD_Response *resp =

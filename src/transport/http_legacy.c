@@ -1,5 +1,9 @@
 #include "transport/http_legacy.h"
 
+#include <string.h>
+
+#include "mcp/jsonrpc.h"
+
 #include "transport/http_headers.h"
 #include "transport/http_sessions.h"
 #include "transport/http_sse.h"
@@ -23,24 +27,37 @@ enum MHD_Result http_legacy_sse(struct transport_http *t, struct MHD_Connection 
     return http_queue_sse(c, rq, r, NULL);
 }
 
-enum MHD_Result http_legacy_messages(struct transport_http *t, struct MHD_Connection *c,
-                                     struct request *rq)
+enum MHD_Result http_legacy_messages_head(struct transport_http *t, struct MHD_Connection *c,
+                                          struct request *rq)
 {
-    enum MHD_Result ret = MHD_NO;
     const char *sid = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sessionId");
     if (!sid)
         return http_reply_error(c, rq, MHD_HTTP_BAD_REQUEST, HTTP_ERR_SERVER,
                                 "Bad Request: sessionId query parameter is required");
-    json_object *msg = http_read_post(t->cfg->max_message_bytes, c, rq, &ret);
+    rq->sess = http_session_get(t, sid, true);
+    if (!rq->sess)
+        return http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SESSION, "Session not found");
+    return MHD_YES;
+}
+
+enum MHD_Result http_legacy_messages(struct transport_http *t, struct MHD_Connection *c,
+                                     struct request *rq)
+{
+    enum MHD_Result ret = MHD_NO;
+    json_object *msg = http_read_post(c, rq, t->cfg->max_message_bytes, &ret);
     if (!msg)
         return ret;
-    struct session *s = http_session_get(t, sid, true);
-    if (!s) {
-        ret = http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SESSION, "Session not found");
+    struct session *s = rq->sess;
+    /* The session counts against --max-sessions from its initialize on;
+     * until then it is pending, bounded by its grace. */
+    struct jsonrpc_msg m;
+    jsonrpc_classify(msg, &m);
+    if (m.kind == JSONRPC_REQUEST && strcmp(m.method, "initialize") == 0 &&
+        !http_session_count(s)) {
+        ret = http_reply_busy(c, rq, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: too many sessions");
     } else {
         /* Replies go to the session's SSE connection. */
         mcp_session_receive_json(s->mcp, msg, &s->legacy_stream->ch);
-        http_session_put(s);
         ret = http_queue(c, rq, MHD_HTTP_ACCEPTED, http_response_text("Accepted", 8, "text/plain"));
     }
     json_object_put(msg);

@@ -1,6 +1,8 @@
 /* The legacy 2024-11-05 HTTP+SSE transport: GET /sse opens a session and
  * its one SSE stream, whose first event names the URL to POST messages to
- * (/messages?sessionId=...); every reply travels on that stream. */
+ * (/messages?sessionId=...); every reply travels on that stream. The
+ * session is pending until its client sends initialize: it does not count
+ * against --max-sessions, and ends after LEGACY_GRACE_MS without one. */
 #ifndef MCPSBX_HTTP_LEGACY_H
 #define MCPSBX_HTTP_LEGACY_H
 
@@ -9,6 +11,11 @@
 /* GET /sse */
 enum MHD_Result http_legacy_sse(struct transport_http *t, struct MHD_Connection *c,
                                 struct request *rq);
+
+/* POST /messages?sessionId=: its session, looked up from the head (404
+ * before any body is read). */
+enum MHD_Result http_legacy_messages_head(struct transport_http *t, struct MHD_Connection *c,
+                                          struct request *rq);
 
 /* POST /messages?sessionId= */
 enum MHD_Result http_legacy_messages(struct transport_http *t, struct MHD_Connection *c,

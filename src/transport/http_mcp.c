@@ -75,24 +75,19 @@ static void classify_body(json_object *msg, struct body_info *bi)
     }
 }
 
-/* Waits for a JSON stream to complete and answers with its last message. */
+/* Answers with a complete JSON stream's last message, or 202 when the
+ * request got none (only notifications); frees the stream. */
 static enum MHD_Result answer_json(struct transport_http *t, struct MHD_Connection *c,
-                                   struct request *rq, struct session *s, struct stream *st,
-                                   bool new_session)
+                                   struct request *rq, struct stream *st)
 {
-    pthread_mutex_lock(&t->lock);
-    /* mcp answers every request, cancelled ones with nothing, and closing
-     * a session waits for its runs: completion always comes. */
-    while (!st->complete)
-        pthread_cond_wait(&s->cond, &t->lock);
-    pthread_mutex_unlock(&t->lock);
-
+    (void)t;
+    struct session *s = rq->sess;
     bool with_id = false;
-    if (new_session) {
+    if (rq->new_session) {
         /* A failed initialize leaves no session behind. */
         with_id = mcp_session_initialized(s->mcp);
         if (!with_id)
-            http_session_end(s);
+            http_session_end(s, NULL);
     }
     struct MHD_Response *resp;
     unsigned status = MHD_HTTP_OK;
@@ -112,10 +107,58 @@ static enum MHD_Result answer_json(struct transport_http *t, struct MHD_Connecti
     return http_queue(c, rq, status, resp);
 }
 
-enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c,
-                              struct request *rq)
+/* Answers at once if the stream completed already (the message was
+ * answered on this thread), else suspends rq until it does. */
+static enum MHD_Result answer_json_when_done(struct transport_http *t, struct MHD_Connection *c,
+                                             struct request *rq, struct stream *st)
 {
-    enum MHD_Result ret = MHD_NO;
+    pthread_mutex_lock(&t->lock);
+    bool done = st->complete;
+    if (!done) {
+        st->waiter = rq;
+        rq->json = st;
+        rq->wait = RQ_WAIT_JSON;
+        http_suspend_locked(t, rq);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return done ? answer_json(t, c, rq, st) : MHD_YES;
+}
+
+enum MHD_Result http_mcp_json_ready(struct transport_http *t, struct MHD_Connection *c,
+                                    struct request *rq)
+{
+    struct stream *st = rq->json;
+    pthread_mutex_lock(&t->lock);
+    bool done = st->complete;
+    bool stopping = t->stopping;
+    if (done) {
+        st->waiter = NULL;
+        rq->json = NULL;
+        rq->wait = RQ_WAIT_NONE;
+    } else if (!stopping) {
+        http_suspend_locked(t, rq); /* woken early: wait on */
+    }
+    pthread_mutex_unlock(&t->lock);
+    if (done)
+        return answer_json(t, c, rq, st);
+    if (!stopping)
+        return MHD_YES;
+    /* Stopping with the answer still out: the stream goes with its last
+     * reference (http_mcp_request_done). */
+    return http_reply_busy(c, rq, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: shutting down");
+}
+
+void http_mcp_request_done(struct transport_http *t, struct request *rq)
+{
+    if (rq->json) {
+        http_stream_abandon(t, rq->json);
+        rq->json = NULL;
+    }
+}
+
+enum MHD_Result http_mcp_post_head(struct transport_http *t, struct MHD_Connection *c,
+                                   struct request *rq, size_t sessionless_cap)
+{
     const char *accept = http_header(c, "Accept");
     bool want_json = !accept || http_accept_lists(accept, "application/json");
     bool want_sse = accept && http_accept_lists(accept, "text/event-stream");
@@ -125,26 +168,46 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
                                 "text/event-stream");
     if (!version_header_ok(c))
         return reply_bad_version(c, rq);
-    json_object *msg = http_read_post(t->cfg->max_message_bytes, c, rq, &ret);
+    if (!http_header(c, "Mcp-Session-Id")) {
+        /* Only an initialize may come without a session: a small body. */
+        if (rq->body_cap > sessionless_cap)
+            rq->body_cap = sessionless_cap;
+        return MHD_YES;
+    }
+    enum MHD_Result ret = MHD_NO;
+    rq->sess = require_session(t, c, rq, &ret);
+    return rq->sess ? MHD_YES : ret;
+}
+
+enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c,
+                              struct request *rq)
+{
+    enum MHD_Result ret = MHD_NO;
+    const char *accept = http_header(c, "Accept");
+    bool want_json = !accept || http_accept_lists(accept, "application/json");
+    bool want_sse = accept && http_accept_lists(accept, "text/event-stream");
+    json_object *msg = http_read_post(c, rq, t->cfg->max_message_bytes, &ret);
     if (!msg)
         return ret;
 
     struct body_info bi;
     classify_body(msg, &bi);
-    struct session *s = NULL;
-    bool new_session = false;
-    if (bi.initialize && !http_header(c, "Mcp-Session-Id")) {
+    if (!rq->sess) {
+        if (!bi.initialize) {
+            ret = http_reply_error(c, rq, MHD_HTTP_BAD_REQUEST, HTTP_ERR_SERVER,
+                                   "Bad Request: Mcp-Session-Id header is required");
+            goto out;
+        }
         unsigned status = 0;
         const char *why = NULL;
-        s = http_session_create(t, false, &status, &why);
-        if (!s) {
+        rq->sess = http_session_create(t, false, &status, &why);
+        if (!rq->sess) {
             ret = http_reply_busy(c, rq, status, why);
             goto out;
         }
-        new_session = true;
-    } else if (!(s = require_session(t, c, rq, &ret))) {
-        goto out;
+        rq->new_session = true;
     }
+    struct session *s = rq->sess;
 
     if (bi.invalid) {
         ret = http_queue(c, rq, MHD_HTTP_BAD_REQUEST,
@@ -168,19 +231,17 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
         mcp_session_receive_json(s->mcp, msg, &st->ch);
         mcp_channel_unref(&st->ch);
         /* initialize answers at once: keep the session only if it worked. */
-        bool keep = new_session && mcp_session_initialized(s->mcp);
-        if (new_session && !keep)
-            http_session_end(s);
+        bool keep = rq->new_session && mcp_session_initialized(s->mcp);
+        if (rq->new_session && !keep)
+            http_session_end(s, NULL);
         ret = http_queue_sse(c, rq, r, keep ? s->id : NULL);
     } else {
         struct stream *st = http_stream_new(s, STREAM_JSON);
         mcp_session_receive_json(s->mcp, msg, &st->ch);
         mcp_channel_unref(&st->ch);
-        ret = answer_json(t, c, rq, s, st, new_session);
+        ret = answer_json_when_done(t, c, rq, st);
     }
 out:
-    if (s)
-        http_session_put(s);
     json_object_put(msg);
     return ret;
 }
@@ -242,9 +303,34 @@ enum MHD_Result http_mcp_delete(struct transport_http *t, struct MHD_Connection 
     enum MHD_Result ret = MHD_NO;
     if (!version_header_ok(c))
         return reply_bad_version(c, rq);
-    struct session *s = require_session(t, c, rq, &ret);
-    if (!s)
+    rq->sess = require_session(t, c, rq, &ret);
+    if (!rq->sess)
         return ret;
-    http_session_end_put(s);
+    /* Answered once the session's runs have ended (the closer resumes
+     * us), as a client deleting a session expects. */
+    pthread_mutex_lock(&t->lock);
+    rq->wait = RQ_WAIT_CLOSE;
+    http_suspend_locked(t, rq);
+    pthread_mutex_unlock(&t->lock);
+    if (!http_session_end(rq->sess, rq)) {
+        pthread_mutex_lock(&t->lock);
+        rq->closed = true;
+        http_resume_locked(t, rq);
+        pthread_mutex_unlock(&t->lock);
+    }
+    return MHD_YES;
+}
+
+enum MHD_Result http_mcp_delete_done(struct transport_http *t, struct MHD_Connection *c,
+                                     struct request *rq)
+{
+    pthread_mutex_lock(&t->lock);
+    bool wait = !rq->closed && !t->stopping;
+    if (wait)
+        http_suspend_locked(t, rq); /* woken early: wait on */
+    pthread_mutex_unlock(&t->lock);
+    if (wait)
+        return MHD_YES;
+    rq->wait = RQ_WAIT_NONE;
     return http_queue(c, rq, MHD_HTTP_NO_CONTENT, http_response_empty());
 }

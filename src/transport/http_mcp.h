@@ -6,11 +6,24 @@
 
 #include "transport/http_server.h"
 
+/* What a POST's head decides before its body is read: Accept, the
+ * protocol version, and its session (404 for one that does not exist; no
+ * session: the body may only be an initialize, at most sessionless_cap). */
+enum MHD_Result http_mcp_post_head(struct transport_http *t, struct MHD_Connection *c,
+                                   struct request *rq, size_t sessionless_cap);
 enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c,
                               struct request *rq);
+/* A POST waiting for its JSON answer, resumed. */
+enum MHD_Result http_mcp_json_ready(struct transport_http *t, struct MHD_Connection *c,
+                                    struct request *rq);
 enum MHD_Result http_mcp_get(struct transport_http *t, struct MHD_Connection *c,
                              struct request *rq);
 enum MHD_Result http_mcp_delete(struct transport_http *t, struct MHD_Connection *c,
                                 struct request *rq);
+/* A DELETE waiting for its session's runs to end, resumed. */
+enum MHD_Result http_mcp_delete_done(struct transport_http *t, struct MHD_Connection *c,
+                                     struct request *rq);
+/* rq is complete: lets go of a JSON stream it may still hold. */
+void http_mcp_request_done(struct transport_http *t, struct request *rq);
 
 #endif

@@ -77,22 +77,26 @@ enum MHD_Result http_reply_busy(struct MHD_Connection *c, struct request *rq, un
     return http_queue(c, rq, status, resp);
 }
 
-enum MHD_Result http_reply_too_big(long long max_bytes, struct MHD_Connection *c,
-                                   struct request *rq)
+enum MHD_Result http_reply_too_big(struct MHD_Connection *c, struct request *rq,
+                                   long long max_message_bytes)
 {
-    char *msg =
-        xasprintf("Invalid Request: message exceeds %lld bytes (--max-message-bytes)", max_bytes);
+    char *msg = (long long)rq->body_cap < max_message_bytes
+                    ? xasprintf("Invalid Request: message exceeds %zu bytes (a message without "
+                                "a session must be an initialize)",
+                                rq->body_cap)
+                    : xasprintf("Invalid Request: message exceeds %zu bytes (--max-message-bytes)",
+                                rq->body_cap);
     enum MHD_Result ret =
         http_reply_error(c, rq, MHD_HTTP_CONTENT_TOO_LARGE, JSONRPC_INVALID_REQUEST, msg);
     free(msg);
     return ret;
 }
 
-json_object *http_read_post(long long max_bytes, struct MHD_Connection *c, struct request *rq,
-                            enum MHD_Result *ret)
+json_object *http_read_post(struct MHD_Connection *c, struct request *rq,
+                            long long max_message_bytes, enum MHD_Result *ret)
 {
     if (rq->too_big) {
-        *ret = http_reply_too_big(max_bytes, c, rq);
+        *ret = http_reply_too_big(c, rq, max_message_bytes);
         return NULL;
     }
     if (!http_media_type_is(http_header(c, "Content-Type"), "application/json")) {
@@ -102,8 +106,12 @@ json_object *http_read_post(long long max_bytes, struct MHD_Connection *c, struc
     }
     json_object *msg = NULL;
     struct err err = ERR_INIT;
-    if (jsonrpc_parse(rq->body.data ? rq->body.data : "", rq->body.len, &msg, &err) < 0) {
-        *ret = http_reply_error(c, rq, MHD_HTTP_BAD_REQUEST, JSONRPC_PARSE_ERROR, err_msg(&err));
+    if (jsonrpc_parse(rq->body.data ? rq->body.data : "", rq->body.len,
+                      JSONRPC_PARSE_BUDGET(rq->body_cap), &msg, &err) < 0) {
+        bool too_big = err.code == ERR_TOO_BIG;
+        *ret = http_reply_error(c, rq, too_big ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_BAD_REQUEST,
+                                too_big ? JSONRPC_INVALID_REQUEST : JSONRPC_PARSE_ERROR,
+                                err_msg(&err));
         err_clear(&err);
         return NULL;
     }

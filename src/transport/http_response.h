@@ -16,16 +16,41 @@
 #define HTTP_ERR_SERVER  (-32000)
 #define HTTP_ERR_SESSION (-32001)
 
-/* One HTTP request (MHD's per-request pointer). */
+struct conn;
+struct session;
+struct stream;
+
+/* What a suspended request waits for. */
+enum request_wait {
+    RQ_WAIT_NONE,
+    RQ_WAIT_JSON,  /* its reply stream to complete (a JSON answer) */
+    RQ_WAIT_CLOSE, /* its session's runs to end (DELETE) */
+};
+
+/* One HTTP request (MHD's per-request pointer), on the polling thread of
+ * its connection; the fields under "waiting" are under t->lock. */
 struct request {
     double start;
     char method[16];
     char path[HTTP_LOG_FIELD_MAX];
     unsigned status;
     const char *origin; /* an allowed Origin, echoed in CORS headers */
+    bool authenticated; /* it carried the configured bearer token */
     bool too_big;
     size_t received;
+    size_t body_cap; /* --max-message-bytes, or less before a session exists */
     struct buf body;
+    struct MHD_Connection *c;
+    struct conn *conn;     /* its connection's deadlines (http_conns.h) */
+    struct session *sess;  /* named by the request's headers: one reference */
+    bool new_session;      /* an initialize that made sess */
+    bool body_in;          /* the last upload call came */
+    /* waiting */
+    enum request_wait wait;
+    bool suspended;
+    struct stream *json; /* RQ_WAIT_JSON */
+    bool closed;         /* RQ_WAIT_CLOSE: the session's runs ended */
+    struct request *wait_prev, *wait_next; /* t->waiting while suspended */
 };
 
 /* A request header's value, or NULL. */
@@ -50,13 +75,14 @@ enum MHD_Result http_reply_error(struct MHD_Connection *c, struct request *rq, u
 enum MHD_Result http_reply_busy(struct MHD_Connection *c, struct request *rq, unsigned status,
                                 const char *why);
 
-/* 413: the message is over --max-message-bytes. */
-enum MHD_Result http_reply_too_big(long long max_bytes, struct MHD_Connection *c,
-                                   struct request *rq);
+/* 413: the message is over the request's body cap. */
+enum MHD_Result http_reply_too_big(struct MHD_Connection *c, struct request *rq,
+                                   long long max_message_bytes);
 
 /* Checks and parses a POST body (both transports); answers and returns
- * NULL when it is not a readable JSON message. */
-json_object *http_read_post(long long max_bytes, struct MHD_Connection *c, struct request *rq,
-                            enum MHD_Result *ret);
+ * NULL when it is not a readable JSON message. Parsing is bounded by the
+ * request's body cap (jsonrpc.h: JSONRPC_PARSE_BUDGET). */
+json_object *http_read_post(struct MHD_Connection *c, struct request *rq,
+                            long long max_message_bytes, enum MHD_Result *ret);
 
 #endif

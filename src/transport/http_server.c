@@ -16,20 +16,27 @@
  *   http_mcp.[ch]       /mcp, streamable HTTP: POST, GET, DELETE
  *   http_legacy.[ch]    /sse + /messages, the 2024-11-05 HTTP+SSE transport
  *
- * Threads: MHD's listener accepts connections and gives each a thread of
- * its own, which runs on_request and, for an SSE answer, the stream's
- * content reader; so handlers and readers may block on condition variables
- * (a JSON answer until its stream completes, an SSE reader until its next
- * event). A janitor thread ends idle sessions (http_sessions.c). mcp sends
- * replies from its own threads (workers, the queue timer) through the
- * streams' channels (http_sse.c). main starts and stops the transport.
+ * Threads: libmicrohttpd polls every connection with epoll on one thread
+ * per core (MHD's thread pool); a connection is a few KiB of state, not a
+ * thread. Handlers never block: a JSON answer that is not ready, a DELETE
+ * waiting for its runs and an SSE reader with nothing to send suspend
+ * their connection (MHD stops polling it) and whoever makes progress
+ * resumes it (a worker sending a reply, the closer ending a session, the
+ * janitor for keep-alives, hang-ups and stop). Two threads of the
+ * transport's own: the janitor (http_sessions.c) closes connections past
+ * their head or body deadline, ends idle sessions and un-initialized
+ * legacy ones, sends keep-alives and notices clients gone from suspended
+ * streams; the closer ends sessions (cancelling and waiting for their
+ * runs) off the polling threads. mcp sends replies from its own threads
+ * (workers, the queue timer) through the streams' channels (http_sse.c).
  *
- * Locking: one mutex, t->lock, guards the session table and every session's
- * fields, streams and events. Each session has a condition variable (used
- * with t->lock), broadcast when one of its streams gets an event or
- * completes and when the session ends. mcp functions are never called with
- * t->lock held. Lifetimes: http_sessions.c (sessions), http_sse.h (streams).
- * json-c objects stay on the connection thread that parsed them; only
+ * Locking: t->lock guards the session table and every session's fields,
+ * streams, events and readers, and every request's waiting fields. MHD's
+ * suspend and resume are called under it (MHD takes only its own lock
+ * inside them and never calls us holding that lock). t->conns has a lock
+ * of its own (http_conns.h). mcp functions are never called with t->lock
+ * held. Lifetimes: http_sessions.c (sessions), http_sse.h (streams).
+ * json-c objects stay on the polling thread that parsed them; only
  * serialized bytes cross threads. */
 #include "transport/http_server.h"
 
@@ -40,6 +47,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "mcp/jsonrpc.h"
@@ -49,17 +57,23 @@
 #include "transport/http_mcp.h"
 #include "transport/http_response.h"
 #include "transport/http_sessions.h"
+#include "transport/http_sse.h"
 
-#define STOP_DRAIN_MS        3000 /* stop lets answers in progress go out */
-#define CONNECTION_TIMEOUT_S 120  /* within a request; SSE writes keep theirs */
-/* A connection with no request under way (not yet one, or between
- * keep-alive requests) is closed after this long, so idle or trickling
- * clients cannot hold the connection slots. */
-#define IDLE_TIMEOUT_S 10
-/* Each connection has a thread (thread per connection): small stacks keep
- * --max-connections of them cheap. Handlers keep little on the stack; JSON
- * nesting is capped (JSONRPC_MAX_DEPTH). */
-#define THREAD_STACK_BYTES (1u << 20)
+#define STOP_DRAIN_MS 3000 /* stop lets answers in progress go out */
+/* MHD's own timeout, which restarts on every byte: a backstop for a client
+ * that stops reading an answer. Deadlines of heads and bodies are ours
+ * (http_conns.h); suspended connections do not time out. */
+#define CONNECTION_TIMEOUT_S 120
+/* MHD's memory per connection: the request head and its buffers. */
+#define CONNECTION_MEMORY_BYTES (32u * 1024u)
+/* Before a session exists the only message is an initialize: its body is
+ * capped far below --max-message-bytes, so a client without a session
+ * costs little. */
+#define SESSIONLESS_BODY_MAX (64u * 1024u)
+/* Near --max-connections, this many slots below it a new connection
+ * closes the oldest one without a complete request head. */
+#define EVICT_HEADROOM_MIN 16
+#define MAX_POLL_THREADS   16
 
 #define ALLOW_METHODS "GET, POST, DELETE, OPTIONS"
 #define ALLOW_HEADERS                                                                              \
@@ -89,25 +103,56 @@ static enum MHD_Result reply_preflight(struct MHD_Connection *c, struct request 
     return http_queue(c, rq, MHD_HTTP_NO_CONTENT, resp);
 }
 
+/* ---- suspension ---------------------------------------------------------------- */
+
+void http_suspend_locked(struct transport_http *t, struct request *rq)
+{
+    rq->suspended = true;
+    rq->wait_prev = NULL;
+    rq->wait_next = t->waiting;
+    if (t->waiting)
+        t->waiting->wait_prev = rq;
+    t->waiting = rq;
+    MHD_suspend_connection(rq->c);
+}
+
+void http_resume_locked(struct transport_http *t, struct request *rq)
+{
+    if (!rq->suspended)
+        return;
+    rq->suspended = false;
+    if (rq->wait_prev)
+        rq->wait_prev->wait_next = rq->wait_next;
+    else
+        t->waiting = rq->wait_next;
+    if (rq->wait_next)
+        rq->wait_next->wait_prev = rq->wait_prev;
+    rq->wait_prev = rq->wait_next = NULL;
+    MHD_resume_connection(rq->c);
+}
+
 /* ---- /healthz ---------------------------------------------------------------- */
 
+/* Before auth it says ok or unavailable and nothing else: where the engine
+ * listens and why it fails are for the operator (a valid token). */
 static enum MHD_Result healthz(struct transport_http *t, struct MHD_Connection *c,
-                               struct request *rq)
+                               struct request *rq, bool details)
 {
     struct err err = ERR_INIT;
     json_object *o = json_object_new_object();
     unsigned status = MHD_HTTP_OK;
     const char *address = NULL;
-    if (mcp_server_backend_ping(t->srv, &address, &err) == 0) {
-        json_object_object_add(o, "status", json_object_new_string("ok"));
-        json_object_object_add(o, "engine", json_object_new_string("reachable"));
-    } else {
+    bool up = mcp_server_backend_ping(t->srv, &address, &err) == 0;
+    if (!up)
         status = MHD_HTTP_SERVICE_UNAVAILABLE;
-        json_object_object_add(o, "status", json_object_new_string("degraded"));
-        json_object_object_add(o, "engine", json_object_new_string("unreachable"));
-        json_object_object_add(o, "error", json_object_new_string(err_msg(&err)));
+    json_object_object_add(o, "status", json_object_new_string(up ? "ok" : "unavailable"));
+    if (details) {
+        json_object_object_add(o, "engine",
+                               json_object_new_string(up ? "reachable" : "unreachable"));
+        if (!up)
+            json_object_object_add(o, "error", json_object_new_string(err_msg(&err)));
+        json_object_object_add(o, "socket", json_object_new_string(address));
     }
-    json_object_object_add(o, "socket", json_object_new_string(address));
     err_clear(&err);
     struct MHD_Response *resp = http_response_json(o);
     if (resp)
@@ -152,15 +197,33 @@ static enum MHD_Result route(struct transport_http *t, struct MHD_Connection *c,
     }
     if (strcmp(url, "/healthz") == 0) {
         if (method_is(method, "GET"))
-            return healthz(t, c, rq);
+            return healthz(t, c, rq, rq->authenticated);
         return reply_not_allowed(c, rq, "GET");
     }
     return http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SERVER,
                             "Not Found: the MCP endpoint is /mcp");
 }
 
-/* Checks that come before anything else; answers early (MHD then skips
- * the body and closes the connection) or returns MHD_YES to go on. */
+/* A request MHD calls again after its connection was resumed. */
+static enum MHD_Result resumed(struct transport_http *t, struct MHD_Connection *c,
+                               struct request *rq)
+{
+    switch (rq->wait) {
+    case RQ_WAIT_JSON:
+        return http_mcp_json_ready(t, c, rq);
+    case RQ_WAIT_CLOSE:
+        return http_mcp_delete_done(t, c, rq);
+    case RQ_WAIT_NONE:
+        break;
+    }
+    return MHD_NO;
+}
+
+/* What the head alone decides, before any body is read: the guard, the
+ * size announced, and for the POST endpoints the session (a body is never
+ * read for a session that does not exist, and one without a session may
+ * only be a small initialize). Answers early (MHD then skips the body and
+ * closes the connection) or returns MHD_YES to go on. */
 static enum MHD_Result first_call(struct transport_http *t, struct MHD_Connection *c,
                                   struct request *rq, const char *url, const char *method)
 {
@@ -172,10 +235,24 @@ static enum MHD_Result first_call(struct transport_http *t, struct MHD_Connectio
     enum MHD_Result ret = MHD_NO;
     if (!http_guard_admit(t, c, rq, url, method, &ret))
         return ret;
+    /* From here on the request passed the guard: its connection is no
+     * longer one that may be closed to make room. */
+    bool body = method_is(method, "POST") || http_header(c, "Content-Length") ||
+                http_header(c, "Transfer-Encoding");
+    conns_head_done(&t->conns, rq->conn, body);
+    rq->body_cap = (size_t)t->cfg->max_message_bytes;
+    if (method_is(method, "POST") && strcmp(url, "/mcp") == 0)
+        ret = http_mcp_post_head(t, c, rq, SESSIONLESS_BODY_MAX);
+    else if (method_is(method, "POST") && strcmp(url, "/messages") == 0)
+        ret = http_legacy_messages_head(t, c, rq);
+    else
+        ret = MHD_YES;
+    if (ret != MHD_YES || rq->status)
+        return ret;
     /* Refused before the body is read (and before 100 Continue). */
-    if (http_content_length_over(http_header(c, "Content-Length"),
-                                 (unsigned long long)t->cfg->max_message_bytes))
-        return http_reply_too_big(t->cfg->max_message_bytes, c, rq);
+    if (http_content_length_over(http_header(c, "Content-Length"), rq->body_cap))
+        return http_reply_too_big(c, rq, t->cfg->max_message_bytes);
+    buf_init(&rq->body, rq->body_cap);
     return MHD_YES;
 }
 
@@ -189,15 +266,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!rq) {
         rq = xcalloc(1, sizeof(*rq));
         rq->start = util_now_ms();
+        rq->c = c;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        rq->conn = ci ? ci->socket_context : NULL;
         util_printable_ascii(rq->method, sizeof(rq->method), method, method ? strlen(method) : 0,
                              false);
         util_printable_ascii(rq->path, sizeof(rq->path), url, url ? strlen(url) : 0, false);
-        buf_init(&rq->body, (size_t)t->cfg->max_message_bytes);
+        buf_init(&rq->body, 0);
         *req_cls = rq;
         pthread_mutex_lock(&t->lock);
         t->active++;
         pthread_mutex_unlock(&t->lock);
-        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S);
         return first_call(t, c, rq, url, method);
     }
     if (*upload_data_size) {
@@ -210,20 +290,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         /* Without a Content-Length the cap shows only while reading, and
          * MHD can answer only once the body is in: past twice the cap,
          * stop reading and drop the connection instead. */
-        if (rq->too_big && rq->received / 2 > (size_t)t->cfg->max_message_bytes)
+        if (rq->too_big && rq->received / 2 > rq->body_cap)
             return MHD_NO;
         return MHD_YES;
     }
+    if (rq->body_in)
+        return resumed(t, c, rq);
+    rq->body_in = true;
+    conns_body_done(&t->conns, rq->conn);
     return route(t, c, rq, url, method);
 }
 
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
                           enum MHD_ConnectionNotificationCode toe)
 {
-    (void)cls;
-    (void)socket_ctx;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S);
+    struct transport_http *t = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_ctx = conns_opened(&t->conns, ci ? ci->connect_fd : -1);
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conns_closed(&t->conns, *socket_ctx);
+        *socket_ctx = NULL;
+    }
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
@@ -231,14 +320,18 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 {
     struct transport_http *t = cls;
     struct request *rq = *req_cls;
-    if (c) /* kept alive: idle again until the next request */
-        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S);
+    (void)c;
     if (!rq)
         return;
+    if (rq->conn) /* kept alive or not: its next head, if any, has a deadline */
+        conns_request_done(&t->conns, rq->conn);
+    http_mcp_request_done(t, rq);
     pthread_mutex_lock(&t->lock);
     t->active--;
     pthread_cond_broadcast(&t->janitor_cond); /* stop may be draining */
     pthread_mutex_unlock(&t->lock);
+    if (rq->sess)
+        http_session_put(rq->sess);
     log_debug("http: %s %s %u %.0f ms%s", rq->method, rq->path, rq->status,
               util_now_ms() - rq->start,
               toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
@@ -329,6 +422,16 @@ static char *self_host_name(const char *host)
     return xstrdup(host);
 }
 
+/* One polling thread per core: enough to keep every core busy answering,
+ * and the count does not grow with connections. */
+static unsigned poll_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1)
+        n = 1;
+    return n > MAX_POLL_THREADS ? MAX_POLL_THREADS : (unsigned)n;
+}
+
 int transport_http_start(struct mcp_server *srv, const struct config *cfg,
                          struct transport_http **out, struct err *err)
 {
@@ -342,22 +445,29 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
     t->srv = srv;
     t->cfg = cfg;
     t->self_host = self_host_name(cfg->http_host);
+    t->threads = poll_threads();
     mcp_channel_init(&t->discard, discard_send, NULL);
     pthread_mutex_init(&t->lock, NULL);
     util_cond_init_monotonic(&t->janitor_cond);
+    util_cond_init_monotonic(&t->closer_cond);
+    size_t headroom = (size_t)cfg->max_connections / 64;
+    if (headroom < EVICT_HEADROOM_MIN + t->threads)
+        headroom = EVICT_HEADROOM_MIN + t->threads;
+    conns_init(&t->conns, (size_t)cfg->max_connections, headroom,
+               (double)cfg->http_head_timeout_ms, (double)cfg->http_body_timeout_ms);
 
-    /* Thread per connection: SSE readers and JSON answers block on
-     * condition variables. ITC lets stop quiesce the listener. poll, not
-     * select: descriptors past FD_SETSIZE (1024) must work too. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
+    /* epoll on a pool of polling threads; suspend and resume (which need
+     * ITC, also what stop's quiesce needs) for answers that are not ready. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     t->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, t, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, t, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK_BYTES,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, t, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-        t, MHD_OPTION_END);
+        mhd_log, t, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
+        t->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_address,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY_BYTES,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, t, MHD_OPTION_NOTIFY_COMPLETED, on_completed, t, MHD_OPTION_END);
     if (!t->daemon) {
         err_set(err, ERR_IO, "cannot listen on %s%s%s:%u (see the message above)", v6 ? "[" : "",
                 cfg->http_host ? cfg->http_host : "127.0.0.1", v6 ? "]" : "", cfg->http_port);
@@ -374,6 +484,8 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
     *out = t;
     return 0;
 fail:
+    conns_destroy(&t->conns);
+    pthread_cond_destroy(&t->closer_cond);
     pthread_cond_destroy(&t->janitor_cond);
     pthread_mutex_destroy(&t->lock);
     free(t->self_host);
@@ -386,33 +498,45 @@ unsigned transport_http_port(const struct transport_http *t)
     return t->port;
 }
 
+unsigned transport_http_threads(const struct transport_http *t)
+{
+    return t->threads;
+}
+
 void transport_http_stop(struct transport_http *t)
 {
     if (!t)
         return;
     /* 1. Stop accepting; refuse new requests on open connections; end
      * every live session (http_sessions_stop): runs are cancelled and
-     * waited for, readers and waiting handlers wake and finish. */
+     * waited for, so every reply stream completes and its waiting request
+     * is resumed; streams' readers are resumed to end. */
     MHD_socket listen_fd = MHD_quiesce_daemon(t->daemon);
     http_sessions_stop(t);
 
-    /* 2. Readers see stopping and end their streams; waiting handlers got
-     * their answers. Give those a moment to reach the clients. */
+    /* 2. Give answers in progress a moment to reach the clients. */
     double deadline = util_now_ms() + STOP_DRAIN_MS;
     pthread_mutex_lock(&t->lock);
     while (t->active > 0 && util_now_ms() < deadline)
         util_cond_wait_ms(&t->janitor_cond, &t->lock, 100);
     int left = t->active;
+    /* MHD must not be stopped with a connection suspended. */
+    while (t->waiting)
+        http_resume_locked(t, t->waiting);
+    http_readers_wake_locked(t, NULL, NULL);
     pthread_mutex_unlock(&t->lock);
     if (left)
         log_debug("http: stopping with %d request(s) unfinished", left);
 
-    /* 3. MHD joins its connection threads; their responses' free callbacks
-     * drop the last handler and reader references (freeing the sessions). */
+    /* 3. MHD joins its threads; their responses' free callbacks drop the
+     * last handler and reader references (freeing the sessions). */
     MHD_stop_daemon(t->daemon);
     if (listen_fd != MHD_INVALID_SOCKET)
         close(listen_fd); /* ours after quiesce, once MHD's threads are gone */
+    http_sessions_join(t);
 
+    conns_destroy(&t->conns);
+    pthread_cond_destroy(&t->closer_cond);
     pthread_cond_destroy(&t->janitor_cond);
     pthread_mutex_destroy(&t->lock);
     free(t->self_host);

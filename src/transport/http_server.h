@@ -11,24 +11,44 @@
 #include "transport/http_response.h"
 #include "transport/transport_http.h"
 
+#include "transport/http_conns.h"
+
 struct session;
+struct reader;
 
 struct transport_http {
     struct mcp_server *srv;
     const struct config *cfg;
     struct MHD_Daemon *daemon;
     unsigned port;
-    char *self_host; /* the bind address as a Host header names it; NULL for wildcards */
+    unsigned threads; /* MHD's polling threads */
+    char *self_host;  /* the bind address as a Host header names it; NULL for wildcards */
     struct mcp_channel discard;
+    struct conn_table conns; /* deadlines and room (its own lock) */
     pthread_mutex_t lock;
-    pthread_cond_t janitor_cond;
+    pthread_cond_t janitor_cond; /* wakes the janitor (and stop, waiting for requests) */
+    pthread_cond_t closer_cond;  /* wakes the closer: a session to end */
     struct session *sessions;
-    size_t n_sessions;
-    int active;          /* requests between their first call and completion */
-    atomic_bool started; /* read by MHD's logger from any thread */
-    bool stopping;
-    bool janitor_running;
-    pthread_t janitor;
+    size_t n_sessions;        /* counted against --max-sessions */
+    size_t n_pending;         /* legacy sessions not yet initialized */
+    struct session *to_close; /* ended sessions whose runs the closer cancels */
+    int closing;              /* taken off to_close, being closed */
+    struct reader *readers;   /* every SSE reader: keep-alives, hang-ups, stop */
+    struct request *waiting;  /* requests suspended until their answer is ready */
+    int active;               /* requests between their first call and completion */
+    atomic_bool started;      /* read by MHD's logger from any thread */
+    bool stopping;     /* no new sessions or requests */
+    bool threads_stop; /* the janitor and the closer end */
+    bool janitor_running, closer_running;
+    pthread_t janitor, closer;
 };
+
+/* A request's connection stops being polled until http_resume_locked
+ * (lock held; MHD's polling thread, in its request handler). */
+void http_suspend_locked(struct transport_http *t, struct request *rq);
+
+/* Polls rq's connection again: MHD calls its handler once more (lock held;
+ * any thread). Does nothing unless rq is suspended. */
+void http_resume_locked(struct transport_http *t, struct request *rq);
 
 #endif

@@ -1,17 +1,21 @@
 /* Lifetimes: a session is reference counted under t->lock. The table holds
  * one reference until the session ends; every handler and SSE reader using
- * it holds one. Ending unlinks it, then mcp_session_close() cancels and
- * waits for its runs, so once the last reference goes no mcp thread can
- * reach its streams. mcp's lock is never taken under t->lock. */
+ * it holds one. Ending unlinks it at once and hands the table's reference
+ * to the closer, whose mcp_session_close() cancels and waits for its runs;
+ * so once the last reference goes no mcp thread can reach its streams.
+ * mcp's lock is never taken under t->lock. */
 #include "transport/http_sessions.h"
 
+#include <poll.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "transport/http_guard.h"
 #include "transport/http_sse.h"
 
-#define JANITOR_PERIOD_MS 1000 /* at most; shorter for short idle limits */
+/* The janitor's tick: the resolution of head and body deadlines, idle and
+ * grace expiry, and how soon a client gone from a waiting stream is seen. */
+#define JANITOR_PERIOD_MS 250
 
 static void session_free(struct session *s)
 {
@@ -21,7 +25,6 @@ static void session_free(struct session *s)
         s->streams = st->next;
         http_stream_free(st);
     }
-    pthread_cond_destroy(&s->cond);
     free(s);
 }
 
@@ -37,21 +40,26 @@ struct session *http_session_create(struct transport_http *t, bool legacy, unsig
     struct session *s = xcalloc(1, sizeof(*s));
     s->t = t;
     util_hex(raw, sizeof(raw), s->id);
-    util_cond_init_monotonic(&s->cond);
     s->legacy = legacy;
     s->refs = 2;
-    s->last_active = util_now_ms();
+    s->created = s->last_active = util_now_ms();
     s->mcp = mcp_session_new(t->srv);
     if (legacy)
         s->legacy_stream = http_stream_new(s, STREAM_LEGACY);
 
     pthread_mutex_lock(&t->lock);
     bool stopping = t->stopping;
-    bool full = t->n_sessions >= (size_t)t->cfg->max_sessions;
+    /* A pending legacy session is bounded by its connection (its SSE
+     * stream), and by its grace. */
+    bool full = !legacy && t->n_sessions >= (size_t)t->cfg->max_sessions;
     if (!stopping && !full) {
         s->next = t->sessions;
         t->sessions = s;
-        t->n_sessions++;
+        s->counted = !legacy;
+        if (legacy)
+            t->n_pending++;
+        else
+            t->n_sessions++;
     }
     pthread_mutex_unlock(&t->lock);
     if (stopping || full) {
@@ -62,6 +70,20 @@ struct session *http_session_create(struct transport_http *t, bool legacy, unsig
     }
     log_debug("http: session %.8s... started%s", s->id, legacy ? " (HTTP+SSE)" : "");
     return s;
+}
+
+bool http_session_count(struct session *s)
+{
+    struct transport_http *t = s->t;
+    pthread_mutex_lock(&t->lock);
+    bool ok = s->counted;
+    if (!ok && !s->ended && t->n_sessions < (size_t)t->cfg->max_sessions) {
+        s->counted = ok = true;
+        t->n_pending--;
+        t->n_sessions++;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return ok;
 }
 
 struct session *http_session_get(struct transport_http *t, const char *id, bool legacy)
@@ -92,8 +114,10 @@ void http_session_put(struct session *s)
         session_free(s);
 }
 
-/* Marks s ended and unlinks it (later lookups fail); true if this call did. */
-static bool session_detach_locked(struct session *s)
+/* Marks s ended, unlinks it (later lookups fail), wakes its streams'
+ * readers and queues it for the closer with the table's reference; true
+ * if this call did (lock held). */
+static bool session_end_locked(struct session *s, struct request *waiter)
 {
     struct transport_http *t = s->t;
     if (s->ended)
@@ -102,99 +126,134 @@ static bool session_detach_locked(struct session *s)
     for (struct session **pp = &t->sessions; *pp; pp = &(*pp)->next) {
         if (*pp == s) {
             *pp = s->next;
-            t->n_sessions--;
             break;
         }
     }
-    pthread_cond_broadcast(&s->cond);
+    if (s->counted)
+        t->n_sessions--;
+    else
+        t->n_pending--;
+    http_readers_wake_locked(t, s, NULL);
+    s->close_waiter = waiter;
+    s->close_next = t->to_close;
+    t->to_close = s;
+    pthread_cond_signal(&t->closer_cond);
     return true;
 }
 
-/* After session_detach_locked: cancels and waits for the session's runs
- * (which completes its streams), then drops the table's reference and
- * caller_refs more (the caller's own, when it is done with s). */
-static void session_finish_end(struct session *s, bool detached, int caller_refs)
-{
-    struct transport_http *t = s->t;
-    if (detached) {
-        mcp_session_close(s->mcp);
-        log_debug("http: session %.8s... ended", s->id);
-    }
-    pthread_mutex_lock(&t->lock);
-    s->refs -= (detached ? 1 : 0) + caller_refs;
-    bool last = s->refs == 0;
-    pthread_mutex_unlock(&t->lock);
-    if (last)
-        session_free(s);
-}
-
-void http_session_end(struct session *s)
+bool http_session_end(struct session *s, struct request *waiter)
 {
     pthread_mutex_lock(&s->t->lock);
-    bool did = session_detach_locked(s);
+    bool did = session_end_locked(s, waiter);
     pthread_mutex_unlock(&s->t->lock);
-    session_finish_end(s, did, 0);
+    return did;
 }
 
 void http_session_end_put(struct session *s)
 {
-    pthread_mutex_lock(&s->t->lock);
-    bool did = session_detach_locked(s);
-    pthread_mutex_unlock(&s->t->lock);
-    session_finish_end(s, did, 1);
+    http_session_end(s, NULL);
+    http_session_put(s);
+}
+
+/* ---- the closer ------------------------------------------------------------ */
+
+/* Ends sessions' runs (cancelling them and waiting until they returned,
+ * which can take an engine round trip) off MHD's polling threads. */
+static void *closer_main(void *arg)
+{
+    struct transport_http *t = arg;
+    pthread_mutex_lock(&t->lock);
+    for (;;) {
+        struct session *s = t->to_close;
+        if (!s) {
+            if (t->threads_stop)
+                break;
+            pthread_cond_wait(&t->closer_cond, &t->lock);
+            continue;
+        }
+        t->to_close = s->close_next;
+        t->closing++;
+        pthread_mutex_unlock(&t->lock);
+        mcp_session_close(s->mcp);
+        log_debug("http: session %.8s... ended", s->id);
+        pthread_mutex_lock(&t->lock);
+        if (s->close_waiter) {
+            s->close_waiter->closed = true;
+            http_resume_locked(t, s->close_waiter);
+            s->close_waiter = NULL;
+        }
+        bool last = --s->refs == 0; /* the table's */
+        t->closing--;
+        pthread_cond_broadcast(&t->janitor_cond); /* stop waits for the queue */
+        if (last) {
+            pthread_mutex_unlock(&t->lock);
+            session_free(s);
+            pthread_mutex_lock(&t->lock);
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
 }
 
 /* ---- the janitor ----------------------------------------------------------- */
 
-static bool session_idle_locked(const struct session *s, double now, int extra_refs)
+static bool session_idle_locked(const struct session *s, double now)
 {
-    return !s->ended && s->refs == 1 + extra_refs && s->readers == 0 &&
+    return !s->ended && s->readers == 0 && s->refs == 1 &&
            now - s->last_active >= (double)s->t->cfg->session_idle_ms;
 }
 
-/* Ends sessions unused for session_idle_ms with nothing running. */
-static void janitor_sweep_locked(struct transport_http *t)
+/* Ends sessions unused for session_idle_ms with nothing running, and
+ * legacy ones whose client did not initialize within LEGACY_GRACE_MS. */
+static void sweep_sessions(struct transport_http *t)
 {
     double now = util_now_ms();
-    struct session *idle = NULL;
+    struct session *idle[64];
+    size_t n = 0;
+    pthread_mutex_lock(&t->lock);
     for (struct session *s = t->sessions; s; s = s->next) {
-        if (session_idle_locked(s, now, 0)) {
+        if (!s->counted && now - s->created >= LEGACY_GRACE_MS) {
+            log_debug("http: session %.8s... not initialized in time", s->id);
+            session_end_locked(s, NULL); /* unlinks s; s->next stays */
+            continue;
+        }
+        if (n < ARRAY_SIZE(idle) && session_idle_locked(s, now)) {
             s->refs++;
-            s->sweep_next = idle;
-            idle = s;
+            idle[n++] = s;
         }
     }
-    if (!idle)
-        return;
     pthread_mutex_unlock(&t->lock);
-    while (idle) {
-        struct session *s = idle;
-        idle = s->sweep_next;
+    for (size_t i = 0; i < n; i++) {
+        struct session *s = idle[i];
         /* mcp's lock is never taken under ours. */
         bool running = mcp_session_inflight(s->mcp) > 0;
         pthread_mutex_lock(&t->lock);
-        bool end = !running && session_idle_locked(s, util_now_ms(), 1) && session_detach_locked(s);
-        pthread_mutex_unlock(&t->lock);
-        if (end)
+        s->refs--; /* ours: the table's (or the closer's) stays */
+        if (!running && session_idle_locked(s, util_now_ms())) {
             log_debug("http: session %.8s... idle", s->id);
-        session_finish_end(s, end, 1);
+            session_end_locked(s, NULL);
+        }
+        bool last = s->refs == 0;
+        pthread_mutex_unlock(&t->lock);
+        if (last)
+            session_free(s);
     }
-    pthread_mutex_lock(&t->lock);
 }
 
 static void *janitor_main(void *arg)
 {
     struct transport_http *t = arg;
-    long period = (long)(t->cfg->session_idle_ms / 4);
-    if (period > JANITOR_PERIOD_MS)
-        period = JANITOR_PERIOD_MS;
-    if (period < 50)
-        period = 50;
     pthread_mutex_lock(&t->lock);
-    while (!t->stopping) {
-        util_cond_wait_ms(&t->janitor_cond, &t->lock, period);
-        if (!t->stopping)
-            janitor_sweep_locked(t);
+    while (!t->threads_stop) {
+        util_cond_wait_ms(&t->janitor_cond, &t->lock, JANITOR_PERIOD_MS);
+        if (t->threads_stop)
+            break;
+        pthread_mutex_unlock(&t->lock);
+        double now = util_now_ms();
+        conns_expire(&t->conns, now);
+        sweep_sessions(t);
+        http_readers_tick(t, now);
+        pthread_mutex_lock(&t->lock);
     }
     pthread_mutex_unlock(&t->lock);
     return NULL;
@@ -205,6 +264,11 @@ int http_sessions_start(struct transport_http *t, struct err *err)
     if (pthread_create(&t->janitor, NULL, janitor_main, t) != 0)
         return err_set(err, ERR_INTERNAL, "cannot start the session janitor thread");
     t->janitor_running = true;
+    if (pthread_create(&t->closer, NULL, closer_main, t) != 0) {
+        http_sessions_join(t);
+        return err_set(err, ERR_INTERNAL, "cannot start the session closer thread");
+    }
+    t->closer_running = true;
     return 0;
 }
 
@@ -212,22 +276,24 @@ void http_sessions_stop(struct transport_http *t)
 {
     pthread_mutex_lock(&t->lock);
     t->stopping = true;
-    struct session *all = NULL;
-    for (struct session *s = t->sessions; s; s = s->next) {
-        s->refs++;
-        s->stop_next = all;
-        all = s;
-    }
+    while (t->sessions)
+        session_end_locked(t->sessions, NULL);
+    http_readers_wake_locked(t, NULL, NULL);
+    while ((t->to_close || t->closing) && t->closer_running)
+        util_cond_wait_ms(&t->janitor_cond, &t->lock, 100);
+    pthread_mutex_unlock(&t->lock);
+}
+
+void http_sessions_join(struct transport_http *t)
+{
+    pthread_mutex_lock(&t->lock);
+    t->threads_stop = true;
     pthread_cond_broadcast(&t->janitor_cond);
+    pthread_cond_broadcast(&t->closer_cond);
     pthread_mutex_unlock(&t->lock);
     if (t->janitor_running)
         pthread_join(t->janitor, NULL);
-
-    /* Runs are cancelled and waited for, so every reply stream completes;
-     * readers and waiting handlers wake and finish. */
-    while (all) {
-        struct session *s = all;
-        all = s->stop_next;
-        http_session_end_put(s);
-    }
+    if (t->closer_running)
+        pthread_join(t->closer, NULL);
+    t->janitor_running = t->closer_running = false;
 }

@@ -1,6 +1,7 @@
 /* The session table: random ids, reference counts, ending (DELETE, idle
- * expiry, the legacy SSE connection closing, stop) and the janitor thread
- * that ends idle sessions. */
+ * expiry, the legacy SSE connection closing, a legacy session never
+ * initialized, stop), and the transport's two threads: the janitor (timers)
+ * and the closer (ends sessions off MHD's polling threads). */
 #ifndef MCPSBX_HTTP_SESSIONS_H
 #define MCPSBX_HTTP_SESSIONS_H
 
@@ -9,6 +10,11 @@
 #define SESSION_ID_BYTES 16
 #define SESSION_ID_LEN   (2 * SESSION_ID_BYTES)
 
+/* A legacy (GET /sse) session exists before its client initializes; it
+ * counts against --max-sessions only once it does, and ends if that has
+ * not happened this long after it opened. */
+#define LEGACY_GRACE_MS 10000
+
 struct stream;
 
 /* Fields under t->lock, except id, t, legacy and mcp (fixed at creation). */
@@ -16,25 +22,32 @@ struct session {
     struct transport_http *t;
     char id[SESSION_ID_LEN + 1];
     struct mcp_session *mcp;
-    pthread_cond_t cond; /* with t->lock: a stream got an event or completed, or the end */
     int refs;
     int readers;
     bool ended;
     bool legacy;
+    bool counted; /* counted in t->n_sessions (else a pending legacy one) */
+    double created;
     double last_active;
     unsigned long next_stream_no;
     struct stream *streams; /* SSE kinds, newest first (http_sse.c) */
     struct stream *standalone;
     struct stream *legacy_stream;
+    struct request *close_waiter; /* a DELETE answered once the runs ended */
     struct session *next;
-    struct session *sweep_next; /* the janitor's list of candidates */
-    struct session *stop_next;  /* http_sessions_stop's list */
+    struct session *close_next; /* in t->to_close */
 };
 
 /* Creates a session holding two references (the table's and the
- * caller's); NULL with an HTTP status and message when it cannot. */
+ * caller's); NULL with an HTTP status and message when it cannot. A
+ * legacy session is pending (not counted against --max-sessions) until
+ * http_session_count succeeds. */
 struct session *http_session_create(struct transport_http *t, bool legacy, unsigned *status,
                                     const char **why);
+
+/* Counts a pending legacy session against --max-sessions (its client is
+ * initializing); false when the table is full. */
+bool http_session_count(struct session *s);
 
 /* A live session by id, with a reference for the caller; NULL if none. */
 struct session *http_session_get(struct transport_http *t, const char *id, bool legacy);
@@ -42,18 +55,24 @@ struct session *http_session_get(struct transport_http *t, const char *id, bool 
 /* Drops the caller's reference. */
 void http_session_put(struct session *s);
 
-/* Ends s (cancelling and waiting for its runs); the caller keeps its
- * reference. */
-void http_session_end(struct session *s);
+/* Ends s: later lookups fail at once, and the closer cancels its runs and
+ * waits for them. waiter (may be NULL; lock not held): a request resumed
+ * with rq->closed set once that is done. The caller keeps its reference.
+ * Returns false when s had ended already (waiter then not kept). */
+bool http_session_end(struct session *s, struct request *waiter);
 
 /* Ends s and drops the caller's reference. */
 void http_session_end_put(struct session *s);
 
-/* Starts the janitor. */
+/* Starts the janitor and the closer. */
 int http_sessions_start(struct transport_http *t, struct err *err);
 
 /* Sets t->stopping (new sessions, requests and SSE reads are refused from
- * then on), joins the janitor and ends every session. */
+ * then on), ends every session and waits until the closer has cancelled
+ * and waited for all their runs. */
 void http_sessions_stop(struct transport_http *t);
+
+/* Joins the janitor and the closer (after MHD has stopped). */
+void http_sessions_join(struct transport_http *t);
 
 #endif

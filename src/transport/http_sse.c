@@ -4,9 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define KEEPALIVE_MS   15000 /* SSE comment while idle, so a dead peer shows */
-#define HANGUP_POLL_MS 1000  /* a waiting reader checks for a client hang-up */
-#define SSE_RETRY_MS   2000  /* reconnection delay suggested to clients */
+#define KEEPALIVE_MS 15000 /* SSE comment while idle, so a dead peer shows */
+#define SSE_RETRY_MS 2000  /* reconnection delay suggested to clients */
 #define SSE_BLOCK_SIZE (32u * 1024u)
 
 /* Resumption keeps the newest events of a stream and the newest finished
@@ -20,13 +19,17 @@ struct reader {
     struct transport_http *t;
     struct session *sess; /* one reference */
     struct stream *st;    /* st->readers counts us */
+    struct MHD_Connection *c;
     unsigned gen;
     unsigned long next_seq;
-    int fd; /* the connection's socket, polled for hang-ups */
+    int fd; /* the connection's socket, polled for hang-ups while suspended */
     bool endpoint_pending;
+    bool suspended;
+    bool hung_up;
     double last_write;
     struct buf out;
     size_t off;
+    struct reader *prev, *next; /* t->readers */
 };
 
 /* ---- streams (all under t->lock unless the stream is not yet shared) ---- */
@@ -91,8 +94,8 @@ static int stream_send(struct mcp_channel *ch, const char *json, size_t len)
         st->last_len = len;
     } else {
         stream_push_message(st, json, len);
+        http_readers_wake_locked(t, st->sess, st);
     }
-    pthread_cond_broadcast(&st->sess->cond);
     pthread_mutex_unlock(&t->lock);
     return 0;
 }
@@ -104,8 +107,25 @@ static void stream_release(struct mcp_channel *ch)
     struct transport_http *t = st->sess->t;
     pthread_mutex_lock(&t->lock);
     st->complete = true;
-    pthread_cond_broadcast(&st->sess->cond);
+    bool orphan = st->orphan;
+    if (st->waiter)
+        http_resume_locked(t, st->waiter);
+    else if (st->kind != STREAM_JSON)
+        http_readers_wake_locked(t, st->sess, st);
     pthread_mutex_unlock(&t->lock);
+    if (orphan)
+        http_stream_free(st);
+}
+
+void http_stream_abandon(struct transport_http *t, struct stream *st)
+{
+    pthread_mutex_lock(&t->lock);
+    bool done = st->complete;
+    st->waiter = NULL;
+    st->orphan = !done;
+    pthread_mutex_unlock(&t->lock);
+    if (done)
+        http_stream_free(st);
 }
 
 void http_stream_free(struct stream *st)
@@ -170,22 +190,15 @@ static int connection_fd(struct MHD_Connection *c)
     return ci ? ci->connect_fd : -1;
 }
 
-/* True once the client closed its side: nothing more will read our events. */
-static bool peer_hung_up(int fd)
-{
-    if (fd < 0)
-        return false;
-    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
 struct reader *http_reader_attach_locked(struct session *s, struct stream *st, unsigned long seq,
                                          struct MHD_Connection *c)
 {
+    struct transport_http *t = s->t;
     struct reader *r = xcalloc(1, sizeof(*r));
-    r->t = s->t;
+    r->t = t;
     r->sess = s;
     r->st = st;
+    r->c = c;
     s->refs++;
     s->readers++;
     st->readers++;
@@ -196,8 +209,60 @@ struct reader *http_reader_attach_locked(struct session *s, struct stream *st, u
     r->endpoint_pending = st->kind == STREAM_LEGACY;
     r->last_write = util_now_ms();
     buf_init(&r->out, SIZE_MAX);
-    pthread_cond_broadcast(&s->cond); /* an earlier reader of st steps aside */
+    r->next = t->readers;
+    if (t->readers)
+        t->readers->prev = r;
+    t->readers = r;
+    http_readers_wake_locked(t, s, st); /* an earlier reader of st steps aside */
     return r;
+}
+
+static void reader_resume_locked(struct reader *r)
+{
+    if (!r->suspended)
+        return;
+    r->suspended = false;
+    MHD_resume_connection(r->c);
+}
+
+void http_readers_wake_locked(struct transport_http *t, struct session *s, struct stream *st)
+{
+    for (struct reader *r = t->readers; r; r = r->next)
+        if ((!s || r->sess == s) && (!st || r->st == st))
+            reader_resume_locked(r);
+}
+
+void http_readers_tick(struct transport_http *t, double now)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&t->lock);
+    for (struct reader *r = t->readers; r; r = r->next)
+        n += r->suspended;
+    struct pollfd *p = n ? xcalloc(n, sizeof(*p)) : NULL;
+    struct reader **who = n ? xcalloc(n, sizeof(*who)) : NULL;
+    size_t i = 0;
+    for (struct reader *r = t->readers; r && i < n; r = r->next) {
+        if (!r->suspended)
+            continue;
+        if (now - r->last_write >= KEEPALIVE_MS) {
+            reader_resume_locked(r);
+            continue;
+        }
+        p[i] = (struct pollfd){.fd = r->fd, .events = POLLRDHUP};
+        who[i++] = r;
+    }
+    /* Non-blocking, under the lock: no reader goes meanwhile. */
+    if (i && poll(p, i, 0) > 0) {
+        for (size_t k = 0; k < i; k++) {
+            if (p[k].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+                who[k]->hung_up = true;
+                reader_resume_locked(who[k]);
+            }
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    free(p);
+    free(who);
 }
 
 static const struct event *stream_find(const struct stream *st, unsigned long seq)
@@ -208,49 +273,46 @@ static const struct event *stream_find(const struct stream *st, unsigned long se
     return NULL;
 }
 
-/* Fills r->out with what comes next, waiting if need be (lock held).
- * Returns 0 with output, 1 at the end of the stream, -1 to abort. */
+/* Fills r->out with what comes next (lock held). Returns 0 with output, 1
+ * at the end of the stream, -1 to abort, 2 when there is nothing yet. */
 static int reader_next_locked(struct reader *r)
 {
     struct transport_http *t = r->t;
     struct stream *st = r->st;
-    for (;;) {
-        if (t->stopping || st->gen != r->gen)
-            return 1;
-        if (r->endpoint_pending) {
-            r->endpoint_pending = false;
-            if (buf_addf(&r->out, "event: endpoint\ndata: /messages?sessionId=%s\n\n",
-                         r->sess->id) < 0)
-                return -1;
-            return 0;
-        }
-        const struct event *ev = stream_find(st, r->next_seq);
-        if (ev) {
-            if (buf_add(&r->out, ev->text, ev->len) < 0)
-                return -1;
-            r->next_seq = ev->seq + 1;
-            /* Legacy streams are not resumable: sent events can go. */
-            while (st->kind == STREAM_LEGACY && st->head && st->head->seq < r->next_seq)
-                stream_drop_head(st);
-            return 0;
-        }
-        if (st->complete || (r->sess->ended && st->kind != STREAM_SSE))
-            return 1;
-        double idle = util_now_ms() - r->last_write;
-        if (idle >= KEEPALIVE_MS) {
-            if (buf_add(&r->out, ": keepalive\n\n", 13) < 0)
-                return -1;
-            return 0;
-        }
-        if (peer_hung_up(r->fd))
+    if (t->stopping || st->gen != r->gen)
+        return 1;
+    if (r->hung_up)
+        return -1;
+    if (r->endpoint_pending) {
+        r->endpoint_pending = false;
+        if (buf_addf(&r->out, "event: endpoint\ndata: /messages?sessionId=%s\n\n", r->sess->id) <
+            0)
             return -1;
-        long wait = (long)(KEEPALIVE_MS - idle) + 1;
-        util_cond_wait_ms(&r->sess->cond, &t->lock, wait < HANGUP_POLL_MS ? wait : HANGUP_POLL_MS);
+        return 0;
     }
+    const struct event *ev = stream_find(st, r->next_seq);
+    if (ev) {
+        if (buf_add(&r->out, ev->text, ev->len) < 0)
+            return -1;
+        r->next_seq = ev->seq + 1;
+        /* Legacy streams are not resumable: sent events can go. */
+        while (st->kind == STREAM_LEGACY && st->head && st->head->seq < r->next_seq)
+            stream_drop_head(st);
+        return 0;
+    }
+    if (st->complete || (r->sess->ended && st->kind != STREAM_SSE))
+        return 1;
+    if (util_now_ms() - r->last_write >= KEEPALIVE_MS) {
+        if (buf_add(&r->out, ": keepalive\n\n", 13) < 0)
+            return -1;
+        return 0;
+    }
+    return 2;
 }
 
-/* MHD content reader: blocks (thread per connection) until there is
- * something to send. A client going away cancels nothing. */
+/* MHD content reader, on the connection's polling thread: what is ready,
+ * or nothing and the connection suspended until there is. A client going
+ * away cancels nothing. */
 static ssize_t reader_read(void *cls, uint64_t pos, char *out, size_t max)
 {
     struct reader *r = cls;
@@ -261,6 +323,12 @@ static ssize_t reader_read(void *cls, uint64_t pos, char *out, size_t max)
         buf_reset(&r->out);
         r->off = 0;
         int rc = reader_next_locked(r);
+        if (rc == 2) {
+            r->suspended = true;
+            MHD_suspend_connection(r->c);
+            pthread_mutex_unlock(&r->t->lock);
+            return 0;
+        }
         if (rc != 0) {
             pthread_mutex_unlock(&r->t->lock);
             return rc > 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
@@ -282,12 +350,19 @@ static void reader_free(void *cls)
 {
     struct reader *r = cls;
     struct session *s = r->sess;
-    pthread_mutex_lock(&r->t->lock);
+    struct transport_http *t = r->t;
+    pthread_mutex_lock(&t->lock);
     r->st->readers--;
     s->readers--;
     s->last_active = util_now_ms();
     session_prune_locked(s);
-    pthread_mutex_unlock(&r->t->lock);
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        t->readers = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    pthread_mutex_unlock(&t->lock);
     /* A 2024-11-05 session lives exactly as long as its SSE connection. */
     if (s->legacy)
         http_session_end_put(s);

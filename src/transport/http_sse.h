@@ -5,8 +5,14 @@
  * A reply stream embeds the struct mcp_channel mcp answers on; release
  * marks it complete. SSE streams live in their session's list (for
  * resumption) and go with the session, or earlier once complete with no
- * reader. A JSON stream belongs to the handler, which waits for it to
- * complete. All stream fields are under t->lock. */
+ * reader. A JSON stream belongs to the request that waits for it to
+ * complete (suspended, resumed by the release), or, if that request went
+ * first, to its last channel reference. All stream fields are under
+ * t->lock.
+ *
+ * A reader with nothing to send suspends its connection; a new event, the
+ * stream's end, the session's end, a keep-alive due or the client's
+ * hang-up (the janitor's tick) resumes it. */
 #ifndef MCPSBX_HTTP_SSE_H
 #define MCPSBX_HTTP_SSE_H
 
@@ -40,7 +46,9 @@ struct stream {
     bool complete;
     int readers;         /* attached SSE readers */
     unsigned gen;        /* bumped by each attach: an older reader steps aside */
-    struct stream *next; /* in the session's list, newest first */
+    struct request *waiter; /* STREAM_JSON: the request suspended until complete */
+    bool orphan;            /* STREAM_JSON: its request is gone; release frees it */
+    struct stream *next;    /* in the session's list, newest first */
 };
 
 /* An SSE response attached to a stream. */
@@ -63,5 +71,17 @@ struct reader *http_reader_attach_locked(struct session *s, struct stream *st, u
  * session_id: set on the answer to an initialize that made a session. */
 enum MHD_Result http_queue_sse(struct MHD_Connection *c, struct request *rq, struct reader *r,
                                const char *session_id);
+
+/* Resumes the suspended readers of stream st, else of session s, else all
+ * of them (lock held): they look again at what they have to send. */
+void http_readers_wake_locked(struct transport_http *t, struct session *s, struct stream *st);
+
+/* The janitor's tick: resumes readers due a keep-alive and those whose
+ * client hung up (so they end). */
+void http_readers_tick(struct transport_http *t, double now);
+
+/* A request whose JSON stream may not be complete is done with it (lock
+ * not held): frees it if complete, else leaves it to its release. */
+void http_stream_abandon(struct transport_http *t, struct stream *st);
 
 #endif

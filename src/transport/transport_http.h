@@ -19,6 +19,9 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
 /* The port actually bound (useful when cfg->http_port is 0). */
 unsigned transport_http_port(const struct transport_http *t);
 
+/* MHD's polling threads (one per core). */
+unsigned transport_http_threads(const struct transport_http *t);
+
 /* Ends every session (cancelling its runs and waiting for them), stops
  * accepting connections, frees. */
 void transport_http_stop(struct transport_http *t);

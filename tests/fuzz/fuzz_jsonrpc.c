@@ -6,7 +6,9 @@
  * parse always has a message, classify fills the fields its kind promises,
  * and every reply the daemon would build from a message (an error naming
  * the method, echoing the id) serializes to one line of valid UTF-8 JSON
- * that parses again.
+ * that parses again; and the cost estimate made before parsing is never
+ * less than the cost model of what was parsed (every value, object, array
+ * and string with its bytes), so the budget bounds json-c's memory.
  *
  * Build and run: scripts/fuzz.sh build; build/fuzz/fuzz_jsonrpc CORPUS...
  * Replay one input: build/fuzz/fuzz_jsonrpc FILE */
@@ -28,11 +30,41 @@ static void check_reply(json_object *reply)
     CHECK(util_utf8_valid(s, len));
     json_object *again = NULL;
     struct err err = ERR_INIT;
-    if (jsonrpc_parse(s, len, &again, &err) < 0) {
+    if (jsonrpc_parse(s, len, JSONRPC_PARSE_BUDGET(len), &again, &err) < 0) {
         fprintf(stderr, "reply does not parse again (%s): %.*s\n", err_msg(&err), (int)len, s);
         abort();
     }
     json_object_put(again);
+}
+
+/* The cost model of a parsed value: what jsonrpc_parse_cost must cover. */
+static size_t model_cost(json_object *v)
+{
+    size_t cost = JSONRPC_COST_SCALAR;
+    switch (json_object_get_type(v)) {
+    case json_type_object: {
+        cost += JSONRPC_COST_OBJECT;
+        json_object_object_foreach(v, key, val)
+        {
+            cost += JSONRPC_COST_STRING + strlen(key) + model_cost(val);
+        }
+        break;
+    }
+    case json_type_array:
+        cost += JSONRPC_COST_ARRAY;
+        for (size_t i = 0; i < json_object_array_length(v); i++)
+            cost += model_cost(json_object_array_get_idx(v, i));
+        break;
+    case json_type_string:
+        cost += JSONRPC_COST_STRING + (size_t)json_object_get_string_len(v);
+        break;
+    case json_type_null:
+    case json_type_boolean:
+    case json_type_double:
+    case json_type_int:
+        break;
+    }
+    return cost;
 }
 
 static void classify_one(json_object *msg)
@@ -87,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_object *obj = NULL;
     struct err err = ERR_INIT;
-    if (jsonrpc_parse((const char *)data, size, &obj, &err) < 0) {
+    if (jsonrpc_parse((const char *)data, size, (size_t)-1, &obj, &err) < 0) {
         CHECK(obj == NULL);
         CHECK(err.msg != NULL && err.code != ERR_OK);
         /* The message goes back to the client in a -32700 error. */
@@ -98,6 +130,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     CHECK(err.msg == NULL);
+    size_t cost = jsonrpc_parse_cost((const char *)data, size);
+    if (cost < model_cost(obj)) {
+        fprintf(stderr, "estimate %zu is below the model's %zu\n", cost, model_cost(obj));
+        abort();
+    }
+    /* One byte less budget: refused before json-c, with the reason. */
+    json_object *refused = NULL;
+    CHECK(jsonrpc_parse((const char *)data, size, cost - 1, &refused, &err) < 0);
+    CHECK(refused == NULL && err.code == ERR_TOO_BIG);
+    err_clear(&err);
     if (json_object_is_type(obj, json_type_array)) {
         size_t n = json_object_array_length(obj);
         for (size_t i = 0; i < n; i++)

@@ -228,7 +228,7 @@ static void check_result(const uint8_t *data, size_t size)
         CHECK(memchr(s, '\n', len) == NULL);
         json_object *again = NULL;
         struct err err = ERR_INIT;
-        if (jsonrpc_parse(s, len, &again, &err) < 0) {
+        if (jsonrpc_parse(s, len, JSONRPC_PARSE_BUDGET(len), &again, &err) < 0) {
             fprintf(stderr, "result does not parse again (%s)\n", err_msg(&err));
             abort();
         }

@@ -265,6 +265,42 @@ static void test_batch_2025_03_26(void **state)
     assert_false(json_object_object_get_ex(tool, "outputSchema", NULL));
 }
 
+/* A batch is capped in items (refused whole past --max-batch-items) and
+ * its answers together in bytes (--max-message-bytes): answers past the
+ * cap become errors naming their request, the batch stays valid. */
+static void test_batch_caps(void **state)
+{
+    struct fixture *f = *state;
+    init(f, "2025-03-26");
+    f->cfg.max_batch_items = 3;
+    json_object *r = send1(f, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
+                              "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"},"
+                              "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"},"
+                              "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
+    assert_non_null(strstr(json_object_get_string(get(get(r, "error"), "message")),
+                           "--max-batch-items"));
+    /* One tools/list answer fits, the next ones do not. */
+    size_t one = strlen(json_object_to_json_string_ext(
+        send1(f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\"}"),
+        JSON_C_TO_STRING_PLAIN));
+    f->cfg.max_message_bytes = (long long)(one + one / 2);
+    r = send1(f, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"},"
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"},"
+                 "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}]");
+    assert_true(json_object_is_type(r, json_type_array));
+    assert_int_equal(json_object_array_length(r), 3);
+    size_t total = strlen(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
+    assert_true(total < one + one / 2 + 1024);
+    get(get(json_object_array_get_idx(r, 0), "result"), "tools");
+    json_object *e = json_object_array_get_idx(r, 1);
+    assert_int_equal(json_object_get_int(get(e, "id")), 2);
+    assert_int_equal(error_code(e), JSONRPC_SERVER_ERROR);
+    assert_non_null(strstr(json_object_get_string(get(get(e, "error"), "message")),
+                           "on its own"));
+    get(json_object_array_get_idx(r, 2), "result");
+}
+
 /* No network is what tools/list says by default; with --allow-network the
  * descriptions, openWorldHint and the environment resource say which. */
 static void test_network_declared(void **state)
@@ -385,6 +421,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_before_initialize, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_2025_03_26, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_caps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_call_without_engine, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resources_prompts_completion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_network_declared, setup, teardown),

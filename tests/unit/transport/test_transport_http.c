@@ -578,8 +578,11 @@ static void test_allowed_lists(void **state)
         {"Origin: https://app.example", 200},
         {"Origin: https://app.example:444", 403},
         {"Origin: http://tool.example:3000", 200},
-        {"Origin: https://localhost", 200},
-        {"Origin: http://[::1]:9", 200},
+        /* Loopback pages on other ports are other origins (a local web
+         * page must not drive the daemon). */
+        {"Origin: https://localhost", 403},
+        {"Origin: http://[::1]:9", 403},
+        {"Origin: http://localhost:3000", 403},
         {"Origin: http://localhost.evil.example", 403},
         {"Origin: http://localhost/path", 403},
         {"Origin: null", 403},
@@ -590,6 +593,19 @@ static void test_allowed_lists(void **state)
         if (r.status != cases[i].status)
             fail_msg("%s: want %ld, got %ld", cases[i].header, cases[i].status, r.status);
         resp_free(&r);
+    }
+    /* The daemon's own origin, by any loopback name, on its port. */
+    const char *own[] = {"http://localhost", "http://127.0.0.1", "http://[::1]"};
+    for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
+        char *origin = xasprintf("%s:%u", own[i], s->port);
+        char *line = xasprintf("Origin: %s", origin);
+        http(s, &r, "POST", "/mcp", INIT_BODY, line, NULL);
+        if (r.status != 200)
+            fail_msg("%s: want 200, got %ld", line, r.status);
+        assert_header(&r, "Access-Control-Allow-Origin", origin);
+        resp_free(&r);
+        free(line);
+        free(origin);
     }
     stop(s);
 }
@@ -652,13 +668,27 @@ static void test_auth(void **state)
     assert_int_equal(r.status, 200);
     resp_free(&r);
 
-    /* Health checks need no token; without an engine they say so. */
+    /* Health checks need no token; without an engine they say so, and
+     * nothing more (where the engine is, and why it fails) without it. */
     http(s, &r, "GET", "/healthz", NULL, NULL);
     assert_int_equal(r.status, 503);
     assert_header(&r, "Content-Type", "application/json");
     json_object *o = body_json(&r);
-    assert_string_equal(json_object_get_string(get(o, "status")), "degraded");
+    assert_string_equal(json_object_get_string(get(o, "status")), "unavailable");
+    assert_int_equal(json_object_object_length(o), 1);
+    json_object_put(o);
+    resp_free(&r);
+    http(s, &r, "GET", "/healthz", NULL, "Authorization: Bearer tok-124", NULL);
+    o = body_json(&r);
+    assert_int_equal(json_object_object_length(o), 1);
+    json_object_put(o);
+    resp_free(&r);
+    http(s, &r, "GET", "/healthz", NULL, "Authorization: Bearer tok-123", NULL);
+    assert_int_equal(r.status, 503);
+    o = body_json(&r);
+    assert_string_equal(json_object_get_string(get(o, "status")), "unavailable");
     assert_string_equal(json_object_get_string(get(o, "engine")), "unreachable");
+    assert_non_null(strstr(json_object_get_string(get(o, "socket")), "mcpsbx-http.sock"));
     json_object_put(o);
     resp_free(&r);
     stop(s);
