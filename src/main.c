@@ -10,15 +10,22 @@
  *             every session, cancelling and waiting for its calls), then
  *             the workers, then the pool (removing what waits), then the
  *             reaper.
- * HTTP        libmicrohttpd's listener plus one thread per connection
- *             (--http only), at most --max-connections (2048 by default;
- *             1 MiB stacks; an idle connection goes after 10 s). A
- *             connection thread parses its request body,
- *             dispatches it to mcp and answers it; SSE responses block it
- *             on its session's condition variable. Sessions, streams and
- *             events belong to the transport under its one lock
- *             (src/transport/http_server.c describes its files).
- *             + 1 janitor thread that ends idle sessions.
+ * HTTP        (--http only) libmicrohttpd's polling threads, one per core
+ *             (up to 16), each an epoll loop over its share of the
+ *             connections: a connection costs a few KiB, not a thread,
+ *             so --max-connections idle or trickling clients add no
+ *             thread. A polling thread reads a request, parses its body
+ *             and dispatches it to mcp; a quick answer goes out at once,
+ *             one that waits (a run's JSON answer, a DELETE, an SSE
+ *             stream with nothing to send) suspends its connection until
+ *             a worker or the transport's own threads resume it. Nothing
+ *             on a polling thread waits for a run or the engine.
+ *             + 1 janitor (head and body deadlines, idle and never
+ *             initialized sessions, SSE keep-alives and hang-ups) and
+ *             1 closer (ends sessions: cancels their runs and waits for
+ *             them). Sessions, streams and events belong to the transport
+ *             under its one lock (src/transport/http_server.c describes
+ *             its files).
  * workers     --max-concurrent threads started with the server (admission.c).
  *             A tools/call is validated and copied into plain C data on the
  *             thread that received it, waits in a FIFO of at most
@@ -49,7 +56,7 @@
  * by the run store (tools/runstore.c) as bytes under its lock: workers put
  * them, the threads answering resources/read copy them out.
  * So the daemon runs at most 1 + 2 + max-concurrent + 9 threads on stdio,
- * plus 2 + the connection limit over HTTP, whatever clients send.
+ * plus the cores (up to 16) + 2 over HTTP, whatever clients send.
  *
  * json-c objects never cross threads (Debian's json-c has non-atomic
  * reference counts): see mcp.h. Everything else shared is immutable after
@@ -100,9 +107,9 @@ static int serve_http(struct mcp_server *srv, const struct config *cfg, struct e
         return -1;
     bool v6 = strchr(cfg->http_host, ':') != NULL;
     log_info("serving MCP over HTTP at http://%s%s%s:%u/mcp (legacy SSE at /sse, health at "
-             "/healthz)%s",
+             "/healthz; %u polling threads)%s",
              v6 ? "[" : "", cfg->http_host, v6 ? "]" : "", transport_http_port(http),
-             cfg->auth_token ? "; bearer token required" : "");
+             transport_http_threads(http), cfg->auth_token ? "; bearer token required" : "");
     wait_for_stop();
     log_info("stopping on signal");
     transport_http_stop(http);

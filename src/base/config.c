@@ -129,6 +129,10 @@ static const struct opt_def options[] = {
      "a text file up to this size comes back embedded, a larger one as a resource link "
      "(default 64 KiB)",
      NULL},
+    {"max-inflight-body-bytes", OPT_INT, F(max_inflight_body_bytes), 1024, 64LL << 30, "N",
+     "HTTP request bodies being received or parsed at once, all connections together; a "
+     "request that would pass it gets 503 (default 128 MiB)",
+     NULL},
     {"max-memory-mb", OPT_INT, F(max_memory_mb), 16, 1 << 20, "N",
      "largest memory_mb a caller may ask for (default 2048)", NULL},
     {"max-message-bytes", OPT_INT, F(max_message_bytes), 1024, 256LL << 20, "N",
@@ -249,6 +253,7 @@ void config_init(struct config *cfg)
     cfg->http_head_timeout_ms = 10000;
     cfg->http_body_timeout_ms = 60000;
     cfg->max_batch_items = 64;
+    cfg->max_inflight_body_bytes = 128LL << 20;
     cfg->session_idle_ms = 30LL * 60 * 1000;
     cfg->timeout_ms = 30000;
     cfg->max_timeout_ms = 300000;
@@ -832,6 +837,9 @@ static int check_config(struct config *cfg, struct err *err)
     /* The message must fit the code it carries plus JSON escaping. */
     if (cfg->max_message_bytes < cfg->max_code_bytes)
         return err_set(err, ERR_INVALID, "--max-message-bytes must be at least --max-code-bytes");
+    if (cfg->max_inflight_body_bytes < cfg->max_message_bytes)
+        return err_set(err, ERR_INVALID,
+                       "--max-inflight-body-bytes must be at least --max-message-bytes");
     return 0;
 }
 

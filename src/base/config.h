@@ -57,6 +57,7 @@ struct config {
     long long http_head_timeout_ms;        /* a request head must arrive within */
     long long http_body_timeout_ms;        /* a body must arrive within, after its head */
     long long max_batch_items;             /* messages in one JSON-RPC batch */
+    long long max_inflight_body_bytes;     /* HTTP bodies held at once, all together */
     long long queue_timeout_ms;
     double cpus;
     long long pool_size;            /* warm sandboxes per language; 0 = none; -1 = the table's */

@@ -41,19 +41,19 @@ static bool host_allowed(const struct transport_http *t, const char *host)
     return false;
 }
 
-/* The daemon's own origin (a loopback name or the bound address, on the
- * bound port) and --allowed-origins: any other page, a loopback one on
+/* The daemon's own origin (http://, a loopback name or the bound address,
+ * the bound port) and --allowed-origins: any other page, a loopback one on
  * another port among them, must not drive the daemon from a browser. */
 static bool origin_allowed(const struct transport_http *t, const char *origin)
 {
     for (size_t i = 0; i < t->cfg->allowed_origins.n; i++)
         if (strcasecmp(t->cfg->allowed_origins.items[i], origin) == 0)
             return true;
+    /* The daemon serves plain HTTP: its own pages' origin is http://. */
     struct http_host h;
-    if (!http_parse_origin(origin, &h))
+    if (strncasecmp(origin, "http://", 7) != 0 || !http_parse_origin(origin, &h))
         return false;
-    unsigned port = h.has_port ? h.port : strncasecmp(origin, "https:", 6) == 0 ? 443 : 80;
-    if (port != t->port)
+    if ((h.has_port ? h.port : 80) != t->port)
         return false;
     return http_is_loopback_name(h.name, h.name_len) ||
            (t->self_host && http_token_is(h.name, h.name_len, t->self_host));

@@ -45,6 +45,7 @@ enum MHD_Result http_legacy_messages(struct transport_http *t, struct MHD_Connec
 {
     enum MHD_Result ret = MHD_NO;
     json_object *msg = http_read_post(c, rq, t->cfg->max_message_bytes, &ret);
+    http_release_body(t, rq); /* parsed: the bytes can go */
     if (!msg)
         return ret;
     struct session *s = rq->sess;

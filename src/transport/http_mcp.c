@@ -187,6 +187,7 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
     bool want_json = !accept || http_accept_lists(accept, "application/json");
     bool want_sse = accept && http_accept_lists(accept, "text/event-stream");
     json_object *msg = http_read_post(c, rq, t->cfg->max_message_bytes, &ret);
+    http_release_body(t, rq); /* parsed: the bytes can go */
     if (!msg)
         return ret;
 

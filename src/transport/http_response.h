@@ -39,6 +39,7 @@ struct request {
     bool too_big;
     size_t received;
     size_t body_cap; /* --max-message-bytes, or less before a session exists */
+    size_t reserved; /* of t->body_bytes, while the body is held */
     struct buf body;
     struct MHD_Connection *c;
     struct conn *conn;     /* its connection's deadlines (http_conns.h) */

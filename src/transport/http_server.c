@@ -44,6 +44,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -219,6 +220,37 @@ static enum MHD_Result resumed(struct transport_http *t, struct MHD_Connection *
     return MHD_NO;
 }
 
+/* Reserves what rq's body may take of --max-inflight-body-bytes: its
+ * announced length, else its cap. */
+static bool reserve_body(struct transport_http *t, struct request *rq, const char *length)
+{
+    size_t want = rq->body_cap;
+    if (length) {
+        unsigned long long n = strtoull(length, NULL, 10);
+        if (n < want)
+            want = (size_t)n;
+    }
+    pthread_mutex_lock(&t->lock);
+    bool ok = want <= (size_t)t->cfg->max_inflight_body_bytes - t->body_bytes;
+    if (ok) {
+        t->body_bytes += want;
+        rq->reserved = want;
+    }
+    pthread_mutex_unlock(&t->lock);
+    return ok;
+}
+
+void http_release_body(struct transport_http *t, struct request *rq)
+{
+    buf_free(&rq->body);
+    if (!rq->reserved)
+        return;
+    pthread_mutex_lock(&t->lock);
+    t->body_bytes -= rq->reserved;
+    rq->reserved = 0;
+    pthread_mutex_unlock(&t->lock);
+}
+
 /* What the head alone decides, before any body is read: the guard, the
  * size announced, and for the POST endpoints the session (a body is never
  * read for a session that does not exist, and one without a session may
@@ -250,8 +282,13 @@ static enum MHD_Result first_call(struct transport_http *t, struct MHD_Connectio
     if (ret != MHD_YES || rq->status)
         return ret;
     /* Refused before the body is read (and before 100 Continue). */
-    if (http_content_length_over(http_header(c, "Content-Length"), rq->body_cap))
+    const char *length = http_header(c, "Content-Length");
+    if (http_content_length_over(length, rq->body_cap))
         return http_reply_too_big(c, rq, t->cfg->max_message_bytes);
+    if (body && !reserve_body(t, rq, length))
+        return http_reply_busy(c, rq, MHD_HTTP_SERVICE_UNAVAILABLE,
+                               "server busy: too many request bodies at once "
+                               "(--max-inflight-body-bytes); try again shortly");
     buf_init(&rq->body, rq->body_cap);
     return MHD_YES;
 }
@@ -335,7 +372,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     log_debug("http: %s %s %u %.0f ms%s", rq->method, rq->path, rq->status,
               util_now_ms() - rq->start,
               toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
-    buf_free(&rq->body);
+    http_release_body(t, rq);
     free(rq);
     *req_cls = NULL;
 }
@@ -458,7 +495,7 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
 
     /* epoll on a pool of polling threads; suspend and resume (which need
      * ITC, also what stop's quiesce needs) for answers that are not ready. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     t->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, t, MHD_OPTION_EXTERNAL_LOGGER,

@@ -36,12 +36,16 @@ struct transport_http {
     struct reader *readers;   /* every SSE reader: keep-alives, hang-ups, stop */
     struct request *waiting;  /* requests suspended until their answer is ready */
     int active;               /* requests between their first call and completion */
+    size_t body_bytes;        /* reserved by request bodies held (--max-inflight-body-bytes) */
     atomic_bool started;      /* read by MHD's logger from any thread */
     bool stopping;     /* no new sessions or requests */
     bool threads_stop; /* the janitor and the closer end */
     bool janitor_running, closer_running;
     pthread_t janitor, closer;
 };
+
+/* Gives back what rq's body reserved, and its buffer (lock not held). */
+void http_release_body(struct transport_http *t, struct request *rq);
 
 /* A request's connection stops being polled until http_resume_locked
  * (lock held; MHD's polling thread, in its request handler). */

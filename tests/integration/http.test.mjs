@@ -825,14 +825,12 @@ describe('HTTP rules (raw requests)', { timeout: 300_000 }, () => {
     await s.delete();
   });
 
-  t('GET /healthz → 200 JSON with the engine reachable', async (tc) => {
+  t('GET /healthz → 200 {"status":"ok"} with the engine reachable, and nothing more without a token', async (tc) => {
     const r = await httpRaw(d, { method: 'GET', path: '/healthz' });
     assert.equal(r.status, 200, show(r));
     assert.match(r.headers['content-type'] || '', /application\/json/, show(r));
-    const body = JSON.parse(r.body);
     tc.diagnostic(`/healthz: ${r.body.trim()}`);
-    assert.equal(body.status, 'ok', show(r));
-    assert.equal(body.engine, 'reachable', show(r));
+    assert.deepEqual(JSON.parse(r.body), { status: 'ok' }, show(r));
   });
 });
 
@@ -957,16 +955,20 @@ describe('daemon options', { timeout: 300_000 }, () => {
     }
   });
 
-  test('GET /healthz with the engine unreachable → 503 JSON', { timeout: TEST_TIMEOUT_MS }, async (tc) => {
+  test('GET /healthz with the engine unreachable → 503 {"status":"unavailable"}; the reason only with the token', { timeout: TEST_TIMEOUT_MS }, async (tc) => {
     const sock = '/tmp/nonexistent-mcpsbx-http.sock';
     assert.ok(!existsSync(sock));
-    const d = await HttpDaemon.start('healthz-down', { marker: `${RUN_ID}-down`, args: ['--engine', `unix://${sock}`] });
+    const token = randomBytes(16).toString('hex');
+    const d = await HttpDaemon.start('healthz-down', { marker: `${RUN_ID}-down`, args: ['--engine', `unix://${sock}`], env: { MCPSANDBOXD_AUTH_TOKEN: token } });
     try {
       await withDaemon(d, async () => {
-        const r = await httpRaw(d, { method: 'GET', path: '/healthz' });
+        let r = await httpRaw(d, { method: 'GET', path: '/healthz' });
         tc.diagnostic(`/healthz: ${r.status} ${r.body.trim()}`);
         assert.equal(r.status, 503, show(r));
         assert.match(r.headers['content-type'] || '', /application\/json/, show(r));
+        assert.deepEqual(JSON.parse(r.body), { status: 'unavailable' }, show(r));
+        r = await httpRaw(d, { method: 'GET', path: '/healthz', headers: { Authorization: `Bearer ${token}` } });
+        assert.equal(r.status, 503, show(r));
         const body = JSON.parse(r.body);
         assert.equal(body.engine, 'unreachable', show(r));
         assert.ok(String(body.error || '').includes(sock), `the error should name the socket: ${show(r)}`);

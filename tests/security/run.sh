@@ -7,8 +7,9 @@
 # Each engine pass runs the battery twice: with a warm pool (--pool-size 2,
 # runs take pooled sandboxes) and on demand (--pool-size 0). The runsc pass
 # is Docker with every sandbox under gVisor (INTEGRATION_RUNTIME=runsc: the
-# daemon runs with --runtime runsc). The http pass runs
-# tests/security/http-abuse.test.mjs (hostile HTTP clients; no engine).
+# daemon runs with --runtime runsc). The http pass runs the hostile HTTP
+# clients: tests/security/http-abuse.test.mjs (no engine) and
+# tests/security/hostile-client.test.mjs (Docker for its runs).
 #
 # Builds nothing except `npm ci` in tests/ when node_modules is missing or
 # stale (make security builds the daemon). Before each pass:
@@ -87,16 +88,26 @@ run_pass() {
 
 # run_http: the hostile HTTP clients, against a daemon with no engine.
 run_http() {
-	local bin=$BIN tap=$work/http.tap t0 rc
+	local bin=$BIN tap=$work/http.tap t0 rc setup_err
 	case $bin in /*) ;; *) bin=$ROOT/$bin ;; esac
 	t0=$(date +%s)
 	echo
-	echo "=== security pass 'http': ${bin#"$ROOT"/}, hostile HTTP clients ==="
-	(cd "$ROOT" && env MCPSANDBOXD_BIN="$bin" timeout --kill-after=10 "$PASS_TIMEOUT" \
+	echo "=== security pass 'http': ${bin#"$ROOT"/}, hostile HTTP clients (Docker for the runs) ==="
+	if setup_err=$(pass_setup "$bin" docker "$DOCKER_SOCK"); then
+		setup_err=""
+	fi
+	if [ -n "$setup_err" ]; then
+		log "http: $setup_err"
+		summaries+=("http: SETUP FAILED ($setup_err)")
+		total_fail=$((total_fail + 1))
+		return
+	fi
+	(cd "$ROOT" && env MCPSANDBOXD_BIN="$bin" MCPSANDBOXD_ENGINE="unix://$DOCKER_SOCK" \
+		timeout --kill-after=10 "$PASS_TIMEOUT" \
 		node --test \
 		--test-reporter=spec --test-reporter-destination=stdout \
 		--test-reporter=tap --test-reporter-destination="$tap" \
-		tests/security/http-abuse.test.mjs)
+		tests/security/http-abuse.test.mjs tests/security/hostile-client.test.mjs)
 	rc=$?
 	tap_totals http "$tap" "$rc" "$PASS_TIMEOUT"
 	total_pass=$((total_pass + TAP_PASS))
