@@ -110,6 +110,11 @@ static int serve_http(struct mcp_server *srv, const struct config *cfg, struct e
              "/healthz; %u polling threads)%s",
              v6 ? "[" : "", cfg->http_host, v6 ? "]" : "", transport_http_port(http),
              transport_http_threads(http), cfg->auth_token ? "; bearer token required" : "");
+    /* Only loopback gets here without one (config.c refuses the rest). */
+    if (!cfg->auth_token)
+        log_warn("serving without authentication: any local user or process can call the tools, "
+                 "with the pass-through secrets; --auth-token-file FILE requires a bearer token "
+                 "(make run sets one)");
     wait_for_stop();
     log_info("stopping on signal");
     transport_http_stop(http);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/log.h"
+#include "base/netaddr.h"
 
 #define DEFAULT_PYTHON_IMAGE   "mcp-sandboxd-python:latest"
 #define DEFAULT_SANDBOX_IO_DIR "/run/mcp-sandboxd-io"
@@ -51,7 +52,8 @@ static const struct opt_def options[] = {
      "Origin values accepted besides http(s)://localhost, 127.0.0.1 and [::1]", valid_token},
     {"auth-token-file", OPT_STR, F(auth_token_file), 0, 0, "FILE",
      "require 'Authorization: Bearer <token>' on HTTP, token read from FILE (or set "
-     "MCPSANDBOXD_AUTH_TOKEN)",
+     "MCPSANDBOXD_AUTH_TOKEN); needed to --http anywhere but loopback, and without it any "
+     "local user can call the tools",
      NULL},
     {"config", OPT_STR, F(config_file), 0, 0, "FILE",
      "read options from FILE (lines 'name = value'; see config/mcp-sandboxd.conf)", NULL},
@@ -68,7 +70,7 @@ static const struct opt_def options[] = {
     {"help", OPT_FLAG, F(help), 0, 0, NULL, "show this help and exit", NULL},
     {"http", OPT_STR, F(http_listen), 0, 0, "HOST:PORT",
      "serve MCP over streamable HTTP (/mcp) and legacy SSE (/sse) instead of stdio, e.g. "
-     "127.0.0.1:8080",
+     "127.0.0.1:8080; an address other than loopback needs --auth-token-file",
      NULL},
     {"http-body-timeout-ms", OPT_INT, F(http_body_timeout_ms), 100, 3600LL * 1000, "MS",
      "an HTTP request's whole body must arrive within this long of its head, however the bytes "
@@ -721,6 +723,29 @@ static int load_token(struct config *cfg, char **envp, struct err *err)
     return 0;
 }
 
+/* Anyone who reaches a listener off loopback could run code with the
+ * pass-through secrets: there the daemon does not start without a token.
+ * On loopback it serves without one (scripts and tests start it so) and
+ * warns at start (main.c). The modes that print and exit bind nothing. */
+static int check_listen_auth(const struct config *cfg, struct err *err)
+{
+    if (!*cfg->http_listen || cfg->auth_token || cfg->print_engine || cfg->list_images ||
+        *cfg->dry_run_create)
+        return 0;
+    bool loopback = false;
+    char addr[NETADDR_TEXT_MAX];
+    if (netaddr_listen_is_loopback(cfg->http_host, &loopback, addr, sizeof(addr), err) < 0)
+        return -1;
+    if (loopback)
+        return 0;
+    return err_set(err, ERR_INVALID,
+                   "--http %.300s: %s is not a loopback address, and whoever reaches it could "
+                   "run code with this daemon's pass-through secrets, so it needs a bearer "
+                   "token: write one to a file only the daemon can read and pass "
+                   "--auth-token-file FILE (or set MCPSANDBOXD_AUTH_TOKEN), or bind 127.0.0.1",
+                   cfg->http_listen, addr);
+}
+
 /* A numeric, non-root "uid:gid": names would depend on the image. */
 static int valid_user(const char *s)
 {
@@ -943,7 +968,7 @@ int config_load(struct config *cfg, int argc, char **argv, char **envp, struct e
     cfg->engine_socket = path;
     free(cfg->engine_source);
     cfg->engine_source = source;
-    if (check_config(cfg, err) < 0)
+    if (check_config(cfg, err) < 0 || load_token(cfg, envp, err) < 0)
         return -1;
-    return load_token(cfg, envp, err);
+    return check_listen_auth(cfg, err);
 }

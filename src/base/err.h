@@ -8,8 +8,9 @@
  *
  * The base/ folder, which every layer uses: err.c (this), log.c (stderr
  * logs), buf.c (capped buffers), util.c (allocation, UTF-8, time), json.c
- * (parse exactly one JSON value), config.c (the option table) and
- * admission.c (run slots behind a bounded queue). */
+ * (parse exactly one JSON value), config.c (the option table), netaddr.c
+ * (whether --http listens on loopback only) and admission.c (run slots
+ * behind a bounded queue). */
 #ifndef MCPSBX_ERR_H
 #define MCPSBX_ERR_H
 

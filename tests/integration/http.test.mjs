@@ -1,6 +1,7 @@
 // Integration tests for mcp-sandboxd over HTTP (and live output over stdio).
 //
-// Starts real daemons with `--http 127.0.0.1:0` and drives them with the
+// Starts real daemons with `--http 127.0.0.1:0` (one, with a token, on
+// 0.0.0.0:0: without one the daemon refuses it) and drives them with the
 // official MCP TypeScript SDK clients (StreamableHTTPClientTransport for
 // /mcp, SSEClientTransport for the legacy 2024-11-05 /sse + /messages
 // transport) and, for the HTTP rules the SDK will not break on purpose, with
@@ -23,6 +24,7 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -36,7 +38,7 @@ import { LATEST_PROTOCOL_VERSION, LoggingMessageNotificationSchema } from '@mode
 
 import {
   RUN_LABEL, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, sleep, withDaemon, SdkDaemon, engineRequest, preflight,
-  ourContainers, textOf, checkDaemonsAndContainers, HttpDaemon, SseParser,
+  ourContainers, textOf, checkDaemonsAndContainers, HttpDaemon, SseParser, BIN, daemonArgs, daemonEnv,
 } from './lib.mjs';
 
 const PV = '2025-11-25'; // the version raw sessions ask for
@@ -873,11 +875,20 @@ describe('daemon options', { timeout: 300_000 }, () => {
     }
   });
 
-  test('bearer token from MCPSANDBOXD_AUTH_TOKEN', { timeout: TEST_TIMEOUT_MS }, async () => {
+  test('off loopback a token is required: 0.0.0.0 or :: without one → exit 2 saying why; with MCPSANDBOXD_AUTH_TOKEN it serves', { timeout: TEST_TIMEOUT_MS }, async () => {
+    for (const listen of ['0.0.0.0:0', '[::]:0']) {
+      const r = spawnSync(BIN, daemonArgs(['--http', listen]), { env: daemonEnv(), encoding: 'utf8', timeout: 20_000 });
+      const host = listen.replace(/^\[?(.*?)\]?:0$/, '$1');
+      assert.equal(r.status, 2, `--http ${listen} without a token: status ${r.status}, signal ${r.signal}, stderr ${r.stderr}`);
+      assert.ok(r.stderr.includes(`${host} is not a loopback address`), `--http ${listen}: ${r.stderr}`);
+      assert.match(r.stderr, /needs a bearer token.*--auth-token-file/, `--http ${listen}: ${r.stderr}`);
+    }
     const token = randomBytes(16).toString('hex');
-    const d = await HttpDaemon.start('token-env', { marker: `${RUN_ID}-token`, env: { MCPSANDBOXD_AUTH_TOKEN: token } });
+    const d = await HttpDaemon.start('token-env', { marker: `${RUN_ID}-token`, env: { MCPSANDBOXD_AUTH_TOKEN: token }, args: ['--http', '0.0.0.0:0'] });
     try {
       await withDaemon(d, async () => {
+        assert.match(d.base, /^http:\/\/0\.0\.0\.0:/, 'listens on every interface');
+        assert.ok(!d.stderr.includes('serving without authentication'), 'no warning with a token');
         let r = await httpRaw(d, { headers: { Accept: 'application/json, text/event-stream' }, body: initializeBody() });
         assert.equal(r.status, 401, show(r));
         assert.match(r.headers['www-authenticate'] || '', /^Bearer\b/i, show(r));
@@ -918,6 +929,8 @@ describe('daemon options', { timeout: 300_000 }, () => {
     const d = await HttpDaemon.start('max-sessions', { marker: `${RUN_ID}-sessions`, args: ['--max-sessions', '2'] });
     try {
       await withDaemon(d, async () => {
+        // Loopback without a token serves, and says so.
+        assert.match(d.stderr, /warn: serving without authentication/);
         const a = new RawSession(d);
         const b = new RawSession(d);
         await a.initialize();

@@ -4,6 +4,7 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/config.h"
 
@@ -413,6 +414,65 @@ static void test_print_and_dry_run(void **state)
     config_free(&cfg);
 }
 
+/* --http off loopback needs a token, from either source; loopback serves
+ * without one, and the modes that print and exit never bind. */
+static void test_listen_needs_token_off_loopback(void **state)
+{
+    (void)state;
+    char *none[] = {NULL};
+    char *w4[] = {"d", "--http", "0.0.0.0:0", NULL};
+    expect_error(w4, none, "0.0.0.0 is not a loopback address");
+    expect_error(w4, none, "--auth-token-file");
+    char *w6[] = {"d", "--http", "[::]:8080", NULL};
+    expect_error(w6, none, ":: is not a loopback address");
+    char *lan[] = {"d", "--http", "192.0.2.7:8080", NULL};
+    expect_error(lan, none, "192.0.2.7 is not a loopback address");
+    char *plain[] = {"d", NULL};
+    char *env_listen[] = {"MCPSANDBOXD_HTTP=0.0.0.0:8080", NULL};
+    expect_error(plain, env_listen, "needs a bearer token");
+
+    struct config cfg;
+    struct err err = ERR_INIT;
+    char *loopback[] = {"127.0.0.1:0", "localhost:8080", "LOCALHOST:1", "[::1]:0", "127.8.9.10:80"};
+    for (size_t i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++) {
+        char *argv[] = {"d", "--http", loopback[i], NULL};
+        if (load(&cfg, argv, none, &err) != 0)
+            fail_msg("--http %s: %s", loopback[i], err_msg(&err));
+        assert_null(cfg.auth_token);
+        config_free(&cfg);
+    }
+
+    char *env_token[] = {"MCPSANDBOXD_AUTH_TOKEN=s3cret-token", NULL};
+    assert_int_equal(load(&cfg, w6, env_token, &err), 0);
+    assert_string_equal(cfg.auth_token, "s3cret-token");
+    assert_string_equal(cfg.http_host, "::");
+    config_free(&cfg);
+
+    char path[] = "/tmp/mcpsbx-test-token-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "file-token\n", 11), 11);
+    close(fd);
+    char *with_file[] = {"d", "--http", "0.0.0.0:0", "--auth-token-file", path, NULL};
+    assert_int_equal(load(&cfg, with_file, none, &err), 0);
+    assert_string_equal(cfg.auth_token, "file-token");
+    config_free(&cfg);
+    /* An empty file is a mistake, not a way to serve without a token. */
+    assert_int_equal(truncate(path, 0), 0);
+    expect_error(with_file, none, "1 to 256");
+    unlink(path);
+
+    char *print[] = {"d", "--http", "0.0.0.0:0", "--print-engine", NULL};
+    assert_int_equal(load(&cfg, print, none, &err), 0);
+    config_free(&cfg);
+    char *list[] = {"d", "--list-images", NULL};
+    assert_int_equal(load(&cfg, list, env_listen, &err), 0);
+    config_free(&cfg);
+    char *dry[] = {"d", "--http", "[::]:1", "--dry-run-create", "python", NULL};
+    assert_int_equal(load(&cfg, dry, none, &err), 0);
+    config_free(&cfg);
+}
+
 /* --languages: a list of names or aliases in any case, from the command
  * line, a config file or the environment; the table checks them. */
 static void test_languages_option(void **state)
@@ -457,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_print_and_dry_run),
         cmocka_unit_test(test_languages_option),
+        cmocka_unit_test(test_listen_needs_token_off_loopback),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
