@@ -855,6 +855,148 @@ static void test_legacy_sse(void **state)
     stop(s);
 }
 
+/* ---- stress: suspended answers, streams and session ends at once -------------- */
+
+/* One request from a stress thread: the status, or -1 when the transfer
+ * failed (cmocka's asserts belong to the main thread). The body, when
+ * wanted, is returned allocated. */
+static long stress_request(unsigned port, const char *method, const char *body, const char *accept,
+                           const char *sid_line, char **sid_out, char **body_out)
+{
+    struct resp r;
+    memset(&r, 0, sizeof(r));
+    buf_init(&r.head, 1 << 16);
+    buf_init(&r.body, 1 << 20);
+    CURL *h = curl_easy_init();
+    char *url = xasprintf("http://127.0.0.1:%u/mcp", port);
+    struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
+    hl = curl_slist_append(hl, accept);
+    if (sid_line)
+        hl = curl_slist_append(hl, sid_line);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    if (body) {
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &r.head);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &r.body);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
+    long status = curl_easy_perform(h) == CURLE_OK ? 0 : -1;
+    if (status == 0)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (sid_out)
+        *sid_out = header_of(&r, "Mcp-Session-Id");
+    if (body_out)
+        *body_out = xstrdup(buf_cstr(&r.body));
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(h);
+    free(url);
+    resp_free(&r);
+    return status;
+}
+
+struct stress {
+    unsigned port;
+    atomic_int failures;
+    char first[256]; /* the first failure, under lock */
+    pthread_mutex_t lock;
+};
+
+static void stress_fail(struct stress *st, const char *what, long got)
+{
+    pthread_mutex_lock(&st->lock);
+    if (atomic_fetch_add(&st->failures, 1) == 0)
+        snprintf(st->first, sizeof(st->first), "%s: got %ld", what, got);
+    pthread_mutex_unlock(&st->lock);
+}
+
+#define STRESS_THREADS 8
+#define STRESS_ROUNDS  25
+
+/* A client's life, many times over: a session, a call answered as JSON
+ * (its connection suspended until a worker answers), the same call as
+ * SSE, a ping, a DELETE (suspended until the closer ended the session),
+ * then the dead session's 404. */
+static void *stress_client(void *arg)
+{
+    struct stress *st = arg;
+    const char *both = "Accept: application/json, text/event-stream";
+    for (int i = 0; i < STRESS_ROUNDS; i++) {
+        char *sid = NULL;
+        long got = stress_request(st->port, "POST", INIT_BODY, both, NULL, &sid, NULL);
+        if (got != 200 || !sid) {
+            stress_fail(st, "initialize", got);
+            free(sid);
+            continue;
+        }
+        char *line = xasprintf("Mcp-Session-Id: %s", sid);
+        free(sid);
+        if ((got = stress_request(st->port, "POST", INITIALIZED, both, line, NULL, NULL)) != 202)
+            stress_fail(st, "initialized", got);
+        char *text = NULL;
+        got = stress_request(st->port, "POST", CALL, "Accept: application/json", line, NULL, &text);
+        if (got != 200 || !strstr(text, "\"isError\":true"))
+            stress_fail(st, "tools/call as JSON", got);
+        free(text);
+        text = NULL;
+        got = stress_request(st->port, "POST", CALL, both, line, NULL, &text);
+        if (got != 200 || !strstr(text, "\"id\":7"))
+            stress_fail(st, "tools/call as SSE", got);
+        free(text);
+        if ((got = stress_request(st->port, "POST", PING, both, line, NULL, NULL)) != 200)
+            stress_fail(st, "ping", got);
+        if ((got = stress_request(st->port, "DELETE", NULL, both, line, NULL, NULL)) != 204)
+            stress_fail(st, "DELETE", got);
+        if ((got = stress_request(st->port, "POST", PING, both, line, NULL, NULL)) != 404)
+            stress_fail(st, "ping after DELETE", got);
+        free(line);
+    }
+    return NULL;
+}
+
+static void test_stress_suspend_resume(void **state)
+{
+    (void)state;
+    struct server *s = start(STRESS_THREADS * 2, 60000, NULL);
+    struct stress st = {.port = s->port};
+    atomic_init(&st.failures, 0);
+    pthread_mutex_init(&st.lock, NULL);
+    pthread_t th[STRESS_THREADS];
+    for (int i = 0; i < STRESS_THREADS; i++)
+        pthread_create(&th[i], NULL, stress_client, &st);
+    /* Standalone streams opened and dropped meanwhile: suspended readers
+     * of sessions that end under them. */
+    for (int i = 0; i < 10; i++) {
+        char *line = open_session(s);
+        struct sse_client *c = sse_open(s, "/mcp", line);
+        usleep(20000);
+        struct resp r;
+        http(s, &r, "DELETE", "/mcp", NULL, line, NULL);
+        assert_int_equal(r.status, 204);
+        resp_free(&r);
+        assert_true(sse_wait(c, NULL, 5000)); /* the stream ends with its session */
+        sse_close(c);
+        free(line);
+    }
+    for (int i = 0; i < STRESS_THREADS; i++)
+        pthread_join(th[i], NULL);
+    if (atomic_load(&st.failures))
+        fail_msg("%d failures; the first: %s", atomic_load(&st.failures), st.first);
+    /* A stream left open at stop ends with it. */
+    char *line = open_session(s);
+    struct sse_client *c = sse_open(s, "/mcp", line);
+    usleep(50000);
+    stop(s);
+    assert_true(sse_wait(c, NULL, 5000));
+    sse_close(c);
+    free(line);
+    pthread_mutex_destroy(&st.lock);
+}
+
 static void test_session_cap_and_idle(void **state)
 {
     (void)state;
@@ -903,6 +1045,7 @@ int main(void)
         cmocka_unit_test(test_standalone_stream),
         cmocka_unit_test(test_legacy_sse),
         cmocka_unit_test(test_session_cap_and_idle),
+        cmocka_unit_test(test_stress_suspend_resume),
     };
     return cmocka_run_group_tests_name("transport_http", tests, group_setup, group_teardown);
 }
