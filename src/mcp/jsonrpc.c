@@ -43,8 +43,7 @@ size_t jsonrpc_parse_cost(const char *data, size_t len)
     return cost;
 }
 
-int jsonrpc_parse(const char *data, size_t len, size_t budget, json_object **out,
-                  struct err *err)
+int jsonrpc_parse(const char *data, size_t len, size_t budget, json_object **out, struct err *err)
 {
     *out = NULL;
     if (len > (size_t)INT32_MAX)

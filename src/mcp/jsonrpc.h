@@ -58,8 +58,7 @@ size_t jsonrpc_parse_cost(const char *data, size_t len);
  * allowed). On failure returns -1 with a message suitable for a -32700;
  * a message whose jsonrpc_parse_cost is over budget is refused unparsed
  * with ERR_TOO_BIG (a -32600). */
-int jsonrpc_parse(const char *data, size_t len, size_t budget, json_object **out,
-                  struct err *err);
+int jsonrpc_parse(const char *data, size_t len, size_t budget, json_object **out, struct err *err);
 
 /* Classifies one message object (not an array). Never fails: malformed
  * messages come back as JSONRPC_INVALID with the id when it was readable. */

@@ -320,7 +320,8 @@ void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
     struct err err = ERR_INIT;
     size_t budget = JSONRPC_PARSE_BUDGET(s->srv->cfg->max_message_bytes);
     if (jsonrpc_parse(data, len, budget, &msg, &err) < 0) {
-        mcp_session_reject(s, err.code == ERR_TOO_BIG ? JSONRPC_INVALID_REQUEST : JSONRPC_PARSE_ERROR,
+        mcp_session_reject(s,
+                           err.code == ERR_TOO_BIG ? JSONRPC_INVALID_REQUEST : JSONRPC_PARSE_ERROR,
                            err_msg(&err), ch);
         err_clear(&err);
         return;

@@ -55,7 +55,8 @@ enum MHD_Result http_legacy_messages(struct transport_http *t, struct MHD_Connec
     jsonrpc_classify(msg, &m);
     if (m.kind == JSONRPC_REQUEST && strcmp(m.method, "initialize") == 0 &&
         !http_session_count(s)) {
-        ret = http_reply_busy(c, rq, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: too many sessions");
+        ret =
+            http_reply_busy(c, rq, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: too many sessions");
     } else {
         /* Replies go to the session's SSE connection. */
         mcp_session_receive_json(s->mcp, msg, &s->legacy_stream->ch);

@@ -42,15 +42,15 @@ struct request {
     size_t reserved; /* of t->body_bytes, while the body is held */
     struct buf body;
     struct MHD_Connection *c;
-    struct conn *conn;     /* its connection's deadlines (http_conns.h) */
-    struct session *sess;  /* named by the request's headers: one reference */
-    bool new_session;      /* an initialize that made sess */
-    bool body_in;          /* the last upload call came */
+    struct conn *conn;    /* its connection's deadlines (http_conns.h) */
+    struct session *sess; /* named by the request's headers: one reference */
+    bool new_session;     /* an initialize that made sess */
+    bool body_in;         /* the last upload call came */
     /* waiting */
     enum request_wait wait;
     bool suspended;
-    struct stream *json; /* RQ_WAIT_JSON */
-    bool closed;         /* RQ_WAIT_CLOSE: the session's runs ended */
+    struct stream *json;                   /* RQ_WAIT_JSON */
+    bool closed;                           /* RQ_WAIT_CLOSE: the session's runs ended */
     struct request *wait_prev, *wait_next; /* t->waiting while suspended */
 };
 

@@ -490,13 +490,13 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
     size_t headroom = (size_t)cfg->max_connections / 64;
     if (headroom < EVICT_HEADROOM_MIN + t->threads)
         headroom = EVICT_HEADROOM_MIN + t->threads;
-    conns_init(&t->conns, (size_t)cfg->max_connections, headroom,
-               (double)cfg->http_head_timeout_ms, (double)cfg->http_body_timeout_ms);
+    conns_init(&t->conns, (size_t)cfg->max_connections, headroom, (double)cfg->http_head_timeout_ms,
+               (double)cfg->http_body_timeout_ms);
 
     /* epoll on a pool of polling threads; suspend and resume (which need
      * ITC, also what stop's quiesce needs) for answers that are not ready. */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     t->daemon = MHD_start_daemon(
         flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, t, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, t, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,

@@ -38,8 +38,8 @@ struct transport_http {
     int active;               /* requests between their first call and completion */
     size_t body_bytes;        /* reserved by request bodies held (--max-inflight-body-bytes) */
     atomic_bool started;      /* read by MHD's logger from any thread */
-    bool stopping;     /* no new sessions or requests */
-    bool threads_stop; /* the janitor and the closer end */
+    bool stopping;            /* no new sessions or requests */
+    bool threads_stop;        /* the janitor and the closer end */
     bool janitor_running, closer_running;
     pthread_t janitor, closer;
 };

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#define KEEPALIVE_MS 15000 /* SSE comment while idle, so a dead peer shows */
-#define SSE_RETRY_MS 2000  /* reconnection delay suggested to clients */
+#define KEEPALIVE_MS   15000 /* SSE comment while idle, so a dead peer shows */
+#define SSE_RETRY_MS   2000  /* reconnection delay suggested to clients */
 #define SSE_BLOCK_SIZE (32u * 1024u)
 
 /* Resumption keeps the newest events of a stream and the newest finished
@@ -285,8 +285,7 @@ static int reader_next_locked(struct reader *r)
         return -1;
     if (r->endpoint_pending) {
         r->endpoint_pending = false;
-        if (buf_addf(&r->out, "event: endpoint\ndata: /messages?sessionId=%s\n\n", r->sess->id) <
-            0)
+        if (buf_addf(&r->out, "event: endpoint\ndata: /messages?sessionId=%s\n\n", r->sess->id) < 0)
             return -1;
         return 0;
     }

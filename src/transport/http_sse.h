@@ -44,8 +44,8 @@ struct stream {
     char *last; /* STREAM_JSON: the last message sent */
     size_t last_len;
     bool complete;
-    int readers;         /* attached SSE readers */
-    unsigned gen;        /* bumped by each attach: an older reader steps aside */
+    int readers;            /* attached SSE readers */
+    unsigned gen;           /* bumped by each attach: an older reader steps aside */
     struct request *waiter; /* STREAM_JSON: the request suspended until complete */
     bool orphan;            /* STREAM_JSON: its request is gone; release frees it */
     struct stream *next;    /* in the session's list, newest first */

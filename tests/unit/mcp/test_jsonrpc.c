@@ -73,7 +73,13 @@ static size_t heap_in_use(void)
 static void test_parse_cost_bounds_json_c(void **state)
 {
     (void)state;
-    static const char *const items[] = {"{}", "[]", "1", "-1.5e3", "\"abc\"", "true", "null",
+    static const char *const items[] = {"{}",
+                                        "[]",
+                                        "1",
+                                        "-1.5e3",
+                                        "\"abc\"",
+                                        "true",
+                                        "null",
                                         "{\"key\":[1,{\"a\":\"\\u00e9\\n\"}]}",
                                         "\"\\ud83d\\ude00\""};
     for (size_t k = 0; k < sizeof(items) / sizeof(items[0]); k++) {

@@ -278,8 +278,8 @@ static void test_batch_caps(void **state)
                               "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"},"
                               "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]");
     assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
-    assert_non_null(strstr(json_object_get_string(get(get(r, "error"), "message")),
-                           "--max-batch-items"));
+    assert_non_null(
+        strstr(json_object_get_string(get(get(r, "error"), "message")), "--max-batch-items"));
     /* One tools/list answer fits, the next ones do not. */
     size_t one = strlen(json_object_to_json_string_ext(
         send1(f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\"}"),
@@ -296,8 +296,7 @@ static void test_batch_caps(void **state)
     json_object *e = json_object_array_get_idx(r, 1);
     assert_int_equal(json_object_get_int(get(e, "id")), 2);
     assert_int_equal(error_code(e), JSONRPC_SERVER_ERROR);
-    assert_non_null(strstr(json_object_get_string(get(get(e, "error"), "message")),
-                           "on its own"));
+    assert_non_null(strstr(json_object_get_string(get(get(e, "error"), "message")), "on its own"));
     get(json_object_array_get_idx(r, 2), "result");
 }
 
