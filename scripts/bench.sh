@@ -9,7 +9,11 @@
 #      at build/mcp-sandboxd --http (one session, initialized with curl), then
 #      the same at the official TypeScript SDK's stateless streamable HTTP
 #      server (tests/bench/sdk-server.mjs); reports both and ours/SDK (the
-#      goal tracked is >= 5: reported, not enforced).
+#      goal tracked is >= 5: reported, not enforced), and the same again at
+#      a bare libmicrohttpd server (tests/bench/bare-mhd.c: epoll, a polling
+#      thread per core, the daemon's tools/list bytes for every request and
+#      no work at all), the physical limit: reports ours as a share of it
+#      (the goal tracked is >= 70%).
 #   2. survival: wrk -t2 -c64 of the same request at the daemon; it must
 #      still be alive and answer tools/list with the 3 tools afterwards.
 #   3. hello-world latency: tests/integration/latency.mjs (run_python_code
@@ -80,6 +84,7 @@ readonly START_TIMEOUT=15
 readonly LATENCY_TIMEOUT=300
 # Far above the section's ~8 minutes (longer on Podman, whose churn is slower).
 readonly POOL_TIMEOUT=2400
+readonly BARE_BIN=$ROOT/build/bench/bare-mhd
 BIN=${BENCH_BIN:-$ROOT/build/mcp-sandboxd}
 case $BIN in /*) ;; *) BIN=$ROOT/$BIN ;; esac
 readonly BIN
@@ -120,6 +125,7 @@ if [ ! -f "$TESTS/node_modules/.package-lock.json" ] ||
 	(cd "$TESTS" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || die "npm ci failed in $TESTS"
 fi
 [ -x "$BIN" ] || die "$BIN not found (make builds it)"
+[ -x "$BARE_BIN" ] || die "$BARE_BIN not found (make bench builds it)"
 
 # ENGINE (a make variable reaches us in the environment) names an engine;
 # unset, the daemon's own discovery rules apply.
@@ -146,6 +152,7 @@ work=$(mktemp -d /tmp/mcpsbx-bench.XXXXXX)
 # ---- processes we start ------------------------------------------------------
 daemon_pid=""
 sdk_pid=""
+bare_pid=""
 # The warm-pool section labels its containers with this id and lists the
 # daemons it starts in $work/pool.pids, so the exit trap can remove whatever
 # a killed run left behind.
@@ -167,6 +174,7 @@ stop_pid() {
 }
 
 cleanup() {
+	stop_pid "$bare_pid"
 	stop_pid "$sdk_pid"
 	stop_pid "$daemon_pid"
 	if [ -n "$pool_started" ]; then
@@ -352,6 +360,7 @@ if want http; then
 	if start_daemon; then
 		if check_tools "$daemon_url" "$sid"; then
 			ours_bytes=$answer_bytes
+			cp "$work/check.body" "$work/tools-list.body"
 			if ((WARMUP_SECS > 0)); then
 				run_wrk ours-warmup "$daemon_url" "$sid" "$CONNS" "$WARMUP_SECS"
 				# A daemon that died warming up gets a second chance, so the
@@ -412,13 +421,34 @@ if want http; then
 	sdk_pid=""
 	[ -f "$work/sdk.json" ] || printf 'null\n' >"$work/sdk.json"
 
+	# The physical limit: libmicrohttpd alone, answering the daemon's own
+	# tools/list bytes to every request.
+	bare_answer="none"
+	if [ -s "$work/tools-list.body" ]; then
+		"$BARE_BIN" 0 "$work/tools-list.body" >"$work/bare.out" 2>>"$LOGS/curl.log" &
+		bare_pid=$!
+		if bare_port=$(wait_log_line "$work/bare.out" "$bare_pid" '^port ([0-9]+)$'); then
+			bare_url=http://127.0.0.1:$bare_port/mcp
+			log "bare libmicrohttpd pid $bare_pid serving $bare_url"
+			((WARMUP_SECS > 0)) && run_wrk bare-warmup "$bare_url" "$sid" "$CONNS" "$WARMUP_SECS"
+			run_wrk bare "$bare_url" "$sid" "$CONNS" "$SECS"
+			if check_tools "$bare_url" "$sid"; then bare_answer=ok; else bare_answer=$answer; fi
+		else
+			fail "the bare libmicrohttpd server did not start"
+		fi
+		stop_pid "$bare_pid"
+		bare_pid=""
+	fi
+	[ -f "$work/bare.json" ] || printf 'null\n' >"$work/bare.json"
+
 	sdk_version=$(node -p "require('$TESTS/node_modules/@modelcontextprotocol/sdk/package.json').version" 2>/dev/null || echo unknown)
 	summary+=("$(node "$BENCH_DIR/report.mjs" http "$OUT/http-tools-list.json" "${common[@]}" "loadavg=$load1" \
 		"connections=$CONNS" "seconds=$SECS" \
 		"ours_wrk=@$work/ours.json" "ours_response_bytes=$ours_bytes" \
 		"ours_daemon=$ours_daemon" "ours_answer=$ours_answer" "ours_restarted=$ours_restarted" \
 		"sdk_wrk=@$work/sdk.json" "sdk_response_bytes=$sdk_bytes" "sdk_answer=$sdk_answer" \
-		"sdk_version=$sdk_version" "node_version=$(node --version)")")
+		"sdk_version=$sdk_version" "node_version=$(node --version)" \
+		"bare_wrk=@$work/bare.json" "bare_answer=$bare_answer")")
 
 	# Non-2xx answers to a tools/list are wrong answers.
 	non2xx=$(node -p "const w = require('$work/ours.json'); w ? w.errors.non_2xx_3xx : 0")

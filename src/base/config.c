@@ -162,6 +162,10 @@ static const struct opt_def options[] = {
      "calls waiting, in arrival order, for one of the --max-concurrent slots; more get a "
      "'busy' result at once (default 64)",
      NULL},
+    {"max-session-requests", OPT_INT, F(max_session_requests), 1, 100000, "N",
+     "HTTP requests one session may have under way at once (each may hold an answer in "
+     "memory until its client reads it); more get 429 (default 16)",
+     NULL},
     {"max-sessions", OPT_INT, F(max_sessions), 1, 100000, "N",
      "HTTP sessions at once; more get 503 (default 64)", NULL},
     {"max-variables-bytes", OPT_INT, F(max_variables_bytes), 2, 64LL << 20, "N",
@@ -250,6 +254,7 @@ void config_init(struct config *cfg)
     cfg->allowed_hosts.items = xcalloc(1, sizeof(char *));
     cfg->http_listen = xstrdup("");
     cfg->max_sessions = 64;
+    cfg->max_session_requests = 16;
     cfg->max_connections = 2048;
     cfg->max_connections_per_address = 512;
     cfg->http_head_timeout_ms = 10000;

@@ -81,6 +81,7 @@ struct config {
     char *auth_token_file;
     char *auth_token; /* from the file or MCPSANDBOXD_AUTH_TOKEN; never logged */
     long long max_sessions;
+    long long max_session_requests; /* HTTP requests of one session under way at once */
     long long session_idle_ms;
     char *config_file;
     char *languages_file; /* JSON language definitions (sandbox/langtable.h); "" = built-ins */

@@ -207,6 +207,7 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
             goto out;
         }
         rq->new_session = true;
+        http_count_request(c, rq, &ret); /* a new session has room */
     }
     struct session *s = rq->sess;
 
@@ -305,7 +306,7 @@ enum MHD_Result http_mcp_delete(struct transport_http *t, struct MHD_Connection 
     if (!version_header_ok(c))
         return reply_bad_version(c, rq);
     rq->sess = require_session(t, c, rq, &ret);
-    if (!rq->sess)
+    if (!rq->sess || !http_count_request(c, rq, &ret))
         return ret;
     /* Answered once the session's runs have ended (the closer resumes
      * us), as a client deleting a session expects. */

@@ -5,6 +5,7 @@
 #include "base/util.h"
 #include "mcp/jsonrpc.h"
 #include "transport/http_headers.h"
+#include "transport/http_sessions.h"
 
 #define RETRY_AFTER_S "5"
 
@@ -72,9 +73,23 @@ enum MHD_Result http_reply_busy(struct MHD_Connection *c, struct request *rq, un
                                 const char *why)
 {
     struct MHD_Response *resp = http_response_error(HTTP_ERR_SERVER, why);
-    if (resp && status == MHD_HTTP_SERVICE_UNAVAILABLE)
+    if (resp && (status == MHD_HTTP_SERVICE_UNAVAILABLE || status == MHD_HTTP_TOO_MANY_REQUESTS))
         MHD_add_response_header(resp, "Retry-After", RETRY_AFTER_S);
     return http_queue(c, rq, status, resp);
+}
+
+bool http_count_request(struct MHD_Connection *c, struct request *rq, enum MHD_Result *ret)
+{
+    if (!rq->sess || rq->counted)
+        return true;
+    if (http_session_request_begin(rq->sess)) {
+        rq->counted = true;
+        return true;
+    }
+    *ret = http_reply_busy(c, rq, MHD_HTTP_TOO_MANY_REQUESTS,
+                           "too many requests: this session has --max-session-requests under "
+                           "way; wait for their answers");
+    return false;
 }
 
 enum MHD_Result http_reply_too_big(struct MHD_Connection *c, struct request *rq,

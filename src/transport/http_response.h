@@ -44,6 +44,7 @@ struct request {
     struct MHD_Connection *c;
     struct conn *conn;    /* its connection's deadlines (http_conns.h) */
     struct session *sess; /* named by the request's headers: one reference */
+    bool counted;         /* in sess->requests (http_session_request_begin) */
     bool new_session;     /* an initialize that made sess */
     bool body_in;         /* the last upload call came */
     /* waiting */
@@ -75,6 +76,11 @@ enum MHD_Result http_reply_error(struct MHD_Connection *c, struct request *rq, u
 /* 503 (with Retry-After) or another status with a "server busy" reason. */
 enum MHD_Result http_reply_busy(struct MHD_Connection *c, struct request *rq, unsigned status,
                                 const char *why);
+
+/* Counts rq against its session's --max-session-requests (a no-op
+ * without a session or when counted already): false when it has been
+ * answered 429 instead, *ret being MHD's result. */
+bool http_count_request(struct MHD_Connection *c, struct request *rq, enum MHD_Result *ret);
 
 /* 413: the message is over the request's body cap. */
 enum MHD_Result http_reply_too_big(struct MHD_Connection *c, struct request *rq,

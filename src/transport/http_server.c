@@ -279,7 +279,7 @@ static enum MHD_Result first_call(struct transport_http *t, struct MHD_Connectio
         ret = http_legacy_messages_head(t, c, rq);
     else
         ret = MHD_YES;
-    if (ret != MHD_YES || rq->status)
+    if (ret != MHD_YES || rq->status || !http_count_request(c, rq, &ret))
         return ret;
     /* Refused before the body is read (and before 100 Continue). */
     const char *length = http_header(c, "Content-Length");
@@ -365,8 +365,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     http_mcp_request_done(t, rq);
     pthread_mutex_lock(&t->lock);
     t->active--;
-    pthread_cond_broadcast(&t->janitor_cond); /* stop may be draining */
+    if (t->stopping)
+        pthread_cond_broadcast(&t->janitor_cond); /* stop is draining */
     pthread_mutex_unlock(&t->lock);
+    if (rq->counted)
+        http_session_request_end(rq->sess);
     if (rq->sess)
         http_session_put(rq->sess);
     log_debug("http: %s %s %u %.0f ms%s", rq->method, rq->path, rq->status,

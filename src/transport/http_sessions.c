@@ -114,6 +114,23 @@ void http_session_put(struct session *s)
         session_free(s);
 }
 
+bool http_session_request_begin(struct session *s)
+{
+    pthread_mutex_lock(&s->t->lock);
+    bool ok = s->requests < s->t->cfg->max_session_requests;
+    if (ok)
+        s->requests++;
+    pthread_mutex_unlock(&s->t->lock);
+    return ok;
+}
+
+void http_session_request_end(struct session *s)
+{
+    pthread_mutex_lock(&s->t->lock);
+    s->requests--;
+    pthread_mutex_unlock(&s->t->lock);
+}
+
 /* Marks s ended, unlinks it (later lookups fail), wakes its streams'
  * readers and queues it for the closer with the table's reference; true
  * if this call did (lock held). */
@@ -243,13 +260,16 @@ static void sweep_sessions(struct transport_http *t)
 static void *janitor_main(void *arg)
 {
     struct transport_http *t = arg;
+    double next = util_now_ms() + JANITOR_PERIOD_MS;
     pthread_mutex_lock(&t->lock);
     while (!t->threads_stop) {
-        util_cond_wait_ms(&t->janitor_cond, &t->lock, JANITOR_PERIOD_MS);
-        if (t->threads_stop)
-            break;
-        pthread_mutex_unlock(&t->lock);
         double now = util_now_ms();
+        if (now < next) {
+            util_cond_wait_ms(&t->janitor_cond, &t->lock, next - now);
+            continue; /* woken early (stop, or the closer's progress) */
+        }
+        next = now + JANITOR_PERIOD_MS;
+        pthread_mutex_unlock(&t->lock);
         conns_expire(&t->conns, now);
         sweep_sessions(t);
         http_readers_tick(t, now);

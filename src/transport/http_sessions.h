@@ -24,6 +24,7 @@ struct session {
     struct mcp_session *mcp;
     int refs;
     int readers;
+    int requests; /* POSTs and DELETEs under way (--max-session-requests) */
     bool ended;
     bool legacy;
     bool counted; /* counted in t->n_sessions (else a pending legacy one) */
@@ -54,6 +55,13 @@ struct session *http_session_get(struct transport_http *t, const char *id, bool 
 
 /* Drops the caller's reference. */
 void http_session_put(struct session *s);
+
+/* Counts a request of s under way; false (nothing counted) when s has
+ * --max-session-requests under way already. */
+bool http_session_request_begin(struct session *s);
+
+/* The request counted by http_session_request_begin is done. */
+void http_session_request_end(struct session *s);
 
 /* Ends s: later lookups fail at once, and the closer cancels its runs and
  * waits for them. waiter (may be NULL; lock not held): a request resumed

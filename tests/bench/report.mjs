@@ -18,6 +18,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 
 const EXPECTED_TOOLS = ['run_python_code', 'run_js_code', 'execute_code', 'validate_code', 'list_languages'];
 const GOAL_RATIO = 5;
+// The event-driven front end against libmicrohttpd doing nothing at all.
+const BARE_GOAL = 0.7;
 const STRING_KEYS = new Set(['commit', 'kernel', 'cpu', 'loadavg', 'wrk_version', 'sdk_version', 'node_version']);
 
 function readJson(file) {
@@ -152,6 +154,10 @@ function buildHttp(o) {
   else if (o.sdk_answer !== 'ok') why = 'the SDK server did not answer correctly after its run';
   else if (!(sdk.requests_per_s > 0)) why = 'the SDK server answered nothing';
   const ratio = why ? null : ours.requests_per_s / sdk.requests_per_s;
+  // The physical limit: libmicrohttpd alone answering the same bytes.
+  const bare = o.bare_wrk;
+  const share = ours && bare?.requests_per_s > 0 && o.ours_answer === 'ok' && o.bare_answer === 'ok'
+    ? ours.requests_per_s / bare.requests_per_s : null;
   const doc = {
     benchmark: 'tools/list over streamable HTTP: mcp-sandboxd vs the official TypeScript SDK server',
     ...meta(o),
@@ -182,9 +188,20 @@ function buildHttp(o) {
       response_bytes: o.sdk_response_bytes,
       answer_after_run: o.sdk_answer,
     },
+    bare_mhd: {
+      server: 'libmicrohttpd alone (epoll, a polling thread per core) answering the same tools/list bytes to every request, no work at all',
+      script: 'tests/bench/bare-mhd.c',
+      requests_per_s: bare?.requests_per_s ?? null,
+      requests: bare?.requests ?? null,
+      latency_ms: bare?.latency_ms ?? null,
+      errors: bare?.errors ?? null,
+      answer: o.bare_answer,
+    },
     ratio_ours_over_sdk: ratio === null ? null : Number(ratio.toFixed(2)),
     ...(why ? { ratio_not_computed: why } : {}),
     goal: { ratio_at_least: GOAL_RATIO, met: ratio === null ? null : ratio >= GOAL_RATIO },
+    share_of_bare_mhd: share === null ? null : Number(share.toFixed(3)),
+    bare_goal: { share_at_least: BARE_GOAL, met: share === null ? null : share >= BARE_GOAL },
   };
   const lines = [
     `tools/list over streamable HTTP (wrk -t${o.threads} -c${o.connections} -d${o.seconds}s, nproc ${o.nproc}, load ${o.loadavg}):`,
@@ -195,6 +212,10 @@ function buildHttp(o) {
     ratio === null
       ? `  ratio ours/SDK: n/a (${why})`
       : `  ratio ours/SDK: ${f2(ratio)} (goal >= ${GOAL_RATIO}: ${ratio >= GOAL_RATIO ? 'met' : 'not met'})`,
+    wrkLine('bare libmicrohttpd', bare) + `; answer ${o.bare_answer}`,
+    share === null
+      ? '  share of bare libmicrohttpd: n/a'
+      : `  share of bare libmicrohttpd: ${(share * 100).toFixed(1)}% (goal >= ${BARE_GOAL * 100}%: ${share >= BARE_GOAL ? 'met' : 'not met'})`,
   ];
   return { doc, lines };
 }

@@ -1,7 +1,7 @@
 // The official MCP TypeScript SDK's streamable HTTP server, as the baseline
-// for `make bench` (scripts/bench.sh): same three tools as mcp-sandboxd, same
-// titles, descriptions, input/output schemas and annotations, so a tools/list
-// answer carries about the same bytes.
+// for `make bench` (scripts/bench.sh): the same five tools as mcp-sandboxd,
+// with their titles, descriptions, input/output schemas and annotations in
+// short, so a tools/list answer carries bytes of the same kind (fewer).
 //
 //   node tests/bench/sdk-server.mjs [PORT]
 //
@@ -118,6 +118,42 @@ function getServer() {
       annotations: annotations('Execute code'),
     },
     async ({ language }) => result(language),
+  );
+  server.registerTool(
+    'validate_code',
+    {
+      title: 'Check code for syntax errors',
+      description:
+        "Check Python or JavaScript source for syntax errors without running it, parsed exactly as a run would parse it: Python's compile(); for JavaScript the CommonJS parse, or an ES module's when the code uses import or export. Returns valid, and otherwise the first error with its message and its 1-based line and column.",
+      inputSchema: {
+        language: z.enum(['python', 'javascript']).describe('Language of the code.'),
+        code: z.string().describe('Source to check, as it would be given to execute_code.'),
+      },
+      outputSchema: {
+        valid: z.boolean(),
+        language: z.enum(['python', 'javascript']),
+        error: z.object({ message: z.string(), line: z.number().int().nullable(), column: z.number().int().nullable() }).nullable(),
+        duration_ms: z.number(),
+      },
+      annotations: { ...annotations('Check code for syntax errors'), readOnlyHint: true },
+    },
+    async ({ language }) => result(language),
+  );
+  server.registerTool(
+    'list_languages',
+    {
+      title: 'List languages and sandbox facts',
+      description:
+        'List the languages this server runs and what a program can count on: for each, its name and aliases, the tools that take it, its image, its compile and run commands, the version and notable installed packages, whether it has a network, and the warm pool size; plus the limits and features.',
+      inputSchema: {},
+      outputSchema: {
+        languages: z.array(z.object({ language: z.string(), aliases: z.array(z.string()), version: z.string().nullable() })),
+        limits: z.record(z.string(), z.number()),
+        features: z.array(z.string()),
+      },
+      annotations: { ...annotations('List languages and sandbox facts'), readOnlyHint: true },
+    },
+    async () => result('python'),
   );
   return server;
 }

@@ -3,6 +3,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -855,6 +858,56 @@ static void test_legacy_sse(void **state)
     stop(s);
 }
 
+static void one_request_per_session(struct config *cfg)
+{
+    cfg->max_session_requests = 1;
+}
+
+/* A raw connection to the server, its request head sent. */
+static int raw_connect(struct server *s, const char *head)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(write(fd, head, strlen(head)), (ssize_t)strlen(head));
+    return fd;
+}
+
+/* --max-session-requests: a session's requests under way are counted from
+ * their head; one more gets 429 until one is answered. */
+static void test_session_request_cap(void **state)
+{
+    (void)state;
+    struct server *s = start_with(64, 60000, NULL, one_request_per_session);
+    char *line = open_session(s);
+    char *head = xasprintf("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Type: "
+                           "application/json\r\nAccept: application/json\r\n%s\r\n"
+                           "MCP-Protocol-Version: 2025-11-25\r\nContent-Length: %zu\r\n\r\n",
+                           s->port, line, strlen(PING));
+    int fd = raw_connect(s, head); /* its body still to come */
+    usleep(100000);
+    struct resp r;
+    http(s, &r, "POST", "/mcp", PING, line, NULL);
+    assert_int_equal(r.status, 429);
+    assert_header(&r, "Retry-After", "5");
+    resp_free(&r);
+    assert_int_equal(write(fd, PING, strlen(PING)), (ssize_t)strlen(PING));
+    char got[4096];
+    ssize_t n = read(fd, got, sizeof(got) - 1);
+    assert_true(n > 12);
+    got[n] = '\0';
+    assert_non_null(strstr(got, "HTTP/1.1 200"));
+    close(fd);
+    usleep(100000);
+    http(s, &r, "POST", "/mcp", PING, line, NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    free(head);
+    free(line);
+    stop(s);
+}
+
 /* ---- stress: suspended answers, streams and session ends at once -------------- */
 
 /* One request from a stress thread: the status, or -1 when the transfer
@@ -1045,6 +1098,7 @@ int main(void)
         cmocka_unit_test(test_standalone_stream),
         cmocka_unit_test(test_legacy_sse),
         cmocka_unit_test(test_session_cap_and_idle),
+        cmocka_unit_test(test_session_request_cap),
         cmocka_unit_test(test_stress_suspend_resume),
     };
     return cmocka_run_group_tests_name("transport_http", tests, group_setup, group_teardown);
