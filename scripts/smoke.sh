@@ -48,18 +48,27 @@ sock=$("$ENGINE_SH" discover "${engine_args[@]}")
 "$ENGINE_SH" ping "$sock" || die "no engine answers on unix://$sock"
 kind=$("$ENGINE_SH" kind "$sock")
 
+# The user and nproc limit the daemon's request sets (a sandbox uid of its
+# range, or --sandbox-user), which the checks expect.
+read -r want_uid want_gid want_nproc < <("$BIN" --dry-run-create python "${engine_args[@]}" |
+	python3 -c '
+import json, sys
+b = json.load(sys.stdin)
+print(*b["User"].split(":"), [u["Soft"] for u in b["HostConfig"]["Ulimits"] if u["Name"] == "nproc"][0])
+') || die "mcp-sandboxd --dry-run-create python failed"
+
 # The check programs: no double quotes or backslashes, so that json_str can
 # embed them in JSON.
 py_check="import os, sys, resource as r
 b = []
 def c(n, ok):
     ok or b.append(n)
-c('uid', os.getuid() == 10001 and os.getgid() == 10001)
+c('uid', os.getuid() == $want_uid and os.getgid() == $want_gid)
 c('cwd', os.getcwd() == '/tmp')
 open('/tmp/w', 'w').write('x')
 c('rootfs-ro', any(l.split()[4] == '/' and 'ro' in l.split()[5].split(',') for l in open('/proc/self/mountinfo')))
 c('nofile', r.getrlimit(r.RLIMIT_NOFILE) == (1024, 1024))
-c('nproc', r.getrlimit(r.RLIMIT_NPROC) == (4096, 4096))
+c('nproc', r.getrlimit(r.RLIMIT_NPROC) == ($want_nproc, $want_nproc))
 c('core', r.getrlimit(r.RLIMIT_CORE) == (0, 0))
 c('fsize', r.getrlimit(r.RLIMIT_FSIZE) == (67108864, 67108864))
 st = dict(l.split(':', 1) for l in open('/proc/self/status'))
@@ -76,7 +85,7 @@ c('mpl-agg', matplotlib.get_backend().lower() == 'agg')
 b and print('failed checks:', *b)
 sys.exit(len(b))"
 js_check="const b = [], c = (n, ok) => ok || b.push(n);
-c('uid', process.getuid() === 10001 && process.getgid() === 10001);
+c('uid', process.getuid() === $want_uid && process.getgid() === $want_gid);
 c('cwd', process.cwd() === '/tmp');
 require('fs').writeFileSync('/tmp/w', 'x');
 c('network-none', require('fs').readdirSync('/sys/class/net').join() === 'lo');

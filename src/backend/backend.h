@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "base/err.h"
 
@@ -29,7 +30,11 @@
 struct backend_spec {
     const char *image;
     const char *const *cmd; /* NULL-terminated argv; the whole command */
-    const char *user;
+    /* The user its processes run as. The backend marks the container with
+     * it, and backend_list reports it, so a daemon can tell which uids
+     * other containers hold (sandbox/uids.h). */
+    uid_t uid;
+    gid_t gid;
     const char *workdir;            /* the writable tmpfs, also the cwd */
     long long workdir_mb;           /* its size */
     bool workdir_exec;              /* programs may be run from it (compiled languages) */
@@ -67,6 +72,7 @@ struct backend_container {
     long long expires; /* unix seconds; 0 when unknown */
     char *instance;    /* may be NULL */
     char *owner;       /* may be NULL */
+    long long uid;     /* the spec's uid; -1 when unknown */
 };
 
 enum backend_fd { BACKEND_STDOUT = 1, BACKEND_STDERR = 2 };

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/log.h"
 #include "base/netaddr.h"
@@ -14,7 +15,12 @@
 #define DEFAULT_PYTHON_IMAGE   "mcp-sandboxd-python:latest"
 #define DEFAULT_SANDBOX_IO_DIR "/run/mcp-sandboxd-io"
 #define DEFAULT_JS_IMAGE       "mcp-sandboxd-node:latest"
-#define MAX_CONFIG_LINE        4096
+/* Far from the host's users and from the subordinate ids useradd hands
+ * out (100000 up to 600100000 by default), and from systemd-nspawn's
+ * container range (524288 up to 1879048191). */
+#define DEFAULT_SANDBOX_UID_BASE      2000000000LL
+#define DEFAULT_SANDBOX_UID_BASE_TEXT "2000000000"
+#define MAX_CONFIG_LINE               4096
 /* The packages the Python tool's description advertises. */
 #define DEFAULT_PYTHON_PRELOAD "numpy,pandas,matplotlib,matplotlib.pyplot"
 
@@ -216,8 +222,19 @@ static const struct opt_def options[] = {
      NULL},
     {"runtime", OPT_STR, F(runtime), 0, 0, "NAME",
      "OCI runtime for sandboxes, e.g. runsc for gVisor (default: the engine's)", NULL},
+    {"sandbox-uid-base", OPT_INT, F(sandbox_uid_base), 1, 0x7ffffffe, "UID",
+     "the first of the uids the sandboxes run as, one of its own each (its gid the same "
+     "number), so that nproc counts each sandbox apart; keep the range clear of the host's "
+     "users and of /etc/subuid (default " DEFAULT_SANDBOX_UID_BASE_TEXT ")",
+     NULL},
+    {"sandbox-uid-count", OPT_INT, F(sandbox_uid_count), 0, 1 << 20, "N",
+     "how many uids from --sandbox-uid-base: at least --max-concurrent plus the pool sizes "
+     "plus a margin for sandboxes being removed (the daemon refuses to start with fewer and "
+     "says how many); 0 runs every sandbox as --sandbox-user, all counted together by nproc "
+     "(default 4096)",
+     NULL},
     {"sandbox-user", OPT_STR, F(sandbox_user), 0, 0, "UID:GID",
-     "unprivileged user the code runs as (default 10001:10001)", NULL},
+     "the user every sandbox runs as when --sandbox-uid-count is 0 (default 10001:10001)", NULL},
     {"sandbox-io", OPT_STR, F(sandbox_io), 0, 0, "socket|attach",
      "how a sandbox's stdin, stdout and stderr reach the daemon: socket, a unix socket of the "
      "daemon's bound read-only into the sandbox (bypasses the engine's stream relay, ~4 ms "
@@ -298,6 +315,8 @@ void config_init(struct config *cfg)
     cfg->python_preload = NULL;
     cfg->js_preload = NULL;
     cfg->sandbox_user = xstrdup("10001:10001");
+    cfg->sandbox_uid_base = DEFAULT_SANDBOX_UID_BASE;
+    cfg->sandbox_uid_count = 4096;
     cfg->sandbox_io = xstrdup("socket");
     cfg->sandbox_io_dir = xstrdup(DEFAULT_SANDBOX_IO_DIR);
     cfg->log_level = xstrdup("info");
@@ -766,6 +785,29 @@ static int valid_user(const char *s)
     return 1;
 }
 
+/* The sandboxes' own uids stay below the ids that mean "none" and
+ * "nobody" and that tools reading them as signed numbers get wrong, and
+ * never include this process's user: a peer of the daemon's uid may use
+ * any sandbox's stream socket (backend/channel.h). */
+static int check_uid_range(const struct config *cfg, struct err *err)
+{
+    long long last = cfg->sandbox_uid_base + cfg->sandbox_uid_count - 1;
+    if (cfg->sandbox_uid_count == 0)
+        return 0;
+    if (last > 0x7ffffffeLL)
+        return err_set(err, ERR_INVALID,
+                       "--sandbox-uid-base %lld with --sandbox-uid-count %lld ends at %lld, past "
+                       "the highest uid a sandbox may have (2147483646)",
+                       cfg->sandbox_uid_base, cfg->sandbox_uid_count, last);
+    long long me = (long long)geteuid();
+    if (me >= cfg->sandbox_uid_base && me <= last)
+        return err_set(err, ERR_INVALID,
+                       "--sandbox-uid-base %lld with --sandbox-uid-count %lld includes this "
+                       "process's own uid %lld",
+                       cfg->sandbox_uid_base, cfg->sandbox_uid_count, me);
+    return 0;
+}
+
 /* A module name a preload list may hold: Python's dotted identifiers, or
  * a Node built-in's name ("fs", "node:fs", "fs/promises"). */
 static int valid_module(const char *s, size_t n, bool python)
@@ -841,6 +883,8 @@ static int check_config(struct config *cfg, struct err *err)
         return err_set(err, ERR_INVALID,
                        "--sandbox-user must be numeric UID:GID other than root, got '%s'",
                        cfg->sandbox_user);
+    if (check_uid_range(cfg, err) < 0)
+        return -1;
     if (strcmp(cfg->sandbox_io, "socket") != 0 && strcmp(cfg->sandbox_io, "attach") != 0)
         return err_set(err, ERR_INVALID, "--sandbox-io: '%.64s' is not socket or attach",
                        cfg->sandbox_io);

@@ -68,7 +68,9 @@ struct config {
     char *runtime;                  /* OCI runtime name, e.g. runsc; empty = engine default */
     char *python_runtime;           /* for Python only; empty = runtime */
     char *js_runtime;               /* for JavaScript only; empty = runtime */
-    char *sandbox_user;             /* "uid:gid" */
+    char *sandbox_user;             /* "uid:gid": every sandbox's when sandbox_uid_count is 0 */
+    long long sandbox_uid_base;     /* each sandbox's own uid (and gid) comes from */
+    long long sandbox_uid_count;    /* [base, base + count) (sandbox/uids.h); 0: none */
     char *sandbox_io;               /* "socket" or "attach" (sandbox/launch.h) */
     char *sandbox_io_dir;           /* where the sockets are made */
     char *log_level;

@@ -16,6 +16,7 @@
 #include "sandbox/reaper.h"
 #include "sandbox/redact.h"
 #include "sandbox/runner.h"
+#include "sandbox/uids.h"
 
 _Static_assert(EXEC_STDOUT == BACKEND_STDOUT && EXEC_STDERR == BACKEND_STDERR,
                "exec stream numbers are the backend's");
@@ -58,6 +59,7 @@ struct exec_ctx {
     struct redactor *redactor;     /* their values in output; NULL: none */
     char *seccomp;                 /* policy_seccomp_new, for the host's kernel */
     char *seccomp_gvisor;          /* and for gVisor's */
+    struct uids *uids;             /* each sandbox's own uid; NULL: all run as --sandbox-user */
     struct reaper *reaper;
     struct launcher *launcher;
     struct pool *pool; /* NULL when no language keeps a pool */
@@ -234,6 +236,16 @@ static void warn_missing_env(const char *name)
     log_warn("--pass-through-env: %s is not set in the daemon's environment; skipped", name);
 }
 
+/* Every sandbox that can be alive at once but those being removed: the
+ * runs, and the pools' waiting ones. */
+static long long sandboxes_alive_max(const struct exec_ctx *ctx)
+{
+    long long n = ctx->cfg->max_concurrent;
+    for (size_t i = 0; i < langtable_count(ctx->langs); i++)
+        n += langtable_get(ctx->langs, i)->pool_size;
+    return n;
+}
+
 struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *langs,
                               struct backend *backend, char **envp, struct err *err)
 {
@@ -255,10 +267,14 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
         exec_ctx_free(ctx);
         return NULL;
     }
+    if (uids_configure(cfg, sandboxes_alive_max(ctx), &ctx->uids, err) < 0) {
+        exec_ctx_free(ctx);
+        return NULL;
+    }
     long long legacy_age = cfg->max_timeout_ms / 1000 + REAPER_LEGACY_MARGIN_S;
-    ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, err);
+    ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, ctx->uids, err);
     if (ctx->reaper)
-        ctx->launcher = launcher_new(backend, ctx->reaper, cfg);
+        ctx->launcher = launcher_new(backend, ctx->reaper, cfg, ctx->uids);
     if (!ctx->reaper || (pool_wanted(langs) && pool_start(ctx, err) < 0)) {
         exec_ctx_free(ctx);
         return NULL;
@@ -274,6 +290,7 @@ void exec_ctx_free(struct exec_ctx *ctx)
     pool_free(ctx->pool);
     launcher_free(ctx->launcher);
     reaper_free(ctx->reaper);
+    uids_free(ctx->uids);
     redactor_free(ctx->redactor);
     policy_secrets_free(&ctx->secrets);
     free(ctx->seccomp);

@@ -13,27 +13,22 @@
 struct launcher {
     struct backend *backend;
     struct reaper *reaper;
+    struct uids *uids; /* NULL: every sandbox runs as its spec's user */
     const struct config *cfg;
-    uid_t uid;
-    gid_t gid;
     pthread_mutex_t lock;
     bool socket_off;      /* --sandbox-io attach, or this host cannot make the sockets */
     char **attach_images; /* whose sandboxes could not connect */
     size_t n_attach_images;
 };
 
-struct launcher *launcher_new(struct backend *b, struct reaper *r, const struct config *cfg)
+struct launcher *launcher_new(struct backend *b, struct reaper *r, const struct config *cfg,
+                              struct uids *uids)
 {
     struct launcher *l = xcalloc(1, sizeof(*l));
     l->backend = b;
     l->reaper = r;
+    l->uids = uids;
     l->cfg = cfg;
-    /* config_load checked it: "UID:GID", both numeric. */
-    unsigned long uid = strtoul(cfg->sandbox_user, NULL, 10);
-    const char *colon = strchr(cfg->sandbox_user, ':');
-    unsigned long gid = colon ? strtoul(colon + 1, NULL, 10) : uid;
-    l->uid = (uid_t)uid;
-    l->gid = (gid_t)gid;
     l->socket_off = strcmp(cfg->sandbox_io, "socket") != 0;
     pthread_mutex_init(&l->lock, NULL);
     if (!l->socket_off)
@@ -109,12 +104,42 @@ static bool stopped(int stop_fd)
     return stop_fd >= 0 && poll(&p, 1, 0) > 0;
 }
 
+/* *out is spec with the user a new sandbox runs as: with sandbox uids, one
+ * taken for it, which create hands to the reaper with the container (or
+ * gives back when there is none). */
+static int own_user(struct launcher *l, const struct backend_spec *spec, struct backend_spec *out,
+                    struct err *err)
+{
+    *out = *spec;
+    if (!l->uids)
+        return 0;
+    uid_t uid = 0;
+    if (uids_take(l->uids, &uid, err) < 0)
+        return -1;
+    out->uid = uid;
+    out->gid = (gid_t)uid;
+    return 0;
+}
+
+static void give_back(struct launcher *l, const struct backend_spec *spec)
+{
+    if (l->uids)
+        uids_give_back(l->uids, spec->uid);
+}
+
+/* spec's uid goes with the container to the reaper, which gives it back
+ * once the container is gone; after a failed create at once: a container
+ * the engine made all the same (a create that timed out) is never
+ * started, so nothing runs as that uid. */
 static int create(struct launcher *l, const struct backend_spec *spec, double deadline_ms,
                   char **id, struct err *err)
 {
     reaper_create_begin(l->reaper);
     int rc = backend_create(l->backend, spec, deadline_ms, id, err);
-    reaper_create_end(l->reaper, rc == 0 ? *id : NULL);
+    reaper_create_end(l->reaper, rc == 0 ? *id : NULL,
+                      rc == 0 && l->uids ? (long long)spec->uid : -1);
+    if (rc < 0)
+        give_back(l, spec);
     if (rc == 0)
         log_debug("created container %.12s (%s)", *id, spec->pool ? spec->pool : "on demand");
     return rc;
@@ -218,10 +243,14 @@ int launch(struct launcher *l, const struct backend_spec *spec, double deadline_
 {
     *id = NULL;
     *stream = NULL;
+    struct backend_spec s;
     if (wants_socket(l, spec)) {
         struct channel *ch = NULL;
         struct err e = ERR_INIT;
-        if (channel_open(l->cfg->sandbox_io_dir, l->uid, l->gid, &ch, &e) < 0) {
+        if (own_user(l, spec, &s, err) < 0)
+            return -1;
+        if (channel_open(l->cfg->sandbox_io_dir, s.uid, s.gid, &ch, &e) < 0) {
+            give_back(l, &s);
             /* A lasting cause (the directory, no CAP_CHOWN) turns sockets
              * off; a passing one (no fds left) costs this sandbox only. */
             if (e.code == ERR_INVALID)
@@ -231,8 +260,8 @@ int launch(struct launcher *l, const struct backend_spec *spec, double deadline_
             err_clear(&e);
         } else {
             bool could_not_connect = false;
-            int rc = launch_socket(l, spec, ch, deadline_ms, stop_fd, id, stream,
-                                   &could_not_connect, err);
+            int rc =
+                launch_socket(l, &s, ch, deadline_ms, stop_fd, id, stream, &could_not_connect, err);
             channel_close(ch);
             if (rc >= 0)
                 return rc;
@@ -248,5 +277,8 @@ int launch(struct launcher *l, const struct backend_spec *spec, double deadline_
             err_clear(err);
         }
     }
-    return launch_attach(l, spec, deadline_ms, stop_fd, id, stream, err);
+    /* A sandbox discarded above may still run as its uid: a new one. */
+    if (own_user(l, spec, &s, err) < 0)
+        return -1;
+    return launch_attach(l, &s, deadline_ms, stop_fd, id, stream, err);
 }

@@ -20,6 +20,7 @@
 #include "base/config.h"
 #include "base/err.h"
 #include "sandbox/reaper.h"
+#include "sandbox/uids.h"
 
 /* A run's own deadline aside, how long a sandbox may take to connect to
  * its socket once started. */
@@ -27,13 +28,18 @@
 
 struct launcher;
 
-/* Borrows b, r and cfg, which must outlive it. Removes the socket
- * directories a killed daemon left. */
-struct launcher *launcher_new(struct backend *b, struct reaper *r, const struct config *cfg);
+/* Borrows b, r, cfg and uids, which must outlive it. With uids (may be
+ * NULL: every sandbox runs as its spec's user), every sandbox it creates
+ * runs as a uid taken for it alone (sandbox/uids.h), which its socket is
+ * given to, and which the reaper gives back once the sandbox is gone.
+ * Removes the socket directories a killed daemon left. */
+struct launcher *launcher_new(struct backend *b, struct reaper *r, const struct config *cfg,
+                              struct uids *uids);
 void launcher_free(struct launcher *l);
 
 /* Sets up a sandbox for spec (its io_dir and cmd are the launcher's to
- * change). Each engine request must end by deadline_ms (util_now_ms time;
+ * change, and its user with sandbox uids: -1 with ERR_TOO_BIG when none is
+ * free). Each engine request must end by deadline_ms (util_now_ms time;
  * 0: the engine's usual timeouts). Returns 0 with *id and *stream, which
  * the caller then owns; 1 when stop_fd (-1: none) became readable first;
  * -1 with err. On 1 and -1 nothing is left behind (a created container is

@@ -1,18 +1,22 @@
 #include "sandbox/policy.h"
 
 #include <json-c/json.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
 #include "base/util.h"
 
 /* Below the host's hard nofile limit (20000 here) and far below engine
- * defaults that fail without CAP_SYS_RESOURCE. nproc is per-UID across the
- * host, so pids_limit is the real process cap; nproc is only a backstop. */
-#define NOFILE_LIMIT 1024
-#define NPROC_LIMIT  4096
-#define FSIZE_LIMIT  (64LL << 20)
-#define SHM_BYTES    (16LL << 20)
+ * defaults that fail without CAP_SYS_RESOURCE. nproc counts a uid's
+ * processes across the host's user namespace: with a uid of its own per
+ * sandbox (sandbox/uids.h) it is that sandbox's own bound, the pids
+ * limit's; with one uid for all it can only be a loose backstop
+ * (SHARED_NPROC_LIMIT), since every sandbox counts against it. */
+#define NOFILE_LIMIT       1024
+#define SHARED_NPROC_LIMIT 4096
+#define FSIZE_LIMIT        (64LL << 20)
+#define SHM_BYTES          (16LL << 20)
 
 static const char *const base_env[] = {"HOME=" POLICY_WORKDIR,
                                        "TMPDIR=" POLICY_WORKDIR,
@@ -26,10 +30,19 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
 {
     const char *runtime = config_runtime(cfg, run->language);
     bool gvisor = policy_runtime_is_gvisor(runtime) && run->seccomp_gvisor;
+    bool own_uids = cfg->sandbox_uid_count > 0;
+    /* With a uid per sandbox, the launcher puts the one it took in its
+     * place; the first of the range stands for them here. Else
+     * --sandbox-user, "UID:GID" as config_load checked it. */
+    const char *colon = strchr(cfg->sandbox_user, ':');
+    uid_t uid =
+        own_uids ? (uid_t)cfg->sandbox_uid_base : (uid_t)strtoul(cfg->sandbox_user, NULL, 10);
+    gid_t gid = own_uids ? (gid_t)uid : colon ? (gid_t)strtoul(colon + 1, NULL, 10) : (gid_t)uid;
     *spec = (struct backend_spec){
         .image = run->image,
         .cmd = run->cmd,
-        .user = cfg->sandbox_user,
+        .uid = uid,
+        .gid = gid,
         .workdir = POLICY_WORKDIR,
         .workdir_mb = cfg->tmpfs_mb,
         .workdir_exec = run->workdir_exec,
@@ -38,7 +51,7 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
         .nano_cpus = (long long)(cfg->cpus * 1e9),
         .pids_limit = cfg->pids_limit,
         .nofile = NOFILE_LIMIT,
-        .nproc = NPROC_LIMIT,
+        .nproc = own_uids ? cfg->pids_limit : SHARED_NPROC_LIMIT,
         .fsize = FSIZE_LIMIT,
         .shm_bytes = SHM_BYTES,
         .runtime = runtime,

@@ -39,7 +39,10 @@ struct policy_run {
 /* Fills spec from cfg and run. Every pointer in spec is borrowed from cfg,
  * run or static data. The container's environment is a fixed base with no
  * value from the daemon's own environment: the engine keeps Config.Env on
- * disk and shows it to anyone who may inspect containers. */
+ * disk and shows it to anyone who may inspect containers. The user is
+ * --sandbox-user's; with sandbox uids of their own (--sandbox-uid-count)
+ * it is the range's first, which launch (sandbox/launch.h) replaces by the
+ * sandbox's own, and nproc is then the pids limit. */
 void policy_spec(const struct config *cfg, const struct policy_run *run, struct backend_spec *spec);
 
 /* The --pass-through-env variables that are set in envp, in the order

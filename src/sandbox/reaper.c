@@ -34,6 +34,7 @@
 
 struct reap_item {
     char *id;
+    long long uid;    /* the sandbox uid to give back once it is gone; -1: none */
     double queued_at; /* util_now_ms() */
     double next_try;  /* 0: now */
     unsigned attempts;
@@ -43,8 +44,15 @@ struct reap_item {
     struct reap_item *next;
 };
 
+/* A container a run holds, with its sandbox uid (-1: none). */
+struct held {
+    char *id;
+    long long uid;
+};
+
 struct reaper {
     struct backend *backend;
+    struct uids *uids; /* may be NULL */
     char *instance;
     char owner[REAPER_OWNER_MAX];
     long long legacy_max_age_s;
@@ -70,7 +78,7 @@ struct reaper {
     bool first_sweep_over;
     pthread_cond_t swept_cond;
     /* containers runs hold, and creates under way (see reaper_create_begin) */
-    char **held;
+    struct held *held;
     size_t n_held, cap_held;
     unsigned long creates_begun;
     size_t creates_in_flight;
@@ -236,13 +244,14 @@ static void unlink_locked(struct reaper *r, struct reap_item *item)
 }
 
 /* Queues id, first tried at not_before (util_now_ms(); 0: now), unless it
- * is queued already; returns true when it was new. */
-static bool enqueue_locked(struct reaper *r, const char *id, double not_before)
+ * is queued already; returns true when it was new. uid: as reap_item's. */
+static bool enqueue_locked(struct reaper *r, const char *id, long long uid, double not_before)
 {
     if (find_locked(r, id))
         return false;
     struct reap_item *it = xcalloc(1, sizeof(*it));
     it->id = xstrdup(id);
+    it->uid = uid;
     it->queued_at = util_now_ms();
     it->next_try = not_before;
     if (r->tail)
@@ -292,7 +301,7 @@ static void sweep_end_locked(struct reaper *r)
 static ssize_t held_index_locked(const struct reaper *r, const char *id)
 {
     for (size_t i = 0; i < r->n_held; i++)
-        if (strcmp(r->held[i], id) == 0)
+        if (strcmp(r->held[i].id, id) == 0)
             return (ssize_t)i;
     return -1;
 }
@@ -305,16 +314,16 @@ void reaper_create_begin(struct reaper *r)
     pthread_mutex_unlock(&r->lock);
 }
 
-void reaper_create_end(struct reaper *r, const char *id)
+void reaper_create_end(struct reaper *r, const char *id, long long uid)
 {
     pthread_mutex_lock(&r->lock);
     r->creates_in_flight--;
     if (id) {
         if (r->n_held == r->cap_held) {
             r->cap_held = r->cap_held ? 2 * r->cap_held : 16;
-            r->held = xrealloc(r->held, r->cap_held * sizeof(char *));
+            r->held = xrealloc(r->held, r->cap_held * sizeof(*r->held));
         }
-        r->held[r->n_held++] = xstrdup(id);
+        r->held[r->n_held++] = (struct held){.id = xstrdup(id), .uid = uid};
     }
     pthread_mutex_unlock(&r->lock);
 }
@@ -322,13 +331,15 @@ void reaper_create_end(struct reaper *r, const char *id)
 void reaper_remove_after(struct reaper *r, const char *id, long delay_ms)
 {
     double not_before = delay_ms > 0 ? util_now_ms() + (double)delay_ms : 0;
+    long long uid = -1;
     pthread_mutex_lock(&r->lock);
     ssize_t i = held_index_locked(r, id);
     if (i >= 0) {
-        free(r->held[i]);
+        uid = r->held[i].uid;
+        free(r->held[i].id);
         r->held[i] = r->held[--r->n_held];
     }
-    enqueue_locked(r, id, not_before);
+    enqueue_locked(r, id, uid, not_before);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -398,6 +409,9 @@ static void *worker_main(void *arg)
         if (rc == 0) {
             log_debug("removed container %.12s", it->id);
             unlink_locked(r, it);
+            /* Nothing runs as its uid any more: another sandbox may. */
+            if (r->uids && it->uid >= 0)
+                uids_give_back(r->uids, (uid_t)it->uid);
             remember_gone_locked(r, it->id);
             free(it);
         } else {
@@ -435,6 +449,23 @@ static bool quiet_since_locked(const struct reaper *r, unsigned long begun_befor
     return in_flight_before == 0 && r->creates_in_flight == 0 && r->creates_begun == begun_before;
 }
 
+/* Tells the sandbox uids which of them the listed containers of others
+ * (other daemons, or this one's killed predecessor) run as. */
+static void note_foreign_uids(struct reaper *r, const struct backend_container *list, size_t n)
+{
+    if (!r->uids)
+        return;
+    uid_t *seen = xcalloc(n ? n : 1, sizeof(*seen));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool own = list[i].instance && strcmp(list[i].instance, r->instance) == 0;
+        if (!own && list[i].uid >= 0)
+            seen[k++] = (uid_t)list[i].uid;
+    }
+    uids_seen(r->uids, seen, k);
+    free(seen);
+}
+
 /* The list shows the engine as it was when it answered: a removal this
  * daemon finished since may be in it, and must not be taken for a
  * container left behind. Those are remembered until the sweep ends. */
@@ -453,6 +484,7 @@ int reaper_sweep(struct reaper *r, struct err *err)
         pthread_mutex_unlock(&r->lock);
         return -1;
     }
+    note_foreign_uids(r, list, n);
     long long now = (long long)time(NULL);
     int queued = 0;
     for (size_t i = 0; i < n; i++) {
@@ -476,7 +508,7 @@ int reaper_sweep(struct reaper *r, struct err *err)
         if (!why)
             continue;
         pthread_mutex_lock(&r->lock);
-        bool fresh = !gone_locked(r, c->id) && enqueue_locked(r, c->id, 0);
+        bool fresh = !gone_locked(r, c->id) && enqueue_locked(r, c->id, -1, 0);
         pthread_mutex_unlock(&r->lock);
         if (fresh) {
             log_info("removing container %.12s left behind (%s)", c->id, why);
@@ -537,10 +569,11 @@ bool reaper_wait_first_sweep(struct reaper *r, long timeout_ms)
 /* ---- life ---------------------------------------------------------------- */
 
 struct reaper *reaper_new(struct backend *backend, const char *instance, long long legacy_max_age_s,
-                          long sweep_ms, struct err *err)
+                          long sweep_ms, struct uids *uids, struct err *err)
 {
     struct reaper *r = xcalloc(1, sizeof(*r));
     r->backend = backend;
+    r->uids = uids;
     r->instance = xstrdup(instance);
     r->legacy_max_age_s = legacy_max_age_s;
     r->sweep_ms = sweep_ms;
@@ -593,7 +626,7 @@ void reaper_free(struct reaper *r)
     for (size_t i = 0; i < r->n_workers; i++)
         pthread_join(r->workers[i], NULL);
     for (size_t i = 0; i < r->n_held; i++)
-        free(r->held[i]);
+        free(r->held[i].id);
     free(r->held);
     while (r->head) {
         struct reap_item *it = r->head;

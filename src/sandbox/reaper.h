@@ -11,7 +11,10 @@
  *    their expiry; nor are this daemon's own runs. A container of this
  *    daemon that no run holds (the engine created it after the run gave
  *    up waiting, e.g. while stalled) is removed by a sweep that sees no
- *    create in flight.
+ *    create in flight;
+ *  - each removed sandbox's own uid given back (sandbox/uids.h) once the
+ *    engine has confirmed the removal, never before: until then something
+ *    may still run as it.
  * Threads: REAPER_THREADS removal workers and one sweeper, all owned here. */
 #ifndef MCPSBX_REAPER_H
 #define MCPSBX_REAPER_H
@@ -21,6 +24,7 @@
 
 #include "backend/backend.h"
 #include "base/err.h"
+#include "sandbox/uids.h"
 
 #define REAPER_THREADS  4
 #define REAPER_SWEEP_MS 5000
@@ -39,9 +43,12 @@ struct reaper;
 /* backend is borrowed; instance is this daemon's backend_spec.instance
  * value; containers without an expiry label count as stale once older than
  * legacy_max_age_s. sweep_ms is the period between sweeps, the first at
- * once (0 = none, for tests that sweep by hand); nothing else starts one. */
+ * once (0 = none, for tests that sweep by hand); nothing else starts one.
+ * uids (borrowed, may be NULL) gets back each sandbox uid once its
+ * container is confirmed gone, and hears from every sweep which uids other
+ * daemons' containers carry (uids_seen). */
 struct reaper *reaper_new(struct backend *backend, const char *instance, long long legacy_max_age_s,
-                          long sweep_ms, struct err *err);
+                          long sweep_ms, struct uids *uids, struct err *err);
 
 /* Stops sweeping (a sweep under way finishes and queues what it found),
  * then tries every pending removal at once, retries the refused ones for
@@ -53,9 +60,11 @@ const char *reaper_owner(const struct reaper *r);
 
 /* A run brackets its create request with these, so the sweep can tell a
  * container a run holds from one whose create the run gave up on. id is
- * the created container, or NULL when the create failed. */
+ * the created container, or NULL when the create failed. uid is the
+ * sandbox uid it was created with (sandbox/uids.h), which the reaper gives
+ * back once the container is gone, or -1 for none. */
 void reaper_create_begin(struct reaper *r);
-void reaper_create_end(struct reaper *r, const char *id);
+void reaper_create_end(struct reaper *r, const char *id, long long uid);
 
 /* Removes container id off the caller's path, retrying until it is gone;
  * the run no longer holds it. */

@@ -45,6 +45,7 @@ struct container {
     char *preload;   /* its modules argument, or NULL */
     char *warm_args; /* the Cmd words after it, as JSON text, or NULL */
     long long memory;
+    char user[32];     /* User, cut */
     char *seccomp;     /* the seccomp= security option's value, or NULL */
     char *config_env;  /* Config.Env, as JSON text */
     char *request_env; /* the runner request's env, as JSON text */
@@ -531,7 +532,9 @@ static void no_such_container(struct fake_engine *fe, int fd, const char *id)
  * (src/sandbox/runner.h); HostConfig.Memory is kept for the tests. */
 static void read_cmd(json_object *body, struct container *c)
 {
-    json_object *cmd = NULL, *hc = NULL, *mem = NULL, *opts = NULL, *env = NULL;
+    json_object *cmd = NULL, *hc = NULL, *mem = NULL, *opts = NULL, *env = NULL, *user = NULL;
+    if (json_object_object_get_ex(body, "User", &user))
+        snprintf(c->user, sizeof(c->user), "%s", json_object_get_string(user));
     if (json_object_object_get_ex(body, "Env", &env))
         c->config_env = xstrdup(json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN));
     if (json_object_object_get_ex(body, "HostConfig", &hc) &&
@@ -1545,6 +1548,7 @@ bool fake_engine_info(struct fake_engine *fe, const char *id, struct fake_contai
         snprintf(out->preload, sizeof(out->preload), "%s", c->preload ? c->preload : "");
         snprintf(out->warm_args, sizeof(out->warm_args), "%s", c->warm_args ? c->warm_args : "");
         out->memory = c->memory;
+        snprintf(out->user, sizeof(out->user), "%s", c->user);
         out->seccomp_inline = c->seccomp && c->seccomp[0] == '{';
         if (c->seccomp && !out->seccomp_inline)
             snprintf(out->seccomp_path, sizeof(out->seccomp_path), "%s", c->seccomp);

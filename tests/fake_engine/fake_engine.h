@@ -102,6 +102,7 @@ struct fake_container_info {
     char preload[256];      /* its modules argument */
     char warm_args[8192];   /* the Cmd words after it (a checker's argv), JSON, cut */
     long long memory;       /* HostConfig.Memory */
+    char user[32];          /* User ("UID:GID") */
     bool seccomp_inline;    /* the seccomp profile came as JSON text (Docker) */
     char seccomp_path[256]; /* or as this file's path (Podman) */
     char code[4096];        /* from the request, NUL-terminated, cut */

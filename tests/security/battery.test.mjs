@@ -237,6 +237,90 @@ hostile('2 shell fork bomb with a 3 s limit', async () => {
   assert.equal(sc.status, 'timeout');
 });
 
+// The kernel counts nproc per uid, across every container of the host:
+// were the sandboxes one uid, a bomb that fills its own sandbox would use
+// up nproc (the pids limit, as the daemon sets it) for all of them, and the
+// other sandbox's fork, or the start of its first process, would fail.
+// Under gVisor the host never sees a sandbox's processes as its uid (the
+// Sentry runs them, as nobody, and counts nproc itself), and the host's
+// pids limit counts the Sentry's own threads: a bomb that fills the
+// sandbox ends it (exit 2) after a few dozen processes. There the bomb
+// holds a dozen.
+const HOLD_MAX = GVISOR ? 12 : 1_000_000;
+const HOLD_FULL = [
+  'import os, time',
+  `MAX = ${HOLD_MAX}`,
+  'def hold():',
+  '    pid = os.fork()',
+  '    if pid == 0:',
+  '        try:',
+  '            os.execv("/bin/sleep", ["sleep", "300"])',
+  '        finally:',
+  '            os._exit(1)',
+  'n = 0',
+  'while n < MAX:',
+  '    try:',
+  '        hold()',
+  '        n += 1',
+  '    except OSError:',
+  '        break',
+  'print(f"full uid={os.getuid()} n={n}", flush=True)',
+  'while True:',
+  '    try:',
+  '        if n < MAX:',
+  '            hold()',
+  '            n += 1',
+  '        else:',
+  '            time.sleep(0.1)',
+  '    except OSError:',
+  '        time.sleep(0.01)',
+].join('\n');
+
+const FORK_20 = [
+  'import os, subprocess',
+  'ok = 0',
+  'for _ in range(20):',
+  '    pid = os.fork()',
+  '    if pid == 0:',
+  '        os._exit(7)',
+  '    ok += os.WEXITSTATUS(os.waitpid(pid, 0)[1]) == 7',
+  'subprocess.run(["true"], check=True)',
+  'print(f"uid={os.getuid()} forked={ok}")',
+].join('\n');
+
+hostile('1b while a fork bomb holds its sandbox full, another sandbox starts and forks normally: each runs as a uid of its own', async () => {
+  const ac = new AbortController();
+  let fullText = '';
+  let onFull;
+  const full = new Promise((resolve) => { onFull = resolve; });
+  const bomb = d.call('execute_code', { language: 'python', code: HOLD_FULL, timeout_ms: 90_000 }, {
+    signal: ac.signal,
+    onprogress: (p) => {
+      fullText += p.message ?? '';
+      if (/full uid=\d+ n=\d+/.test(fullText)) onFull();
+    },
+  }).then((r) => ({ ended: r }), (e) => ({ error: e }));
+  let other;
+  try {
+    const first = await Promise.race([full.then(() => null), bomb]);
+    assert.equal(first, null, `the bomb ended before it filled its sandbox: ${JSON.stringify(first?.ended?.structuredContent ?? String(first?.error))}`);
+    // Started while the bomb holds every process its sandbox may have.
+    other = await exec({ language: 'python', code: FORK_20, timeout_ms: 30_000 });
+  } finally {
+    ac.abort();
+    await bomb;
+  }
+  const { sc } = checkRun(other, { status: 'ok', exit_code: 0 });
+  const [, bombUid, n] = fullText.match(/full uid=(\d+) n=(\d+)/);
+  const [, otherUid, forked] = sc.stdout.match(/^uid=(\d+) forked=(\d+)\n$/) ?? [];
+  assert.equal(forked, '20', sc.stdout);
+  if (GVISOR) assert.equal(Number(n), HOLD_MAX);
+  else assert.ok(Number(n) > 20, `the bomb held only ${n} processes`);
+  assert.notEqual(otherUid, bombUid, 'both sandboxes ran as one uid');
+  // The daemon's default range (--sandbox-uid-base, --sandbox-uid-count).
+  for (const uid of [bombUid, otherUid]) assert.ok(Number(uid) >= 2_000_000_000 && Number(uid) < 2_000_004_096, uid);
+});
+
 hostile('3 JS: worker_threads in a loop end within their limit', async () => {
   const { sc } = checkRun(await exec({ language: 'javascript', code: "const { Worker } = require('worker_threads');\nfor (;;) { try { new Worker('setInterval(() => {}, 1000)', { eval: true }); } catch (e) {} }", timeout_ms: 4000 }), {});
   assert.ok(['timeout', 'oom', 'ok'].includes(sc.status), sc.status);

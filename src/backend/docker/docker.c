@@ -76,6 +76,9 @@ static json_object *labels(const struct backend_spec *spec)
         json_object_object_add(l, ENGINE_LABEL_OWNER, json_object_new_string(spec->owner));
     if (spec->pool)
         json_object_object_add(l, ENGINE_LABEL_POOL, json_object_new_string(spec->pool));
+    char uid[16];
+    snprintf(uid, sizeof(uid), "%u", (unsigned)spec->uid);
+    json_object_object_add(l, ENGINE_LABEL_UID, json_object_new_string(uid));
     if (spec->expires > 0) {
         char when[24];
         snprintf(when, sizeof(when), "%lld", spec->expires);
@@ -157,7 +160,11 @@ json_object *docker_create_body(const struct backend_spec *spec, const char *sec
     json_object_object_add(b, "Cmd", string_array(spec->cmd));
     /* Some images set an ENTRYPOINT; the command must be the whole command. */
     json_object_object_add(b, "Entrypoint", json_object_new_array());
-    json_object_object_add(b, "User", json_object_new_string(spec->user));
+    /* Numeric: no passwd entry needed in the image (HOME and the working
+     * directory are the tmpfs, mode 1777). */
+    char user[32];
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)spec->uid, (unsigned)spec->gid);
+    json_object_object_add(b, "User", json_object_new_string(user));
     json_object_object_add(b, "WorkingDir", json_object_new_string(spec->workdir));
     json_object_object_add(b, "Env", string_array(spec->env));
     json_object_object_add(b, "Labels", labels(spec));

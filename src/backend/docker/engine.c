@@ -479,6 +479,20 @@ static long long parse_unix_time(const char *s, size_t n)
     return v;
 }
 
+/* The same rule for a uid (at most 10 digits, below 2^32); -1 otherwise. */
+static long long parse_uid(const char *s, size_t n)
+{
+    if (n == 0 || n > 10)
+        return -1;
+    long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v <= 0xffffffffLL ? v : -1;
+}
+
 int engine_list_managed(struct engine *e, long timeout_ms, struct backend_container **out,
                         size_t *n, struct err *err)
 {
@@ -508,16 +522,18 @@ int engine_list_managed(struct engine *e, long timeout_ms, struct backend_contai
         int64_t created = 0;
         ci->created = get_int(c, "Created", &created) ? (long long)created : 0;
         json_object *labels = NULL;
-        size_t il = 0, ol = 0, el = 0;
-        const char *inst = NULL, *owner = NULL, *expires = NULL;
+        size_t il = 0, ol = 0, el = 0, ul = 0;
+        const char *inst = NULL, *owner = NULL, *expires = NULL, *uid = NULL;
         if (json_object_object_get_ex(c, "Labels", &labels)) {
             inst = get_str(labels, ENGINE_LABEL_INSTANCE, &il);
             owner = get_str(labels, ENGINE_LABEL_OWNER, &ol);
             expires = get_str(labels, ENGINE_LABEL_EXPIRES, &el);
+            uid = get_str(labels, ENGINE_LABEL_UID, &ul);
         }
         ci->instance = inst ? engine_text(inst, il) : NULL;
         ci->owner = owner ? engine_text(owner, ol) : NULL;
         ci->expires = expires ? parse_unix_time(expires, el) : 0;
+        ci->uid = uid ? parse_uid(uid, ul) : -1;
     }
     *out = list;
     *n = count;

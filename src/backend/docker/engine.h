@@ -22,6 +22,8 @@
 #define ENGINE_LABEL_OWNER "io.mcp-sandboxd.owner"
 /* On a pooled container: the pool it was made for ("python"). */
 #define ENGINE_LABEL_POOL "io.mcp-sandboxd.pool"
+/* The uid it runs as: the list endpoint shows labels, not Config.User. */
+#define ENGINE_LABEL_UID "io.mcp-sandboxd.uid"
 
 struct engine;
 
@@ -82,8 +84,8 @@ int engine_is_podman(struct engine *e, double deadline_ms, struct err *err);
 int engine_remove(struct engine *e, const char *id, struct err *err);
 
 /* GET /containers/json?all=1 filtered by label ENGINE_LABEL_MANAGED, within
- * timeout_ms (0 = the usual control timeout). expires, instance and owner
- * come from ENGINE_LABEL_EXPIRES, _INSTANCE and _OWNER. *out is an
+ * timeout_ms (0 = the usual control timeout). expires, instance, owner
+ * and uid come from ENGINE_LABEL_EXPIRES, _INSTANCE, _OWNER and _UID. *out is an
  * allocated array of *n entries; free with backend_container_list_free. */
 int engine_list_managed(struct engine *e, long timeout_ms, struct backend_container **out,
                         size_t *n, struct err *err);

@@ -260,6 +260,52 @@ static void test_pool_options(void **state)
     expect_error(b7, none, "out of range");
 }
 
+/* The sandboxes' own uids: defaults far above the host's users, the
+ * environment under the command line, and a range that ends past the
+ * highest uid or holds this process's own is refused. */
+static void test_sandbox_uids(void **state)
+{
+    (void)state;
+    char *none[] = {NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    char *a0[] = {"d", NULL};
+    assert_int_equal(load(&cfg, a0, none, &err), 0);
+    assert_int_equal(cfg.sandbox_uid_base, 2000000000);
+    assert_int_equal(cfg.sandbox_uid_count, 4096);
+    assert_string_equal(cfg.sandbox_user, "10001:10001");
+    config_free(&cfg);
+
+    char *a1[] = {"d", "--sandbox-uid-base", "300000", NULL};
+    char *e1[] = {"MCPSANDBOXD_SANDBOX_UID_BASE=200000", "MCPSANDBOXD_SANDBOX_UID_COUNT=128", NULL};
+    assert_int_equal(load(&cfg, a1, e1, &err), 0);
+    assert_int_equal(cfg.sandbox_uid_base, 300000);
+    assert_int_equal(cfg.sandbox_uid_count, 128);
+    config_free(&cfg);
+
+    char *a2[] = {"d", "--sandbox-uid-count", "0", "--sandbox-user", "5000:5001", NULL};
+    assert_int_equal(load(&cfg, a2, none, &err), 0);
+    assert_int_equal(cfg.sandbox_uid_count, 0);
+    config_free(&cfg);
+
+    char *b1[] = {"d", "--sandbox-uid-base", "2147483000", NULL};
+    expect_error(b1, none, "past the highest uid");
+    char *b2[] = {"d", "--sandbox-uid-base", "0", NULL};
+    expect_error(b2, none, "out of range");
+    char *b3[] = {"d", "--sandbox-uid-count", "2000000", NULL};
+    expect_error(b3, none, "out of range");
+    char me[24];
+    snprintf(me, sizeof(me), "%u", (unsigned)(geteuid() > 0 ? geteuid() - 1 : 0));
+    char *b4[] = {"d", "--sandbox-uid-base", me, NULL};
+    if (geteuid() > 0)
+        expect_error(b4, none, "own uid");
+    /* Root is never in a range (base is at least 1). With count 0 the
+     * range is not used: any base loads. */
+    char *b5[] = {"d", "--sandbox-uid-count", "0", "--sandbox-uid-base", "2147483000", NULL};
+    assert_int_equal(load(&cfg, b5, none, &err), 0);
+    config_free(&cfg);
+}
+
 static void test_engine_resolution(void **state)
 {
     (void)state;
@@ -510,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_labels),
         cmocka_unit_test(test_runtimes),
         cmocka_unit_test(test_pool_options),
+        cmocka_unit_test(test_sandbox_uids),
         cmocka_unit_test(test_engine_resolution),
         cmocka_unit_test(test_container_image_pair),
         cmocka_unit_test(test_config_file),

@@ -98,9 +98,10 @@ static int setup(void **state)
         return -1;
     free(g->cfg.sandbox_io_dir);
     g->cfg.sandbox_io_dir = xstrdup(g->io_dir);
-    /* Giving the sockets to uid 10001 takes root; otherwise the sandboxes
-     * run as this user. */
+    /* Giving the sockets to each sandbox's own uid takes root; otherwise
+     * the sandboxes all run as this user. */
     if (geteuid() != 0) {
+        g->cfg.sandbox_uid_count = 0;
         free(g->cfg.sandbox_user);
         g->cfg.sandbox_user = xasprintf("%u:%u", (unsigned)geteuid(), (unsigned)getegid());
     }

@@ -26,7 +26,10 @@ static void test_spec(void **state)
     policy_spec(&cfg, &run, &spec);
     assert_string_equal(spec.image, "img:1");
     assert_ptr_equal(spec.cmd, cmd);
-    assert_string_equal(spec.user, "10001:10001");
+    /* A uid of the sandboxes' own range; nproc is each one's own bound. */
+    assert_int_equal(spec.uid, cfg.sandbox_uid_base);
+    assert_int_equal(spec.gid, cfg.sandbox_uid_base);
+    assert_int_equal(spec.nproc, cfg.pids_limit);
     assert_string_equal(spec.workdir, POLICY_WORKDIR);
     assert_int_equal(spec.workdir_mb, cfg.tmpfs_mb);
     assert_string_equal(spec.env[0], "HOME=" POLICY_WORKDIR);
@@ -44,6 +47,16 @@ static void test_spec(void **state)
     cfg.runtime = xstrdup("runsc");
     policy_spec(&cfg, &run, &spec);
     assert_string_equal(spec.runtime, "runsc");
+
+    /* One user for all (--sandbox-uid-count 0): --sandbox-user's, and
+     * nproc a loose backstop above the pids limit, since all count. */
+    cfg.sandbox_uid_count = 0;
+    free(cfg.sandbox_user);
+    cfg.sandbox_user = xstrdup("10002:10003");
+    policy_spec(&cfg, &run, &spec);
+    assert_int_equal(spec.uid, 10002);
+    assert_int_equal(spec.gid, 10003);
+    assert_true(spec.nproc > cfg.pids_limit);
     config_free(&cfg);
 }
 

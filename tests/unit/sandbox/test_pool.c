@@ -95,9 +95,10 @@ static int setup(void **state)
         return -1;
     free(g->cfg.sandbox_io_dir);
     g->cfg.sandbox_io_dir = xstrdup(g->io_dir);
-    /* Giving the sockets to uid 10001 takes root; otherwise the sandboxes
-     * run as this user. */
+    /* Giving the sockets to each sandbox's own uid takes root; otherwise
+     * the sandboxes all run as this user. */
     if (geteuid() != 0) {
+        g->cfg.sandbox_uid_count = 0;
         free(g->cfg.sandbox_user);
         g->cfg.sandbox_user = xasprintf("%u:%u", (unsigned)geteuid(), (unsigned)getegid());
     }
@@ -113,6 +114,7 @@ static int setup_attach(void **state)
     struct rig *g = *state;
     free(g->cfg.sandbox_io);
     g->cfg.sandbox_io = xstrdup("attach");
+    g->cfg.sandbox_uid_count = 4096; /* no socket to give away: any user may */
     return 0;
 }
 
@@ -814,6 +816,97 @@ static void test_concurrent_runs_and_kills(void **state)
     assert_all_gone(g);
 }
 
+struct held_run {
+    struct rig *g;
+    struct exec_request req;
+    struct exec_cancel *cancel;
+    pthread_t th;
+};
+
+static void *held_run_main(void *arg)
+{
+    struct held_run *h = arg;
+    struct exec_result res;
+    exec_result_init(&res);
+    exec_run(h->g->exec, &h->req, h->cancel, &res, NULL);
+    exec_result_free(&res);
+    return NULL;
+}
+
+/* The users of the containers alive now: each a uid of the range all its
+ * own, its gid the same number. Returns how many there are. */
+static size_t distinct_users(struct rig *g)
+{
+    enum { MAX_LIVE = 64 };
+    unsigned long seen[MAX_LIVE];
+    size_t k = 0;
+    unsigned long first = (unsigned long)g->cfg.sandbox_uid_base;
+    unsigned long last = first + (unsigned long)g->cfg.sandbox_uid_count - 1;
+    int n = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    for (int i = 1; i <= n; i++) {
+        char id[FAKE_ID_MAX + 1];
+        struct fake_container_info info;
+        nth_id((unsigned long)i, id);
+        if (!fake_engine_info(g->fe, id, &info) || info.removed)
+            continue;
+        unsigned long uid = 0, gid = 0;
+        if (sscanf(info.user, "%lu:%lu", &uid, &gid) != 2)
+            fail_msg("container %.12s: User '%s'", id, info.user);
+        assert_int_equal(uid, gid);
+        assert_in_range(uid, first, last);
+        for (size_t j = 0; j < k; j++)
+            if (seen[j] == uid)
+                fail_msg("two live sandboxes run as uid %lu", uid);
+        assert_true(k < MAX_LIVE);
+        seen[k++] = uid;
+    }
+    return k;
+}
+
+/* Every sandbox alive at once, waiting in a pool or running pooled or on
+ * demand, runs as a uid of its own (sandbox/uids.h), so nproc counts each
+ * apart; with the sockets, the socket went to that uid. */
+static void test_sandbox_users(void **state)
+{
+    struct rig *g = *state;
+    if (g->cfg.sandbox_uid_count == 0)
+        skip(); /* not root: the sockets cannot be given to other uids */
+    g->cfg.pool_size = 2;
+    struct fake_program p = {.run_ms = FAKE_RUN_FOREVER};
+    fake_engine_set_program(g->fe, &p);
+    rig_open(g);
+    wait_ready(g, PY, 2);
+    wait_ready(g, JS, 2);
+    assert_int_equal(distinct_users(g), 4);
+    /* Two pooled runs and one on demand (other limits), all at once. */
+    struct held_run h[3];
+    const char *codes[3] = {"held 0", "held 1", "held 2"};
+    for (int i = 0; i < 3; i++) {
+        h[i] = (struct held_run){.g = g, .cancel = exec_cancel_new()};
+        h[i].req =
+            request(i == 1 ? JS : PY, codes[i], i == 2 ? g->cfg.memory_mb * 2 : g->cfg.memory_mb);
+        assert_int_equal(pthread_create(&h[i].th, NULL, held_run_main, &h[i]), 0);
+    }
+    bool all_running = false;
+    for (int t = 0; t < GUARD / 5 && !all_running; t++) {
+        char id[FAKE_ID_MAX + 1];
+        all_running = count_ran(g, codes[0], id) == 1 && count_ran(g, codes[1], id) == 1 &&
+                      count_ran(g, codes[2], id) == 1;
+        if (!all_running)
+            usleep(5000);
+    }
+    size_t live = all_running ? distinct_users(g) : 0;
+    for (int i = 0; i < 3; i++) {
+        exec_cancel(h[i].cancel);
+        pthread_join(h[i].th, NULL);
+        exec_cancel_free(h[i].cancel);
+    }
+    assert_true(all_running);
+    assert_true(live >= 3);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
 /* --pool-size 0: no pool, every run on demand. */
 static void test_size_zero(void **state)
 {
@@ -991,6 +1084,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_typescript_warm_checker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_per_language_sizes, setup_attach, teardown),
         cmocka_unit_test_setup_teardown(test_pool_size_option_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sandbox_users, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sandbox_users, setup_attach, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

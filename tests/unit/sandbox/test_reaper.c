@@ -26,15 +26,21 @@ static struct backend *E;
 
 /* The one place the reaper meets the fake engine, through the Docker
  * backend. Instance "me"; containers without an expiry label are
- * stale after 600 s; sweep_ms 0 means sweeps only by hand. */
-static struct reaper *new_reaper(long sweep_ms)
+ * stale after 600 s; sweep_ms 0 means sweeps only by hand. uids may be
+ * NULL. */
+static struct reaper *new_reaper_uids(long sweep_ms, struct uids *uids)
 {
     struct err err = ERR_INIT;
     E = docker_backend_new(fake_engine_socket(F));
-    struct reaper *r = reaper_new(E, "me", 600, sweep_ms, &err);
+    struct reaper *r = reaper_new(E, "me", 600, sweep_ms, uids, &err);
     if (!r)
         fail_msg("reaper_new: %s", err_msg(&err));
     return r;
+}
+
+static struct reaper *new_reaper(long sweep_ms)
+{
+    return new_reaper_uids(sweep_ms, NULL);
 }
 
 static void free_reaper(struct reaper *r)
@@ -207,7 +213,7 @@ static void test_sweep_decisions(void **state)
         "\"io.mcp-sandboxd.instance\":\"odd\",\"io.mcp-sandboxd.expires\":\"-1\"");
     add("../../x", 1, "\"io.mcp-sandboxd.expires\":\"1\"");
     reaper_create_begin(r);
-    reaper_create_end(r, "aaaaaaaaaa01"); /* a run of ours holds it */
+    reaper_create_end(r, "aaaaaaaaaa01", -1); /* a run of ours holds it */
     assert_int_equal(reaper_sweep(r, &err), 4);
     wait_drained(r);
     assert_false(was_deleted("aaaaaaaaaa01"));
@@ -297,10 +303,10 @@ static void test_abandoned_create(void **state)
     add("eeeeeeeeee02", now,
         "\"io.mcp-sandboxd.instance\":\"me\",\"io.mcp-sandboxd.expires\":\"%lld\"", now + 600);
     reaper_create_begin(r);
-    reaper_create_end(r, "eeeeeeeeee01"); /* held by its run */
-    reaper_create_begin(r);               /* a create under way */
+    reaper_create_end(r, "eeeeeeeeee01", -1); /* held by its run */
+    reaper_create_begin(r);                   /* a create under way */
     assert_int_equal(reaper_sweep(r, &err), 0);
-    reaper_create_end(r, NULL); /* the run gave up on it */
+    reaper_create_end(r, NULL, -1); /* the run gave up on it */
     assert_int_equal(reaper_sweep(r, &err), 1);
     wait_drained(r);
     assert_true(was_deleted("eeeeeeeeee02"));
@@ -406,7 +412,7 @@ static void test_sweep_skips_just_removed(void **state)
         "\"io.mcp-sandboxd.instance\":\"far\",\"io.mcp-sandboxd.expires\":\"%lld\"}}]",
         now, now + 600, now - 900, now - 1);
     reaper_create_begin(r);
-    reaper_create_end(r, "cafe0000aa01");
+    reaper_create_end(r, "cafe0000aa01", -1);
     fake_engine_set_hook(F, stale_list, listed);
     struct bg_sweep b = {.r = r, .err = ERR_INIT};
     assert_int_equal(pthread_create(&b.th, NULL, sweep_main, &b), 0);
@@ -498,6 +504,86 @@ static void test_stop_retries_are_bounded(void **state)
     assert_true(took < REAPER_STOP_RETRY_MS + GUARD);
 }
 
+/* A sandbox's uid comes back once its container is confirmed gone, not
+ * when its removal is asked for: a removal the engine refuses keeps it
+ * held. */
+static void test_uid_back_after_removal(void **state)
+{
+    (void)state;
+    struct uids *u = uids_new(3000, 2);
+    struct reaper *r = new_reaper_uids(0, u);
+    uid_t a = 0, b = 0, c = 0;
+    struct err err = ERR_INIT;
+    assert_int_equal(uids_take(u, &a, &err), 0);
+    assert_int_equal(uids_take(u, &b, &err), 0);
+    add("abab00000001", 1, "%s", "");
+    reaper_create_begin(r);
+    reaper_create_end(r, "abab00000001", a);
+    fake_engine_fault(F, FAKE_OP_DELETE, FAKE_STALL, NULL, 1);
+    reaper_remove(r, "abab00000001");
+    assert_true(fake_engine_wait_held(F, 1, GUARD));
+    /* Asked for, not done: a is still the sandbox's. */
+    assert_int_equal(uids_take(u, &c, &err), -1);
+    assert_int_equal(err.code, ERR_TOO_BIG);
+    err_clear(&err);
+    assert_int_equal(uids_held(u), 2);
+    fake_engine_release(F);
+    wait_drained(r);
+    assert_true(was_deleted("abab00000001"));
+    assert_int_equal(uids_held(u), 1);
+    assert_int_equal(uids_take(u, &c, &err), 0);
+    assert_int_equal(c, a);
+    free_reaper(r);
+    uids_free(u);
+}
+
+/* A sweep tells the uids which ones other daemons' containers carry (not
+ * this daemon's own, nor labels that are not uids); the next sweep that
+ * no longer lists them frees them. */
+static void test_sweep_sees_foreign_uids(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct uids *u = uids_new(3000, 3);
+    struct reaper *r = new_reaper_uids(0, u);
+    long long now = (long long)time(NULL);
+    add("acac00000001", now,
+        "\"io.mcp-sandboxd.instance\":\"other\",\"io.mcp-sandboxd.expires\":\"%lld\","
+        "\"io.mcp-sandboxd.uid\":\"3000\"",
+        now + 600);
+    add("acac00000002", now,
+        "\"io.mcp-sandboxd.instance\":\"other\",\"io.mcp-sandboxd.expires\":\"%lld\","
+        "\"io.mcp-sandboxd.uid\":\"3001\"",
+        now + 600);
+    add("acac00000003", now,
+        "\"io.mcp-sandboxd.instance\":\"me\",\"io.mcp-sandboxd.expires\":\"%lld\","
+        "\"io.mcp-sandboxd.uid\":\"3002\"",
+        now + 600);
+    add("acac00000004", now,
+        "\"io.mcp-sandboxd.instance\":\"other\",\"io.mcp-sandboxd.expires\":\"%lld\","
+        "\"io.mcp-sandboxd.uid\":\"-3002\"",
+        now + 600);
+    reaper_create_begin(r);
+    reaper_create_end(r, "acac00000003", -1);
+    assert_int_equal(reaper_sweep(r, &err), 0);
+    uid_t got = 0;
+    assert_int_equal(uids_take(u, &got, &err), 0);
+    assert_int_equal(got, 3002);
+    assert_int_equal(uids_take(u, &got, &err), -1);
+    assert_non_null(strstr(err.msg, "2 by other containers"));
+    err_clear(&err);
+    /* The other daemon's first sandbox is gone (removed by anyone). */
+    reaper_remove(r, "acac00000001");
+    wait_drained(r);
+    assert_int_equal(reaper_sweep(r, &err), 0);
+    assert_int_equal(uids_take(u, &got, &err), 0);
+    assert_int_equal(got, 3000);
+    reaper_remove(r, "acac00000003");
+    wait_drained(r);
+    free_reaper(r);
+    uids_free(u);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -515,6 +601,8 @@ int main(void)
         T(test_free_finishes_sweep),
         T(test_stop_retries_refusals),
         T(test_stop_retries_are_bounded),
+        T(test_uid_back_after_removal),
+        T(test_sweep_sees_foreign_uids),
     };
 #undef T
     return cmocka_run_group_tests_name("reaper", tests, group_setup, group_teardown);

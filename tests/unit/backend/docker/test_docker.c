@@ -31,7 +31,8 @@ static struct backend_spec spec_of(void)
     struct backend_spec s = {
         .image = "img:1",
         .cmd = cmd,
-        .user = "10001:10001",
+        .uid = 10001,
+        .gid = 10001,
         .workdir = "/tmp",
         .workdir_mb = 64,
         .env = env,
@@ -95,7 +96,41 @@ static void test_create_body_hardening(void **state)
     assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_INSTANCE)), "abc");
     assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_OWNER)), "me");
     assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_EXPIRES)), "42");
+    assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_UID)), "10001");
     json_object_put(b);
+}
+
+/* Each sandbox's own uid (sandbox/uids.h) reaches the engine as its User,
+ * gid and all, and as the label the list shows; nproc is the spec's. */
+static void test_create_body_users(void **state)
+{
+    (void)state;
+    struct backend_spec a = spec_of(), c = spec_of();
+    a.uid = a.gid = 2000000000;
+    a.nproc = 256;
+    c.uid = 2000004095;
+    c.gid = 2000004095;
+    json_object *ba = docker_create_body(&a, NULL);
+    json_object *bc = docker_create_body(&c, NULL);
+    assert_string_equal(json_object_get_string(get(ba, "User")), "2000000000:2000000000");
+    assert_string_equal(json_object_get_string(get(bc, "User")), "2000004095:2000004095");
+    assert_string_equal(json_object_get_string(get(get(ba, "Labels"), ENGINE_LABEL_UID)),
+                        "2000000000");
+    assert_string_equal(json_object_get_string(get(get(bc, "Labels"), ENGINE_LABEL_UID)),
+                        "2000004095");
+    json_object *ul = get(get(ba, "HostConfig"), "Ulimits");
+    bool found = false;
+    for (size_t i = 0; i < json_object_array_length(ul); i++) {
+        json_object *u = json_object_array_get_idx(ul, i);
+        if (strcmp(json_object_get_string(get(u, "Name")), "nproc") != 0)
+            continue;
+        assert_int_equal(json_object_get_int64(get(u, "Soft")), 256);
+        assert_int_equal(json_object_get_int64(get(u, "Hard")), 256);
+        found = true;
+    }
+    assert_true(found);
+    json_object_put(ba);
+    json_object_put(bc);
 }
 
 static void test_create_body_options(void **state)
@@ -165,9 +200,8 @@ static void test_render_create(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_create_body_hardening),
-        cmocka_unit_test(test_create_body_options),
-        cmocka_unit_test(test_create_body_seccomp),
+        cmocka_unit_test(test_create_body_hardening), cmocka_unit_test(test_create_body_options),
+        cmocka_unit_test(test_create_body_users),     cmocka_unit_test(test_create_body_seccomp),
         cmocka_unit_test(test_render_create),
     };
     return cmocka_run_group_tests_name("docker", tests, NULL, NULL);
