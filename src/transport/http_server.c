@@ -307,9 +307,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         rq->conn = ci ? ci->socket_context : NULL;
-        util_printable_ascii(rq->method, sizeof(rq->method), method, method ? strlen(method) : 0,
-                             false);
-        util_printable_ascii(rq->path, sizeof(rq->path), url, url ? strlen(url) : 0, false);
+        util_printable_ascii(rq->method, sizeof(rq->method), method, strlen(method), false);
+        util_printable_ascii(rq->path, sizeof(rq->path), url, strlen(url), false);
         buf_init(&rq->body, 0);
         *req_cls = rq;
         pthread_mutex_lock(&t->lock);

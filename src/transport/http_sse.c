@@ -239,30 +239,30 @@ void http_readers_tick(struct transport_http *t, double now)
     for (struct reader *r = t->readers; r; r = r->next)
         n += r->suspended;
     struct pollfd *p = n ? xcalloc(n, sizeof(*p)) : NULL;
-    struct reader **who = n ? xcalloc(n, sizeof(*who)) : NULL;
     size_t i = 0;
     for (struct reader *r = t->readers; r && i < n; r = r->next) {
         if (!r->suspended)
             continue;
-        if (now - r->last_write >= KEEPALIVE_MS) {
+        if (now - r->last_write >= KEEPALIVE_MS)
             reader_resume_locked(r);
-            continue;
-        }
-        p[i] = (struct pollfd){.fd = r->fd, .events = POLLRDHUP};
-        who[i++] = r;
+        else
+            p[i++] = (struct pollfd){.fd = r->fd, .events = POLLRDHUP};
     }
-    /* Non-blocking, under the lock: no reader goes meanwhile. */
+    /* Non-blocking, under the lock: the list does not change meanwhile,
+     * and its suspended readers are the polled ones, in order. */
     if (i && poll(p, i, 0) > 0) {
-        for (size_t k = 0; k < i; k++) {
-            if (p[k].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
-                who[k]->hung_up = true;
-                reader_resume_locked(who[k]);
+        size_t k = 0;
+        for (struct reader *r = t->readers; r && k < i; r = r->next) {
+            if (!r->suspended)
+                continue;
+            if (p[k++].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+                r->hung_up = true;
+                reader_resume_locked(r);
             }
         }
     }
     pthread_mutex_unlock(&t->lock);
     free(p);
-    free(who);
 }
 
 static const struct event *stream_find(const struct stream *st, unsigned long seq)

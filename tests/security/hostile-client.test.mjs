@@ -19,26 +19,35 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 import { HttpDaemon, withDaemon, sleep, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, checkDaemonsAndContainers } from '../integration/lib.mjs';
 
-// The daemon's options, and what README.md's memory bound makes of them.
+// The daemon's options, and what README.md's memory bound ("Memory") makes
+// of them: every term of its table, with these options.
+const KIB = 1024;
+const MIB = 1024 * KIB;
 const OPTS = {
   maxConnections: 1024,
   perAddress: 300,
   headMs: 3000,
-  maxMessage: 512 << 10,
-  inflightBodies: 8 << 20,
+  maxMessage: 512 * KIB,
+  inflightBodies: 8 * MIB,
   batchItems: 64,
+  sessions: 16,
+  sessionRequests: 4,
+  concurrent: 2,
+  queued: 4,
+  output: 64 * KIB,
+  filesOut: 4,
+  filesOutBytes: MIB,
+  plots: 2,
+  inlineImage: 256 * KIB, // the default
+  inlineText: 64 * KIB, // the default
+  runStore: 4 * MIB,
 };
-const KIB = 1024;
-const MIB = 1024 * KIB;
-// README.md, "Memory": idle daemon (measured, with margin) + connections +
-// bodies + one parse per polling thread + answers in flight (a batch's at
-// most --max-message-bytes, one per polling thread while it is built).
 function memoryBound(threads) {
-  const idle = 32 * MIB;
-  const connections = OPTS.maxConnections * 40 * KIB;
-  const parse = threads * (4 * OPTS.maxMessage + MIB);
-  const answers = threads * 3 * OPTS.maxMessage;
-  return idle + connections + OPTS.inflightBodies + parse + answers;
+  const o = OPTS;
+  const answer = 12 * o.output + 6 * Math.min(o.filesOutBytes, (o.filesOut + o.plots) * Math.max(o.inlineImage, o.inlineText)) + MIB;
+  const session = o.sessionRequests * (answer + 4 * MIB) + 20 * MIB;
+  return 12 * MIB + o.maxConnections * 40 * KIB + 2 * o.inflightBodies + threads * (4 * o.maxMessage + MIB) +
+    o.concurrent * (2 * o.output + 64 * KIB + 2 * o.filesOutBytes) + o.queued * o.maxMessage + o.sessions * session + o.runStore;
 }
 
 let d;
@@ -50,6 +59,11 @@ before(async () => {
       '--max-connections-per-address', String(OPTS.perAddress),
       '--http-head-timeout-ms', String(OPTS.headMs), '--max-message-bytes', String(OPTS.maxMessage), '--max-code-bytes', String(OPTS.maxMessage / 4),
       '--max-inflight-body-bytes', String(OPTS.inflightBodies), '--max-batch-items', String(OPTS.batchItems),
+      '--max-sessions', String(OPTS.sessions), '--max-session-requests', String(OPTS.sessionRequests),
+      '--max-concurrent', String(OPTS.concurrent), '--max-queued', String(OPTS.queued),
+      '--max-output-bytes', String(OPTS.output), '--max-files-out', String(OPTS.filesOut),
+      '--max-files-out-bytes', String(OPTS.filesOutBytes), '--max-plots', String(OPTS.plots),
+      '--run-store-max-bytes', String(OPTS.runStore),
       '--log-level', 'debug',
     ],
   });
