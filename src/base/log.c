@@ -21,6 +21,16 @@ int log_level_from_name(const char *name)
     return -1;
 }
 
+const char *log_field(char *buf, size_t cap, const char *s, size_t n)
+{
+    if (!s)
+        s = "(null)";
+    if (n == LOG_FIELD_STRLEN)
+        n = strlen(s);
+    util_escape(buf, cap, s, n);
+    return buf;
+}
+
 void log_write(enum log_level level, const char *fmt, ...)
 {
     char line[2048];

@@ -1,5 +1,8 @@
 /* Logging to stderr only: stdout belongs to the stdio transport. Formatting
- * is skipped below the threshold. Never pass a secret's value. */
+ * is skipped below the threshold. Never pass a secret's value, nor raw
+ * bytes that came from a client or a sandbox: those go through LOG_FIELD,
+ * so that no newline forges a line and no escape sequence reaches a
+ * terminal. */
 #ifndef MCPSBX_LOG_H
 #define MCPSBX_LOG_H
 
@@ -23,6 +26,21 @@ void log_write(enum log_level level, const char *fmt, ...) ATTR_PRINTF(2, 3);
 
 /* Returns the level for "error|warn|info|debug", or -1. */
 int log_level_from_name(const char *name);
+
+/* The most of one field from outside that a line shows. */
+#define LOG_FIELD_MAX 512
+
+/* s[0..n) (n LOG_FIELD_STRLEN: s is NUL-terminated; s NULL: "(null)")
+ * escaped into buf[cap] (util_escape: control characters and invalid
+ * UTF-8 as escapes, cut with "..."); returns buf. */
+#define LOG_FIELD_STRLEN ((size_t)-1)
+const char *log_field(char *buf, size_t cap, const char *s, size_t n);
+
+/* A client's or a sandbox's text as a "%s" argument, escaped and cut, in a
+ * buffer that lives until the end of the enclosing block:
+ *     log_info("client '%s'", LOG_FIELD(name)); */
+#define LOG_FIELD(s)      log_field((char[LOG_FIELD_MAX]){0}, LOG_FIELD_MAX, (s), LOG_FIELD_STRLEN)
+#define LOG_FIELD_N(s, n) log_field((char[LOG_FIELD_MAX]){0}, LOG_FIELD_MAX, (s), (n))
 
 #define log_at(level, ...)                                                                         \
     do {                                                                                           \

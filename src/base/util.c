@@ -280,3 +280,73 @@ size_t util_printable_ascii(char *dst, size_t cap, const char *src, size_t n, bo
     dst[i] = '\0';
     return i;
 }
+
+/* Code points shown as an escape though valid: the C1 controls, and those
+ * that break or reorder a line where text is shown (a terminal, a journal
+ * viewer, an editor). */
+static bool escaped_code_point(uint32_t cp)
+{
+    return (cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+           (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+#define ESCAPE_PIECE_MAX 16
+
+/* The escape or the bytes for the character at p (len bytes from
+ * utf8_seq_len, 0: an invalid byte) into piece; returns its length. */
+static size_t escape_piece(const unsigned char *p, size_t len, char piece[ESCAPE_PIECE_MAX])
+{
+    if (len == 0)
+        return (size_t)snprintf(piece, ESCAPE_PIECE_MAX, "\\x%02x", p[0]);
+    if (len == 1) {
+        switch (p[0]) {
+        case '\n':
+            return (size_t)snprintf(piece, ESCAPE_PIECE_MAX, "\\n");
+        case '\r':
+            return (size_t)snprintf(piece, ESCAPE_PIECE_MAX, "\\r");
+        case '\t':
+            return (size_t)snprintf(piece, ESCAPE_PIECE_MAX, "\\t");
+        default:
+            if (p[0] < 0x20 || p[0] == 0x7f)
+                return (size_t)snprintf(piece, ESCAPE_PIECE_MAX, "\\x%02x", p[0]);
+            piece[0] = (char)p[0];
+            return 1;
+        }
+    }
+    uint32_t cp = p[0] & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
+    for (size_t k = 1; k < len; k++)
+        cp = (cp << 6) | (p[k] & 0x3f);
+    if (escaped_code_point(cp))
+        return (size_t)snprintf(piece, ESCAPE_PIECE_MAX, "\\u%04x", (unsigned)(cp & 0xffff));
+    memcpy(piece, p, len);
+    return len;
+}
+
+size_t util_escape(char *dst, size_t cap, const char *src, size_t n)
+{
+    if (cap == 0)
+        return 0;
+    const unsigned char *p = (const unsigned char *)src;
+    size_t limit = cap - 1;
+    size_t k = 0;
+    size_t safe = 0; /* the length to cut back to, with room for "..." */
+    for (size_t i = 0; i < n;) {
+        size_t len = utf8_seq_len(p + i, n - i);
+        char piece[ESCAPE_PIECE_MAX];
+        size_t m = escape_piece(p + i, len, piece);
+        i += len ? len : 1;
+        if (k + m > limit) {
+            k = safe;
+            size_t dots = limit - k < 3 ? limit - k : 3;
+            memcpy(dst + k, "...", dots);
+            k += dots;
+            break;
+        }
+        memcpy(dst + k, piece, m);
+        k += m;
+        if (k + 3 <= limit)
+            safe = k;
+    }
+    dst[k] = '\0';
+    return k;
+}

@@ -78,4 +78,18 @@ const char *util_env_entry(char *const *envp, const char *name);
  * NUL-terminated but may contain NULs). */
 char *util_utf8_sanitize(const char *s, size_t n, size_t *out_len);
 
+/* The most util_escape makes of one byte of input ("\xff"). */
+#define UTIL_ESCAPE_GROWTH 4
+
+/* Text from outside (a client, a sandbox) made safe to show in a log line
+ * or a result: newline, CR and tab as \n \r \t; the other C0 controls,
+ * DEL and each byte that is not valid UTF-8 as \xHH; the C1 controls,
+ * U+2028, U+2029 and the bidirectional embeddings, overrides and isolates
+ * (U+202A..U+202E, U+2066..U+2069) as \uHHHH; everything else as is (a
+ * backslash too: the escapes only keep text from forging or hiding a line,
+ * they are not meant to be undone). Writes at most cap - 1 bytes and a NUL
+ * into dst, never cutting an escape or a character; text that did not fit
+ * ends in "...". Returns the length written. */
+size_t util_escape(char *dst, size_t cap, const char *src, size_t n);
+
 #endif

@@ -160,8 +160,11 @@ static void m_initialize(struct mcp_session *s, const struct jsonrpc_msg *m, str
     if (json_object_object_get_ex(m->params, "clientInfo", &client) &&
         json_object_object_get_ex(client, "name", &cname) &&
         json_object_is_type(cname, json_type_string))
-        log_info("client '%.64s' initialized with protocol %s (asked %.32s)",
-                 json_object_get_string(cname), mcp_version_name(v), json_object_get_string(pv));
+        log_info(
+            "client '%s' initialized with protocol %s (asked %s)",
+            LOG_FIELD_N(json_object_get_string(cname), (size_t)json_object_get_string_len(cname)),
+            mcp_version_name(v),
+            LOG_FIELD_N(json_object_get_string(pv), (size_t)json_object_get_string_len(pv)));
 
     json_object *res = json_object_new_object();
     json_object_object_add(res, "protocolVersion", json_object_new_string(mcp_version_name(v)));

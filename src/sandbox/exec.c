@@ -35,6 +35,13 @@ _Static_assert(EXEC_STDOUT == BACKEND_STDOUT && EXEC_STDERR == BACKEND_STDERR,
 /* A container whose program ended by itself is removed this long after the
  * run (reaper_remove_after). */
 #define REMOVE_GRACE_MS 25
+/* What a result or a log line shows of the sandbox's words at most: the
+ * runner's error (the runners write at most 500 characters), a syntax
+ * check's message (at most 500 characters), and a failed run's whole
+ * error, which may quote either. */
+#define RUNNER_ERROR_SHOWN_MAX  1024
+#define CHECK_MESSAGE_SHOWN_MAX 2048
+#define ERROR_SHOWN_MAX         2048
 
 struct exec_cancel {
     int fd; /* eventfd, readable once cancelled */
@@ -215,7 +222,7 @@ void exec_result_init(struct exec_result *r)
     r->status = EXEC_ERROR;
     buf_init(&r->out, 0);
     buf_init(&r->err, 0);
-    outfiles_init(&r->files, &(struct outfiles_caps){0});
+    outfiles_init(&r->files, &(struct outfiles_caps){0}, NULL);
 }
 
 void exec_result_free(struct exec_result *r)
@@ -230,6 +237,16 @@ void exec_result_free(struct exec_result *r)
 }
 
 static int pool_start(struct exec_ctx *ctx, struct err *err);
+
+/* A failed run's error as it is returned and logged: any part of it may
+ * quote the sandbox (the runner's words, a file's name). */
+static void clean_error(const struct redactor *red, struct err *err)
+{
+    const char *m = err_msg(err);
+    char *shown = redact_text(red, m, strlen(m), ERROR_SHOWN_MAX);
+    err_set(err, err->code, "%s", shown);
+    free(shown);
+}
 
 static void warn_missing_env(const char *name)
 {
@@ -441,7 +458,7 @@ struct run {
     struct runner_scan scan_out;
     struct runner_scan scan_err;
     const struct redactor *redactor; /* between the scans and emit */
-    struct redact_stream red_out, red_err;
+    struct redact_pair red;          /* stdout (0) and stderr (1) */
     size_t total;
     size_t cap;
     bool limit_hit;
@@ -478,17 +495,18 @@ static int emit_err_redacted(void *arg, const char *data, size_t len)
     return emit(arg, EXEC_STDERR, data, len);
 }
 
-/* Program output, from the scans: secrets out, then emit. */
+/* Program output, from the scans: secrets out, then emit. The two
+ * streams are redacted as a pair: a value split across them is found. */
 static int emit_out(void *arg, const char *data, size_t len)
 {
     struct run *r = arg;
-    return redact_feed(r->redactor, &r->red_out, data, len, emit_out_redacted, r);
+    return redact_pair_feed(r->redactor, &r->red, 0, data, len, emit_out_redacted, r);
 }
 
 static int emit_err(void *arg, const char *data, size_t len)
 {
     struct run *r = arg;
-    return redact_feed(r->redactor, &r->red_err, data, len, emit_err_redacted, r);
+    return redact_pair_feed(r->redactor, &r->red, 1, data, len, emit_err_redacted, r);
 }
 
 /* The output is over: what redaction held back as a possible secret's
@@ -496,11 +514,8 @@ static int emit_err(void *arg, const char *data, size_t len)
 static void emit_flush(struct run *r)
 {
     if (!r->limit_hit)
-        (void)redact_flush(r->redactor, &r->red_out, emit_out_redacted, r);
-    if (!r->limit_hit)
-        (void)redact_flush(r->redactor, &r->red_err, emit_err_redacted, r);
-    redact_stream_free(&r->red_out);
-    redact_stream_free(&r->red_err);
+        (void)redact_pair_flush(r->redactor, &r->red, emit_out_redacted, emit_err_redacted, r);
+    redact_pair_free(&r->red);
 }
 
 static int on_frame(void *arg, const char *line, size_t len, struct err *err)
@@ -511,32 +526,6 @@ static int on_frame(void *arg, const char *line, size_t len, struct err *err)
     if (outfiles_frame(&r->res->files, line, len, err) < 0)
         return err_wrap(err, "the sandbox's output files are malformed");
     return 0;
-}
-
-static int file_sink(void *ctx, const char *data, size_t len)
-{
-    return buf_add(ctx, data, len) < 0 ? -1 : 0;
-}
-
-/* A text file gets what output gets: pass-through values replaced. Binary
- * files are returned as written (a mark would corrupt them). */
-static void redact_file(const struct redactor *red, struct outfile *f)
-{
-    if (!red || !util_utf8_valid(f->data, f->size))
-        return;
-    struct buf b;
-    buf_init(&b, (size_t)-1);
-    struct redact_stream rs = {0};
-    int rc = redact_feed(red, &rs, f->data, f->size, file_sink, &b);
-    if (rc == 0)
-        rc = redact_flush(red, &rs, file_sink, &b);
-    redact_stream_free(&rs);
-    if (rc == 0 && (b.len != f->size || memcmp(b.data, f->data, f->size) != 0)) {
-        free(f->data);
-        f->data = buf_take(&b, &f->size);
-        codec_sha256_hex(f->data, f->size, f->sha256);
-    }
-    buf_free(&b);
 }
 
 static int on_output(void *arg, int stream, const char *data, size_t len, struct err *err)
@@ -559,7 +548,16 @@ static void set_message(struct exec_result *res, const char *fmt, ...)
 }
 
 /* A runner that failed is the sandbox failing, not the program: an error
- * of the run, like the record being unreadable. */
+ * of the run, like the record being unreadable.
+ *
+ * The record is the program's word, not the runner's: code in the
+ * runner's process (Python's, Node's) can reach its nonce and write a
+ * record of its own. So every field is data about the program, never an
+ * authority: the exit status and memory_error it claims only say how the
+ * program ended, which the program decides anyway (sys.exit(3), raising
+ * MemoryError); the files account is checked against the frames that
+ * came; and its texts (runner_error, a check's message) are redacted,
+ * escaped and cut like any output before they reach a result or a log. */
 static int finish_from_record(struct run *r, struct err *err)
 {
     struct runner_done done = {0};
@@ -575,8 +573,10 @@ static int finish_from_record(struct run *r, struct err *err)
                       : "typecheck command (the warm checker failed)");
     int rc = 0;
     if (done.runner_error) {
-        rc = err_set(err, ERR_INTERNAL, "the sandbox runner failed: %.*s",
-                     util_utf8_prefix(done.runner_error, 500), done.runner_error);
+        char *shown = redact_text(r->redactor, done.runner_error, strlen(done.runner_error),
+                                  RUNNER_ERROR_SHOWN_MAX);
+        rc = err_set(err, ERR_INTERNAL, "the sandbox runner failed: %s", shown);
+        free(shown);
     } else if (done.compile_error.present) {
         r->res->status = EXEC_COMPILE_ERROR;
         r->res->exit_code = done.compile_error.exit_code;
@@ -601,6 +601,12 @@ static int finish_from_record(struct run *r, struct err *err)
     } else if (done.check.present) {
         r->res->status = EXEC_OK;
         r->res->check = done.check;
+        if (done.check.message) {
+            r->res->check.message =
+                redact_text(r->redactor, done.check.message, strlen(done.check.message),
+                            CHECK_MESSAGE_SHOWN_MAX);
+            free(done.check.message);
+        }
         memset(&done.check, 0, sizeof(done.check));
     } else if (done.memory_error) {
         r->res->status = EXEC_OOM;
@@ -832,7 +838,7 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         caps.max_total_bytes = (size_t)req->outputs->max_total_bytes;
     }
     outfiles_free(&res->files);
-    outfiles_init(&res->files, &caps);
+    outfiles_init(&res->files, &caps, ctx->redactor);
     struct backend_stream *stream = NULL;
     char *id = NULL;
     bool pooled = false; /* id came from the pool */
@@ -930,9 +936,8 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
         r.scan_out.on_frame = on_frame;
         r.scan_out.on_frame_ctx = &r;
         outfiles_free(&res->files);
-        outfiles_init(&res->files, &caps);
-        redact_stream_free(&r.red_out);
-        redact_stream_free(&r.red_err);
+        outfiles_init(&res->files, &caps, ctx->redactor);
+        redact_pair_free(&r.red);
         r.total = 0;
         buf_reset(&res->out);
         buf_reset(&res->err);
@@ -940,15 +945,16 @@ int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_c
 
 out:
     emit_flush(&r);
-    /* Files only come with a program that finished and said what it sent. */
-    if (rc == 0 && r.scan_out.done &&
-        (res->status == EXEC_OK || res->status == EXEC_OOM || res->status == EXEC_COMPILE_ERROR)) {
-        for (size_t i = 0; i < res->files.n; i++)
-            redact_file(ctx->redactor, &res->files.v[i]);
-    } else {
+    /* Files only come with a program that finished and said what it sent
+     * (redacted as they came: sandbox/outfiles.h). */
+    if (!(rc == 0 && r.scan_out.done &&
+          (res->status == EXEC_OK || res->status == EXEC_OOM ||
+           res->status == EXEC_COMPILE_ERROR))) {
         outfiles_free(&res->files);
-        outfiles_init(&res->files, &caps);
+        outfiles_init(&res->files, &caps, ctx->redactor);
     }
+    if (rc < 0)
+        clean_error(ctx->redactor, err);
     if (rc < 0 && !sent && setup_timed_out(req, err)) {
         res->status = EXEC_TIMEOUT;
         set_message(res,

@@ -8,22 +8,29 @@
 
 #include "base/json.h"
 #include "base/util.h"
+#include "sandbox/redact.h"
 #include "sandbox/workpath.h"
 
 /* What the runner's words may take in a result. */
 #define LEFT_PATH_MAX   256
 #define LEFT_REASON_MAX 200
+/* A returned file's name as shown: a checked path, with room for its
+ * escapes and marks. */
+#define SHOWN_PATH_MAX (WORKPATH_MAX_BYTES * 2)
 
-void outfiles_init(struct outfiles *o, const struct outfiles_caps *caps)
+void outfiles_init(struct outfiles *o, const struct outfiles_caps *caps,
+                   const struct redactor *redactor)
 {
     memset(o, 0, sizeof(*o));
     o->caps = *caps;
+    o->redactor = redactor;
     buf_init(&o->cur_data, 0);
 }
 
 static void outfile_free(struct outfile *f)
 {
     free(f->path);
+    free(f->sent_path);
     free(f->data);
     memset(f, 0, sizeof(*f));
 }
@@ -114,7 +121,7 @@ static int begin_file(struct outfiles *o, const char *text, size_t len, struct e
         goto out;
     }
     for (size_t i = 0; i < o->n; i++) {
-        if (strcmp(o->v[i].path, path) == 0 && o->v[i].plot == plot) {
+        if (strcmp(o->v[i].sent_path, path) == 0 && o->v[i].plot == plot) {
             err_set(err, ERR_PROTOCOL, "the same file twice");
             goto out;
         }
@@ -154,6 +161,43 @@ static int file_data(struct outfiles *o, const char *text, size_t len, struct er
     return 0;
 }
 
+/* What a kept file shows: its bytes redacted (its digest then theirs),
+ * its name redacted and escaped, and unique among those kept. */
+static void keep_shown(const struct outfiles *o, struct outfile *f)
+{
+    if (o->redactor) {
+        size_t n = 0;
+        char *data = redact_bytes(o->redactor, f->data, f->size, &n);
+        if (n != f->size || memcmp(data, f->data, n) != 0) {
+            explicit_bzero(f->data, f->size);
+            free(f->data);
+            f->data = data;
+            f->size = n;
+            codec_sha256_hex(f->data, f->size, f->sha256);
+        } else {
+            free(data);
+        }
+    }
+    f->sent_path = f->path;
+    if (f->plot) {
+        f->path = xstrdup(f->sent_path); /* plot-<n>.png */
+        return;
+    }
+    char *base = redact_text(o->redactor, f->sent_path, strlen(f->sent_path), SHOWN_PATH_MAX);
+    char *shown = xstrdup(base);
+    for (size_t k = 2;; k++) {
+        bool taken = false;
+        for (size_t i = 0; i < o->n && !taken; i++)
+            taken = !o->v[i].plot && strcmp(o->v[i].path, shown) == 0;
+        if (!taken)
+            break;
+        free(shown);
+        shown = xasprintf("%s~%zu", base, k);
+    }
+    free(base);
+    f->path = shown;
+}
+
 static int end_file(struct outfiles *o, const char *text, size_t len, struct err *err)
 {
     if (!o->open)
@@ -169,28 +213,15 @@ static int end_file(struct outfiles *o, const char *text, size_t len, struct err
     memcpy(f.sha256, hex, sizeof(hex));
     size_t n = 0;
     f.data = buf_take(&o->cur_data, &n);
+    o->total += f.size; /* as sent: the caps are on what the sandbox sends */
+    keep_shown(o, &f);
     o->v = xrealloc(o->v, (o->n + 1) * sizeof(*o->v));
     o->v[o->n++] = f;
     if (f.plot)
         o->n_plots++;
-    o->total += f.size;
     memset(&o->cur, 0, sizeof(o->cur));
     o->open = false;
     return 0;
-}
-
-static char *clean_text(const char *s, size_t n, size_t max)
-{
-    size_t len = 0;
-    char *clean = util_utf8_sanitize(s, n, &len);
-    /* Shown to the model and the client: no control bytes, no NUL. */
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)clean[i] < 0x20 || clean[i] == 0x7f)
-            clean[i] = '?';
-    if (len > max) {
-        clean[util_utf8_prefix(clean, max)] = 0;
-    }
-    return clean;
 }
 
 static int left_out(struct outfiles *o, const char *text, size_t len, struct err *err)
@@ -207,8 +238,9 @@ static int left_out(struct outfiles *o, const char *text, size_t len, struct err
         rc = err_set(err, ERR_PROTOCOL, "a malformed left-out file");
     } else if (o->n_left < OUTFILES_LEFT_KEEP) {
         struct outfile_left *e = &o->left[o->n_left++];
-        e->path = clean_text(path, plen, LEFT_PATH_MAX);
-        e->reason = clean_text(reason, rlen, LEFT_REASON_MAX);
+        /* Redacted before it is cut: a cut value would not be found. */
+        e->path = redact_text(o->redactor, path, plen, LEFT_PATH_MAX);
+        e->reason = redact_text(o->redactor, reason, rlen, LEFT_REASON_MAX);
         e->size = get_size(l, "size");
     }
     json_object_put(l);
@@ -236,8 +268,12 @@ int outfiles_frame(struct outfiles *o, const char *line, size_t len, struct err 
 int outfiles_finish(struct outfiles *o, long long sent, long long left_out_count,
                     long long walk_stopped, bool cwd_gone, struct err *err)
 {
-    if (o->open)
-        return err_set(err, ERR_PROTOCOL, "the output file %s was cut short", o->cur.path);
+    if (o->open) {
+        char *shown = redact_text(o->redactor, o->cur.path, strlen(o->cur.path), LEFT_PATH_MAX);
+        err_set(err, ERR_PROTOCOL, "the output file %s was cut short", shown);
+        free(shown);
+        return -1;
+    }
     if (sent != (long long)o->n)
         return err_set(err, ERR_PROTOCOL, "the runner sent %zu output files but counted %lld", o->n,
                        sent);

@@ -2,7 +2,10 @@
  * before its completion record (sandbox/runner.h), and this collects them,
  * checking every frame against the caps the daemon asked for. Nothing
  * from the sandbox is trusted: paths are checked (sandbox/workpath.h),
- * sizes declared before the bytes and held to, digests compared.
+ * sizes declared before the bytes and held to, digests compared; and
+ * everything kept is redacted (sandbox/redact.h) before it is: each file's
+ * bytes, whatever their encoding, and every name and reason, which are
+ * also escaped for showing (util_escape).
  *
  * Frames (the line after the record marker, without its '\n'):
  *   F{"path": "...", "size": N, "kind": "file"|"plot"}   a file begins
@@ -33,29 +36,36 @@ struct outfiles_caps {
 };
 
 struct outfile {
-    char *path; /* normalized, relative to the working directory; a plot's name */
+    /* normalized, relative to the working directory, as shown: redacted,
+     * escaped, and made unique with "~<n>" if that made it another's;
+     * a plot's name */
+    char *path;
+    char *sent_path; /* as the runner named it: what the protocol's checks compare */
     bool plot;
-    char *data; /* size bytes (and a NUL) */
+    char *data; /* size bytes (and a NUL), redacted */
     size_t size;
-    char sha256[CODEC_SHA256_HEX_LEN + 1];
+    char sha256[CODEC_SHA256_HEX_LEN + 1]; /* of data as kept */
 };
 
 struct outfile_left {
-    char *path;     /* as the runner named it, sanitized UTF-8 */
-    char *reason;   /* the runner's words, sanitized */
+    char *path;     /* as the runner named it, redacted and escaped */
+    char *reason;   /* the runner's words, redacted and escaped */
     long long size; /* -1 when not given */
 };
 
+struct redactor;
+
 struct outfiles {
     struct outfiles_caps caps;
-    struct outfile *v; /* in the order sent: plots first, then files by path */
+    const struct redactor *redactor; /* NULL: nothing to redact */
+    struct outfile *v;               /* in the order sent: plots first, then files by path */
     size_t n, n_plots;
     struct outfile_left left[OUTFILES_LEFT_KEEP];
     size_t n_left;          /* kept in left[] */
     long long left_total;   /* left out in all (the record's count) */
     long long walk_stopped; /* the runner stopped looking after this many entries; 0 = no */
     bool cwd_gone;          /* the program removed its working directory */
-    size_t total;           /* bytes of every file received */
+    size_t total;           /* bytes of every file received (before redaction) */
     /* the file between its F and E frames */
     bool open;
     struct outfile cur;
@@ -63,7 +73,9 @@ struct outfiles {
     struct codec_sha256 cur_sha;
 };
 
-void outfiles_init(struct outfiles *o, const struct outfiles_caps *caps);
+/* redactor (borrowed, may be NULL) must outlive o. */
+void outfiles_init(struct outfiles *o, const struct outfiles_caps *caps,
+                   const struct redactor *redactor);
 void outfiles_free(struct outfiles *o);
 
 /* One frame. -1 with ERR_PROTOCOL when it breaks the protocol or a cap. */

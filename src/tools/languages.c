@@ -254,12 +254,10 @@ static void probe_one(struct languages *l, const struct langtable_lang *lang,
     why[0] = '\0';
     if (l->probe(l->probe_ctx, lang, cancel, &out, &err) < 0 ||
         languages_parse_probe(out.data ? out.data : "", out.len, report, &err) < 0) {
-        /* An engine's message may quote anything: kept short and clean. */
-        size_t n = 0;
+        /* An engine's message may quote anything: kept short and escaped
+         * (the sandbox's words were redacted by exec). */
         const char *m = err_msg(&err);
-        char *clean = util_utf8_sanitize(m, strnlen(m, why_size - 1), &n);
-        snprintf(why, why_size, "%s", clean);
-        free(clean);
+        util_escape(why, why_size, m, strlen(m));
         if (err.code == ERR_CANCELLED)
             log_debug("reading the %s version from its image: stopped", lang->name);
         else

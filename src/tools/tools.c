@@ -430,7 +430,7 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
     struct exec_result res;
     exec_result_init(&res);
     if (exec_run(env->exec, &req, cancel, &res, &err) < 0)
-        log_warn("%s failed: %s", a->tool, err_msg(&err));
+        log_warn("%s failed: %s", a->tool, LOG_FIELD(err_msg(&err)));
     struct files_result_ctx fc = {.cfg = cfg, .store = env->store, .owner = a->owner};
     json_object *r = a->check_only ? tools_check_result(&res, a->language, f)
                                    : tools_result(&res, a->language, f, &fc);

@@ -6,10 +6,13 @@
  * Checks: a refusal comes with a message and nothing is kept of the frame;
  * whatever was accepted stays within the caps (count per kind, bytes per
  * file and in all); every kept file's bytes have the size and SHA-256 it
- * carries and a path the rules allow (sandbox/workpath.h) or a plot's
- * name; left-out names are UTF-8 with no control byte.
+ * carries, was sent with a path the rules allow (sandbox/workpath.h) or
+ * a plot's name, and shows a name of its own; shown names and left-out
+ * names and reasons are escaped (UTF-8 without a control character:
+ * util_escape leaves them as they are).
  *
  * Replay one input: build/fuzz/fuzz_outfiles FILE */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,18 @@
 #include "fuzz.h"
 #include "sandbox/outfiles.h"
 #include "sandbox/workpath.h"
+
+/* Shown text: util_escape changes nothing in it. */
+static bool shown_ok(const char *s)
+{
+    size_t n = strlen(s);
+    char *again = malloc(n * UTIL_ESCAPE_GROWTH + 1);
+    CHECK(again != NULL);
+    util_escape(again, n * UTIL_ESCAPE_GROWTH + 1, s, n);
+    bool same = strcmp(again, s) == 0;
+    free(again);
+    return same && util_utf8_valid(s, n);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -32,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .max_total_bytes = data[0] & 0x80 ? 96 : 1u << 20,
     };
     struct outfiles o;
-    outfiles_init(&o, &caps);
+    outfiles_init(&o, &caps, NULL);
     const char *p = (const char *)data + 2;
     size_t left = size - 2;
     while (left) {
@@ -70,18 +85,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(strncmp(f->path, OUTFILES_PLOT_PREFIX, strlen(OUTFILES_PLOT_PREFIX)) == 0);
         } else {
             char *norm = NULL;
-            CHECK(workpath_output(f->path, strlen(f->path), &norm, NULL) == 0);
-            CHECK(strcmp(norm, f->path) == 0);
+            CHECK(workpath_output(f->sent_path, strlen(f->sent_path), &norm, NULL) == 0);
+            CHECK(strcmp(norm, f->sent_path) == 0);
             free(norm);
+            CHECK(shown_ok(f->path));
+            for (size_t k = 0; k < i; k++)
+                CHECK(o.v[k].plot || strcmp(o.v[k].path, f->path) != 0);
         }
     }
     CHECK(plots == o.n_plots && plots <= caps.max_plots && o.n - plots <= caps.max_files);
     CHECK(total <= caps.max_total_bytes && total == o.total);
     for (size_t i = 0; i < o.n_left; i++) {
-        for (const char *c = o.left[i].path; *c; c++)
-            CHECK((unsigned char)*c >= 0x20 && *c != 0x7f);
-        CHECK(util_utf8_valid(o.left[i].path, strlen(o.left[i].path)));
-        CHECK(util_utf8_valid(o.left[i].reason, strlen(o.left[i].reason)));
+        CHECK(shown_ok(o.left[i].path));
+        CHECK(shown_ok(o.left[i].reason));
     }
     outfiles_free(&o);
     return 0;

@@ -14,19 +14,25 @@ import { readdirSync } from 'node:fs';
 
 import {
   TEST_TIMEOUT_MS, SdkDaemon, preflight, withDaemon, checkRun, checkInvalid, checkDaemonsAndContainers,
-  engineFilesContaining, GVISOR,
+  engineFilesContaining, GVISOR, sleep,
 } from '../integration/lib.mjs';
 
 const POOL = process.env.SECURITY_POOL_SIZE ?? '2';
 const SECRET = `sec-${Math.random().toString(36).slice(2)}-${Date.now()}`;
+// One that percent-encoding changes (a space, '/', '+', '?', '&', '=').
+const SPECIAL = `sp ec/ial+${Math.random().toString(36).slice(2)}?&=`;
+// What a forged log line would start with: a real line's own prefix.
+const FORGED = '2026-01-01T00:00:00.000Z mcp-sandboxd error: FORGED';
 let d;
 
 before(async (t) => {
   await preflight(t);
   d = await SdkDaemon.start(`security-pool${POOL}`, {
     args: ['--pool-size', POOL, '--max-output-bytes', '65536'],
-    env: { MCPSBX_SEC_SECRET: SECRET, MCPSBX_SEC_OTHER: 'not-passed' },
-    passThrough: ['MCPSBX_SEC_SECRET'],
+    env: { MCPSBX_SEC_SECRET: SECRET, MCPSBX_SEC_SPECIAL: SPECIAL, MCPSBX_SEC_OTHER: 'not-passed' },
+    passThrough: ['MCPSBX_SEC_SECRET', 'MCPSBX_SEC_SPECIAL'],
+    // The client's name is logged at initialize: it tries to forge a line.
+    clientName: `sec\n${FORGED}-CLIENT\u001b[2J`,
   });
 });
 
@@ -599,6 +605,95 @@ hostile('42 the secret never reaches the daemon\'s log nor the engine\'s state; 
   assert.equal(sc.stdout, '[REDACTED:MCPSBX_SEC_SECRET]\n');
   assert.ok(!d.stderr.includes(SECRET), 'secret in the daemon log');
   assert.deepEqual(await engineFilesContaining(SECRET), []);
+});
+
+/** Waits (bounded, a hang guard) until the daemon's log has needle. */
+async function logged(needle) {
+  for (let i = 0; i < 100 && !d.stderr.includes(needle); i++) await sleep(50);
+  assert.ok(d.stderr.includes(needle), `the log never said ${JSON.stringify(needle)}`);
+}
+
+/** Neither secret, nor a line that a client or a program forged, in the log. */
+function logClean() {
+  assert.ok(!d.stderr.includes(SECRET) && !d.stderr.includes(SPECIAL), 'a secret in the daemon log');
+  assert.doesNotMatch(d.stderr, /^2026-01-01T00:00:00\.000Z mcp-sandboxd error: FORGED/m, 'a forged log line');
+  assert.ok(!d.stderr.includes('\u001b'), 'an escape sequence in the daemon log');
+}
+
+hostile('log injection: a client name with a newline and an escape is one escaped log line', async () => {
+  await logged('FORGED-CLIENT');
+  logClean();
+  assert.match(d.stderr, /info: client 'sec\\n2026-01-01T00:00:00\.000Z mcp-sandboxd error: FORGED-CLIENT\\x1b\[2J' initialized/);
+});
+
+hostile('a completion record forged through gc, carrying the secret and a newline: redacted and escaped in the result and the log', async () => {
+  // The runner runs the program in its own process: its finish() (and the
+  // nonce in its closure) are one gc walk away.
+  const r = await py([
+    'import gc, os',
+    'fin = [f for f in gc.get_objects() if type(f).__name__ == "function" and f.__name__ == "finish" and "nonce" in f.__code__.co_freevars]',
+    'assert len(fin) == 1, fin',
+    `fin[0](76, runner_error="leaked " + os.environ["MCPSBX_SEC_SECRET"] + "\\n${FORGED}-RECORD\\x1b[2J")`,
+  ].join('\n'));
+  const sc = r.structuredContent;
+  assert.equal(sc.status, 'error', JSON.stringify(sc));
+  assert.equal(r.isError, true);
+  assert.ok(!JSON.stringify(r).includes(SECRET), JSON.stringify(r));
+  assert.equal(sc.message, `the sandbox runner failed: leaked [REDACTED:MCPSBX_SEC_SECRET]\\n${FORGED}-RECORD\\x1b[2J`);
+  await logged('FORGED-RECORD');
+  assert.match(d.stderr, /warn: run_python_code failed: the sandbox runner failed: leaked \[REDACTED:MCPSBX_SEC_SECRET\]\\n2026-01-01T00:00:00\.000Z mcp-sandboxd error: FORGED-RECORD\\x1b\[2J\n/);
+  logClean();
+});
+
+hostile('redaction: a file named after the secret, a file that is not UTF-8, base64 at every offset, lowercase and quote() forms, a secret split across stdout and stderr', async () => {
+  const r = await py(`import base64, os, re, sys, urllib.parse
+k = os.environ["MCPSBX_SEC_SECRET"]
+s = os.environ["MCPSBX_SEC_SPECIAL"]
+open("outputs/" + k + ".txt", "w").write("named after the secret")
+open("outputs/latin1.txt", "wb").write(b"caf\\xe9 " + k.encode() + b" \\xff\\n")
+for pre in (b"", b"B", b"Be", b"Bearer "):
+    print(base64.b64encode(pre + k.encode()).decode())
+    print(base64.urlsafe_b64encode(pre + s.encode()).decode().rstrip("="))
+print(urllib.parse.quote(s))
+print(urllib.parse.quote_plus(s))
+print(re.sub("%[0-9A-F]{2}", lambda m: m.group(0).lower(), urllib.parse.quote(s, safe="")))
+half = len(k) // 2
+sys.stdout.write("split:" + k[:half])
+sys.stdout.flush()
+sys.stderr.write(k[half:] + ":end")
+sys.stderr.flush()
+`);
+  const { sc } = checkRun(r, { status: 'ok', exit_code: 0 });
+  const all = JSON.stringify(r);
+  assert.ok(!all.includes(SECRET) && !all.includes(SPECIAL), all);
+  const lines = sc.stdout.split('\n');
+  const K = '[REDACTED:MCPSBX_SEC_SECRET]';
+  const S = '[REDACTED:MCPSBX_SEC_SPECIAL]';
+  ['', 'B', 'Be', 'Bearer '].forEach((pre, i) => {
+    const b64 = Buffer.from(pre + SECRET).toString('base64');
+    const url = Buffer.from(pre + SPECIAL).toString('base64url');
+    assert.ok(lines[2 * i].includes(K) && !all.includes(b64), `offset ${pre.length}: ${lines[2 * i]}`);
+    assert.ok(lines[2 * i + 1].includes(S) && !all.includes(url), `offset ${pre.length}: ${lines[2 * i + 1]}`);
+  });
+  assert.deepEqual(lines.slice(8, 11), [S, S, S]);
+  // Half on stdout, half on stderr: whole in neither, nor joined.
+  assert.equal(lines[11], `split:${K}`);
+  assert.equal(sc.stderr, `${SECRET.slice(Math.floor(SECRET.length / 2))}:end`);
+  assert.ok(!(sc.stdout + sc.stderr).includes(SECRET) && !(sc.stderr + sc.stdout).includes(SECRET));
+  // Files: the name redacted everywhere (path, URI, text), the bytes of a
+  // file that is not UTF-8 redacted too.
+  const named = sc.files.find((f) => f.path === `outputs/${K}.txt`);
+  assert.ok(named, JSON.stringify(sc.files));
+  assert.ok(named.uri === null || !named.uri.includes(SECRET));
+  const latin = sc.files.find((f) => f.path === 'outputs/latin1.txt');
+  assert.ok(latin && latin.uri, JSON.stringify(sc.files));
+  const back = await d.client.readResource({ uri: latin.uri });
+  const c = back.contents[0];
+  const bytes = c.blob !== undefined ? Buffer.from(c.blob, 'base64') : Buffer.from(c.text, 'utf8');
+  assert.ok(!bytes.includes(SECRET) && bytes.includes(K), bytes.toString('latin1'));
+  assert.deepEqual([...bytes.subarray(0, 4)], [0x63, 0x61, 0x66, 0xe9]); // "caf\xe9" as written
+  assert.equal(latin.size, bytes.length);
+  logClean();
 });
 
 hostile('44 a program that prints instructions to the model gains nothing', async () => {

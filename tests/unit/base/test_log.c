@@ -77,11 +77,47 @@ static void test_long_line_is_cut_and_ends(void **state)
     free(out);
 }
 
+static void emit_outside(void)
+{
+    const char *name = "evil\n2026-01-01T00:00:00.000Z mcp-sandboxd error: forged\x1b]0;x\x07";
+    log_warn("client '%s' said %s", LOG_FIELD(name), LOG_FIELD_N("a\0b\xff", 4));
+    char big[2 * LOG_FIELD_MAX];
+    memset(big, 'y', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    log_warn("long: %s", LOG_FIELD(big));
+    log_warn("none: %s", LOG_FIELD(NULL));
+}
+
+/* A client's or a sandbox's text through LOG_FIELD cannot forge a line
+ * nor reach the terminal: one line each, escaped, cut. */
+static void test_fields_are_escaped(void **state)
+{
+    (void)state;
+    char *out = capture_stderr(emit_outside);
+    size_t lines = 0;
+    for (const char *c = out; *c; c++) {
+        lines += *c == '\n';
+        assert_true((unsigned char)*c >= 0x20 || *c == '\n');
+        assert_true(*c != 0x7f);
+    }
+    assert_int_equal(lines, 3);
+    assert_non_null(strstr(out, "warn: client 'evil\\n2026-01-01T00:00:00.000Z mcp-sandboxd error: "
+                                "forged\\x1b]0;x\\x07' said a\\x00b\\xff\n"));
+    const char *lng = strstr(out, "long: ");
+    assert_non_null(lng);
+    const char *end = strchr(lng, '\n');
+    assert_int_equal(end - lng, strlen("long: ") + LOG_FIELD_MAX - 1);
+    assert_memory_equal(end - 3, "...", 3);
+    assert_non_null(strstr(out, "none: (null)\n"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_levels),
         cmocka_unit_test(test_long_line_is_cut_and_ends),
+        cmocka_unit_test(test_fields_are_escaped),
     };
     return cmocka_run_group_tests_name("log", tests, NULL, NULL);
 }

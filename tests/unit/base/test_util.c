@@ -186,6 +186,51 @@ static void test_printable_ascii(void **state)
     assert_string_equal(out, "");
 }
 
+static const char *esc(char *out, size_t cap, const char *s, size_t n)
+{
+    size_t k = util_escape(out, cap, s, n);
+    assert_int_equal(k, strlen(out));
+    assert_true(k < cap);
+    return out;
+}
+
+/* Control characters, C1, line separators, bidi controls and invalid
+ * UTF-8 become escapes; other text stays; a cut never splits an escape
+ * or a character and says so. */
+static void test_escape(void **state)
+{
+    (void)state;
+    char out[256];
+    assert_string_equal(esc(out, sizeof(out), "plain é ☃ \\ text", strlen("plain é ☃ \\ text")),
+                        "plain é ☃ \\ text");
+    static const char ctl[] = "a\nb\rc\td\x1b[2J\x7f\x01";
+    assert_string_equal(esc(out, sizeof(out), ctl, sizeof(ctl) - 1),
+                        "a\\nb\\rc\\td\\x1b[2J\\x7f\\x01");
+    static const char nul[] = "x\0y";
+    assert_string_equal(esc(out, sizeof(out), nul, 3), "x\\x00y");
+    /* U+0085 (NEL), U+2028, U+2029, U+202E, U+2066: shown as code points. */
+    static const char uni[] =
+        "\xc2\x85|\xe2\x80\xa8|\xe2\x80\xa9|\xe2\x80\xae|\xe2\x81\xa6|\xc2\xa0";
+    assert_string_equal(esc(out, sizeof(out), uni, sizeof(uni) - 1),
+                        "\\u0085|\\u2028|\\u2029|\\u202e|\\u2066|\xc2\xa0");
+    /* Invalid UTF-8: every byte of it, overlong forms and surrogates too. */
+    static const char bad[] = "\xff\xc3(\xc0\xaf\xed\xa0\x80\xe2\x80";
+    assert_string_equal(esc(out, sizeof(out), bad, sizeof(bad) - 1),
+                        "\\xff\\xc3(\\xc0\\xaf\\xed\\xa0\\x80\\xe2\\x80");
+    /* Cut: room for "..." kept, nothing split. */
+    assert_string_equal(esc(out, 12, "0123456789abc", 13), "01234567...");
+    assert_string_equal(esc(out, 12, "012345\n\n\n", 9), "012345\\n...");
+    assert_string_equal(esc(out, 10, "abc☃☃☃", 12), "abc☃...");
+    assert_string_equal(esc(out, 12, "0123456789a", 11), "0123456789a");
+    assert_string_equal(esc(out, 3, "abcdef", 6), "..");
+    assert_string_equal(esc(out, 1, "abcdef", 6), "");
+    assert_int_equal(util_escape(out, 0, "abc", 3), 0);
+    /* Escaped text escapes to itself. */
+    char again[256];
+    esc(out, sizeof(out), ctl, sizeof(ctl) - 1);
+    assert_string_equal(esc(again, sizeof(again), out, strlen(out)), out);
+}
+
 static void test_env_entry(void **state)
 {
     (void)state;
@@ -200,13 +245,10 @@ static void test_env_entry(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_env_entry),
-        cmocka_unit_test(test_printable_ascii),
-        cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_utf8_prefix),
-        cmocka_unit_test(test_hex_and_strings),
-        cmocka_unit_test(test_write_all),
-        cmocka_unit_test(test_write_line),
+        cmocka_unit_test(test_env_entry),       cmocka_unit_test(test_escape),
+        cmocka_unit_test(test_printable_ascii), cmocka_unit_test(test_utf8),
+        cmocka_unit_test(test_utf8_prefix),     cmocka_unit_test(test_hex_and_strings),
+        cmocka_unit_test(test_write_all),       cmocka_unit_test(test_write_line),
         cmocka_unit_test(test_cond_wait_ms),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);

@@ -4,6 +4,8 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
@@ -174,6 +176,40 @@ static void test_initialize_negotiation(void **state)
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{"
                  "\"protocolVersion\":\"2025-06-18\"}}");
     assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
+}
+
+/* The initialize log line quotes the client's name and version: a newline
+ * in either cannot forge a line, an escape cannot reach a terminal. */
+static void test_initialize_log_line(void **state)
+{
+    struct fixture *f = *state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    int saved = dup(STDERR_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[1]);
+    json_object *r = send1(
+        f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+           "\"protocolVersion\":\"2025-06-18\\r\\n2026-01-01T00:00:00.000Z mcp-sandboxd error: v\","
+           "\"capabilities\":{},\"clientInfo\":{\"name\":\"evil\\n2026-01-01T00:00:00.000Z "
+           "mcp-sandboxd error: forged\\u001b[2J\\u2028\",\"version\":\"1\"}}}");
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    char out[4096] = "";
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    ssize_t n = read(fds[0], out, sizeof(out) - 1);
+    close(fds[0]);
+    get(r, "result");
+    assert_true(n > 0);
+    out[n] = '\0';
+    assert_non_null(strchr(out, '\n'));
+    assert_int_equal(strchr(out, '\n') - out, n - 1); /* one line */
+    assert_null(strchr(out, '\r'));
+    assert_null(strchr(out, '\x1b'));
+    assert_non_null(strstr(out, "client 'evil\\n2026-01-01T00:00:00.000Z mcp-sandboxd error: "
+                                "forged\\x1b[2J\\u2028' initialized with protocol 2025-11-25 "
+                                "(asked 2025-06-18\\r\\n2026-01-01T00:00:00.000Z mcp-sandboxd "
+                                "error: v)\n"));
 }
 
 static void test_each_version_echoed(void **state)
@@ -416,6 +452,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_initialize_negotiation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_initialize_log_line, setup, teardown),
         cmocka_unit_test(test_each_version_echoed),
         cmocka_unit_test_setup_teardown(test_before_initialize, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),

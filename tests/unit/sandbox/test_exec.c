@@ -630,6 +630,59 @@ static void test_secrets(void **state)
     exec_result_free(&res);
 }
 
+/* A program can write a completion record of its own (it runs in the
+ * runner's process, where the nonce is): what the record says is data.
+ * Its runner_error, carrying the secret, a newline that would forge a log
+ * line and a terminal escape, comes back redacted and escaped; a secret
+ * written half on stdout and half on stderr comes back whole in neither,
+ * nor in the two put together, live or in the result. */
+static void test_forged_record(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pass_through_env.items = xrealloc(g->cfg.pass_through_env.items, 2 * sizeof(char *));
+    g->cfg.pass_through_env.items[0] = xstrdup("API_TOKEN");
+    g->cfg.pass_through_env.items[1] = NULL;
+    g->cfg.pass_through_env.n = 1;
+    char *envp[] = {"API_TOKEN=tok-4f9a/secret+value", NULL};
+    struct fake_program p = {
+        .out = "tok-4f9a/se",
+        .out_len = 11,
+        .err = "cret+value",
+        .err_len = 10,
+        .exit_code = 76,
+        .runner_error = "leak tok-4f9a/secret+value\n2026-01-01T00:00:00.000Z mcp-sandboxd "
+                        "error: forged\x1b[2J\xff",
+    };
+    fake_engine_set_program(g->fe, &p);
+    struct err err = ERR_INIT;
+    g->backend = docker_backend_new(fake_engine_socket(g->fe));
+    g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, envp, &err);
+    assert_non_null(g->exec);
+    struct live live = {.ticks = 0};
+    buf_init(&live.out, 1 << 16);
+    buf_init(&live.err, 1 << 16);
+    struct exec_request req = request("print(1)");
+    req.on_output = on_output;
+    req.on_output_ctx = &live;
+    struct exec_result res;
+    exec_result_init(&res);
+    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
+    assert_int_equal(res.status, EXEC_ERROR);
+    assert_string_equal(res.message, err_msg(&err));
+    assert_string_equal(res.message,
+                        "the sandbox runner failed: leak [REDACTED:API_TOKEN]\\n2026-01-01T00:00:"
+                        "00.000Z mcp-sandboxd error: forged\\x1b[2J\\xff");
+    assert_string_equal(buf_cstr(&res.out), "[REDACTED:API_TOKEN]");
+    assert_string_equal(buf_cstr(&res.err), "cret+value");
+    assert_string_equal(buf_cstr(&live.out), "[REDACTED:API_TOKEN]");
+    assert_string_equal(buf_cstr(&live.err), "cret+value");
+    err_clear(&err);
+    assert_last_removed(g);
+    buf_free(&live.out);
+    buf_free(&live.err);
+    exec_result_free(&res);
+}
+
 /* ---- the seccomp profile ------------------------------------------------------ */
 
 static char *read_all(const char *path)
@@ -1435,6 +1488,7 @@ int main(void)
         T(test_seccomp_profile),
         T(test_runtime_on_podman),
         T(test_secrets),
+        T(test_forged_record),
         T(test_create_fails),
         T(test_attach_fails),
         T(test_start_fails),

@@ -10,6 +10,7 @@
 #include "base/codec.h"
 #include "base/util.h"
 #include "sandbox/outfiles.h"
+#include "sandbox/redact.h"
 
 static const struct outfiles_caps CAPS = {.max_files = 2,
                                           .max_file_bytes = 10,
@@ -54,7 +55,7 @@ static void test_files_and_plots(void **state)
 {
     (void)state;
     struct outfiles o;
-    outfiles_init(&o, &CAPS);
+    outfiles_init(&o, &CAPS, NULL);
     assert_int_equal(send_file(&o, "plot-1.png", "plot", "PNGDATA"), 0);
     assert_int_equal(send_file(&o, "outputs/a.txt", "file", "hello"), 0);
     assert_int_equal(send_file(&o, "main.py", "file", ""), 0);
@@ -74,7 +75,7 @@ static void test_files_and_plots(void **state)
     assert_int_equal(o.n_left, 1);
     assert_int_equal(o.left_total, 7);
     assert_int_equal(o.left[0].size, -1);
-    assert_string_equal(o.left[0].path, "outputs/l?ink"); /* no control byte */
+    assert_string_equal(o.left[0].path, "outputs/l\\x00ink"); /* no control byte */
     outfiles_free(&o);
 }
 
@@ -107,7 +108,7 @@ static void test_refused(void **state)
     };
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
         struct outfiles o;
-        outfiles_init(&o, &CAPS);
+        outfiles_init(&o, &CAPS, NULL);
         enum err_code code = ERR_OK;
         int rc = 0;
         for (size_t j = 0; j < 3 && bad[i][j] && rc == 0; j++)
@@ -124,12 +125,12 @@ static void test_caps(void **state)
 {
     (void)state;
     struct outfiles o;
-    outfiles_init(&o, &CAPS);
+    outfiles_init(&o, &CAPS, NULL);
     assert_int_equal(send_file(&o, "a", "file", "0123456789"), 0);
     assert_int_equal(send_file(&o, "a", "file", "x"), -1); /* twice */
     outfiles_free(&o);
 
-    outfiles_init(&o, &CAPS);
+    outfiles_init(&o, &CAPS, NULL);
     assert_int_equal(send_file(&o, "a", "file", "1"), 0);
     assert_int_equal(send_file(&o, "b", "file", "2"), 0);
     assert_int_equal(send_file(&o, "c", "file", "3"), -1); /* count */
@@ -137,7 +138,7 @@ static void test_caps(void **state)
     assert_int_equal(send_file(&o, "plot-2.png", "plot", "p"), -1); /* plot count */
     outfiles_free(&o);
 
-    outfiles_init(&o, &CAPS);
+    outfiles_init(&o, &CAPS, NULL);
     assert_int_equal(send_file(&o, "plot-1.png", "plot", "01234567890123456789"), 0);
     assert_int_equal(send_file(&o, "a", "file", "0123456"), -1); /* 20 + 7 > 25 in all */
     outfiles_free(&o);
@@ -148,7 +149,7 @@ static void test_finish(void **state)
     (void)state;
     struct outfiles o;
     struct err err = ERR_INIT;
-    outfiles_init(&o, &CAPS);
+    outfiles_init(&o, &CAPS, NULL);
     assert_int_equal(send_file(&o, "a", "file", "1"), 0);
     assert_int_equal(outfiles_finish(&o, 2, 0, 0, false, &err), -1); /* one lost */
     err_clear(&err);
@@ -162,11 +163,60 @@ static void test_finish(void **state)
     err_clear(&err);
     outfiles_free(&o);
 
-    outfiles_init(&o, &CAPS);
+    outfiles_init(&o, &CAPS, NULL);
     assert_int_equal(frame(&o, "L{\"path\":\"x\",\"reason\":\"r\",\"size\":3}", &code), 0);
     assert_int_equal(outfiles_finish(&o, 0, 0, 0, false, &err), -1); /* named more than counted */
     err_clear(&err);
     outfiles_free(&o);
+}
+
+/* What a program returns is redacted, whatever its encoding: the bytes of
+ * a file that is not UTF-8, a file's name (two names that become one are
+ * told apart), a left-out file's name and reason, and the name in an
+ * error; control characters in names and reasons are escaped. */
+static void test_redacted(void **state)
+{
+    (void)state;
+    const char *names[] = {"KEY"};
+    const char *values[] = {"s3cr3t-value"};
+    struct redactor *red = redactor_new(names, values, 1);
+    static const struct outfiles_caps caps = {
+        .max_files = 4, .max_file_bytes = 100, .max_total_bytes = 400};
+    struct outfiles o;
+    outfiles_init(&o, &caps, red);
+    assert_int_equal(send_file(&o, "outputs/s3cr3t-value.txt", "file", "\xff s3cr3t-value \xfe"),
+                     0);
+    assert_int_equal(send_file(&o, "outputs/[REDACTED:KEY].txt", "file", "x"), 0);
+    assert_int_equal(send_file(&o, "outputs/czNjcjN0LXZhbHVl", "file", "y"), 0); /* base64 */
+    enum err_code code;
+    assert_int_equal(frame(&o,
+                           "L{\"path\":\"outputs/"
+                           "s3cr3t-value\\n\",\"reason\":\"%73%33%63%72%33%74%2d%76%61%6c%75%65 "
+                           "is \\u001b[1mbig\",\"size\":3}",
+                           &code),
+                     0);
+    assert_int_equal(o.n, 3);
+    assert_string_equal(o.v[0].path, "outputs/[REDACTED:KEY].txt");
+    static const char want[] = "\xff [REDACTED:KEY] \xfe";
+    assert_int_equal(o.v[0].size, sizeof(want) - 1);
+    assert_memory_equal(o.v[0].data, want, sizeof(want) - 1);
+    char hex[CODEC_SHA256_HEX_LEN + 1];
+    codec_sha256_hex(want, sizeof(want) - 1, hex);
+    assert_string_equal(o.v[0].sha256, hex);
+    assert_string_equal(o.v[1].path, "outputs/[REDACTED:KEY].txt~2");
+    assert_string_equal(o.v[2].path, "outputs/[REDACTED:KEY]");
+    assert_int_equal(o.n_left, 1);
+    assert_string_equal(o.left[0].path, "outputs/[REDACTED:KEY]\\n");
+    assert_string_equal(o.left[0].reason, "[REDACTED:KEY] is \\x1b[1mbig");
+    assert_int_equal(frame(&o, "F{\"path\":\"s3cr3t-value\",\"size\":1,\"kind\":\"file\"}", &code),
+                     0);
+    struct err err = ERR_INIT;
+    assert_int_equal(outfiles_finish(&o, 3, 1, 0, false, &err), -1); /* cut short */
+    assert_null(strstr(err_msg(&err), "s3cr3t"));
+    assert_non_null(strstr(err_msg(&err), "[REDACTED:KEY]"));
+    err_clear(&err);
+    outfiles_free(&o);
+    redactor_free(red);
 }
 
 int main(void)
@@ -176,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_caps),
         cmocka_unit_test(test_finish),
+        cmocka_unit_test(test_redacted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -112,6 +112,174 @@ static void test_other_text_unchanged(void **state)
     redactor_free(r);
 }
 
+/* Base64 of a value inside a longer text: at each of the three offsets
+ * (b64encode(b"Bearer " + key) starts the key at offset 7), in both
+ * alphabets, padded or not, what only the value decides is replaced. */
+static void test_base64_any_offset(void **state)
+{
+    (void)state;
+    const char *names[] = {"TOKEN"};
+    const char *values[] = {"s3cr3t?/"};
+    struct redactor *r = redactor_new(names, values, 1);
+    expect(r, "QnMzY3IzdD8v", "Qn[REDACTED:TOKEN]");                 /* b"B" + v */
+    expect(r, "QmVzM2NyM3Q/Lw==", "QmV[REDACTED:TOKEN]==");          /* b"Be" + v */
+    expect(r, "QmVzM2NyM3Q_Lw", "QmV[REDACTED:TOKEN]");              /* URL-safe, unpadded */
+    expect(r, "QmVhcmVyIHMzY3IzdD8v", "QmVhcmVyIH[REDACTED:TOKEN]"); /* b"Bearer " + v */
+    /* Followed by more bytes: the last character mixes in theirs. */
+    expect(r, "czNjcjN0Py9tb3Jl", "[REDACTED:TOKEN]9tb3Jl"); /* v + b"more" */
+    expect(r, "QnMzY3IzdD8vbW9yZQ==", "Qn[REDACTED:TOKEN]bW9yZQ==");
+    redactor_free(r);
+}
+
+/* Percent-encoding with either case of digits, as quote(), quote_plus()
+ * and encodeURIComponent() write it, and of every byte. */
+static void test_percent_forms(void **state)
+{
+    (void)state;
+    const char *names[] = {"K"};
+    const char *values[] = {"k/y=v? z!"};
+    struct redactor *r = redactor_new(names, values, 1);
+    expect(r, "k%2Fy%3Dv%3F%20z%21", "[REDACTED:K]");       /* RFC 3986 */
+    expect(r, "k%2fy%3dv%3f%20z%21", "[REDACTED:K]");       /* lowercase */
+    expect(r, "?q=k/y%3Dv%3F%20z%21&", "?q=[REDACTED:K]&"); /* quote() keeps '/' */
+    expect(r, "k%2Fy%3Dv%3F+z%21", "[REDACTED:K]");         /* quote_plus() */
+    expect(r, "k%2fy%3dv%3f+z%21", "[REDACTED:K]");
+    expect(r, "k%2Fy%3Dv%3F%20z!", "[REDACTED:K]");           /* encodeURIComponent() */
+    expect(r, "%6b%2f%79%3d%76%3f%20%7a%21", "[REDACTED:K]"); /* every byte */
+    expect(r, "%6B%2F%79%3D%76%3F%20%7A%21", "[REDACTED:K]");
+    redactor_free(r);
+}
+
+/* Bytes are bytes: a value among bytes that are not UTF-8, and a value
+ * that is not UTF-8 itself, are found. */
+static void test_not_utf8(void **state)
+{
+    (void)state;
+    const char *names[] = {"A", "B"};
+    const char *values[] = {"plain-secret", "bin\xff\xfe-secret"};
+    struct redactor *r = redactor_new(names, values, 2);
+    static const char in[] = "\xff\xc3(plain-secret\x80 bin\xff\xfe-secret\xfe";
+    size_t n = 0;
+    char *out = redact_bytes(r, in, sizeof(in) - 1, &n);
+    static const char want[] = "\xff\xc3([REDACTED:A]\x80 [REDACTED:B]\xfe";
+    assert_int_equal(n, sizeof(want) - 1);
+    assert_memory_equal(out, want, n);
+    free(out);
+    redactor_free(r);
+}
+
+/* Occurrences that overlap, of one value or two, make one mark: no part
+ * of either is left between marks. */
+static void test_overlaps(void **state)
+{
+    (void)state;
+    const char *names[] = {"A", "B", "C"};
+    const char *values[] = {"abcdef", "cdefgh", "aaaaaa"};
+    struct redactor *r = redactor_new(names, values, 3);
+    expect(r, "xabcdefghx", "x[REDACTED:A]x");
+    expect(r, "xcdefghx abcdefx", "x[REDACTED:B]x [REDACTED:A]x");
+    expect(r, "aaaaaaaaaaaaaaaaaaaa!aaaaa", "[REDACTED:C]!aaaaa");
+    expect(r, "abcdefabcdef", "[REDACTED:A][REDACTED:A]");
+    redactor_free(r);
+}
+
+/* A value with a control character is also looked for as util_escape
+ * shows it, and redact_text leaves neither form nor a control byte. */
+static void test_text(void **state)
+{
+    (void)state;
+    const char *names[] = {"T", "U"};
+    const char *values[] = {"tab\there", "sk-text-1234"};
+    struct redactor *r = redactor_new(names, values, 2);
+    expect(r, "a tab\\there b", "a [REDACTED:T] b");
+    static const char in[] = "err: tab\there\nforged\x1b[31m sk-text-1234 \xff\xc2\x85";
+    char *t = redact_text(r, in, sizeof(in) - 1, 1000);
+    assert_string_equal(t, "err: [REDACTED:T]\\nforged\\x1b[31m [REDACTED:U] \\xff\\u0085");
+    free(t);
+    /* Its shown form, written as such. */
+    t = redact_text(r,
+                    "tab\\t"
+                    "here",
+                    9, 1000);
+    assert_string_equal(t, "[REDACTED:T]");
+    free(t);
+    /* Cut after redaction: never a value's first bytes at the cut. */
+    t = redact_text(r, "0123456789 sk-text-1234 tail", 28, 20);
+    assert_string_equal(t, "0123456789 [REDAC...");
+    free(t);
+    t = redact_text(NULL, "a\nb", 3, 100);
+    assert_string_equal(t, "a\\nb");
+    free(t);
+    redactor_free(r);
+}
+
+/* The flush's sinks: ctx is the pair of sinks. */
+static int to_first(void *ctx, const char *data, size_t len)
+{
+    return to_buf((struct sink *)ctx, data, len);
+}
+
+static int to_second(void *ctx, const char *data, size_t len)
+{
+    return to_buf((struct sink *)ctx + 1, data, len);
+}
+
+/* stdout and stderr through a pair, in the order given ("1:" or "2:"
+ * before each chunk); returns "stdout|stderr". */
+static char *run_pair(const struct redactor *r, const char *const *chunks, size_t n)
+{
+    struct sink k[2] = {0};
+    buf_init(&k[0].out, 1 << 20);
+    buf_init(&k[1].out, 1 << 20);
+    struct redact_pair p = {0};
+    for (size_t i = 0; i < n; i++) {
+        int stream = chunks[i][0] == '2';
+        const char *text = chunks[i] + 2;
+        assert_int_equal(redact_pair_feed(r, &p, stream, text, strlen(text), to_buf, &k[stream]),
+                         0);
+    }
+    assert_int_equal(redact_pair_flush(r, &p, to_first, to_second, k), 0);
+    redact_pair_free(&p);
+    char *s = xasprintf("%s|%s", buf_cstr(&k[0].out), buf_cstr(&k[1].out));
+    buf_free(&k[0].out);
+    buf_free(&k[1].out);
+    return s;
+}
+
+/* A value written half on stdout and half on stderr comes back whole in
+ * neither, nor in stdout + stderr, nor in stderr + stdout. */
+static void test_split_across_streams(void **state)
+{
+    (void)state;
+    const char *names[] = {"S"};
+    const char *values[] = {"split-secret-42"};
+    struct redactor *r = redactor_new(names, values, 1);
+    struct {
+        const char *chunks[4];
+        size_t n;
+        const char *want;
+    } cases[] = {
+        /* Half and half, in either order of arrival and of the streams. */
+        {{"1:out split-sec", "2:ret-42 err"}, 2, "out [REDACTED:S]|ret-42 err"},
+        {{"2:split-sec", "1:ret-42"}, 2, "ret-42|[REDACTED:S]"},
+        /* Only a reader's concatenation joins them (stdout went on). */
+        {{"2:ret-42", "1:split-sec"}, 2, "[REDACTED:S]|ret-42"},
+        /* Joined in arrival order, then stdout goes on: still replaced. */
+        {{"1:split-sec", "2:ret-42", "1:\nmore"}, 3, "[REDACTED:S]\nmore|ret-42"},
+        /* Nothing joins: unchanged. */
+        {{"1:split-sec", "2:other", "1:\n"}, 3, "split-sec\n|other"},
+        /* Whole on one stream, interleaved with the other. */
+        {{"1:split-s", "2:x", "1:ecret-42"}, 3, "[REDACTED:S]|x"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        char *got = run_pair(r, cases[i].chunks, cases[i].n);
+        if (strcmp(got, cases[i].want) != 0)
+            fail_msg("case %zu: got \"%s\", want \"%s\"", i, got, cases[i].want);
+        free(got);
+    }
+    redactor_free(r);
+}
+
 /* Nothing long enough: no redactor, and feeding through NULL passes bytes. */
 static void test_nothing_to_look_for(void **state)
 {
@@ -147,6 +315,12 @@ int main(void)
         cmocka_unit_test(test_raw_value),
         cmocka_unit_test(test_encoded_forms),
         cmocka_unit_test(test_other_text_unchanged),
+        cmocka_unit_test(test_base64_any_offset),
+        cmocka_unit_test(test_percent_forms),
+        cmocka_unit_test(test_not_utf8),
+        cmocka_unit_test(test_overlaps),
+        cmocka_unit_test(test_text),
+        cmocka_unit_test(test_split_across_streams),
         cmocka_unit_test(test_nothing_to_look_for),
         cmocka_unit_test(test_sink_stops),
     };

@@ -149,7 +149,7 @@ static void test_result(void **state)
     struct runstore *store = runstore_new(60000, 1 << 20);
     struct files_result_ctx ctx = {.cfg = &cfg, .store = store, .owner = "me"};
     struct outfiles of;
-    outfiles_init(&of, &(struct outfiles_caps){0});
+    outfiles_init(&of, &(struct outfiles_caps){0}, NULL);
     add_file(&of, "plot-1.png", true, PNG, sizeof(PNG) - 1);
     add_file(&of, "outputs/t.csv", false, "a,b\n", 4);
     add_file(&of, "outputs/long name.txt", false, "0123456789ABC", 13);
