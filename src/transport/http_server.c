@@ -388,11 +388,12 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
         msg[--n] = '\0';
-    /* Once serving, MHD mostly reports clients that went away. */
+    /* Once serving, MHD mostly reports clients that went away; its text
+     * may quote what a client sent. */
     if (atomic_load(&t->started))
-        log_debug("http: %s", msg);
+        log_debug("http: %s", LOG_FIELD(msg));
     else
-        log_error("http: %s", msg);
+        log_error("http: %s", LOG_FIELD(msg));
     free(msg);
 }
 
