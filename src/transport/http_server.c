@@ -7,12 +7,16 @@
  *   http_response.[ch]  one request's state, and the plain responses every
  *                       handler answers with
  *   http_guard.[ch]     Host and Origin allow-lists, bearer token: checked first
+ *   http_conns.[ch]     every connection's phase: head and body deadlines,
+ *                       room made near the connection limit
  *   http_headers.[ch]   pure parsers of header values (Accept, Content-Type,
  *                       Host, Origin, Authorization, Content-Length,
  *                       Last-Event-ID, MCP-Protocol-Version)
- *   http_sessions.[ch]  the session table, reference counts, ending, janitor
+ *   http_sessions.[ch]  the session table, reference counts, ending; the
+ *                       janitor and the closer threads
  *   http_sse.[ch]       reply streams, SSE event ids, the replay buffer that
- *                       Last-Event-ID resumes from, SSE readers, keep-alives
+ *                       Last-Event-ID resumes from, SSE readers (suspended
+ *                       while they have nothing to send), keep-alives
  *   http_mcp.[ch]       /mcp, streamable HTTP: POST, GET, DELETE
  *   http_legacy.[ch]    /sse + /messages, the 2024-11-05 HTTP+SSE transport
  *
