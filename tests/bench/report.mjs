@@ -164,7 +164,7 @@ function buildHttp(o) {
     wrk: wrkSettings(o, o.connections, o.seconds),
     request: REQUEST,
     ours: {
-      server: 'mcp-sandboxd --http (one session, initialized with curl)',
+      server: 'mcp-sandboxd --http --pool-size 0 (one session, initialized with curl)',
       binary: o.bin,
       requests_per_s: ours?.requests_per_s ?? null,
       requests: ours?.requests ?? null,
