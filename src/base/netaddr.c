@@ -32,41 +32,88 @@ static void show_address(const struct sockaddr *sa, char *shown, size_t shown_le
     snprintf(shown, shown_len, "%s", text);
 }
 
+/* An empty host or "localhost" is 127.0.0.1; an IPv4 or IPv6 literal is
+ * itself: true with *ss filled (its port 0). */
+static bool parse_literal(const char *host, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (!host || !*host || strcasecmp(host, "localhost") == 0)
+        host = "127.0.0.1";
+    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, host, &sin->sin_addr) == 1)
+        sin->sin_family = AF_INET;
+    else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1)
+        sin6->sin6_family = AF_INET6;
+    return ss->ss_family != AF_UNSPEC;
+}
+
+static int lookup(const char *host, struct addrinfo **res, struct err *err)
+{
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    *res = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, res);
+    if (rc != 0 || !*res) {
+        if (*res)
+            freeaddrinfo(*res);
+        *res = NULL;
+        return err_set(err, ERR_INVALID, "--http: cannot resolve '%.256s': %s", host,
+                       rc ? gai_strerror(rc) : "no address");
+    }
+    return 0;
+}
+
+static bool inet_family(int family)
+{
+    return family == AF_INET || family == AF_INET6;
+}
+
+int netaddr_resolve_listen(const char *host, unsigned port, struct sockaddr_storage *ss,
+                           struct err *err)
+{
+    if (!parse_literal(host, ss)) {
+        struct addrinfo *res = NULL;
+        if (lookup(host, &res, err) < 0)
+            return -1;
+        const struct addrinfo *ai = res;
+        while (ai && !inet_family(ai->ai_family))
+            ai = ai->ai_next;
+        if (!ai || ai->ai_addrlen > sizeof(*ss)) {
+            freeaddrinfo(res);
+            return err_set(err, ERR_INVALID, "--http: '%.256s' has no IPv4 or IPv6 address", host);
+        }
+        memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+        freeaddrinfo(res);
+    }
+    if (ss->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    return 0;
+}
+
 int netaddr_listen_is_loopback(const char *host, bool *loopback, char *shown, size_t shown_len,
                                struct err *err)
 {
     *loopback = false;
     if (shown_len)
         shown[0] = '\0';
-    if (!host || !*host || strcasecmp(host, "localhost") == 0)
-        host = "127.0.0.1";
     struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof(ss));
-    struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-    if (inet_pton(AF_INET, host, &sin->sin_addr) == 1)
-        sin->sin_family = AF_INET;
-    else if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1)
-        sin6->sin6_family = AF_INET6;
-    if (ss.ss_family != AF_UNSPEC) {
+    if (parse_literal(host, &ss)) {
         *loopback = netaddr_is_loopback((const struct sockaddr *)&ss);
         show_address((const struct sockaddr *)&ss, shown, shown_len);
         return 0;
     }
-
-    struct addrinfo hints;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
     struct addrinfo *res = NULL;
-    int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0 || !res)
-        return err_set(err, ERR_INVALID, "--http: cannot resolve '%.256s': %s", host,
-                       rc ? gai_strerror(rc) : "no address");
+    if (lookup(host, &res, err) < 0)
+        return -1;
     const struct addrinfo *shown_ai = NULL;
     bool all_loopback = true;
     for (const struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+        if (!inet_family(ai->ai_family))
             continue;
         if (!shown_ai)
             shown_ai = ai;

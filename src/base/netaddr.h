@@ -1,7 +1,7 @@
 /* Where --http listens, and whether only this machine can reach it.
  *
- * The rules are the HTTP transport's (resolve_bind in
- * src/transport/http_server.c): an empty host or "localhost" is 127.0.0.1,
+ * The rules, which the HTTP transport binds by (netaddr_resolve_listen):
+ * an empty host or "localhost" is 127.0.0.1,
  * an IPv4 or IPv6 literal is itself, any other name is resolved with
  * getaddrinfo and the listener takes its first address. Loopback is
  * 127.0.0.0/8, ::1 and IPv4-mapped 127.0.0.0/8; the wildcards 0.0.0.0 and
@@ -19,6 +19,11 @@
 #define NETADDR_TEXT_MAX 48
 
 bool netaddr_is_loopback(const struct sockaddr *sa);
+
+/* The address a listener for HOST:port binds (the rules above: a name's
+ * first IPv4 or IPv6 address). */
+int netaddr_resolve_listen(const char *host, unsigned port, struct sockaddr_storage *ss,
+                           struct err *err);
 
 /* Sets *loopback to whether a listener bound to HOST is reachable from
  * this machine only. A name is loopback only when every address it

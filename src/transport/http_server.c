@@ -44,17 +44,15 @@
  * serialized bytes cross threads. */
 #include "transport/http_server.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/netaddr.h"
 #include "mcp/jsonrpc.h"
 #include "transport/http_guard.h"
 #include "transport/http_headers.h"
@@ -411,50 +409,6 @@ static int discard_send(struct mcp_channel *ch, const char *json, size_t len)
 
 /* ---- start and stop ----------------------------------------------------------- */
 
-static int resolve_bind(const char *host, unsigned port, struct sockaddr_storage *ss, bool *v6,
-                        struct err *err)
-{
-    memset(ss, 0, sizeof(*ss));
-    if (!host || !*host || strcasecmp(host, "localhost") == 0)
-        host = "127.0.0.1";
-    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-    if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
-        sin->sin_family = AF_INET;
-        sin->sin_port = htons((uint16_t)port);
-        *v6 = false;
-        return 0;
-    }
-    if (inet_pton(AF_INET6, host, &sin6->sin6_addr) == 1) {
-        sin6->sin6_family = AF_INET6;
-        sin6->sin6_port = htons((uint16_t)port);
-        *v6 = true;
-        return 0;
-    }
-    struct addrinfo hints;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    struct addrinfo *res = NULL;
-    int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0 || !res)
-        return err_set(err, ERR_INVALID, "--http: cannot resolve '%s': %s", host,
-                       rc ? gai_strerror(rc) : "no address");
-    if (res->ai_addrlen > sizeof(*ss) ||
-        (res->ai_family != AF_INET && res->ai_family != AF_INET6)) {
-        freeaddrinfo(res);
-        return err_set(err, ERR_INVALID, "--http: '%s' has no IPv4 or IPv6 address", host);
-    }
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    *v6 = res->ai_family == AF_INET6;
-    freeaddrinfo(res);
-    if (*v6)
-        sin6->sin6_port = htons((uint16_t)port);
-    else
-        sin->sin_port = htons((uint16_t)port);
-    return 0;
-}
-
 /* How a Host header names the bind address; NULL for wildcard addresses,
  * which a browser must not be able to use to reach us. */
 static char *self_host_name(const char *host)
@@ -480,10 +434,17 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
                          struct transport_http **out, struct err *err)
 {
     struct sockaddr_storage ss;
-    bool v6 = false;
     *out = NULL;
-    if (resolve_bind(cfg->http_host, cfg->http_port, &ss, &v6, err) < 0)
+    if (netaddr_resolve_listen(cfg->http_host, cfg->http_port, &ss, err) < 0)
         return -1;
+    bool v6 = ss.ss_family == AF_INET6;
+    /* The address bound, checked again: a name may resolve differently
+     * than when the configuration was checked. */
+    if (!netaddr_is_loopback((const struct sockaddr *)&ss) &&
+        !(cfg->auth_token && *cfg->auth_token))
+        return err_set(err, ERR_INVALID,
+                       "--http: refusing to serve a non-loopback address without a bearer "
+                       "token (--auth-token-file)");
 
     struct transport_http *t = xcalloc(1, sizeof(*t));
     t->srv = srv;

@@ -83,11 +83,33 @@ static void test_listen_hosts(void **state)
     assert_string_equal(small, "192.");
 }
 
+/* What the listener binds: the literal itself or 127.0.0.1 for an empty
+ * host or localhost, with the port (no name: tests make no DNS query). */
+static void test_resolve_listen(void **state)
+{
+    (void)state;
+    struct sockaddr_storage ss;
+    struct err err = ERR_INIT;
+    assert_int_equal(netaddr_resolve_listen("", 8080, &ss, &err), 0);
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)&ss;
+    assert_int_equal(ss.ss_family, AF_INET);
+    assert_int_equal(ntohs(sin->sin_port), 8080);
+    assert_int_equal(ntohl(sin->sin_addr.s_addr), 0x7f000001);
+    assert_int_equal(netaddr_resolve_listen("LOCALHOST", 1, &ss, &err), 0);
+    assert_true(netaddr_is_loopback((const struct sockaddr *)&ss));
+    assert_int_equal(netaddr_resolve_listen("::1", 9, &ss, &err), 0);
+    assert_int_equal(ss.ss_family, AF_INET6);
+    assert_int_equal(ntohs(((const struct sockaddr_in6 *)&ss)->sin6_port), 9);
+    assert_int_equal(netaddr_resolve_listen("192.0.2.7", 0, &ss, &err), 0);
+    assert_false(netaddr_is_loopback((const struct sockaddr *)&ss));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_is_loopback),
         cmocka_unit_test(test_listen_hosts),
+        cmocka_unit_test(test_resolve_listen),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
