@@ -296,18 +296,14 @@ def t_stdin_stream_and_readline(lang):
     eq(res.out, '["x","y","z"]\n', "stdout")
 
 
-@case("js")
-def t_stdout_blocks_instead_of_queueing(lang):
-    # 1 MiB to a pipe nobody reads yet: the writes wait for the reader
-    # rather than pile up in Node's queue (which has no bound).
-    code = ('const line = "y".repeat(1023) + "\\n";\n'
-            'for (let i = 0; i < 1024; i++) process.stdout.write(line);\n'
-            'console.error("queued " + process.stdout.writableLength);\n')
+def run_unread(lang, request):
+    """Runs a request with the runner's stdout not read for half a second
+    (a pipe that fills up), then reads everything."""
     with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-") as d:
         p = subprocess.Popen(runner_cmd(lang), cwd=d, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
         try:
-            p.stdin.write(frame(code))
+            p.stdin.write(request)
             p.stdin.close()
             p.stdin = None  # communicate() must not touch it again
             time.sleep(0.5)
@@ -316,7 +312,17 @@ def t_stdout_blocks_instead_of_queueing(lang):
             if p.poll() is None:
                 p.kill()
                 p.communicate()
-    res = Result(p.returncode, out, err, d)
+    return Result(p.returncode, out, err, d)
+
+
+@case("js")
+def t_stdout_blocks_instead_of_queueing(lang):
+    # 1 MiB to a pipe nobody reads yet: the writes wait for the reader
+    # rather than pile up in Node's queue (which has no bound).
+    code = ('const line = "y".repeat(1023) + "\\n";\n'
+            'for (let i = 0; i < 1024; i++) process.stdout.write(line);\n'
+            'console.error("queued " + process.stdout.writableLength);\n')
+    res = run_unread(lang, frame(code))
     ok_record(res)
     eq(len(res.stdout), 1 << 20, "stdout bytes")
     eq(res.stderr, "queued 0\n", "stderr")
@@ -1429,20 +1435,7 @@ def t_node_stdout_blocks_instead_of_queueing(lang):
             'require("child_process").execFileSync("node", ["-e", %s], {stdio: "inherit"});\n'
             % json.dumps(child))
     request = pl_frame(code, NODE_PROGRAM, env={"NODE_OPTIONS": "--max-old-space-size=256"})
-    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-") as d:
-        p = subprocess.Popen(runner_cmd(lang), cwd=d, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
-        try:
-            p.stdin.write(request)
-            p.stdin.close()
-            p.stdin = None  # communicate() must not touch it again
-            time.sleep(0.5)
-            out, err = p.communicate(timeout=30)
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
-    res = Result(p.returncode, out, err, d)
+    res = run_unread(lang, request)
     pl_ok(res)
     eq(len(res.stdout), 1 << 20, "stdout bytes")
     eq(res.stderr, "queued 0 true\nchild 0\n", "stderr")
