@@ -28,11 +28,17 @@
  *             its files).
  * workers     --max-concurrent threads started with the server (admission.c).
  *             A tools/call is validated and copied into plain C data on the
- *             thread that received it, waits in a FIFO of at most
- *             --max-queued calls, and runs on a worker, which builds the
- *             answer and sends it on the request's channel (bytes, under
- *             the channel's own lock). + 1 timer thread that refuses calls
- *             that waited past --queue-timeout-ms or their own timeout.
+ *             thread that received it, takes a free run slot at once or
+ *             waits in the queue (at most --max-queued calls, of one session
+ *             at most --max-session-queued, and --max-session-inflight
+ *             under way), and runs on a worker, which builds the answer
+ *             and sends it on the request's channel (bytes, under the
+ *             channel's own lock). The queue is a FIFO per session, and
+ *             sessions take turns: a freed slot goes to the session served
+ *             least recently (its place, struct admission_owner, lives in
+ *             the session, under the queue's lock). + 1 timer thread that
+ *             refuses calls that waited past --queue-timeout-ms or their
+ *             own timeout.
  * reaper      4 removal threads and 1 sweep thread (reaper.c): containers
  *             are removed off the request's path and retried until gone;
  *             leftovers of crashed daemons are swept every few seconds.
@@ -53,8 +59,9 @@
  * setting that sandbox up (a worker or a filler; sandbox/launch.c), then
  * travels with its stream: no thread of its own. The launcher's list of
  * images that attach is under its lock. The files runs return are kept
- * by the run store (tools/runstore.c) as bytes under its lock: workers put
- * them, the threads answering resources/read copy them out.
+ * by the run store (tools/runstore.c) as bytes under its lock, each
+ * session's under its own quota: workers put them, the threads answering
+ * resources/read copy them out.
  * So the daemon runs at most 1 + 2 + max-concurrent + 9 threads on stdio,
  * plus the cores (up to 16) + 2 over HTTP, whatever clients send.
  *

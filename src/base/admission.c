@@ -9,13 +9,23 @@
 
 struct admission {
     pthread_mutex_t lock;
-    pthread_cond_t work;  /* for workers: a job waits, or stopping */
+    pthread_cond_t work;  /* for workers: a job is ready, or stopping */
     pthread_cond_t timer; /* for the timer: the queue changed, or stopping */
-    struct admission_job *head, *tail;
+    /* Owners with jobs waiting, by round, then by when they joined it:
+     * the first is served next. */
+    struct admission_owner *first, *last;
+    struct admission_owner anonymous; /* of the jobs that name no owner */
+    unsigned long long round;         /* of the job started last */
+    /* Jobs given a slot, for the next worker to pick up: taking the slot
+     * at once keeps `running` exact, so a job waits exactly when every
+     * slot is taken, and the bounds count only jobs that really wait. */
+    struct admission_job *ready, *ready_last;
     size_t workers;
     size_t max_waiting;
+    size_t max_waiting_per_owner;
     size_t waiting;
-    size_t running;
+    size_t running; /* slots taken: jobs running, or ready and about to */
+    size_t owners_waiting;
     bool stopping;
     pthread_t *threads;
     size_t n_threads;
@@ -23,19 +33,120 @@ struct admission {
     bool timer_started;
 };
 
+static struct admission_owner *owner_of(struct admission *a, const struct admission_job *job)
+{
+    return job->owner ? job->owner : &a->anonymous;
+}
+
+static void ring_remove(struct admission *a, struct admission_owner *o)
+{
+    if (o->prev)
+        o->prev->next = o->next;
+    else
+        a->first = o->next;
+    if (o->next)
+        o->next->prev = o->prev;
+    else
+        a->last = o->prev;
+    o->prev = o->next = NULL;
+    o->in_ring = false;
+    a->owners_waiting--;
+}
+
+/* Behind every owner of the same or an earlier round. Owners enter in
+ * rounds at least the current one and leave from the front, so the scan
+ * from the back is short. */
+static void ring_insert(struct admission *a, struct admission_owner *o)
+{
+    struct admission_owner *after = a->last;
+    while (after && after->round > o->round)
+        after = after->prev;
+    o->prev = after;
+    o->next = after ? after->next : a->first;
+    if (o->next)
+        o->next->prev = o;
+    else
+        a->last = o;
+    if (after)
+        after->next = o;
+    else
+        a->first = o;
+    o->in_ring = true;
+    a->owners_waiting++;
+}
+
 static void unlink_locked(struct admission *a, struct admission_job *job)
 {
+    struct admission_owner *o = owner_of(a, job);
     if (job->prev)
         job->prev->next = job->next;
     else
-        a->head = job->next;
+        o->head = job->next;
     if (job->next)
         job->next->prev = job->prev;
     else
-        a->tail = job->prev;
+        o->tail = job->prev;
     job->prev = job->next = NULL;
     job->waiting = false;
     a->waiting--;
+    if (--o->waiting == 0)
+        ring_remove(a, o);
+}
+
+static void enqueue_locked(struct admission *a, struct admission_job *job)
+{
+    struct admission_owner *o = owner_of(a, job);
+    job->next = NULL;
+    job->prev = o->tail;
+    if (o->tail)
+        o->tail->next = job;
+    else
+        o->head = job;
+    o->tail = job;
+    job->waiting = true;
+    a->waiting++;
+    o->waiting++;
+    if (!o->in_ring) {
+        /* Rounds it sat out are not owed to it: it joins the current one
+         * (or its own next, if it was served in this one already). */
+        if (o->round < a->round)
+            o->round = a->round;
+        ring_insert(a, o);
+    }
+}
+
+/* The first job of the owner served least recently; its owner moves on to
+ * its next round. */
+static struct admission_job *take_locked(struct admission *a)
+{
+    struct admission_owner *o = a->first;
+    struct admission_job *job = o->head;
+    if (o->round > a->round)
+        a->round = o->round;
+    o->round++;
+    unlink_locked(a, job);
+    if (o->in_ring) {
+        ring_remove(a, o);
+        ring_insert(a, o);
+    }
+    return job;
+}
+
+/* Gives the free slots to the jobs next in turn. Afterwards either every
+ * slot is taken or nothing waits. */
+static void dispatch_locked(struct admission *a)
+{
+    while (a->running < a->workers && a->first) {
+        struct admission_job *job = take_locked(a);
+        job->next = NULL;
+        if (a->ready_last)
+            a->ready_last->next = job;
+        else
+            a->ready = job;
+        a->ready_last = job;
+        a->running++;
+        pthread_cond_signal(&a->work);
+    }
 }
 
 static double deadline_of(const struct admission_job *job)
@@ -48,21 +159,46 @@ static void *worker_main(void *arg)
     struct admission *a = arg;
     pthread_mutex_lock(&a->lock);
     for (;;) {
-        while (!a->head && !a->stopping)
+        while (!a->ready && !a->stopping)
             pthread_cond_wait(&a->work, &a->lock);
-        if (a->stopping)
-            break;
-        struct admission_job *job = a->head;
-        unlink_locked(a, job);
-        a->running++;
-        pthread_cond_signal(&a->timer);
+        if (!a->ready)
+            break; /* stopping; a job given a slot still runs */
+        struct admission_job *job = a->ready;
+        a->ready = job->next;
+        if (!a->ready)
+            a->ready_last = NULL;
+        job->next = NULL;
         pthread_mutex_unlock(&a->lock);
         job->run(job); /* the job is not ours after this */
         pthread_mutex_lock(&a->lock);
         a->running--;
+        dispatch_locked(a);
     }
     pthread_mutex_unlock(&a->lock);
     return NULL;
+}
+
+/* Takes the jobs whose deadline passed out of the queue, chained through
+ * next; *next_deadline is the earliest deadline left. */
+static struct admission_job *take_expired_locked(struct admission *a, double now,
+                                                 double *next_deadline)
+{
+    struct admission_job *expired = NULL;
+    for (struct admission_owner *o = a->first, *onx; o; o = onx) {
+        onx = o->next; /* o leaves the ring when its last job expires */
+        for (struct admission_job *job = o->head, *nx; job; job = nx) {
+            nx = job->next;
+            double d = deadline_of(job);
+            if (d <= now) {
+                unlink_locked(a, job);
+                job->next = expired;
+                expired = job;
+            } else if (d < *next_deadline) {
+                *next_deadline = d;
+            }
+        }
+    }
+    return expired;
 }
 
 /* Refuses jobs whose deadline passed while every worker was busy. */
@@ -73,18 +209,7 @@ static void *timer_main(void *arg)
     while (!a->stopping) {
         double now = util_now_ms();
         double next = now + IDLE_WAIT_MS;
-        struct admission_job *expired = NULL;
-        for (struct admission_job *job = a->head, *nx; job; job = nx) {
-            nx = job->next;
-            double d = deadline_of(job);
-            if (d <= now) {
-                unlink_locked(a, job);
-                job->next = expired;
-                expired = job;
-            } else if (d < next) {
-                next = d;
-            }
-        }
+        struct admission_job *expired = take_expired_locked(a, now, &next);
         if (expired) {
             pthread_mutex_unlock(&a->lock);
             while (expired) {
@@ -102,7 +227,8 @@ static void *timer_main(void *arg)
     return NULL;
 }
 
-struct admission *admission_new(size_t workers, size_t max_waiting, struct err *err)
+struct admission *admission_new(size_t workers, size_t max_waiting, size_t max_waiting_per_owner,
+                                struct err *err)
 {
     struct admission *a = xcalloc(1, sizeof(*a));
     pthread_mutex_init(&a->lock, NULL);
@@ -110,6 +236,7 @@ struct admission *admission_new(size_t workers, size_t max_waiting, struct err *
     util_cond_init_monotonic(&a->timer);
     a->workers = workers ? workers : 1;
     a->max_waiting = max_waiting;
+    a->max_waiting_per_owner = max_waiting_per_owner;
     a->threads = xcalloc(a->workers, sizeof(pthread_t));
     for (size_t i = 0; i < a->workers; i++) {
         if (pthread_create(&a->threads[i], NULL, worker_main, a) != 0) {
@@ -135,18 +262,20 @@ void admission_free(struct admission *a)
         return;
     pthread_mutex_lock(&a->lock);
     a->stopping = true;
-    struct admission_job *left = a->head;
-    for (struct admission_job *job = left; job; job = job->next)
-        job->waiting = false;
-    a->head = a->tail = NULL;
-    a->waiting = 0;
+    struct admission_job *left = NULL;
+    while (a->first) {
+        struct admission_job *job = a->first->head;
+        unlink_locked(a, job);
+        job->next = left;
+        left = job;
+    }
     pthread_cond_broadcast(&a->work);
     pthread_cond_broadcast(&a->timer);
     pthread_mutex_unlock(&a->lock);
     while (left) {
         struct admission_job *job = left;
         left = job->next;
-        job->prev = job->next = NULL;
+        job->next = NULL;
         job->refuse(job, ADMISSION_STOPPING);
     }
     for (size_t i = 0; i < a->n_threads; i++)
@@ -160,28 +289,26 @@ void admission_free(struct admission *a)
     free(a);
 }
 
-int admission_submit(struct admission *a, struct admission_job *job)
+enum admission_verdict admission_submit(struct admission *a, struct admission_job *job)
 {
+    enum admission_verdict v = ADMISSION_QUEUED;
     pthread_mutex_lock(&a->lock);
-    size_t idle = a->workers - a->running;
-    /* Jobs in the queue beyond the idle workers are the ones that wait. */
-    if (a->stopping || a->waiting >= idle + a->max_waiting) {
-        pthread_mutex_unlock(&a->lock);
-        return -1;
+    /* With a slot free nothing waits (see dispatch_locked): the job starts. */
+    bool must_wait = a->running >= a->workers;
+    const struct admission_owner *o = owner_of(a, job);
+    if (a->stopping)
+        v = ADMISSION_STOPPED;
+    else if (must_wait && a->waiting >= a->max_waiting)
+        v = ADMISSION_FULL;
+    else if (must_wait && o->waiting >= a->max_waiting_per_owner)
+        v = ADMISSION_OWNER_FULL;
+    if (v == ADMISSION_QUEUED) {
+        enqueue_locked(a, job);
+        dispatch_locked(a);
+        pthread_cond_signal(&a->timer);
     }
-    job->next = NULL;
-    job->prev = a->tail;
-    if (a->tail)
-        a->tail->next = job;
-    else
-        a->head = job;
-    a->tail = job;
-    job->waiting = true;
-    a->waiting++;
-    pthread_cond_signal(&a->work);
-    pthread_cond_signal(&a->timer);
     pthread_mutex_unlock(&a->lock);
-    return 0;
+    return v;
 }
 
 bool admission_withdraw(struct admission *a, struct admission_job *job)
@@ -199,7 +326,9 @@ void admission_get_stats(struct admission *a, struct admission_stats *out)
     pthread_mutex_lock(&a->lock);
     out->workers = a->workers;
     out->max_waiting = a->max_waiting;
+    out->max_waiting_per_owner = a->max_waiting_per_owner;
     out->running = a->running;
     out->waiting = a->waiting;
+    out->owners_waiting = a->owners_waiting;
     pthread_mutex_unlock(&a->lock);
 }

@@ -165,8 +165,17 @@ static const struct opt_def options[] = {
      "turns plot capture off (default 10)",
      NULL},
     {"max-queued", OPT_INT, F(max_queued), 0, 100000, "N",
-     "calls waiting, in arrival order, for one of the --max-concurrent slots; more get a "
+     "calls waiting for one of the --max-concurrent slots, sessions in turn; more get a "
      "'busy' result at once (default 64)",
+     NULL},
+    {"max-session-inflight", OPT_INT, F(max_session_inflight), 1, 100000, "N",
+     "tool calls one HTTP session has under way at once, running or waiting; more get a "
+     "'busy' result at once (default 16; over stdio the one session may use every slot and "
+     "the whole queue)",
+     NULL},
+    {"max-session-queued", OPT_INT, F(max_session_queued), 0, 100000, "N",
+     "calls of one HTTP session waiting for a run slot; more get a 'busy' result at once "
+     "(default 8; over stdio --max-queued)",
      NULL},
     {"max-session-requests", OPT_INT, F(max_session_requests), 1, 100000, "N",
      "HTTP requests one session may have under way at once (each may hold an answer in "
@@ -216,6 +225,10 @@ static const struct opt_def options[] = {
     {"run-store-max-bytes", OPT_INT, F(run_store_max_bytes), 0, 64LL << 30, "N",
      "returned files kept for resources/read, all sessions together; the oldest go first "
      "(default 256 MiB)",
+     NULL},
+    {"run-store-session-max-bytes", OPT_INT, F(run_store_session_max_bytes), 0, 64LL << 30, "N",
+     "returned files kept for one HTTP session; past it the session's own oldest go first, so "
+     "no session pushes out another's (default 64 MiB; over stdio --run-store-max-bytes)",
      NULL},
     {"run-store-ttl-ms", OPT_INT, F(run_store_ttl_ms), 1000, 7LL * 24 * 3600 * 1000, "MS",
      "how long a returned file stays readable at its mcp-sandboxd://runs/ URI (default 3600000)",
@@ -299,10 +312,13 @@ void config_init(struct config *cfg)
     cfg->max_inline_text_bytes = 64 << 10;
     cfg->run_store_ttl_ms = 3600LL * 1000;
     cfg->run_store_max_bytes = 256LL << 20;
+    cfg->run_store_session_max_bytes = 64LL << 20;
     cfg->pids_limit = 256;
     cfg->tmpfs_mb = 64;
     cfg->max_concurrent = 8;
     cfg->max_queued = 64;
+    cfg->max_session_inflight = 16;
+    cfg->max_session_queued = 8;
     cfg->queue_timeout_ms = 60000;
     cfg->cpus = 1.0;
     cfg->runtime = xstrdup("");
@@ -908,6 +924,13 @@ static int check_config(struct config *cfg, struct err *err)
                                runtimes[i].opt, runtimes[i].val);
     if (*cfg->http_listen && parse_listen(cfg, err) < 0)
         return -1;
+    /* Over stdio the daemon has one client, who shares with nobody: its
+     * session may use every slot, the whole queue and the whole store. */
+    if (!*cfg->http_listen) {
+        cfg->max_session_inflight = cfg->max_concurrent + cfg->max_queued;
+        cfg->max_session_queued = cfg->max_queued;
+        cfg->run_store_session_max_bytes = cfg->run_store_max_bytes;
+    }
     /* The message must fit the code it carries plus JSON escaping. */
     if (cfg->max_message_bytes < cfg->max_code_bytes)
         return err_set(err, ERR_INVALID, "--max-message-bytes must be at least --max-code-bytes");

@@ -42,16 +42,22 @@ struct config {
     long long max_files_in, max_file_in_bytes, max_files_in_bytes;
     /* files a run returns: count (plots apart), one file, all with plots */
     long long max_files_out, max_file_out_bytes, max_files_out_bytes;
-    long long max_plots;              /* matplotlib figures returned; 0 = none taken */
-    long long max_plot_bytes;         /* one PNG */
-    long long max_inline_image_bytes; /* larger images become resource links */
-    long long max_inline_text_bytes;  /* larger text files become resource links */
-    long long run_store_ttl_ms;       /* how long returned files stay readable */
-    long long run_store_max_bytes;    /* all of them; oldest go first */
+    long long max_plots;                   /* matplotlib figures returned; 0 = none taken */
+    long long max_plot_bytes;              /* one PNG */
+    long long max_inline_image_bytes;      /* larger images become resource links */
+    long long max_inline_text_bytes;       /* larger text files become resource links */
+    long long run_store_ttl_ms;            /* how long returned files stay readable */
+    long long run_store_max_bytes;         /* all of them; oldest go first */
+    long long run_store_session_max_bytes; /* one session's; its own oldest go first */
     long long pids_limit;
     long long tmpfs_mb;
     long long max_concurrent;
     long long max_queued;
+    /* One session's share: calls under way (running or waiting), and
+     * waiting. Over stdio (one session) config_load makes them the
+     * whole daemon's. */
+    long long max_session_inflight;
+    long long max_session_queued;
     long long max_connections;             /* HTTP connections at once */
     long long max_connections_per_address; /* from one client address */
     long long http_head_timeout_ms;        /* a request head must arrive within */

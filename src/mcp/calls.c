@@ -238,6 +238,29 @@ static void call_refuse(struct admission_job *job, enum admission_refusal why)
     free(msg);
 }
 
+/* Why a call could not even wait for a run slot. */
+static char *busy_message(const struct config *cfg, enum admission_verdict v, bool over_inflight)
+{
+    if (over_inflight)
+        return xasprintf("server busy: this session already has %lld calls under way "
+                         "(--max-session-inflight); try again when one has answered",
+                         cfg->max_session_inflight);
+    switch (v) {
+    case ADMISSION_OWNER_FULL:
+        return xasprintf("server busy: this session already has %lld calls waiting for a run "
+                         "slot (--max-session-queued); try again when one has started",
+                         cfg->max_session_queued);
+    case ADMISSION_STOPPED:
+        return xstrdup("server busy: shutting down");
+    case ADMISSION_FULL:
+    case ADMISSION_QUEUED:
+        break;
+    }
+    return xasprintf("server busy: %lld runs in progress and %lld waiting "
+                     "(--max-concurrent, --max-queued); try again shortly",
+                     cfg->max_concurrent, cfg->max_queued);
+}
+
 void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
 {
     json_object *name = NULL;
@@ -307,13 +330,16 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     c->version = s->version;
     c->next = s->calls;
     s->calls = c;
+    /* Counted even when over: call_finish takes it off again. */
+    bool over = s->inflight >= cfg->max_session_inflight;
     s->inflight++;
     pthread_mutex_unlock(&s->lock);
 
-    if (admission_submit(s->srv->admission, &c->job) < 0) {
-        char *msg = xasprintf("server busy: %lld runs in progress and %lld waiting "
-                              "(--max-concurrent, --max-queued); try again shortly",
-                              cfg->max_concurrent, cfg->max_queued);
+    c->job.owner = &s->runs;
+    enum admission_verdict v =
+        over ? ADMISSION_OWNER_FULL : admission_submit(s->srv->admission, &c->job);
+    if (v != ADMISSION_QUEUED) {
+        char *msg = busy_message(cfg, v, over);
         call_finish(c, tools_busy_result(&c->args, &c->features, msg, 0.0));
         free(msg);
     }

@@ -58,7 +58,8 @@ struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exe
         free(srv);
         return NULL;
     }
-    srv->admission = admission_new((size_t)cfg->max_concurrent, (size_t)cfg->max_queued, err);
+    srv->admission = admission_new((size_t)cfg->max_concurrent, (size_t)cfg->max_queued,
+                                   (size_t)cfg->max_session_queued, err);
     if (!srv->admission) {
         tools_env_cleanup(&srv->env);
         free(srv);

@@ -71,7 +71,8 @@ struct mcp_server;
 struct exec_ctx; /* opaque here: handed to the tools */
 
 /* cfg and exec are borrowed. Starts the run workers (--max-concurrent)
- * and their admission queue (--max-queued); NULL with err if it cannot. */
+ * and their admission queue (--max-queued, --max-session-queued per
+ * session, sessions served in turn); NULL with err if it cannot. */
 struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exec, struct err *err);
 void mcp_server_free(struct mcp_server *srv);
 

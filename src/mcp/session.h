@@ -32,6 +32,9 @@ struct mcp_session {
     struct call *calls;
     int inflight;
     bool closing;
+    /* Its place in the run queue (the admission pool's, under its lock):
+     * sessions are served in turn. */
+    struct admission_owner runs;
 };
 
 /* RFC 5424 severities, lowest first, as logging/setLevel names them. */

@@ -460,6 +460,7 @@ json_object *languages_limits_json(const struct config *cfg)
         {"max_inline_text_bytes", cfg->max_inline_text_bytes},
         {"run_store_ttl_ms", cfg->run_store_ttl_ms},
         {"run_store_max_bytes", cfg->run_store_max_bytes},
+        {"run_store_session_max_bytes", cfg->run_store_session_max_bytes},
     };
     for (size_t i = 0; i < ARRAY_SIZE(files); i++)
         json_object_object_add(lim, files[i].name, json_object_new_int64(files[i].v));

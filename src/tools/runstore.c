@@ -1,14 +1,21 @@
 #include "tools/runstore.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
 
+/* Owners with files, hashed by token. */
+#define OWNER_BUCKETS 256
+
+struct owner;
+
 struct entry {
-    struct entry *next; /* younger */
-    char *owner;
+    struct entry *prev, *next; /* all entries, oldest first */
+    struct entry *owner_next;  /* its owner's next younger */
+    struct owner *owner;
     char *uri;
     char *mime;
     char *data;
@@ -16,12 +23,22 @@ struct entry {
     double expires_ms;
 };
 
+/* Exists while it has entries. */
+struct owner {
+    struct owner *next; /* in its bucket */
+    char *token;
+    struct entry *oldest, *youngest;
+    size_t bytes, count;
+};
+
 struct runstore {
     pthread_mutex_t lock;
     double ttl_ms;
-    size_t max_bytes;
+    size_t max_bytes, owner_max_bytes;
+    size_t owner_max_entries;
     struct entry *oldest, *youngest;
     size_t bytes, count;
+    struct owner *owners[OWNER_BUCKETS];
 };
 
 static size_t cost(const struct entry *e)
@@ -29,9 +46,49 @@ static size_t cost(const struct entry *e)
     return e->size + RUNSTORE_ENTRY_OVERHEAD;
 }
 
+static struct owner **bucket_of(struct runstore *rs, const char *token)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)token; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return &rs->owners[h % OWNER_BUCKETS];
+}
+
+static struct owner *owner_find(struct runstore *rs, const char *token)
+{
+    for (struct owner *o = *bucket_of(rs, token); o; o = o->next)
+        if (strcmp(o->token, token) == 0)
+            return o;
+    return NULL;
+}
+
+static struct owner *owner_get(struct runstore *rs, const char *token)
+{
+    struct owner *o = owner_find(rs, token);
+    if (!o) {
+        struct owner **b = bucket_of(rs, token);
+        o = xcalloc(1, sizeof(*o));
+        o->token = xstrdup(token);
+        o->next = *b;
+        *b = o;
+    }
+    return o;
+}
+
+static void owner_drop(struct runstore *rs, struct owner *o)
+{
+    for (struct owner **pp = bucket_of(rs, o->token); *pp; pp = &(*pp)->next) {
+        if (*pp == o) {
+            *pp = o->next;
+            break;
+        }
+    }
+    free(o->token);
+    free(o);
+}
+
 static void entry_free(struct entry *e)
 {
-    free(e->owner);
     free(e->uri);
     free(e->mime);
     if (e->data)
@@ -40,23 +97,46 @@ static void entry_free(struct entry *e)
     free(e);
 }
 
-struct runstore *runstore_new(long long ttl_ms, long long max_bytes)
+struct runstore *runstore_new(long long ttl_ms, long long max_bytes, long long owner_max_bytes)
 {
     struct runstore *rs = xcalloc(1, sizeof(*rs));
     pthread_mutex_init(&rs->lock, NULL);
     rs->ttl_ms = (double)ttl_ms;
     rs->max_bytes = max_bytes > 0 ? (size_t)max_bytes : 0;
+    rs->owner_max_bytes = owner_max_bytes > 0 && (size_t)owner_max_bytes < rs->max_bytes
+                              ? (size_t)owner_max_bytes
+                              : rs->max_bytes;
+    rs->owner_max_entries = RUNSTORE_MAX_ENTRIES;
+    if (rs->owner_max_bytes < rs->max_bytes)
+        rs->owner_max_entries = (size_t)((double)RUNSTORE_MAX_ENTRIES *
+                                         (double)rs->owner_max_bytes / (double)rs->max_bytes);
+    if (rs->owner_max_entries == 0)
+        rs->owner_max_entries = 1;
     return rs;
 }
 
-static void drop_oldest_locked(struct runstore *rs)
+/* Every entry that goes is its owner's oldest: the store's oldest (expiry,
+ * the last-resort eviction) or an owner's own (its quota). */
+static void drop_locked(struct runstore *rs, struct entry *e)
 {
-    struct entry *e = rs->oldest;
-    rs->oldest = e->next;
-    if (!rs->oldest)
-        rs->youngest = NULL;
+    if (e == rs->oldest)
+        rs->oldest = e->next;
+    else
+        e->prev->next = e->next;
+    if (e == rs->youngest)
+        rs->youngest = e->prev;
+    else
+        e->next->prev = e->prev;
+    struct owner *o = e->owner;
+    o->oldest = e->owner_next;
+    if (!o->oldest)
+        o->youngest = NULL;
+    o->bytes -= cost(e);
+    o->count--;
     rs->bytes -= cost(e);
     rs->count--;
+    if (o->count == 0)
+        owner_drop(rs, o);
     entry_free(e);
 }
 
@@ -65,7 +145,7 @@ static void drop_oldest_locked(struct runstore *rs)
 static void expire_locked(struct runstore *rs, double now)
 {
     while (rs->oldest && rs->oldest->expires_ms <= now)
-        drop_oldest_locked(rs);
+        drop_locked(rs, rs->oldest);
 }
 
 void runstore_free(struct runstore *rs)
@@ -73,18 +153,38 @@ void runstore_free(struct runstore *rs)
     if (!rs)
         return;
     while (rs->oldest)
-        drop_oldest_locked(rs);
+        drop_locked(rs, rs->oldest);
     pthread_mutex_destroy(&rs->lock);
     free(rs);
+}
+
+static void append_locked(struct runstore *rs, struct entry *e, const char *token)
+{
+    struct owner *o = owner_get(rs, token);
+    e->owner = o;
+    e->prev = rs->youngest;
+    if (rs->youngest)
+        rs->youngest->next = e;
+    else
+        rs->oldest = e;
+    rs->youngest = e;
+    if (o->youngest)
+        o->youngest->owner_next = e;
+    else
+        o->oldest = e;
+    o->youngest = e;
+    o->bytes += cost(e);
+    o->count++;
+    rs->bytes += cost(e);
+    rs->count++;
 }
 
 int runstore_put(struct runstore *rs, const char *owner, const char *uri, const char *mime,
                  const char *data, size_t size)
 {
-    if (size > rs->max_bytes || rs->max_bytes - size < RUNSTORE_ENTRY_OVERHEAD)
+    if (size > rs->owner_max_bytes || rs->owner_max_bytes - size < RUNSTORE_ENTRY_OVERHEAD)
         return -1;
     struct entry *e = xcalloc(1, sizeof(*e));
-    e->owner = xstrdup(owner);
     e->uri = xstrdup(uri);
     e->mime = xstrdup(mime);
     e->data = xmalloc(size + 1);
@@ -96,15 +196,17 @@ int runstore_put(struct runstore *rs, const char *owner, const char *uri, const 
 
     pthread_mutex_lock(&rs->lock);
     expire_locked(rs, now);
+    /* The owner's own oldest make room first (its owner record goes with
+     * its last entry, so look it up each time). */
+    struct owner *o;
+    while ((o = owner_find(rs, owner)) &&
+           (o->bytes + cost(e) > rs->owner_max_bytes || o->count >= rs->owner_max_entries))
+        drop_locked(rs, o->oldest);
+    /* Owners within their share can still fill the store together: then
+     * the oldest of all go. */
     while (rs->oldest && (rs->bytes + cost(e) > rs->max_bytes || rs->count >= RUNSTORE_MAX_ENTRIES))
-        drop_oldest_locked(rs);
-    if (rs->youngest)
-        rs->youngest->next = e;
-    else
-        rs->oldest = e;
-    rs->youngest = e;
-    rs->bytes += cost(e);
-    rs->count++;
+        drop_locked(rs, rs->oldest);
+    append_locked(rs, e, owner);
     pthread_mutex_unlock(&rs->lock);
     return 0;
 }
@@ -118,17 +220,16 @@ int runstore_get(struct runstore *rs, const char *owner, const char *uri, char *
     *size = 0;
     pthread_mutex_lock(&rs->lock);
     expire_locked(rs, util_now_ms());
-    for (struct entry *e = rs->oldest; e; e = e->next) {
-        if (strcmp(e->uri, uri) != 0)
-            continue;
-        if (strcmp(e->owner, owner) == 0) {
+    const struct owner *o = owner_find(rs, owner);
+    for (const struct entry *e = o ? o->oldest : NULL; e; e = e->owner_next) {
+        if (strcmp(e->uri, uri) == 0) {
             *mime = xstrdup(e->mime);
             *data = xmalloc(e->size + 1);
             memcpy(*data, e->data, e->size + 1);
             *size = e->size;
             rc = 0;
+            break;
         }
-        break;
     }
     pthread_mutex_unlock(&rs->lock);
     return rc;
@@ -138,6 +239,15 @@ size_t runstore_bytes(struct runstore *rs)
 {
     pthread_mutex_lock(&rs->lock);
     size_t n = rs->bytes;
+    pthread_mutex_unlock(&rs->lock);
+    return n;
+}
+
+size_t runstore_owner_bytes(struct runstore *rs, const char *owner)
+{
+    pthread_mutex_lock(&rs->lock);
+    const struct owner *o = owner_find(rs, owner);
+    size_t n = o ? o->bytes : 0;
     pthread_mutex_unlock(&rs->lock);
     return n;
 }

@@ -36,7 +36,8 @@ int tools_env_init(struct tools_env *env, const struct config *cfg, const struct
         env->own_langs = NULL;
         return -1;
     }
-    env->store = runstore_new(cfg->run_store_ttl_ms, cfg->run_store_max_bytes);
+    env->store = runstore_new(cfg->run_store_ttl_ms, cfg->run_store_max_bytes,
+                              cfg->run_store_session_max_bytes);
     env->languages = languages_new(cfg, langs, exec);
     return 0;
 }

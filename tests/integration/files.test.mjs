@@ -2,8 +2,9 @@
 // src/sandbox/outfiles.c, src/tools/files_result.c, the runners'
 // outputs) on a real engine through the official SDK clients: a CSV in
 // and a chart out, plt.show() captured, a large file as a resource link
-// readable by its own session only, hostile files and paths, and an
-// older protocol version.
+// readable by its own session only, a session over its run-store quota
+// evicting its own files rather than another session's, hostile files and
+// paths, and an older protocol version.
 //
 //   node --test tests/integration/files.test.mjs
 //
@@ -151,8 +152,16 @@ fs.writeFileSync('skip.txt', 'not asked for');
   });
 });
 
-test('a 5 MB file comes back as a resource_link; only its own session may read it', { timeout: TEST_TIMEOUT_MS }, async () => {
-  const d = await HttpDaemon.start('files-link');
+// The run store of the daemon below: a session keeps up to 7 MB, all
+// sessions together 10 MB (each file costs 256 bytes more).
+const SESSION_STORE = 7_000_000;
+const STORE = 10_000_000;
+const MB3 = 3_000_000;
+
+test('a 5 MB file comes back as a resource_link; only its own session may read it; a session over its run-store quota evicts its own oldest files, not another session\'s', { timeout: TEST_TIMEOUT_MS }, async () => {
+  const d = await HttpDaemon.start('files-link', {
+    args: ['--run-store-session-max-bytes', String(SESSION_STORE), '--run-store-max-bytes', String(STORE)],
+  });
   const sessions = [];
   try {
     for (let i = 0; i < 2; i++) {
@@ -190,6 +199,38 @@ test('a 5 MB file comes back as a resource_link; only its own session may read i
     await assert.rejects(a.readResource({ uri: f.uri.replace(/runs\/[0-9a-f]+/, 'runs/00000000000000000000000000000000') }), /-32002/);
     const templates = await a.listResourceTemplates();
     assert.ok(templates.resourceTemplates.some((t) => t.uriTemplate.startsWith('mcp-sandboxd://runs/')));
+
+    // Quotas: a holds big (5 MB); b puts 3 MB, then a three times 3 MB.
+    // Each of a's puts over its 7 MB makes room from a's own oldest; with
+    // one store-wide FIFO of 10 MB, a's fourth file would have evicted b's
+    // (then the oldest).
+    const put = async (c, tag) => {
+      const r3 = await c.callTool({
+        name: 'run_python_code',
+        arguments: { code: `import random\nopen("outputs/${tag}.bin", "wb").write(random.Random("${tag}").randbytes(${MB3}))` },
+      }, undefined, { timeout: CALL_TIMEOUT_MS });
+      checkRun(r3, { status: 'ok', exit_code: 0 });
+      assert.equal(r3.structuredContent.files[0].size, MB3);
+      return r3.structuredContent.files[0];
+    };
+    const kept = async (c, file) => {
+      try {
+        const got = await c.readResource({ uri: file.uri });
+        assert.equal(sha256(Buffer.from(got.contents[0].blob, 'base64')), file.sha256);
+        return true;
+      } catch (e) {
+        if (e.code !== -32002) throw e;
+        return false;
+      }
+    };
+    const b1 = await put(b, 'b1');
+    const a2 = await put(a, 'a2');
+    const a3 = await put(a, 'a3');
+    const a4 = await put(a, 'a4');
+    assert.deepEqual(
+      { b1: await kept(b, b1), big: await kept(a, f), a2: await kept(a, a2), a3: await kept(a, a3), a4: await kept(a, a4) },
+      { b1: true, big: false, a2: false, a3: true, a4: true },
+    );
   } finally {
     for (const c of sessions) await c.close().catch(() => {});
     await d.stop();

@@ -588,9 +588,9 @@ describe('cancellation', { timeout: 300_000 }, () => {
     });
   });
 
-  test('--max-concurrent 1: a second run at once waits for the slot, then runs', { timeout: TEST_TIMEOUT_MS }, async () => {
+  test('--max-concurrent 1: a second run at once waits for the slot, then runs; another session\'s call goes before a session\'s backlog', { timeout: TEST_TIMEOUT_MS }, async () => {
     const marker = `${RUN_ID}-queue`;
-    const d = await HttpDaemon.start('queue', { marker, args: [...NO_POOL, '--max-concurrent', '1'] });
+    const d = await HttpDaemon.start('queue', { marker, args: [...NO_POOL, '--max-concurrent', '1', '--max-session-queued', '3'] });
     await withDaemon(d, async () => {
       const c = await sdkClient(d);
       try {
@@ -603,6 +603,41 @@ describe('cancellation', { timeout: 300_000 }, () => {
         assert.ok(Date.now() - t0 >= 500, 'the second run did not wait for the first');
       } finally {
         await c.close();
+      }
+
+      // Fair turns: session a has a run going (its first output says so)
+      // and three calls waiting; session b's one call then takes the next
+      // slot. In one FIFO it would come after all of a's.
+      const a = await sdkClient(d, { name: 'backlog' });
+      const b = await sdkClient(d, { name: 'single' });
+      try {
+        const done = []; // tags of the calls that ran, in the order they answered
+        const run = (cl, tag, code, opts) =>
+          cl.call('execute_code', { language: 'python', code, timeout_ms: 60_000 }, opts).then((r) => {
+            if (r.structuredContent?.status !== 'busy') done.push(tag);
+            return r;
+          });
+        let started;
+        const going = new Promise((resolve) => (started = resolve));
+        const a0 = run(a, 'a0', "print('a0', flush=True)\nimport time\ntime.sleep(3)", { onprogress: () => started() });
+        await going;
+        const backlog = [1, 2, 3, 4].map((i) => run(a, `a${i}`, `import time\ntime.sleep(0.5)\nprint('a${i}')`));
+        // Past --max-session-queued 3 the last of the four to arrive gets
+        // busy at once: by then the other three wait.
+        const over = await Promise.any(backlog.map((p) => p.then((r) => (r.structuredContent?.status === 'busy' ? r : Promise.reject(new Error('ran'))))));
+        assert.equal(over.isError, true);
+        assert.match(over.structuredContent.message, /--max-session-queued/, JSON.stringify(over.structuredContent));
+        const single = await run(b, 'b', "print('b')");
+        checkOk(single, 'b\n');
+        const results = await Promise.all([a0, ...backlog]);
+        checkOk(results[0], 'a0\n');
+        assert.equal(results.filter((r) => r.structuredContent?.status === 'busy').length, 1, JSON.stringify(results.map((r) => r.structuredContent)));
+        assert.equal(results.filter((r) => r.structuredContent?.status === 'ok').length, 4, JSON.stringify(results.map((r) => r.structuredContent)));
+        assert.deepEqual(done.slice(0, 2), ['a0', 'b'], `answers in the order ${done.join(', ')}`);
+        assert.equal(done.length, 5, done.join(', '));
+      } finally {
+        await a.close();
+        await b.close();
       }
     });
   });

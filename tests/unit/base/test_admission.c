@@ -1,6 +1,7 @@
-/* admission.c: FIFO order, the bounds, refusal at the deadline, withdrawal,
- * shutdown, and a many-thread stress in which every job is accounted for
- * exactly once (run under ASan and TSan by make test). */
+/* admission.c: FIFO order within an owner, owners served in turn, the
+ * bounds (the queue's and one owner's), refusal at the deadline,
+ * withdrawal, shutdown, and a many-thread stress in which every job is
+ * accounted for exactly once (run under ASan and TSan by make test). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -84,7 +85,7 @@ static void test_fifo_and_bounds(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 3, &err);
+    struct admission *a = admission_new(1, 3, 3, &err);
     assert_non_null(a);
     n_order = 0;
     struct tjob j[6];
@@ -112,11 +113,190 @@ static void test_fifo_and_bounds(void **state)
     admission_free(a);
 }
 
+/* Submits job no for owner o (NULL: the pool's own), not held. */
+static void submit_as(struct admission *a, struct tjob *t, int no, struct admission_owner *o)
+{
+    tjob_init(t, no, false, 0);
+    t->job.owner = o;
+    assert_int_equal(admission_submit(a, &t->job), ADMISSION_QUEUED);
+}
+
+/* Waits up to 10 s until n runs have begun. */
+static void wait_order(int n)
+{
+    int got = 0;
+    for (int i = 0; i < 10000; i++) {
+        pthread_mutex_lock(&order_lock);
+        got = n_order;
+        pthread_mutex_unlock(&order_lock);
+        if (got >= n)
+            return;
+        usleep(1000);
+    }
+    fail_msg("%d runs began, want %d", got, n);
+}
+
+static void assert_order(const int *want, int n)
+{
+    pthread_mutex_lock(&order_lock);
+    int got_n = n_order;
+    int got[64];
+    memcpy(got, order, sizeof(got));
+    pthread_mutex_unlock(&order_lock);
+    assert_int_equal(got_n, n);
+    for (int i = 0; i < n; i++)
+        if (got[i] != want[i])
+            fail_msg("run %d was job %d, want %d", i, got[i], want[i]);
+}
+
+/* A's backlog does not hold B and C back: each waits for the run going on
+ * only, then owners take turns, each owner's jobs in its own order. */
+static void test_owners_take_turns(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(1, 16, 16, &err);
+    assert_non_null(a);
+    struct admission_owner A = {0}, B = {0}, C = {0};
+    n_order = 0;
+    struct tjob j[8];
+    tjob_init(&j[0], 0, true, 0);
+    j[0].job.owner = &A;
+    assert_int_equal(admission_submit(a, &j[0].job), ADMISSION_QUEUED);
+    wait_running(a, 1);
+    for (int i = 1; i <= 4; i++)
+        submit_as(a, &j[i], i, &A); /* 1..4: A's backlog */
+    submit_as(a, &j[5], 5, &B);
+    submit_as(a, &j[6], 6, &C);
+    submit_as(a, &j[7], 7, &B);
+    struct admission_stats st;
+    admission_get_stats(a, &st);
+    assert_int_equal(st.waiting, 7);
+    assert_int_equal(st.owners_waiting, 3);
+    atomic_store(&j[0].hold, false);
+    for (int i = 0; i < 8; i++)
+        wait_for(&j[i].ran, 1);
+    static const int want[] = {0, 5, 6, 1, 7, 2, 3, 4};
+    assert_order(want, 8);
+    admission_get_stats(a, &st);
+    assert_int_equal(st.owners_waiting, 0);
+    admission_free(a);
+}
+
+/* With several workers a newcomer takes the next slot that frees, ahead
+ * of a backlog that was there before it. */
+static void test_newcomer_gets_next_slot(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(2, 16, 16, &err);
+    struct admission_owner A = {0}, B = {0};
+    n_order = 0;
+    struct tjob held[2], j[6];
+    for (int i = 0; i < 2; i++) {
+        tjob_init(&held[i], 100 + i, true, 0);
+        held[i].job.owner = &A;
+        assert_int_equal(admission_submit(a, &held[i].job), ADMISSION_QUEUED);
+    }
+    wait_running(a, 2);
+    for (int i = 0; i < 5; i++)
+        submit_as(a, &j[i], i, &A);
+    submit_as(a, &j[5], 5, &B);
+    /* Hold the next run too, so that the order is the one taken. */
+    atomic_store(&j[5].hold, true);
+    atomic_store(&held[0].hold, false);
+    wait_order(3);
+    pthread_mutex_lock(&order_lock);
+    assert_int_equal(n_order, 3);
+    assert_int_equal(order[2], 5);
+    pthread_mutex_unlock(&order_lock);
+    atomic_store(&held[1].hold, false);
+    atomic_store(&j[5].hold, false);
+    for (int i = 0; i < 6; i++)
+        wait_for(&j[i].ran, 1);
+    admission_free(a);
+}
+
+/* One owner waits at most max_waiting_per_owner jobs; others still get in
+ * until the queue itself is full. */
+static void test_owner_cap(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(1, 3, 2, &err);
+    struct admission_owner A = {0}, B = {0}, C = {0};
+    struct tjob busy, j[5];
+    tjob_init(&busy, 0, true, 0);
+    busy.job.owner = &A;
+    assert_int_equal(admission_submit(a, &busy.job), ADMISSION_QUEUED);
+    wait_running(a, 1);
+    submit_as(a, &j[0], 1, &A);
+    submit_as(a, &j[1], 2, &A);
+    tjob_init(&j[2], 3, false, 0);
+    j[2].job.owner = &A;
+    assert_int_equal(admission_submit(a, &j[2].job), ADMISSION_OWNER_FULL);
+    submit_as(a, &j[3], 4, &B);
+    tjob_init(&j[4], 5, false, 0);
+    j[4].job.owner = &C;
+    assert_int_equal(admission_submit(a, &j[4].job), ADMISSION_FULL);
+    /* Refused jobs stay the caller's: they never run. */
+    atomic_store(&busy.hold, false);
+    wait_for(&j[0].ran, 1);
+    wait_for(&j[1].ran, 1);
+    wait_for(&j[3].ran, 1);
+    assert_int_equal(atomic_load(&j[2].ran) + atomic_load(&j[2].refused), 0);
+    assert_int_equal(atomic_load(&j[4].ran) + atomic_load(&j[4].refused), 0);
+    admission_free(a);
+}
+
+/* Withdrawals and expiries take an owner out of turn when its last job
+ * goes, and keep the others' order. */
+static void test_owner_withdraw_and_expire(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(1, 8, 8, &err);
+    struct admission_owner A = {0}, B = {0}, C = {0};
+    n_order = 0;
+    struct tjob busy, a1, a2, b1, c1, c2;
+    tjob_init(&busy, 0, true, 0);
+    busy.job.owner = &C;
+    assert_int_equal(admission_submit(a, &busy.job), ADMISSION_QUEUED);
+    wait_running(a, 1);
+    submit_as(a, &a1, 1, &A);
+    submit_as(a, &a2, 2, &A);
+    tjob_init(&b1, 3, false, util_now_ms() + 50);
+    b1.job.owner = &B;
+    assert_int_equal(admission_submit(a, &b1.job), ADMISSION_QUEUED);
+    submit_as(a, &c1, 4, &C);
+    submit_as(a, &c2, 5, &C);
+    assert_true(admission_withdraw(a, &a2.job));
+    assert_true(admission_withdraw(a, &c1.job));
+    wait_for(&b1.refused, 1);
+    assert_int_equal(b1.why, ADMISSION_EXPIRED);
+    struct admission_stats st;
+    admission_get_stats(a, &st);
+    assert_int_equal(st.waiting, 2);
+    assert_int_equal(st.owners_waiting, 2);
+    assert_true(admission_withdraw(a, &a1.job));
+    admission_get_stats(a, &st);
+    assert_int_equal(st.owners_waiting, 1);
+    submit_as(a, &a2, 6, &A);
+    atomic_store(&busy.hold, false);
+    wait_for(&a2.ran, 1);
+    wait_for(&c2.ran, 1);
+    /* A (never served) goes before C, whose run was the one going on. */
+    static const int want[] = {0, 6, 5};
+    assert_order(want, 3);
+    assert_int_equal(atomic_load(&a1.ran) + atomic_load(&c1.ran) + atomic_load(&b1.ran), 0);
+    admission_free(a);
+}
+
 static void test_no_queue_takes_only_idle_workers(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct admission *a = admission_new(2, 0, &err);
+    struct admission *a = admission_new(2, 0, 0, &err);
     struct tjob j[3];
     tjob_init(&j[0], 0, true, 0);
     tjob_init(&j[1], 1, true, 0);
@@ -139,7 +319,7 @@ static void test_deadline_refuses(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 4, &err);
+    struct admission *a = admission_new(1, 4, 4, &err);
     struct tjob busy, late, patient;
     tjob_init(&busy, 0, true, 0);
     assert_int_equal(admission_submit(a, &busy.job), 0);
@@ -162,7 +342,7 @@ static void test_withdraw(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 4, &err);
+    struct admission *a = admission_new(1, 4, 4, &err);
     struct tjob busy, waiting;
     tjob_init(&busy, 0, true, 0);
     tjob_init(&waiting, 1, false, 0);
@@ -184,7 +364,7 @@ static void test_free_refuses_waiting(void **state)
 {
     (void)state;
     struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 4, &err);
+    struct admission *a = admission_new(1, 4, 4, &err);
     struct tjob busy, waiting;
     tjob_init(&busy, 0, true, 0);
     tjob_init(&waiting, 1, false, 0);
@@ -223,6 +403,10 @@ static void s_refuse(struct admission_job *job, enum admission_refusal why)
     atomic_fetch_add(&s->done, 1);
 }
 
+/* Shared by the submitters; the last slot is no owner at all. */
+#define STRESS_OWNERS 5
+static struct admission_owner stress_owners[STRESS_OWNERS];
+
 struct stress {
     struct admission *a;
     struct sjob *jobs;
@@ -241,6 +425,9 @@ static void *submitter(void *arg)
         s->refused = &st->refused;
         /* Some jobs must be refused at their deadline, some withdrawn. */
         s->job.deadline_ms = (i % 7 == 0) ? util_now_ms() + 0.5 : 0;
+        s->job.owner = i % (STRESS_OWNERS + 1) < STRESS_OWNERS
+                           ? &stress_owners[i % (STRESS_OWNERS + 1)]
+                           : NULL;
         if (admission_submit(st->a, &s->job) < 0) {
             atomic_fetch_add(&st->rejected, 1);
             atomic_fetch_add(&s->done, 1);
@@ -265,7 +452,7 @@ static void test_stress(void **state)
     (void)state;
     struct err err = ERR_INIT;
     int before = count_threads();
-    struct admission *a = admission_new(4, 16, &err);
+    struct admission *a = admission_new(4, 16, 6, &err);
     assert_non_null(a);
     struct sjob *all = calloc(STRESS_THREADS * STRESS_JOBS, sizeof(*all));
     pthread_t th[STRESS_THREADS];
@@ -291,6 +478,11 @@ static void test_stress(void **state)
         if (atomic_load(&all[i].done) != 1)
             fail_msg("job %d finished %d times", i, atomic_load(&all[i].done));
     assert_int_equal(ran + refused + rejected + withdrawn, STRESS_THREADS * STRESS_JOBS);
+    for (int o = 0; o < STRESS_OWNERS; o++) {
+        assert_int_equal(stress_owners[o].waiting, 0);
+        assert_false(stress_owners[o].in_ring);
+        assert_null(stress_owners[o].head);
+    }
     /* The pool is 4 workers + 1 timer whatever is submitted. */
     assert_true(max_threads <= before + STRESS_THREADS + 5);
     free(per);
@@ -301,6 +493,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fifo_and_bounds),
+        cmocka_unit_test(test_owners_take_turns),
+        cmocka_unit_test(test_newcomer_gets_next_slot),
+        cmocka_unit_test(test_owner_cap),
+        cmocka_unit_test(test_owner_withdraw_and_expire),
         cmocka_unit_test(test_no_queue_takes_only_idle_workers),
         cmocka_unit_test(test_deadline_refuses),
         cmocka_unit_test(test_withdraw),

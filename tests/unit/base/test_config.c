@@ -547,6 +547,40 @@ static void test_languages_option(void **state)
     expect_error(bad, none, "-x");
 }
 
+/* One session's caps are the options over HTTP; over stdio the one
+ * session shares with nobody and gets the whole daemon's. */
+static void test_session_shares(void **state)
+{
+    (void)state;
+    char *envp[] = {"MCPSANDBOXD_MAX_SESSION_QUEUED=5", NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    char *http[] = {"d", "--http", "127.0.0.1:0", "--max-session-inflight", "3", NULL};
+    assert_int_equal(load(&cfg, http, envp, &err), 0);
+    assert_int_equal(cfg.max_session_inflight, 3);
+    assert_int_equal(cfg.max_session_queued, 5);
+    assert_int_equal(cfg.run_store_session_max_bytes, 64LL << 20);
+    config_free(&cfg);
+    char *defaults[] = {"d", "--http", "127.0.0.1:0", NULL};
+    char *none[] = {NULL};
+    assert_int_equal(load(&cfg, defaults, none, &err), 0);
+    assert_int_equal(cfg.max_session_inflight, 16);
+    assert_int_equal(cfg.max_session_queued, 8);
+    config_free(&cfg);
+    char *stdio[] = {"d",    "--max-session-inflight",
+                     "3",    "--max-concurrent",
+                     "4",    "--max-queued",
+                     "10",   "--run-store-max-bytes",
+                     "1000", NULL};
+    assert_int_equal(load(&cfg, stdio, envp, &err), 0);
+    assert_int_equal(cfg.max_session_inflight, 14);
+    assert_int_equal(cfg.max_session_queued, 10);
+    assert_int_equal(cfg.run_store_session_max_bytes, 1000);
+    config_free(&cfg);
+    char *bad[] = {"d", "--max-session-inflight", "0", NULL};
+    expect_error(bad, none, "--max-session-inflight");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -565,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_print_and_dry_run),
         cmocka_unit_test(test_languages_option),
         cmocka_unit_test(test_listen_needs_token_off_loopback),
+        cmocka_unit_test(test_session_shares),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -6,7 +6,11 @@
  *    nothing leaked, and no thread created per call;
  *  - calls beyond --max-concurrent waiting in the queue rather than
  *    failing; busy only past --max-queued or --queue-timeout-ms; a queued
- *    call cancelled before it starts.
+ *    call cancelled before it starts;
+ *  - one session's share: busy past --max-session-inflight and
+ *    --max-session-queued while another session still gets in, and a
+ *    second session's call taking the next slot ahead of the first's
+ *    backlog.
  * Channels here never assert: cmocka must not longjmp from another thread,
  * so they record what they saw and the test thread checks it. */
 #include <setjmp.h>
@@ -131,8 +135,11 @@ struct rig {
 
 /* engine: "missing" (calls fail at once) or "stalled" (every engine request
  * hangs until its deadline, so runs hold their slot for timeout_ms). */
-static struct rig *rig_new(const char *engine, long long max_concurrent, long long max_queued,
-                           long long queue_timeout_ms)
+/* session_inflight, session_queued: one session's caps (-1: the whole
+ * daemon's, as over stdio). */
+static struct rig *rig_new_shared(const char *engine, long long max_concurrent,
+                                  long long max_queued, long long queue_timeout_ms,
+                                  long long session_inflight, long long session_queued)
 {
     struct rig *g = xcalloc(1, sizeof(*g));
     struct err err = ERR_INIT;
@@ -154,6 +161,9 @@ static struct rig *rig_new(const char *engine, long long max_concurrent, long lo
     g->cfg.max_concurrent = max_concurrent;
     g->cfg.max_queued = max_queued;
     g->cfg.queue_timeout_ms = queue_timeout_ms;
+    g->cfg.max_session_inflight =
+        session_inflight < 0 ? max_concurrent + max_queued : session_inflight;
+    g->cfg.max_session_queued = session_queued < 0 ? max_queued : session_queued;
     assert_int_equal(engine_http_global_init(&err), 0);
     g->backend = docker_backend_new(g->cfg.engine_socket);
     g->langs = test_langs(&g->cfg);
@@ -162,6 +172,12 @@ static struct rig *rig_new(const char *engine, long long max_concurrent, long lo
     g->srv = mcp_server_new(&g->cfg, g->exec, &err);
     assert_non_null(g->srv);
     return g;
+}
+
+static struct rig *rig_new(const char *engine, long long max_concurrent, long long max_queued,
+                           long long queue_timeout_ms)
+{
+    return rig_new_shared(engine, max_concurrent, max_queued, queue_timeout_ms, -1, -1);
 }
 
 static void rig_free(struct rig *g)
@@ -454,6 +470,113 @@ static void test_close_with_queued_calls(void **state)
     rig_free(g);
 }
 
+/* ---- sharing between sessions ---------------------------------------------- */
+
+/* The id of reply i, and whether it is a busy result naming option. */
+static int id_at(struct sink *k, size_t i, const char *option)
+{
+    json_object *o = parsed(k, i);
+    int id = json_object_get_int(get(o, "id"));
+    if (option) {
+        assert_string_equal(status_of(o), "busy");
+        const char *msg =
+            json_object_get_string(get(get(get(o, "result"), "structuredContent"), "message"));
+        if (!strstr(msg, option))
+            fail_msg("call %d: busy for another reason than %s: %s", id, option, msg);
+    }
+    json_object_put(o);
+    return id;
+}
+
+/* One slot, a queue of 8; a session may have 1 call waiting. */
+static void test_session_queued_cap(void **state)
+{
+    (void)state;
+    struct rig *g = rig_new_shared("stalled", 1, 8, 60000, 16, 1);
+    struct mcp_session *a = mcp_session_new(g->srv);
+    struct mcp_session *b = mcp_session_new(g->srv);
+    initialize(a);
+    initialize(b);
+    struct sink k;
+    sink_init(&k);
+    send_call(a, &k, 1, 400); /* runs */
+    send_call(a, &k, 2, 400); /* waits */
+    send_call(a, &k, 3, 400); /* a second waiting call: busy at once */
+    assert_int_equal(sink_wait(&k, 1), 1);
+    assert_int_equal(id_at(&k, 0, "--max-session-queued"), 3);
+    send_call(b, &k, 4, 400); /* another session still gets in */
+    send_call(b, &k, 5, 400);
+    assert_int_equal(sink_wait(&k, 2), 2);
+    assert_int_equal(id_at(&k, 1, "--max-session-queued"), 5);
+    assert_int_equal(sink_wait(&k, 5), 5);
+    sink_free(&k);
+    mcp_session_free(a);
+    mcp_session_free(b);
+    rig_free(g);
+}
+
+/* Four slots; a session may have 3 calls under way. */
+static void test_session_inflight_cap(void **state)
+{
+    (void)state;
+    struct rig *g = rig_new_shared("stalled", 4, 8, 60000, 3, 8);
+    struct mcp_session *a = mcp_session_new(g->srv);
+    struct mcp_session *b = mcp_session_new(g->srv);
+    initialize(a);
+    initialize(b);
+    struct sink k;
+    sink_init(&k);
+    for (int id = 1; id <= 4; id++)
+        send_call(a, &k, id, 400);
+    assert_int_equal(sink_wait(&k, 1), 1);
+    assert_int_equal(id_at(&k, 0, "--max-session-inflight"), 4);
+    send_call(b, &k, 5, 400); /* the fourth slot is b's */
+    assert_int_equal(sink_wait(&k, 5), 5);
+    json_object *r = reply_for(&k, 5);
+    assert_string_equal(status_of(r), "timeout");
+    json_object_put(r);
+    sink_free(&k);
+    mcp_session_free(a);
+    mcp_session_free(b);
+    rig_free(g);
+}
+
+/* One slot. Session a has a run going and three calls waiting; session b's
+ * one call, sent after them, runs next. With the engine stalled each run
+ * holds the slot until its call's own deadline, so b's call (1500 ms)
+ * ends with timeout, having run, if it went first; behind a's next (2000
+ * ms) it would be refused as busy at 1500 ms without having run. */
+static void test_sessions_take_turns(void **state)
+{
+    (void)state;
+    struct rig *g = rig_new_shared("stalled", 1, 8, 60000, 16, 8);
+    struct mcp_session *a = mcp_session_new(g->srv);
+    struct mcp_session *b = mcp_session_new(g->srv);
+    initialize(a);
+    initialize(b);
+    struct sink k;
+    sink_init(&k);
+    send_call(a, &k, 1, 300);
+    send_call(a, &k, 2, 2000);
+    send_call(a, &k, 3, 2100);
+    send_call(a, &k, 4, 2200);
+    send_call(b, &k, 10, 1500);
+    assert_int_equal(sink_wait(&k, 5), 5);
+    int order[5];
+    for (size_t i = 0; i < 5; i++)
+        order[i] = id_at(&k, i, NULL);
+    json_object *r = reply_for(&k, 10);
+    assert_string_equal(status_of(r), "timeout");
+    json_object_put(r);
+    assert_int_equal(order[0], 1);
+    assert_int_equal(order[1], 10);
+    assert_int_equal(order[2], 2);
+    sink_free(&k);
+    mcp_session_free(a);
+    mcp_session_free(b);
+    rig_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -463,6 +586,9 @@ int main(void)
         cmocka_unit_test(test_busy_past_the_queue),
         cmocka_unit_test(test_queue_timeout_and_cancel),
         cmocka_unit_test(test_close_with_queued_calls),
+        cmocka_unit_test(test_session_queued_cap),
+        cmocka_unit_test(test_session_inflight_cap),
+        cmocka_unit_test(test_sessions_take_turns),
     };
     return cmocka_run_group_tests_name("mcp_concurrency", tests, NULL, NULL);
 }

@@ -146,7 +146,7 @@ static void test_result(void **state)
     config_init(&cfg);
     cfg.max_inline_image_bytes = 100;
     cfg.max_inline_text_bytes = 10;
-    struct runstore *store = runstore_new(60000, 1 << 20);
+    struct runstore *store = runstore_new(60000, 1 << 20, 0);
     struct files_result_ctx ctx = {.cfg = &cfg, .store = store, .owner = "me"};
     struct outfiles of;
     outfiles_init(&of, &(struct outfiles_caps){0}, NULL);

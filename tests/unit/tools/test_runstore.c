@@ -1,5 +1,6 @@
-/* tools/runstore.c: files kept per session, for a time, under a size cap,
- * oldest out first; a stress test with putters and readers at once. */
+/* tools/runstore.c: files kept per session, for a time, under a size cap
+ * for each session and one for all, a session's own oldest out first, then
+ * the oldest of all; a stress test with putters and readers at once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,7 +35,7 @@ static bool has(struct runstore *rs, const char *owner, const char *uri, const c
 static void test_owner(void **state)
 {
     (void)state;
-    struct runstore *rs = runstore_new(60000, 1 << 20);
+    struct runstore *rs = runstore_new(60000, 1 << 20, 0);
     assert_int_equal(runstore_put(rs, "alice", "u1", "text/plain", "hello", 5), 0);
     assert_true(has(rs, "alice", "u1", "hello"));
     assert_false(has(rs, "bob", "u1", "hello"));
@@ -47,7 +48,7 @@ static void test_evicts_oldest(void **state)
 {
     (void)state;
     size_t cap = 3 * (100 + RUNSTORE_ENTRY_OVERHEAD);
-    struct runstore *rs = runstore_new(60000, (long long)cap);
+    struct runstore *rs = runstore_new(60000, (long long)cap, 0);
     char data[101];
     memset(data, 'x', 100);
     data[100] = '\0';
@@ -69,15 +70,103 @@ static void test_evicts_oldest(void **state)
     runstore_free(rs);
 
     /* A store of 0 bytes keeps nothing. */
-    rs = runstore_new(60000, 0);
+    rs = runstore_new(60000, 0, 0);
     assert_int_equal(runstore_put(rs, "o", "u", "text/plain", "", 0), -1);
+    runstore_free(rs);
+}
+
+static void put100(struct runstore *rs, const char *owner, const char *uri)
+{
+    char data[100];
+    memset(data, 'x', sizeof(data));
+    assert_int_equal(runstore_put(rs, owner, uri, "text/plain", data, sizeof(data)), 0);
+}
+
+static bool has100(struct runstore *rs, const char *owner, const char *uri)
+{
+    char want[101];
+    memset(want, 'x', 100);
+    want[100] = '\0';
+    return has(rs, owner, uri, want);
+}
+
+/* A session over its share evicts its own oldest, never another's. */
+static void test_session_evicts_its_own(void **state)
+{
+    (void)state;
+    size_t one = 100 + RUNSTORE_ENTRY_OVERHEAD;
+    struct runstore *rs = runstore_new(60000, (long long)(10 * one), (long long)(3 * one));
+    put100(rs, "bob", "b0");
+    put100(rs, "bob", "b1");
+    char uri[16];
+    for (int i = 0; i < 6; i++) {
+        snprintf(uri, sizeof(uri), "a%d", i);
+        put100(rs, "alice", uri);
+    }
+    assert_true(has100(rs, "bob", "b0"));
+    assert_true(has100(rs, "bob", "b1"));
+    for (int i = 0; i < 6; i++) {
+        snprintf(uri, sizeof(uri), "a%d", i);
+        assert_int_equal(has100(rs, "alice", uri), i >= 3);
+    }
+    assert_int_equal(runstore_owner_bytes(rs, "alice"), 3 * one);
+    assert_int_equal(runstore_owner_bytes(rs, "bob"), 2 * one);
+    assert_int_equal(runstore_bytes(rs), 5 * one);
+    /* Larger than a session's share, though not than the store: refused,
+     * nothing evicted for it. */
+    char *big = calloc(1, 3 * one);
+    assert_int_equal(runstore_put(rs, "alice", "big", "text/plain", big, 3 * one), -1);
+    free(big);
+    assert_true(has100(rs, "alice", "a3"));
+    assert_int_equal(runstore_owner_bytes(rs, "nobody"), 0);
+    runstore_free(rs);
+}
+
+/* Sessions within their shares can still fill the store together: then
+ * the oldest of all go, whoever put them. */
+static void test_store_full_evicts_oldest_of_all(void **state)
+{
+    (void)state;
+    size_t one = 100 + RUNSTORE_ENTRY_OVERHEAD;
+    struct runstore *rs = runstore_new(60000, (long long)(4 * one), (long long)(3 * one));
+    put100(rs, "alice", "a0");
+    put100(rs, "alice", "a1");
+    put100(rs, "bob", "b0");
+    put100(rs, "carol", "c0");
+    put100(rs, "bob", "b1");
+    assert_false(has100(rs, "alice", "a0"));
+    assert_true(has100(rs, "alice", "a1"));
+    assert_true(has100(rs, "bob", "b0"));
+    assert_true(has100(rs, "bob", "b1"));
+    assert_true(has100(rs, "carol", "c0"));
+    assert_int_equal(runstore_bytes(rs), 4 * one);
+    runstore_free(rs);
+}
+
+/* A session's share of entries is its byte share's fraction of them, so
+ * that tiny files cannot push out others' through the entry cap. */
+static void test_session_entry_share(void **state)
+{
+    (void)state;
+    /* 1/16384 of the store: 4 of RUNSTORE_MAX_ENTRIES entries. */
+    struct runstore *rs = runstore_new(60000, 1LL << 30, 1LL << 16);
+    char uri[16];
+    for (int i = 0; i < 6; i++) {
+        snprintf(uri, sizeof(uri), "u%d", i);
+        assert_int_equal(runstore_put(rs, "alice", uri, "text/plain", "", 0), 0);
+    }
+    for (int i = 0; i < 6; i++) {
+        snprintf(uri, sizeof(uri), "u%d", i);
+        assert_int_equal(has(rs, "alice", uri, ""), i >= 2);
+    }
+    assert_int_equal(runstore_owner_bytes(rs, "alice"), 4 * RUNSTORE_ENTRY_OVERHEAD);
     runstore_free(rs);
 }
 
 static void test_expires(void **state)
 {
     (void)state;
-    struct runstore *rs = runstore_new(30, 1 << 20);
+    struct runstore *rs = runstore_new(30, 1 << 20, 0);
     assert_int_equal(runstore_put(rs, "o", "u", "text/plain", "x", 1), 0);
     assert_true(has(rs, "o", "u", "x"));
     usleep(60 * 1000);
@@ -117,8 +206,10 @@ static void *stress(void *arg)
 static void test_concurrent(void **state)
 {
     (void)state;
-    /* Small: eviction runs all the time. */
-    struct runstore *rs = runstore_new(60000, 64 * (RUNSTORE_ENTRY_OVERHEAD + 16));
+    /* Small: eviction, a session's own and the whole store's, runs all
+     * the time. */
+    struct runstore *rs = runstore_new(60000, 64 * (RUNSTORE_ENTRY_OVERHEAD + 16),
+                                       24 * (RUNSTORE_ENTRY_OVERHEAD + 16));
     pthread_t t[STRESS_THREADS];
     for (int i = 0; i < STRESS_THREADS; i++)
         assert_int_equal(pthread_create(&t[i], NULL, stress, rs), 0);
@@ -133,6 +224,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_owner),
         cmocka_unit_test(test_evicts_oldest),
+        cmocka_unit_test(test_session_evicts_its_own),
+        cmocka_unit_test(test_store_full_evicts_oldest_of_all),
+        cmocka_unit_test(test_session_entry_share),
         cmocka_unit_test(test_expires),
         cmocka_unit_test(test_concurrent),
     };
