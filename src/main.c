@@ -39,6 +39,9 @@
  *             the session, under the queue's lock). + 1 timer thread that
  *             refuses calls that waited past --queue-timeout-ms or their
  *             own timeout.
+ * aside       1 thread (mcp/aside.c) that answers a list_languages whose
+ *             versions are still being probed (it may wait up to 5 s),
+ *             so no receiving thread waits for it.
  * reaper      4 removal threads and 1 sweep thread (reaper.c): containers
  *             are removed off the request's path and retried until gone;
  *             leftovers of crashed daemons are swept every few seconds.
@@ -62,7 +65,7 @@
  * by the run store (tools/runstore.c) as bytes under its lock, each
  * session's under its own quota: workers put them, the threads answering
  * resources/read copy them out.
- * So the daemon runs at most 1 + 2 + max-concurrent + 9 threads on stdio,
+ * So the daemon runs at most 1 + 2 + max-concurrent + 10 threads on stdio,
  * plus the cores (up to 16) + 2 over HTTP, whatever clients send.
  *
  * json-c objects never cross threads (Debian's json-c has non-atomic

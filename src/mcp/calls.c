@@ -7,6 +7,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "mcp/aside.h"
 
 /* Live output is gathered and sent at most every LIVE_FLUSH_MS (or when
  * LIVE_FLUSH_BYTES are waiting), so a print loop cannot flood the client. */
@@ -279,8 +280,13 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
         return;
     }
     json_object_object_get_ex(m->params, "arguments", &args);
-    /* A tool that runs nothing takes no run slot: answered here, at once. */
+    /* A tool that runs nothing takes no run slot: answered here, at once,
+     * unless its answer may wait (aside.h). */
     if (tools_answers_at_once(tool)) {
+        if (tools_answer_may_wait(&s->srv->env, tool)) {
+            aside_answer(s, m, r, tool, args);
+            return;
+        }
         pthread_mutex_lock(&s->lock);
         struct tools_features f = mcp_features_of(s->version);
         pthread_mutex_unlock(&s->lock);

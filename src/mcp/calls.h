@@ -3,7 +3,8 @@
  * streams the program's output as progress and log notifications while it
  * runs (coalesced). Cancelling withdraws a queued call or stops a running
  * one; a cancelled call gets no response. A tool that runs nothing
- * (list_languages) is answered on the receiving thread instead. */
+ * (list_languages) is answered on the receiving thread instead, or on the
+ * aside thread when its answer may wait (aside.h). */
 #ifndef MCPSBX_MCP_CALLS_H
 #define MCPSBX_MCP_CALLS_H
 

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/util.h"
+#include "mcp/aside.h"
 #include "mcp/calls.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/reply.h"
@@ -65,6 +66,13 @@ struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exe
         free(srv);
         return NULL;
     }
+    srv->aside = aside_new(err);
+    if (!srv->aside) {
+        admission_free(srv->admission);
+        tools_env_cleanup(&srv->env);
+        free(srv);
+        return NULL;
+    }
     return srv;
 }
 
@@ -78,6 +86,7 @@ void mcp_server_free(struct mcp_server *srv)
     if (!srv)
         return;
     admission_free(srv->admission);
+    admission_free(srv->aside);
     tools_env_cleanup(&srv->env);
     free(srv);
 }

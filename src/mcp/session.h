@@ -15,6 +15,7 @@ struct mcp_server {
     const struct config *cfg;
     struct tools_env env;
     struct admission *admission; /* run slots and the queue in front of them */
+    struct admission *aside;     /* the thread for answers that may wait (aside.h) */
 };
 
 struct call;

@@ -381,6 +381,19 @@ void languages_free(struct languages *l)
     free(l);
 }
 
+bool languages_all_known(struct languages *l)
+{
+    pthread_mutex_lock(&l->lock);
+    bool known = !l->probe || l->stop;
+    if (!known) {
+        known = true;
+        for (size_t i = 0; i < l->n && known; i++)
+            known = l->state[i].known;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return known;
+}
+
 void languages_add_versions(struct languages *l, const struct langtable_lang *lang,
                             json_object *obj, double wait_ms)
 {

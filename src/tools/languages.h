@@ -73,6 +73,10 @@ struct languages *languages_new(const struct config *cfg, const struct langtable
 struct languages *languages_new_probe(const struct config *cfg, const struct langtable *langs,
                                       languages_probe_fn probe, void *probe_ctx, double retry_ms);
 
+/* True when every language's version is known, or nothing is probed: a
+ * question is then answered without waiting for a probe. */
+bool languages_all_known(struct languages *l);
+
 /* Starts the probe thread, which probes every language at once. Any
  * number of calls; a no-op without a probe. -1 when no thread can be
  * started (the facts then say why). */

@@ -239,6 +239,12 @@ static json_object *error_result_json(const char *message)
     return call_result(message, strlen(message), NULL, NULL, NULL, true);
 }
 
+json_object *tools_error_result(const char *message, const struct tools_features *f)
+{
+    (void)f;
+    return error_result_json(message);
+}
+
 static json_object *safe_string(const char *s, size_t n)
 {
     size_t len = 0;
@@ -499,6 +505,12 @@ json_object *tools_answer(const struct tools_env *env, const char *name, json_ob
     const char *text = json_object_to_json_string_length(
         sc, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
     return call_result(text, n, NULL, sc, f, false);
+}
+
+bool tools_answer_may_wait(const struct tools_env *env, const char *name)
+{
+    const struct tool_def *t = registry_find(name);
+    return t && t->kind == TOOL_LIST_LANGUAGES && !languages_all_known(env->languages);
 }
 
 json_object *tools_call(const struct tools_env *env, const char *name, json_object *args,

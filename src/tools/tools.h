@@ -87,6 +87,15 @@ bool tools_answers_at_once(const char *name);
 json_object *tools_answer(const struct tools_env *env, const char *name, json_object *args,
                           const struct tools_features *f);
 
+/* Whether tools_answer for `name` may wait (the versions' probe has not
+ * answered for every language yet): then it belongs off a thread that
+ * serves other requests. */
+bool tools_answer_may_wait(const struct tools_env *env, const char *name);
+
+/* An error CallToolResult carrying message (a call refused before it was
+ * answered). */
+json_object *tools_error_result(const char *message, const struct tools_features *f);
+
 /* Whether the sandboxes' backend answers (short timeout); *address says
  * where it is. */
 int tools_backend_ping(const struct tools_env *env, const char **address, struct err *err);

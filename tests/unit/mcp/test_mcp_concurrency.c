@@ -10,7 +10,10 @@
  *  - one session's share: busy past --max-session-inflight and
  *    --max-session-queued while another session still gets in, and a
  *    second session's call taking the next slot ahead of the first's
- *    backlog.
+ *    backlog;
+ *  - a list_languages that waits for the versions' probe answered aside,
+ *    the receiving thread free meanwhile.
+ * (Somewhat over 600 lines: one rig serves every concurrent path of mcp.)
  * Channels here never assert: cmocka must not longjmp from another thread,
  * so they record what they saw and the test thread checks it. */
 #include <setjmp.h>
@@ -577,6 +580,37 @@ static void test_sessions_take_turns(void **state)
     rig_free(g);
 }
 
+/* ---- an answer that may wait goes aside -------------------------------- */
+
+/* list_languages while the versions' probe hangs on a stalled engine: the
+ * receiving thread is not held (a ping sent after it is answered first),
+ * and the answer comes from the aside thread once its wait is over. */
+static void test_list_languages_aside(void **state)
+{
+    (void)state;
+    struct rig *g = rig_new("stalled", 2, 8, 60000);
+    struct mcp_session *s = mcp_session_new(g->srv);
+    initialize(s);
+    struct sink k;
+    sink_init(&k);
+    send_text(s, &k,
+              "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{"
+              "\"name\":\"list_languages\",\"arguments\":{}}}");
+    send_text(s, &k, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}");
+    assert_int_equal(sink_wait(&k, 1), 1);
+    json_object *first = parsed(&k, 0);
+    assert_int_equal(json_object_get_int(get(first, "id")), 6);
+    json_object_put(first);
+    assert_int_equal(sink_wait(&k, 2), 2);
+    json_object *langs = reply_for(&k, 5);
+    assert_non_null(langs);
+    assert_false(json_object_get_boolean(get(get(langs, "result"), "isError")));
+    json_object_put(langs);
+    mcp_session_free(s);
+    sink_free(&k);
+    rig_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -584,6 +618,7 @@ int main(void)
         cmocka_unit_test(test_call_burst_answered_once),
         cmocka_unit_test(test_calls_beyond_slots_wait),
         cmocka_unit_test(test_busy_past_the_queue),
+        cmocka_unit_test(test_list_languages_aside),
         cmocka_unit_test(test_queue_timeout_and_cancel),
         cmocka_unit_test(test_close_with_queued_calls),
         cmocka_unit_test(test_session_queued_cap),

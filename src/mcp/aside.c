@@ -1,0 +1,87 @@
+#include "mcp/aside.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "base/util.h"
+
+/* Plain C data only: the request's id and arguments are copied out of the
+ * parsed message, which stays on the thread that received it. */
+struct aside_call {
+    struct admission_job job;
+    struct mcp_session *s;
+    struct jsonrpc_id id;
+    char *tool;
+    char *args; /* JSON text, or NULL */
+    struct tools_features features;
+    struct reply reply;
+};
+
+static struct aside_call *of_job(struct admission_job *job)
+{
+    return (struct aside_call *)(void *)((char *)job - offsetof(struct aside_call, job));
+}
+
+/* Answers with result (taken), frees c and lets the session know. */
+static void aside_finish(struct aside_call *c, json_object *result)
+{
+    struct mcp_session *s = c->s;
+    json_object *id = jsonrpc_id_json(&c->id);
+    reply_result(&c->reply, id, result);
+    json_object_put(id);
+    jsonrpc_id_clear(&c->id);
+    free(c->tool);
+    free(c->args);
+    free(c);
+    pthread_mutex_lock(&s->lock);
+    s->inflight--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void aside_run(struct admission_job *job)
+{
+    struct aside_call *c = of_job(job);
+    json_object *args = c->args ? json_tokener_parse(c->args) : NULL;
+    json_object *result = tools_answer(&c->s->srv->env, c->tool, args, &c->features);
+    json_object_put(args);
+    aside_finish(c, result);
+}
+
+static void aside_refuse(struct admission_job *job, enum admission_refusal why)
+{
+    struct aside_call *c = of_job(job);
+    aside_finish(c, tools_error_result(why == ADMISSION_STOPPING
+                                           ? "server busy: shutting down"
+                                           : "server busy: too many answers waiting; try again",
+                                       &c->features));
+}
+
+struct admission *aside_new(struct err *err)
+{
+    return admission_new(1, ASIDE_MAX_WAITING, ASIDE_MAX_WAITING, err);
+}
+
+void aside_answer(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r,
+                  const char *tool, json_object *args)
+{
+    struct aside_call *c = xcalloc(1, sizeof(*c));
+    c->s = s;
+    c->reply = *r;
+    c->tool = xstrdup(tool);
+    if (args) {
+        size_t n = 0;
+        const char *text = json_object_to_json_string_length(args, JSON_C_TO_STRING_PLAIN, &n);
+        c->args = xstrndup(text, n);
+    }
+    jsonrpc_id_copy(&c->id, m->id);
+    c->job.run = aside_run;
+    c->job.refuse = aside_refuse;
+    c->job.deadline_ms = util_now_ms() + ASIDE_WAIT_MS;
+    pthread_mutex_lock(&s->lock);
+    c->features = mcp_features_of(s->version);
+    s->inflight++;
+    pthread_mutex_unlock(&s->lock);
+    if (admission_submit(s->srv->aside, &c->job) != ADMISSION_QUEUED)
+        aside_refuse(&c->job, ADMISSION_EXPIRED);
+}
