@@ -21,7 +21,9 @@
  *             a worker or the transport's own threads resume it. Nothing
  *             on a polling thread waits for a run or the engine.
  *             + 1 janitor (head and body deadlines, idle and never
- *             initialized sessions, SSE keep-alives and hang-ups) and
+ *             initialized sessions, SSE keep-alives and hang-ups, and the
+ *             engine's health for /healthz, asked at most once a second
+ *             while health checks come) and
  *             1 closer (ends sessions: cancels their runs and waits for
  *             them). Sessions, streams and events belong to the transport
  *             under its one lock (src/transport/http_server.c describes

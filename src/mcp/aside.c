@@ -22,6 +22,14 @@ static struct aside_call *of_job(struct admission_job *job)
     return (struct aside_call *)(void *)((char *)job - offsetof(struct aside_call, job));
 }
 
+static void aside_free(struct aside_call *c)
+{
+    jsonrpc_id_clear(&c->id);
+    free(c->tool);
+    free(c->args);
+    free(c);
+}
+
 /* Answers with result (taken), frees c and lets the session know. */
 static void aside_finish(struct aside_call *c, json_object *result)
 {
@@ -29,10 +37,7 @@ static void aside_finish(struct aside_call *c, json_object *result)
     json_object *id = jsonrpc_id_json(&c->id);
     reply_result(&c->reply, id, result);
     json_object_put(id);
-    jsonrpc_id_clear(&c->id);
-    free(c->tool);
-    free(c->args);
-    free(c);
+    aside_free(c);
     pthread_mutex_lock(&s->lock);
     s->inflight--;
     pthread_cond_broadcast(&s->cond);
@@ -79,9 +84,17 @@ void aside_answer(struct mcp_session *s, const struct jsonrpc_msg *m, struct rep
     c->job.refuse = aside_refuse;
     c->job.deadline_ms = util_now_ms() + ASIDE_WAIT_MS;
     pthread_mutex_lock(&s->lock);
+    bool closing = s->closing;
     c->features = mcp_features_of(s->version);
-    s->inflight++;
+    if (!closing)
+        s->inflight++;
     pthread_mutex_unlock(&s->lock);
-    if (admission_submit(s->srv->aside, &c->job) != ADMISSION_QUEUED)
-        aside_refuse(&c->job, ADMISSION_EXPIRED);
+    if (closing) { /* as calls.c: a closing session's requests get no answer */
+        reply_done(&c->reply, NULL);
+        aside_free(c);
+        return;
+    }
+    enum admission_verdict v = admission_submit(s->srv->aside, &c->job);
+    if (v != ADMISSION_QUEUED)
+        aside_refuse(&c->job, v == ADMISSION_STOPPED ? ADMISSION_STOPPING : ADMISSION_EXPIRED);
 }

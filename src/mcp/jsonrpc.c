@@ -37,6 +37,7 @@ size_t jsonrpc_parse_cost(const char *data, size_t len)
             cost += JSONRPC_COST_SCALAR;
             break;
         default:
+            cost++; /* json-c keeps a double's own text */
             break;
         }
     }

@@ -39,7 +39,8 @@ struct jsonrpc_msg {
  * Debian 12's json-c 0.16), so what a message may cost is estimated from
  * its bytes before json-c sees them. The estimate never undercounts:
  * JSONRPC_COST_* per object, array and scalar (every value after '[', ','
- * or ':' counted as one), plus each string's own bytes. */
+ * or ':' counted as one), plus each string's own bytes and every byte
+ * outside strings (json-c keeps a double's text as written). */
 #define JSONRPC_COST_OBJECT 832
 #define JSONRPC_COST_ARRAY  192
 #define JSONRPC_COST_SCALAR 112

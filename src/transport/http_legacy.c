@@ -49,6 +49,10 @@ enum MHD_Result http_legacy_messages(struct transport_http *t, struct MHD_Connec
     if (!msg)
         return ret;
     struct session *s = rq->sess;
+    if (http_session_ended(s)) {
+        json_object_put(msg);
+        return http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SESSION, "Session not found");
+    }
     /* The session counts against --max-sessions from its initialize on;
      * until then it is pending, bounded by its grace. */
     struct jsonrpc_msg m;

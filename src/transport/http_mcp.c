@@ -114,14 +114,21 @@ static enum MHD_Result answer_json_when_done(struct transport_http *t, struct MH
 {
     pthread_mutex_lock(&t->lock);
     bool done = st->complete;
+    bool waiting = false;
     if (!done) {
-        st->waiter = rq;
-        rq->json = st;
-        rq->wait = RQ_WAIT_JSON;
-        http_suspend_locked(t, rq);
+        rq->json = st; /* ours until answered: http_mcp_request_done lets go */
+        waiting = http_suspend_locked(t, rq);
+        if (waiting) {
+            st->waiter = rq;
+            rq->wait = RQ_WAIT_JSON;
+        }
     }
     pthread_mutex_unlock(&t->lock);
-    return done ? answer_json(t, c, rq, st) : MHD_YES;
+    if (done)
+        return answer_json(t, c, rq, st);
+    if (waiting)
+        return MHD_YES;
+    return http_reply_busy(c, rq, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: shutting down");
 }
 
 enum MHD_Result http_mcp_json_ready(struct transport_http *t, struct MHD_Connection *c,
@@ -136,7 +143,7 @@ enum MHD_Result http_mcp_json_ready(struct transport_http *t, struct MHD_Connect
         rq->json = NULL;
         rq->wait = RQ_WAIT_NONE;
     } else if (!stopping) {
-        http_suspend_locked(t, rq); /* woken early: wait on */
+        stopping = !http_suspend_locked(t, rq); /* woken early: wait on */
     }
     pthread_mutex_unlock(&t->lock);
     if (done)
@@ -193,6 +200,10 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
 
     struct body_info bi;
     classify_body(msg, &bi);
+    if (rq->sess && http_session_ended(rq->sess)) {
+        ret = http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SESSION, "Session not found");
+        goto out;
+    }
     if (!rq->sess) {
         if (!bi.initialize) {
             ret = http_reply_error(c, rq, MHD_HTTP_BAD_REQUEST, HTTP_ERR_SERVER,
@@ -207,9 +218,12 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
             goto out;
         }
         rq->new_session = true;
-        http_count_request(c, rq, &ret); /* a new session has room */
     }
     struct session *s = rq->sess;
+    /* What gets an answer counts against the session's requests under
+     * way: an answer may wait in memory until its client reads it. */
+    if (bi.has_request && !http_count_request(c, rq, &ret))
+        goto out;
 
     if (bi.invalid) {
         ret = http_queue(c, rq, MHD_HTTP_BAD_REQUEST,
@@ -306,14 +320,16 @@ enum MHD_Result http_mcp_delete(struct transport_http *t, struct MHD_Connection 
     if (!version_header_ok(c))
         return reply_bad_version(c, rq);
     rq->sess = require_session(t, c, rq, &ret);
-    if (!rq->sess || !http_count_request(c, rq, &ret))
+    if (!rq->sess)
         return ret;
     /* Answered once the session's runs have ended (the closer resumes
      * us), as a client deleting a session expects. */
     pthread_mutex_lock(&t->lock);
     rq->wait = RQ_WAIT_CLOSE;
-    http_suspend_locked(t, rq);
+    bool waiting = http_suspend_locked(t, rq);
     pthread_mutex_unlock(&t->lock);
+    if (!waiting) /* stopping: every session is ending already */
+        return http_queue(c, rq, MHD_HTTP_NO_CONTENT, http_response_empty());
     if (!http_session_end(rq->sess, rq)) {
         pthread_mutex_lock(&t->lock);
         rq->closed = true;
@@ -327,9 +343,7 @@ enum MHD_Result http_mcp_delete_done(struct transport_http *t, struct MHD_Connec
                                      struct request *rq)
 {
     pthread_mutex_lock(&t->lock);
-    bool wait = !rq->closed && !t->stopping;
-    if (wait)
-        http_suspend_locked(t, rq); /* woken early: wait on */
+    bool wait = !rq->closed && http_suspend_locked(t, rq); /* woken early: wait on */
     pthread_mutex_unlock(&t->lock);
     if (wait)
         return MHD_YES;

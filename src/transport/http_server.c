@@ -76,7 +76,11 @@
 /* Near --max-connections, this many slots below it a new connection
  * closes the oldest one without a complete request head. */
 #define EVICT_HEADROOM_MIN 16
-#define MAX_POLL_THREADS   16
+/* /healthz answers from the engine's last answer: asked again once it is
+ * this old, while health checks came within HEALTH_WANTED_MS. */
+#define HEALTH_FRESH_MS  1000.0
+#define HEALTH_WANTED_MS 30000.0
+#define MAX_POLL_THREADS 16
 
 #define ALLOW_METHODS "GET, POST, DELETE, OPTIONS"
 #define ALLOW_HEADERS                                                                              \
@@ -108,8 +112,11 @@ static enum MHD_Result reply_preflight(struct MHD_Connection *c, struct request 
 
 /* ---- suspension ---------------------------------------------------------------- */
 
-void http_suspend_locked(struct transport_http *t, struct request *rq)
+bool http_suspend_locked(struct transport_http *t, struct request *rq)
 {
+    /* Stop resumes every suspended connection once: none may come after. */
+    if (t->stopping)
+        return false;
     rq->suspended = true;
     rq->wait_prev = NULL;
     rq->wait_next = t->waiting;
@@ -117,6 +124,7 @@ void http_suspend_locked(struct transport_http *t, struct request *rq)
         t->waiting->wait_prev = rq;
     t->waiting = rq;
     MHD_suspend_connection(rq->c);
+    return true;
 }
 
 void http_resume_locked(struct transport_http *t, struct request *rq)
@@ -136,31 +144,55 @@ void http_resume_locked(struct transport_http *t, struct request *rq)
 
 /* ---- /healthz ---------------------------------------------------------------- */
 
-/* Before auth it says ok or unavailable and nothing else: where the engine
- * listens and why it fails are for the operator (a valid token). */
+/* Asks the engine (a round trip of up to the ping timeout) and keeps the
+ * answer; never on a polling thread. */
+static void health_refresh(struct transport_http *t)
+{
+    struct err err = ERR_INIT;
+    const char *address = NULL;
+    bool up = mcp_server_backend_ping(t->srv, &address, &err) == 0;
+    pthread_mutex_lock(&t->lock);
+    t->health_up = up;
+    t->health_at = util_now_ms();
+    t->health_address = address;
+    snprintf(t->health_error, sizeof(t->health_error), "%s", up ? "" : err_msg(&err));
+    pthread_mutex_unlock(&t->lock);
+    err_clear(&err);
+}
+
+void http_health_tick(struct transport_http *t, double now)
+{
+    pthread_mutex_lock(&t->lock);
+    bool due = now - t->health_wanted < HEALTH_WANTED_MS && now - t->health_at >= HEALTH_FRESH_MS;
+    pthread_mutex_unlock(&t->lock);
+    if (due)
+        health_refresh(t);
+}
+
+/* Answered from what the janitor last heard from the engine (at most
+ * HEALTH_FRESH_MS and a tick old while checks keep coming). Before auth it
+ * says ok or unavailable and nothing else: where the engine listens and
+ * why it fails are for the operator (a valid token). */
 static enum MHD_Result healthz(struct transport_http *t, struct MHD_Connection *c,
                                struct request *rq, bool details)
 {
-    struct err err = ERR_INIT;
     json_object *o = json_object_new_object();
-    unsigned status = MHD_HTTP_OK;
-    const char *address = NULL;
-    bool up = mcp_server_backend_ping(t->srv, &address, &err) == 0;
-    if (!up)
-        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+    pthread_mutex_lock(&t->lock);
+    t->health_wanted = util_now_ms();
+    bool up = t->health_up;
     json_object_object_add(o, "status", json_object_new_string(up ? "ok" : "unavailable"));
     if (details) {
         json_object_object_add(o, "engine",
                                json_object_new_string(up ? "reachable" : "unreachable"));
         if (!up)
-            json_object_object_add(o, "error", json_object_new_string(err_msg(&err)));
-        json_object_object_add(o, "socket", json_object_new_string(address));
+            json_object_object_add(o, "error", json_object_new_string(t->health_error));
+        json_object_object_add(o, "socket", json_object_new_string(t->health_address));
     }
-    err_clear(&err);
+    pthread_mutex_unlock(&t->lock);
     struct MHD_Response *resp = http_response_json(o);
     if (resp)
         MHD_add_response_header(resp, "Cache-Control", "no-store");
-    return http_queue(c, rq, status, resp);
+    return http_queue(c, rq, up ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, resp);
 }
 
 /* ---- dispatch ---------------------------------------------------------------- */
@@ -266,14 +298,14 @@ static enum MHD_Result first_call(struct transport_http *t, struct MHD_Connectio
     pthread_mutex_unlock(&t->lock);
     if (stopping)
         return http_reply_busy(c, rq, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: shutting down");
-    enum MHD_Result ret = MHD_NO;
-    if (!http_guard_admit(t, c, rq, url, method, &ret))
-        return ret;
-    /* From here on the request passed the guard: its connection is no
-     * longer one that may be closed to make room. */
+    /* A complete head: its connection is no longer one that may be
+     * closed to make room (the guard's answer, if it refuses, is quick). */
     bool body = method_is(method, "POST") || http_header(c, "Content-Length") ||
                 http_header(c, "Transfer-Encoding");
     conns_head_done(&t->conns, rq->conn, body);
+    enum MHD_Result ret = MHD_NO;
+    if (!http_guard_admit(t, c, rq, url, method, &ret))
+        return ret;
     rq->body_cap = (size_t)t->cfg->max_message_bytes;
     if (method_is(method, "POST") && strcmp(url, "/mcp") == 0)
         ret = http_mcp_post_head(t, c, rq, SESSIONLESS_BODY_MAX);
@@ -281,7 +313,7 @@ static enum MHD_Result first_call(struct transport_http *t, struct MHD_Connectio
         ret = http_legacy_messages_head(t, c, rq);
     else
         ret = MHD_YES;
-    if (ret != MHD_YES || rq->status || !http_count_request(c, rq, &ret))
+    if (ret != MHD_YES || rq->status)
         return ret;
     /* Refused before the body is read (and before 100 Continue). */
     const char *length = http_header(c, "Content-Length");
@@ -336,6 +368,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return resumed(t, c, rq);
     rq->body_in = true;
     conns_body_done(&t->conns, rq->conn);
+    /* Only the POST endpoints read a body: any other's room goes back
+     * now, not when the request (an SSE stream, say) ends. */
+    if (!method_is(method, "POST") || (strcmp(url, "/mcp") != 0 && strcmp(url, "/messages") != 0))
+        http_release_body(t, rq);
     return route(t, c, rq, url, method);
 }
 
@@ -481,6 +517,7 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(t->daemon, MHD_DAEMON_INFO_BIND_PORT);
     t->port = info ? info->port : cfg->http_port;
     atomic_store(&t->started, true);
+    health_refresh(t);
 
     if (http_sessions_start(t, err) < 0) {
         MHD_stop_daemon(t->daemon);

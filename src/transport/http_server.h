@@ -31,25 +31,36 @@ struct transport_http {
     struct session *sessions;
     size_t n_sessions;        /* counted against --max-sessions */
     size_t n_pending;         /* legacy sessions not yet initialized */
-    struct session *to_close; /* ended sessions whose runs the closer cancels */
-    int closing;              /* taken off to_close, being closed */
-    struct reader *readers;   /* every SSE reader: keep-alives, hang-ups, stop */
-    struct request *waiting;  /* requests suspended until their answer is ready */
-    int active;               /* requests between their first call and completion */
-    size_t body_bytes;        /* reserved by request bodies held (--max-inflight-body-bytes) */
-    atomic_bool started;      /* read by MHD's logger from any thread */
-    bool stopping;            /* no new sessions or requests */
-    bool threads_stop;        /* the janitor and the closer end */
+    struct session *to_close; /* ended sessions whose runs the closer cancels, oldest first */
+    struct session *to_close_last;
+    int closing;             /* taken off to_close, being closed */
+    struct reader *readers;  /* every SSE reader: keep-alives, hang-ups, stop */
+    struct request *waiting; /* requests suspended until their answer is ready */
+    int active;              /* requests between their first call and completion */
+    /* The engine's health as the janitor last heard it (/healthz). */
+    bool health_up;
+    double health_at, health_wanted;
+    const char *health_address;
+    char health_error[256];
+    size_t body_bytes;   /* reserved by request bodies held (--max-inflight-body-bytes) */
+    atomic_bool started; /* read by MHD's logger from any thread */
+    bool stopping;       /* no new sessions or requests */
+    bool threads_stop;   /* the janitor and the closer end */
     bool janitor_running, closer_running;
     pthread_t janitor, closer;
 };
+
+/* The janitor's tick: asks the engine how it is when /healthz was asked
+ * lately and the last answer is old. */
+void http_health_tick(struct transport_http *t, double now);
 
 /* Gives back what rq's body reserved, and its buffer (lock not held). */
 void http_release_body(struct transport_http *t, struct request *rq);
 
 /* A request's connection stops being polled until http_resume_locked
- * (lock held; MHD's polling thread, in its request handler). */
-void http_suspend_locked(struct transport_http *t, struct request *rq);
+ * (lock held; MHD's polling thread, in its request handler). False, and
+ * nothing done, once the transport is stopping: the caller answers. */
+bool http_suspend_locked(struct transport_http *t, struct request *rq);
 
 /* Polls rq's connection again: MHD calls its handler once more (lock held;
  * any thread). Does nothing unless rq is suspended. */

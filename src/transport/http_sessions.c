@@ -114,6 +114,14 @@ void http_session_put(struct session *s)
         session_free(s);
 }
 
+bool http_session_ended(struct session *s)
+{
+    pthread_mutex_lock(&s->t->lock);
+    bool ended = s->ended;
+    pthread_mutex_unlock(&s->t->lock);
+    return ended;
+}
+
 bool http_session_request_begin(struct session *s)
 {
     pthread_mutex_lock(&s->t->lock);
@@ -152,8 +160,13 @@ static bool session_end_locked(struct session *s, struct request *waiter)
         t->n_pending--;
     http_readers_wake_locked(t, s, NULL);
     s->close_waiter = waiter;
-    s->close_next = t->to_close;
-    t->to_close = s;
+    /* In the order they ended: a DELETE waits behind no later one. */
+    s->close_next = NULL;
+    if (t->to_close_last)
+        t->to_close_last->close_next = s;
+    else
+        t->to_close = s;
+    t->to_close_last = s;
     pthread_cond_signal(&t->closer_cond);
     return true;
 }
@@ -189,6 +202,8 @@ static void *closer_main(void *arg)
             continue;
         }
         t->to_close = s->close_next;
+        if (!t->to_close)
+            t->to_close_last = NULL;
         t->closing++;
         pthread_mutex_unlock(&t->lock);
         mcp_session_close(s->mcp);
@@ -273,6 +288,7 @@ static void *janitor_main(void *arg)
         conns_expire(&t->conns, now);
         sweep_sessions(t);
         http_readers_tick(t, now);
+        http_health_tick(t, now);
         pthread_mutex_lock(&t->lock);
     }
     pthread_mutex_unlock(&t->lock);

@@ -56,6 +56,10 @@ struct session *http_session_get(struct transport_http *t, const char *id, bool 
 /* Drops the caller's reference. */
 void http_session_put(struct session *s);
 
+/* Whether s has ended (a request that looked it up from its head may
+ * find it gone once its body is in). */
+bool http_session_ended(struct session *s);
+
 /* Counts a request of s under way; false (nothing counted) when s has
  * --max-session-requests under way already. */
 bool http_session_request_begin(struct session *s);

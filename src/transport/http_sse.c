@@ -7,6 +7,8 @@
 #define KEEPALIVE_MS   15000 /* SSE comment while idle, so a dead peer shows */
 #define SSE_RETRY_MS   2000  /* reconnection delay suggested to clients */
 #define SSE_BLOCK_SIZE (32u * 1024u)
+/* A reader keeps at most this much room between events. */
+#define READER_KEEP_BYTES (64u * 1024u)
 
 /* Resumption keeps the newest events of a stream and the newest finished
  * streams of a session, within these bounds. */
@@ -319,6 +321,9 @@ static ssize_t reader_read(void *cls, uint64_t pos, char *out, size_t max)
     ssize_t ret;
     pthread_mutex_lock(&r->t->lock);
     if (r->off >= r->out.len) {
+        /* A large event's room goes with it (a stream can live long). */
+        if (r->out.cap > READER_KEEP_BYTES)
+            buf_free(&r->out);
         buf_reset(&r->out);
         r->off = 0;
         int rc = reader_next_locked(r);

@@ -58,9 +58,12 @@ static size_t model_cost(json_object *v)
     case json_type_string:
         cost += JSONRPC_COST_STRING + (size_t)json_object_get_string_len(v);
         break;
+    case json_type_double:
+        /* json-c keeps the number's text as written. */
+        cost += strlen(json_object_get_string(v));
+        break;
     case json_type_null:
     case json_type_boolean:
-    case json_type_double:
     case json_type_int:
         break;
     }

@@ -5,6 +5,7 @@
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -858,56 +859,6 @@ static void test_legacy_sse(void **state)
     stop(s);
 }
 
-static void one_request_per_session(struct config *cfg)
-{
-    cfg->max_session_requests = 1;
-}
-
-/* A raw connection to the server, its request head sent. */
-static int raw_connect(struct server *s, const char *head)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons((uint16_t)s->port)};
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-    assert_int_equal(write(fd, head, strlen(head)), (ssize_t)strlen(head));
-    return fd;
-}
-
-/* --max-session-requests: a session's requests under way are counted from
- * their head; one more gets 429 until one is answered. */
-static void test_session_request_cap(void **state)
-{
-    (void)state;
-    struct server *s = start_with(64, 60000, NULL, one_request_per_session);
-    char *line = open_session(s);
-    char *head = xasprintf("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Type: "
-                           "application/json\r\nAccept: application/json\r\n%s\r\n"
-                           "MCP-Protocol-Version: 2025-11-25\r\nContent-Length: %zu\r\n\r\n",
-                           s->port, line, strlen(PING));
-    int fd = raw_connect(s, head); /* its body still to come */
-    usleep(100000);
-    struct resp r;
-    http(s, &r, "POST", "/mcp", PING, line, NULL);
-    assert_int_equal(r.status, 429);
-    assert_header(&r, "Retry-After", "5");
-    resp_free(&r);
-    assert_int_equal(write(fd, PING, strlen(PING)), (ssize_t)strlen(PING));
-    char got[4096];
-    ssize_t n = read(fd, got, sizeof(got) - 1);
-    assert_true(n > 12);
-    got[n] = '\0';
-    assert_non_null(strstr(got, "HTTP/1.1 200"));
-    close(fd);
-    usleep(100000);
-    http(s, &r, "POST", "/mcp", PING, line, NULL);
-    assert_int_equal(r.status, 200);
-    resp_free(&r);
-    free(head);
-    free(line);
-    stop(s);
-}
-
 /* ---- stress: suspended answers, streams and session ends at once -------------- */
 
 /* One request from a stress thread: the status, or -1 when the transfer
@@ -1009,6 +960,76 @@ static void *stress_client(void *arg)
         free(line);
     }
     return NULL;
+}
+
+/* An engine socket that accepts connections and never answers: a run
+ * waits out its timeout_ms, so its answer is pending meanwhile. */
+static char stall_path[64];
+static int stall_fd = -1;
+
+static void stalled_engine_one_request(struct config *cfg)
+{
+    snprintf(stall_path, sizeof(stall_path), "/tmp/mcpsbx-http-stall.%d.sock", (int)getpid());
+    unlink(stall_path);
+    stall_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, stall_path, strlen(stall_path) + 1);
+    assert_int_equal(bind(stall_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(stall_fd, 16), 0);
+    free(cfg->engine_socket);
+    cfg->engine_socket = xstrdup(stall_path);
+    cfg->max_session_requests = 1;
+}
+
+struct pending_call {
+    struct server *s;
+    const char *line;
+    long status;
+};
+
+static void *pending_call_main(void *arg)
+{
+    struct pending_call *p = arg;
+    p->status =
+        stress_request(p->s->port, "POST",
+                       "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{"
+                       "\"name\":\"execute_code\",\"arguments\":{\"language\":\"python\","
+                       "\"code\":\"print(1)\",\"timeout_ms\":1500}}}",
+                       "Accept: application/json", p->line, NULL, NULL);
+    return NULL;
+}
+
+/* --max-session-requests: what gets an answer counts while its answer is
+ * pending; one more gets 429 (notifications and DELETE do not count). */
+static void test_session_request_cap(void **state)
+{
+    (void)state;
+    struct server *s = start_with(64, 60000, NULL, stalled_engine_one_request);
+    char *line = open_session(s);
+    struct pending_call p = {.s = s, .line = line};
+    pthread_t th;
+    pthread_create(&th, NULL, pending_call_main, &p);
+    usleep(300000); /* the call is admitted and waits for the stalled engine */
+    struct resp r;
+    http(s, &r, "POST", "/mcp", PING, line, NULL);
+    assert_int_equal(r.status, 429);
+    assert_header(&r, "Retry-After", "5");
+    resp_free(&r);
+    http(s, &r, "POST", "/mcp", INITIALIZED, line, NULL);
+    assert_int_equal(r.status, 202);
+    resp_free(&r);
+    pthread_join(th, NULL);
+    assert_int_equal(p.status, 200);
+    http(s, &r, "POST", "/mcp", PING, line, NULL);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    http(s, &r, "DELETE", "/mcp", NULL, line, NULL);
+    assert_int_equal(r.status, 204);
+    resp_free(&r);
+    free(line);
+    stop(s);
+    close(stall_fd);
+    unlink(stall_path);
 }
 
 static void test_stress_suspend_resume(void **state)
