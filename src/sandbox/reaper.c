@@ -247,8 +247,14 @@ static void unlink_locked(struct reaper *r, struct reap_item *item)
  * is queued already; returns true when it was new. uid: as reap_item's. */
 static bool enqueue_locked(struct reaper *r, const char *id, long long uid, double not_before)
 {
-    if (find_locked(r, id))
+    struct reap_item *queued = find_locked(r, id);
+    if (queued) {
+        /* Queued by the sweep (which knows no uid) before its holder let
+         * go: the uid comes back with this removal, never twice. */
+        if (queued->uid < 0)
+            queued->uid = uid;
         return false;
+    }
     struct reap_item *it = xcalloc(1, sizeof(*it));
     it->id = xstrdup(id);
     it->uid = uid;

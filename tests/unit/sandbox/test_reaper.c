@@ -537,6 +537,37 @@ static void test_uid_back_after_removal(void **state)
     uids_free(u);
 }
 
+/* A sandbox of ours past its expiry (a clock that jumped) is queued by the
+ * sweep, which knows no uid, while its holder still has it; the holder's
+ * own removal then joins that one, and the uid comes back with it. */
+static void test_uid_back_after_sweep_then_remove(void **state)
+{
+    (void)state;
+    struct uids *u = uids_new(3000, 1);
+    struct reaper *r = new_reaper_uids(0, u);
+    uid_t a = 0, b = 0;
+    struct err err = ERR_INIT;
+    assert_int_equal(uids_take(u, &a, &err), 0);
+    long long now = (long long)time(NULL);
+    add("abab00000002", now - 900,
+        "\"io.mcp-sandboxd.instance\":\"me\",\"io.mcp-sandboxd.owner\":\"%s\","
+        "\"io.mcp-sandboxd.expires\":\"%lld\"",
+        reaper_owner(r), now - 1);
+    reaper_create_begin(r);
+    reaper_create_end(r, "abab00000002", a);
+    fake_engine_fault(F, FAKE_OP_DELETE, FAKE_STALL, NULL, 1);
+    assert_int_equal(reaper_sweep(r, &err), 1);
+    assert_true(fake_engine_wait_held(F, 1, GUARD));
+    reaper_remove(r, "abab00000002"); /* the run ends while the sweep's removal is under way */
+    fake_engine_release(F);
+    wait_drained(r);
+    assert_int_equal(uids_held(u), 0);
+    assert_int_equal(uids_take(u, &b, &err), 0);
+    assert_int_equal(b, a);
+    free_reaper(r);
+    uids_free(u);
+}
+
 /* A sweep tells the uids which ones other daemons' containers carry (not
  * this daemon's own, nor labels that are not uids); the next sweep that
  * no longer lists them frees them. */
@@ -602,6 +633,7 @@ int main(void)
         T(test_stop_retries_refusals),
         T(test_stop_retries_are_bounded),
         T(test_uid_back_after_removal),
+        T(test_uid_back_after_sweep_then_remove),
         T(test_sweep_sees_foreign_uids),
     };
 #undef T
