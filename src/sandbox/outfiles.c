@@ -215,6 +215,24 @@ static int end_file(struct outfiles *o, const char *text, size_t len, struct err
     f.data = buf_take(&o->cur_data, &n);
     o->total += f.size; /* as sent: the caps are on what the sandbox sends */
     keep_shown(o, &f);
+    /* A mark can be longer than what it stands for: the caps hold for
+     * what is kept too. */
+    size_t max_bytes = f.plot ? o->caps.max_plot_bytes : o->caps.max_file_bytes;
+    if (f.size > max_bytes || f.size > o->caps.max_total_bytes - o->shown_total) {
+        if (o->n_left < OUTFILES_LEFT_KEEP) {
+            struct outfile_left *e = &o->left[o->n_left++];
+            e->path = xstrdup(f.path);
+            e->reason = xstrdup("larger than the caps once secrets in it were redacted");
+            e->size = (long long)f.size;
+            o->n_left_dropped++;
+        }
+        o->n_dropped++;
+        outfile_free(&f);
+        memset(&o->cur, 0, sizeof(o->cur));
+        o->open = false;
+        return 0;
+    }
+    o->shown_total += f.size;
     o->v = xrealloc(o->v, (o->n + 1) * sizeof(*o->v));
     o->v[o->n++] = f;
     if (f.plot)
@@ -274,13 +292,15 @@ int outfiles_finish(struct outfiles *o, long long sent, long long left_out_count
         free(shown);
         return -1;
     }
-    if (sent != (long long)o->n)
-        return err_set(err, ERR_PROTOCOL, "the runner sent %zu output files but counted %lld", o->n,
-                       sent);
-    if (left_out_count < (long long)o->n_left)
+    size_t received = o->n + o->n_dropped;
+    if (sent != (long long)received)
+        return err_set(err, ERR_PROTOCOL, "the runner sent %zu output files but counted %lld",
+                       received, sent);
+    size_t named = o->n_left - o->n_left_dropped;
+    if (left_out_count < (long long)named)
         return err_set(err, ERR_PROTOCOL, "the runner left out %lld output files but named %zu",
-                       left_out_count, o->n_left);
-    o->left_total = left_out_count;
+                       left_out_count, named);
+    o->left_total = left_out_count + (long long)o->n_dropped;
     o->walk_stopped = walk_stopped > 0 ? walk_stopped : 0;
     o->cwd_gone = cwd_gone;
     return 0;

@@ -66,6 +66,9 @@ struct outfiles {
     long long walk_stopped; /* the runner stopped looking after this many entries; 0 = no */
     bool cwd_gone;          /* the program removed its working directory */
     size_t total;           /* bytes of every file received (before redaction) */
+    size_t shown_total;     /* bytes of the files kept, redacted (under the same cap) */
+    size_t n_dropped;       /* received, left out: larger than a cap once redacted */
+    size_t n_left_dropped;  /* of those, named in left[] */
     /* the file between its F and E frames */
     bool open;
     struct outfile cur;

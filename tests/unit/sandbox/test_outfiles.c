@@ -219,6 +219,34 @@ static void test_redacted(void **state)
     redactor_free(red);
 }
 
+/* Marks can be longer than what they stand for: a file that outgrows the
+ * caps once redacted is left out (named, with why), and what is kept stays
+ * under the caps; the record's counts still add up. */
+static void test_redaction_keeps_caps(void **state)
+{
+    (void)state;
+    const char *names[] = {"PASSWORD"};
+    const char *values[] = {"pw42"};
+    struct redactor *red = redactor_new(names, values, 1);
+    static const struct outfiles_caps caps = {
+        .max_files = 4, .max_file_bytes = 64, .max_total_bytes = 100};
+    struct outfiles o;
+    outfiles_init(&o, &caps, red);
+    assert_int_equal(send_file(&o, "outputs/many.txt", "file", "pw42pw42pw42pw42pw42pw42"), 0);
+    assert_int_equal(send_file(&o, "outputs/one.txt", "file", "a pw42 b"), 0);
+    assert_int_equal(o.n, 1);
+    assert_string_equal(o.v[0].path, "outputs/one.txt");
+    assert_true(o.shown_total <= caps.max_total_bytes);
+    assert_int_equal(o.n_left, 1);
+    assert_string_equal(o.left[0].path, "outputs/many.txt");
+    assert_non_null(strstr(o.left[0].reason, "redacted"));
+    struct err err = ERR_INIT;
+    assert_int_equal(outfiles_finish(&o, 2, 0, 0, false, &err), 0);
+    assert_int_equal(o.left_total, 1);
+    outfiles_free(&o);
+    redactor_free(red);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_caps),
         cmocka_unit_test(test_finish),
         cmocka_unit_test(test_redacted),
+        cmocka_unit_test(test_redaction_keeps_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
