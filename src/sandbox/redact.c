@@ -5,82 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/codec.h"
+#include "base/buf.h"
 #include "base/util.h"
-
-/* ---- the forms of a value --------------------------------------------------- */
-
-static const char HEX_LOWER[] = "0123456789abcdef";
-static const char HEX_UPPER[] = "0123456789ABCDEF";
-
-/* A form under construction: bytes that are zeroed before they are freed. */
-static void form_free(struct buf *b)
-{
-    if (b->data)
-        explicit_bzero(b->data, b->cap);
-    buf_free(b);
-}
-
-/* Forms are built without a cap: nothing can fail. */
-static void put(struct buf *b, const void *p, size_t n)
-{
-    if (buf_add(b, p, n) < 0)
-        abort();
-}
-
-static void hex(const unsigned char *v, size_t n, const char *digits, struct buf *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        char two[2] = {digits[v[i] >> 4], digits[v[i] & 15]};
-        put(out, two, 2);
-    }
-}
-
-/* The base64 characters of v when it starts `offset` bytes (0..2) into a
- * group of three: from the first one only v's bits decide, to the last
- * one only v's bits decide or, with at_end, to the last one with any of
- * them (the encoded text ends there: zero bits and padding follow). */
-static void base64_at(const unsigned char *v, size_t n, unsigned offset, bool url, bool at_end,
-                      struct buf *out)
-{
-    unsigned char *in = xcalloc(n + 3, 1);
-    memcpy(in + offset, v, n);
-    struct buf all;
-    buf_init(&all, (size_t)-1);
-    if (codec_base64_encode_as(in, offset + n, url ? CODEC_BASE64URL : CODEC_BASE64, false, &all) <
-        0)
-        abort(); /* no cap */
-    size_t first_bit = 8 * (size_t)offset;
-    size_t end_bit = first_bit + 8 * n;
-    size_t from = (first_bit + 5) / 6;
-    size_t to = at_end ? (end_bit + 5) / 6 : end_bit / 6;
-    if (to > all.len)
-        to = all.len;
-    if (to > from)
-        put(out, all.data + from, to - from);
-    explicit_bzero(in, n + 3);
-    free(in);
-    form_free(&all);
-}
-
-/* Percent-encoding: bytes outside [A-Za-z0-9] and keep as %XX in digits'
- * case, a space as '+' with plus (quote_plus), every byte with all. */
-static void percent(const unsigned char *v, size_t n, const char *keep, bool plus, bool all,
-                    const char *digits, struct buf *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = v[i];
-        bool alnum = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-        if (!all && c && (alnum || strchr(keep, c))) {
-            put(out, &c, 1);
-        } else if (!all && plus && c == ' ') {
-            put(out, "+", 1);
-        } else {
-            char three[3] = {'%', digits[c >> 4], digits[c & 15]};
-            put(out, three, 3);
-        }
-    }
-}
+#include "sandbox/redact_forms.h"
 
 /* ---- the automaton ---------------------------------------------------------- */
 
@@ -162,49 +89,22 @@ static void add(struct redactor *r, const struct buf *form, const char *mark)
         r->max_len = form->len;
 }
 
+struct add_ctx {
+    struct redactor *r;
+    const char *mark;
+};
+
+static void add_form(void *ctx, const char *form, size_t len)
+{
+    struct add_ctx *a = ctx;
+    struct buf b = {.data = (char *)(uintptr_t)form, .len = len, .cap = len, .max = len};
+    add(a->r, &b, a->mark);
+}
+
 static void add_forms(struct redactor *r, const unsigned char *v, size_t n, const char *mark)
 {
-    struct buf f;
-    buf_init(&f, (size_t)-1);
-    put(&f, v, n);
-    add(r, &f, mark);
-    for (int upper = 0; upper < 2; upper++) {
-        const char *digits = upper ? HEX_UPPER : HEX_LOWER;
-        buf_reset(&f);
-        hex(v, n, digits, &f);
-        add(r, &f, mark);
-        static const struct {
-            const char *keep;
-            bool plus, all;
-        } pct[] = {{"-._~", false, false},
-                   {"-._~/", false, false},
-                   {"-._~", true, false},
-                   {"-._~!'()*", false, false},
-                   {"", false, true}};
-        for (size_t k = 0; k < ARRAY_SIZE(pct); k++) {
-            buf_reset(&f);
-            percent(v, n, pct[k].keep, pct[k].plus, pct[k].all, digits, &f);
-            add(r, &f, mark);
-        }
-    }
-    for (unsigned offset = 0; offset < 3; offset++) {
-        for (int url = 0; url < 2; url++) {
-            for (int at_end = 0; at_end < 2; at_end++) {
-                buf_reset(&f);
-                base64_at(v, n, offset, url, at_end, &f);
-                add(r, &f, mark);
-            }
-        }
-    }
-    /* As a log line or a result shows it. */
-    char *shown = xmalloc(n * UTIL_ESCAPE_GROWTH + 1);
-    size_t shown_len = util_escape(shown, n * UTIL_ESCAPE_GROWTH + 1, (const char *)v, n);
-    buf_reset(&f);
-    put(&f, shown, shown_len);
-    add(r, &f, mark);
-    explicit_bzero(shown, n * UTIL_ESCAPE_GROWTH + 1);
-    free(shown);
-    form_free(&f);
+    struct add_ctx a = {.r = r, .mark = mark};
+    redact_forms(v, n, add_form, &a);
 }
 
 /* Failure links and, for each node, the longest form ending there:

@@ -7,7 +7,8 @@
  * Checks src/sandbox/redact.h's contract for three fixed secrets against a
  * reference model written here from the header's words alone: its own
  * list of every form (hex, base64 at the three offsets in both alphabets,
- * the percent-encodings, the escaped form) and a plain quadratic redactor
+ * the percent-encodings, the escaped form, inside a JSON string and a
+ * Python repr) and a plain quadratic redactor
  * (every occurrence of every form, overlapping runs merged, one mark per
  * run: the longest occurrence's).
  *   - one stream, however it is cut into pieces, comes out exactly as the
@@ -30,7 +31,7 @@
 
 #define N_SECRETS 3
 static const char *const NAMES[N_SECRETS] = {"A", "B", "C"};
-static const char *const VALUES[N_SECRETS] = {"ab/c+d=e", "zzzz", "k y!\t~"};
+static const char *const VALUES[N_SECRETS] = {"ab/c+d=e", "zz\"z\\z'", "k y!\t~"};
 static const char *const MARKS[N_SECRETS] = {"[REDACTED:A]", "[REDACTED:B]", "[REDACTED:C]"};
 
 /* ---- the model's forms ---------------------------------------------------------- */
@@ -139,6 +140,31 @@ static void model_forms(void)
             }
         }
         add_form(out, k, s);
+        /* Inside a JSON string, and a Python repr() with either quote
+         * escaped or none (these values are ASCII, their one control
+         * character a tab). */
+        k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (v[i] == '"' || v[i] == '\\' || v[i] == '\t')
+                out[k++] = '\\';
+            out[k++] = v[i] == '\t' ? 't' : (char)v[i];
+        }
+        add_form(out, k, s);
+        static const char quotes[] = {'\'', '"', 0};
+        for (size_t q = 0; q < sizeof(quotes); q++) {
+            k = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (v[i] == '\\' || (quotes[q] && v[i] == quotes[q]))
+                    out[k++] = '\\';
+                if (v[i] == '\t') {
+                    out[k++] = '\\';
+                    out[k++] = 't';
+                } else {
+                    out[k++] = (char)v[i];
+                }
+            }
+            add_form(out, k, s);
+        }
     }
 }
 

@@ -59,6 +59,27 @@ static void expect(const struct redactor *r, const char *in, const char *want)
     }
 }
 
+/* The forms a program's own printing gives a value: inside a JSON string
+ * (json.dumps with and without ensure_ascii, JSON.stringify) and inside a
+ * Python repr(), whichever quote it uses: print(os.environ) and
+ * json.dumps(dict(os.environ)) are the likeliest accidental echoes. */
+static void test_json_and_repr_forms(void **state)
+{
+    (void)state;
+    const char *names[] = {"TOKEN"};
+    const char *values[] = {"p\"w\\\xc3\xb6'x\n\xf0\x9f\x94\x91"}; /* p"w\ö'x<LF>🔑 */
+    struct redactor *r = redactor_new(names, values, 1);
+    /* json.dumps, ensure_ascii */
+    expect(r, "{\"TOKEN\": \"p\\\"w\\\\\\u00f6'x\\n\\ud83d\\udd11\"}",
+           "{\"TOKEN\": \"[REDACTED:TOKEN]\"}");
+    /* json.dumps(ensure_ascii=False), JSON.stringify */
+    expect(r, "\"p\\\"w\\\\\xc3\xb6'x\\n\xf0\x9f\x94\x91\"", "\"[REDACTED:TOKEN]\"");
+    /* repr(): both quotes in it, so single quotes with \' */
+    expect(r, "environ({'TOKEN': 'p\"w\\\\\xc3\xb6\\'x\\n\xf0\x9f\x94\x91'})",
+           "environ({'TOKEN': '[REDACTED:TOKEN]'})");
+    redactor_free(r);
+}
+
 static void test_raw_value(void **state)
 {
     (void)state;
@@ -313,6 +334,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_raw_value),
+        cmocka_unit_test(test_json_and_repr_forms),
         cmocka_unit_test(test_encoded_forms),
         cmocka_unit_test(test_other_text_unchanged),
         cmocka_unit_test(test_base64_any_offset),

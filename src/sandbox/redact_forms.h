@@ -1,0 +1,20 @@
+/* The forms a secret's value takes when a program prints it encoded, each
+ * of which the redactor (redact.h) looks for: the bytes themselves; hex in
+ * either case; percent-encoding as RFC 3986, Python's quote() and
+ * quote_plus(), JavaScript's encodeURIComponent() and every byte, in
+ * either case; base64 (standard and URL-safe, padded or not) starting at
+ * each of the three offsets into a group; as a log line or a result shows
+ * it (util_escape); inside a JSON string (json.dumps with and without
+ * ensure_ascii, JSON.stringify); and inside a Python repr(). Forms equal to
+ * the raw bytes are given again: the redactor keeps each text once. */
+#ifndef MCPSBX_REDACT_FORMS_H
+#define MCPSBX_REDACT_FORMS_H
+
+#include <stddef.h>
+
+/* Calls add(ctx, form, len) for every form of v[0..n). The forms' bytes
+ * are zeroed once add returns. */
+void redact_forms(const unsigned char *v, size_t n,
+                  void (*add)(void *ctx, const char *form, size_t len), void *ctx);
+
+#endif
