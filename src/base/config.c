@@ -244,7 +244,7 @@ static const struct opt_def options[] = {
      "how many uids from --sandbox-uid-base: at least --max-concurrent plus the pool sizes "
      "plus a margin for sandboxes being removed (the daemon refuses to start with fewer and "
      "says how many); 0 runs every sandbox as --sandbox-user, all counted together by nproc "
-     "(default 4096)",
+     "(default 1048576)",
      NULL},
     {"sandbox-user", OPT_STR, F(sandbox_user), 0, 0, "UID:GID",
      "the user every sandbox runs as when --sandbox-uid-count is 0 (default 10001:10001)", NULL},
@@ -332,7 +332,7 @@ void config_init(struct config *cfg)
     cfg->js_preload = NULL;
     cfg->sandbox_user = xstrdup("10001:10001");
     cfg->sandbox_uid_base = DEFAULT_SANDBOX_UID_BASE;
-    cfg->sandbox_uid_count = 4096;
+    cfg->sandbox_uid_count = 1 << 20;
     cfg->sandbox_io = xstrdup("socket");
     cfg->sandbox_io_dir = xstrdup(DEFAULT_SANDBOX_IO_DIR);
     cfg->log_level = xstrdup("info");

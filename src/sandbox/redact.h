@@ -80,7 +80,10 @@ void redact_stream_free(struct redact_stream *s);
  * the end the same is done for each stream's end followed by the other's
  * start (what concatenating them would show). So a value written half on
  * one and half on the other comes back whole in neither, nor in their
- * concatenation, nor in the order the bytes arrived. {0} to start. */
+ * concatenation either way. (Live output can pass on one stream's held
+ * bytes after the other's, an order in which pieces of a value that were
+ * apart may meet: a value split into three or more pieces alternating
+ * between the streams is not caught.) {0} to start. */
 struct redact_pair {
     struct redact_stream s[2];
     int last;      /* 1 + the stream fed last; 0: none yet */

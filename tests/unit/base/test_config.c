@@ -272,7 +272,7 @@ static void test_sandbox_uids(void **state)
     char *a0[] = {"d", NULL};
     assert_int_equal(load(&cfg, a0, none, &err), 0);
     assert_int_equal(cfg.sandbox_uid_base, 2000000000);
-    assert_int_equal(cfg.sandbox_uid_count, 4096);
+    assert_int_equal(cfg.sandbox_uid_count, 1 << 20);
     assert_string_equal(cfg.sandbox_user, "10001:10001");
     config_free(&cfg);
 
