@@ -140,16 +140,9 @@ static void model_forms(void)
             }
         }
         add_form(out, k, s);
-        /* Inside a JSON string, and a Python repr() with either quote
-         * escaped or none (these values are ASCII, their one control
-         * character a tab). */
-        k = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (v[i] == '"' || v[i] == '\\' || v[i] == '\t')
-                out[k++] = '\\';
-            out[k++] = v[i] == '\t' ? 't' : (char)v[i];
-        }
-        add_form(out, k, s);
+        /* Inside a Python repr() with either quote escaped or none, and
+         * inside a JSON string, which for these values (ASCII, their one
+         * control character a tab) is the repr escaping '"'. */
         static const char quotes[] = {'\'', '"', 0};
         for (size_t q = 0; q < sizeof(quotes); q++) {
             k = 0;
