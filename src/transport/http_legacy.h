@@ -2,7 +2,8 @@
  * its one SSE stream, whose first event names the URL to POST messages to
  * (/messages?sessionId=...); every reply travels on that stream. The
  * session is pending until its client sends initialize: it does not count
- * against --max-sessions, and ends after LEGACY_GRACE_MS without one. */
+ * against --max-sessions, and ends after --http-head-timeout-ms without
+ * one. */
 #ifndef MCPSBX_HTTP_LEGACY_H
 #define MCPSBX_HTTP_LEGACY_H
 

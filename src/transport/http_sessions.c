@@ -236,7 +236,7 @@ static bool session_idle_locked(const struct session *s, double now)
 }
 
 /* Ends sessions unused for session_idle_ms with nothing running, and
- * legacy ones whose client did not initialize within LEGACY_GRACE_MS. */
+ * legacy ones whose client did not initialize within the head timeout. */
 static void sweep_sessions(struct transport_http *t)
 {
     double now = util_now_ms();
@@ -244,7 +244,7 @@ static void sweep_sessions(struct transport_http *t)
     size_t n = 0;
     pthread_mutex_lock(&t->lock);
     for (struct session *s = t->sessions; s; s = s->next) {
-        if (!s->counted && now - s->created >= LEGACY_GRACE_MS) {
+        if (!s->counted && now - s->created >= (double)t->cfg->http_head_timeout_ms) {
             log_debug("http: session %.8s... not initialized in time", s->id);
             session_end_locked(s, NULL); /* unlinks s; s->next stays */
             continue;

@@ -12,8 +12,8 @@
 
 /* A legacy (GET /sse) session exists before its client initializes; it
  * counts against --max-sessions only once it does, and ends if that has
- * not happened this long after it opened. */
-#define LEGACY_GRACE_MS 10000
+ * not happened within --http-head-timeout-ms of its opening (the time a
+ * client has for a request's head: its initialize is the next request). */
 
 struct stream;
 

@@ -214,7 +214,7 @@ test('bare GET /sse flood: never-initialized legacy sessions take no session slo
     await sleep(500);
     // --max-sessions is 64: these 100 took none of them.
     for (let i = 0; i < 3; i++) await session('2025-06-18');
-    await sleep(10_000 + 2000); // LEGACY_GRACE_MS (src/transport/http_sessions.h)
+    await sleep(OPTS.headMs + 2000); // the grace is the head timeout (src/transport/http_sessions.h)
     assert.ok(closed >= 100, `${closed} of 100 bare /sse connections closed after the grace`);
     for (const s of socks) s.destroy();
   });
