@@ -227,10 +227,8 @@ static void m_tools_list(struct mcp_session *s, const struct jsonrpc_msg *m, str
     struct tools_features f = mcp_features_of(s->version);
     pthread_mutex_unlock(&s->lock);
     size_t len = 0;
-    const char *tools = tools_list_json(&s->srv->env, &f, &len);
-    json_object *res = json_object_new_object();
-    json_object_object_add(res, "tools", jsonrpc_spliced(tools, len));
-    reply_result(r, m->id, res);
+    const char *result = tools_list_result_json(&s->srv->env, &f, &len);
+    reply_result_raw(r, m->id, result, len);
 }
 
 static void m_set_level(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "base/buf.h"
 #include "base/log.h"
@@ -57,11 +58,10 @@ struct batch {
     struct mcp_channel *ch;
 };
 
-/* The error that stands for an answer the batch has no room for. */
-static char *too_big_text(json_object *resp, size_t max_bytes, size_t *len)
+/* The error for request id that stands for an answer the batch has no
+ * room for. */
+static char *too_big_text(json_object *id, size_t max_bytes, size_t *len)
 {
-    json_object *id = NULL;
-    json_object_object_get_ex(resp, "id", &id);
     char *msg = xasprintf("the answers of this batch would exceed %zu bytes "
                           "(--max-message-bytes); send this request on its own",
                           max_bytes);
@@ -95,6 +95,8 @@ static void batch_send(struct batch *b)
     buf_free(&out);
 }
 
+static void batch_fill(struct reply *r, char *text, size_t len);
+
 void reply_done(struct reply *r, json_object *resp)
 {
     if (!r->batch) {
@@ -114,9 +116,21 @@ void reply_done(struct reply *r, json_object *resp)
         if (room)
             b->bytes += len; /* reserved */
         pthread_mutex_unlock(&b->lock);
-        text = room ? xstrndup(s, len) : too_big_text(resp, b->max_bytes, &len);
+        if (room) {
+            text = xstrndup(s, len);
+        } else {
+            json_object *id = NULL;
+            json_object_object_get_ex(resp, "id", &id);
+            text = too_big_text(id, b->max_bytes, &len);
+        }
         json_object_put(resp);
     }
+    batch_fill(r, text, len);
+}
+
+static void batch_fill(struct reply *r, char *text, size_t len)
+{
+    struct batch *b = r->batch;
     pthread_mutex_lock(&b->lock);
     b->texts[r->index] = text;
     b->lens[r->index] = len;
@@ -132,6 +146,47 @@ void reply_done(struct reply *r, json_object *resp)
     free(b->texts);
     free(b->lens);
     free(b);
+}
+
+void reply_result_raw(struct reply *r, json_object *id, const char *result, size_t len)
+{
+    size_t id_len = 0;
+    const char *id_text = id ? jsonrpc_serialize(id, &id_len) : "null";
+    if (!id)
+        id_len = 4;
+    static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+    static const char mid[] = ",\"result\":";
+    size_t n = sizeof(head) - 1 + id_len + sizeof(mid) - 1 + len + 1;
+    char *text = xmalloc(n + 1);
+    char *p = text;
+    memcpy(p, head, sizeof(head) - 1);
+    p += sizeof(head) - 1;
+    memcpy(p, id_text, id_len);
+    p += id_len;
+    memcpy(p, mid, sizeof(mid) - 1);
+    p += sizeof(mid) - 1;
+    memcpy(p, result, len);
+    p += len;
+    *p++ = '}';
+    *p = '\0';
+    if (!r->batch) {
+        if (r->ch->send(r->ch, text, n) < 0)
+            log_debug("could not deliver a message: the client went away");
+        free(text);
+        mcp_channel_unref(r->ch);
+        return;
+    }
+    struct batch *b = r->batch;
+    pthread_mutex_lock(&b->lock);
+    bool room = n <= b->max_bytes - b->bytes;
+    if (room)
+        b->bytes += n;
+    pthread_mutex_unlock(&b->lock);
+    if (!room) {
+        free(text);
+        text = too_big_text(id, b->max_bytes, &n);
+    }
+    batch_fill(r, text, n);
 }
 
 void reply_result(struct reply *r, json_object *id, json_object *result)

@@ -24,6 +24,9 @@ void channel_send_json(struct mcp_channel *ch, json_object *msg);
 /* Fills the slot with resp (taken; NULL means no response) and releases it. */
 void reply_done(struct reply *r, json_object *resp);
 void reply_result(struct reply *r, json_object *id, json_object *result);
+/* The same with the result already serialized: result[0..len) is spliced
+ * into the response as it is (built-in JSON, serialized once). */
+void reply_result_raw(struct reply *r, json_object *id, const char *result, size_t len);
 void reply_error(struct reply *r, json_object *id, int code, const char *message);
 
 /* A batch of n slots answering on ch (takes a reference to it), whose

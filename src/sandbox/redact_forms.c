@@ -86,7 +86,11 @@ static void percent(const unsigned char *v, size_t n, const char *keep, bool plu
 static long utf8_at(const unsigned char *v, size_t n, size_t i, size_t *len)
 {
     unsigned char c = v[i];
-    size_t need = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    size_t need = c < 0x80             ? 1
+                  : (c & 0xe0) == 0xc0 ? 2
+                  : (c & 0xf0) == 0xe0 ? 3
+                  : (c & 0xf8) == 0xf0 ? 4
+                                       : 0;
     *len = 1;
     if (need == 0 || i + need > n)
         return -1;
@@ -122,9 +126,14 @@ static void json_string(const unsigned char *v, size_t n, bool ascii, struct buf
     for (size_t i = 0; i < n;) {
         size_t len = 1;
         long cp = utf8_at(v, n, i, &len);
-        const char *esc = cp == '"' ? "\\\"" : cp == '\\' ? "\\\\" : cp == '\n' ? "\\n"
-                          : cp == '\r' ? "\\r" : cp == '\t' ? "\\t" : cp == '\b' ? "\\b"
-                          : cp == '\f' ? "\\f" : NULL;
+        const char *esc = cp == '"'    ? "\\\""
+                          : cp == '\\' ? "\\\\"
+                          : cp == '\n' ? "\\n"
+                          : cp == '\r' ? "\\r"
+                          : cp == '\t' ? "\\t"
+                          : cp == '\b' ? "\\b"
+                          : cp == '\f' ? "\\f"
+                                       : NULL;
         if (esc)
             put(out, esc, strlen(esc));
         else if (cp >= 0 && cp < 0x20)

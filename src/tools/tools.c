@@ -36,6 +36,10 @@ int tools_env_init(struct tools_env *env, const struct config *cfg, const struct
         env->own_langs = NULL;
         return -1;
     }
+    for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
+        env->result_json[v] = xasprintf("{\"tools\":%s}", env->list_json[v]);
+        env->result_len[v] = strlen(env->result_json[v]);
+    }
     env->store = runstore_new(cfg->run_store_ttl_ms, cfg->run_store_max_bytes,
                               cfg->run_store_session_max_bytes);
     env->languages = languages_new(cfg, langs, exec);
@@ -47,6 +51,7 @@ void tools_env_cleanup(struct tools_env *env)
     languages_free(env->languages);
     env->languages = NULL;
     registry_serialized_free(env->list_json, env->list_len);
+    registry_serialized_free(env->result_json, env->result_len);
     runstore_free(env->store);
     env->store = NULL;
     langtable_free(env->own_langs);
@@ -59,6 +64,14 @@ const char *tools_list_json(const struct tools_env *env, const struct tools_feat
     size_t v = registry_variant(f);
     *len = env->list_len[v];
     return env->list_json[v];
+}
+
+const char *tools_list_result_json(const struct tools_env *env, const struct tools_features *f,
+                                   size_t *len)
+{
+    size_t v = registry_variant(f);
+    *len = env->result_len[v];
+    return env->result_json[v];
 }
 
 bool tools_exists(const char *name)

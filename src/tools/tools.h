@@ -60,6 +60,8 @@ struct tools_env {
     struct runstore *store; /* files runs returned (thread-safe itself) */
     char *list_json[TOOLS_VARIANTS];
     size_t list_len[TOOLS_VARIANTS];
+    char *result_json[TOOLS_VARIANTS]; /* {"tools":list}: tools/list's result */
+    size_t result_len[TOOLS_VARIANTS];
     struct languages *languages; /* tools/languages.h */
 };
 
@@ -74,6 +76,11 @@ void tools_env_cleanup(struct tools_env *env);
 /* The JSON array of Tool objects for f, owned by env. */
 const char *tools_list_json(const struct tools_env *env, const struct tools_features *f,
                             size_t *len);
+
+/* tools/list's whole result for f, {"tools": the list}, owned by env:
+ * serialized once, spliced into every answer. */
+const char *tools_list_result_json(const struct tools_env *env, const struct tools_features *f,
+                                   size_t *len);
 
 bool tools_exists(const char *name);
 
