@@ -58,6 +58,9 @@ enum mcp_version mcp_negotiate(const char *requested);
 struct mcp_channel {
     int (*send)(struct mcp_channel *ch, const char *json, size_t len);
     void (*release)(struct mcp_channel *ch);
+    /* Optional: as send, taking json (malloc'd, len bytes and a NUL), so a
+     * channel that keeps a message need not copy it. */
+    int (*send_take)(struct mcp_channel *ch, char *json, size_t len);
     atomic_int refs;
 };
 

@@ -17,6 +17,7 @@ void mcp_channel_init(struct mcp_channel *ch,
 {
     ch->send = send;
     ch->release = release;
+    ch->send_take = NULL;
     atomic_init(&ch->refs, 1);
 }
 
@@ -170,9 +171,15 @@ void reply_result_raw(struct reply *r, json_object *id, const char *result, size
     *p++ = '}';
     *p = '\0';
     if (!r->batch) {
-        if (r->ch->send(r->ch, text, n) < 0)
+        int rc;
+        if (r->ch->send_take) {
+            rc = r->ch->send_take(r->ch, text, n);
+        } else {
+            rc = r->ch->send(r->ch, text, n);
+            free(text);
+        }
+        if (rc < 0)
             log_debug("could not deliver a message: the client went away");
-        free(text);
         mcp_channel_unref(r->ch);
         return;
     }

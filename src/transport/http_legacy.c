@@ -45,11 +45,13 @@ enum MHD_Result http_legacy_messages(struct transport_http *t, struct MHD_Connec
 {
     enum MHD_Result ret = MHD_NO;
     json_object *msg = http_read_post(c, rq, t->cfg->max_message_bytes, &ret);
-    http_release_body(t, rq); /* parsed: the bytes can go */
+    /* Parsed: the bytes go. Its answers go to the SSE stream: it holds
+     * none itself, so it counts against nothing. */
+    enum request_admit a = http_request_admit(t, rq, false);
     if (!msg)
         return ret;
     struct session *s = rq->sess;
-    if (http_session_ended(s)) {
+    if (a == ADMIT_ENDED) {
         json_object_put(msg);
         return http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SESSION, "Session not found");
     }

@@ -194,14 +194,23 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
     bool want_json = !accept || http_accept_lists(accept, "application/json");
     bool want_sse = accept && http_accept_lists(accept, "text/event-stream");
     json_object *msg = http_read_post(c, rq, t->cfg->max_message_bytes, &ret);
-    http_release_body(t, rq); /* parsed: the bytes can go */
-    if (!msg)
+    if (!msg) {
+        http_release_body(t, rq);
         return ret;
-
+    }
     struct body_info bi;
     classify_body(msg, &bi);
-    if (rq->sess && http_session_ended(rq->sess)) {
+    /* Parsed: the bytes go; a session that ended meanwhile is gone, and
+     * what gets an answer counts against the session's requests under way
+     * (an answer may wait in memory until its client reads it). */
+    switch (http_request_admit(t, rq, bi.has_request)) {
+    case ADMIT_OK:
+        break;
+    case ADMIT_ENDED:
         ret = http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SESSION, "Session not found");
+        goto out;
+    case ADMIT_BUSY:
+        ret = http_reply_too_many(c, rq);
         goto out;
     }
     if (!rq->sess) {
@@ -220,10 +229,8 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
         rq->new_session = true;
     }
     struct session *s = rq->sess;
-    /* What gets an answer counts against the session's requests under
-     * way: an answer may wait in memory until its client reads it. */
-    if (bi.has_request && !http_count_request(c, rq, &ret))
-        goto out;
+    if (rq->new_session && bi.has_request)
+        http_count_request(c, rq, &ret); /* a new session has room */
 
     if (bi.invalid) {
         ret = http_queue(c, rq, MHD_HTTP_BAD_REQUEST,

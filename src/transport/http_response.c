@@ -86,10 +86,15 @@ bool http_count_request(struct MHD_Connection *c, struct request *rq, enum MHD_R
         rq->counted = true;
         return true;
     }
-    *ret = http_reply_busy(c, rq, MHD_HTTP_TOO_MANY_REQUESTS,
+    *ret = http_reply_too_many(c, rq);
+    return false;
+}
+
+enum MHD_Result http_reply_too_many(struct MHD_Connection *c, struct request *rq)
+{
+    return http_reply_busy(c, rq, MHD_HTTP_TOO_MANY_REQUESTS,
                            "too many requests: this session has --max-session-requests under "
                            "way; wait for their answers");
-    return false;
 }
 
 enum MHD_Result http_reply_too_big(struct MHD_Connection *c, struct request *rq,

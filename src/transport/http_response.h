@@ -82,6 +82,9 @@ enum MHD_Result http_reply_busy(struct MHD_Connection *c, struct request *rq, un
  * answered 429 instead, *ret being MHD's result. */
 bool http_count_request(struct MHD_Connection *c, struct request *rq, enum MHD_Result *ret);
 
+/* 429: the session has --max-session-requests under way. */
+enum MHD_Result http_reply_too_many(struct MHD_Connection *c, struct request *rq);
+
 /* 413: the message is over the request's body cap. */
 enum MHD_Result http_reply_too_big(struct MHD_Connection *c, struct request *rq,
                                    long long max_message_bytes);

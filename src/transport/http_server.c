@@ -274,6 +274,27 @@ static bool reserve_body(struct transport_http *t, struct request *rq, const cha
     return ok;
 }
 
+enum request_admit http_request_admit(struct transport_http *t, struct request *rq, bool counts)
+{
+    enum request_admit a = ADMIT_OK;
+    pthread_mutex_lock(&t->lock);
+    t->body_bytes -= rq->reserved;
+    rq->reserved = 0;
+    if (rq->sess && rq->sess->ended)
+        a = ADMIT_ENDED;
+    else if (rq->sess && counts && !rq->counted) {
+        if (rq->sess->requests < t->cfg->max_session_requests) {
+            rq->sess->requests++;
+            rq->counted = true;
+        } else {
+            a = ADMIT_BUSY;
+        }
+    }
+    pthread_mutex_unlock(&t->lock);
+    buf_free(&rq->body);
+    return a;
+}
+
 void http_release_body(struct transport_http *t, struct request *rq)
 {
     buf_free(&rq->body);
@@ -291,11 +312,9 @@ void http_release_body(struct transport_http *t, struct request *rq)
  * only be a small initialize). Answers early (MHD then skips the body and
  * closes the connection) or returns MHD_YES to go on. */
 static enum MHD_Result first_call(struct transport_http *t, struct MHD_Connection *c,
-                                  struct request *rq, const char *url, const char *method)
+                                  struct request *rq, const char *url, const char *method,
+                                  bool stopping)
 {
-    pthread_mutex_lock(&t->lock);
-    bool stopping = t->stopping;
-    pthread_mutex_unlock(&t->lock);
     if (stopping)
         return http_reply_busy(c, rq, MHD_HTTP_SERVICE_UNAVAILABLE, "server busy: shutting down");
     /* A complete head: its connection is no longer one that may be
@@ -347,8 +366,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *req_cls = rq;
         pthread_mutex_lock(&t->lock);
         t->active++;
+        bool stopping = t->stopping;
         pthread_mutex_unlock(&t->lock);
-        return first_call(t, c, rq, url, method);
+        return first_call(t, c, rq, url, method, stopping);
     }
     if (*upload_data_size) {
         rq->received += *upload_data_size;
@@ -400,15 +420,18 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     if (rq->conn) /* kept alive or not: its next head, if any, has a deadline */
         conns_request_done(&t->conns, rq->conn);
     http_mcp_request_done(t, rq);
+    struct session *last = NULL;
     pthread_mutex_lock(&t->lock);
     t->active--;
     if (t->stopping)
         pthread_cond_broadcast(&t->janitor_cond); /* stop is draining */
+    t->body_bytes -= rq->reserved;
+    rq->reserved = 0;
+    if (rq->sess && http_session_request_done_locked(rq->sess, rq->counted))
+        last = rq->sess;
     pthread_mutex_unlock(&t->lock);
-    if (rq->counted)
-        http_session_request_end(rq->sess);
-    if (rq->sess)
-        http_session_put(rq->sess);
+    if (last)
+        http_session_free(last);
     log_debug("http: %s %s %u %.0f ms%s", rq->method, rq->path, rq->status,
               util_now_ms() - rq->start,
               toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");

@@ -54,6 +54,15 @@ struct transport_http {
  * lately and the last answer is old. */
 void http_health_tick(struct transport_http *t, double now);
 
+/* What a parsed request may do next: go on, find its session ended (404),
+ * or find the session with --max-session-requests under way (429). */
+enum request_admit { ADMIT_OK, ADMIT_ENDED, ADMIT_BUSY };
+
+/* Once rq's body is parsed: gives back its room (and its bytes), checks
+ * its session still lives and, when counts (it gets an answer), counts it
+ * against the session's requests under way; one lock for all of it. */
+enum request_admit http_request_admit(struct transport_http *t, struct request *rq, bool counts);
+
 /* Gives back what rq's body reserved, and its buffer (lock not held). */
 void http_release_body(struct transport_http *t, struct request *rq);
 

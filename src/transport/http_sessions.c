@@ -114,14 +114,6 @@ void http_session_put(struct session *s)
         session_free(s);
 }
 
-bool http_session_ended(struct session *s)
-{
-    pthread_mutex_lock(&s->t->lock);
-    bool ended = s->ended;
-    pthread_mutex_unlock(&s->t->lock);
-    return ended;
-}
-
 bool http_session_request_begin(struct session *s)
 {
     pthread_mutex_lock(&s->t->lock);
@@ -132,11 +124,17 @@ bool http_session_request_begin(struct session *s)
     return ok;
 }
 
-void http_session_request_end(struct session *s)
+bool http_session_request_done_locked(struct session *s, bool counted)
 {
-    pthread_mutex_lock(&s->t->lock);
-    s->requests--;
-    pthread_mutex_unlock(&s->t->lock);
+    if (counted)
+        s->requests--;
+    s->last_active = util_now_ms();
+    return --s->refs == 0;
+}
+
+void http_session_free(struct session *s)
+{
+    session_free(s);
 }
 
 /* Marks s ended, unlinks it (later lookups fail), wakes its streams'

@@ -56,16 +56,17 @@ struct session *http_session_get(struct transport_http *t, const char *id, bool 
 /* Drops the caller's reference. */
 void http_session_put(struct session *s);
 
-/* Whether s has ended (a request that looked it up from its head may
- * find it gone once its body is in). */
-bool http_session_ended(struct session *s);
-
 /* Counts a request of s under way; false (nothing counted) when s has
  * --max-session-requests under way already. */
 bool http_session_request_begin(struct session *s);
 
-/* The request counted by http_session_request_begin is done. */
-void http_session_request_end(struct session *s);
+/* A request holding a reference to s is done (lock held): drops it, and
+ * its count when counted; true when that was the last reference (the
+ * caller then frees s with http_session_free, unlocked). */
+bool http_session_request_done_locked(struct session *s, bool counted);
+
+/* Frees a session whose last reference went. */
+void http_session_free(struct session *s);
 
 /* Ends s: later lookups fail at once, and the closer cancels its runs and
  * waits for them. waiter (may be NULL; lock not held): a request resumed

@@ -81,6 +81,24 @@ static void stream_push_message(struct stream *st, const char *json, size_t len)
     stream_push(st, prefix, json, len);
 }
 
+/* A JSON stream keeps the message itself (its answer is the last one). */
+static int stream_send_take(struct mcp_channel *ch, char *json, size_t len)
+{
+    struct stream *st = (struct stream *)ch;
+    if (st->kind != STREAM_JSON) {
+        int rc = st->ch.send(ch, json, len);
+        free(json);
+        return rc;
+    }
+    struct transport_http *t = st->sess->t;
+    pthread_mutex_lock(&t->lock);
+    free(st->last);
+    st->last = json;
+    st->last_len = len;
+    pthread_mutex_unlock(&t->lock);
+    return 0;
+}
+
 static int stream_send(struct mcp_channel *ch, const char *json, size_t len)
 {
     struct stream *st = (struct stream *)ch;
@@ -168,6 +186,7 @@ struct stream *http_stream_new(struct session *s, enum stream_kind kind)
         mcp_channel_init(&st->ch, stream_send, NULL); /* lives as long as the session */
     else
         mcp_channel_init(&st->ch, stream_send, stream_release);
+    st->ch.send_take = stream_send_take;
     if (kind == STREAM_JSON)
         return st;
     st->no = ++s->next_stream_no;
