@@ -155,10 +155,10 @@ function buildHttp(o) {
   else if (!(sdk.requests_per_s > 0)) why = 'the SDK server answered nothing';
   const ratio = why ? null : ours.requests_per_s / sdk.requests_per_s;
   // The physical limit: libmicrohttpd alone answering the same bytes, the
-  // better of two runs, alternating with two of ours.
-  const better = (a, b) => ((b?.requests_per_s ?? 0) > (a?.requests_per_s ?? 0) ? b : a);
-  const bare = better(o.bare_wrk, o.bare_wrk2);
-  const oursBest = better(ours, o.ours_wrk2);
+  // best of three runs, alternating with three of ours.
+  const best = (...runs) => runs.reduce((a, b) => ((b?.requests_per_s ?? 0) > (a?.requests_per_s ?? 0) ? b : a), null);
+  const bare = best(o.bare_wrk, o.bare_wrk2, o.bare_wrk3);
+  const oursBest = best(ours, o.ours_wrk2, o.ours_wrk3);
   const share = oursBest && bare?.requests_per_s > 0 && o.ours_answer === 'ok' && o.bare_answer === 'ok'
     ? oursBest.requests_per_s / bare.requests_per_s : null;
   const doc = {
@@ -194,8 +194,8 @@ function buildHttp(o) {
     bare_mhd: {
       server: 'libmicrohttpd alone (epoll, a polling thread per core) answering the same tools/list bytes to every request, no work at all',
       script: 'tests/bench/bare-mhd.c',
-      runs_requests_per_s: [o.bare_wrk?.requests_per_s ?? null, o.bare_wrk2?.requests_per_s ?? null],
-      ours_runs_requests_per_s: [ours?.requests_per_s ?? null, o.ours_wrk2?.requests_per_s ?? null],
+      runs_requests_per_s: [o.bare_wrk, o.bare_wrk2, o.bare_wrk3].map((w) => w?.requests_per_s ?? null),
+      ours_runs_requests_per_s: [ours, o.ours_wrk2, o.ours_wrk3].map((w) => w?.requests_per_s ?? null),
       requests_per_s: bare?.requests_per_s ?? null,
       requests: bare?.requests ?? null,
       latency_ms: bare?.latency_ms ?? null,
@@ -218,11 +218,11 @@ function buildHttp(o) {
       ? `  ratio ours/SDK: n/a (${why})`
       : `  ratio ours/SDK: ${f2(ratio)} (goal >= ${GOAL_RATIO}: ${ratio >= GOAL_RATIO ? 'met' : 'not met'})`,
     wrkLine('bare libmicrohttpd', bare) + `; answer ${o.bare_answer}`,
-    `  runs alternating, req/s: mcp-sandboxd ${f1(ours?.requests_per_s ?? 0)}, ${f1(o.ours_wrk2?.requests_per_s ?? 0)}; ` +
-      `bare ${f1(o.bare_wrk?.requests_per_s ?? 0)}, ${f1(o.bare_wrk2?.requests_per_s ?? 0)}`,
+    `  runs alternating, req/s: mcp-sandboxd ${[ours, o.ours_wrk2, o.ours_wrk3].map((w) => f1(w?.requests_per_s ?? 0)).join(', ')}; ` +
+      `bare ${[o.bare_wrk, o.bare_wrk2, o.bare_wrk3].map((w) => f1(w?.requests_per_s ?? 0)).join(', ')}`,
     share === null
       ? '  share of bare libmicrohttpd: n/a'
-      : `  share of bare libmicrohttpd (better run of each): ${(share * 100).toFixed(1)}% (goal >= ${BARE_GOAL * 100}%: ${share >= BARE_GOAL ? 'met' : 'not met'})`,
+      : `  share of bare libmicrohttpd (best run of each): ${(share * 100).toFixed(1)}% (goal >= ${BARE_GOAL * 100}%: ${share >= BARE_GOAL ? 'met' : 'not met'})`,
   ];
   return { doc, lines };
 }
