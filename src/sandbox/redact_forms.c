@@ -111,12 +111,9 @@ static long utf8_at(const unsigned char *v, size_t n, size_t i, size_t *len)
 
 static void put_u(struct buf *out, const char *prefix, unsigned long cp, int digits)
 {
-    char text[16];
-    size_t k = strlen(prefix);
-    memcpy(text, prefix, k);
+    put(out, prefix, strlen(prefix));
     for (int d = digits - 1; d >= 0; d--)
-        text[k++] = HEX_LOWER[(cp >> (4 * d)) & 15];
-    put(out, text, k);
+        put(out, &HEX_LOWER[(cp >> (4 * d)) & 15], 1);
 }
 
 /* Inside a JSON string, as json.dumps (ascii: ensure_ascii, the default)
@@ -136,9 +133,7 @@ static void json_string(const unsigned char *v, size_t n, bool ascii, struct buf
                                        : NULL;
         if (esc)
             put(out, esc, strlen(esc));
-        else if (cp >= 0 && cp < 0x20)
-            put_u(out, "\\u", (unsigned long)cp, 4);
-        else if (cp >= 0x80 && ascii && cp < 0x10000)
+        else if ((cp >= 0 && cp < 0x20) || (cp >= 0x80 && ascii && cp < 0x10000))
             put_u(out, "\\u", (unsigned long)cp, 4);
         else if (cp >= 0x10000 && ascii) {
             unsigned long c = (unsigned long)cp - 0x10000;
