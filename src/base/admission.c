@@ -154,6 +154,21 @@ static double deadline_of(const struct admission_job *job)
     return job->deadline_ms > 0 ? job->deadline_ms : INFINITY;
 }
 
+/* Set by admission_slot_done on the worker running a job: its slot went
+ * back already. */
+static __thread bool slot_returned;
+
+void admission_slot_done(struct admission *a)
+{
+    if (slot_returned)
+        return;
+    slot_returned = true;
+    pthread_mutex_lock(&a->lock);
+    a->running--;
+    dispatch_locked(a);
+    pthread_mutex_unlock(&a->lock);
+}
+
 static void *worker_main(void *arg)
 {
     struct admission *a = arg;
@@ -169,9 +184,11 @@ static void *worker_main(void *arg)
             a->ready_last = NULL;
         job->next = NULL;
         pthread_mutex_unlock(&a->lock);
+        slot_returned = false;
         job->run(job); /* the job is not ours after this */
         pthread_mutex_lock(&a->lock);
-        a->running--;
+        if (!slot_returned)
+            a->running--;
         dispatch_locked(a);
     }
     pthread_mutex_unlock(&a->lock);

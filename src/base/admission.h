@@ -83,6 +83,12 @@ void admission_free(struct admission *a);
  * bounds apply only to a job that has to wait. */
 enum admission_verdict admission_submit(struct admission *a, struct admission_job *job);
 
+/* From a job's run(), on its worker: the job's slot is free from now on
+ * (its work is done and only its answer is left to give), so the next
+ * job may start and a caller told the answer finds the slot free. At
+ * most once a run; the worker gives the slot back itself otherwise. */
+void admission_slot_done(struct admission *a);
+
 /* Takes a job back that has not started: true when it was still waiting
  * (it will neither run nor be refused), false when it is running, done or
  * being refused. */

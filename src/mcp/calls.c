@@ -223,6 +223,9 @@ static void call_run(struct admission_job *job)
     /* Everything streamed goes out before the result; nothing after it. */
     live_flush(c, true);
     buf_free(&c->live);
+    /* The run is over: its slot is free before the answer goes out, so a
+     * client that calls again at once finds it free. */
+    admission_slot_done(s->srv->admission);
     call_finish(c, result);
 }
 

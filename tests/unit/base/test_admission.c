@@ -315,6 +315,43 @@ static void test_no_queue_takes_only_idle_workers(void **state)
     admission_free(a);
 }
 
+/* A job that gives its slot back early (its work done, only its answer
+ * left): the next job finds the slot free while the first is still in
+ * run(), and the slot is given back once only. */
+static struct admission *slot_pool;
+
+static void t_run_give_back(struct admission_job *job)
+{
+    admission_slot_done(slot_pool);
+    admission_slot_done(slot_pool); /* a second call changes nothing */
+    t_run(job);
+}
+
+static void test_slot_given_back_early(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(1, 0, 0, &err);
+    slot_pool = a;
+    struct tjob j[3];
+    tjob_init(&j[0], 0, true, 0);
+    j[0].job.run = t_run_give_back;
+    tjob_init(&j[1], 1, true, 0);
+    tjob_init(&j[2], 2, false, 0);
+    assert_int_equal(admission_submit(a, &j[0].job), 0);
+    wait_running(a, 0); /* held in run(), its slot back */
+    assert_int_equal(admission_submit(a, &j[1].job), 0);
+    wait_running(a, 1);
+    assert_int_equal(admission_submit(a, &j[2].job), -1); /* one slot, and it is j[1]'s */
+    atomic_store(&j[0].hold, false);
+    wait_for(&j[0].ran, 1);
+    wait_running(a, 1); /* j[0]'s return gave nothing back twice */
+    atomic_store(&j[1].hold, false);
+    wait_for(&j[1].ran, 1);
+    wait_running(a, 0);
+    admission_free(a);
+}
+
 static void test_deadline_refuses(void **state)
 {
     (void)state;
@@ -498,6 +535,7 @@ int main(void)
         cmocka_unit_test(test_owner_cap),
         cmocka_unit_test(test_owner_withdraw_and_expire),
         cmocka_unit_test(test_no_queue_takes_only_idle_workers),
+        cmocka_unit_test(test_slot_given_back_early),
         cmocka_unit_test(test_deadline_refuses),
         cmocka_unit_test(test_withdraw),
         cmocka_unit_test(test_free_refuses_waiting),
