@@ -958,13 +958,23 @@ static const struct draft *claimed(const struct draft *d, size_t n, const char *
     return NULL;
 }
 
+/* Where to report a clash between mine and the place c claims name from:
+ * the operator's file rather than the built-in table, since only the
+ * operator's file can be changed to resolve it. */
+static const struct origin *clash_at(const struct origin *mine, const struct draft *c,
+                                     const char *name)
+{
+    const struct origin *theirs = &c->from[strcmp(c->l.name, name) == 0 ? F_NAME : F_ALIASES];
+    return theirs->level > mine->level ? theirs : mine;
+}
+
 static int check_unique(const struct draft *d, size_t n, struct err *err)
 {
     for (size_t i = 0; i < n; i++) {
         const struct langtable_lang *l = &d[i].l;
         const struct draft *c = claimed(d, i, l->name);
         if (c)
-            return fail_at(err, &d[i].from[F_NAME],
+            return fail_at(err, clash_at(&d[i].from[F_NAME], c, l->name),
                            "language '%s': its name is already taken by language '%s'", l->name,
                            c->l.name);
         for (size_t k = 0; k < l->aliases.n; k++) {
@@ -980,7 +990,7 @@ static int check_unique(const struct draft *d, size_t n, struct err *err)
             /* A later name equal to an earlier alias is caught here too:
              * report it on the later language. */
             if (c)
-                return fail_at(err, &d[i].from[F_ALIASES],
+                return fail_at(err, clash_at(&d[i].from[F_ALIASES], c, a),
                                "language '%s': alias '%s' is already taken by language '%s'",
                                l->name, a, c->l.name);
         }

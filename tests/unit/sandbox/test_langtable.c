@@ -746,6 +746,9 @@ static void test_bad_entries(void **state)
         "test.json:3: ", "more than 8 items");
     bad("{\"languages\": [\n  {\"name\": \"ruby\",\n   \"aliases\": [\"js\"]}\n]}",
         "test.json:3: ", "alias 'js' is already taken by language 'javascript'");
+    /* Taken from a built-in language listed after it: still the file's line. */
+    bad("{\"languages\": [\n  {\"name\": \"python\",\n   \"aliases\": [\"js\"]}\n]}",
+        "test.json:3: ", "alias 'js' is already taken by language 'python'");
     bad("{\"languages\": [\n  {\"name\": \"python\",\n   \"image\": \"two words\"}\n]}",
         "test.json:3: ", "language 'python': 'image': \"two words\" is not an image name");
     bad("{\"languages\": [\n  {\"name\": \"python\",\n   \"source_file\": \"../x.py\"}\n]}",
