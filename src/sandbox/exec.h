@@ -10,7 +10,9 @@
  * (pool.c) instead: same spec, same runner, only the setup is off the
  * request's path.
  *
- * The sandbox/ folder: exec.c (this), policy.c (what a sandbox may use, as
+ * The sandbox/ folder: exec.c (this), output.c (the output pipeline:
+ * scan, redact, cap, emit, and the runner's completion record),
+ * commands.c (each language's container command), policy.c (what a sandbox may use, as
  * a backend-neutral spec), pool.c (warm containers, each for one run),
  * runner.c + runner/ (the in-container runners and the framing between
  * them and exec), reaper.c (container removal with retries, and the sweep
@@ -152,6 +154,8 @@ struct exec_result {
 
 void exec_result_init(struct exec_result *r);
 void exec_result_free(struct exec_result *r);
+/* r->message, replacing any. */
+void exec_result_set_message(struct exec_result *r, const char *fmt, ...) ATTR_PRINTF(2, 3);
 
 /* Runs one request. Returns 0 with res filled for every outcome of the
  * program itself: it finished (whatever its exit status), or it was stopped
