@@ -81,9 +81,9 @@ UNIT_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all run test deps images unit runner-test conformance asan asan-unit tsan valgrind lint format format-check \
-        fuzz fuzz-smoke integration faults load security clean install uninstall bench
+        fuzz fuzz-smoke integration faults load security clean install uninstall bench config-sample
 
-all: $(B)/mcp-sandboxd
+all: $(B)/mcp-sandboxd $(B)/config-sample.ok
 
 $(B)/mcp-sandboxd: $(B)/obj/main.o $(B)/libcore.a
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
@@ -152,6 +152,27 @@ $(TOOL_DEFS_GEN): $(TOOL_DEFS) build/tooldefs-check scripts/embed.sh
 $(B)/obj/tool_defs.o: $(TOOL_DEFS_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
+
+# config/mcp-sandboxd.conf is the option table (src/base/config_table.c)
+# printed by build/config-sample: `make` fails when the committed file is
+# not what the table gives, and `make config-sample` rewrites it.
+CONFIG_SAMPLE := config/mcp-sandboxd.conf
+$(B)/config-sample: $(B)/obj/config_sample.o $(B)/libcore.a
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+$(B)/config-sample.ok: $(B)/config-sample $(CONFIG_SAMPLE)
+	@$(B)/config-sample >$@.new
+	@if ! cmp -s $@.new $(CONFIG_SAMPLE); then \
+	    echo "$(CONFIG_SAMPLE) is not what the option table (src/base/config_table.c) gives;" \
+	         "run 'make config-sample' to rewrite it from the table, then commit it. The difference:" >&2; \
+	    diff -u $(CONFIG_SAMPLE) $@.new | head -40 >&2; \
+	    rm -f $@.new; exit 1; \
+	fi
+	@mv $@.new $@
+
+config-sample: $(B)/config-sample
+	$(B)/config-sample >$(B)/config-sample.new
+	mv $(B)/config-sample.new $(CONFIG_SAMPLE)
 
 # The fake Engine API the unit tests run against (tests/fake_engine).
 FAKE_ENGINE := $(B)/testlib/fake_engine.o

@@ -83,6 +83,7 @@
 #include <sys/resource.h>
 
 #include "base/config.h"
+#include "base/config_doc.h"
 #include "backend/backends.h"
 #include "sandbox/exec.h"
 #include "sandbox/langtable.h"

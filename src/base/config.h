@@ -1,6 +1,9 @@
-/* Daemon configuration: one table of options (name, type, bounds, help)
- * drives --help, command-line parsing, MCPSANDBOXD_* environment variables
- * and the config file. Precedence: defaults < file < environment < CLI. */
+/* Daemon configuration: one table of options (base/config_table.h: name,
+ * type, bounds, default, help) drives the defaults, command-line parsing,
+ * MCPSANDBOXD_* environment variables, the config file, --help and the
+ * sample config file (base/config_doc.h). Precedence: defaults < file <
+ * environment < CLI. This file reads the layers in that order; the checks
+ * across options once they are read are base/config_check.h's. */
 #ifndef MCPSBX_CONFIG_H
 #define MCPSBX_CONFIG_H
 
@@ -111,9 +114,6 @@ int config_load(struct config *cfg, int argc, char **argv, char **envp, struct e
 /* The OCI runtime a language's sandboxes run under, or NULL for the
  * engine's default. */
 const char *config_runtime(const struct config *cfg, const char *language);
-
-/* Writes --help text to fp. */
-void config_usage(FILE *fp, const char *argv0);
 
 /* Picks the engine socket: --engine, else DOCKER_HOST (unix://), else
  * CONTAINER_HOST, else /var/run/docker.sock if present, else

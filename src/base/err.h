@@ -8,9 +8,12 @@
  *
  * The base/ folder, which every layer uses: err.c (this), log.c (stderr
  * logs), buf.c (capped buffers), util.c (allocation, UTF-8, time), json.c
- * (parse exactly one JSON value), config.c (the option table), netaddr.c
- * (whether --http listens on loopback only) and admission.c (run slots
- * behind a bounded queue). */
+ * (parse exactly one JSON value), the configuration in four files
+ * (config_table.c the option table, config.c reading it from defaults, file,
+ * environment and command line, config_check.c the checks across options,
+ * config_doc.c --help and the sample config file), netaddr.c (whether
+ * --http listens on loopback only) and admission.c (run slots behind a
+ * bounded queue). */
 #ifndef MCPSBX_ERR_H
 #define MCPSBX_ERR_H
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "base/config.h"
+#include "base/config_table.h"
 
 static int load(struct config *cfg, char **argv, char **envp, struct err *err)
 {
@@ -35,6 +36,60 @@ static void test_defaults(void **state)
     assert_false(cfg.list_images);
     assert_int_equal(cfg.pass_through_env.n, 0);
     assert_non_null(cfg.engine_socket);
+    config_free(&cfg);
+}
+
+/* Every row's default is what config_init gives its field; a default a
+ * file could not write (out of range, NULL) is described in the row; the
+ * help leaves defaults to the rows; the rows are sorted. */
+static void test_row_defaults(void **state)
+{
+    (void)state;
+    struct config cfg;
+    config_init(&cfg);
+    for (size_t i = 0; i < config_opts_n; i++) {
+        const struct config_opt *o = &config_opts[i];
+        const void *slot = (const char *)&cfg + o->offset;
+        if (i > 0 && strcmp(config_opts[i - 1].name, o->name) >= 0)
+            fail_msg("option rows out of order: %s, %s", config_opts[i - 1].name, o->name);
+        if (strstr(o->help, "(default"))
+            fail_msg("--%s: its help names a default; the row holds it", o->name);
+        const struct config_list *list = slot;
+        switch (o->type) {
+        case OPT_INT:
+            assert_int_equal(*(const long long *)slot, o->def_int);
+            if ((o->def_int < o->min || o->def_int > o->max) && !o->def_doc)
+                fail_msg("--%s: default %lld out of range, undescribed", o->name, o->def_int);
+            break;
+        case OPT_DOUBLE:
+            assert_true(*(const double *)slot == o->def_real);
+            assert_true(o->def_real > 0 && o->def_real <= (double)o->max);
+            break;
+        case OPT_STR:
+            if (!o->def && !o->cli_only && !o->def_doc)
+                fail_msg("--%s: no default, undescribed", o->name);
+            if (o->def)
+                assert_string_equal(*(char *const *)slot, o->def);
+            else
+                assert_null(*(char *const *)slot);
+            break;
+        case OPT_LIST: /* all start empty today */
+            assert_string_equal(o->def, "");
+            assert_int_equal(list->n, 0);
+            assert_null(list->items[0]);
+            break;
+        case OPT_FLAG:
+            assert_false(*(const bool *)slot);
+            assert_true(o->cli_only);
+            break;
+        }
+    }
+    /* A few by value, so a changed row is a visible change here. */
+    assert_int_equal(cfg.timeout_ms, 30000);
+    assert_int_equal(cfg.max_inflight_body_bytes, 128LL << 20);
+    assert_int_equal(cfg.pool_size, -1);
+    assert_string_equal(cfg.sandbox_io_dir, "/run/mcp-sandboxd-io");
+    assert_null(cfg.python_preload);
     config_free(&cfg);
 }
 
@@ -402,26 +457,6 @@ static void test_languages_file(void **state)
     unlink(path);
 }
 
-static void test_help(void **state)
-{
-    (void)state;
-    char *argv[] = {"d", "--help", NULL};
-    char *envp[] = {NULL};
-    struct config cfg;
-    struct err err = ERR_INIT;
-    assert_int_equal(load(&cfg, argv, envp, &err), 0);
-    assert_true(cfg.help);
-    config_free(&cfg);
-    char *buf = NULL;
-    size_t n = 0;
-    FILE *fp = open_memstream(&buf, &n);
-    config_usage(fp, "mcp-sandboxd");
-    fclose(fp);
-    assert_non_null(strstr(buf, "--pass-through-env"));
-    assert_non_null(strstr(buf, "--engine"));
-    free(buf);
-}
-
 /* Actions, not settings: only the command line asks for them. */
 static void test_print_and_dry_run(void **state)
 {
@@ -585,6 +620,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_row_defaults),
         cmocka_unit_test(test_cli_and_env),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_labels),
@@ -595,7 +631,6 @@ int main(void)
         cmocka_unit_test(test_container_image_pair),
         cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_languages_file),
-        cmocka_unit_test(test_help),
         cmocka_unit_test(test_print_and_dry_run),
         cmocka_unit_test(test_languages_option),
         cmocka_unit_test(test_listen_needs_token_off_loopback),

@@ -1,0 +1,272 @@
+#include "base/config_check.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/netaddr.h"
+
+/* KEY=VALUE: a key of letters, digits, '.', '-', '_' and '/' starting
+ * with a letter, not in the daemon's namespace; a value of printable
+ * ASCII. */
+int config_item_label(const char *s, size_t n)
+{
+    static const char reserved[] = "io.mcp-sandboxd.";
+    const char *eq = memchr(s, '=', n);
+    size_t kn = eq ? (size_t)(eq - s) : 0;
+    if (!eq || kn == 0 || kn > 128 || n - kn - 1 > 256 || !isalpha((unsigned char)s[0]))
+        return 0;
+    if (kn >= sizeof(reserved) - 1 && strncmp(s, reserved, sizeof(reserved) - 1) == 0)
+        return 0;
+    for (size_t i = 0; i < kn; i++)
+        if (!(isalnum((unsigned char)s[i]) || strchr(".-_/", s[i])))
+            return 0;
+    for (size_t i = kn + 1; i < n; i++)
+        if (s[i] < 0x20 || s[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+/* A language's name as the table spells them (sandbox/langtable.h), any
+ * case; whether the table has it is checked once the table is loaded. */
+int config_item_language(const char *s, size_t n)
+{
+    if (n == 0 || n > 32 || !isalpha((unsigned char)s[0]))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || strchr("+#-", s[i])))
+            return 0;
+    return 1;
+}
+
+int config_item_env_name(const char *s, size_t n)
+{
+    if (n == 0 || n > 128 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+            return 0;
+    return 1;
+}
+
+int config_item_token(const char *s, size_t n)
+{
+    if (n == 0 || n > 256)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isgraph((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+/* "host:port", "[v6]:port"; port 0 picks a free port (tests). */
+static int parse_listen(struct config *cfg, struct err *err)
+{
+    const char *s = cfg->http_listen;
+    const char *colon;
+    const char *host = s;
+    size_t host_len;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':')
+            return err_set(err, ERR_INVALID, "--http: expected [ADDRESS]:PORT, got '%s'", s);
+        host = s + 1;
+        host_len = (size_t)(close - host);
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon)
+            return err_set(err, ERR_INVALID, "--http: expected HOST:PORT, got '%s'", s);
+        host_len = (size_t)(colon - s);
+    }
+    char *end = NULL;
+    errno = 0;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (host_len == 0 || !isdigit((unsigned char)colon[1]) || errno || *end != '\0' || port > 65535)
+        return err_set(err, ERR_INVALID, "--http: expected HOST:PORT, got '%s'", s);
+    free(cfg->http_host);
+    cfg->http_host = xstrndup(host, host_len);
+    cfg->http_port = (unsigned)port;
+    return 0;
+}
+
+/* Anyone who reaches a listener off loopback could run code with the
+ * pass-through secrets: there the daemon does not start without a token.
+ * On loopback it serves without one (scripts and tests start it so) and
+ * warns at start (main.c). The modes that print and exit bind nothing. */
+int config_check_listen_auth(const struct config *cfg, struct err *err)
+{
+    if (!*cfg->http_listen || cfg->auth_token || cfg->print_engine || cfg->list_images ||
+        *cfg->dry_run_create)
+        return 0;
+    bool loopback = false;
+    char addr[NETADDR_TEXT_MAX];
+    if (netaddr_listen_is_loopback(cfg->http_host, &loopback, addr, sizeof(addr), err) < 0)
+        return -1;
+    if (loopback)
+        return 0;
+    return err_set(err, ERR_INVALID,
+                   "--http %.300s: %s is not a loopback address, and whoever reaches it could "
+                   "run code with this daemon's pass-through secrets, so it needs a bearer "
+                   "token: write one to a file only the daemon can read and pass "
+                   "--auth-token-file FILE (or set MCPSANDBOXD_AUTH_TOKEN), or bind 127.0.0.1",
+                   cfg->http_listen, addr);
+}
+
+/* A numeric, non-root "uid:gid": names would depend on the image. */
+static int valid_user(const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long uid = strtoul(s, &end, 10);
+    if (!isdigit((unsigned char)s[0]) || errno || *end != ':' || uid == 0 || uid > 0x7fffffffUL)
+        return 0;
+    const char *g = end + 1;
+    unsigned long gid = strtoul(g, &end, 10);
+    if (!isdigit((unsigned char)g[0]) || errno || *end != '\0' || gid == 0 || gid > 0x7fffffffUL)
+        return 0;
+    return 1;
+}
+
+/* The sandboxes' own uids stay below the ids that mean "none" and
+ * "nobody" and that tools reading them as signed numbers get wrong, and
+ * never include this process's user: a peer of the daemon's uid may use
+ * any sandbox's stream socket (backend/channel.h). */
+static int check_uid_range(const struct config *cfg, struct err *err)
+{
+    long long last = cfg->sandbox_uid_base + cfg->sandbox_uid_count - 1;
+    if (cfg->sandbox_uid_count == 0)
+        return 0;
+    if (last > 0x7ffffffeLL)
+        return err_set(err, ERR_INVALID,
+                       "--sandbox-uid-base %lld with --sandbox-uid-count %lld ends at %lld, past "
+                       "the highest uid a sandbox may have (2147483646)",
+                       cfg->sandbox_uid_base, cfg->sandbox_uid_count, last);
+    long long me = (long long)geteuid();
+    if (me >= cfg->sandbox_uid_base && me <= last)
+        return err_set(err, ERR_INVALID,
+                       "--sandbox-uid-base %lld with --sandbox-uid-count %lld includes this "
+                       "process's own uid %lld",
+                       cfg->sandbox_uid_base, cfg->sandbox_uid_count, me);
+    return 0;
+}
+
+/* A module name a preload list may hold: Python's dotted identifiers, or
+ * a Node built-in's name ("fs", "node:fs", "fs/promises"). */
+static int valid_module(const char *s, size_t n, bool python)
+{
+    if (n == 0 || n > 128)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        bool ok = isalnum(c) || c == '_' || c == '.' || (!python && (c == ':' || c == '/'));
+        if (!ok || (python && c == '.' && (i == 0 || i + 1 == n || s[i - 1] == '.')) ||
+            (python && isdigit(c) && (i == 0 || s[i - 1] == '.')))
+            return 0;
+    }
+    return 1;
+}
+
+/* Checks a preload list and rewrites it as "a,b,c" (spaces and empty items
+ * dropped), the form the runner takes as one argument. */
+static int normalize_preload(char **list, const char *opt, bool python, struct err *err)
+{
+    char *out = xcalloc(1, strlen(*list) + 1);
+    size_t k = 0;
+    for (const char *p = *list; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        const char *item = p;
+        while (n && isspace((unsigned char)*item))
+            item++, n--;
+        while (n && isspace((unsigned char)item[n - 1]))
+            n--;
+        if (n) {
+            if (!valid_module(item, n, python)) {
+                free(out);
+                return err_set(err, ERR_INVALID, "--%s: '%.*s' is not a module name", opt,
+                               (int)(n > 64 ? 64 : n), item);
+            }
+            if (k)
+                out[k++] = ',';
+            memcpy(out + k, item, n);
+            k += n;
+        }
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    out[k] = '\0';
+    if (k > CONFIG_PRELOAD_MAX) {
+        free(out);
+        return err_set(err, ERR_INVALID, "--%s: the list is over %d bytes", opt,
+                       CONFIG_PRELOAD_MAX);
+    }
+    free(*list);
+    *list = out;
+    return 0;
+}
+
+int config_check(struct config *cfg, struct err *err)
+{
+    if ((cfg->python_preload &&
+         normalize_preload(&cfg->python_preload, "python-preload", true, err) < 0) ||
+        (cfg->js_preload && normalize_preload(&cfg->js_preload, "js-preload", false, err) < 0))
+        return -1;
+    if (cfg->timeout_ms > cfg->max_timeout_ms)
+        return err_set(err, ERR_INVALID, "--timeout-ms (%lld) exceeds --max-timeout-ms (%lld)",
+                       cfg->timeout_ms, cfg->max_timeout_ms);
+    if (cfg->memory_mb > cfg->max_memory_mb)
+        return err_set(err, ERR_INVALID, "--memory-mb (%lld) exceeds --max-memory-mb (%lld)",
+                       cfg->memory_mb, cfg->max_memory_mb);
+    if (log_level_from_name(cfg->log_level) < 0)
+        return err_set(err, ERR_INVALID, "--log-level: '%s' is not error, warn, info or debug",
+                       cfg->log_level);
+    if (!valid_user(cfg->sandbox_user))
+        return err_set(err, ERR_INVALID,
+                       "--sandbox-user must be numeric UID:GID other than root, got '%s'",
+                       cfg->sandbox_user);
+    if (check_uid_range(cfg, err) < 0)
+        return -1;
+    if (strcmp(cfg->sandbox_io, "socket") != 0 && strcmp(cfg->sandbox_io, "attach") != 0)
+        return err_set(err, ERR_INVALID, "--sandbox-io: '%.64s' is not socket or attach",
+                       cfg->sandbox_io);
+    /* It becomes part of a bind ("HOST:TARGET:ro") and a socket path (108
+     * bytes with the directory and socket names). */
+    if (cfg->sandbox_io_dir[0] != '/' || strlen(cfg->sandbox_io_dir) > 64 ||
+        strpbrk(cfg->sandbox_io_dir, ":,\\\"") || strstr(cfg->sandbox_io_dir, "/.."))
+        return err_set(err, ERR_INVALID,
+                       "--sandbox-io-dir must be an absolute path of at most 64 bytes without "
+                       "':', ',', '\\', '\"' or '..', got '%.64s'",
+                       cfg->sandbox_io_dir);
+    const struct {
+        const char *opt, *val;
+    } runtimes[] = {{"runtime", cfg->runtime},
+                    {"python-runtime", cfg->python_runtime},
+                    {"js-runtime", cfg->js_runtime}};
+    for (size_t i = 0; i < ARRAY_SIZE(runtimes); i++)
+        for (const char *p = runtimes[i].val; *p; p++)
+            if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.'))
+                return err_set(err, ERR_INVALID, "--%s: '%.64s' is not a valid runtime name",
+                               runtimes[i].opt, runtimes[i].val);
+    if (*cfg->http_listen && parse_listen(cfg, err) < 0)
+        return -1;
+    /* Over stdio the daemon has one client, who shares with nobody: its
+     * session may use every slot, the whole queue and the whole store. */
+    if (!*cfg->http_listen) {
+        cfg->max_session_inflight = cfg->max_concurrent + cfg->max_queued;
+        cfg->max_session_queued = cfg->max_queued;
+        cfg->run_store_session_max_bytes = cfg->run_store_max_bytes;
+    }
+    /* The message must fit the code it carries plus JSON escaping. */
+    if (cfg->max_message_bytes < cfg->max_code_bytes)
+        return err_set(err, ERR_INVALID, "--max-message-bytes must be at least --max-code-bytes");
+    if (cfg->max_inflight_body_bytes < cfg->max_message_bytes)
+        return err_set(err, ERR_INVALID,
+                       "--max-inflight-body-bytes must be at least --max-message-bytes");
+    return 0;
+}
