@@ -302,6 +302,15 @@ check_layering() {
                 bad=1
                 continue
             fi
+            # A backend's implementation (backend/NAME/) is its own: only
+            # its folder and backends.c, which picks one, see its headers.
+            if [[ $dep == backend/*/* ]] && [ "$rel" != backend/backends.c ] &&
+                [[ $rel != "${dep%/*}"/* ]]; then
+                echo "  $f:$lno: includes $dep: only ${dep%/*}/ and backend/backends.c" \
+                    "may include a backend implementation's headers"
+                bad=1
+                continue
+            fi
             theirs=$(layer_of "$dep")
             if [ -z "$theirs" ] || [ "$theirs" -gt "$mine" ]; then
                 echo "  $f:$lno: ${rel%%/*} (layer $mine) must not include $dep" \

@@ -163,7 +163,7 @@ static void raise_nofile(const struct config *cfg)
         log_warn("cannot raise the open file limit: %s", strerror(errno));
 }
 
-static void check_engine(struct backend *backend, const struct config *cfg)
+static void check_engine(struct backend *backend)
 {
     struct err err = ERR_INIT;
     char *name = NULL;
@@ -171,11 +171,11 @@ static void check_engine(struct backend *backend, const struct config *cfg)
     if (backend_version(backend, &name, &version, &err) < 0) {
         log_warn("no container engine answers at unix://%s (from %s): %s; tool calls will fail "
                  "until one does",
-                 cfg->engine_socket, cfg->engine_source, err_msg(&err));
+                 backend_address(backend), backend_address_source(backend), err_msg(&err));
         err_clear(&err);
         return;
     }
-    log_info("engine: %s %s at unix://%s", name, version, cfg->engine_socket);
+    log_info("engine: %s %s at unix://%s", name, version, backend_address(backend));
     free(name);
     free(version);
 }
@@ -183,10 +183,11 @@ static void check_engine(struct backend *backend, const struct config *cfg)
 /* --print-engine, --list-images and --dry-run-create: what the scripts
  * ask, so they never carry their own copy of the discovery rules, the
  * language table or the create request. */
-static int print_and_exit(const struct config *cfg, const struct langtable *langs)
+static int print_and_exit(const struct config *cfg, const struct langtable *langs,
+                          struct backend *backend)
 {
     if (cfg->print_engine) {
-        printf("%s\n", cfg->engine_socket);
+        printf("%s\n", backend_address(backend));
         return 0;
     }
     if (cfg->list_images) {
@@ -197,109 +198,116 @@ static int print_and_exit(const struct config *cfg, const struct langtable *lang
         return 0;
     }
     const struct langtable_lang *lang = langtable_find(langs, cfg->dry_run_create);
-    struct backend *backend = backends_open(cfg->engine_socket);
     char *text = exec_render_create(cfg, backend, lang);
     printf("%s\n", text);
     free(text);
-    backend_free(backend);
     return 0;
 }
 
-int main(int argc, char **argv, char **envp)
+/* The configuration, the language table and the backend, checked before
+ * anything starts: a bad one stops the start (exit status 2) naming it. */
+static int setup(struct config *cfg, int argc, char **argv, char **envp,
+                 struct langtable **languages, struct backend **backend)
 {
-    struct config cfg;
     struct err err = ERR_INIT;
-    int status = 1;
-    config_init(&cfg);
-    if (config_load(&cfg, argc, argv, envp, &err) < 0) {
-        fprintf(stderr, "mcp-sandboxd: %s\n", err_msg(&err));
-        err_clear(&err);
-        config_free(&cfg);
-        return 2;
-    }
-    if (cfg.help) {
-        config_usage(stdout, "mcp-sandboxd");
-        config_free(&cfg);
-        return 0;
-    }
-    if (cfg.version) {
-        printf("mcp-sandboxd %s\n", MCPSBX_VERSION);
-        config_free(&cfg);
-        return 0;
-    }
+    int rc = -1;
+    if (config_load(cfg, argc, argv, envp, &err) < 0)
+        goto out;
+    rc = 0;
+    if (cfg->help || cfg->version)
+        goto out;
+    rc = -1;
     /* A bad --languages-file stops the start with its FILE:LINE. */
-    struct langtable *languages = NULL;
-    if (langtable_load(cfg.languages_file, &languages, &err) < 0 ||
-        langtable_configure(languages, &cfg, &err) < 0) {
+    if (langtable_load(cfg->languages_file, languages, &err) < 0 ||
+        langtable_configure(*languages, cfg, &err) < 0)
+        goto out;
+    *backend = backends_open(cfg, envp, &err);
+    if (*backend)
+        rc = 0;
+out:
+    if (rc < 0)
         fprintf(stderr, "mcp-sandboxd: %s\n", err_msg(&err));
-        err_clear(&err);
-        langtable_free(languages);
-        config_free(&cfg);
-        return 2;
-    }
-    log_set_threshold((enum log_level)log_level_from_name(cfg.log_level));
-    raise_nofile(&cfg);
-    if (cfg.print_engine || cfg.list_images || *cfg.dry_run_create) {
-        status = print_and_exit(&cfg, languages);
-        langtable_free(languages);
-        config_free(&cfg);
-        return status;
-    }
-    if (*cfg.languages_file)
-        log_info("languages file %s", cfg.languages_file);
+    err_clear(&err);
+    return rc;
+}
 
-    struct backend *backend = NULL;
+/* Serves MCP until a signal or the end of stdin; 0 on a clean stop. */
+static int serve(const struct config *cfg, const struct langtable *languages,
+                 struct backend *backend, char **envp)
+{
+    struct err err = ERR_INIT;
     struct exec_ctx *exec = NULL;
     struct mcp_server *srv = NULL;
-
+    int status = 1;
+    if (*cfg->languages_file)
+        log_info("languages file %s", cfg->languages_file);
     if (setup_signals() < 0) {
         log_error("cannot set up signal handling: %s", strerror(errno));
         goto out;
     }
-    if (backends_init(&err) < 0) {
-        log_error("%s", err_msg(&err));
+    if (backends_init(&err) < 0)
         goto out;
-    }
-    backend = backends_open(cfg.engine_socket);
-    check_engine(backend, &cfg);
-    exec = exec_ctx_new(&cfg, languages, backend, envp, &err);
-    if (!exec) {
-        log_error("%s", err_msg(&err));
+    check_engine(backend);
+    exec = exec_ctx_new(cfg, languages, backend, envp, &err);
+    if (!exec)
         goto out;
-    }
-    for (size_t i = 0; i < cfg.pass_through_env.n; i++)
-        log_debug("passing %s through to sandboxes", cfg.pass_through_env.items[i]);
-    srv = mcp_server_new(&cfg, exec, &err);
-    if (!srv) {
-        log_error("%s", err_msg(&err));
+    for (size_t i = 0; i < cfg->pass_through_env.n; i++)
+        log_debug("passing %s through to sandboxes", cfg->pass_through_env.items[i]);
+    srv = mcp_server_new(cfg, exec, &err);
+    if (!srv)
         goto out;
-    }
     for (size_t i = 0; i < langtable_count(languages); i++) {
         const struct langtable_lang *l = langtable_get(languages, i);
         log_info("language %s: image %s, %s runner, pool %lld", l->name, l->image,
                  langtable_runner_name(l->runner), l->pool_size);
     }
-    if (*cfg.http_listen) {
-        if (serve_http(srv, &cfg, &err) < 0) {
-            log_error("%s", err_msg(&err));
+    if (*cfg->http_listen) {
+        if (serve_http(srv, cfg, &err) < 0)
             goto out;
-        }
     } else {
         log_info("serving MCP on stdio");
-        if (transport_stdio_run(srv, &cfg, STDIN_FILENO, STDOUT_FILENO, stop_pipe[0], &err) < 0) {
-            log_error("%s", err_msg(&err));
+        if (transport_stdio_run(srv, cfg, STDIN_FILENO, STDOUT_FILENO, stop_pipe[0], &err) < 0)
             goto out;
-        }
     }
     status = 0;
 out:
+    if (err.code != ERR_OK)
+        log_error("%s", err_msg(&err));
     mcp_server_free(srv);
     exec_ctx_free(exec);
-    backend_free(backend);
     backends_cleanup();
-    langtable_free(languages);
     err_clear(&err);
-    config_free(&cfg);
+    return status;
+}
+
+int main(int argc, char **argv, char **envp)
+{
+    struct config cfg;
+    struct langtable *languages = NULL;
+    struct backend *backend = NULL;
+    int status = 2;
+    config_init(&cfg);
+    if (setup(&cfg, argc, argv, envp, &languages, &backend) < 0)
+        goto out;
+    status = 0;
+    if (cfg.help) {
+        config_usage(stdout, "mcp-sandboxd");
+        goto out;
+    }
+    if (cfg.version) {
+        printf("mcp-sandboxd %s\n", MCPSBX_VERSION);
+        goto out;
+    }
+    log_set_threshold((enum log_level)log_level_from_name(cfg.log_level));
+    raise_nofile(&cfg);
+    if (cfg.print_engine || cfg.list_images || *cfg.dry_run_create)
+        status = print_and_exit(&cfg, languages, backend);
+    else
+        status = serve(&cfg, languages, backend, envp);
     log_debug("exited cleanly");
+out:
+    backend_free(backend);
+    langtable_free(languages);
+    config_free(&cfg);
     return status;
 }

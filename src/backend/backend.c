@@ -18,6 +18,11 @@ const char *backend_address(const struct backend *b)
     return b->ops->address(b);
 }
 
+const char *backend_address_source(const struct backend *b)
+{
+    return b->ops->address_source ? b->ops->address_source(b) : "";
+}
+
 int backend_ping(struct backend *b, struct err *err)
 {
     return b->ops->ping(b, err);

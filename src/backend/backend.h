@@ -94,6 +94,9 @@ struct backend_ops {
     void (*free)(struct backend *b);
     /* Where the backend is (for messages): e.g. the engine socket path. */
     const char *(*address)(const struct backend *b);
+    /* Where the address came from (an option, an environment variable,
+     * a default), for messages. May be NULL. */
+    const char *(*address_source)(const struct backend *b);
     int (*ping)(struct backend *b, struct err *err);
     /* 1 with err when the engine is certainly gone, 0 otherwise; never
      * waits on the engine. May be NULL (never gone). */
@@ -135,6 +138,8 @@ struct backend_stream {
 void backend_free(struct backend *b);
 const char *backend_kind(const struct backend *b);
 const char *backend_address(const struct backend *b);
+/* ops->address_source, or "" */
+const char *backend_address_source(const struct backend *b);
 
 /* Short timeout: cheap reachability for health checks. */
 int backend_ping(struct backend *b, struct err *err);

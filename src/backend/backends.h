@@ -5,13 +5,16 @@
 #define MCPSBX_BACKENDS_H
 
 #include "backend/backend.h"
+#include "base/config.h"
 
 /* Once per process, before any thread starts (libcurl's global setup). */
 int backends_init(struct err *err);
 void backends_cleanup(void);
 
-/* The backend at address (for the Docker Engine API, a unix socket path);
- * nothing is contacted yet. Free with backend_free. */
-struct backend *backends_open(const char *address);
+/* The backend cfg->backend names, at the address it finds from
+ * cfg->engine and the daemon's environment envp, each backend parsing its
+ * own; nothing is contacted yet. NULL with err when the name or the
+ * address is bad. Free with backend_free. */
+struct backend *backends_open(const struct config *cfg, char **envp, struct err *err);
 
 #endif

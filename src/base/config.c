@@ -114,7 +114,6 @@ void config_free(struct config *cfg)
         else if (o->type == OPT_LIST)
             free_list(((struct config_list *)slot_of(cfg, o))->items);
     }
-    free(cfg->engine_source);
     free(cfg->http_host);
     if (cfg->auth_token) {
         explicit_bzero(cfg->auth_token, strlen(cfg->auth_token));
@@ -227,50 +226,6 @@ static int load_file(struct config *cfg, const char *path, struct err *err)
     return rc;
 }
 
-int config_resolve_engine(const char *cli_engine, const char *docker_host,
-                          const char *container_host, char **socket_path, char **source,
-                          struct err *err)
-{
-    const char *url = NULL;
-    const char *from = NULL;
-    if (cli_engine && *cli_engine) {
-        url = cli_engine;
-        from = "--engine";
-    } else if (docker_host && *docker_host) {
-        url = docker_host;
-        from = "DOCKER_HOST";
-    } else if (container_host && *container_host) {
-        url = container_host;
-        from = "CONTAINER_HOST";
-    }
-    if (url) {
-        const char *path = url;
-        if (strncmp(url, "unix://", 7) == 0)
-            path = url + 7;
-        else if (strstr(url, "://"))
-            return err_set(err, ERR_INVALID,
-                           "%s: only unix:// engine sockets are supported, got '%s'", from, url);
-        if (path[0] != '/')
-            return err_set(err, ERR_INVALID, "%s: engine socket path must be absolute, got '%s'",
-                           from, url);
-        *socket_path = xstrdup(path);
-        *source = xstrdup(from);
-        return 0;
-    }
-    static const char *const defaults[] = {"/var/run/docker.sock", "/run/podman/podman.sock"};
-    struct stat st;
-    for (size_t i = 0; i < ARRAY_SIZE(defaults); i++) {
-        if (stat(defaults[i], &st) == 0 && S_ISSOCK(st.st_mode)) {
-            *socket_path = xstrdup(defaults[i]);
-            *source = xstrdup("default");
-            return 0;
-        }
-    }
-    *socket_path = xstrdup(defaults[0]);
-    *source = xstrdup("default");
-    return 0;
-}
-
 static int apply_container_image_pair(struct config *cfg, char **envp, struct err *err)
 {
     const char *image = env_get(envp, "CONTAINER_IMAGE");
@@ -348,10 +303,9 @@ static int apply_environment(struct config *cfg, char **envp, struct err *err)
     return apply_container_image_pair(cfg, envp, err);
 }
 
-/* The command line, last so it wins. --engine is handed back in
- * *cli_engine (allocated) for config_resolve_engine. */
+/* The command line, last so it wins. */
 static int apply_command_line(struct config *cfg, int argc, char **argv,
-                              const struct option *longopts, char **cli_engine, struct err *err)
+                              const struct option *longopts, struct err *err)
 {
     int c;
     optind = 1;
@@ -364,11 +318,6 @@ static int apply_command_line(struct config *cfg, int argc, char **argv,
             const struct config_opt *o = &config_opts[c - 1000];
             if (strcmp(o->name, "config") == 0)
                 continue;
-            if (strcmp(o->name, "engine") == 0) {
-                free(*cli_engine);
-                *cli_engine = xstrdup(optarg);
-                continue;
-            }
             if (set_option(cfg, o, optarg, err) < 0)
                 return -1;
         } else {
@@ -417,26 +366,9 @@ int config_load(struct config *cfg, int argc, char **argv, char **envp, struct e
     if (apply_environment(cfg, envp, err) < 0)
         return -1;
 
-    char *cli_engine = NULL;
-    int rc = apply_command_line(cfg, argc, argv, longopts, &cli_engine, err);
-    if (rc < 0 || cfg->help || cfg->version) {
-        free(cli_engine);
+    int rc = apply_command_line(cfg, argc, argv, longopts, err);
+    if (rc < 0 || cfg->help || cfg->version)
         return rc;
-    }
-
-    /* --engine and MCPSANDBOXD_ENGINE win over DOCKER_HOST. */
-    const char *engine = cli_engine ? cli_engine : cfg->engine_socket;
-    char *path = NULL;
-    char *source = NULL;
-    rc = config_resolve_engine(engine, env_get(envp, "DOCKER_HOST"),
-                               env_get(envp, "CONTAINER_HOST"), &path, &source, err);
-    free(cli_engine);
-    if (rc < 0)
-        return -1;
-    free(cfg->engine_socket);
-    cfg->engine_socket = path;
-    free(cfg->engine_source);
-    cfg->engine_source = source;
     if (config_check(cfg, err) < 0 || load_token(cfg, envp, err) < 0)
         return -1;
     return config_check_listen_auth(cfg, err);

@@ -22,8 +22,10 @@ struct config_list {
 };
 
 struct config {
-    char *engine_socket; /* resolved filesystem path of the engine socket */
-    char *engine_source; /* where it came from, for messages */
+    /* Which backend runs the sandboxes, and where it is in its own form
+     * (backend/backends.h parses it; empty: the backend finds it). */
+    char *backend;
+    char *engine;
     /* These five are "not given" when empty / NULL / -1: the language
      * table (sandbox/langtable.h) has the defaults and langtable_configure
      * applies what was given. */
@@ -107,20 +109,11 @@ void config_init(struct config *cfg);
 void config_free(struct config *cfg);
 
 /* Reads the config file (if --config or MCPSANDBOXD_CONFIG names one), then
- * the environment, then argv; resolves the engine socket; checks every
- * bound. envp is the daemon's environment. */
+ * the environment, then argv; checks every bound. envp is the daemon's environment. */
 int config_load(struct config *cfg, int argc, char **argv, char **envp, struct err *err);
 
 /* The OCI runtime a language's sandboxes run under, or NULL for the
  * engine's default. */
 const char *config_runtime(const struct config *cfg, const char *language);
-
-/* Picks the engine socket: --engine, else DOCKER_HOST (unix://), else
- * CONTAINER_HOST, else /var/run/docker.sock if present, else
- * /run/podman/podman.sock if present, else /var/run/docker.sock.
- * cli_engine may be NULL. Results are allocated. */
-int config_resolve_engine(const char *cli_engine, const char *docker_host,
-                          const char *container_host, char **socket_path, char **source,
-                          struct err *err);
 
 #endif

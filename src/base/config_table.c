@@ -53,6 +53,9 @@ const struct config_opt config_opts[] = {
         "MCPSANDBOXD_AUTH_TOKEN. Needed to --http anywhere but loopback, and without it any "
         "local user can call the tools",
         .def_doc = "none"),
+    STR("backend", backend, "NAME", "docker",
+        "what runs the sandboxes: docker, the Docker Engine API of Docker or Podman (see "
+        "--engine)"),
     STR("config", config_file, "FILE", NULL,
         "read options from FILE (lines 'name = value'; see config/mcp-sandboxd.conf)",
         .cli_only = true),
@@ -67,8 +70,8 @@ const struct config_opt config_opts[] = {
         "print the container create request a run of this language would send, and exit "
         "(it never holds pass-through values: runs send them in their request)",
         .cli_only = true),
-    STR("engine", engine_socket, "unix:///PATH", NULL,
-        "container engine socket: Docker's, or Podman's Docker-compatible API",
+    STR("engine", engine, "unix:///PATH", NULL,
+        "the docker backend's engine socket: Docker's, or Podman's Docker-compatible API",
         .def_doc = "DOCKER_HOST, else CONTAINER_HOST, else the first of /var/run/docker.sock "
                    "and /run/podman/podman.sock that is a socket (the former if neither is)"),
     FLAG("help", help, "show this help and exit"),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The layering rule of scripts/lint.sh, tried on small trees of its own: a
 # clean tree passes; an upward include, an include that is not a path under
-# src/, and a folder that is not a layer each fail with a message naming
+# src/, a folder that is not a layer, and a backend implementation's
+# header included outside its folder and backends.c each fail with a message naming
 # the file and line.
 #
 #   tests/lint/test_layering.sh      prints "lint-test: N passed, M failed"
@@ -63,6 +64,14 @@ expect stray fail "folder 'misc' is not a layer"
 t=$(tree base-up)
 printf '#include "mcp/mcp.h"\n' >>"$t/src/base/util.h"
 expect base-up fail 'src/base/util.h:2: base \(layer 0\) must not include mcp/mcp.h'
+
+t=$(tree backend-impl)
+mkdir -p "$t/src/backend/docker"
+printf '#include "base/util.h"\n' >"$t/src/backend/docker/docker.h"
+printf '#include "backend/docker/docker.h"\n' >"$t/src/backend/docker/docker.c"
+printf '#include "backend/docker/docker.h"\n' >"$t/src/backend/backends.c"
+printf '#include "backend/docker/docker.h"\n' >>"$t/src/mcp/mcp.h"
+expect backend-impl fail 'src/mcp/mcp.h:2: includes backend/docker/docker.h: only backend/docker/ and backend/backends.c'
 
 echo "lint-test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

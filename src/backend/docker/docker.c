@@ -20,6 +20,7 @@ _Static_assert((int)BACKEND_STDOUT == (int)ENGINE_STREAM_STDOUT &&
 struct docker {
     struct backend base;
     struct engine *engine;
+    char *address_source; /* discover.h: where the socket path came from */
     /* For Podman: the file written for the profile seccomp_text. */
     pthread_mutex_t lock;
     char *seccomp_text;
@@ -189,6 +190,7 @@ static void docker_free(struct backend *b)
 {
     struct docker *d = (struct docker *)b;
     engine_free(d->engine);
+    free(d->address_source);
     pthread_mutex_destroy(&d->lock);
     free(d->seccomp_text);
     free(d->seccomp_path);
@@ -228,6 +230,11 @@ out:
 static const char *docker_address(const struct backend *b)
 {
     return engine_socket(((const struct docker *)b)->engine);
+}
+
+static const char *docker_address_source(const struct backend *b)
+{
+    return ((const struct docker *)b)->address_source;
 }
 
 static int docker_ping(struct backend *b, struct err *err)
@@ -414,6 +421,7 @@ static const struct backend_ops docker_ops = {
     .kind = "docker",
     .free = docker_free,
     .address = docker_address,
+    .address_source = docker_address_source,
     .ping = docker_ping,
     .gone = docker_gone,
     .version = docker_version,
@@ -434,11 +442,12 @@ static const struct backend_ops docker_ops = {
     .stream_close = docker_stream_close,
 };
 
-struct backend *docker_backend_new(const char *socket_path)
+struct backend *docker_backend_new(const char *socket_path, const char *source)
 {
     struct docker *d = xcalloc(1, sizeof(*d));
     d->base.ops = &docker_ops;
     d->engine = engine_new(socket_path);
+    d->address_source = xstrdup(source ? source : "");
     pthread_mutex_init(&d->lock, NULL);
     return &d->base;
 }

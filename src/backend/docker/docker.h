@@ -13,9 +13,10 @@
 
 #include "backend/backend.h"
 
-/* socket_path is a filesystem path (no unix:// prefix); copied. Call
+/* socket_path is a filesystem path (no unix:// prefix) and source where
+ * it came from (discover.h; may be NULL); both copied. Call
  * engine_http_global_init first. */
-struct backend *docker_backend_new(const char *socket_path);
+struct backend *docker_backend_new(const char *socket_path, const char *source);
 
 /* The POST /containers/create body for spec (caller owns; exposed for
  * tests). The seccomp profile goes inline (Docker), or as seccomp_path, a

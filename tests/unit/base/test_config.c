@@ -35,7 +35,9 @@ static void test_defaults(void **state)
     assert_null(cfg.languages.items[0]);
     assert_false(cfg.list_images);
     assert_int_equal(cfg.pass_through_env.n, 0);
-    assert_non_null(cfg.engine_socket);
+    /* The backend finds its engine itself (backend/docker/discover.h). */
+    assert_string_equal(cfg.backend, "docker");
+    assert_true(cfg.engine == NULL || *cfg.engine == '\0');
     config_free(&cfg);
 }
 
@@ -118,8 +120,6 @@ static void test_cli_and_env(void **state)
     assert_string_equal(cfg.pass_through_env.items[1], "TOKEN");
     assert_string_equal(cfg.pass_through_env.items[2], "OTHER");
     assert_null(cfg.pass_through_env.items[3]);
-    assert_string_equal(cfg.engine_socket, "/run/x.sock");
-    assert_string_equal(cfg.engine_source, "DOCKER_HOST");
     config_free(&cfg);
 }
 
@@ -148,10 +148,7 @@ static void test_errors(void **state)
     expect_error(a4, none, "--max-timeout-ms");
     char *a5[] = {"d", "--bogus", NULL};
     expect_error(a5, none, "--bogus");
-    char *a6[] = {"d", "--engine", "tcp://1.2.3.4:2375", NULL};
-    expect_error(a6, none, "unix://");
-    char *a7[] = {"d", "--engine", "unix://relative.sock", NULL};
-    expect_error(a7, none, "absolute");
+    /* --engine's form is the backend's to check (test_docker). */
     char *a8[] = {"d", "--sandbox-user", "0:0", NULL};
     expect_error(a8, none, "root");
     char *a8b[] = {"d", "--sandbox-user", " 5:+5", NULL};
@@ -359,25 +356,6 @@ static void test_sandbox_uids(void **state)
     char *b5[] = {"d", "--sandbox-uid-count", "0", "--sandbox-uid-base", "2147483000", NULL};
     assert_int_equal(load(&cfg, b5, none, &err), 0);
     config_free(&cfg);
-}
-
-static void test_engine_resolution(void **state)
-{
-    (void)state;
-    char *path = NULL, *src = NULL;
-    struct err err = ERR_INIT;
-    assert_int_equal(config_resolve_engine("unix:///a.sock", "unix:///b.sock", "unix:///c.sock",
-                                           &path, &src, &err),
-                     0);
-    assert_string_equal(path, "/a.sock");
-    free(path), free(src);
-    assert_int_equal(config_resolve_engine(NULL, "", "unix:///c.sock", &path, &src, &err), 0);
-    assert_string_equal(path, "/c.sock");
-    assert_string_equal(src, "CONTAINER_HOST");
-    free(path), free(src);
-    assert_int_equal(config_resolve_engine(NULL, NULL, NULL, &path, &src, &err), 0);
-    assert_string_equal(src, "default");
-    free(path), free(src);
 }
 
 static void test_container_image_pair(void **state)
@@ -627,7 +605,6 @@ int main(void)
         cmocka_unit_test(test_runtimes),
         cmocka_unit_test(test_pool_options),
         cmocka_unit_test(test_sandbox_uids),
-        cmocka_unit_test(test_engine_resolution),
         cmocka_unit_test(test_container_image_pair),
         cmocka_unit_test(test_config_file),
         cmocka_unit_test(test_languages_file),

@@ -58,9 +58,9 @@ static int setup(void **state)
     struct err err = ERR_INIT;
     config_init(&f->cfg);
     f->cfg.pool_size = 0; /* the pool has tests of its own */
-    f->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-test.sock");
+    f->cfg.engine = xstrdup("/nonexistent/mcpsbx-test.sock");
     engine_http_global_init(&err);
-    f->backend = docker_backend_new(f->cfg.engine_socket);
+    f->backend = docker_backend_new(f->cfg.engine, NULL);
     f->langs = test_langs(&f->cfg);
     f->exec = exec_ctx_new(&f->cfg, f->langs, f->backend, NULL, &err);
     assert_non_null(f->exec);

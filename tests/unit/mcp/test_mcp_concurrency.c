@@ -157,9 +157,9 @@ static struct rig *rig_new_shared(const char *engine, long long max_concurrent,
         memcpy(sa.sun_path, g->stall_path, strlen(g->stall_path) + 1);
         assert_int_equal(bind(g->stall_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         assert_int_equal(listen(g->stall_fd, 128), 0);
-        g->cfg.engine_socket = xstrdup(g->stall_path);
+        g->cfg.engine = xstrdup(g->stall_path);
     } else {
-        g->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-concurrency.sock");
+        g->cfg.engine = xstrdup("/nonexistent/mcpsbx-concurrency.sock");
     }
     g->cfg.max_concurrent = max_concurrent;
     g->cfg.max_queued = max_queued;
@@ -168,7 +168,7 @@ static struct rig *rig_new_shared(const char *engine, long long max_concurrent,
         session_inflight < 0 ? max_concurrent + max_queued : session_inflight;
     g->cfg.max_session_queued = session_queued < 0 ? max_queued : session_queued;
     assert_int_equal(engine_http_global_init(&err), 0);
-    g->backend = docker_backend_new(g->cfg.engine_socket);
+    g->backend = docker_backend_new(g->cfg.engine, NULL);
     g->langs = test_langs(&g->cfg);
     g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, NULL, &err);
     assert_non_null(g->exec);

@@ -45,7 +45,7 @@ static const struct langtable_lang *PY, *JS;
 static void rig_open(struct rig *g, bool probe)
 {
     struct err err = ERR_INIT;
-    g->backend = docker_backend_new(fake_engine_socket(g->fe));
+    g->backend = docker_backend_new(fake_engine_socket(g->fe), NULL);
     if (probe) {
         char *name = NULL, *version = NULL;
         if (backend_version(g->backend, &name, &version, &err) < 0)
@@ -594,7 +594,7 @@ static void test_secrets(void **state)
         .out = out, .out_len = sizeof(out) - 1, .err = err_text, .err_len = sizeof(err_text) - 1};
     fake_engine_set_program(g->fe, &p);
     struct err err = ERR_INIT;
-    g->backend = docker_backend_new(fake_engine_socket(g->fe));
+    g->backend = docker_backend_new(fake_engine_socket(g->fe), NULL);
     g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, envp, &err);
     assert_non_null(g->exec);
 
@@ -655,7 +655,7 @@ static void test_forged_record(void **state)
     };
     fake_engine_set_program(g->fe, &p);
     struct err err = ERR_INIT;
-    g->backend = docker_backend_new(fake_engine_socket(g->fe));
+    g->backend = docker_backend_new(fake_engine_socket(g->fe), NULL);
     g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, envp, &err);
     assert_non_null(g->exec);
     struct live live = {.ticks = 0};
@@ -1392,7 +1392,7 @@ static void check_render(char *text, const char *image, const char *const *cmd, 
 static void test_render_create(void **state)
 {
     struct rig *g = *state;
-    struct backend *b = docker_backend_new(fake_engine_socket(g->fe));
+    struct backend *b = docker_backend_new(fake_engine_socket(g->fe), NULL);
     static const char *const py_cmd[] = {"python3", "-u", "-B", "-c"};
     check_render(exec_render_create(&g->cfg, b, PY), "mcp-sandboxd-python:latest", py_cmd, 4,
                  "none");

@@ -47,7 +47,7 @@ static void rig_open(struct rig *g)
     g->langs = test_langs_text(&g->cfg, g->languages_text);
     PY = test_lang(g->langs, "python");
     JS = test_lang(g->langs, "javascript");
-    g->backend = docker_backend_new(fake_engine_socket(g->fe));
+    g->backend = docker_backend_new(fake_engine_socket(g->fe), NULL);
     g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, NULL, &err);
     if (!g->exec)
         fail_msg("exec_ctx_new: %s", err_msg(&err));

@@ -50,7 +50,7 @@ static struct server *start_with(long long max_sessions, long long idle_ms, cons
     struct err err = ERR_INIT;
     config_init(&s->cfg);
     s->cfg.pool_size = 0; /* the pool has tests of its own */
-    s->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-http.sock");
+    s->cfg.engine = xstrdup("/nonexistent/mcpsbx-http.sock");
     s->cfg.http_host = xstrdup("127.0.0.1");
     s->cfg.http_port = 0;
     s->cfg.max_message_bytes = 8192;
@@ -60,7 +60,7 @@ static struct server *start_with(long long max_sessions, long long idle_ms, cons
         s->cfg.auth_token = xstrdup(token);
     if (tweak)
         tweak(&s->cfg);
-    s->backend = docker_backend_new(s->cfg.engine_socket);
+    s->backend = docker_backend_new(s->cfg.engine, NULL);
     s->langs = test_langs(&s->cfg);
     s->exec = exec_ctx_new(&s->cfg, s->langs, s->backend, NULL, &err);
     assert_non_null(s->exec);
@@ -976,8 +976,8 @@ static void stalled_engine_one_request(struct config *cfg)
     memcpy(sa.sun_path, stall_path, strlen(stall_path) + 1);
     assert_int_equal(bind(stall_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
     assert_int_equal(listen(stall_fd, 16), 0);
-    free(cfg->engine_socket);
-    cfg->engine_socket = xstrdup(stall_path);
+    free(cfg->engine);
+    cfg->engine = xstrdup(stall_path);
     cfg->max_session_requests = 1;
 }
 

@@ -40,10 +40,10 @@ static struct server *start(long long max_message)
     struct err err = ERR_INIT;
     config_init(&s->cfg);
     s->cfg.pool_size = 0; /* the pool has tests of its own */
-    s->cfg.engine_socket = xstrdup("/nonexistent/mcpsbx-stdio.sock");
+    s->cfg.engine = xstrdup("/nonexistent/mcpsbx-stdio.sock");
     s->cfg.max_message_bytes = max_message;
     engine_http_global_init(&err);
-    s->backend = docker_backend_new(s->cfg.engine_socket);
+    s->backend = docker_backend_new(s->cfg.engine, NULL);
     s->langs = test_langs(&s->cfg);
     s->exec = exec_ctx_new(&s->cfg, s->langs, s->backend, NULL, &err);
     s->srv = mcp_server_new(&s->cfg, s->exec, &err);

@@ -4,6 +4,8 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "backend/backends.h"
+#include "backend/docker/discover.h"
 #include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
 
@@ -184,7 +186,7 @@ static void test_create_body_seccomp(void **state)
 static void test_render_create(void **state)
 {
     (void)state;
-    struct backend *b = docker_backend_new("/nonexistent/mcpsbx-render.sock");
+    struct backend *b = docker_backend_new("/nonexistent/mcpsbx-render.sock", NULL);
     struct backend_spec spec = spec_of();
     char *text = backend_render_create(b, &spec);
     json_object *o = json_tokener_parse(text);
@@ -197,12 +199,76 @@ static void test_render_create(void **state)
     backend_free(b);
 }
 
+static void test_discover(void **state)
+{
+    (void)state;
+    char *path = NULL, *src = NULL;
+    struct err err = ERR_INIT;
+    assert_int_equal(
+        discover_engine("unix:///a.sock", "unix:///b.sock", "unix:///c.sock", &path, &src, &err),
+        0);
+    assert_string_equal(path, "/a.sock");
+    assert_string_equal(src, "--engine");
+    free(path), free(src);
+    assert_int_equal(discover_engine(NULL, "", "unix:///c.sock", &path, &src, &err), 0);
+    assert_string_equal(path, "/c.sock");
+    assert_string_equal(src, "CONTAINER_HOST");
+    free(path), free(src);
+    assert_int_equal(discover_engine("", "/b.sock", NULL, &path, &src, &err), 0);
+    assert_string_equal(path, "/b.sock");
+    assert_string_equal(src, "DOCKER_HOST");
+    free(path), free(src);
+    assert_int_equal(discover_engine(NULL, NULL, NULL, &path, &src, &err), 0);
+    assert_string_equal(src, "default");
+    free(path), free(src);
+    assert_int_equal(discover_engine("tcp://h:2375", NULL, NULL, &path, &src, &err), -1);
+    assert_non_null(strstr(err_msg(&err), "--engine: only unix:// engine sockets"));
+    err_clear(&err);
+    assert_int_equal(discover_engine(NULL, "unix://rel.sock", NULL, &path, &src, &err), -1);
+    assert_non_null(strstr(err_msg(&err), "DOCKER_HOST: engine socket path must be absolute"));
+    err_clear(&err);
+}
+
+/* The backend named by --backend, at the address it finds itself. */
+static void test_backends_open(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct err err = ERR_INIT;
+    config_init(&cfg);
+    char *envp[] = {"PATH=/bin", "DOCKER_HOST=unix:///run/x.sock", NULL};
+    struct backend *b = backends_open(&cfg, envp, &err);
+    assert_non_null(b);
+    assert_string_equal(backend_address(b), "/run/x.sock");
+    assert_string_equal(backend_address_source(b), "DOCKER_HOST");
+    backend_free(b);
+    free(cfg.engine);
+    cfg.engine = xstrdup("unix:///run/y.sock");
+    b = backends_open(&cfg, envp, &err);
+    assert_string_equal(backend_address(b), "/run/y.sock");
+    assert_string_equal(backend_address_source(b), "--engine");
+    backend_free(b);
+    free(cfg.engine);
+    cfg.engine = xstrdup("http://x");
+    assert_null(backends_open(&cfg, envp, &err));
+    assert_non_null(strstr(err_msg(&err), "only unix://"));
+    err_clear(&err);
+    free(cfg.backend);
+    cfg.backend = xstrdup("kubernetes");
+    assert_null(backends_open(&cfg, envp, &err));
+    assert_string_equal(err_msg(&err),
+                        "--backend: 'kubernetes' is not a backend of this build (docker)");
+    err_clear(&err);
+    config_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_body_hardening), cmocka_unit_test(test_create_body_options),
         cmocka_unit_test(test_create_body_users),     cmocka_unit_test(test_create_body_seccomp),
-        cmocka_unit_test(test_render_create),
+        cmocka_unit_test(test_render_create),         cmocka_unit_test(test_discover),
+        cmocka_unit_test(test_backends_open),
     };
     return cmocka_run_group_tests_name("docker", tests, NULL, NULL);
 }
