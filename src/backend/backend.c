@@ -99,11 +99,6 @@ void backend_container_list_free(struct backend_container *list, size_t n)
     free(list);
 }
 
-int backend_oom_flag_reliable(const struct backend *b)
-{
-    return b->ops->oom_flag_reliable(b);
-}
-
 int backend_stream_fd(const struct backend_stream *s)
 {
     return s->ops->stream_fd(s);

@@ -116,7 +116,6 @@ struct backend_ops {
     int (*inspect)(struct backend *b, const char *id, struct backend_state *st, struct err *err);
     int (*list)(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,
                 struct err *err);
-    int (*oom_flag_reliable)(const struct backend *b);
 
     int (*stream_fd)(const struct backend_stream *s);
     bool (*stream_pending)(const struct backend_stream *s);
@@ -170,7 +169,10 @@ int backend_attach(struct backend *b, const char *id, double deadline_ms,
                    struct backend_stream **out, struct err *err);
 int backend_start(struct backend *b, const char *id, double deadline_ms, struct err *err);
 
-/* Waits up to timeout_ms for the container to stop, then reports how. */
+/* Waits up to timeout_ms for the container to stop, then reports how;
+ * oom_killed is the backend's answer to "was it killed for memory", the
+ * runtime's word or, where that cannot be trusted, the backend's best
+ * reading of the exit (a caller never guesses from exit codes). */
 int backend_wait(struct backend *b, const char *id, long timeout_ms, struct backend_state *st,
                  struct err *err);
 
@@ -188,11 +190,6 @@ int backend_inspect(struct backend *b, const char *id, struct backend_state *st,
 int backend_list(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,
                  struct err *err);
 void backend_container_list_free(struct backend_container *list, size_t n);
-
-/* 1 when oom_killed can be trusted, 0 when the backend is known to leave it
- * false after a real OOM kill (then exit code 137 under a memory limit is
- * the only sign), -1 while that is not known yet. */
-int backend_oom_flag_reliable(const struct backend *b);
 
 /* For poll(2): readable when backend_stream_read has something to do. */
 int backend_stream_fd(const struct backend_stream *s);

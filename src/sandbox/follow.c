@@ -17,10 +17,7 @@ static int finish_from_engine(struct backend *backend, struct output *o, const c
         return err_wrap(err, "the program's output ended but its exit status is unknown");
     res->has_exit_code = true;
     res->exit_code = st.exit_code;
-    /* SIGKILL that we did not send: on an engine whose OOMKilled flag cannot
-     * be trusted, the memory limit is by far the likeliest sender. */
-    bool likely_oom = st.exit_code == 137 && backend_oom_flag_reliable(backend) != 1;
-    if (st.oom_killed || likely_oom) {
+    if (st.oom_killed) {
         res->status = EXEC_OOM;
         exec_result_set_message(res,
                                 "the program was killed for using more than %lld MiB of memory",

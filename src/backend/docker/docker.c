@@ -317,10 +317,19 @@ static int docker_start(struct backend *b, const char *id, double deadline_ms, s
     return engine_start(engine_of(b), id, deadline_ms, err);
 }
 
+/* The engine's OOMKilled flag; and where the engine is known to leave it
+ * false after a real OOM kill, or that is not known yet (engine.h), a
+ * SIGKILL that the caller did not send (it waits only for a program that
+ * ended by itself): under a memory limit, the limit is by far the
+ * likeliest sender. */
 static int docker_wait(struct backend *b, const char *id, long timeout_ms, struct backend_state *st,
                        struct err *err)
 {
-    return engine_wait(engine_of(b), id, timeout_ms, st, err);
+    if (engine_wait(engine_of(b), id, timeout_ms, st, err) < 0)
+        return -1;
+    if (st->exit_code == 137 && engine_oom_flag_reliable(engine_of(b)) != 1)
+        st->oom_killed = true;
+    return 0;
 }
 
 static int docker_kill(struct backend *b, const char *id, struct err *err)
@@ -343,11 +352,6 @@ static int docker_list(struct backend *b, long timeout_ms, struct backend_contai
                        size_t *n, struct err *err)
 {
     return engine_list_managed(engine_of(b), timeout_ms, out, n, err);
-}
-
-static int docker_oom_flag_reliable(const struct backend *b)
-{
-    return engine_oom_flag_reliable(((const struct docker *)b)->engine);
 }
 
 /* ---- the attach stream -------------------------------------------------- */
@@ -434,7 +438,6 @@ static const struct backend_ops docker_ops = {
     .remove = docker_remove,
     .inspect = docker_inspect,
     .list = docker_list,
-    .oom_flag_reliable = docker_oom_flag_reliable,
     .stream_fd = docker_stream_fd,
     .stream_pending = docker_stream_pending,
     .stream_send = docker_stream_send,
