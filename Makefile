@@ -213,6 +213,7 @@ fuzz-smoke:
 lint:
 	@scripts/lint.sh
 	@tests/lint/test_layering.sh
+	@tests/lint/test_paths.sh
 
 format:
 	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) $(wildcard tests/unit/*.[ch] tests/unit/*/*.[ch] tests/unit/*/*/*.[ch]) tests/fake_engine/*.[ch] tests/fuzz/*.[ch]

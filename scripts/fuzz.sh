@@ -11,7 +11,7 @@
 #
 # A harness replays a single input given as a file: build/fuzz/fuzz_jsonrpc FILE.
 # Smoke runs never write into the repository: new inputs go to a temporary
-# directory (the first corpus directory), tests/fuzz/corpus/NAME is read only.
+# directory (the first corpus directory), tests/fuzz/corpus/<name> is read only.
 # Crashes are saved as build/fuzz/artifacts/NAME-crash-*; logs in build/fuzz/logs/.
 #
 # Environment: FUZZ_CC (clang), FUZZ_SECONDS (20), FUZZ_RSS_MB (2048),
