@@ -49,7 +49,9 @@ LDLIBS  := $(PKG_LIBS) -pthread -lm
 
 B       ?= build
 # src/<layer>/[<backend>/]<module>.c: the folders are the layers (README.md).
-SRCS    := $(filter-out src/main.c,$(wildcard src/*/*.c src/*/*/*.c))
+# The programs (a main of their own) are not part of libcore.
+PROGRAMS := src/main.c src/tools/tooldefs_check.c
+SRCS    := $(filter-out $(PROGRAMS),$(wildcard src/*/*.c src/*/*/*.c))
 GEN     := build/gen/runner_scripts.c
 OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
 # Tool definitions (src/tools/defs/*.json): checked by build/tooldefs-check,
@@ -138,7 +140,7 @@ $(B)/obj/languages_builtin.o: $(LANGUAGES_GEN)
 
 # A host program built from the daemon's own validator, so a bad definition
 # fails here rather than at the daemon's start; one for every build flavour.
-TOOLDEFS_CHECK_SRCS := src/tooldefs_check.c src/tools/tooldef.c src/tools/schema.c \
+TOOLDEFS_CHECK_SRCS := src/tools/tooldefs_check.c src/tools/tooldef.c src/tools/schema.c \
                        src/base/err.c src/base/json.c src/base/util.c src/base/buf.c
 build/tooldefs-check: $(TOOLDEFS_CHECK_SRCS) $(wildcard src/tools/*.h src/base/*.h)
 	@mkdir -p $(dir $@)

@@ -82,6 +82,9 @@ build() {
     # then one link per harness.
     local srcs=() s
     for s in src/*/*.c src/*/*/*.c; do
+        # Programs of the build (a main of their own, like the Makefile's
+        # PROGRAMS) are not the daemon's code.
+        grep -q '^int main(' "$s" && continue
         srcs+=("$s")
     done
     srcs+=("${GEN[@]}")

@@ -272,11 +272,14 @@ check_systemd_unit() {
 LAYERS=(base backend sandbox tools mcp transport)
 
 # layer_of PATH (under src/, e.g. "mcp/mcp.h" or "main.c"): its layer number,
-# or nothing when its folder is not a layer. Files directly in src/ are
-# programs (the daemon's main.c, the build's tooldefs_check.c): above all.
+# or nothing when its folder is not a layer. The daemon's main.c, the only
+# file directly in src/, is above all; any other file there has no layer
+# (a module, or a program such as tools/tooldefs_check.c, goes in the folder
+# of what it is about).
 layer_of() {
     local top=${1%%/*} i
-    [[ $1 != */* ]] && { echo "${#LAYERS[@]}"; return; }
+    [ "$1" = main.c ] && { echo "${#LAYERS[@]}"; return; }
+    [[ $1 != */* ]] && return
     for i in "${!LAYERS[@]}"; do
         [ "${LAYERS[$i]}" = "$top" ] && { echo "$i"; return; }
     done
@@ -287,7 +290,11 @@ check_layering() {
     for f in "${C_SOURCES[@]}" "${C_HEADERS[@]}"; do
         rel=${f#src/}
         mine=$(layer_of "$rel")
-        if [ -z "$mine" ]; then
+        if [ -z "$mine" ] && [[ $rel != */* ]]; then
+            echo "  $f: only main.c sits directly in src/; a file goes in its layer's folder"
+            bad=1
+            continue
+        elif [ -z "$mine" ]; then
             echo "  $f: folder '${rel%%/*}' is not a layer (LAYERS in scripts/lint.sh)"
             bad=1
             continue

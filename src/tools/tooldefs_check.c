@@ -4,7 +4,8 @@
  * output_schema.json is the outputSchema all tools share; any other FILE
  * is one tool, whose name must be the file's name without ".json" (the
  * embedded symbol is named after the file). Prints "FILE: problem" on
- * stderr for each bad file and exits 1 if there is one. */
+ * stderr for each bad file and exits 1 if there is one. A program of the
+ * build (the Makefile's PROGRAMS), not part of the daemon. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
