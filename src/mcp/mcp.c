@@ -320,7 +320,7 @@ void mcp_session_reject(struct mcp_session *s, int code, const char *message,
 {
     (void)s;
     json_object *e = jsonrpc_error(NULL, code, message, NULL);
-    channel_send_json(ch, e);
+    reply_send(ch, e);
     json_object_put(e);
 }
 

@@ -32,7 +32,7 @@ void mcp_channel_unref(struct mcp_channel *ch)
         ch->release(ch);
 }
 
-void channel_send_json(struct mcp_channel *ch, json_object *msg)
+void reply_send(struct mcp_channel *ch, json_object *msg)
 {
     size_t len = 0;
     const char *s = jsonrpc_serialize(msg, &len);
@@ -102,7 +102,7 @@ void reply_done(struct reply *r, json_object *resp)
 {
     if (!r->batch) {
         if (resp)
-            channel_send_json(r->ch, resp);
+            reply_send(r->ch, resp);
         json_object_put(resp);
         mcp_channel_unref(r->ch);
         return;

@@ -54,7 +54,7 @@ static int check_file(const char *path, struct err *err)
     }
     stem -= 5;
     int rc = 0;
-    struct tooldef def;
+    struct tooldef_checked def;
     if (strcmp(base, "output_schema.json") == 0)
         rc = tooldef_check_output_schema(o, err);
     else if ((rc = tooldef_check(o, &def, err)) == 0 &&

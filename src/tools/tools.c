@@ -81,7 +81,7 @@ bool tools_exists(const char *name)
 
 bool tools_answers_at_once(const char *name)
 {
-    const struct tool_def *t = registry_find(name);
+    const struct registry_entry *t = registry_find(name);
     return t && t->kind == TOOL_LIST_LANGUAGES;
 }
 
@@ -136,7 +136,7 @@ int tools_parse_args(const struct config *cfg, const struct langtable *langs, co
                      json_object *args, struct tools_run_args *out, struct err *err)
 {
     memset(out, 0, sizeof(*out));
-    const struct tool_def *t = registry_find(name);
+    const struct registry_entry *t = registry_find(name);
     if (!t)
         return err_set(err, ERR_INVALID, "unknown tool '%s'", name);
     out->tool = t->name;
@@ -474,7 +474,7 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
 }
 
 /* Checks args against name's inputSchema; NULL, or an isError result. */
-static json_object *check_args(const struct tool_def *t, const struct langtable *langs,
+static json_object *check_args(const struct registry_entry *t, const struct langtable *langs,
                                json_object *args)
 {
     struct err err = ERR_INIT;
@@ -504,7 +504,7 @@ static json_object *check_args(const struct tool_def *t, const struct langtable 
 json_object *tools_answer(const struct tools_env *env, const char *name, json_object *args,
                           const struct tools_features *f)
 {
-    const struct tool_def *t = registry_find(name);
+    const struct registry_entry *t = registry_find(name);
     if (!t || t->kind != TOOL_LIST_LANGUAGES)
         return error_result_json("this tool is not answered at once");
     json_object *bad = check_args(t, env->langs, args);
@@ -522,7 +522,7 @@ json_object *tools_answer(const struct tools_env *env, const char *name, json_ob
 
 bool tools_answer_may_wait(const struct tools_env *env, const char *name)
 {
-    const struct tool_def *t = registry_find(name);
+    const struct registry_entry *t = registry_find(name);
     return t && t->kind == TOOL_LIST_LANGUAGES && !languages_all_known(env->languages);
 }
 
