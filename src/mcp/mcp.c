@@ -13,12 +13,14 @@
 #include "mcp/resources.h"
 #include "mcp/session.h"
 
-static const char *const version_names[MCP_V_COUNT] = {
-    [MCP_V_2024_11_05] = "2024-11-05",
-    [MCP_V_2025_03_26] = "2025-03-26",
-    [MCP_V_2025_06_18] = "2025-06-18",
-    [MCP_V_2025_11_25] = "2025-11-25",
-};
+#define VERSION_NAME(id, name) [id] = (name),
+static const char *const version_names[MCP_V_COUNT] = {MCP_VERSIONS(VERSION_NAME)};
+#undef VERSION_NAME
+
+/* ", <name>" for each, read from after the first ", ". */
+#define VERSION_TEXT(id, name) ", " name
+static const char versions_text[] = MCP_VERSIONS(VERSION_TEXT);
+#undef VERSION_TEXT
 
 #define INSTRUCTIONS                                                                               \
     "Runs code in fresh, isolated containers: Python, JavaScript, TypeScript, Bash, C, C++, "      \
@@ -33,6 +35,11 @@ const char *mcp_version_name(enum mcp_version v)
     if ((int)v < 0 || v >= MCP_V_COUNT)
         return version_names[MCP_V_LATEST];
     return version_names[v];
+}
+
+const char *mcp_versions_text(void)
+{
+    return versions_text + 2;
 }
 
 int mcp_version_from_name(const char *name)
