@@ -338,9 +338,7 @@ void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
     struct err err = ERR_INIT;
     size_t budget = JSONRPC_PARSE_BUDGET(s->srv->cfg->max_message_bytes);
     if (jsonrpc_parse(data, len, budget, &msg, &err) < 0) {
-        mcp_session_reject(s,
-                           err.code == ERR_TOO_BIG ? JSONRPC_INVALID_REQUEST : JSONRPC_PARSE_ERROR,
-                           err_msg(&err), ch);
+        mcp_session_reject(s, err_jsonrpc_code(err.code), err_msg(&err), ch);
         err_clear(&err);
         return;
     }

@@ -95,6 +95,16 @@ const char *exec_status_name(enum exec_status st)
     return "error";
 }
 
+/* A run that failed: the status base/err.h gives its category. */
+static enum exec_status failed_status(enum err_code code)
+{
+    const char *name = err_tool_status(code);
+    for (int st = EXEC_OK; st <= EXEC_COMPILE_ERROR; st++)
+        if (strcmp(exec_status_name((enum exec_status)st), name) == 0)
+            return (enum exec_status)st;
+    return EXEC_ERROR;
+}
+
 /* ---- commands ------------------------------------------------------------ */
 
 /* The argv of lang's warm checker after the generic runner's "warm": the
@@ -962,7 +972,7 @@ out:
                     "waiting for a run slot and starting the sandbox; the code never ran (%s)",
                     req->timeout_ms, err_msg(err));
     } else if (rc < 0) {
-        res->status = EXEC_ERROR;
+        res->status = failed_status(err->code);
         set_message(res, "%s", err_msg(err));
     }
     backend_stream_close(stream);
