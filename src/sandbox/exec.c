@@ -286,8 +286,12 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
         return NULL;
     }
     policy_secrets_init(&ctx->secrets, cfg, envp, warn_missing_env);
-    ctx->redactor = redactor_new((const char *const *)ctx->secrets.names,
-                                 (const char *const *)ctx->secrets.values, ctx->secrets.n);
+    if (redactor_new((const char *const *)ctx->secrets.names,
+                     (const char *const *)ctx->secrets.values, ctx->secrets.n, &ctx->redactor,
+                     err) < 0) {
+        exec_ctx_free(ctx);
+        return NULL;
+    }
     ctx->seccomp = policy_seccomp_new(POLICY_SECCOMP_HOST, err);
     ctx->seccomp_gvisor = ctx->seccomp ? policy_seccomp_new(POLICY_SECCOMP_GVISOR, err) : NULL;
     if (!ctx->seccomp_gvisor) {
