@@ -267,6 +267,11 @@ static json_object *safe_string(const char *s, size_t n)
     return o;
 }
 
+/* The result text's own words beyond the output, stderr and message it
+ * quotes: the stderr heading, the status line (a status, an exit code),
+ * "(no output)". */
+#define TEXT_WORDS_MAX 128
+
 /* One decimal, written as such (json-c would print %.17g). */
 static json_object *duration_json(double ms)
 {
@@ -296,13 +301,15 @@ json_object *tools_result(const struct exec_result *res, const struct langtable_
         json_object_object_add(sc, "message", safe_string(res->message, strlen(res->message)));
 
     /* The readable text: the output itself, then stderr and the outcome
-     * when there is something to say. */
-    struct buf text;
-    buf_init(&text, (size_t)-1);
+     * when there is something to say; its cap is all of those and what
+     * files_result_add says about the files. */
     const char *so = json_object_get_string(out);
     size_t so_len = (size_t)json_object_get_string_len(out);
     const char *se = json_object_get_string(errs);
     size_t se_len = (size_t)json_object_get_string_len(errs);
+    struct buf text;
+    buf_init(&text, so_len + se_len + (res->message ? strlen(res->message) : 0) + TEXT_WORDS_MAX +
+                        files_result_text_max(&res->files));
     int rc = buf_add(&text, so, so_len);
     if (se_len) {
         rc |= buf_addf(&text, "%s--- stderr ---\n", text.len && so[so_len - 1] != '\n' ? "\n" : "");
@@ -321,12 +328,22 @@ json_object *tools_result(const struct exec_result *res, const struct langtable_
         rc |= buf_add(&text, " ---", 4);
     }
     json_object *blocks = json_object_new_array();
-    files_result_add(&res->files, fc, f, blocks, sc, &text);
+    struct err err = ERR_INIT;
+    rc |= files_result_add(&res->files, fc, f, blocks, sc, &text, &err);
     if (text.len == 0)
         rc |= buf_addf(&text, "(no output)");
-    (void)rc; /* text has no cap */
-
-    json_object *r = call_result(text.data, text.len, blocks, sc, f, is_error);
+    json_object *r;
+    if (rc < 0) {
+        /* Not the program's doing: said as such, not as a cut text. */
+        if (!err.msg)
+            err_set(&err, ERR_INTERNAL, "the result's text passed %zu bytes", text.max);
+        json_object_put(blocks);
+        json_object_put(sc);
+        r = error_result_json(err_msg(&err));
+    } else {
+        r = call_result(text.data, text.len, blocks, sc, f, is_error);
+    }
+    err_clear(&err);
     buf_free(&text);
     return r;
 }
