@@ -49,7 +49,9 @@ LDLIBS  := $(PKG_LIBS) -pthread -lm
 
 B       ?= build
 # src/<layer>/[<backend>/]<module>.c: the folders are the layers (README.md).
-SRCS    := $(filter-out src/main.c,$(wildcard src/*/*.c src/*/*/*.c))
+# The programs (a main of their own) are not part of libcore.
+PROGRAMS := src/main.c src/tools/tooldefs_check.c src/base/config_sample.c
+SRCS    := $(filter-out $(PROGRAMS),$(wildcard src/*/*.c src/*/*/*.c))
 GEN     := build/gen/runner_scripts.c
 OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
 # Tool definitions (src/tools/defs/*.json): checked by build/tooldefs-check,
@@ -138,7 +140,7 @@ $(B)/obj/languages_builtin.o: $(LANGUAGES_GEN)
 
 # A host program built from the daemon's own validator, so a bad definition
 # fails here rather than at the daemon's start; one for every build flavour.
-TOOLDEFS_CHECK_SRCS := src/tooldefs_check.c src/tools/tooldef.c src/tools/schema.c \
+TOOLDEFS_CHECK_SRCS := src/tools/tooldefs_check.c src/tools/tooldef.c src/tools/schema.c \
                        src/base/err.c src/base/json.c src/base/util.c src/base/buf.c
 build/tooldefs-check: $(TOOLDEFS_CHECK_SRCS) $(wildcard src/tools/*.h src/base/*.h)
 	@mkdir -p $(dir $@)
@@ -157,7 +159,7 @@ $(B)/obj/tool_defs.o: $(TOOL_DEFS_GEN)
 # printed by build/config-sample: `make` fails when the committed file is
 # not what the table gives, and `make config-sample` rewrites it.
 CONFIG_SAMPLE := config/mcp-sandboxd.conf
-$(B)/config-sample: $(B)/obj/config_sample.o $(B)/libcore.a
+$(B)/config-sample: $(B)/obj/base/config_sample.o $(B)/libcore.a
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
 $(B)/config-sample.ok: $(B)/config-sample $(CONFIG_SAMPLE)
@@ -234,6 +236,7 @@ fuzz-smoke:
 lint:
 	@scripts/lint.sh
 	@tests/lint/test_layering.sh
+	@tests/lint/test_paths.sh
 
 format:
 	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) $(wildcard tests/unit/*.[ch] tests/unit/*/*.[ch] tests/unit/*/*/*.[ch]) tests/fake_engine/*.[ch] tests/fuzz/*.[ch]

@@ -11,7 +11,10 @@
 #
 # A harness replays a single input given as a file: build/fuzz/fuzz_jsonrpc FILE.
 # Smoke runs never write into the repository: new inputs go to a temporary
-# directory (the first corpus directory), tests/fuzz/corpus/NAME is read only.
+# directory (the first corpus directory), tests/fuzz/corpus/<name> is read only.
+# Seeds that are files of the tree (fuzz_langtable's: the built-in language
+# table) are copied into that directory at run time rather than kept in the
+# corpus, so they are always the current ones.
 # Crashes are saved as build/fuzz/artifacts/NAME-crash-*; logs in build/fuzz/logs/.
 #
 # Environment: FUZZ_CC (clang), FUZZ_SECONDS (20), FUZZ_RSS_MB (2048),
@@ -82,6 +85,9 @@ build() {
     # then one link per harness.
     local srcs=() s
     for s in src/*/*.c src/*/*/*.c; do
+        # Programs of the build (a main of their own, like the Makefile's
+        # PROGRAMS) are not the daemon's code.
+        grep -q '^int main(' "$s" && continue
         srcs+=("$s")
     done
     srcs+=("${GEN[@]}")
@@ -112,10 +118,18 @@ build() {
     [ "$bad" -eq 0 ]
 }
 
+# seed NAME DIR: copies NAME's seeds that are files of the tree into DIR.
+seed() {
+    case $1 in
+    fuzz_langtable) cp src/sandbox/languages/builtin.json "$2/builtin.json" ;;
+    esac
+}
+
 # fuzz_one NAME SECONDS: fuzzes from a scratch copy of the corpus.
 fuzz_one() {
     local h=$1 secs=$2 scratch rc
     scratch=$(mktemp -d)
+    seed "$h" "$scratch"
     local corpus=tests/fuzz/corpus/$h
     local dirs=("$scratch")
     [ -d "$corpus" ] && dirs+=("$corpus")
@@ -180,14 +194,17 @@ smoke() {
 replay() {
     build || return 1
     probe_lsan
-    local h pass=0 fail=0
+    local h pass=0 fail=0 seeds
     for h in "${HARNESSES[@]}"; do
-        if "$OUT/$h" -runs=0 "$LEAKS" "tests/fuzz/corpus/$h" >"$OUT/logs/$h.replay.log" 2>&1; then
+        seeds=$(mktemp -d)
+        seed "$h" "$seeds"
+        if "$OUT/$h" -runs=0 "$LEAKS" "$seeds" "tests/fuzz/corpus/$h" >"$OUT/logs/$h.replay.log" 2>&1; then
             pass=$((pass + 1))
         else
             fail=$((fail + 1))
             echo "fuzz: replaying tests/fuzz/corpus/$h FAILED; log: $OUT/logs/$h.replay.log"
         fi
+        rm -rf "$seeds"
     done
     echo "fuzz: $pass passed, $fail failed"
     [ "$fail" -eq 0 ]
@@ -208,6 +225,7 @@ run)
     shift 2
     build || exit 1
     mkdir -p "$OUT/corpus/$h"
+    seed "$h" "$OUT/corpus/$h"
     exec "$OUT/$h" -rss_limit_mb="$FUZZ_RSS_MB" -artifact_prefix="$OUT/artifacts/$h-" "$@" \
         "$OUT/corpus/$h" "tests/fuzz/corpus/$h"
     ;;

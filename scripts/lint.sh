@@ -5,10 +5,11 @@
 #   scripts/lint.sh format    only the clang-format check
 #   scripts/lint.sh layering  only the layering check (tests/lint runs it on
 #                             trees of its own)
+#   scripts/lint.sh paths     only the check of paths named in comments
 #
 # Checks: format (clang-format), cppcheck, clang-tidy (.clang-tidy), banned
-# functions, shellcheck, layering (the LAYERS table below), the systemd unit
-# (systemd-analyze verify). A check whose
+# functions, shellcheck, layering (the LAYERS table below), paths named in
+# comments, the systemd unit (systemd-analyze verify). A check whose
 # tool is missing is skipped with a note, except when CI is set: there a
 # missing tool fails the check. Exit status is non-zero when any check fails.
 #
@@ -27,9 +28,9 @@ LINT_JOBS=${LINT_JOBS:-2}
 
 mode=${1:-all}
 case "$mode" in
-all | format | layering) ;;
+all | format | layering | paths) ;;
 *)
-    echo "usage: $0 [all|format|layering]" >&2
+    echo "usage: $0 [all|format|layering|paths]" >&2
     exit 2
     ;;
 esac
@@ -271,11 +272,14 @@ check_systemd_unit() {
 LAYERS=(base backend sandbox tools mcp transport)
 
 # layer_of PATH (under src/, e.g. "mcp/mcp.h" or "main.c"): its layer number,
-# or nothing when its folder is not a layer. Files directly in src/ are
-# programs (the daemon's main.c, the build's tooldefs_check.c): above all.
+# or nothing when its folder is not a layer. The daemon's main.c, the only
+# file directly in src/, is above all; any other file there has no layer
+# (a module, or a program such as tools/tooldefs_check.c, goes in the folder
+# of what it is about).
 layer_of() {
     local top=${1%%/*} i
-    [[ $1 != */* ]] && { echo "${#LAYERS[@]}"; return; }
+    [ "$1" = main.c ] && { echo "${#LAYERS[@]}"; return; }
+    [[ $1 != */* ]] && return
     for i in "${!LAYERS[@]}"; do
         [ "${LAYERS[$i]}" = "$top" ] && { echo "$i"; return; }
     done
@@ -286,7 +290,11 @@ check_layering() {
     for f in "${C_SOURCES[@]}" "${C_HEADERS[@]}"; do
         rel=${f#src/}
         mine=$(layer_of "$rel")
-        if [ -z "$mine" ]; then
+        if [ -z "$mine" ] && [[ $rel != */* ]]; then
+            echo "  $f: only main.c sits directly in src/; a file goes in its layer's folder"
+            bad=1
+            continue
+        elif [ -z "$mine" ]; then
             echo "  $f: folder '${rel%%/*}' is not a layer (LAYERS in scripts/lint.sh)"
             bad=1
             continue
@@ -322,8 +330,79 @@ check_layering() {
     return $bad
 }
 
+# ---- paths named in comments -----------------------------------------------
+# A comment (all of a Markdown file) that names src/..., tests/...,
+# scripts/..., containers/... or config/... names something in the tree: a
+# moved file leaves no stale pointer behind. A path with a placeholder
+# (<layer>, *, …, ...) is a pattern and not checked; build/ is generated,
+# and a path inside it is not read as one of the tree's. Comments are what follows
+# // or sits in /* */ in C and JavaScript, -- in Lua, and # (at a line's
+# start or after a space) in everything else.
+PATH_ROOTS='src|tests|scripts|containers|config'
+path_files() {
+    local f
+    for f in src/** tests/** scripts/** containers/** config/** Makefile README.md; do
+        [ -f "$f" ] || continue
+        case "$f" in
+        */node_modules/* | tests/fuzz/corpus/* | *.json | *.png) continue ;;
+        esac
+        printf '%s\n' "$f"
+    done
+}
+
+check_paths() {
+    need perl || return
+    # shellcheck disable=SC2016 # $-variables belong to perl
+    path_files | perl -e '
+        my $bad = 0;
+        while (my $f = <STDIN>) {
+            chomp $f;
+            open(my $fh, "<", $f) or die "$f: $!";
+            local $/;
+            my $s = <$fh>;
+            close $fh;
+            next if $s =~ /\0/;
+            my @comments; # [line, text]
+            my $line_of = sub { 1 + (substr($s, 0, $_[0]) =~ tr/\n//) };
+            if ($f =~ /\.md$/) {
+                push @comments, [1, $s];
+            } elsif ($f =~ /\.(c|h|js|mjs)$/) {
+                while ($s =~ m{(/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\x27(?:\\.|[^\x27\\\n])*\x27)}gs) {
+                    my ($m, $at) = ($1, $-[1]);
+                    push @comments, [$line_of->($at), $m] if $m =~ m{^/[/*]};
+                }
+            } else {
+                my $mark = $f =~ /\.lua$/ ? qr/--/ : qr/#/;
+                my $n = 0;
+                for my $l (split /\n/, $s, -1) {
+                    $n++;
+                    push @comments, [$n, $1] if $l =~ /(?:^|\s)$mark(.*)/;
+                }
+            }
+            for my $c (@comments) {
+                my ($first, $text) = @$c;
+                my $n = 0;
+                for my $l (split /\n/, $text, -1) {
+                    while ($l =~ m{(?<![\w./\$%-])((?:'"$PATH_ROOTS"')/[\w./<>*\[\]{}\$%\xe2\x80\xa6+-]*)}g) {
+                        my $p = $1;
+                        $p =~ s/[.,:;+-]+$//;
+                        next if $p =~ m{[<>*\[\]{}\$%]|\xe2\x80\xa6|\.\.\.};
+                        next if -e $p;
+                        print "  $f:", $first + $n, ": names $p, which is not in the tree\n";
+                        $bad = 1;
+                    }
+                    $n++;
+                }
+            }
+        }
+        exit $bad;
+    '
+}
+
 if [ "$mode" = layering ]; then
     run_check layering check_layering
+elif [ "$mode" = paths ]; then
+    run_check paths check_paths
 else
     run_check format check_format
 fi
@@ -333,6 +412,7 @@ if [ "$mode" = all ]; then
     run_check banned-functions check_banned
     run_check shellcheck check_shellcheck
     run_check layering check_layering
+    run_check paths check_paths
     run_check systemd-unit check_systemd_unit
 fi
 

@@ -15,6 +15,8 @@
 
 /* Bytes that n base64 characters decode to at most. */
 #define CODEC_BASE64_DECODED_MAX(n) ((n) / 4 * 3 + 3)
+/* Characters that n bytes encode to, padded (unpadded is no longer). */
+#define CODEC_BASE64_LEN(n) (((n) + 2) / 3 * 4)
 
 /* Appends the base64 of data[0..n) to out. -1 when out's cap is reached
  * (out is then as it was). */

@@ -22,6 +22,49 @@ const char *err_code_name(enum err_code code)
     return "error";
 }
 
+int err_jsonrpc_code(enum err_code code)
+{
+    switch (code) {
+    case ERR_OK:
+        return 0;
+    case ERR_PROTOCOL:
+        return ERR_JSONRPC_PARSE;
+    case ERR_TOO_BIG:
+        return ERR_JSONRPC_INVALID_REQUEST;
+    case ERR_INVALID:
+        return ERR_JSONRPC_INVALID_PARAMS;
+    case ERR_INTERNAL:
+        return ERR_JSONRPC_INTERNAL;
+    case ERR_ENGINE:
+    case ERR_NOT_FOUND:
+    case ERR_IO:
+    case ERR_TIMEOUT:
+    case ERR_CANCELLED:
+        return ERR_JSONRPC_SERVER;
+    }
+    return ERR_JSONRPC_INTERNAL;
+}
+
+const char *err_tool_status(enum err_code code)
+{
+    switch (code) {
+    case ERR_OK:
+        return "ok";
+    case ERR_CANCELLED:
+        return "cancelled";
+    case ERR_INVALID:
+    case ERR_TOO_BIG:
+    case ERR_ENGINE:
+    case ERR_NOT_FOUND:
+    case ERR_IO:
+    case ERR_TIMEOUT:
+    case ERR_PROTOCOL:
+    case ERR_INTERNAL:
+        return "error";
+    }
+    return "error";
+}
+
 int err_set(struct err *err, enum err_code code, const char *fmt, ...)
 {
     if (!err)

@@ -113,7 +113,7 @@ static void live_flush(struct call *c, bool final)
                                json_object_new_string(stream_name));
         json_object_object_add(p, "_meta", meta);
         json_object *note = jsonrpc_notification("notifications/progress", p);
-        channel_send_json(c->reply.ch, note);
+        reply_send(c->reply.ch, note);
         json_object_put(note);
     }
     /* stdout is "info", stderr "warning" for the client's logging level. */
@@ -127,7 +127,7 @@ static void live_flush(struct call *c, bool final)
         json_object_object_add(p, "logger", json_object_new_string(stream_name));
         json_object_object_add(p, "data", json_object_new_string_len(clean, (int)clean_len));
         json_object *note = jsonrpc_notification("notifications/message", p);
-        channel_send_json(c->reply.ch, note);
+        reply_send(c->reply.ch, note);
         json_object_put(note);
     }
     free(clean);

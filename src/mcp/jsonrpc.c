@@ -56,22 +56,22 @@ int jsonrpc_parse(const char *data, size_t len, size_t budget, json_object **out
                        "would take about %zu KiB, more than %zu KiB)",
                        cost >> 10, budget >> 10);
     if (!util_utf8_valid(data, len))
-        return err_set(err, ERR_INVALID, "Parse error: message is not valid UTF-8");
+        return err_set(err, ERR_PROTOCOL, "Parse error: message is not valid UTF-8");
     struct json_exact why;
     if (json_parse_exact(data, len, JSONRPC_MAX_DEPTH, JSON_TOKENER_STRICT, out, &why) == 0)
         return 0;
     switch (why.status) {
     case JSON_EXACT_INCOMPLETE:
-        return err_set(err, ERR_INVALID, "Parse error: incomplete JSON");
+        return err_set(err, ERR_PROTOCOL, "Parse error: incomplete JSON");
     case JSON_EXACT_TRAILING:
-        return err_set(err, ERR_INVALID, "Parse error: trailing data after JSON value");
+        return err_set(err, ERR_PROTOCOL, "Parse error: trailing data after JSON value");
     case JSON_EXACT_NOMEM:
         return err_set(err, ERR_INTERNAL, "out of memory");
     case JSON_EXACT_OK:
     case JSON_EXACT_SYNTAX:
         break;
     }
-    return err_set(err, ERR_INVALID, "Parse error: %s at offset %zu", why.why, why.offset);
+    return err_set(err, ERR_PROTOCOL, "Parse error: %s at offset %zu", why.why, why.offset);
 }
 
 int jsonrpc_valid_id(json_object *id)

@@ -9,12 +9,13 @@
 
 #include "base/err.h"
 
-#define JSONRPC_PARSE_ERROR      (-32700)
-#define JSONRPC_INVALID_REQUEST  (-32600)
-#define JSONRPC_METHOD_NOT_FOUND (-32601)
-#define JSONRPC_INVALID_PARAMS   (-32602)
-#define JSONRPC_INTERNAL_ERROR   (-32603)
-#define JSONRPC_SERVER_ERROR     (-32000)
+/* The error codes are base/err.h's, where the categories map to them. */
+#define JSONRPC_PARSE_ERROR      ERR_JSONRPC_PARSE
+#define JSONRPC_INVALID_REQUEST  ERR_JSONRPC_INVALID_REQUEST
+#define JSONRPC_METHOD_NOT_FOUND ERR_JSONRPC_METHOD_NOT_FOUND
+#define JSONRPC_INVALID_PARAMS   ERR_JSONRPC_INVALID_PARAMS
+#define JSONRPC_INTERNAL_ERROR   ERR_JSONRPC_INTERNAL
+#define JSONRPC_SERVER_ERROR     ERR_JSONRPC_SERVER
 
 /* Nesting deeper than this is refused before it costs stack or memory. */
 #define JSONRPC_MAX_DEPTH 64
@@ -56,9 +57,10 @@ struct jsonrpc_msg {
 size_t jsonrpc_parse_cost(const char *data, size_t len);
 
 /* Parses exactly len bytes holding one JSON value (surrounding whitespace
- * allowed). On failure returns -1 with a message suitable for a -32700;
- * a message whose jsonrpc_parse_cost is over budget is refused unparsed
- * with ERR_TOO_BIG (a -32600). */
+ * allowed). On failure returns -1 with ERR_PROTOCOL (a -32700) and a
+ * message suitable for it; a message whose jsonrpc_parse_cost is over
+ * budget is refused unparsed with ERR_TOO_BIG (a -32600): the answer is
+ * err_jsonrpc_code's. */
 int jsonrpc_parse(const char *data, size_t len, size_t budget, json_object **out, struct err *err);
 
 /* Classifies one message object (not an array). Never fails: malformed

@@ -13,12 +13,14 @@
 #include "mcp/resources.h"
 #include "mcp/session.h"
 
-static const char *const version_names[MCP_V_COUNT] = {
-    [MCP_V_2024_11_05] = "2024-11-05",
-    [MCP_V_2025_03_26] = "2025-03-26",
-    [MCP_V_2025_06_18] = "2025-06-18",
-    [MCP_V_2025_11_25] = "2025-11-25",
-};
+#define VERSION_NAME(id, name) [id] = (name),
+static const char *const version_names[MCP_V_COUNT] = {MCP_VERSIONS(VERSION_NAME)};
+#undef VERSION_NAME
+
+/* ", <name>" for each, read from after the first ", ". */
+#define VERSION_TEXT(id, name) ", " name
+static const char versions_text[] = MCP_VERSIONS(VERSION_TEXT);
+#undef VERSION_TEXT
 
 #define INSTRUCTIONS                                                                               \
     "Runs code in fresh, isolated containers: Python, JavaScript, TypeScript, Bash, C, C++, "      \
@@ -33,6 +35,11 @@ const char *mcp_version_name(enum mcp_version v)
     if ((int)v < 0 || v >= MCP_V_COUNT)
         return version_names[MCP_V_LATEST];
     return version_names[v];
+}
+
+const char *mcp_versions_text(void)
+{
+    return versions_text + 2;
 }
 
 int mcp_version_from_name(const char *name)
@@ -320,7 +327,7 @@ void mcp_session_reject(struct mcp_session *s, int code, const char *message,
 {
     (void)s;
     json_object *e = jsonrpc_error(NULL, code, message, NULL);
-    channel_send_json(ch, e);
+    reply_send(ch, e);
     json_object_put(e);
 }
 
@@ -331,9 +338,7 @@ void mcp_session_receive(struct mcp_session *s, const char *data, size_t len,
     struct err err = ERR_INIT;
     size_t budget = JSONRPC_PARSE_BUDGET(s->srv->cfg->max_message_bytes);
     if (jsonrpc_parse(data, len, budget, &msg, &err) < 0) {
-        mcp_session_reject(s,
-                           err.code == ERR_TOO_BIG ? JSONRPC_INVALID_REQUEST : JSONRPC_PARSE_ERROR,
-                           err_msg(&err), ch);
+        mcp_session_reject(s, err_jsonrpc_code(err.code), err_msg(&err), ch);
         err_clear(&err);
         return;
     }

@@ -32,17 +32,25 @@
 /* JSON-RPC error code for resources/read of an unknown URI. */
 #define MCP_RESOURCE_NOT_FOUND (-32002)
 
-enum mcp_version {
-    MCP_V_2024_11_05 = 0,
-    MCP_V_2025_03_26,
-    MCP_V_2025_06_18,
-    MCP_V_2025_11_25,
-    MCP_V_COUNT,
-};
+/* The protocol versions this server speaks, oldest first: the one table
+ * the enum, the names initialize negotiates and MCP-Protocol-Version
+ * accepts, and the list an error names are made from. */
+#define MCP_VERSIONS(X)                                                                            \
+    X(MCP_V_2024_11_05, "2024-11-05")                                                              \
+    X(MCP_V_2025_03_26, "2025-03-26")                                                              \
+    X(MCP_V_2025_06_18, "2025-06-18")                                                              \
+    X(MCP_V_2025_11_25, "2025-11-25")
+
+#define MCP_VERSION_ENUM(id, name) id,
+enum mcp_version { MCP_VERSIONS(MCP_VERSION_ENUM) MCP_V_COUNT };
+#undef MCP_VERSION_ENUM
 
 #define MCP_V_LATEST MCP_V_2025_11_25
 
 const char *mcp_version_name(enum mcp_version v);
+
+/* Every supported version's name, oldest first, as "2024-11-05, ...". */
+const char *mcp_versions_text(void);
 
 /* Returns the version for a name, or -1 when unsupported. */
 int mcp_version_from_name(const char *name);

@@ -32,7 +32,7 @@ void mcp_channel_unref(struct mcp_channel *ch)
         ch->release(ch);
 }
 
-void channel_send_json(struct mcp_channel *ch, json_object *msg)
+void reply_send(struct mcp_channel *ch, json_object *msg)
 {
     size_t len = 0;
     const char *s = jsonrpc_serialize(msg, &len);
@@ -74,25 +74,45 @@ static char *too_big_text(json_object *id, size_t max_bytes, size_t *len)
     return text;
 }
 
-static void batch_send(struct batch *b)
+/* The answers as one array, in out: capped at their own lengths, a comma
+ * between each two and the brackets (what they are is settled by now). */
+static int batch_join(const struct batch *b, struct buf *out, struct err *err)
 {
-    struct buf out;
-    buf_init(&out, (size_t)-1);
-    int rc = buf_add(&out, "[", 1);
+    size_t max = 2;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->texts[i])
+            max += b->lens[i] + 1;
+    buf_init(out, max);
+    int rc = buf_add(out, "[", 1);
     bool any = false;
     for (size_t i = 0; i < b->n; i++) {
         if (!b->texts[i])
             continue;
         if (any)
-            rc |= buf_add(&out, ",", 1);
-        rc |= buf_add(&out, b->texts[i], b->lens[i]);
+            rc |= buf_add(out, ",", 1);
+        rc |= buf_add(out, b->texts[i], b->lens[i]);
         any = true;
     }
-    rc |= buf_add(&out, "]", 1);
-    (void)rc; /* out has no cap */
-    /* A batch of only notifications gets no answer at all. */
-    if (any && b->ch->send(b->ch, out.data, out.len) < 0)
+    rc |= buf_add(out, "]", 1);
+    if (rc < 0)
+        return err_set(err, ERR_INTERNAL, "a batch's answers passed %zu bytes", max);
+    return any ? 1 : 0;
+}
+
+static void batch_send(struct batch *b)
+{
+    struct buf out;
+    struct err err = ERR_INIT;
+    int rc = batch_join(b, &out, &err);
+    if (rc < 0) {
+        json_object *e = jsonrpc_error(NULL, err_jsonrpc_code(err.code), err_msg(&err), NULL);
+        reply_send(b->ch, e);
+        json_object_put(e);
+    } else if (rc > 0 && b->ch->send(b->ch, out.data, out.len) < 0) {
+        /* (A batch of only notifications gets no answer at all.) */
         log_debug("could not deliver a message: the client went away");
+    }
+    err_clear(&err);
     buf_free(&out);
 }
 
@@ -102,7 +122,7 @@ void reply_done(struct reply *r, json_object *resp)
 {
     if (!r->batch) {
         if (resp)
-            channel_send_json(r->ch, resp);
+            reply_send(r->ch, resp);
         json_object_put(resp);
         mcp_channel_unref(r->ch);
         return;

@@ -17,9 +17,9 @@ struct reply {
     size_t index;
 };
 
-/* Sends msg (borrowed) on ch now: notifications, and answers outside any
- * slot. */
-void channel_send_json(struct mcp_channel *ch, json_object *msg);
+/* Sends msg (borrowed) on ch now, outside any slot: notifications, and
+ * answers to what has no slot (a message refused before it is read). */
+void reply_send(struct mcp_channel *ch, json_object *msg);
 
 /* Fills the slot with resp (taken; NULL means no response) and releases it. */
 void reply_done(struct reply *r, json_object *resp);

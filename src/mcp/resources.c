@@ -75,24 +75,31 @@ static void read_run_file(struct mcp_session *s, const struct jsonrpc_msg *m, st
     json_object_object_add(c, "mimeType", json_object_new_string(mime));
     bool text = !memchr(data, '\0', size) && util_utf8_valid(data, size) &&
                 strcmp(mime, "application/octet-stream") != 0 && strncmp(mime, "image/", 6) != 0;
+    struct buf b64;
+    /* The file's own base64 length (the run store caps the file). */
+    buf_init(&b64, CODEC_BASE64_LEN(size));
     if (text || strcmp(mime, "image/svg+xml") == 0) {
         json_object_object_add(c, "text", json_object_new_string_len(data, (int)size));
-    } else {
-        struct buf b64;
-        buf_init(&b64, (size_t)-1);
-        if (codec_base64_encode(data, size, &b64) < 0)
-            abort(); /* no cap */
+    } else if (codec_base64_encode(data, size, &b64) == 0) {
         json_object_object_add(c, "blob",
                                json_object_new_string_len(b64.data ? b64.data : "", (int)b64.len));
-        buf_free(&b64);
+    } else {
+        struct err err = ERR_INIT;
+        err_set(&err, ERR_INTERNAL, "the file's base64 passed %zu bytes", b64.max);
+        reply_error(r, m->id, err_jsonrpc_code(err.code), err_msg(&err));
+        err_clear(&err);
+        json_object_put(c);
+        goto out;
     }
-    free(mime);
-    free(data);
     json_object *contents = json_object_new_array();
     json_object_array_add(contents, c);
     json_object *res = json_object_new_object();
     json_object_object_add(res, "contents", contents);
     reply_result(r, m->id, res);
+out:
+    buf_free(&b64);
+    free(mime);
+    free(data);
 }
 
 void resources_read(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)

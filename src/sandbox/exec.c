@@ -84,6 +84,16 @@ const char *exec_status_name(enum exec_status st)
     return "error";
 }
 
+/* A run that failed: the status base/err.h gives its category. */
+static enum exec_status failed_status(enum err_code code)
+{
+    const char *name = err_tool_status(code);
+    for (int st = EXEC_OK; st <= EXEC_COMPILE_ERROR; st++)
+        if (strcmp(exec_status_name((enum exec_status)st), name) == 0)
+            return (enum exec_status)st;
+    return EXEC_ERROR;
+}
+
 static bool pool_wanted(const struct langtable *langs)
 {
     for (size_t i = 0; i < langtable_count(langs); i++)
@@ -199,8 +209,12 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
         return NULL;
     }
     policy_secrets_init(&ctx->secrets, cfg, envp, warn_missing_env);
-    ctx->redactor = redactor_new((const char *const *)ctx->secrets.names,
-                                 (const char *const *)ctx->secrets.values, ctx->secrets.n);
+    if (redactor_new((const char *const *)ctx->secrets.names,
+                     (const char *const *)ctx->secrets.values, ctx->secrets.n, &ctx->redactor,
+                     err) < 0) {
+        exec_ctx_free(ctx);
+        return NULL;
+    }
     ctx->seccomp = policy_seccomp_new(POLICY_SECCOMP_HOST, err);
     ctx->seccomp_gvisor = ctx->seccomp ? policy_seccomp_new(POLICY_SECCOMP_GVISOR, err) : NULL;
     if (!ctx->seccomp_gvisor) {
@@ -557,7 +571,7 @@ static void run_end(struct exec_ctx *ctx, const struct exec_request *req, struct
             "waiting for a run slot and starting the sandbox; the code never ran (%s)",
             req->timeout_ms, err_msg(err));
     } else if (rc < 0) {
-        res->status = EXEC_ERROR;
+        res->status = failed_status(err->code);
         exec_result_set_message(res, "%s", err_msg(err));
     }
     backend_stream_close(sb->stream);

@@ -26,10 +26,11 @@ struct node {
 struct redactor {
     struct node *nodes;
     size_t n, cap;
-    int root[256]; /* the root's children by byte */
-    size_t max_len;
+    int root[256];           /* the root's children by byte */
+    size_t max_len, min_len; /* of the forms */
     char **marks;
     size_t n_marks;
+    size_t max_mark; /* the longest mark's length */
 };
 
 static int child_of(const struct redactor *r, int s, unsigned char b)
@@ -87,6 +88,8 @@ static void add(struct redactor *r, const struct buf *form, const char *mark)
     }
     if (form->len > r->max_len)
         r->max_len = form->len;
+    if (r->min_len == 0 || form->len < r->min_len)
+        r->min_len = form->len;
 }
 
 struct add_ctx {
@@ -101,10 +104,11 @@ static void add_form(void *ctx, const char *form, size_t len)
     add(a->r, &b, a->mark);
 }
 
-static void add_forms(struct redactor *r, const unsigned char *v, size_t n, const char *mark)
+static int add_forms(struct redactor *r, const unsigned char *v, size_t n, const char *mark,
+                     struct err *err)
 {
     struct add_ctx a = {.r = r, .mark = mark};
-    redact_forms(v, n, add_form, &a);
+    return redact_forms(v, n, add_form, &a, err);
 }
 
 /* Failure links and, for each node, the longest form ending there:
@@ -133,8 +137,10 @@ static void build_links(struct redactor *r)
     free(queue);
 }
 
-struct redactor *redactor_new(const char *const *names, const char *const *values, size_t n)
+int redactor_new(const char *const *names, const char *const *values, size_t n,
+                 struct redactor **out, struct err *err)
 {
+    *out = NULL;
     struct redactor *r = xcalloc(1, sizeof(*r));
     r->marks = xcalloc(n ? n : 1, sizeof(char *));
     r->cap = 256;
@@ -146,14 +152,20 @@ struct redactor *redactor_new(const char *const *names, const char *const *value
             continue;
         char *mark = xasprintf("[REDACTED:%s]", names[i]);
         r->marks[r->n_marks++] = mark;
-        add_forms(r, (const unsigned char *)values[i], len, mark);
+        if (strlen(mark) > r->max_mark)
+            r->max_mark = strlen(mark);
+        if (add_forms(r, (const unsigned char *)values[i], len, mark, err) < 0) {
+            redactor_free(r);
+            return err_wrap(err, "the forms of %s's value", names[i]);
+        }
     }
     if (r->n_marks == 0) {
         redactor_free(r);
-        return NULL;
+        return 0;
     }
     build_links(r);
-    return r;
+    *out = r;
+    return 0;
 }
 
 void redactor_free(struct redactor *r)
@@ -483,12 +495,22 @@ static int to_buf(void *ctx, const char *data, size_t len)
     return buf_add(ctx, data, len) < 0 ? -1 : 0;
 }
 
+/* What n bytes can become: each run of bytes replaced by a mark is at
+ * least the shortest form long, so there are at most n / min_len marks. */
+static size_t redacted_max(const struct redactor *r, size_t n)
+{
+    if (!r)
+        return n;
+    return n + (n / r->min_len + 1) * r->max_mark;
+}
+
 char *redact_bytes(const struct redactor *r, const char *s, size_t n, size_t *out_len)
 {
     struct buf b;
-    buf_init(&b, (size_t)-1);
+    buf_init(&b, redacted_max(r, n));
     struct redact_stream rs = {0};
-    /* No cap: neither can fail. */
+    /* Under that cap neither fails; if one did, the text would end there:
+     * cut short, never a byte of a form let through. */
     if (redact_feed(r, &rs, s, n, to_buf, &b) == 0)
         (void)redact_flush(r, &rs, to_buf, &b);
     redact_stream_free(&rs);

@@ -44,13 +44,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/err.h"
+
 #define REDACT_MIN_LEN 4
 
 struct redactor;
 
-/* From n names and their values (copied). NULL when no value is long
- * enough to be looked for: then there is nothing to do. */
-struct redactor *redactor_new(const char *const *names, const char *const *values, size_t n);
+/* From n names and their values (copied), into *out: NULL when no value
+ * is long enough to be looked for (then there is nothing to do). -1 with
+ * err when a value's forms cannot be made (redact_forms.h). */
+int redactor_new(const char *const *names, const char *const *values, size_t n,
+                 struct redactor **out, struct err *err);
 void redactor_free(struct redactor *r);
 
 /* Where output goes once redacted; nonzero stops (and is returned). */

@@ -7,27 +7,35 @@
 
 #include "base/buf.h"
 #include "base/codec.h"
+#include "base/err.h"
 #include "base/util.h"
 
 static const char HEX_LOWER[] = "0123456789abcdef";
 static const char HEX_UPPER[] = "0123456789ABCDEF";
 
-/* A form under construction: bytes that are zeroed before they are freed. */
-static void form_free(struct buf *b)
+/* A form under construction, capped at REDACT_FORM_MAX of its value's
+ * length; over says a byte did not fit (the cap is above every form's
+ * length, so it would be a bug here, reported rather than a form cut). */
+struct form {
+    struct buf b;
+    bool over;
+};
+
+/* Its bytes are zeroed before they are freed. */
+static void form_free(struct form *f)
 {
-    if (b->data)
-        explicit_bzero(b->data, b->cap);
-    buf_free(b);
+    if (f->b.data)
+        explicit_bzero(f->b.data, f->b.cap);
+    buf_free(&f->b);
 }
 
-/* Forms are built without a cap: nothing can fail. */
-static void put(struct buf *b, const void *p, size_t n)
+static void put(struct form *f, const void *p, size_t n)
 {
-    if (buf_add(b, p, n) < 0)
-        abort();
+    if (!f->over && buf_add(&f->b, p, n) < 0)
+        f->over = true;
 }
 
-static void hex(const unsigned char *v, size_t n, const char *digits, struct buf *out)
+static void hex(const unsigned char *v, size_t n, const char *digits, struct form *out)
 {
     for (size_t i = 0; i < n; i++) {
         char two[2] = {digits[v[i] >> 4], digits[v[i] & 15]};
@@ -40,23 +48,23 @@ static void hex(const unsigned char *v, size_t n, const char *digits, struct buf
  * one only v's bits decide or, with at_end, to the last one with any of
  * them (the encoded text ends there: zero bits and padding follow). */
 static void base64_at(const unsigned char *v, size_t n, unsigned offset, bool url, bool at_end,
-                      struct buf *out)
+                      struct form *out)
 {
     unsigned char *in = xcalloc(n + 3, 1);
     memcpy(in + offset, v, n);
-    struct buf all;
-    buf_init(&all, (size_t)-1);
-    if (codec_base64_encode_as(in, offset + n, url ? CODEC_BASE64URL : CODEC_BASE64, false, &all) <
-        0)
-        abort(); /* no cap */
+    struct form all = {0};
+    buf_init(&all.b, CODEC_BASE64_LEN(offset + n));
+    if (codec_base64_encode_as(in, offset + n, url ? CODEC_BASE64URL : CODEC_BASE64, false,
+                               &all.b) < 0)
+        out->over = true;
     size_t first_bit = 8 * (size_t)offset;
     size_t end_bit = first_bit + 8 * n;
     size_t from = (first_bit + 5) / 6;
     size_t to = at_end ? (end_bit + 5) / 6 : end_bit / 6;
-    if (to > all.len)
-        to = all.len;
+    if (to > all.b.len)
+        to = all.b.len;
     if (to > from)
-        put(out, all.data + from, to - from);
+        put(out, all.b.data + from, to - from);
     explicit_bzero(in, n + 3);
     free(in);
     form_free(&all);
@@ -65,7 +73,7 @@ static void base64_at(const unsigned char *v, size_t n, unsigned offset, bool ur
 /* Percent-encoding: bytes outside [A-Za-z0-9] and keep as %XX in digits'
  * case, a space as '+' with plus (quote_plus), every byte with all. */
 static void percent(const unsigned char *v, size_t n, const char *keep, bool plus, bool all,
-                    const char *digits, struct buf *out)
+                    const char *digits, struct form *out)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = v[i];
@@ -109,7 +117,7 @@ static long utf8_at(const unsigned char *v, size_t n, size_t i, size_t *len)
     return cp;
 }
 
-static void put_u(struct buf *out, const char *prefix, unsigned long cp, int digits)
+static void put_u(struct form *out, const char *prefix, unsigned long cp, int digits)
 {
     put(out, prefix, strlen(prefix));
     for (int d = digits - 1; d >= 0; d--)
@@ -118,7 +126,7 @@ static void put_u(struct buf *out, const char *prefix, unsigned long cp, int dig
 
 /* Inside a JSON string, as json.dumps (ascii: ensure_ascii, the default)
  * and JSON.stringify (not ascii) write it. */
-static void json_string(const unsigned char *v, size_t n, bool ascii, struct buf *out)
+static void json_string(const unsigned char *v, size_t n, bool ascii, struct form *out)
 {
     for (size_t i = 0; i < n;) {
         size_t len = 1;
@@ -149,7 +157,7 @@ static void json_string(const unsigned char *v, size_t n, bool ascii, struct buf
  * or 0 when it uses the other one), for the characters its output keeps
  * as they are: printable ASCII and non-ASCII letters (an approximation of
  * str.isprintable that covers what secrets hold). */
-static void py_repr(const unsigned char *v, size_t n, char quote, struct buf *out)
+static void py_repr(const unsigned char *v, size_t n, char quote, struct form *out)
 {
     for (size_t i = 0; i < n;) {
         size_t len = 1;
@@ -175,24 +183,31 @@ static void py_repr(const unsigned char *v, size_t n, char quote, struct buf *ou
 
 typedef void (*add_fn)(void *ctx, const char *form, size_t len);
 
-static void give(struct buf *f, add_fn add, void *ctx)
+/* Hands the form to add and empties it; -1 (err set) when it overflowed. */
+static int give(struct form *f, add_fn add, void *ctx, struct err *err)
 {
-    add(ctx, f->data ? f->data : "", f->len);
-    if (f->data)
-        explicit_bzero(f->data, f->cap);
-    buf_reset(f);
+    if (f->over)
+        return err_set(err, ERR_INTERNAL, "a redaction form passed its cap of %zu bytes", f->b.max);
+    add(ctx, f->b.data ? f->b.data : "", f->b.len);
+    if (f->b.data)
+        explicit_bzero(f->b.data, f->b.cap);
+    buf_reset(&f->b);
+    return 0;
 }
 
-void redact_forms(const unsigned char *v, size_t n, add_fn add, void *ctx)
+int redact_forms(const unsigned char *v, size_t n, add_fn add, void *ctx, struct err *err)
 {
-    struct buf f;
-    buf_init(&f, (size_t)-1);
+    struct form f = {0};
+    buf_init(&f.b, REDACT_FORM_MAX(n));
+    int rc = -1;
     put(&f, v, n);
-    give(&f, add, ctx);
+    if (give(&f, add, ctx, err) < 0)
+        goto out;
     for (int upper = 0; upper < 2; upper++) {
         const char *digits = upper ? HEX_UPPER : HEX_LOWER;
         hex(v, n, digits, &f);
-        give(&f, add, ctx);
+        if (give(&f, add, ctx, err) < 0)
+            goto out;
         static const struct {
             const char *keep;
             bool plus, all;
@@ -203,25 +218,29 @@ void redact_forms(const unsigned char *v, size_t n, add_fn add, void *ctx)
                    {"", false, true}};
         for (size_t k = 0; k < ARRAY_SIZE(pct); k++) {
             percent(v, n, pct[k].keep, pct[k].plus, pct[k].all, digits, &f);
-            give(&f, add, ctx);
+            if (give(&f, add, ctx, err) < 0)
+                goto out;
         }
     }
     for (unsigned offset = 0; offset < 3; offset++) {
         for (int url = 0; url < 2; url++) {
             for (int at_end = 0; at_end < 2; at_end++) {
                 base64_at(v, n, offset, url, at_end, &f);
-                give(&f, add, ctx);
+                if (give(&f, add, ctx, err) < 0)
+                    goto out;
             }
         }
     }
     for (int ascii = 0; ascii < 2; ascii++) {
         json_string(v, n, ascii, &f);
-        give(&f, add, ctx);
+        if (give(&f, add, ctx, err) < 0)
+            goto out;
     }
     static const char quotes[] = {'\'', '"', 0};
     for (size_t k = 0; k < ARRAY_SIZE(quotes); k++) {
         py_repr(v, n, quotes[k], &f);
-        give(&f, add, ctx);
+        if (give(&f, add, ctx, err) < 0)
+            goto out;
     }
     /* As a log line or a result shows it. */
     char *shown = xmalloc(n * UTIL_ESCAPE_GROWTH + 1);
@@ -229,5 +248,8 @@ void redact_forms(const unsigned char *v, size_t n, add_fn add, void *ctx)
     add(ctx, shown, shown_len);
     explicit_bzero(shown, n * UTIL_ESCAPE_GROWTH + 1);
     free(shown);
+    rc = 0;
+out:
     form_free(&f);
+    return rc;
 }

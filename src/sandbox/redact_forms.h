@@ -12,9 +12,18 @@
 
 #include <stddef.h>
 
+#include "base/err.h"
+
+/* The cap on one form of a value of n bytes. The longest is JSON's with
+ * ensure_ascii, which writes a control byte as six (\u0000); a form in
+ * base64 is 4/3 of the value and its offset, plus the last group's 4. */
+#define REDACT_FORM_GROWTH 6
+#define REDACT_FORM_MAX(n) ((n)*REDACT_FORM_GROWTH + 8)
+
 /* Calls add(ctx, form, len) for every form of v[0..n). The forms' bytes
- * are zeroed once add returns. */
-void redact_forms(const unsigned char *v, size_t n,
-                  void (*add)(void *ctx, const char *form, size_t len), void *ctx);
+ * are zeroed once add returns. -1 with ERR_INTERNAL when a form passed
+ * REDACT_FORM_MAX (a bug: the redactor must not go on without it). */
+int redact_forms(const unsigned char *v, size_t n,
+                 void (*add)(void *ctx, const char *form, size_t len), void *ctx, struct err *err);
 
 #endif

@@ -70,7 +70,7 @@ json_object *tools_environment_json(const struct tools_env *tenv)
         json_object *l = json_object_new_object();
         json_object_object_add(l, "language", json_object_new_string(lang->name));
         json_object_object_add(l, "image", json_object_new_string(lang->image));
-        const struct tool_def *own = NULL;
+        const struct registry_entry *own = NULL;
         if (strcmp(lang->name, "python") == 0 && lang->runner == LANGTABLE_RUNNER_PYTHON)
             own = registry_for_kind(TOOL_PYTHON);
         else if (strcmp(lang->name, "javascript") == 0 && lang->runner == LANGTABLE_RUNNER_NODE)

@@ -13,6 +13,7 @@
 
 #include "base/buf.h"
 #include "base/config.h"
+#include "base/err.h"
 #include "sandbox/outfiles.h"
 #include "tools/registry.h"
 #include "tools/runstore.h"
@@ -27,10 +28,15 @@ struct files_result_ctx {
 
 /* Appends a block per delivered file to blocks (an array), the files,
  * files_left_out and files_truncated fields to sc, and a summary of the
- * files to text. ctx may be NULL when of has nothing. */
-void files_result_add(const struct outfiles *of, const struct files_result_ctx *ctx,
-                      const struct tools_features *f, json_object *blocks, json_object *sc,
-                      struct buf *text);
+ * files to text, whose cap must leave files_result_text_max(of) bytes
+ * (else -1 with ERR_INTERNAL, the summary cut). ctx may be NULL when of
+ * has nothing. */
+int files_result_add(const struct outfiles *of, const struct files_result_ctx *ctx,
+                     const struct tools_features *f, json_object *blocks, json_object *sc,
+                     struct buf *text, struct err *err);
+
+/* The most files_result_add can append to text for of. */
+size_t files_result_text_max(const struct outfiles *of);
 
 /* The MIME type for a returned file: by its name's extension, or text/plain
  * for other UTF-8 without NUL, else application/octet-stream. Static. */

@@ -488,7 +488,7 @@ static json_object *tools_of(const struct langtable_lang *lang)
     bool py = strcmp(lang->name, "python") == 0 && lang->runner == LANGTABLE_RUNNER_PYTHON;
     bool js = strcmp(lang->name, "javascript") == 0 && lang->runner == LANGTABLE_RUNNER_NODE;
     for (size_t i = 0; registry_at(i); i++) {
-        const struct tool_def *t = registry_at(i);
+        const struct registry_entry *t = registry_at(i);
         if ((t->kind == TOOL_PYTHON && py) || (t->kind == TOOL_JAVASCRIPT && js) ||
             t->kind == TOOL_EXECUTE || (t->kind == TOOL_VALIDATE && (py || js)))
             json_object_array_add(a, json_object_new_string(t->name));

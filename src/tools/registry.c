@@ -7,7 +7,7 @@
 #include "base/util.h"
 #include "tools/tooldef.h"
 
-static const struct tool_def tools[] = {
+static const struct registry_entry tools[] = {
     {"run_python_code", TOOL_PYTHON, tooldef_run_python_code},
     {"run_js_code", TOOL_JAVASCRIPT, tooldef_run_js_code},
     {"execute_code", TOOL_EXECUTE, tooldef_execute_code},
@@ -15,12 +15,12 @@ static const struct tool_def tools[] = {
     {"list_languages", TOOL_LIST_LANGUAGES, tooldef_list_languages},
 };
 
-const struct tool_def *registry_at(size_t i)
+const struct registry_entry *registry_at(size_t i)
 {
     return i < ARRAY_SIZE(tools) ? &tools[i] : NULL;
 }
 
-const struct tool_def *registry_find(const char *name)
+const struct registry_entry *registry_find(const char *name)
 {
     for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
         if (strcmp(tools[i].name, name) == 0)
@@ -28,7 +28,7 @@ const struct tool_def *registry_find(const char *name)
     return NULL;
 }
 
-const struct tool_def *registry_for_kind(enum tool_kind kind)
+const struct registry_entry *registry_for_kind(enum tool_kind kind)
 {
     for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
         if (tools[i].kind == kind)
@@ -67,7 +67,7 @@ static char *network_text(const struct config *cfg, const struct langtable *lang
     return text;
 }
 
-static json_object *tool_json(const struct tooldef *t, enum tool_kind kind,
+static json_object *tool_json(const struct tooldef_checked *t, enum tool_kind kind,
                               json_object *output_schema, const struct config *cfg,
                               const struct langtable *langs, const struct tools_features *f)
 {
@@ -134,7 +134,7 @@ static void set_language_enum(json_object *def, const struct langtable *langs)
     json_object_object_add(lang, "enum", e);
 }
 
-json_object *registry_definition(const struct tool_def *t, const struct langtable *langs,
+json_object *registry_definition(const struct registry_entry *t, const struct langtable *langs,
                                  struct err *err)
 {
     json_object *def = builtin(t->def, t->name, err);
@@ -151,7 +151,7 @@ int registry_serialize(const struct config *cfg, const struct langtable *langs,
         len[v] = 0;
     }
     json_object *defs[ARRAY_SIZE(tools)] = {NULL};
-    struct tooldef parsed[ARRAY_SIZE(tools)];
+    struct tooldef_checked parsed[ARRAY_SIZE(tools)];
     int rc = -1;
     json_object *output = builtin(tooldef_output_schema, "output schema", err);
     if (!output)

@@ -25,22 +25,24 @@ struct tools_features {
  * TOOL_LIST_LANGUAGES runs nothing and is answered without a run slot. */
 enum tool_kind { TOOL_PYTHON, TOOL_JAVASCRIPT, TOOL_EXECUTE, TOOL_VALIDATE, TOOL_LIST_LANGUAGES };
 
-/* What a tool does is code; what it looks like (title, description,
- * schemas) is its definition file, src/tools/defs/<name>.json. */
-struct tool_def {
+/* A row of the registry: what a tool does is code (its kind); what it
+ * looks like (title, description, schemas) is its definition file,
+ * src/tools/defs/<name>.json, here as embedded text (tooldef.h parses and
+ * checks it into a struct tooldef_checked). */
+struct registry_entry {
     const char *name; /* the definition's name too (registry_serialize checks) */
     enum tool_kind kind;
     const char *def; /* the embedded definition file */
 };
 
 /* NULL when there is no such tool. */
-const struct tool_def *registry_find(const char *name);
+const struct registry_entry *registry_find(const char *name);
 
 /* The i-th tool in tools/list order; NULL past the last. */
-const struct tool_def *registry_at(size_t i);
+const struct registry_entry *registry_at(size_t i);
 
 /* The first tool of that kind (the one-language tools have one each). */
-const struct tool_def *registry_for_kind(enum tool_kind kind);
+const struct registry_entry *registry_for_kind(enum tool_kind kind);
 
 /* Index into the serialized arrays for f. */
 size_t registry_variant(const struct tools_features *f);
@@ -54,7 +56,7 @@ int registry_serialize(const struct config *cfg, const struct langtable *langs,
 /* t's definition, parsed (caller puts it), with execute_code's language
  * enum made of langs' names and aliases; NULL with err when it does not
  * parse. */
-json_object *registry_definition(const struct tool_def *t, const struct langtable *langs,
+json_object *registry_definition(const struct registry_entry *t, const struct langtable *langs,
                                  struct err *err);
 
 void registry_serialized_free(char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS]);

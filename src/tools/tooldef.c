@@ -106,7 +106,7 @@ static int check_object_schema(json_object *schema, const char *what, struct err
     return 0;
 }
 
-int tooldef_check(json_object *def, struct tooldef *out, struct err *err)
+int tooldef_check(json_object *def, struct tooldef_checked *out, struct err *err)
 {
     if (!json_object_is_type(def, json_type_object))
         return err_set(err, ERR_INVALID, "a tool definition must be a JSON object");

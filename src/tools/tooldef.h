@@ -20,9 +20,9 @@ extern const char tooldef_validate_code[];
 extern const char tooldef_list_languages[];
 extern const char tooldef_output_schema[];
 
-/* A checked definition; the strings and the schema belong to the parsed
- * definition. */
-struct tooldef {
+/* A definition file parsed and checked (the registry's entries hold the
+ * text); the strings and the schema belong to the parsed definition. */
+struct tooldef_checked {
     const char *name;
     const char *title;
     const char *description; /* without the server's limits, which tools.c appends */
@@ -39,7 +39,7 @@ json_object *tooldef_parse(const char *text, size_t len, struct err *err);
  * passing schema_check), and no other member.
  * Fills out (borrowing from def). Errors name the member, e.g.
  * "inputSchema: properties.code.type: ...". */
-int tooldef_check(json_object *def, struct tooldef *out, struct err *err);
+int tooldef_check(json_object *def, struct tooldef_checked *out, struct err *err);
 
 /* Checks the shared output schema: type object, passes schema_check. */
 int tooldef_check_output_schema(json_object *schema, struct err *err);

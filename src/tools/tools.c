@@ -81,7 +81,7 @@ bool tools_exists(const char *name)
 
 bool tools_answers_at_once(const char *name)
 {
-    const struct tool_def *t = registry_find(name);
+    const struct registry_entry *t = registry_find(name);
     return t && t->kind == TOOL_LIST_LANGUAGES;
 }
 
@@ -136,7 +136,7 @@ int tools_parse_args(const struct config *cfg, const struct langtable *langs, co
                      json_object *args, struct tools_run_args *out, struct err *err)
 {
     memset(out, 0, sizeof(*out));
-    const struct tool_def *t = registry_find(name);
+    const struct registry_entry *t = registry_find(name);
     if (!t)
         return err_set(err, ERR_INVALID, "unknown tool '%s'", name);
     out->tool = t->name;
@@ -267,6 +267,11 @@ static json_object *safe_string(const char *s, size_t n)
     return o;
 }
 
+/* The result text's own words beyond the output, stderr and message it
+ * quotes: the stderr heading, the status line (a status, an exit code),
+ * "(no output)". */
+#define TEXT_WORDS_MAX 128
+
 /* One decimal, written as such (json-c would print %.17g). */
 static json_object *duration_json(double ms)
 {
@@ -296,13 +301,15 @@ json_object *tools_result(const struct exec_result *res, const struct langtable_
         json_object_object_add(sc, "message", safe_string(res->message, strlen(res->message)));
 
     /* The readable text: the output itself, then stderr and the outcome
-     * when there is something to say. */
-    struct buf text;
-    buf_init(&text, (size_t)-1);
+     * when there is something to say; its cap is all of those and what
+     * files_result_add says about the files. */
     const char *so = json_object_get_string(out);
     size_t so_len = (size_t)json_object_get_string_len(out);
     const char *se = json_object_get_string(errs);
     size_t se_len = (size_t)json_object_get_string_len(errs);
+    struct buf text;
+    buf_init(&text, so_len + se_len + (res->message ? strlen(res->message) : 0) + TEXT_WORDS_MAX +
+                        files_result_text_max(&res->files));
     int rc = buf_add(&text, so, so_len);
     if (se_len) {
         rc |= buf_addf(&text, "%s--- stderr ---\n", text.len && so[so_len - 1] != '\n' ? "\n" : "");
@@ -321,12 +328,22 @@ json_object *tools_result(const struct exec_result *res, const struct langtable_
         rc |= buf_add(&text, " ---", 4);
     }
     json_object *blocks = json_object_new_array();
-    files_result_add(&res->files, fc, f, blocks, sc, &text);
+    struct err err = ERR_INIT;
+    rc |= files_result_add(&res->files, fc, f, blocks, sc, &text, &err);
     if (text.len == 0)
         rc |= buf_addf(&text, "(no output)");
-    (void)rc; /* text has no cap */
-
-    json_object *r = call_result(text.data, text.len, blocks, sc, f, is_error);
+    json_object *r;
+    if (rc < 0) {
+        /* Not the program's doing: said as such, not as a cut text. */
+        if (!err.msg)
+            err_set(&err, ERR_INTERNAL, "the result's text passed %zu bytes", text.max);
+        json_object_put(blocks);
+        json_object_put(sc);
+        r = error_result_json(err_msg(&err));
+    } else {
+        r = call_result(text.data, text.len, blocks, sc, f, is_error);
+    }
+    err_clear(&err);
     buf_free(&text);
     return r;
 }
@@ -474,7 +491,7 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
 }
 
 /* Checks args against name's inputSchema; NULL, or an isError result. */
-static json_object *check_args(const struct tool_def *t, const struct langtable *langs,
+static json_object *check_args(const struct registry_entry *t, const struct langtable *langs,
                                json_object *args)
 {
     struct err err = ERR_INIT;
@@ -504,7 +521,7 @@ static json_object *check_args(const struct tool_def *t, const struct langtable 
 json_object *tools_answer(const struct tools_env *env, const char *name, json_object *args,
                           const struct tools_features *f)
 {
-    const struct tool_def *t = registry_find(name);
+    const struct registry_entry *t = registry_find(name);
     if (!t || t->kind != TOOL_LIST_LANGUAGES)
         return error_result_json("this tool is not answered at once");
     json_object *bad = check_args(t, env->langs, args);
@@ -522,7 +539,7 @@ json_object *tools_answer(const struct tools_env *env, const char *name, json_ob
 
 bool tools_answer_may_wait(const struct tools_env *env, const char *name)
 {
-    const struct tool_def *t = registry_find(name);
+    const struct registry_entry *t = registry_find(name);
     return t && t->kind == TOOL_LIST_LANGUAGES && !languages_all_known(env->languages);
 }
 

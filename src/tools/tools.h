@@ -5,7 +5,8 @@
  * The tools/ folder: tools.c (this API: arguments, runs, results),
  * registry.c (which tools exist, their kinds, the serialized list),
  * defs/ (one JSON definition per tool, embedded at build time), tooldef.c
- * (reading and checking a definition), schema.c (the JSON Schema subset:
+ * (reading and checking a definition; tooldefs_check.c is the build's
+ * program that checks defs/ with it), schema.c (the JSON Schema subset:
  * checker and validator), variables.c (the variables argument's names),
  * languages.c (the languages' facts, versions read from the images),
  * environment.c (the environment resource). */

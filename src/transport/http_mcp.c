@@ -1,8 +1,11 @@
 #include "transport/http_mcp.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/util.h"
 #include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
 #include "transport/http_headers.h"
 #include "transport/http_sessions.h"
 #include "transport/http_sse.h"
@@ -14,9 +17,11 @@ static bool version_header_ok(struct MHD_Connection *c)
 
 static enum MHD_Result reply_bad_version(struct MHD_Connection *c, struct request *rq)
 {
-    return http_reply_error(c, rq, MHD_HTTP_BAD_REQUEST, HTTP_ERR_SERVER,
-                            "Bad Request: unsupported MCP-Protocol-Version (supported: "
-                            "2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)");
+    char *msg = xasprintf("Bad Request: unsupported MCP-Protocol-Version (supported: %s)",
+                          mcp_versions_text());
+    enum MHD_Result ret = http_reply_error(c, rq, MHD_HTTP_BAD_REQUEST, HTTP_ERR_SERVER, msg);
+    free(msg);
+    return ret;
 }
 
 /* Looks up the session named by Mcp-Session-Id, or answers 400/404. */

@@ -128,10 +128,11 @@ json_object *http_read_post(struct MHD_Connection *c, struct request *rq,
     struct err err = ERR_INIT;
     if (jsonrpc_parse(rq->body.data ? rq->body.data : "", rq->body.len,
                       JSONRPC_PARSE_BUDGET(rq->body_cap), &msg, &err) < 0) {
-        bool too_big = err.code == ERR_TOO_BIG;
-        *ret = http_reply_error(c, rq, too_big ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_BAD_REQUEST,
-                                too_big ? JSONRPC_INVALID_REQUEST : JSONRPC_PARSE_ERROR,
-                                err_msg(&err));
+        /* The HTTP status is this transport's: a body refused for its size
+         * is a 413, any other that cannot be read a 400. */
+        unsigned status =
+            err.code == ERR_TOO_BIG ? MHD_HTTP_CONTENT_TOO_LARGE : MHD_HTTP_BAD_REQUEST;
+        *ret = http_reply_error(c, rq, status, err_jsonrpc_code(err.code), err_msg(&err));
         err_clear(&err);
         return NULL;
     }

@@ -9,11 +9,12 @@
 #include <stddef.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 
 #define HTTP_LOG_FIELD_MAX 96
 
 /* JSON-RPC codes for transport-level errors, as the TypeScript SDK uses. */
-#define HTTP_ERR_SERVER  (-32000)
+#define HTTP_ERR_SERVER  ERR_JSONRPC_SERVER
 #define HTTP_ERR_SESSION (-32001)
 
 struct conn;

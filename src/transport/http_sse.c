@@ -7,8 +7,6 @@
 #define KEEPALIVE_MS   15000 /* SSE comment while idle, so a dead peer shows */
 #define SSE_RETRY_MS   2000  /* reconnection delay suggested to clients */
 #define SSE_BLOCK_SIZE (32u * 1024u)
-/* A reader keeps at most this much room between events. */
-#define READER_KEEP_BYTES (64u * 1024u)
 
 /* Resumption keeps the newest events of a stream and the newest finished
  * streams of a session, within these bounds. */
@@ -29,8 +27,11 @@ struct reader {
     bool suspended;
     bool hung_up;
     double last_write;
-    struct buf out;
-    size_t off;
+    /* What is being sent, item_len bytes, off of them so far: a copy of one
+     * event (the stream may drop it meanwhile) or a line of ours. Each is
+     * allocated at its own length, so it is no buffer that grows. */
+    char *item;
+    size_t item_len, off;
     struct reader *prev, *next; /* t->readers */
 };
 
@@ -229,7 +230,6 @@ struct reader *http_reader_attach_locked(struct session *s, struct stream *st, u
     /* The 2024-11-05 transport tells the client where to POST first. */
     r->endpoint_pending = st->kind == STREAM_LEGACY;
     r->last_write = util_now_ms();
-    buf_init(&r->out, SIZE_MAX);
     r->next = t->readers;
     if (t->readers)
         t->readers->prev = r;
@@ -294,7 +294,16 @@ static const struct event *stream_find(const struct stream *st, unsigned long se
     return NULL;
 }
 
-/* Fills r->out with what comes next (lock held). Returns 0 with output, 1
+static void reader_set_item(struct reader *r, const char *text, size_t len)
+{
+    r->item = xmalloc(len + 1);
+    memcpy(r->item, text, len);
+    r->item[len] = '\0';
+    r->item_len = len;
+    r->off = 0;
+}
+
+/* Sets r's item to what comes next (lock held). Returns 0 with output, 1
  * at the end of the stream, -1 to abort, 2 when there is nothing yet. */
 static int reader_next_locked(struct reader *r)
 {
@@ -306,14 +315,14 @@ static int reader_next_locked(struct reader *r)
         return -1;
     if (r->endpoint_pending) {
         r->endpoint_pending = false;
-        if (buf_addf(&r->out, "event: endpoint\ndata: /messages?sessionId=%s\n\n", r->sess->id) < 0)
-            return -1;
+        char *line = xasprintf("event: endpoint\ndata: /messages?sessionId=%s\n\n", r->sess->id);
+        reader_set_item(r, line, strlen(line));
+        free(line);
         return 0;
     }
     const struct event *ev = stream_find(st, r->next_seq);
     if (ev) {
-        if (buf_add(&r->out, ev->text, ev->len) < 0)
-            return -1;
+        reader_set_item(r, ev->text, ev->len);
         r->next_seq = ev->seq + 1;
         /* Legacy streams are not resumable: sent events can go. */
         while (st->kind == STREAM_LEGACY && st->head && st->head->seq < r->next_seq)
@@ -323,8 +332,7 @@ static int reader_next_locked(struct reader *r)
     if (st->complete || (r->sess->ended && st->kind != STREAM_SSE))
         return 1;
     if (util_now_ms() - r->last_write >= KEEPALIVE_MS) {
-        if (buf_add(&r->out, ": keepalive\n\n", 13) < 0)
-            return -1;
+        reader_set_item(r, ": keepalive\n\n", 13);
         return 0;
     }
     return 2;
@@ -339,11 +347,10 @@ static ssize_t reader_read(void *cls, uint64_t pos, char *out, size_t max)
     (void)pos;
     ssize_t ret;
     pthread_mutex_lock(&r->t->lock);
-    if (r->off >= r->out.len) {
-        /* A large event's room goes with it (a stream can live long). */
-        if (r->out.cap > READER_KEEP_BYTES)
-            buf_free(&r->out);
-        buf_reset(&r->out);
+    if (r->off >= r->item_len) {
+        free(r->item);
+        r->item = NULL;
+        r->item_len = 0;
         r->off = 0;
         int rc = reader_next_locked(r);
         if (rc == 2) {
@@ -357,10 +364,10 @@ static ssize_t reader_read(void *cls, uint64_t pos, char *out, size_t max)
             return rc > 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
         }
     }
-    size_t n = r->out.len - r->off;
+    size_t n = r->item_len - r->off;
     if (n > max)
         n = max;
-    memcpy(out, r->out.data + r->off, n);
+    memcpy(out, r->item + r->off, n);
     r->off += n;
     r->last_write = util_now_ms();
     ret = (ssize_t)n;
@@ -391,7 +398,7 @@ static void reader_free(void *cls)
         http_session_end_put(s);
     else
         http_session_put(s);
-    buf_free(&r->out);
+    free(r->item);
     free(r);
 }
 

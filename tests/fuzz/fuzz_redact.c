@@ -303,7 +303,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static struct redactor *r;
     if (!r) {
-        r = redactor_new(NAMES, VALUES, N_SECRETS);
+        CHECK(redactor_new(NAMES, VALUES, N_SECRETS, &r, NULL) == 0);
         CHECK(r != NULL);
         model_forms();
     }

@@ -105,7 +105,7 @@ run_pass() {
 		# abort_on_error turns any report (leaks at exit included) into
 		# SIGABRT; the suite checks every daemon exited 0 with no sanitizer
 		# output. LeakSanitizer needs to stop the process's threads the way a
-		# debugger does; where that is forbidden (some containers/CI
+		# debugger does; where that is forbidden (some CI containers and
 		# sandboxes) it dies with "LeakSanitizer has encountered a fatal
 		# error" - only then run without leak checking, and say so.
 		local lsan=1

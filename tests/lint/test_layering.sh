@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The layering rule of scripts/lint.sh, tried on small trees of its own: a
 # clean tree passes; an upward include, an include that is not a path under
-# src/, a folder that is not a layer, and a backend implementation's
-# header included outside its folder and backends.c each fail with a message naming
-# the file and line.
+# src/, a folder that is not a layer, a file directly in src/ other than
+# main.c, and a backend implementation's header included outside its
+# folder and backends.c each fail with a message naming the file (and
+# line).
 #
 #   tests/lint/test_layering.sh      prints "lint-test: N passed, M failed"
 set -uo pipefail
@@ -60,6 +61,10 @@ t=$(tree stray)
 mkdir -p "$t/src/misc"
 printf '#include "base/util.h"\n' >"$t/src/misc/x.c"
 expect stray fail "folder 'misc' is not a layer"
+
+t=$(tree loose)
+printf '#include "base/util.h"\n' >"$t/src/helper.c"
+expect loose fail 'src/helper.c: only main.c sits directly in src/'
 
 t=$(tree base-up)
 printf '#include "mcp/mcp.h"\n' >>"$t/src/base/util.h"

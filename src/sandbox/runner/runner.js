@@ -1,4 +1,4 @@
-// mcp-sandboxd in-container runner for Node.js (protocol: src/runner.h).
+// mcp-sandboxd in-container runner for Node.js (protocol: src/sandbox/runner.h).
 // Started as `node -e <this file>`; waits on stdin for one framed request,
 // runs the code in this process as the main module (CommonJS, or an ES
 // module when the code needs it), and writes the completion record on

@@ -1,4 +1,4 @@
-# mcp-sandboxd in-container runner for Python (protocol: src/runner.h).
+# mcp-sandboxd in-container runner for Python (protocol: src/sandbox/runner.h).
 # Started as `python3 -u -c <this file>`; waits on stdin for one framed
 # request, runs the code in this process as the main program, then writes
 # the completion record on stderr and stdout. Started as

@@ -1,5 +1,6 @@
-/* base/err.c: the error contract (set, wrap, move, clear) and that no
- * unset error is ever shown as "ok". */
+/* base/err.c: the error contract (set, wrap, move, clear), that no
+ * unset error is ever shown as "ok", and what a client sees of each
+ * category (the JSON-RPC code, the tool result's status). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -69,13 +70,44 @@ static void test_code_names(void **state)
     assert_string_equal(err_code_name((enum err_code) - 1), "error");
 }
 
+/* Every category, with the JSON-RPC code and the tool status a client
+ * sees for it: the numbers are the wire's (JSON-RPC 2.0), written out. */
+static void test_client_mapping(void **state)
+{
+    (void)state;
+    static const struct {
+        enum err_code code;
+        int jsonrpc;
+        const char *status;
+    } want[] = {
+        {ERR_OK, 0, "ok"},
+        {ERR_INVALID, -32602, "error"},
+        {ERR_TOO_BIG, -32600, "error"},
+        {ERR_ENGINE, -32000, "error"},
+        {ERR_NOT_FOUND, -32000, "error"},
+        {ERR_IO, -32000, "error"},
+        {ERR_TIMEOUT, -32000, "error"},
+        {ERR_CANCELLED, -32000, "cancelled"},
+        {ERR_PROTOCOL, -32700, "error"},
+        {ERR_INTERNAL, -32603, "error"},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        assert_int_equal(want[i].code, (enum err_code)i); /* each category once */
+        assert_int_equal(err_jsonrpc_code(want[i].code), want[i].jsonrpc);
+        assert_string_equal(err_tool_status(want[i].code), want[i].status);
+    }
+    assert_int_equal(ERR_INTERNAL + 1, (int)(sizeof(want) / sizeof(want[0])));
+    /* Not a category: an internal error, never "ok". */
+    assert_int_equal(err_jsonrpc_code((enum err_code)999), -32603);
+    assert_string_equal(err_tool_status((enum err_code)999), "error");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_set_and_wrap),
-        cmocka_unit_test(test_wrap_of_unset_error),
-        cmocka_unit_test(test_move),
-        cmocka_unit_test(test_code_names),
+        cmocka_unit_test(test_set_and_wrap),   cmocka_unit_test(test_wrap_of_unset_error),
+        cmocka_unit_test(test_move),           cmocka_unit_test(test_code_names),
+        cmocka_unit_test(test_client_mapping),
     };
     return cmocka_run_group_tests_name("err", tests, NULL, NULL);
 }

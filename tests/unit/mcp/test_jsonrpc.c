@@ -24,6 +24,7 @@ static void parse_fails(const char *s, size_t n)
     assert_int_equal(jsonrpc_parse(s, n, JSONRPC_PARSE_BUDGET(1 << 20), &o, &err), -1);
     assert_null(o);
     assert_non_null(strstr(err_msg(&err), "Parse error"));
+    assert_int_equal(err_jsonrpc_code(err.code), JSONRPC_PARSE_ERROR);
     err_clear(&err);
 }
 
@@ -111,6 +112,7 @@ static void test_parse_budget(void **state)
     assert_int_equal(jsonrpc_parse(text, len, JSONRPC_PARSE_BUDGET(1 << 20), &o, &err), -1);
     assert_null(o);
     assert_int_equal(err.code, ERR_TOO_BIG);
+    assert_int_equal(err_jsonrpc_code(err.code), JSONRPC_INVALID_REQUEST);
     assert_non_null(strstr(err_msg(&err), "too many JSON values"));
     err_clear(&err);
     /* The same length of text in one string. */

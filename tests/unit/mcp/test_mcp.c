@@ -222,6 +222,7 @@ static void test_each_version_echoed(void **state)
     }
     assert_int_equal(mcp_negotiate("2026-07-28"), MCP_V_LATEST);
     assert_int_equal(mcp_negotiate(NULL), MCP_V_LATEST);
+    assert_string_equal(mcp_versions_text(), "2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25");
 }
 
 static void test_before_initialize(void **state)

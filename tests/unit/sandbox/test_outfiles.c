@@ -12,6 +12,15 @@
 #include "sandbox/outfiles.h"
 #include "sandbox/redact.h"
 
+/* redactor_new, which must succeed. */
+static struct redactor *make_redactor(const char *const *names, const char *const *values, size_t n)
+{
+    struct redactor *r = NULL;
+    assert_int_equal(redactor_new(names, values, n, &r, NULL), 0);
+    assert_non_null(r);
+    return r;
+}
+
 static const struct outfiles_caps CAPS = {.max_files = 2,
                                           .max_file_bytes = 10,
                                           .max_plots = 1,
@@ -179,7 +188,7 @@ static void test_redacted(void **state)
     (void)state;
     const char *names[] = {"KEY"};
     const char *values[] = {"s3cr3t-value"};
-    struct redactor *red = redactor_new(names, values, 1);
+    struct redactor *red = make_redactor(names, values, 1);
     static const struct outfiles_caps caps = {
         .max_files = 4, .max_file_bytes = 100, .max_total_bytes = 400};
     struct outfiles o;
@@ -227,7 +236,7 @@ static void test_redaction_keeps_caps(void **state)
     (void)state;
     const char *names[] = {"PASSWORD"};
     const char *values[] = {"pw42"};
-    struct redactor *red = redactor_new(names, values, 1);
+    struct redactor *red = make_redactor(names, values, 1);
     static const struct outfiles_caps caps = {
         .max_files = 4, .max_file_bytes = 64, .max_total_bytes = 100};
     struct outfiles o;

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/buf.h"
@@ -42,11 +43,21 @@ static char *run(const struct redactor *r, const char *text, size_t step)
     return k.out.data;
 }
 
+/* redactor_new, which must succeed. */
+static struct redactor *make(const char *const *names, const char *const *values, size_t n)
+{
+    struct redactor *r = NULL;
+    struct err err = ERR_INIT;
+    assert_int_equal(redactor_new(names, values, n, &r, &err), 0);
+    err_clear(&err);
+    return r;
+}
+
 static struct redactor *two_secrets(void)
 {
     const char *names[] = {"API_KEY", "DB_PASS", "PIN"};
     const char *values[] = {"sk-live-1234/abcd+x", "p@ss word!", "123"};
-    return redactor_new(names, values, 3);
+    return make(names, values, 3);
 }
 
 static void expect(const struct redactor *r, const char *in, const char *want)
@@ -68,7 +79,7 @@ static void test_json_and_repr_forms(void **state)
     (void)state;
     const char *names[] = {"TOKEN"};
     const char *values[] = {"p\"w\\\xc3\xb6'x\n\xf0\x9f\x94\x91"}; /* p"w\ö'x<LF>🔑 */
-    struct redactor *r = redactor_new(names, values, 1);
+    struct redactor *r = make(names, values, 1);
     /* json.dumps, ensure_ascii */
     expect(r, "{\"TOKEN\": \"p\\\"w\\\\\\u00f6'x\\n\\ud83d\\udd11\"}",
            "{\"TOKEN\": \"[REDACTED:TOKEN]\"}");
@@ -96,14 +107,14 @@ static void test_encoded_forms(void **state)
     (void)state;
     const char *names[] = {"TOKEN"};
     const char *values[] = {"s3cr3t?/"};
-    struct redactor *r = redactor_new(names, values, 1);
+    struct redactor *r = make(names, values, 1);
     expect(r, "czNjcjN0Py8=", "[REDACTED:TOKEN]=");    /* base64 */
     expect(r, "czNjcjN0Py8", "[REDACTED:TOKEN]");      /* no padding */
     expect(r, "s3cr3t%3F%2F", "[REDACTED:TOKEN]");     /* URL-encoded */
     expect(r, "7333637233743f2f", "[REDACTED:TOKEN]"); /* hex */
     expect(r, "7333637233743F2F", "[REDACTED:TOKEN]"); /* HEX */
     const char *v2[] = {"\xfb\xff\xfe\xfd"};           /* '+' and '/' in base64 */
-    struct redactor *r2 = redactor_new(names, v2, 1);
+    struct redactor *r2 = make(names, v2, 1);
     expect(r2, "x +//+/Q== x", "x [REDACTED:TOKEN]== x");
     expect(r2, "x -__-_Q x", "x [REDACTED:TOKEN] x");
     redactor_free(r2);
@@ -141,7 +152,7 @@ static void test_base64_any_offset(void **state)
     (void)state;
     const char *names[] = {"TOKEN"};
     const char *values[] = {"s3cr3t?/"};
-    struct redactor *r = redactor_new(names, values, 1);
+    struct redactor *r = make(names, values, 1);
     expect(r, "QnMzY3IzdD8v", "Qn[REDACTED:TOKEN]");                 /* b"B" + v */
     expect(r, "QmVzM2NyM3Q/Lw==", "QmV[REDACTED:TOKEN]==");          /* b"Be" + v */
     expect(r, "QmVzM2NyM3Q_Lw", "QmV[REDACTED:TOKEN]");              /* URL-safe, unpadded */
@@ -159,7 +170,7 @@ static void test_percent_forms(void **state)
     (void)state;
     const char *names[] = {"K"};
     const char *values[] = {"k/y=v? z!"};
-    struct redactor *r = redactor_new(names, values, 1);
+    struct redactor *r = make(names, values, 1);
     expect(r, "k%2Fy%3Dv%3F%20z%21", "[REDACTED:K]");       /* RFC 3986 */
     expect(r, "k%2fy%3dv%3f%20z%21", "[REDACTED:K]");       /* lowercase */
     expect(r, "?q=k/y%3Dv%3F%20z%21&", "?q=[REDACTED:K]&"); /* quote() keeps '/' */
@@ -178,13 +189,52 @@ static void test_not_utf8(void **state)
     (void)state;
     const char *names[] = {"A", "B"};
     const char *values[] = {"plain-secret", "bin\xff\xfe-secret"};
-    struct redactor *r = redactor_new(names, values, 2);
+    struct redactor *r = make(names, values, 2);
     static const char in[] = "\xff\xc3(plain-secret\x80 bin\xff\xfe-secret\xfe";
     size_t n = 0;
     char *out = redact_bytes(r, in, sizeof(in) - 1, &n);
     static const char want[] = "\xff\xc3([REDACTED:A]\x80 [REDACTED:B]\xfe";
     assert_int_equal(n, sizeof(want) - 1);
     assert_memory_equal(out, want, n);
+    free(out);
+    redactor_free(r);
+}
+
+/* The caps' worst cases: a value of control bytes, whose JSON form writes
+ * each as six (REDACT_FORM_GROWTH), and a text of back-to-back shortest
+ * occurrences, each of which becomes a mark longer than itself. */
+static void test_longest_forms(void **state)
+{
+    (void)state;
+    const char *names[] = {"A_RATHER_LONG_NAME_FOR_A_SHORT_VALUE"};
+    /* Control bytes that JSON has no short escape (\\n, \\t, ...) for. */
+    static const unsigned char bytes[16] = {1,  2,  3,  4,  5,  6,  7,  11,
+                                            14, 15, 16, 17, 18, 19, 20, 21};
+    char value[17];
+    char json[2 + 16 * 6 + 1];
+    json[0] = '"';
+    for (int i = 0; i < 16; i++) {
+        value[i] = (char)bytes[i];
+        snprintf(json + 1 + 6 * i, 7, "\\u%04x", bytes[i]);
+    }
+    value[16] = '\0';
+    snprintf(json + 1 + 16 * 6, 2, "\"");
+    const char *values[] = {value};
+    struct redactor *r = make(names, values, 1);
+    expect(r, json, "\"[REDACTED:A_RATHER_LONG_NAME_FOR_A_SHORT_VALUE]\"");
+    redactor_free(r);
+
+    const char *short_value[] = {"abcd"};
+    r = make(names, short_value, 1);
+    char in[4 * 50 + 1] = "";
+    for (int i = 0; i < 50; i++)
+        memcpy(in + 4 * i, "abcd", 5);
+    size_t n = 0;
+    char *out = redact_bytes(r, in, strlen(in), &n);
+    static const char mark[] = "[REDACTED:A_RATHER_LONG_NAME_FOR_A_SHORT_VALUE]";
+    assert_int_equal(n, 50 * (sizeof(mark) - 1));
+    for (int i = 0; i < 50; i++)
+        assert_memory_equal(out + (size_t)i * (sizeof(mark) - 1), mark, sizeof(mark) - 1);
     free(out);
     redactor_free(r);
 }
@@ -196,7 +246,7 @@ static void test_overlaps(void **state)
     (void)state;
     const char *names[] = {"A", "B", "C"};
     const char *values[] = {"abcdef", "cdefgh", "aaaaaa"};
-    struct redactor *r = redactor_new(names, values, 3);
+    struct redactor *r = make(names, values, 3);
     expect(r, "xabcdefghx", "x[REDACTED:A]x");
     expect(r, "xcdefghx abcdefx", "x[REDACTED:B]x [REDACTED:A]x");
     expect(r, "aaaaaaaaaaaaaaaaaaaa!aaaaa", "[REDACTED:C]!aaaaa");
@@ -211,7 +261,7 @@ static void test_text(void **state)
     (void)state;
     const char *names[] = {"T", "U"};
     const char *values[] = {"tab\there", "sk-text-1234"};
-    struct redactor *r = redactor_new(names, values, 2);
+    struct redactor *r = make(names, values, 2);
     expect(r, "a tab\\there b", "a [REDACTED:T] b");
     static const char in[] = "err: tab\there\nforged\x1b[31m sk-text-1234 \xff\xc2\x85";
     char *t = redact_text(r, in, sizeof(in) - 1, 1000);
@@ -274,7 +324,7 @@ static void test_split_across_streams(void **state)
     (void)state;
     const char *names[] = {"S"};
     const char *values[] = {"split-secret-42"};
-    struct redactor *r = redactor_new(names, values, 1);
+    struct redactor *r = make(names, values, 1);
     struct {
         const char *chunks[4];
         size_t n;
@@ -307,8 +357,8 @@ static void test_nothing_to_look_for(void **state)
     (void)state;
     const char *names[] = {"A", "B"};
     const char *values[] = {"", "abc"};
-    assert_null(redactor_new(names, values, 2));
-    assert_null(redactor_new(NULL, NULL, 0));
+    assert_null(make(names, values, 2));
+    assert_null(make(NULL, NULL, 0));
     char *got = run(NULL, "abc", 2);
     assert_string_equal(got, "abc");
     free(got);
@@ -341,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_percent_forms),
         cmocka_unit_test(test_not_utf8),
         cmocka_unit_test(test_overlaps),
+        cmocka_unit_test(test_longest_forms),
         cmocka_unit_test(test_text),
         cmocka_unit_test(test_split_across_streams),
         cmocka_unit_test(test_nothing_to_look_for),

@@ -1,6 +1,7 @@
-/* Unit tests for src/runner.c: request framing, the completion-record
- * scanner (fed split at every byte boundary), record parsing, and an
- * end-to-end run of the embedded runner scripts when python3/node exist. */
+/* Unit tests for src/sandbox/runner.c: request framing, the
+ * completion-record scanner (fed split at every byte boundary), record
+ * parsing, and an end-to-end run of the embedded runner scripts when
+ * python3/node exist. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -163,8 +163,8 @@ static void test_result(void **state)
         json_object *blocks = json_object_new_array();
         json_object *sc = json_object_new_object();
         struct buf text;
-        buf_init(&text, (size_t)-1);
-        files_result_add(&of, &ctx, &f, blocks, sc, &text);
+        buf_init(&text, files_result_text_max(&of));
+        assert_int_equal(files_result_add(&of, &ctx, &f, blocks, sc, &text, NULL), 0);
         char t[256];
         assert_string_equal(types(blocks, t, sizeof(t)),
                             structured ? "image resource resource_link resource_link "
@@ -210,10 +210,26 @@ static void test_result(void **state)
     json_object *blocks = json_object_new_array();
     json_object *sc = json_object_new_object();
     struct buf text;
-    buf_init(&text, (size_t)-1);
-    files_result_add(&of, &ctx, &(struct tools_features){.structured = true}, blocks, sc, &text);
+    buf_init(&text, files_result_text_max(&of));
+    assert_int_equal(files_result_add(&of, &ctx, &(struct tools_features){.structured = true},
+                                      blocks, sc, &text, NULL),
+                     0);
     assert_int_equal(json_object_array_length(json_object_object_get(sc, "files")), 2);
     assert_int_equal(json_object_array_length(json_object_object_get(sc, "files_left_out")), 3);
+    buf_free(&text);
+    json_object_put(blocks);
+    json_object_put(sc);
+
+    /* A text without the room files_result_text_max asks for is an error. */
+    blocks = json_object_new_array();
+    sc = json_object_new_object();
+    buf_init(&text, 64);
+    struct err err = ERR_INIT;
+    assert_int_equal(files_result_add(&of, &ctx, &(struct tools_features){.structured = true},
+                                      blocks, sc, &text, &err),
+                     -1);
+    assert_int_equal(err.code, ERR_INTERNAL);
+    err_clear(&err);
     buf_free(&text);
     json_object_put(blocks);
     json_object_put(sc);

@@ -181,6 +181,17 @@ static void test_enum(void **state)
     char want[200];
     snprintf(want, sizeof(want), "arguments must be \"a\", got \"%032d\"", 0);
     reject("{\"enum\":[\"a\"]}", big, want);
+    /* A list longer than a message shows is counted instead. */
+    char *many = xstrdup("{\"enum\":[\"v000\"");
+    for (int i = 1; i < 300; i++) {
+        char *next = xasprintf("%s,\"v%03d\"", many, i);
+        free(many);
+        many = next;
+    }
+    char *schema = xasprintf("%s]}", many);
+    reject(schema, "\"x\"", "arguments must be one of the 300 values its enum lists, got \"x\"");
+    free(schema);
+    free(many);
 }
 
 static void test_minimum_maximum(void **state)

@@ -33,7 +33,7 @@ static void parse_bad(const char *text, const char *needle)
 static void check_bad(const char *text, const char *needle)
 {
     json_object *o = parse_ok(text);
-    struct tooldef def;
+    struct tooldef_checked def;
     struct err err = ERR_INIT;
     if (tooldef_check(o, &def, &err) == 0)
         fail_msg("%s passed the check", text);
@@ -67,7 +67,7 @@ static void test_check(void **state)
     (void)state;
     json_object *o = parse_ok("{\"name\":\"t\",\"title\":\"T\",\"description\":\"D\","
                               "\"inputSchema\":" SCHEMA "}");
-    struct tooldef def;
+    struct tooldef_checked def;
     struct err err = ERR_INIT;
     assert_int_equal(tooldef_check(o, &def, &err), 0);
     assert_string_equal(def.name, "t");
@@ -133,7 +133,7 @@ static void test_embedded(void **state)
     };
     for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
         json_object *o = parse_ok(tools[i].text);
-        struct tooldef def;
+        struct tooldef_checked def;
         struct err err = ERR_INIT;
         if (tooldef_check(o, &def, &err) < 0)
             fail_msg("%s: %s", tools[i].name, err_msg(&err));

@@ -407,6 +407,7 @@ static void test_lifecycle(void **state)
     resp_free(&r);
     http(s, &r, "POST", "/mcp", PING, line, "MCP-Protocol-Version: 1999-01-01", NULL);
     assert_int_equal(r.status, 400);
+    assert_non_null(strstr(buf_cstr(&r.body), mcp_versions_text()));
     resp_free(&r);
 
     http(s, &r, "POST", "/mcp", PING, NULL);

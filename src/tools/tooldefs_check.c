@@ -4,7 +4,8 @@
  * output_schema.json is the outputSchema all tools share; any other FILE
  * is one tool, whose name must be the file's name without ".json" (the
  * embedded symbol is named after the file). Prints "FILE: problem" on
- * stderr for each bad file and exits 1 if there is one. */
+ * stderr for each bad file and exits 1 if there is one. A program of the
+ * build (the Makefile's PROGRAMS), not part of the daemon. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,7 @@ static int check_file(const char *path, struct err *err)
     }
     stem -= 5;
     int rc = 0;
-    struct tooldef def;
+    struct tooldef_checked def;
     if (strcmp(base, "output_schema.json") == 0)
         rc = tooldef_check_output_schema(o, err);
     else if ((rc = tooldef_check(o, &def, err)) == 0 &&
