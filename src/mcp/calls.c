@@ -276,7 +276,8 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
         return;
     }
     const char *tool = json_object_get_string(name);
-    if (!tools_exists(tool)) {
+    const tools_tool *t = tools_find(tool);
+    if (!t) {
         char *msg = xasprintf("Unknown tool: %.128s", tool);
         reply_error(r, m->id, JSONRPC_INVALID_PARAMS, msg);
         free(msg);
@@ -285,15 +286,15 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     json_object_object_get_ex(m->params, "arguments", &args);
     /* A tool that runs nothing takes no run slot: answered here, at once,
      * unless its answer may wait (aside.h). */
-    if (tools_answers_at_once(tool)) {
-        if (tools_answer_may_wait(&s->srv->env, tool)) {
+    if (tools_answers_at_once(t)) {
+        if (tools_answer_may_wait(&s->srv->env, t)) {
             aside_answer(s, m, r, tool, args);
             return;
         }
         pthread_mutex_lock(&s->lock);
         struct tools_features f = mcp_features_of(s->version);
         pthread_mutex_unlock(&s->lock);
-        reply_result(r, m->id, tools_answer(&s->srv->env, tool, args, &f));
+        reply_result(r, m->id, tools_answer(&s->srv->env, t, args, &f));
         return;
     }
 
@@ -301,7 +302,7 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     struct call *c = xcalloc(1, sizeof(*c));
     json_object *bad = NULL;
     /* Bad arguments are answered at once, without taking a run slot. */
-    if (tools_prepare(cfg, s->srv->env.langs, tool, args, &c->args, &bad) < 0) {
+    if (tools_prepare(&s->srv->env, t, args, &c->args, &bad) < 0) {
         free(c);
         reply_result(r, m->id, bad);
         return;

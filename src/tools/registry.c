@@ -5,6 +5,7 @@
 
 #include "base/buf.h"
 #include "base/util.h"
+#include "tools/schema.h"
 #include "tools/tooldef.h"
 
 static const struct registry_entry tools[] = {
@@ -14,6 +15,13 @@ static const struct registry_entry tools[] = {
     {"validate_code", TOOL_VALIDATE, tooldef_validate_code},
     {"list_languages", TOOL_LIST_LANGUAGES, tooldef_list_languages},
 };
+
+_Static_assert(ARRAY_SIZE(tools) == REGISTRY_TOOLS, "REGISTRY_TOOLS counts the tools");
+
+size_t registry_index(const struct registry_entry *t)
+{
+    return (size_t)(t - tools);
+}
 
 const struct registry_entry *registry_at(size_t i)
 {
@@ -134,8 +142,11 @@ static void set_language_enum(json_object *def, const struct langtable *langs)
     json_object_object_add(lang, "enum", e);
 }
 
-json_object *registry_definition(const struct registry_entry *t, const struct langtable *langs,
-                                 struct err *err)
+/* t's definition, parsed (caller puts it), with execute_code's language
+ * enum made of langs' names and aliases; NULL with err when it does not
+ * parse. */
+static json_object *definition(const struct registry_entry *t, const struct langtable *langs,
+                               struct err *err)
 {
     json_object *def = builtin(t->def, t->name, err);
     if (def && t->kind == TOOL_EXECUTE)
@@ -144,8 +155,11 @@ json_object *registry_definition(const struct registry_entry *t, const struct la
 }
 
 int registry_serialize(const struct config *cfg, const struct langtable *langs,
-                       char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS], struct err *err)
+                       char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS],
+                       struct schema_node *inputs[REGISTRY_TOOLS], struct err *err)
 {
+    for (size_t i = 0; i < REGISTRY_TOOLS; i++)
+        inputs[i] = NULL;
     for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
         json[v] = NULL;
         len[v] = 0;
@@ -161,7 +175,7 @@ int registry_serialize(const struct config *cfg, const struct langtable *langs,
         goto out;
     }
     for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        defs[i] = registry_definition(&tools[i], langs, err);
+        defs[i] = definition(&tools[i], langs, err);
         if (!defs[i])
             goto out;
         if (tooldef_check(defs[i], &parsed[i], err) < 0) {
@@ -173,6 +187,7 @@ int registry_serialize(const struct config *cfg, const struct langtable *langs,
                     parsed[i].name);
             goto out;
         }
+        inputs[i] = schema_compile(parsed[i].input_schema);
     }
     for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
         struct tools_features f = {.annotations = (v & 1u) != 0, .structured = (v & 2u) != 0};
@@ -195,9 +210,19 @@ out:
     for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
         json_object_put(defs[i]);
     json_object_put(output);
-    if (rc < 0)
+    if (rc < 0) {
         registry_serialized_free(json, len);
+        registry_inputs_free(inputs);
+    }
     return rc;
+}
+
+void registry_inputs_free(struct schema_node *inputs[REGISTRY_TOOLS])
+{
+    for (size_t i = 0; i < REGISTRY_TOOLS; i++) {
+        schema_node_free(inputs[i]);
+        inputs[i] = NULL;
+    }
 }
 
 void registry_serialized_free(char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS])

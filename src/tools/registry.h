@@ -35,8 +35,14 @@ struct registry_entry {
     const char *def; /* the embedded definition file */
 };
 
+/* How many tools there are. */
+#define REGISTRY_TOOLS 5
+
 /* NULL when there is no such tool. */
 const struct registry_entry *registry_find(const char *name);
+
+/* t's place in tools/list order, 0..REGISTRY_TOOLS-1. */
+size_t registry_index(const struct registry_entry *t);
 
 /* The i-th tool in tools/list order; NULL past the last. */
 const struct registry_entry *registry_at(size_t i);
@@ -49,15 +55,15 @@ size_t registry_variant(const struct tools_features *f);
 
 /* Builds the tools/list array for every feature variant, as JSON text
  * (json[v] allocated, len[v] its length), with cfg's limits in the
- * descriptions. Fails only on a bad built-in definition (ERR_INTERNAL).
- * Free with registry_serialized_free. */
+ * descriptions, and each tool's inputSchema compiled (inputs[i], by
+ * registry_index; execute_code's language enum made of langs' names and
+ * aliases). Fails only on a bad built-in definition (ERR_INTERNAL). Free
+ * with registry_serialized_free and registry_inputs_free. */
+struct schema_node;
 int registry_serialize(const struct config *cfg, const struct langtable *langs,
-                       char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS], struct err *err);
-/* t's definition, parsed (caller puts it), with execute_code's language
- * enum made of langs' names and aliases; NULL with err when it does not
- * parse. */
-json_object *registry_definition(const struct registry_entry *t, const struct langtable *langs,
-                                 struct err *err);
+                       char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS],
+                       struct schema_node *inputs[REGISTRY_TOOLS], struct err *err);
+void registry_inputs_free(struct schema_node *inputs[REGISTRY_TOOLS]);
 
 void registry_serialized_free(char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS]);
 

@@ -9,24 +9,63 @@
 
 #include "base/buf.h"
 
-#define KEYWORDS                                                                                   \
-    "type, properties, required, additionalProperties, items, minItems, maxItems, enum, minimum, " \
-    "maximum, maxLength, anyOf, description, title, default"
-
-static const char *const keywords[] = {
-    "type",        "properties", "required",  "additionalProperties",
-    "items",       "minItems",   "maxItems",  "enum",
-    "minimum",     "maximum",    "maxLength", "anyOf",
-    "description", "title",      "default",
-};
+/* The types, by their JSON Schema name; T_ANY: no "type" keyword. */
+enum type { T_ANY, T_OBJECT, T_STRING, T_INTEGER, T_NUMBER, T_BOOLEAN, T_NULL, T_ARRAY };
 
 static const struct {
     const char *name;
     const char *noun; /* as in "must be <noun>" */
 } types[] = {
-    {"object", "an object"}, {"string", "a string"},   {"integer", "an integer"},
-    {"number", "a number"},  {"boolean", "a boolean"}, {"null", "null"},
-    {"array", "an array"},
+    [T_OBJECT] = {"object", "an object"},    [T_STRING] = {"string", "a string"},
+    [T_INTEGER] = {"integer", "an integer"}, [T_NUMBER] = {"number", "a number"},
+    [T_BOOLEAN] = {"boolean", "a boolean"},  [T_NULL] = {"null", "null"},
+    [T_ARRAY] = {"array", "an array"},
+};
+
+struct prop {
+    char *name;
+    struct schema_node *node;
+    bool required;
+};
+
+/* minimum or maximum: the number as given (exact for an int), and its
+ * text for messages. */
+struct bound {
+    bool set;
+    bool is_int;
+    int64_t i;
+    double d;
+    char *text;
+};
+
+/* An enum's value: its JSON text (messages, and equality for non-strings)
+ * and, for a string, the string. */
+struct enum_value {
+    char *text;
+    char *str; /* NULL: not a string */
+    size_t str_len;
+};
+
+struct schema_node {
+    enum type type;
+    struct prop *props; /* in the schema's order */
+    size_t n_props;
+    char **required_extra; /* required names with no property schema */
+    size_t n_required_extra;
+    bool has_extra;
+    bool closed;               /* additionalProperties: false */
+    struct schema_node *extra; /* or the schema of the others */
+    struct schema_node *items;
+    bool has_min_items, has_max_items;
+    long long min_items, max_items;
+    struct enum_value *enums;
+    size_t n_enums;
+    bool has_enum;
+    struct bound minimum, maximum;
+    bool has_max_length;
+    long long max_length;
+    struct schema_node **any;
+    size_t n_any;
 };
 
 /* How messages name what is validated. */
@@ -36,19 +75,20 @@ struct vctx {
     const char *part;  /* one of its properties, followed by its name */
 };
 
-/* A keyword's value; NULL when absent (JSON null is never a valid one). */
-static json_object *kw(json_object *schema, const char *key)
+/* ---- shared helpers -------------------------------------------------------- */
+
+static enum type type_of(const char *name)
 {
-    json_object *v = NULL;
-    return json_object_object_get_ex(schema, key, &v) ? v : NULL;
+    for (size_t i = 1; name && i < ARRAY_SIZE(types); i++)
+        if (strcmp(types[i].name, name) == 0)
+            return (enum type)i;
+    return T_ANY;
 }
 
-static const char *type_noun(const char *type)
+const char *schema_type_noun(const char *type)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(types); i++)
-        if (strcmp(types[i].name, type) == 0)
-            return types[i].noun;
-    return NULL;
+    enum type t = type_of(type);
+    return t == T_ANY ? NULL : types[t].noun;
 }
 
 bool schema_integer(json_object *v, long long *out)
@@ -69,33 +109,42 @@ bool schema_integer(json_object *v, long long *out)
     return true;
 }
 
-static bool is_number(json_object *v)
+bool schema_is_number(json_object *v)
 {
     return json_object_is_type(v, json_type_int) ||
            (json_object_is_type(v, json_type_double) && isfinite(json_object_get_double(v)));
 }
 
-static bool type_matches(const char *type, json_object *v)
+static bool matches(enum type t, json_object *v)
 {
-    if (strcmp(type, "object") == 0)
+    switch (t) {
+    case T_OBJECT:
         return json_object_is_type(v, json_type_object);
-    if (strcmp(type, "string") == 0)
+    case T_STRING:
         return json_object_is_type(v, json_type_string);
-    if (strcmp(type, "integer") == 0)
+    case T_INTEGER:
         return schema_integer(v, NULL);
-    if (strcmp(type, "number") == 0)
-        return is_number(v);
-    if (strcmp(type, "boolean") == 0)
+    case T_NUMBER:
+        return schema_is_number(v);
+    case T_BOOLEAN:
         return json_object_is_type(v, json_type_boolean);
-    if (strcmp(type, "null") == 0)
+    case T_NULL:
         return json_object_is_type(v, json_type_null);
-    if (strcmp(type, "array") == 0)
+    case T_ARRAY:
         return json_object_is_type(v, json_type_array);
+    case T_ANY:
+        return true;
+    }
     return false;
 }
 
-/* Compares two numbers: <0, 0 or >0. Exact for two ints. */
-static int num_cmp(json_object *a, json_object *b)
+bool schema_type_matches(const char *type, json_object *v)
+{
+    enum type t = type_of(type);
+    return t != T_ANY && matches(t, v);
+}
+
+int schema_num_cmp(json_object *a, json_object *b)
 {
     if (json_object_is_type(a, json_type_int) && json_object_is_type(b, json_type_int)) {
         int64_t x = json_object_get_int64(a);
@@ -107,13 +156,149 @@ static int num_cmp(json_object *a, json_object *b)
     return (x > y) - (x < y);
 }
 
-static const char *json_text(json_object *v)
+const char *schema_json_text(json_object *v)
 {
     return json_object_to_json_string_ext(v,
                                           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 }
 
-/* "a", "a or b", "a, b or c": item i of n. */
+char *schema_join_path(const char *path, const char *name)
+{
+    return path ? xasprintf("%s.%s", path, name) : xstrdup(name);
+}
+
+/* ---- compiling ------------------------------------------------------------- */
+
+static json_object *kw(json_object *schema, const char *key)
+{
+    json_object *v = NULL;
+    return json_object_object_get_ex(schema, key, &v) ? v : NULL;
+}
+
+static void bound_set(struct bound *b, json_object *v)
+{
+    if (!v || !schema_is_number(v))
+        return;
+    b->set = true;
+    b->is_int = json_object_is_type(v, json_type_int);
+    b->i = json_object_get_int64(v);
+    b->d = json_object_get_double(v);
+    b->text = xstrdup(schema_json_text(v));
+}
+
+static bool listed(json_object *names, const char *name)
+{
+    size_t n = names ? json_object_array_length(names) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(json_object_get_string(json_object_array_get_idx(names, i)), name) == 0)
+            return true;
+    return false;
+}
+
+static void compile_object(struct schema_node *n, json_object *s)
+{
+    json_object *props = kw(s, "properties");
+    json_object *required = kw(s, "required");
+    n->n_props = props ? (size_t)json_object_object_length(props) : 0;
+    n->props = xcalloc(n->n_props ? n->n_props : 1, sizeof(*n->props));
+    size_t k = 0;
+    if (props) {
+        json_object_object_foreach(props, name, sub)
+        {
+            n->props[k] = (struct prop){xstrdup(name), schema_compile(sub), listed(required, name)};
+            k++;
+        }
+    }
+    size_t nr = required ? json_object_array_length(required) : 0;
+    n->required_extra = xcalloc(nr ? nr : 1, sizeof(char *));
+    for (size_t i = 0; i < nr; i++) {
+        const char *name = json_object_get_string(json_object_array_get_idx(required, i));
+        if (!props || !json_object_object_get_ex(props, name, NULL))
+            n->required_extra[n->n_required_extra++] = xstrdup(name);
+    }
+    json_object *extra = NULL;
+    n->has_extra = json_object_object_get_ex(s, "additionalProperties", &extra) && extra;
+    n->closed = n->has_extra && json_object_is_type(extra, json_type_boolean);
+    if (n->has_extra && !n->closed)
+        n->extra = schema_compile(extra);
+}
+
+static void compile_enum(struct schema_node *n, json_object *values)
+{
+    n->has_enum = true;
+    n->n_enums = json_object_array_length(values);
+    n->enums = xcalloc(n->n_enums ? n->n_enums : 1, sizeof(*n->enums));
+    for (size_t i = 0; i < n->n_enums; i++) {
+        json_object *v = json_object_array_get_idx(values, i);
+        n->enums[i].text = xstrdup(schema_json_text(v));
+        if (json_object_is_type(v, json_type_string)) {
+            n->enums[i].str_len = (size_t)json_object_get_string_len(v);
+            n->enums[i].str = xmalloc(n->enums[i].str_len + 1);
+            memcpy(n->enums[i].str, json_object_get_string(v), n->enums[i].str_len + 1);
+        }
+    }
+}
+
+struct schema_node *schema_compile(json_object *s)
+{
+    struct schema_node *n = xcalloc(1, sizeof(*n));
+    json_object *t = kw(s, "type");
+    n->type =
+        t && json_object_is_type(t, json_type_string) ? type_of(json_object_get_string(t)) : T_ANY;
+    compile_object(n, s);
+    json_object *items = kw(s, "items");
+    if (items)
+        n->items = schema_compile(items);
+    json_object *v = kw(s, "minItems");
+    n->has_min_items = v && schema_integer(v, &n->min_items);
+    v = kw(s, "maxItems");
+    n->has_max_items = v && schema_integer(v, &n->max_items);
+    v = kw(s, "maxLength");
+    n->has_max_length = v && schema_integer(v, &n->max_length);
+    bound_set(&n->minimum, kw(s, "minimum"));
+    bound_set(&n->maximum, kw(s, "maximum"));
+    v = kw(s, "enum");
+    if (v && json_object_is_type(v, json_type_array))
+        compile_enum(n, v);
+    v = kw(s, "anyOf");
+    if (v && json_object_is_type(v, json_type_array)) {
+        n->n_any = json_object_array_length(v);
+        n->any = xcalloc(n->n_any ? n->n_any : 1, sizeof(*n->any));
+        for (size_t i = 0; i < n->n_any; i++)
+            n->any[i] = schema_compile(json_object_array_get_idx(v, i));
+    }
+    return n;
+}
+
+void schema_node_free(struct schema_node *n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n->n_props; i++) {
+        free(n->props[i].name);
+        schema_node_free(n->props[i].node);
+    }
+    free(n->props);
+    for (size_t i = 0; i < n->n_required_extra; i++)
+        free(n->required_extra[i]);
+    free(n->required_extra);
+    schema_node_free(n->extra);
+    schema_node_free(n->items);
+    for (size_t i = 0; i < n->n_enums; i++) {
+        free(n->enums[i].text);
+        free(n->enums[i].str);
+    }
+    free(n->enums);
+    free(n->minimum.text);
+    free(n->maximum.text);
+    for (size_t i = 0; i < n->n_any; i++)
+        schema_node_free(n->any[i]);
+    free(n->any);
+    free(n);
+}
+
+/* ---- validation ------------------------------------------------------------ */
+
 /* A message lists a schema's alternatives (types, enum values) while they
  * fit in this; past it, it says how many there are. The built-in schemas
  * list a few dozen short names; execute_code's language enum from a
@@ -121,6 +306,7 @@ static const char *json_text(json_object *v)
  * list of some 20 KB, more than anyone reads in a message. */
 #define ALTERNATIVES_MAX 2048
 
+/* "a", "a or b", "a, b or c": item i of n. */
 static int add_alternative(struct buf *b, size_t i, size_t n, const char *text)
 {
     int rc = 0;
@@ -129,18 +315,11 @@ static int add_alternative(struct buf *b, size_t i, size_t n, const char *text)
     return rc | buf_addf(b, "%s", text);
 }
 
-static char *join_path(const char *path, const char *name)
-{
-    return path ? xasprintf("%s.%s", path, name) : xstrdup(name);
-}
-
 /* "files[2]"; "[2]" for an element of the value itself. */
 static char *join_index(const char *path, size_t i)
 {
     return xasprintf("%s[%zu]", path ? path : "", i);
 }
-
-/* ---- validation ---------------------------------------------------------- */
 
 static int fail(const struct vctx *c, const char *path, struct err *err, const char *fmt, ...)
     ATTR_PRINTF(4, 5);
@@ -159,17 +338,8 @@ static int fail(const struct vctx *c, const char *path, struct err *err, const c
     return -1;
 }
 
-static int validate(const struct vctx *c, json_object *s, json_object *v, const char *path,
-                    struct err *err);
-
-static bool listed(json_object *names, const char *name)
-{
-    size_t n = names ? json_object_array_length(names) : 0;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(json_object_get_string(json_object_array_get_idx(names, i)), name) == 0)
-            return true;
-    return false;
-}
+static int validate(const struct vctx *c, const struct schema_node *s, json_object *v,
+                    const char *path, struct err *err);
 
 static int missing(const struct vctx *c, const char *path, struct err *err)
 {
@@ -182,58 +352,64 @@ static bool absent(const struct vctx *c, json_object *obj, const char *name)
     return !json_object_object_get_ex(obj, name, &v) || (!v && (c->flags & SCHEMA_NULL_IS_ABSENT));
 }
 
-static int validate_object(const struct vctx *c, json_object *s, json_object *v, const char *path,
-                           struct err *err)
+static const struct prop *prop_of(const struct schema_node *s, const char *name)
 {
-    json_object *props = kw(s, "properties");
-    json_object *required = kw(s, "required");
-    json_object *extra = kw(s, "additionalProperties");
-    /* false, or the schema of every property not in properties. */
-    bool closed = extra && json_object_is_type(extra, json_type_boolean);
-    if (extra) {
-        json_object_object_foreach(v, key, val)
-        {
-            if (props && json_object_object_get_ex(props, key, NULL))
-                continue;
-            if (closed && path)
-                return err_set(err, ERR_INVALID, "unknown %s '%s.%.64s'", c->part, path, key);
-            if (closed)
-                return err_set(err, ERR_INVALID, "unknown %s '%.64s'", c->part, key);
-            if (absent(c, v, key))
-                continue;
-            /* A client's name is cut short, as in the unknown-name message. */
-            char *short_key = xstrndup(key, 64);
-            char *p = join_path(path, short_key);
-            int rc = validate(c, extra, val, p, err);
-            free(p);
-            free(short_key);
-            if (rc < 0)
-                return -1;
-        }
+    for (size_t i = 0; i < s->n_props; i++)
+        if (strcmp(s->props[i].name, name) == 0)
+            return &s->props[i];
+    return NULL;
+}
+
+/* The properties not listed: refused, or each checked against extra. */
+static int validate_extra(const struct vctx *c, const struct schema_node *s, json_object *v,
+                          const char *path, struct err *err)
+{
+    json_object_object_foreach(v, key, val)
+    {
+        if (prop_of(s, key))
+            continue;
+        if (s->closed && path)
+            return err_set(err, ERR_INVALID, "unknown %s '%s.%.64s'", c->part, path, key);
+        if (s->closed)
+            return err_set(err, ERR_INVALID, "unknown %s '%.64s'", c->part, key);
+        if (absent(c, v, key))
+            continue;
+        /* A client's name is cut short, as in the unknown-name message. */
+        char *short_key = xstrndup(key, 64);
+        char *p = schema_join_path(path, short_key);
+        int rc = validate(c, s->extra, val, p, err);
+        free(p);
+        free(short_key);
+        if (rc < 0)
+            return -1;
     }
-    if (props) {
-        json_object_object_foreach(props, name, sub)
-        {
-            char *p = join_path(path, name);
-            int rc = 0;
-            if (!absent(c, v, name)) {
-                json_object *pv = NULL;
-                json_object_object_get_ex(v, name, &pv);
-                rc = validate(c, sub, pv, p, err);
-            } else if (listed(required, name)) {
-                rc = missing(c, p, err);
-            }
-            free(p);
-            if (rc < 0)
-                return -1;
+    return 0;
+}
+
+static int validate_object(const struct vctx *c, const struct schema_node *s, json_object *v,
+                           const char *path, struct err *err)
+{
+    if (s->has_extra && validate_extra(c, s, v, path, err) < 0)
+        return -1;
+    for (size_t i = 0; i < s->n_props; i++) {
+        const struct prop *pr = &s->props[i];
+        char *p = schema_join_path(path, pr->name);
+        int rc = 0;
+        if (!absent(c, v, pr->name)) {
+            json_object *pv = NULL;
+            json_object_object_get_ex(v, pr->name, &pv);
+            rc = validate(c, pr->node, pv, p, err);
+        } else if (pr->required) {
+            rc = missing(c, p, err);
         }
+        free(p);
+        if (rc < 0)
+            return -1;
     }
     /* Required names without a property schema (schema_check refuses them). */
-    size_t n = required ? json_object_array_length(required) : 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *name = json_object_get_string(json_object_array_get_idx(required, i));
-        if ((!props || !json_object_object_get_ex(props, name, NULL)) && absent(c, v, name)) {
-            char *p = join_path(path, name);
+    for (size_t i = 0; i < s->n_required_extra; i++) {
+        if (absent(c, v, s->required_extra[i])) {
+            char *p = schema_join_path(path, s->required_extra[i]);
             missing(c, p, err);
             free(p);
             return -1;
@@ -252,22 +428,19 @@ static size_t utf8_length(const char *s, size_t n)
     return count;
 }
 
-static int validate_array(const struct vctx *c, json_object *s, json_object *v, const char *path,
-                          struct err *err)
+static int validate_array(const struct vctx *c, const struct schema_node *s, json_object *v,
+                          const char *path, struct err *err)
 {
     size_t n = json_object_array_length(v);
-    long long min = 0;
-    long long max = 0;
-    json_object *min_items = kw(s, "minItems");
-    json_object *max_items = kw(s, "maxItems");
-    if (min_items && schema_integer(min_items, &min) && n < (unsigned long long)min)
+    long long min = s->min_items;
+    long long max = s->max_items;
+    if (s->has_min_items && n < (unsigned long long)min)
         return fail(c, path, err, "must have at least %lld item%s", min, min == 1 ? "" : "s");
-    if (max_items && schema_integer(max_items, &max) && n > (unsigned long long)max)
+    if (s->has_max_items && n > (unsigned long long)max)
         return fail(c, path, err, "must have at most %lld item%s", max, max == 1 ? "" : "s");
-    json_object *items = kw(s, "items");
-    for (size_t i = 0; items && i < n; i++) {
+    for (size_t i = 0; s->items && i < n; i++) {
         char *p = join_index(path, i);
-        int rc = validate(c, items, json_object_array_get_idx(v, i), p, err);
+        int rc = validate(c, s->items, json_object_array_get_idx(v, i), p, err);
         free(p);
         if (rc < 0)
             return -1;
@@ -275,31 +448,46 @@ static int validate_array(const struct vctx *c, json_object *s, json_object *v, 
     return 0;
 }
 
-static int validate_anyof(const struct vctx *c, json_object *any, json_object *v, const char *path,
-                          struct err *err)
+/* No branch matched: within the branch for the value's type, that
+ * branch's complaint is the useful one ("at least 1"); otherwise the
+ * types allowed. */
+static int anyof_failed(const struct vctx *c, const struct schema_node *s, const char *path,
+                        struct err *err)
 {
-    size_t n = json_object_array_length(any);
+    bool all_typed = true;
+    for (size_t i = 0; i < s->n_any; i++)
+        all_typed = all_typed && s->any[i]->type != T_ANY;
+    if (!all_typed)
+        return fail(c, path, err, "must match one of the schemas in anyOf");
+    struct buf b;
+    buf_init(&b, ALTERNATIVES_MAX);
+    int rc = 0;
+    for (size_t i = 0; i < s->n_any; i++)
+        rc |= add_alternative(&b, i, s->n_any, types[s->any[i]->type].noun);
+    if (rc < 0)
+        fail(c, path, err, "must be of one of the %zu types its anyOf lists", s->n_any);
+    else
+        fail(c, path, err, "must be %s", buf_cstr(&b));
+    buf_free(&b);
+    return -1;
+}
+
+static int validate_anyof(const struct vctx *c, const struct schema_node *s, json_object *v,
+                          const char *path, struct err *err)
+{
     struct err only = ERR_INIT; /* the error of the one branch of the value's type */
     size_t candidates = 0;
-    bool all_typed = true;
-    for (size_t i = 0; i < n; i++) {
-        json_object *branch = json_object_array_get_idx(any, i);
+    for (size_t i = 0; i < s->n_any; i++) {
+        const struct schema_node *branch = s->any[i];
         struct err e = ERR_INIT;
         if (validate(c, branch, v, path, &e) == 0) {
             err_clear(&only);
             return 0;
         }
-        json_object *type = kw(branch, "type");
-        if (!type)
-            all_typed = false;
-        if (!type || type_matches(json_object_get_string(type), v)) {
-            if (++candidates == 1)
-                err_move(&only, &e);
-        }
+        if ((branch->type == T_ANY || matches(branch->type, v)) && ++candidates == 1)
+            err_move(&only, &e);
         err_clear(&e);
     }
-    /* Within the branch for the value's type, that branch's complaint is
-     * the useful one ("at least 1"); otherwise list the types allowed. */
     if (candidates == 1) {
         if (err)
             err_move(err, &only);
@@ -307,323 +495,103 @@ static int validate_anyof(const struct vctx *c, json_object *any, json_object *v
         return -1;
     }
     err_clear(&only);
-    if (!all_typed)
-        return fail(c, path, err, "must match one of the schemas in anyOf");
-    struct buf b;
-    buf_init(&b, ALTERNATIVES_MAX);
-    int rc = 0;
-    for (size_t i = 0; i < n; i++) {
-        json_object *type = kw(json_object_array_get_idx(any, i), "type");
-        rc |= add_alternative(&b, i, n, type_noun(json_object_get_string(type)));
-    }
-    if (rc < 0)
-        fail(c, path, err, "must be of one of the %zu types its anyOf lists", n);
-    else
-        fail(c, path, err, "must be %s", buf_cstr(&b));
-    buf_free(&b);
-    return -1;
+    return anyof_failed(c, s, path, err);
 }
 
-static int validate_enum(const struct vctx *c, json_object *values, json_object *v,
+static bool enum_has(const struct schema_node *s, json_object *v)
+{
+    bool str = json_object_is_type(v, json_type_string);
+    const char *text = str ? NULL : schema_json_text(v);
+    size_t len = str ? (size_t)json_object_get_string_len(v) : 0;
+    for (size_t i = 0; i < s->n_enums; i++) {
+        const struct enum_value *e = &s->enums[i];
+        if (str ? e->str && e->str_len == len && memcmp(e->str, json_object_get_string(v), len) == 0
+                : !e->str && strcmp(e->text, text) == 0)
+            return true;
+    }
+    return false;
+}
+
+static int validate_enum(const struct vctx *c, const struct schema_node *s, json_object *v,
                          const char *path, struct err *err)
 {
-    size_t n = json_object_array_length(values);
-    for (size_t i = 0; i < n; i++)
-        if (json_object_equal(json_object_array_get_idx(values, i), v))
-            return 0;
+    if (enum_has(s, v))
+        return 0;
     struct buf b;
     buf_init(&b, ALTERNATIVES_MAX);
     int rc = 0;
-    for (size_t i = 0; i < n; i++)
-        rc |= add_alternative(&b, i, n, json_text(json_object_array_get_idx(values, i)));
+    for (size_t i = 0; i < s->n_enums; i++)
+        rc |= add_alternative(&b, i, s->n_enums, s->enums[i].text);
     const char *list = buf_cstr(&b);
     char many[64];
     if (rc < 0) {
-        snprintf(many, sizeof(many), "one of the %zu values its enum lists", n);
+        snprintf(many, sizeof(many), "one of the %zu values its enum lists", s->n_enums);
         list = many;
     }
     /* A string is shown as given (cut short), like any other message text. */
     if (json_object_is_type(v, json_type_string))
         fail(c, path, err, "must be %s, got \"%.32s\"", list, json_object_get_string(v));
     else
-        fail(c, path, err, "must be %s, got %.32s", list, json_text(v));
+        fail(c, path, err, "must be %s, got %.32s", list, schema_json_text(v));
     buf_free(&b);
     return -1;
 }
 
-static int validate(const struct vctx *c, json_object *s, json_object *v, const char *path,
-                    struct err *err)
+/* <0, 0 or >0 as v is below, at or above b: exact for two ints. */
+static int bound_cmp(json_object *v, const struct bound *b)
 {
-    json_object *type = kw(s, "type");
-    if (type && !type_matches(json_object_get_string(type), v))
-        return fail(c, path, err, "must be %s", type_noun(json_object_get_string(type)));
-    json_object *any = kw(s, "anyOf");
-    if (any && validate_anyof(c, any, v, path, err) < 0)
-        return -1;
-    json_object *values = kw(s, "enum");
-    if (values && validate_enum(c, values, v, path, err) < 0)
-        return -1;
+    if (json_object_is_type(v, json_type_int) && b->is_int) {
+        int64_t x = json_object_get_int64(v);
+        return (x > b->i) - (x < b->i);
+    }
+    double x = json_object_get_double(v);
+    return (x > b->d) - (x < b->d);
+}
 
+static int validate(const struct vctx *c, const struct schema_node *s, json_object *v,
+                    const char *path, struct err *err)
+{
+    if (s->type != T_ANY && !matches(s->type, v))
+        return fail(c, path, err, "must be %s", types[s->type].noun);
+    if (s->n_any && validate_anyof(c, s, v, path, err) < 0)
+        return -1;
+    if (s->has_enum && validate_enum(c, s, v, path, err) < 0)
+        return -1;
     if (json_object_is_type(v, json_type_object))
         return validate_object(c, s, v, path, err);
     if (json_object_is_type(v, json_type_array))
         return validate_array(c, s, v, path, err);
-    json_object *max_len = kw(s, "maxLength");
-    long long limit = 0;
-    if (max_len && json_object_is_type(v, json_type_string) && schema_integer(max_len, &limit) &&
+    long long limit = s->max_length;
+    if (s->has_max_length && json_object_is_type(v, json_type_string) &&
         utf8_length(json_object_get_string(v), (size_t)json_object_get_string_len(v)) >
             (size_t)limit)
         return fail(c, path, err, "must be at most %lld characters long", limit);
-    if (is_number(v)) {
-        json_object *min = kw(s, "minimum");
-        json_object *max = kw(s, "maximum");
-        if (min && num_cmp(v, min) < 0)
-            return fail(c, path, err, "must be at least %s", json_text(min));
-        if (max && num_cmp(v, max) > 0)
-            return fail(c, path, err, "must be at most %s", json_text(max));
+    if (schema_is_number(v)) {
+        if (s->minimum.set && bound_cmp(v, &s->minimum) < 0)
+            return fail(c, path, err, "must be at least %s", s->minimum.text);
+        if (s->maximum.set && bound_cmp(v, &s->maximum) > 0)
+            return fail(c, path, err, "must be at most %s", s->maximum.text);
     }
     return 0;
+}
+
+int schema_node_validate(const struct schema_node *n, json_object *value, unsigned flags,
+                         struct err *err)
+{
+    struct vctx c = {flags, "arguments", "argument"};
+    return validate(&c, n, value, NULL, err);
+}
+
+int schema_validate_default(const struct schema_node *n, json_object *value, struct err *err)
+{
+    struct vctx c = {0, "the default", "default property"};
+    return validate(&c, n, value, NULL, err);
 }
 
 int schema_validate(json_object *schema, json_object *value, unsigned flags, struct err *err)
 {
-    struct vctx c = {flags, "arguments", "argument"};
-    return validate(&c, schema, value, NULL, err);
-}
-
-/* ---- checking a schema --------------------------------------------------- */
-
-static int bad(const char *path, const char *key, struct err *err, const char *fmt, ...)
-    ATTR_PRINTF(4, 5);
-
-/* An error at path.key (key may be NULL: the node itself). */
-static int bad(const char *path, const char *key, struct err *err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *what = xvasprintf(fmt, ap);
-    va_end(ap);
-    if (path && key)
-        err_set(err, ERR_INVALID, "%s.%s: %s", path, key, what);
-    else if (path || key)
-        err_set(err, ERR_INVALID, "%s: %s", path ? path : key, what);
-    else
-        err_set(err, ERR_INVALID, "%s", what);
-    free(what);
-    return -1;
-}
-
-static bool same_type(const char *type, const char *a, const char *b)
-{
-    return type && (strcmp(type, a) == 0 || (b && strcmp(type, b) == 0));
-}
-
-static int check_node(json_object *s, const char *path, struct err *err);
-
-static int check_properties(json_object *props, const char *path, struct err *err)
-{
-    if (!json_object_is_type(props, json_type_object))
-        return bad(path, "properties", err, "must be an object of schemas");
-    json_object_object_foreach(props, name, sub)
-    {
-        char *base = join_path(path, "properties");
-        char *p = join_path(base, name);
-        int rc = check_node(sub, p, err);
-        free(p);
-        free(base);
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int check_required(json_object *req, json_object *props, const char *path, struct err *err)
-{
-    if (!json_object_is_type(req, json_type_array))
-        return bad(path, "required", err, "must be an array of property names");
-    size_t n = json_object_array_length(req);
-    for (size_t i = 0; i < n; i++) {
-        json_object *name = json_object_array_get_idx(req, i);
-        if (!json_object_is_type(name, json_type_string))
-            return bad(path, "required", err, "must be an array of property names");
-        const char *s = json_object_get_string(name);
-        if (!props || !json_object_object_get_ex(props, s, NULL))
-            return bad(path, "required", err, "'%s' is not in properties", s);
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(json_object_get_string(json_object_array_get_idx(req, j)), s) == 0)
-                return bad(path, "required", err, "'%s' is listed twice", s);
-    }
-    return 0;
-}
-
-static int check_enum(json_object *values, const char *type, const char *path, struct err *err)
-{
-    if (!json_object_is_type(values, json_type_array) || json_object_array_length(values) == 0)
-        return bad(path, "enum", err, "must be a non-empty array");
-    size_t n = json_object_array_length(values);
-    for (size_t i = 0; i < n; i++) {
-        json_object *v = json_object_array_get_idx(values, i);
-        if (type && !type_matches(type, v))
-            return bad(path, "enum", err, "%s is not %s", json_text(v), type_noun(type));
-        for (size_t j = 0; j < i; j++)
-            if (json_object_equal(json_object_array_get_idx(values, j), v))
-                return bad(path, "enum", err, "%s is listed twice", json_text(v));
-    }
-    return 0;
-}
-
-static int check_anyof(json_object *any, const char *path, struct err *err)
-{
-    if (!json_object_is_type(any, json_type_array) || json_object_array_length(any) == 0)
-        return bad(path, "anyOf", err, "must be a non-empty array of schemas");
-    size_t n = json_object_array_length(any);
-    for (size_t i = 0; i < n; i++) {
-        char *p = path ? xasprintf("%s.anyOf[%zu]", path, i) : xasprintf("anyOf[%zu]", i);
-        int rc = check_node(json_object_array_get_idx(any, i), p, err);
-        free(p);
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int check_bounds(json_object *s, const char *type, const char *path, struct err *err)
-{
-    json_object *min = kw(s, "minimum");
-    json_object *max = kw(s, "maximum");
-    const char *names[] = {"minimum", "maximum"};
-    json_object *vals[] = {min, max};
-    for (size_t i = 0; i < 2; i++) {
-        if (!vals[i])
-            continue;
-        if (!is_number(vals[i]))
-            return bad(path, names[i], err, "must be a number");
-        if (!same_type(type, "integer", "number"))
-            return bad(path, names[i], err, "applies to type integer or number only");
-    }
-    if (min && max && num_cmp(min, max) > 0)
-        return bad(path, "minimum", err, "is above maximum");
-    json_object *max_len = kw(s, "maxLength");
-    long long n = 0;
-    if (max_len && (!schema_integer(max_len, &n) || n < 0))
-        return bad(path, "maxLength", err, "must be a non-negative integer");
-    if (max_len && !same_type(type, "string", NULL))
-        return bad(path, "maxLength", err, "applies to type string only");
-    return 0;
-}
-
-static int check_array(json_object *s, const char *type, const char *path, struct err *err)
-{
-    const char *array_only[] = {"items", "minItems", "maxItems"};
-    for (size_t i = 0; i < ARRAY_SIZE(array_only); i++)
-        if (json_object_object_get_ex(s, array_only[i], NULL) && !same_type(type, "array", NULL))
-            return bad(path, array_only[i], err, "applies to type array only");
-    const char *counts[] = {"minItems", "maxItems"};
-    long long n[2] = {0, -1};
-    for (size_t i = 0; i < ARRAY_SIZE(counts); i++) {
-        json_object *v = NULL;
-        if (json_object_object_get_ex(s, counts[i], &v) && (!schema_integer(v, &n[i]) || n[i] < 0))
-            return bad(path, counts[i], err, "must be a non-negative integer");
-    }
-    if (n[1] >= 0 && n[0] > n[1])
-        return bad(path, "minItems", err, "is above maxItems");
-    json_object *items = NULL;
-    if (!json_object_object_get_ex(s, "items", &items))
-        return 0;
-    /* One schema for every element (schema_check refuses the tuple form). */
-    if (!json_object_is_type(items, json_type_object))
-        return bad(path, "items", err, "must be one schema (a JSON object)");
-    char *p = join_path(path, "items");
-    int rc = check_node(items, p, err);
-    free(p);
+    struct schema_node *n = schema_compile(schema);
+    int rc = schema_node_validate(n, value, flags, err);
+    schema_node_free(n);
     return rc;
-}
-
-static int check_node(json_object *s, const char *path, struct err *err)
-{
-    if (!json_object_is_type(s, json_type_object))
-        return bad(path, NULL, err, "a schema must be a JSON object");
-    json_object_object_foreach(s, key, val)
-    {
-        (void)val;
-        bool known = false;
-        for (size_t i = 0; i < ARRAY_SIZE(keywords) && !known; i++)
-            known = strcmp(keywords[i], key) == 0;
-        if (!known)
-            return bad(path, key, err,
-                       "keyword not supported by the validator (src/tools/schema.c implements "
-                       "%s)",
-                       KEYWORDS);
-    }
-
-    json_object *t = kw(s, "type");
-    const char *type = NULL;
-    if (json_object_object_get_ex(s, "type", NULL)) {
-        if (json_object_is_type(t, json_type_array))
-            return bad(path, "type", err,
-                       "a type array is not supported: write anyOf with one type per branch, "
-                       "e.g. {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}]}");
-        if (!json_object_is_type(t, json_type_string) || !type_noun(json_object_get_string(t)))
-            return bad(path, "type", err,
-                       "must be one of \"object\", \"array\", \"string\", \"integer\", "
-                       "\"number\", \"boolean\", \"null\"");
-        type = json_object_get_string(t);
-    }
-
-    json_object *props = kw(s, "properties");
-    const char *object_only[] = {"properties", "required", "additionalProperties"};
-    for (size_t i = 0; i < ARRAY_SIZE(object_only); i++)
-        if (json_object_object_get_ex(s, object_only[i], NULL) && !same_type(type, "object", NULL))
-            return bad(path, object_only[i], err, "applies to type object only");
-    if (json_object_object_get_ex(s, "properties", NULL) && check_properties(props, path, err) < 0)
-        return -1;
-    if (json_object_object_get_ex(s, "required", NULL) &&
-        check_required(kw(s, "required"), props, path, err) < 0)
-        return -1;
-    if (json_object_object_get_ex(s, "additionalProperties", NULL)) {
-        json_object *extra = kw(s, "additionalProperties");
-        if (json_object_is_type(extra, json_type_object)) {
-            char *p = join_path(path, "additionalProperties");
-            int rc = check_node(extra, p, err);
-            free(p);
-            if (rc < 0)
-                return -1;
-        } else if (!json_object_is_type(extra, json_type_boolean) ||
-                   json_object_get_boolean(extra)) {
-            return bad(path, "additionalProperties", err,
-                       "must be false or a schema (leave it out to allow any property)");
-        }
-    }
-    if (check_array(s, type, path, err) < 0)
-        return -1;
-    if (json_object_object_get_ex(s, "enum", NULL) &&
-        check_enum(kw(s, "enum"), type, path, err) < 0)
-        return -1;
-    if (check_bounds(s, type, path, err) < 0)
-        return -1;
-    if (json_object_object_get_ex(s, "anyOf", NULL) && check_anyof(kw(s, "anyOf"), path, err) < 0)
-        return -1;
-    const char *texts[] = {"description", "title"};
-    for (size_t i = 0; i < ARRAY_SIZE(texts); i++)
-        if (json_object_object_get_ex(s, texts[i], NULL) &&
-            !json_object_is_type(kw(s, texts[i]), json_type_string))
-            return bad(path, texts[i], err, "must be a string");
-
-    /* Last: validating the default relies on the rest being well formed. */
-    json_object *def = NULL;
-    if (json_object_object_get_ex(s, "default", &def)) {
-        struct vctx c = {0, "the default", "default property"};
-        struct err e = ERR_INIT;
-        if (validate(&c, s, def, NULL, &e) < 0) {
-            bad(path, "default", err, "%s", err_msg(&e));
-            err_clear(&e);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-int schema_check(json_object *schema, struct err *err)
-{
-    return check_node(schema, NULL, err);
 }

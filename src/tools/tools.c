@@ -31,7 +31,7 @@ int tools_env_init(struct tools_env *env, const struct config *cfg, const struct
         langs = env->own_langs;
     }
     env->langs = langs;
-    if (registry_serialize(cfg, langs, env->list_json, env->list_len, err) < 0) {
+    if (registry_serialize(cfg, langs, env->list_json, env->list_len, env->inputs, err) < 0) {
         langtable_free(env->own_langs);
         env->own_langs = NULL;
         return -1;
@@ -52,6 +52,7 @@ void tools_env_cleanup(struct tools_env *env)
     env->languages = NULL;
     registry_serialized_free(env->list_json, env->list_len);
     registry_serialized_free(env->result_json, env->result_len);
+    registry_inputs_free(env->inputs);
     runstore_free(env->store);
     env->store = NULL;
     langtable_free(env->own_langs);
@@ -74,14 +75,13 @@ const char *tools_list_result_json(const struct tools_env *env, const struct too
     return env->result_json[v];
 }
 
-bool tools_exists(const char *name)
+const tools_tool *tools_find(const char *name)
 {
-    return registry_find(name) != NULL;
+    return registry_find(name);
 }
 
-bool tools_answers_at_once(const char *name)
+bool tools_answers_at_once(const tools_tool *t)
 {
-    const struct registry_entry *t = registry_find(name);
     return t && t->kind == TOOL_LIST_LANGUAGES;
 }
 
@@ -132,29 +132,21 @@ static int language_of(const struct langtable *langs, const char *name, bool own
     return 0;
 }
 
-int tools_parse_args(const struct config *cfg, const struct langtable *langs, const char *name,
-                     json_object *args, struct tools_run_args *out, struct err *err)
+int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_object *args,
+                     struct tools_run_args *out, struct err *err)
 {
+    const struct config *cfg = env->cfg;
+    const struct langtable *langs = env->langs;
     memset(out, 0, sizeof(*out));
-    const struct registry_entry *t = registry_find(name);
-    if (!t)
-        return err_set(err, ERR_INVALID, "unknown tool '%s'", name);
     out->tool = t->name;
     out->check_only = t->kind == TOOL_VALIDATE;
     if (t->kind == TOOL_LIST_LANGUAGES)
         return err_set(err, ERR_INVALID, "%s runs no code: it is answered at once", t->name);
-    /* Parsed per call: json-c objects must stay on one thread (mcp.h). */
-    json_object *def = registry_definition(t, langs, err);
-    json_object *schema = NULL;
-    if (!def || !json_object_object_get_ex(def, "inputSchema", &schema)) {
-        json_object_put(def);
-        return err_set(err, ERR_INTERNAL, "bad built-in definition of %s", t->name);
-    }
     json_object *empty = NULL;
     if (!args)
         args = empty = json_object_new_object();
     int rc = -1;
-    if (schema_validate(schema, args, SCHEMA_NULL_IS_ABSENT, err) < 0)
+    if (schema_node_validate(env->inputs[registry_index(t)], args, SCHEMA_NULL_IS_ABSENT, err) < 0)
         goto out;
 
     switch (t->kind) {
@@ -208,7 +200,6 @@ int tools_parse_args(const struct config *cfg, const struct langtable *langs, co
     rc = 0;
 out:
     json_object_put(empty);
-    json_object_put(def);
     return rc;
 }
 
@@ -392,13 +383,13 @@ json_object *tools_check_result(const struct exec_result *res, const struct lang
     return r;
 }
 
-int tools_prepare(const struct config *cfg, const struct langtable *langs, const char *name,
-                  json_object *args, struct tools_run_args *out, json_object **error_result)
+int tools_prepare(const struct tools_env *env, const tools_tool *t, json_object *args,
+                  struct tools_run_args *out, json_object **error_result)
 {
     struct err err = ERR_INIT;
     *error_result = NULL;
-    if (tools_parse_args(cfg, langs, name, args, out, &err) < 0) {
-        char *msg = xasprintf("Invalid arguments for %s: %s", name, err_msg(&err));
+    if (tools_parse_args(env, t, args, out, &err) < 0) {
+        char *msg = xasprintf("Invalid arguments for %s: %s", t->name, err_msg(&err));
         *error_result = error_result_json(msg);
         free(msg);
         err_clear(&err);
@@ -490,41 +481,31 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
     return r;
 }
 
-/* Checks args against name's inputSchema; NULL, or an isError result. */
-static json_object *check_args(const struct registry_entry *t, const struct langtable *langs,
-                               json_object *args)
+/* Checks args against t's inputSchema; NULL, or an isError result. */
+static json_object *check_args(const struct tools_env *env, const tools_tool *t, json_object *args)
 {
     struct err err = ERR_INIT;
-    json_object *def = registry_definition(t, langs, &err);
-    json_object *schema = NULL;
     json_object *empty = NULL;
     json_object *bad = NULL;
-    if (!def || !json_object_object_get_ex(def, "inputSchema", &schema)) {
-        err_clear(&err);
-        err_set(&err, ERR_INTERNAL, "bad built-in definition of %s", t->name);
-    } else {
-        if (!args)
-            args = empty = json_object_new_object();
-        schema_validate(schema, args, SCHEMA_NULL_IS_ABSENT, &err);
-    }
-    if (err.msg) {
+    if (!args)
+        args = empty = json_object_new_object();
+    if (schema_node_validate(env->inputs[registry_index(t)], args, SCHEMA_NULL_IS_ABSENT, &err) <
+        0) {
         char *msg = xasprintf("Invalid arguments for %s: %s", t->name, err_msg(&err));
         bad = error_result_json(msg);
         free(msg);
     }
     err_clear(&err);
     json_object_put(empty);
-    json_object_put(def);
     return bad;
 }
 
-json_object *tools_answer(const struct tools_env *env, const char *name, json_object *args,
+json_object *tools_answer(const struct tools_env *env, const tools_tool *t, json_object *args,
                           const struct tools_features *f)
 {
-    const struct registry_entry *t = registry_find(name);
     if (!t || t->kind != TOOL_LIST_LANGUAGES)
         return error_result_json("this tool is not answered at once");
-    json_object *bad = check_args(t, env->langs, args);
+    json_object *bad = check_args(env, t, args);
     if (bad)
         return bad;
     /* The first question starts the probes: a daemon that is never asked
@@ -537,21 +518,20 @@ json_object *tools_answer(const struct tools_env *env, const char *name, json_ob
     return call_result(text, n, NULL, sc, f, false);
 }
 
-bool tools_answer_may_wait(const struct tools_env *env, const char *name)
+bool tools_answer_may_wait(const struct tools_env *env, const tools_tool *t)
 {
-    const struct registry_entry *t = registry_find(name);
     return t && t->kind == TOOL_LIST_LANGUAGES && !languages_all_known(env->languages);
 }
 
-json_object *tools_call(const struct tools_env *env, const char *name, json_object *args,
+json_object *tools_call(const struct tools_env *env, const tools_tool *t, json_object *args,
                         const struct tools_features *f, tools_cancel *cancel,
                         tools_output_cb on_output, void *on_output_ctx)
 {
-    if (tools_answers_at_once(name))
-        return tools_answer(env, name, args, f);
+    if (tools_answers_at_once(t))
+        return tools_answer(env, t, args, f);
     struct tools_run_args a;
     json_object *bad = NULL;
-    if (tools_prepare(env->cfg, env->langs, name, args, &a, &bad) < 0)
+    if (tools_prepare(env, t, args, &a, &bad) < 0)
         return bad;
     json_object *r = tools_run(env, &a, f, cancel, on_output, on_output_ctx);
     tools_run_args_release(&a);

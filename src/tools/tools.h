@@ -6,8 +6,8 @@
  * registry.c (which tools exist, their kinds, the serialized list),
  * defs/ (one JSON definition per tool, embedded at build time), tooldef.c
  * (reading and checking a definition; tooldefs_check.c is the build's
- * program that checks defs/ with it), schema.c (the JSON Schema subset:
- * checker and validator), variables.c (the variables argument's names),
+ * program that checks defs/ with it), schema.c (the JSON Schema subset,
+ * compiled once and validated against) and schema_check.c (its checker), variables.c (the variables argument's names),
  * languages.c (the languages' facts, versions read from the images),
  * environment.c (the environment resource). */
 #ifndef MCPSBX_TOOLS_H
@@ -64,6 +64,8 @@ struct tools_env {
     char *result_json[TOOLS_VARIANTS]; /* {"tools":list}: tools/list's result */
     size_t result_len[TOOLS_VARIANTS];
     struct languages *languages; /* tools/languages.h */
+    /* Each tool's inputSchema, compiled once (plain C: shared freely). */
+    struct schema_node *inputs[REGISTRY_TOOLS];
 };
 
 /* cfg, langs and exec are borrowed (exec may be NULL: nothing runs;
@@ -83,22 +85,25 @@ const char *tools_list_json(const struct tools_env *env, const struct tools_feat
 const char *tools_list_result_json(const struct tools_env *env, const struct tools_features *f,
                                    size_t *len);
 
-bool tools_exists(const char *name);
+/* The tool of that name, NULL when there is none: looked up once a call,
+ * and passed on. */
+typedef struct registry_entry tools_tool;
+const tools_tool *tools_find(const char *name);
 
-/* Whether tool `name` runs nothing and is answered in the calling thread
- * with tools_answer, without a run slot (list_languages). */
-bool tools_answers_at_once(const char *name);
+/* Whether tool t (may be NULL) runs nothing and is answered in the
+ * calling thread with tools_answer, without a run slot (list_languages). */
+bool tools_answers_at_once(const tools_tool *t);
 
 /* Answers such a tool (args borrowed, may be NULL) in the calling thread;
  * may wait a bounded time (LANGUAGES_WAIT_MS) for a probe in flight.
  * Returns a new CallToolResult; bad arguments are an isError result. */
-json_object *tools_answer(const struct tools_env *env, const char *name, json_object *args,
+json_object *tools_answer(const struct tools_env *env, const tools_tool *t, json_object *args,
                           const struct tools_features *f);
 
-/* Whether tools_answer for `name` may wait (the versions' probe has not
+/* Whether tools_answer for t may wait (the versions' probe has not
  * answered for every language yet): then it belongs off a thread that
  * serves other requests. */
-bool tools_answer_may_wait(const struct tools_env *env, const char *name);
+bool tools_answer_may_wait(const struct tools_env *env, const tools_tool *t);
 
 /* An error CallToolResult carrying message (a call refused before it was
  * answered). */
@@ -108,11 +113,11 @@ json_object *tools_error_result(const char *message, const struct tools_features
  * where it is. */
 int tools_backend_ping(const struct tools_env *env, const char **address, struct err *err);
 
-/* Runs tool `name` (which must exist) with args (borrowed, may be NULL) in
- * the calling thread: tools_prepare then tools_run. Returns a new
- * CallToolResult: bad arguments and failed runs are results with isError
- * set, never protocol errors. on_output may be NULL. */
-json_object *tools_call(const struct tools_env *env, const char *name, json_object *args,
+/* Runs tool t with args (borrowed, may be NULL) in the calling thread:
+ * tools_prepare then tools_run. Returns a new CallToolResult: bad
+ * arguments and failed runs are results with isError set, never protocol
+ * errors. on_output may be NULL. */
+json_object *tools_call(const struct tools_env *env, const tools_tool *t, json_object *args,
                         const struct tools_features *f, tools_cancel *cancel,
                         tools_output_cb on_output, void *on_output_ctx);
 
@@ -141,16 +146,16 @@ struct tools_run_args {
 /* Returns 0, or -1 with an ERR_INVALID (or ERR_TOO_BIG) message fit to
  * show the caller (ERR_INVALID too for a tool that runs nothing). code and stdin_data point into
  * args; variables is the caller's: release it with tools_run_args_release, whatever the result. */
-int tools_parse_args(const struct config *cfg, const struct langtable *langs, const char *name,
-                     json_object *args, struct tools_run_args *out, struct err *err);
+int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_object *args,
+                     struct tools_run_args *out, struct err *err);
 
 /* Validates args (borrowed) in the caller's thread and copies what the run
  * needs out of them, so the run may go to another thread with no json-c
  * object. Returns 0, or -1 with *error_result a CallToolResult (isError)
  * naming the bad argument. Release a prepared call with
  * tools_run_args_release. */
-int tools_prepare(const struct config *cfg, const struct langtable *langs, const char *name,
-                  json_object *args, struct tools_run_args *out, json_object **error_result);
+int tools_prepare(const struct tools_env *env, const tools_tool *t, json_object *args,
+                  struct tools_run_args *out, json_object **error_result);
 void tools_run_args_release(struct tools_run_args *a);
 
 /* Runs a prepared call; returns a new CallToolResult. */

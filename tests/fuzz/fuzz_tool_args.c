@@ -47,6 +47,7 @@ static json_object *output_schema; /* execute_code's, as tools/list serves it */
 static json_object *check_def;     /* validate_code's definition, for its outputSchema */
 static json_object *list_def;      /* list_languages' */
 static struct tools_env env;       /* no backend: no probe, no thread */
+static struct tools_env env_tight; /* the same table under cfg_tight */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -66,6 +67,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     /* The built-in table, configured by cfg_default (tools_env_init). */
     CHECK(tools_env_init(&env, &cfg_default, NULL, NULL, NULL) == 0);
     CHECK(langtable_count(env.langs) >= 2);
+    CHECK(tools_env_init(&env_tight, &cfg_tight, env.langs, NULL, NULL) == 0);
     struct tools_features modern = {.annotations = true, .structured = true};
     size_t len = 0;
     json_object *list = json_tokener_parse(tools_list_json(&env, &modern, &len));
@@ -87,12 +89,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-static void check_args(const struct config *cfg, const char *name, json_object *args)
+static void check_args(const struct tools_env *e, const char *name, json_object *args)
 {
     struct tools_run_args a;
     struct err err = ERR_INIT;
-    const struct langtable *langs = env.langs;
-    if (tools_parse_args(cfg, langs, name, args, &a, &err) < 0) {
+    const struct config *cfg = e->cfg;
+    const struct langtable *langs = e->langs;
+    if (tools_parse_args(e, tools_find(name), args, &a, &err) < 0) {
         CHECK(err.msg != NULL);
         CHECK(err.code == ERR_INVALID || err.code == ERR_TOO_BIG);
         err_clear(&err);
@@ -319,7 +322,7 @@ static void check_version_text(const uint8_t *data, size_t size)
 static void check_list_languages(json_object *args)
 {
     struct tools_features f = {.annotations = true, .structured = true};
-    json_object *r = tools_call(&env, "list_languages", args, &f, NULL, NULL, NULL);
+    json_object *r = tools_call(&env, tools_find("list_languages"), args, &f, NULL, NULL, NULL);
     json_object *v = NULL;
     CHECK(json_object_object_get_ex(r, "isError", &v));
     bool failed = json_object_get_boolean(v);
@@ -350,8 +353,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (json_tokener_get_error(tok) == json_tokener_success &&
             json_object_is_type(obj, json_type_object)) {
             for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-                check_args(&cfg_default, names[i], obj);
-                check_args(&cfg_tight, names[i], obj);
+                check_args(&env, names[i], obj);
+                check_args(&env_tight, names[i], obj);
             }
             check_list_languages(obj);
         }

@@ -12,6 +12,8 @@ static struct config cfg;
 /* The built-in table, configured by cfg (as main makes it). */
 static struct langtable *langs;
 static const struct langtable_lang *PY, *JS;
+/* The tools over cfg and langs. */
+static struct tools_env ENV;
 
 static int setup(void **state)
 {
@@ -23,29 +25,33 @@ static int setup(void **state)
     langs = test_langs(&cfg);
     PY = test_lang(langs, "python");
     JS = test_lang(langs, "javascript");
-    return 0;
+    struct err err = ERR_INIT;
+    return tools_env_init(&ENV, &cfg, langs, NULL, &err);
 }
 
 static int teardown(void **state)
 {
     (void)state;
+    tools_env_cleanup(&ENV);
     langtable_free(langs);
     config_free(&cfg);
     return 0;
 }
 
-static int parse_in(const struct langtable *t, const char *tool, const char *json,
+static int parse_in(const struct tools_env *e, const char *tool, const char *json,
                     struct tools_run_args *a, struct err *err)
 {
     json_object *args = json ? json_tokener_parse(json) : NULL;
-    int rc = tools_parse_args(&cfg, t, tool, args, a, err);
+    const tools_tool *t = tools_find(tool);
+    assert_non_null(t);
+    int rc = tools_parse_args(e, t, args, a, err);
     json_object_put(args);
     return rc;
 }
 
 static int parse(const char *tool, const char *json, struct tools_run_args *a, struct err *err)
 {
-    return parse_in(langs, tool, json, a, err);
+    return parse_in(&ENV, tool, json, a, err);
 }
 
 static void expect_invalid(const char *tool, const char *json, const char *needle)
@@ -77,7 +83,7 @@ static void test_fixed_language_tools(void **state)
     expect_invalid("run_python_code", "{\"code\":\"x\",\"stdin\":\"y\"}",
                    "unknown argument 'stdin'");
     expect_invalid("run_python_code", "[1]", "must be an object");
-    expect_invalid("nope", "{}", "unknown tool");
+    assert_null(tools_find("nope"));
 }
 
 static void test_execute_code(void **state)
@@ -168,7 +174,7 @@ static void test_invalid_result_is_utf8(void **state)
     assert_non_null(args);
     struct tools_run_args a;
     json_object *bad = NULL;
-    assert_int_equal(tools_prepare(&cfg, langs, "run_python_code", args, &a, &bad), -1);
+    assert_int_equal(tools_prepare(&ENV, tools_find("run_python_code"), args, &a, &bad), -1);
     assert_non_null(bad);
     size_t len = 0;
     const char *text = json_object_to_json_string_length(bad, JSON_C_TO_STRING_PLAIN, &len);
@@ -434,15 +440,14 @@ static void test_list_language_enum(void **state)
     /* What the subset lacks is refused, by the schema or by name. */
     struct tools_run_args a;
     assert_int_equal(
-        parse_in(env.langs, "execute_code", "{\"language\":\"ruby\",\"code\":\"x\"}", &a, &err),
-        -1);
+        parse_in(&env, "execute_code", "{\"language\":\"ruby\",\"code\":\"x\"}", &a, &err), -1);
     assert_non_null(strstr(err_msg(&err), "\"ruby\""));
     err_clear(&err);
-    assert_int_equal(parse_in(env.langs, "run_js_code", "{\"code\":\"x\"}", &a, &err), -1);
+    assert_int_equal(parse_in(&env, "run_js_code", "{\"code\":\"x\"}", &a, &err), -1);
     assert_non_null(strstr(err_msg(&err), "'javascript' is not enabled"));
     err_clear(&err);
     assert_int_equal(
-        parse_in(env.langs, "execute_code", "{\"language\":\"sh\",\"code\":\"x\"}", &a, &err), 0);
+        parse_in(&env, "execute_code", "{\"language\":\"sh\",\"code\":\"x\"}", &a, &err), 0);
     assert_string_equal(a.language->name, "bash");
     tools_run_args_release(&a);
     tools_env_cleanup(&env);
@@ -596,7 +601,7 @@ static void test_list(void **state)
     assert_int_equal(json_object_array_length(l), 5);
     for (size_t i = 0; i < 5; i++) {
         json_object *t = json_object_array_get_idx(l, i);
-        assert_true(tools_exists(json_object_get_string(get(t, "name"))));
+        assert_non_null(tools_find(json_object_get_string(get(t, "name"))));
         assert_non_null(get(t, "description"));
         assert_string_equal(json_object_get_string(get(get(t, "inputSchema"), "type")), "object");
         assert_non_null(get(t, "outputSchema"));
@@ -737,9 +742,9 @@ static void test_list_languages(void **state)
     struct tools_env env;
     struct err err = ERR_INIT;
     assert_int_equal(tools_env_init(&env, &cfg, NULL, NULL, &err), 0);
-    assert_true(tools_answers_at_once("list_languages"));
-    assert_false(tools_answers_at_once("validate_code"));
-    assert_false(tools_answers_at_once("nope"));
+    assert_true(tools_answers_at_once(tools_find("list_languages")));
+    assert_false(tools_answers_at_once(tools_find("validate_code")));
+    assert_false(tools_answers_at_once(tools_find("nope")));
     struct tools_features modern = {.annotations = true, .structured = true};
     json_object *l = list_of(&env, &modern);
     json_object *t = tool_in(l, "list_languages");
@@ -751,7 +756,8 @@ static void test_list_languages(void **state)
     assert_null(strstr(json_object_get_string(get(t, "description")), "Default limits"));
     json_object *schema = get(t, "outputSchema");
 
-    json_object *r = tools_call(&env, "list_languages", NULL, &modern, NULL, NULL, NULL);
+    json_object *r =
+        tools_call(&env, tools_find("list_languages"), NULL, &modern, NULL, NULL, NULL);
     assert_false(json_object_get_boolean(get(r, "isError")));
     json_object *sc = get(r, "structuredContent");
     if (schema_validate(schema, sc, 0, &err) < 0)
@@ -775,7 +781,7 @@ static void test_list_languages(void **state)
 
     /* Older clients: the same JSON, as text only. */
     struct tools_features old = {0};
-    r = tools_answer(&env, "list_languages", NULL, &old);
+    r = tools_answer(&env, tools_find("list_languages"), NULL, &old);
     assert_false(json_object_get_boolean(get(r, "isError")));
     assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
     text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
@@ -787,12 +793,12 @@ static void test_list_languages(void **state)
 
     /* {} and null arguments are none; anything else is refused. */
     json_object *args = json_tokener_parse("{}");
-    r = tools_answer(&env, "list_languages", args, &modern);
+    r = tools_answer(&env, tools_find("list_languages"), args, &modern);
     assert_false(json_object_get_boolean(get(r, "isError")));
     json_object_put(r);
     json_object_put(args);
     args = json_tokener_parse("{\"language\":\"python\"}");
-    r = tools_answer(&env, "list_languages", args, &modern);
+    r = tools_answer(&env, tools_find("list_languages"), args, &modern);
     assert_true(json_object_get_boolean(get(r, "isError")));
     assert_string_equal(
         json_object_get_string(get(json_object_array_get_idx(get(r, "content"), 0), "text")),
@@ -807,7 +813,7 @@ static void test_list_languages(void **state)
     err_clear(&err);
     tools_run_args_release(&ra);
     json_object *bad = NULL;
-    assert_int_equal(tools_prepare(&cfg, langs, "list_languages", NULL, &ra, &bad), -1);
+    assert_int_equal(tools_prepare(&ENV, tools_find("list_languages"), NULL, &ra, &bad), -1);
     assert_true(json_object_get_boolean(get(bad, "isError")));
     json_object_put(bad);
     json_object_put(l);
