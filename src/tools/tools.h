@@ -7,8 +7,8 @@
  * defs/ (one JSON definition per tool, embedded at build time), tooldef.c
  * (reading and checking a definition; tooldefs_check.c is the build's
  * program that checks defs/ with it), schema.c (the JSON Schema subset,
- * compiled once and validated against) and schema_check.c (its checker), variables.c (the variables argument's names),
- * languages.c (the languages' facts, versions read from the images),
+ * compiled once and validated against) and schema_check.c (its checker), variables.c (the variables
+ * argument's names), languages.c (the languages' facts, versions read from the images),
  * environment.c (the environment resource). */
 #ifndef MCPSBX_TOOLS_H
 #define MCPSBX_TOOLS_H
