@@ -79,6 +79,10 @@
  * --allow-network; scripts/images.sh builds the images of the languages
  * enabled (mcp-sandboxd --list-images).
  *
+ * The code: langtable_read.c reads one file (json-c parses, base/jsonpos.h
+ * finds the lines), langtable_merge.c puts the two files together and
+ * checks each language whole, langtable.c is this API and the options.
+ *
  * The table is immutable once loaded: plain C data, no json-c object kept,
  * so any thread may read it without a lock. */
 #ifndef MCPSBX_LANGTABLE_H
