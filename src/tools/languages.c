@@ -485,14 +485,9 @@ json_object *languages_limits_json(const struct config *cfg)
 static json_object *tools_of(const struct langtable_lang *lang)
 {
     json_object *a = json_object_new_array();
-    bool py = strcmp(lang->name, "python") == 0 && lang->runner == LANGTABLE_RUNNER_PYTHON;
-    bool js = strcmp(lang->name, "javascript") == 0 && lang->runner == LANGTABLE_RUNNER_NODE;
-    for (size_t i = 0; registry_at(i); i++) {
-        const struct tool_def *t = registry_at(i);
-        if ((t->kind == TOOL_PYTHON && py) || (t->kind == TOOL_JAVASCRIPT && js) ||
-            t->kind == TOOL_EXECUTE || (t->kind == TOOL_VALIDATE && (py || js)))
-            json_object_array_add(a, json_object_new_string(t->name));
-    }
+    for (size_t i = 0; registry_at(i); i++)
+        if (registry_takes(registry_at(i), lang))
+            json_object_array_add(a, json_object_new_string(registry_at(i)->name));
     return a;
 }
 

@@ -21,16 +21,22 @@ struct tools_features {
 
 #define TOOLS_VARIANTS 4 /* combinations of tools_features */
 
-/* The first three run code; TOOL_VALIDATE only parses it;
+/* TOOL_LANGUAGE runs code of one language, TOOL_EXECUTE of any;
+ * TOOL_VALIDATE only parses it, with an in-process runner;
  * TOOL_LIST_LANGUAGES runs nothing and is answered without a run slot. */
-enum tool_kind { TOOL_PYTHON, TOOL_JAVASCRIPT, TOOL_EXECUTE, TOOL_VALIDATE, TOOL_LIST_LANGUAGES };
+enum tool_kind { TOOL_LANGUAGE, TOOL_EXECUTE, TOOL_VALIDATE, TOOL_LIST_LANGUAGES };
 
 /* What a tool does is code; what it looks like (title, description,
  * schemas) is its definition file, src/tools/defs/<name>.json. */
 struct tool_def {
     const char *name; /* the definition's name too (registry_serialize checks) */
+    const char *def;  /* the embedded definition file */
+    /* TOOL_LANGUAGE only: the table's language it runs (its name is a
+     * contract), and the runner it needs (its description promises that
+     * runner's features). */
+    const char *language;
     enum tool_kind kind;
-    const char *def; /* the embedded definition file */
+    enum langtable_runner runner;
 };
 
 /* NULL when there is no such tool. */
@@ -39,8 +45,16 @@ const struct tool_def *registry_find(const char *name);
 /* The i-th tool in tools/list order; NULL past the last. */
 const struct tool_def *registry_at(size_t i);
 
-/* The first tool of that kind (the one-language tools have one each). */
+/* The first tool of that kind. */
 const struct tool_def *registry_for_kind(enum tool_kind kind);
+
+/* Whether t takes l: a one-language tool its own language with the runner
+ * it needs; execute_code any; validate_code those of the in-process
+ * runners (python, node), which parse the code. */
+bool registry_takes(const struct tool_def *t, const struct langtable_lang *l);
+
+/* The one-language tool of l, or NULL. */
+const struct tool_def *registry_own_tool(const struct langtable_lang *l);
 
 /* Index into the serialized arrays for f. */
 size_t registry_variant(const struct tools_features *f);
@@ -52,8 +66,9 @@ size_t registry_variant(const struct tools_features *f);
 int registry_serialize(const struct config *cfg, const struct langtable *langs,
                        char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS], struct err *err);
 /* t's definition, parsed (caller puts it), with execute_code's language
- * enum made of langs' names and aliases; NULL with err when it does not
- * parse. */
+ * enum made of langs' names and aliases, and validate_code's of the names
+ * of those it takes (left as the file has it when langs has none); NULL
+ * with err when it does not parse. */
 json_object *registry_definition(const struct tool_def *t, const struct langtable *langs,
                                  struct err *err);
 
