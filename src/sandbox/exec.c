@@ -54,6 +54,7 @@ struct lang_cmds {
     const char **cmd;
     const char **warm;
     const char **lean;
+    const char **env; /* policy_env_new */
 };
 
 struct exec_ctx {
@@ -153,6 +154,7 @@ static void cmds_free(struct lang_cmds *c, size_t n)
         free(c[i].cmd);
         free(c[i].warm);
         free(c[i].lean);
+        free(c[i].env);
     }
     free(c);
 }
@@ -167,6 +169,7 @@ static void cmds_init(struct exec_ctx *ctx)
         ctx->cmds[i].cmd = lang_cmd(l, NULL);
         ctx->cmds[i].warm = lang_cmd(l, generic ? "warm" : l->preload_joined);
         ctx->cmds[i].lean = !generic && *l->preload_joined ? lang_cmd(l, "") : NULL;
+        ctx->cmds[i].env = policy_env_new((const char *const *)l->environment.v);
     }
 }
 
@@ -336,7 +339,8 @@ const char *exec_backend_address(const struct exec_ctx *ctx)
 const char *exec_sandbox_io(struct exec_ctx *ctx, const struct langtable_lang *lang)
 {
     struct policy_run run = {
-        .language = lang->name,
+        .runtime = langtable_runtime(lang, ctx->cfg),
+        .env = ctx->cmds[lang->index].env,
         .network = langtable_network(lang, ctx->cfg),
         .workdir_exec = lang->compile.n > 0,
         .image = lang->image,
@@ -372,7 +376,8 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
     for (size_t i = 0; i < n; i++) {
         const struct langtable_lang *l = langtable_get(ctx->langs, i);
         struct policy_run run = {
-            .language = l->name,
+            .runtime = langtable_runtime(l, cfg),
+            .env = ctx->cmds[i].env,
             .network = langtable_network(l, cfg),
             .workdir_exec = l->compile.n > 0,
             .image = l->image,
@@ -431,8 +436,10 @@ char *exec_render_create(const struct config *cfg, struct backend *backend,
     char *seccomp = policy_seccomp_new(POLICY_SECCOMP_HOST, &err);
     char *seccomp_gvisor = policy_seccomp_new(POLICY_SECCOMP_GVISOR, &err);
     const char **cmd = lang_cmd(lang, NULL);
+    const char **env = policy_env_new((const char *const *)lang->environment.v);
     struct policy_run run = {
-        .language = lang->name,
+        .runtime = langtable_runtime(lang, cfg),
+        .env = env,
         .network = langtable_network(lang, cfg),
         .workdir_exec = lang->compile.n > 0,
         .image = lang->image,
@@ -446,6 +453,7 @@ char *exec_render_create(const struct config *cfg, struct backend *backend,
     policy_spec(cfg, &run, &spec);
     char *text = backend_render_create(backend, &spec);
     free(cmd);
+    free(env);
     free(seccomp);
     free(seccomp_gvisor);
     err_clear(&err);
@@ -755,7 +763,8 @@ static void run_spec(const struct exec_ctx *ctx, const struct exec_request *req,
                         (req->timeout_ms + SEND_TIMEOUT_MS + WAIT_AFTER_EOF_MS) / 1000 +
                         EXPIRY_MARGIN_S;
     struct policy_run run = {
-        .language = req->language->name,
+        .runtime = langtable_runtime(req->language, ctx->cfg),
+        .env = ctx->cmds[req->language->index].env,
         .network = langtable_network(req->language, ctx->cfg),
         .workdir_exec = req->language->compile.n > 0,
         .image = req->language->image,

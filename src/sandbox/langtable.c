@@ -114,6 +114,13 @@ const char *langtable_runner_name(enum langtable_runner r)
     return (size_t)r < ARRAY_SIZE(runner_names) ? runner_names[r] : "?";
 }
 
+const char *langtable_runtime(const struct langtable_lang *l, const struct config *cfg)
+{
+    if (l && l->runtime && *l->runtime)
+        return l->runtime;
+    return cfg->runtime && *cfg->runtime ? cfg->runtime : NULL;
+}
+
 bool langtable_network(const struct langtable_lang *l, const struct config *cfg)
 {
     if (!l->network_allowed)
@@ -148,19 +155,45 @@ static void set_preload(struct langtable_lang *l, const char *joined)
     }
 }
 
-/* The python/javascript options of config.h, on the first language of
- * that runner kind under its built-in name. */
-static void configure_builtin(struct langtable *t, const char *name, enum langtable_runner kind,
-                              const char *image, const char *preload)
+/* Each item of a preload option as a module of its runner: the option is
+ * refused for a bad one even when its language is not enabled. */
+static int check_preload(const struct config_legacy *o, enum langtable_runner r, struct err *err)
 {
-    const struct langtable_lang *found = langtable_find(t, name);
-    struct langtable_lang *l = found ? &t->langs[found->index] : NULL;
-    if (!l || strcmp(l->name, name) != 0 || l->runner != kind)
-        return;
-    if (image && *image)
-        set_string(&l->image, image);
-    if (preload)
-        set_preload(l, preload);
+    for (const char *p = o->preload; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if (!langtable_valid_module(p, n, r))
+            return err_set(err, ERR_INVALID, "--%s-preload: '%.*s' is not a module name", o->prefix,
+                           (int)(n > 64 ? 64 : n), p);
+        p = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+/* One language's options older than the table, into its row. */
+static int configure_legacy(struct langtable *t, const struct config_legacy *o, struct err *err)
+{
+    enum langtable_runner r = LANGTABLE_RUNNER_GENERIC;
+    for (size_t i = 0; i < ARRAY_SIZE(runner_names); i++)
+        if (strcmp(o->runner, runner_names[i]) == 0)
+            r = (enum langtable_runner)i;
+    if (check_preload(o, r, err) < 0)
+        return -1;
+    struct langtable_lang *l = NULL;
+    for (size_t i = 0; i < t->n && !l; i++)
+        if (strcmp(t->langs[i].name, o->language) == 0)
+            l = &t->langs[i];
+    if (!l)
+        return 0;
+    if (*o->runtime)
+        set_string(&l->runtime, o->runtime);
+    if (l->runner != r)
+        return 0;
+    if (*o->image)
+        set_string(&l->image, o->image);
+    if (o->preload)
+        set_preload(l, o->preload);
+    return 0;
 }
 
 /* Keeps the languages --languages names, in the table's order. */
@@ -212,8 +245,11 @@ int langtable_configure(struct langtable *t, const struct config *cfg, struct er
 {
     if (configure_subset(t, &cfg->languages, err) < 0)
         return -1;
-    configure_builtin(t, "python", LANGTABLE_RUNNER_PYTHON, cfg->python_image, cfg->python_preload);
-    configure_builtin(t, "javascript", LANGTABLE_RUNNER_NODE, cfg->js_image, cfg->js_preload);
+    for (size_t i = 0; i < CONFIG_LEGACY_LANGUAGES; i++) {
+        struct config_legacy o = config_legacy(cfg, i);
+        if (configure_legacy(t, &o, err) < 0)
+            return -1;
+    }
     for (size_t i = 0; cfg->pool_size >= 0 && i < t->n; i++)
         t->langs[i].pool_size = cfg->pool_size;
     if (check_network(t, cfg, err) < 0)

@@ -4,6 +4,7 @@
 
 #include "base/buf.h"
 #include "base/config.h"
+#include "sandbox/policy.h"
 
 static const enum field required_fields[] = {F_IMAGE, F_SOURCE_FILE, F_RUNNER, F_RUN};
 
@@ -124,6 +125,14 @@ static const struct origin *blame(const struct draft *d, enum field a, enum fiel
     return d->from[b].level > d->from[a].level ? &d->from[b] : &d->from[a];
 }
 
+/* A value the built-in table gives only for a runner the operator then
+ * changed goes with it (set below the runner's level); one set with a
+ * runner it does not suit is a mistake. */
+static bool follows_runner(const struct draft *d, enum field f)
+{
+    return d->set[F_RUNNER] && d->from[f].level < d->from[F_RUNNER].level;
+}
+
 /* The keys that only some runners take. */
 static int check_runner_keys(struct draft *d, struct err *err)
 {
@@ -151,6 +160,13 @@ static int check_runner_keys(struct draft *d, struct err *err)
         return langtable_fail_at(err, blame(d, F_PRELOAD, F_RUNNER),
                                  "language '%s': 'preload' needs the python or node runner",
                                  l->name);
+    if (l->plots && l->runner != LANGTABLE_RUNNER_PYTHON) {
+        if (!follows_runner(d, F_PLOTS))
+            return langtable_fail_at(err, blame(d, F_PLOTS, F_RUNNER),
+                                     "language '%s': 'plots' needs the python runner, not %s",
+                                     l->name, runner);
+        l->plots = false;
+    }
     return 0;
 }
 
@@ -203,6 +219,26 @@ static int join_preload(struct draft *d, struct err *err)
     return 0;
 }
 
+/* Each variable once, and none the daemon sets itself. */
+static int check_environment(const struct draft *d, struct err *err)
+{
+    const struct langtable_strv *e = &d->l.environment;
+    for (size_t i = 0; i < e->n; i++) {
+        size_t n = (size_t)(strchr(e->v[i], '=') - e->v[i]);
+        if (policy_env_is_base(e->v[i], n))
+            return langtable_fail_at(err, &d->from[F_ENVIRONMENT],
+                                     "language '%s': 'environment'[%zu]: %.*s is set by the "
+                                     "daemon itself",
+                                     d->l.name, i, (int)n, e->v[i]);
+        for (size_t k = 0; k < i; k++)
+            if (strncmp(e->v[k], e->v[i], n + 1) == 0)
+                return langtable_fail_at(err, &d->from[F_ENVIRONMENT],
+                                         "language '%s': 'environment' sets %.*s twice", d->l.name,
+                                         (int)n, e->v[i]);
+    }
+    return 0;
+}
+
 /* Checks one merged language and fills in its defaults, the expanded
  * argvs and the joined preload list. */
 static int finish_lang(struct draft *d, struct err *err)
@@ -213,7 +249,7 @@ static int finish_lang(struct draft *d, struct err *err)
             return langtable_fail_at(err, &d->entry, "language '%s': '%s' is missing", l->name,
                                      langtable_fields[required_fields[i]].key);
     if (check_runner_keys(d, err) < 0 || settle_compile_timeout(d, err) < 0 ||
-        join_preload(d, err) < 0 || expand_argvs(d, err) < 0)
+        join_preload(d, err) < 0 || check_environment(d, err) < 0 || expand_argvs(d, err) < 0)
         return -1;
     /* Lists never NULL, so a caller can pass v as an argv. */
     for (size_t f = 0; f < N_FIELDS; f++) {

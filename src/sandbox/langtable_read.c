@@ -139,6 +139,28 @@ static bool valid_package(const char *s, size_t n)
     return true;
 }
 
+/* An OCI runtime's name, as --runtime takes it. */
+static bool valid_runtime(const char *s, size_t n)
+{
+    if (n == 0 || n > LANGTABLE_RUNTIME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!is_alnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+            return false;
+    return true;
+}
+
+bool langtable_valid_env(const char *s, size_t n)
+{
+    const char *eq = memchr(s, '=', n);
+    if (!eq || eq == s || !valid_arg(s, n) || (s[0] >= '0' && s[0] <= '9'))
+        return false;
+    for (const char *p = s; p < eq; p++)
+        if (!is_alnum((unsigned char)*p) && *p != '_')
+            return false;
+    return true;
+}
+
 /* What a preload list holds is checked against the runner kind after the
  * merge, when the runner is known. */
 bool langtable_valid_module(const char *s, size_t n, enum langtable_runner r)
@@ -192,6 +214,12 @@ const struct field_def langtable_fields[N_FIELDS] = {
     [F_NETWORK] = {"network_allowed", AT(network_allowed), .kind = K_BOOL},
     [F_PACKAGES] = {"packages", AT(packages), .kind = K_LIST, .max = LANGTABLE_PACKAGES_MAX,
                     .valid = valid_package, .form = "a Debian package name"},
+    [F_PLOTS] = {"plots", AT(plots), .kind = K_BOOL},
+    [F_ENVIRONMENT] = {"environment", AT(environment), .kind = K_LIST, .max = LANGTABLE_ENV_MAX,
+                       .valid = langtable_valid_env,
+                       .form = "a variable (NAME=value, NAME [A-Za-z_][A-Za-z0-9_]*)"},
+    [F_RUNTIME] = {"runtime", AT(runtime), .kind = K_STRING, .nullable = true,
+                   .valid = valid_runtime, .form = "a runtime name ([A-Za-z0-9._-], at most 64)"},
     [F_DISABLED] = {"disabled", 0, .kind = K_DISABLED},
 };
 

@@ -32,6 +32,9 @@ enum field {
     F_PRELOAD,
     F_NETWORK,
     F_PACKAGES,
+    F_PLOTS,
+    F_ENVIRONMENT,
+    F_RUNTIME,
     F_DISABLED,
     N_FIELDS
 };
@@ -102,6 +105,9 @@ void langtable_lang_free(struct langtable_lang *l);
 /* A preload item for runner r: python's dotted identifiers; node's
  * built-ins ("fs", "node:fs", "fs/promises"). */
 bool langtable_valid_module(const char *s, size_t n, enum langtable_runner r);
+
+/* An environment item's form: NAME=value, NAME [A-Za-z_][A-Za-z0-9_]*. */
+bool langtable_valid_env(const char *s, size_t n);
 
 /* s[0..n) made printable and cut, into buf (cap bytes): text of the file
  * quoted in a message. Returns buf. */

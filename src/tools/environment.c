@@ -73,7 +73,7 @@ json_object *tools_environment_json(const struct tools_env *tenv)
         json_object_object_add(
             l, "tool",
             json_object_new_string(own ? own->name : registry_for_kind(TOOL_EXECUTE)->name));
-        const char *rt = config_runtime(cfg, lang->name);
+        const char *rt = langtable_runtime(lang, cfg);
         json_object_object_add(l, "runtime", json_object_new_string(rt ? rt : "default"));
         /* How its sandboxes' streams reach the daemon (sandbox/launch.h). */
         if (tenv->exec)

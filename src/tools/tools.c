@@ -418,8 +418,7 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
         .max_files = cfg->max_files_out,
         .max_file_bytes = cfg->max_file_out_bytes,
         .max_total_bytes = cfg->max_files_out_bytes,
-        /* matplotlib is Python's */
-        .plots = a->language->runner == LANGTABLE_RUNNER_PYTHON && cfg->max_plots > 0,
+        .plots = a->language->plots && cfg->max_plots > 0,
         .max_plots = cfg->max_plots,
         .max_plot_bytes = cfg->max_plot_bytes,
     };

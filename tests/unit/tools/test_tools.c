@@ -472,7 +472,7 @@ static void test_tools_by_runner(void **state)
         &cfg, "{\"languages\": [{\"name\": \"python\", \"runner\": \"generic\",\n"
               "  \"preload\": [], \"run\": [\"python3\", \"{source}\"]},\n"
               " {\"name\": \"py2\", \"image\": \"p:2\", \"source_file\": \"main.py\",\n"
-              "  \"runner\": \"python\", \"run\": [\"python2\"]}]}");
+              "  \"runner\": \"python\", \"run\": [\"python2\"], \"plots\": true}]}");
     const struct langtable_lang *py = test_lang(t, "python");
     const struct langtable_lang *py2 = test_lang(t, "py2");
     const struct tool_def *run_py = registry_find("run_python_code");
@@ -485,6 +485,8 @@ static void test_tools_by_runner(void **state)
     assert_null(registry_own_tool(py));
     assert_null(registry_own_tool(py2));
     assert_ptr_equal(registry_own_tool(test_lang(t, "js")), registry_find("run_js_code"));
+    assert_true(py2->plots);
+    assert_false(py->plots);
     /* validate_code's enum: the in-process runners' names, in and out. */
     struct err err = ERR_INIT;
     json_object *def = registry_definition(validate, t, &err);
