@@ -140,8 +140,9 @@ $(B)/obj/languages_builtin.o: $(LANGUAGES_GEN)
 
 # A host program built from the daemon's own validator, so a bad definition
 # fails here rather than at the daemon's start; one for every build flavour.
-TOOLDEFS_CHECK_SRCS := src/tools/tooldefs_check.c src/tools/tooldef.c src/tools/schema.c src/tools/schema_check.c \
-                       src/base/err.c src/base/json.c src/base/util.c src/base/buf.c
+TOOLDEFS_CHECK_SRCS := src/tools/tooldefs_check.c src/tools/tooldef.c src/tools/schema.c \
+                       src/tools/schema_check.c src/base/err.c src/base/json.c src/base/jsonpos.c \
+                       src/base/util.c src/base/buf.c
 build/tooldefs-check: $(TOOLDEFS_CHECK_SRCS) $(wildcard src/tools/*.h src/base/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -O1 $(BASE_CFLAGS) -o $@ $(TOOLDEFS_CHECK_SRCS) $(LDLIBS)

@@ -93,16 +93,48 @@ static void free_list(char **list)
     free(list);
 }
 
-const char *config_runtime(const struct config *cfg, const char *language)
+/* The options' one mention of their languages: each set's language and
+ * runner, its options' prefix and fields, and the CONTAINER_LANGUAGE
+ * values that pick its image. */
+#define AT(field) offsetof(struct config, field)
+static const struct legacy_set {
+    const char *language, *runner, *prefix;
+    const char *container_names[3];
+    size_t image, preload, runtime; /* in struct config */
+} legacy_sets[CONFIG_LEGACY_LANGUAGES] = {
+    {.language = "python",
+     .runner = "python",
+     .prefix = "python",
+     .container_names = {"python"},
+     .image = AT(python_image),
+     .preload = AT(python_preload),
+     .runtime = AT(python_runtime)},
+    {.language = "javascript",
+     .runner = "node",
+     .prefix = "js",
+     .container_names = {"javascript", "js", "node"},
+     .image = AT(js_image),
+     .preload = AT(js_preload),
+     .runtime = AT(js_runtime)},
+};
+#undef AT
+
+static char *const *legacy_slot(const struct config *cfg, size_t offset)
 {
-    const char *r = NULL;
-    if (language && strcmp(language, "python") == 0)
-        r = cfg->python_runtime;
-    else if (language && strcmp(language, "javascript") == 0)
-        r = cfg->js_runtime;
-    if (!r || !*r)
-        r = cfg->runtime;
-    return r && *r ? r : NULL;
+    return (char *const *)(const void *)((const char *)cfg + offset);
+}
+
+struct config_legacy config_legacy(const struct config *cfg, size_t i)
+{
+    const struct legacy_set *s = &legacy_sets[i < CONFIG_LEGACY_LANGUAGES ? i : 0];
+    return (struct config_legacy){
+        .language = s->language,
+        .runner = s->runner,
+        .prefix = s->prefix,
+        .image = *legacy_slot(cfg, s->image),
+        .preload = *legacy_slot(cfg, s->preload),
+        .runtime = *legacy_slot(cfg, s->runtime),
+    };
 }
 
 void config_free(struct config *cfg)
@@ -236,15 +268,17 @@ static int apply_container_image_pair(struct config *cfg, char **envp, struct er
                            "CONTAINER_LANGUAGE is set but CONTAINER_IMAGE is not");
         return 0;
     }
-    char **slot;
-    if (!lang || strcmp(lang, "python") == 0)
-        slot = &cfg->python_image;
-    else if (strcmp(lang, "javascript") == 0 || strcmp(lang, "js") == 0 ||
-             strcmp(lang, "node") == 0)
-        slot = &cfg->js_image;
-    else
+    /* Unset: the first set's (python's). */
+    const struct legacy_set *set = lang ? NULL : &legacy_sets[0];
+    for (size_t i = 0; i < ARRAY_SIZE(legacy_sets) && !set; i++)
+        for (size_t k = 0; k < ARRAY_SIZE(legacy_sets[i].container_names) && !set; k++)
+            if (legacy_sets[i].container_names[k] &&
+                strcmp(lang, legacy_sets[i].container_names[k]) == 0)
+                set = &legacy_sets[i];
+    if (!set)
         return err_set(err, ERR_INVALID,
                        "CONTAINER_LANGUAGE must be python or javascript, got '%.64s'", lang);
+    char **slot = (char **)(void *)((char *)cfg + set->image);
     free(*slot);
     *slot = xstrdup(image);
     return 0;

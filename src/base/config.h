@@ -26,9 +26,9 @@ struct config {
      * (backend/backends.h parses it; empty: the backend finds it). */
     char *backend;
     char *engine;
-    /* These five are "not given" when empty / NULL / -1: the language
-     * table (sandbox/langtable.h) has the defaults and langtable_configure
-     * applies what was given. */
+    /* These and the preloads and runtimes are "not given" when empty /
+     * NULL / -1: the language table (sandbox/langtable.h) has the defaults
+     * and langtable_configure applies what was given (config_legacy). */
     char *python_image;
     char *js_image;
     struct config_list pass_through_env; /* variable names */
@@ -77,8 +77,8 @@ struct config {
     char *python_preload;           /* "mod,mod.sub,..." after checking; may be empty; NULL */
     char *js_preload;               /* Node built-ins, same form */
     char *runtime;                  /* OCI runtime name, e.g. runsc; empty = engine default */
-    char *python_runtime;           /* for Python only; empty = runtime */
-    char *js_runtime;               /* for JavaScript only; empty = runtime */
+    char *python_runtime;           /* for Python only; empty = the table's, runtime */
+    char *js_runtime;               /* for JavaScript only; same */
     char *sandbox_user;             /* "uid:gid": every sandbox's when sandbox_uid_count is 0 */
     long long sandbox_uid_base;     /* each sandbox's own uid (and gid) comes from */
     long long sandbox_uid_count;    /* [base, base + count) (sandbox/uids.h); 0: none */
@@ -112,8 +112,23 @@ void config_free(struct config *cfg);
  * the environment, then argv; checks every bound. envp is the daemon's environment. */
 int config_load(struct config *cfg, int argc, char **argv, char **envp, struct err *err);
 
-/* The OCI runtime a language's sandboxes run under, or NULL for the
- * engine's default. */
-const char *config_runtime(const struct config *cfg, const char *language);
+/* The per-language options older than the language table
+ * (sandbox/langtable.h): --python-image, --python-preload,
+ * --python-runtime and the same for "js", and CONTAINER_IMAGE with
+ * CONTAINER_LANGUAGE. Each set names its language, and the in-process
+ * runner its image and preload are for; langtable_configure writes what
+ * was given into that language's row. */
+#define CONFIG_LEGACY_LANGUAGES 2
+struct config_legacy {
+    const char *language; /* the table's name of it */
+    const char *runner;   /* "python", "node" (sandbox/langtable.h) */
+    const char *prefix;   /* of the options' names: "js" in --js-image */
+    const char *image;    /* "" when not given */
+    const char *preload;  /* "a,b,c"; NULL when not given ("" is none) */
+    const char *runtime;  /* "" when not given */
+};
+
+/* Set i (< CONFIG_LEGACY_LANGUAGES), with cfg's values. */
+struct config_legacy config_legacy(const struct config *cfg, size_t i);
 
 #endif

@@ -155,17 +155,16 @@ static int check_uid_range(const struct config *cfg, struct err *err)
     return 0;
 }
 
-/* A module name a preload list may hold: Python's dotted identifiers, or
- * a Node built-in's name ("fs", "node:fs", "fs/promises"). */
-static int valid_module(const char *s, size_t n, bool python)
+/* What any runner's module name is made of (Python's dotted identifiers,
+ * a Node built-in's "fs", "node:fs", "fs/promises"); langtable_configure
+ * checks each against its language's runner. */
+static int valid_module(const char *s, size_t n)
 {
     if (n == 0 || n > 128)
         return 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        bool ok = isalnum(c) || c == '_' || c == '.' || (!python && (c == ':' || c == '/'));
-        if (!ok || (python && c == '.' && (i == 0 || i + 1 == n || s[i - 1] == '.')) ||
-            (python && isdigit(c) && (i == 0 || s[i - 1] == '.')))
+        if (!isalnum(c) && c != '_' && c != '.' && c != ':' && c != '/')
             return 0;
     }
     return 1;
@@ -173,7 +172,7 @@ static int valid_module(const char *s, size_t n, bool python)
 
 /* Checks a preload list and rewrites it as "a,b,c" (spaces and empty items
  * dropped), the form the runner takes as one argument. */
-static int normalize_preload(char **list, const char *opt, bool python, struct err *err)
+static int normalize_preload(char **list, const char *opt, struct err *err)
 {
     char *out = xcalloc(1, strlen(*list) + 1);
     size_t k = 0;
@@ -186,7 +185,7 @@ static int normalize_preload(char **list, const char *opt, bool python, struct e
         while (n && isspace((unsigned char)item[n - 1]))
             n--;
         if (n) {
-            if (!valid_module(item, n, python)) {
+            if (!valid_module(item, n)) {
                 free(out);
                 return err_set(err, ERR_INVALID, "--%s: '%.*s' is not a module name", opt,
                                (int)(n > 64 ? 64 : n), item);
@@ -214,8 +213,8 @@ static int normalize_preload(char **list, const char *opt, bool python, struct e
 int config_check(struct config *cfg, struct err *err)
 {
     if ((cfg->python_preload &&
-         normalize_preload(&cfg->python_preload, "python-preload", true, err) < 0) ||
-        (cfg->js_preload && normalize_preload(&cfg->js_preload, "js-preload", false, err) < 0))
+         normalize_preload(&cfg->python_preload, "python-preload", err) < 0) ||
+        (cfg->js_preload && normalize_preload(&cfg->js_preload, "js-preload", err) < 0))
         return -1;
     if (cfg->timeout_ms > cfg->max_timeout_ms)
         return err_set(err, ERR_INVALID, "--timeout-ms (%lld) exceeds --max-timeout-ms (%lld)",

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "sandbox/policy.h"
 #include "sandbox/runner.h"
 
 /* The argv of lang's warm checker after the generic runner's "warm": the
@@ -66,6 +67,7 @@ void commands_free(struct lang_cmds *c, size_t n)
         free(c[i].cmd);
         free(c[i].warm);
         free(c[i].lean);
+        free(c[i].env);
     }
     free(c);
 }
@@ -80,6 +82,7 @@ struct lang_cmds *commands_new(const struct langtable *langs)
         c[i].cmd = lang_cmd(l, NULL);
         c[i].warm = lang_cmd(l, generic ? "warm" : l->preload_joined);
         c[i].lean = !generic && *l->preload_joined ? lang_cmd(l, "") : NULL;
+        c[i].env = policy_env_new((const char *const *)l->environment.v);
     }
     return c;
 }

@@ -1,5 +1,6 @@
 /* Each language's container command: its runner (runner.h) started the
- * way the language table says, on demand and for the pool. */
+ * way the language table says, on demand and for the pool; and its
+ * environment (policy_env_new). */
 #ifndef MCPSBX_COMMANDS_H
 #define MCPSBX_COMMANDS_H
 
@@ -12,6 +13,7 @@ struct lang_cmds {
     const char **cmd;
     const char **warm;
     const char **lean;
+    const char **env; /* policy_env_new: the base and the language's own */
 };
 
 /* Per language of langs, by index; commands_free with the same count. */

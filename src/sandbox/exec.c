@@ -270,13 +270,15 @@ const char *exec_backend_address(const struct exec_ctx *ctx)
 
 /* ---- one run ------------------------------------------------------------ */
 
-/* What every sandbox of lang gets from the policy, running cmd with
- * memory_mb; the caller adds the owner and the expiry where it has them. */
+/* What every sandbox of lang gets from the policy, running cmd with env
+ * (policy_env_new) and memory_mb; the caller adds the owner and the expiry where it has them. */
 static void policy_run_for(const struct exec_ctx *ctx, const struct langtable_lang *lang,
-                           const char **cmd, long long memory_mb, struct policy_run *run)
+                           const char **cmd, const char **env, long long memory_mb,
+                           struct policy_run *run)
 {
     *run = (struct policy_run){
-        .language = lang->name,
+        .runtime = langtable_runtime(lang, ctx->cfg),
+        .env = env,
         .network = langtable_network(lang, ctx->cfg),
         .workdir_exec = lang->compile.n > 0,
         .image = lang->image,
@@ -291,7 +293,8 @@ static void policy_run_for(const struct exec_ctx *ctx, const struct langtable_la
 const char *exec_sandbox_io(struct exec_ctx *ctx, const struct langtable_lang *lang)
 {
     struct policy_run run;
-    policy_run_for(ctx, lang, ctx->cmds[lang->index].cmd, ctx->cfg->memory_mb, &run);
+    policy_run_for(ctx, lang, ctx->cmds[lang->index].cmd, ctx->cmds[lang->index].env,
+                   ctx->cfg->memory_mb, &run);
     struct backend_spec spec;
     policy_spec(ctx->cfg, &run, &spec);
     return launch_io_name(ctx->launcher, &spec);
@@ -307,7 +310,7 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
     for (size_t i = 0; i < n; i++) {
         const struct langtable_lang *l = langtable_get(ctx->langs, i);
         struct policy_run run;
-        policy_run_for(ctx, l, ctx->cmds[i].warm, cfg->memory_mb, &run);
+        policy_run_for(ctx, l, ctx->cmds[i].warm, ctx->cmds[i].env, cfg->memory_mb, &run);
         run.owner = reaper_owner(ctx->reaper);
         prof[i].name = l->name;
         prof[i].size = (size_t)l->pool_size;
@@ -359,12 +362,14 @@ char *exec_render_create(const struct config *cfg, struct backend *backend,
     dry.seccomp = policy_seccomp_new(POLICY_SECCOMP_HOST, &err);
     dry.seccomp_gvisor = policy_seccomp_new(POLICY_SECCOMP_GVISOR, &err);
     const char **cmd = commands_on_demand(lang);
+    const char **env = policy_env_new((const char *const *)lang->environment.v);
     struct policy_run run;
-    policy_run_for(&dry, lang, cmd, cfg->memory_mb, &run);
+    policy_run_for(&dry, lang, cmd, env, cfg->memory_mb, &run);
     struct backend_spec spec;
     policy_spec(cfg, &run, &spec);
     char *text = backend_render_create(backend, &spec);
     free(cmd);
+    free(env);
     free(dry.seccomp);
     free(dry.seccomp_gvisor);
     err_clear(&err);
@@ -379,7 +384,8 @@ static void run_spec(const struct exec_ctx *ctx, const struct exec_request *req,
 {
     double setup_ms = req->start_by_ms > 0 ? req->start_by_ms - t0 : (double)ENGINE_SETUP_MAX_MS;
     struct policy_run run;
-    policy_run_for(ctx, req->language, ctx->cmds[req->language->index].cmd, req->memory_mb, &run);
+    const struct lang_cmds *lc = &ctx->cmds[req->language->index];
+    policy_run_for(ctx, req->language, lc->cmd, lc->env, req->memory_mb, &run);
     run.owner = reaper_owner(ctx->reaper);
     run.expires = (long long)time(NULL) + (long long)(setup_ms / 1000.0) +
                   (req->timeout_ms + SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS) / 1000 +

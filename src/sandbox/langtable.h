@@ -59,6 +59,19 @@
  *                    language).
  *   preload          modules a warm python/node runner loads before it
  *                    waits (python: dotted names; node: built-ins).
+ *   plots            true: the python runner returns the program's
+ *                    matplotlib figures as PNG images (up to --max-plots);
+ *                    python runner only (default false; a built-in true
+ *                    goes with a runner the operator's file changes).
+ *   environment      "NAME=value" items set in this language's sandboxes,
+ *                    after the daemon's own (HOME, TMPDIR, LANG: never
+ *                    these), at most LANGTABLE_ENV_MAX; a name once. Not
+ *                    for secrets: the engine shows a container's
+ *                    environment to whoever may inspect it, and
+ *                    list_languages shows it to clients (--pass-through-env
+ *                    is for secrets).
+ *   runtime          the OCI runtime its sandboxes run under ("runsc"),
+ *                    [A-Za-z0-9._-]; null or absent: --runtime's.
  *   network_allowed  whether --allow-network may give this language a
  *                    network at all (default false for a new language).
  *   packages         the notable Debian packages in its image, shown by
@@ -68,16 +81,29 @@
  * "{stem}" for it without its last extension ("main"); the table holds
  * the argvs with them replaced. Any other "{word}" is refused as a typo.
  *
+ * The options older than the table (--python-image, --js-preload,
+ * --python-runtime, CONTAINER_IMAGE with CONTAINER_LANGUAGE, ...) name
+ * their language (base/config.h, config_legacy) and write into its row:
+ * the image and preload only where its runner is the one those options
+ * were made for (a "python" the file turned generic keeps the file's),
+ * the runtime whatever its runner.
+ *
  * How it is used: main loads the table once, applies the daemon's own
  * options to it (langtable_configure) and hands it down read-only;
- * execute_code's language enum, list_languages and the environment
- * resource list it; exec resolves a request's language to its runner by
- * kind (python/node: run + the runner + preload_joined; generic: the
- * generic runner with source_file, compile, typecheck and run in its
- * request), keeps one pool per language sized by pool_size, and gives a
- * network only to a language that allows it and the operator names in
+ * execute_code's and validate_code's language enums, list_languages and
+ * the environment resource list it, and which tools take a language is
+ * its runner's (tools/registry.h); exec resolves a request's language to
+ * its runner by kind (python/node: run + the runner + preload_joined;
+ * generic: the generic runner with source_file, compile, typecheck and run
+ * in its request), keeps one pool per language sized by pool_size, gives
+ * its sandboxes its environment and runtime (sandbox/policy.h), and gives
+ * a network only to a language that allows it and the operator names in
  * --allow-network; scripts/images.sh builds the images of the languages
  * enabled (mcp-sandboxd --list-images).
+ *
+ * The code: langtable_read.c reads one file (json-c parses, base/jsonpos.h
+ * finds the lines), langtable_merge.c puts the two files together and
+ * checks each language whole, langtable.c is this API and the options.
  *
  * The table is immutable once loaded: plain C data, no json-c object kept,
  * so any thread may read it without a lock. */
@@ -101,6 +127,8 @@
 #define LANGTABLE_PACKAGES_MAX               64
 #define LANGTABLE_PACKAGE_MAX                64
 #define LANGTABLE_POOL_MAX                   64
+#define LANGTABLE_ENV_MAX                    32
+#define LANGTABLE_RUNTIME_MAX                64
 #define LANGTABLE_COMPILE_TIMEOUT_MIN_MS     100
 #define LANGTABLE_COMPILE_TIMEOUT_MAX_MS     600000
 #define LANGTABLE_COMPILE_TIMEOUT_DEFAULT_MS 10000
@@ -147,6 +175,9 @@ struct langtable_lang {
     char *preload_joined; /* "a,b,c", the runner's one argument; "" for none */
     bool network_allowed;
     struct langtable_strv packages;
+    bool plots;                        /* python runner: figures come back */
+    struct langtable_strv environment; /* "NAME=value", after the daemon's own */
+    char *runtime;                     /* NULL: --runtime's (langtable_runtime) */
 };
 
 struct langtable;
@@ -173,13 +204,18 @@ const struct langtable_lang *langtable_find(const struct langtable *t, const cha
 struct config;
 
 /* The daemon's options over the table (t is not shared yet): the enabled
- * subset (--languages: names or aliases; none = all), --python-image,
- * --js-image, --python-preload, --js-preload when given (they change the
- * python and javascript entries), --pool-size when given (every language),
- * and --allow-network / --dry-run-create naming languages the table has
- * (allow-network only for one whose network_allowed is true). Returns 0,
- * or -1 with an ERR_INVALID message naming the option. */
+ * subset (--languages: names or aliases; none = all), the per-language
+ * options older than the table when given (config_legacy: a preload is
+ * checked as its runner's modules even when its language is not enabled),
+ * --pool-size when given (every language), and --allow-network /
+ * --dry-run-create naming languages the table has (allow-network only for
+ * one whose network_allowed is true). Returns 0, or -1 with an
+ * ERR_INVALID message naming the option. */
 int langtable_configure(struct langtable *t, const struct config *cfg, struct err *err);
+
+/* The OCI runtime l's sandboxes run under: its own, else --runtime, else
+ * NULL (the engine's default). */
+const char *langtable_runtime(const struct langtable_lang *l, const struct config *cfg);
 
 /* Whether l's sandboxes get a network: the operator named it (or an
  * alias) in --allow-network and the table allows it. */

@@ -18,17 +18,36 @@
 #define FSIZE_LIMIT        (64LL << 20)
 #define SHM_BYTES          (16LL << 20)
 
-static const char *const base_env[] = {"HOME=" POLICY_WORKDIR,
-                                       "TMPDIR=" POLICY_WORKDIR,
-                                       "LANG=C.UTF-8",
-                                       "PYTHONDONTWRITEBYTECODE=1",
-                                       "MPLBACKEND=Agg",
-                                       "MPLCONFIGDIR=" POLICY_WORKDIR "/.mpl",
-                                       NULL};
+/* Every sandbox's; a language adds its own (its table row's environment). */
+static const char *const base_env[] = {"HOME=" POLICY_WORKDIR, "TMPDIR=" POLICY_WORKDIR,
+                                       "LANG=C.UTF-8", NULL};
+
+bool policy_env_is_base(const char *name, size_t n)
+{
+    for (size_t i = 0; base_env[i]; i++)
+        if (strncmp(base_env[i], name, n) == 0 && base_env[i][n] == '=')
+            return true;
+    return false;
+}
+
+const char **policy_env_new(const char *const *own)
+{
+    size_t n = 0;
+    while (own && own[n])
+        n++;
+    const char **env = xcalloc(ARRAY_SIZE(base_env) + n, sizeof(char *));
+    size_t k = 0;
+    for (size_t i = 0; base_env[i]; i++)
+        env[k++] = base_env[i];
+    for (size_t i = 0; i < n; i++)
+        env[k++] = own[i];
+    env[k] = NULL;
+    return env;
+}
 
 void policy_spec(const struct config *cfg, const struct policy_run *run, struct backend_spec *spec)
 {
-    const char *runtime = config_runtime(cfg, run->language);
+    const char *runtime = run->runtime;
     bool gvisor = policy_runtime_is_gvisor(runtime) && run->seccomp_gvisor;
     bool own_uids = cfg->sandbox_uid_count > 0;
     /* With a uid per sandbox, the launcher puts the one it took in its
@@ -46,7 +65,7 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
         .workdir = POLICY_WORKDIR,
         .workdir_mb = cfg->tmpfs_mb,
         .workdir_exec = run->workdir_exec,
-        .env = base_env,
+        .env = run->env ? run->env : base_env,
         .memory_bytes = run->memory_mb << 20,
         .nano_cpus = (long long)(cfg->cpus * 1e9),
         .pids_limit = cfg->pids_limit,

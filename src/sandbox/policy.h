@@ -21,9 +21,10 @@
 
 /* One run's part of the spec. */
 struct policy_run {
-    const char *language; /* the table's name (sandbox/langtable.h) */
-    bool network;         /* langtable_network: the operator allowed it */
-    bool workdir_exec;    /* its compile step makes a program run from the workdir */
+    const char *runtime;    /* its language's (langtable_runtime); NULL: the engine's */
+    const char *const *env; /* from policy_env_new; NULL: the daemon's own alone */
+    bool network;           /* langtable_network: the operator allowed it */
+    bool workdir_exec;      /* its compile step makes a program run from the workdir */
     const char *image;
     const char *const *cmd; /* NULL-terminated argv */
     long long memory_mb;
@@ -37,13 +38,23 @@ struct policy_run {
 };
 
 /* Fills spec from cfg and run. Every pointer in spec is borrowed from cfg,
- * run or static data. The container's environment is a fixed base with no
- * value from the daemon's own environment: the engine keeps Config.Env on
- * disk and shows it to anyone who may inspect containers. The user is
+ * run or static data. The container's environment is a fixed base and
+ * its language's variables, with no value from the daemon's own
+ * environment: the engine keeps Config.Env on disk and shows it to anyone
+ * who may inspect containers. The user is
  * --sandbox-user's; with sandbox uids of their own (--sandbox-uid-count)
  * it is the range's first, which launch (sandbox/launch.h) replaces by the
  * sandbox's own, and nproc is then the pids limit. */
 void policy_spec(const struct config *cfg, const struct policy_run *run, struct backend_spec *spec);
+
+/* A sandbox's whole environment: the daemon's own base (HOME, TMPDIR,
+ * LANG), then own's "NAME=value" items (a language's, NULL-terminated; may
+ * be NULL). NULL-terminated; the strings are borrowed from own and static
+ * data, the array is the caller's to free. */
+const char **policy_env_new(const char *const *own);
+
+/* Whether the base sets the variable name[0..n): a language may not. */
+bool policy_env_is_base(const char *name, size_t n);
 
 /* The --pass-through-env variables that are set in envp, in the order
  * named: the runner sets them in the program's environment from the run's

@@ -1,7 +1,5 @@
 #include "tools/environment.h"
 
-#include <string.h>
-
 #include "base/util.h"
 #include "sandbox/exec.h"
 #include "sandbox/policy.h"
@@ -23,11 +21,12 @@ static json_object *pool_json(const struct tools_env *tenv)
     const struct config *cfg = tenv->cfg;
     json_object *pool = json_object_new_object();
     const struct langtable *lt = tenv->langs;
+    /* --pool-size, else the largest of the table's (python's 2 in the
+     * built-in one, as before there was a table); profiles have each. */
     long long size = cfg->pool_size;
-    for (size_t i = 0; size < 0 && i < langtable_count(lt); i++)
-        if (strcmp(langtable_get(lt, i)->name, "python") == 0)
+    for (size_t i = 0; cfg->pool_size < 0 && i < langtable_count(lt); i++)
+        if (langtable_get(lt, i)->pool_size > size)
             size = langtable_get(lt, i)->pool_size;
-    /* The python pool's, as before there was a table; profiles have each. */
     json_object_object_add(pool, "size", json_object_new_int64(size < 0 ? 0 : size));
     json_object_object_add(pool, "max_age_ms", json_object_new_int64(cfg->pool_max_age_ms));
     json_object_object_add(pool, "refill_delay_ms",
@@ -70,15 +69,11 @@ json_object *tools_environment_json(const struct tools_env *tenv)
         json_object *l = json_object_new_object();
         json_object_object_add(l, "language", json_object_new_string(lang->name));
         json_object_object_add(l, "image", json_object_new_string(lang->image));
-        const struct registry_entry *own = NULL;
-        if (strcmp(lang->name, "python") == 0 && lang->runner == LANGTABLE_RUNNER_PYTHON)
-            own = registry_for_kind(TOOL_PYTHON);
-        else if (strcmp(lang->name, "javascript") == 0 && lang->runner == LANGTABLE_RUNNER_NODE)
-            own = registry_for_kind(TOOL_JAVASCRIPT);
+        const struct registry_entry *own = registry_own_tool(lang);
         json_object_object_add(
             l, "tool",
             json_object_new_string(own ? own->name : registry_for_kind(TOOL_EXECUTE)->name));
-        const char *rt = config_runtime(cfg, lang->name);
+        const char *rt = langtable_runtime(lang, cfg);
         json_object_object_add(l, "runtime", json_object_new_string(rt ? rt : "default"));
         /* How its sandboxes' streams reach the daemon (sandbox/launch.h). */
         if (tenv->exec)

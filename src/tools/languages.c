@@ -23,7 +23,7 @@ extern const char languages_probe_node[];
 enum feature_when { ALWAYS, WITH_POOL, WITH_PLOTS };
 static const struct {
     const char *name;
-    enum feature_when when; /* --pool-size > 0, --max-plots > 0 */
+    enum feature_when when; /* a pool; a language with plots and --max-plots > 0 */
 } features[] = {
     {"stdin", ALWAYS},         {"variables", ALWAYS},   {"per_call_limits", ALWAYS},
     {"files_in", ALWAYS},      {"files_out", ALWAYS},   {"plots", WITH_PLOTS},
@@ -485,14 +485,9 @@ json_object *languages_limits_json(const struct config *cfg)
 static json_object *tools_of(const struct langtable_lang *lang)
 {
     json_object *a = json_object_new_array();
-    bool py = strcmp(lang->name, "python") == 0 && lang->runner == LANGTABLE_RUNNER_PYTHON;
-    bool js = strcmp(lang->name, "javascript") == 0 && lang->runner == LANGTABLE_RUNNER_NODE;
-    for (size_t i = 0; registry_at(i); i++) {
-        const struct registry_entry *t = registry_at(i);
-        if ((t->kind == TOOL_PYTHON && py) || (t->kind == TOOL_JAVASCRIPT && js) ||
-            t->kind == TOOL_EXECUTE || (t->kind == TOOL_VALIDATE && (py || js)))
-            json_object_array_add(a, json_object_new_string(t->name));
-    }
+    for (size_t i = 0; registry_at(i); i++)
+        if (registry_takes(registry_at(i), lang))
+            json_object_array_add(a, json_object_new_string(registry_at(i)->name));
     return a;
 }
 
@@ -510,7 +505,7 @@ json_object *languages_json(struct languages *l, const struct config *cfg, struc
     json_object *o = json_object_new_object();
     json_object *langs = json_object_new_array();
     double deadline = util_now_ms() + wait_ms;
-    bool any_pool = false;
+    bool any_pool = false, any_plots = false;
     for (size_t i = 0; i < l->n; i++) {
         const struct langtable_lang *lang = langtable_get(l->langs, i);
         json_object *x = json_object_new_object();
@@ -525,8 +520,11 @@ json_object *languages_json(struct languages *l, const struct config *cfg, struc
         if (lang->typecheck.n)
             json_object_object_add(x, "typecheck", strv_json(&lang->typecheck));
         json_object_object_add(x, "run", strv_json(&lang->run));
-        const char *rt = config_runtime(cfg, lang->name);
+        const char *rt = langtable_runtime(lang, cfg);
         json_object_object_add(x, "runtime", json_object_new_string(rt ? rt : "default"));
+        json_object_object_add(x, "plots",
+                               json_object_new_boolean(lang->plots && cfg->max_plots > 0));
+        json_object_object_add(x, "environment", strv_json(&lang->environment));
         double left = deadline - util_now_ms();
         languages_add_versions(l, lang, x, left > 0 ? left : 0);
         json_object_object_add(x, "network",
@@ -538,6 +536,7 @@ json_object *languages_json(struct languages *l, const struct config *cfg, struc
                                    json_object_new_string(exec_sandbox_io(exec, lang)));
         json_object_object_add(x, "pool_size", json_object_new_int64(lang->pool_size));
         any_pool |= lang->pool_size > 0;
+        any_plots |= lang->plots;
         json_object_array_add(langs, x);
     }
     json_object_object_add(o, "languages", langs);
@@ -545,7 +544,7 @@ json_object *languages_json(struct languages *l, const struct config *cfg, struc
     json_object *f = json_object_new_array();
     for (size_t i = 0; i < ARRAY_SIZE(features); i++)
         if (features[i].when == ALWAYS || (features[i].when == WITH_POOL && any_pool) ||
-            (features[i].when == WITH_PLOTS && cfg->max_plots > 0))
+            (features[i].when == WITH_PLOTS && any_plots && cfg->max_plots > 0))
             json_object_array_add(f, json_object_new_string(features[i].name));
     json_object_object_add(o, "features", f);
     return o;

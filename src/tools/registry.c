@@ -9,11 +9,13 @@
 #include "tools/tooldef.h"
 
 static const struct registry_entry tools[] = {
-    {"run_python_code", TOOL_PYTHON, tooldef_run_python_code},
-    {"run_js_code", TOOL_JAVASCRIPT, tooldef_run_js_code},
-    {"execute_code", TOOL_EXECUTE, tooldef_execute_code},
-    {"validate_code", TOOL_VALIDATE, tooldef_validate_code},
-    {"list_languages", TOOL_LIST_LANGUAGES, tooldef_list_languages},
+    {"run_python_code", tooldef_run_python_code, .kind = TOOL_LANGUAGE, .language = "python",
+     .runner = LANGTABLE_RUNNER_PYTHON},
+    {"run_js_code", tooldef_run_js_code, .kind = TOOL_LANGUAGE, .language = "javascript",
+     .runner = LANGTABLE_RUNNER_NODE},
+    {"execute_code", tooldef_execute_code, .kind = TOOL_EXECUTE},
+    {"validate_code", tooldef_validate_code, .kind = TOOL_VALIDATE},
+    {"list_languages", tooldef_list_languages, .kind = TOOL_LIST_LANGUAGES},
 };
 
 _Static_assert(ARRAY_SIZE(tools) == REGISTRY_TOOLS, "REGISTRY_TOOLS counts the tools");
@@ -40,6 +42,29 @@ const struct registry_entry *registry_for_kind(enum tool_kind kind)
 {
     for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
         if (tools[i].kind == kind)
+            return &tools[i];
+    return NULL;
+}
+
+bool registry_takes(const struct registry_entry *t, const struct langtable_lang *l)
+{
+    switch (t->kind) {
+    case TOOL_LANGUAGE:
+        return strcmp(t->language, l->name) == 0 && l->runner == t->runner;
+    case TOOL_EXECUTE:
+        return true;
+    case TOOL_VALIDATE:
+        return l->runner != LANGTABLE_RUNNER_GENERIC;
+    case TOOL_LIST_LANGUAGES:
+        break;
+    }
+    return false;
+}
+
+const struct registry_entry *registry_own_tool(const struct langtable_lang *l)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+        if (tools[i].kind == TOOL_LANGUAGE && registry_takes(&tools[i], l))
             return &tools[i];
     return NULL;
 }
@@ -123,34 +148,51 @@ static json_object *builtin(const char *text, const char *what, struct err *err)
     return o;
 }
 
-/* execute_code's language enum is the table's: every name and alias. */
-static void set_language_enum(json_object *def, const struct langtable *langs)
+/* e (taken) as the enum of schema's "language" property, if it has one. */
+static void set_enum(json_object *def, const char *schema_key, json_object *e)
 {
     json_object *schema = NULL, *props = NULL, *lang = NULL;
-    if (!json_object_object_get_ex(def, "inputSchema", &schema) ||
+    if (!json_object_object_get_ex(def, schema_key, &schema) ||
         !json_object_object_get_ex(schema, "properties", &props) ||
-        !json_object_object_get_ex(props, "language", &lang))
+        !json_object_object_get_ex(props, "language", &lang)) {
+        json_object_put(e);
         return;
-    json_object *e = json_object_new_array();
-    for (size_t i = 0; i < langtable_count(langs); i++)
-        json_object_array_add(e, json_object_new_string(langtable_get(langs, i)->name));
-    for (size_t i = 0; i < langtable_count(langs); i++) {
-        const struct langtable_lang *l = langtable_get(langs, i);
-        for (size_t k = 0; k < l->aliases.n; k++)
-            json_object_array_add(e, json_object_new_string(l->aliases.v[k]));
     }
     json_object_object_add(lang, "enum", e);
 }
 
-/* t's definition, parsed (caller puts it), with execute_code's language
- * enum made of langs' names and aliases; NULL with err when it does not
- * parse. */
-static json_object *definition(const struct registry_entry *t, const struct langtable *langs,
-                               struct err *err)
+/* The names of the languages t takes, in the table's order, then their
+ * aliases when with_aliases; NULL for none. */
+static json_object *names_taken(const struct registry_entry *t, const struct langtable *langs,
+                                bool with_aliases)
+{
+    json_object *e = json_object_new_array();
+    for (size_t i = 0; i < langtable_count(langs); i++)
+        if (registry_takes(t, langtable_get(langs, i)))
+            json_object_array_add(e, json_object_new_string(langtable_get(langs, i)->name));
+    for (size_t i = 0; with_aliases && i < langtable_count(langs); i++) {
+        const struct langtable_lang *l = langtable_get(langs, i);
+        for (size_t k = 0; registry_takes(t, l) && k < l->aliases.n; k++)
+            json_object_array_add(e, json_object_new_string(l->aliases.v[k]));
+    }
+    if (json_object_array_length(e) == 0) {
+        json_object_put(e);
+        return NULL;
+    }
+    return e;
+}
+
+json_object *registry_definition(const struct registry_entry *t, const struct langtable *langs,
+                                 struct err *err)
 {
     json_object *def = builtin(t->def, t->name, err);
-    if (def && t->kind == TOOL_EXECUTE)
-        set_language_enum(def, langs);
+    json_object *e = NULL;
+    if (def && t->kind == TOOL_EXECUTE && (e = names_taken(t, langs, true)))
+        set_enum(def, "inputSchema", e);
+    if (def && t->kind == TOOL_VALIDATE && (e = names_taken(t, langs, false))) {
+        set_enum(def, "inputSchema", e);
+        set_enum(def, "outputSchema", names_taken(t, langs, false));
+    }
     return def;
 }
 
@@ -175,7 +217,7 @@ int registry_serialize(const struct config *cfg, const struct langtable *langs,
         goto out;
     }
     for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
-        defs[i] = definition(&tools[i], langs, err);
+        defs[i] = registry_definition(&tools[i], langs, err);
         if (!defs[i])
             goto out;
         if (tooldef_check(defs[i], &parsed[i], err) < 0) {

@@ -21,9 +21,10 @@ struct tools_features {
 
 #define TOOLS_VARIANTS 4 /* combinations of tools_features */
 
-/* The first three run code; TOOL_VALIDATE only parses it;
+/* TOOL_LANGUAGE runs code of one language, TOOL_EXECUTE of any;
+ * TOOL_VALIDATE only parses it, with an in-process runner;
  * TOOL_LIST_LANGUAGES runs nothing and is answered without a run slot. */
-enum tool_kind { TOOL_PYTHON, TOOL_JAVASCRIPT, TOOL_EXECUTE, TOOL_VALIDATE, TOOL_LIST_LANGUAGES };
+enum tool_kind { TOOL_LANGUAGE, TOOL_EXECUTE, TOOL_VALIDATE, TOOL_LIST_LANGUAGES };
 
 /* A row of the registry: what a tool does is code (its kind); what it
  * looks like (title, description, schemas) is its definition file,
@@ -31,8 +32,13 @@ enum tool_kind { TOOL_PYTHON, TOOL_JAVASCRIPT, TOOL_EXECUTE, TOOL_VALIDATE, TOOL
  * checks it into a struct tooldef_checked). */
 struct registry_entry {
     const char *name; /* the definition's name too (registry_serialize checks) */
+    const char *def;  /* the embedded definition file */
+    /* TOOL_LANGUAGE only: the table's language it runs (its name is a
+     * contract), and the runner it needs (its description promises that
+     * runner's features). */
+    const char *language;
     enum tool_kind kind;
-    const char *def; /* the embedded definition file */
+    enum langtable_runner runner;
 };
 
 /* How many tools there are. */
@@ -47,8 +53,16 @@ size_t registry_index(const struct registry_entry *t);
 /* The i-th tool in tools/list order; NULL past the last. */
 const struct registry_entry *registry_at(size_t i);
 
-/* The first tool of that kind (the one-language tools have one each). */
+/* The first tool of that kind. */
 const struct registry_entry *registry_for_kind(enum tool_kind kind);
+
+/* Whether t takes l: a one-language tool its own language with the runner
+ * it needs; execute_code any; validate_code those of the in-process
+ * runners (python, node), which parse the code. */
+bool registry_takes(const struct registry_entry *t, const struct langtable_lang *l);
+
+/* The one-language tool of l, or NULL. */
+const struct registry_entry *registry_own_tool(const struct langtable_lang *l);
 
 /* Index into the serialized arrays for f. */
 size_t registry_variant(const struct tools_features *f);
@@ -64,6 +78,13 @@ int registry_serialize(const struct config *cfg, const struct langtable *langs,
                        char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS],
                        struct schema_node *inputs[REGISTRY_TOOLS], struct err *err);
 void registry_inputs_free(struct schema_node *inputs[REGISTRY_TOOLS]);
+
+/* t's definition, parsed (caller puts it), with execute_code's language
+ * enum made of langs' names and aliases, and validate_code's of the names
+ * of those it takes (left as the file has it when langs has none); NULL
+ * with err when it does not parse. */
+json_object *registry_definition(const struct registry_entry *t, const struct langtable *langs,
+                                 struct err *err);
 
 void registry_serialized_free(char *json[TOOLS_VARIANTS], size_t len[TOOLS_VARIANTS]);
 

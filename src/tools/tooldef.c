@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/jsonpos.h"
 #include "tools/schema.h"
 
 static const char *const members[] = {"name", "title", "description", "inputSchema",
@@ -35,18 +36,12 @@ static size_t lenient_at(const char *text, size_t len)
 }
 
 /* "line L, column C" of byte at in text, for the person editing the file. */
-static void where(const char *text, size_t at, char *out, size_t n)
+static void where(const char *text, size_t len, size_t at, char *out, size_t n)
 {
-    size_t line = 1;
-    size_t col = 1;
-    for (size_t i = 0; i < at; i++) {
-        col++;
-        if (text[i] == '\n') {
-            line++;
-            col = 1;
-        }
-    }
-    snprintf(out, n, "line %zu, column %zu", line, col);
+    int line = 0;
+    int col = 0;
+    jsonpos_where(text, len, at, &line, &col);
+    snprintf(out, n, "line %d, column %d", line, col);
 }
 
 json_object *tooldef_parse(const char *text, size_t len, struct err *err)
@@ -58,7 +53,7 @@ json_object *tooldef_parse(const char *text, size_t len, struct err *err)
     }
     size_t odd = lenient_at(text, len);
     if (odd < len) {
-        where(text, odd, pos, sizeof(pos));
+        where(text, len, odd, pos, sizeof(pos));
         err_set(err, ERR_INVALID, "invalid JSON at %s: unexpected character 0x%02x", pos,
                 (unsigned char)text[odd]);
         return NULL;
@@ -68,7 +63,7 @@ json_object *tooldef_parse(const char *text, size_t len, struct err *err)
     struct json_exact why;
     int parsed = json_parse_exact(text, len, JSON_TOKENER_DEFAULT_DEPTH,
                                   JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8, &o, &why);
-    where(text, why.offset, pos, sizeof(pos));
+    where(text, len, why.offset, pos, sizeof(pos));
     if (parsed < 0 && why.status == JSON_EXACT_INCOMPLETE)
         err_set(err, ERR_INVALID, "invalid JSON: the text ends inside a value");
     else if (parsed < 0 && why.status == JSON_EXACT_TRAILING)

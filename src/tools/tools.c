@@ -114,20 +114,21 @@ static void get_clamped(json_object *args, const char *key, long long max, long 
         *out = n > max ? max : n;
 }
 
-/* name's language in the table; the one-language tools and validate_code
- * need the in-process runner of that name (validate_code parses with it). */
-static int language_of(const struct langtable *langs, const char *name, bool own_runner,
-                       const char *tool, const struct langtable_lang **out, struct err *err)
+/* name's language in the table, which t must take: the one-language
+ * tools need the runner their description promises, validate_code an
+ * in-process runner (it parses with it). */
+static int language_of(const struct langtable *langs, const char *name,
+                       const struct registry_entry *t, const struct langtable_lang **out,
+                       struct err *err)
 {
     const struct langtable_lang *l = langtable_find(langs, name);
-    enum langtable_runner want =
-        strcmp(name, "python") == 0 ? LANGTABLE_RUNNER_PYTHON : LANGTABLE_RUNNER_NODE;
     if (!l)
         return err_set(err, ERR_INVALID, "language '%s' is not enabled on this server", name);
-    if (own_runner && l->runner != want)
-        return err_set(err, ERR_INVALID,
-                       "%s needs the %s runner, and this server runs %s with the %s runner", tool,
-                       langtable_runner_name(want), l->name, langtable_runner_name(l->runner));
+    if (!registry_takes(t, l))
+        return err_set(
+            err, ERR_INVALID, "%s needs the %s runner, and this server runs %s with the %s runner",
+            t->name, t->kind == TOOL_LANGUAGE ? langtable_runner_name(t->runner) : "python or node",
+            l->name, langtable_runner_name(l->runner));
     *out = l;
     return 0;
 }
@@ -150,12 +151,8 @@ int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_obje
         goto out;
 
     switch (t->kind) {
-    case TOOL_PYTHON:
-        if (language_of(langs, "python", true, t->name, &out->language, err) < 0)
-            goto out;
-        break;
-    case TOOL_JAVASCRIPT:
-        if (language_of(langs, "javascript", true, t->name, &out->language, err) < 0)
+    case TOOL_LANGUAGE:
+        if (language_of(langs, t->language, t, &out->language, err) < 0)
             goto out;
         break;
     case TOOL_EXECUTE:
@@ -165,8 +162,7 @@ int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_obje
             err_set(err, ERR_INTERNAL, "the schema of %s does not require a language", t->name);
             goto out;
         }
-        if (language_of(langs, json_object_get_string(lang), t->kind == TOOL_VALIDATE, t->name,
-                        &out->language, err) < 0)
+        if (language_of(langs, json_object_get_string(lang), t, &out->language, err) < 0)
             goto out;
         json_object *ft = NULL;
         out->typecheck_blocks = json_object_object_get_ex(args, "fail_on_type_errors", &ft) &&
@@ -431,8 +427,7 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
         .max_files = cfg->max_files_out,
         .max_file_bytes = cfg->max_file_out_bytes,
         .max_total_bytes = cfg->max_files_out_bytes,
-        /* matplotlib is Python's */
-        .plots = a->language->runner == LANGTABLE_RUNNER_PYTHON && cfg->max_plots > 0,
+        .plots = a->language->plots && cfg->max_plots > 0,
         .max_plots = cfg->max_plots,
         .max_plot_bytes = cfg->max_plot_bytes,
     };

@@ -10,13 +10,17 @@
  *     placeholder left, a compile step only for the generic runner and
  *     with a timeout in bounds, a preload list only for the in-process
  *     runners and within the runner's argument cap, a typecheck step only
- *     for the generic runner;
+ *     for the generic runner, plots only for the python runner, the
+ *     environment's items NAME=value with each name once and none of the
+ *     daemon's own, a runtime in its form;
  *   - langtable_configure over an accepted table, with options the input's
- *     first byte picks (a subset named by the table's own names and
- *     aliases, the images, the preloads, a pool size, a network), keeps
- *     the same invariants, with indexes 0..n-1 in order, only languages the
- *     subset named, and the options applied; one naming a language the
- *     table lacks is refused with a message naming the option.
+ *     first bytes pick (a subset named by the table's own names and
+ *     aliases, the images, the preloads, the runtimes, a pool size, a
+ *     network), keeps the same invariants, with indexes 0..n-1 in order,
+ *     only languages the subset named, and the options applied to the
+ *     rows config_legacy names (image and preload where the runner is
+ *     theirs); one naming a language the table lacks is refused with a
+ *     message naming the option.
  *
  * Replay one input: build/fuzz/fuzz_langtable FILE */
 #include <stdint.h>
@@ -28,6 +32,7 @@
 #include "base/util.h"
 #include "fuzz.h"
 #include "sandbox/langtable.h"
+#include "sandbox/policy.h"
 
 static void check_strv(const struct langtable_strv *s, bool argv)
 {
@@ -50,6 +55,20 @@ static void check_name(const char *s)
     CHECK(s[0] >= 'a' && s[0] <= 'z');
     for (size_t i = 0; i < n; i++)
         CHECK((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || strchr("+#-", s[i]));
+}
+
+static void check_environment(const struct langtable_strv *e)
+{
+    check_strv(e, false);
+    CHECK(e->n <= LANGTABLE_ENV_MAX);
+    for (size_t i = 0; i < e->n; i++) {
+        const char *eq = strchr(e->v[i], '=');
+        CHECK(eq && eq > e->v[i]);
+        size_t n = (size_t)(eq - e->v[i]);
+        CHECK(!policy_env_is_base(e->v[i], n));
+        for (size_t k = 0; k < i; k++)
+            CHECK(strncmp(e->v[k], e->v[i], n + 1) != 0);
+    }
 }
 
 static void check_table(const struct langtable *t)
@@ -95,6 +114,11 @@ static void check_table(const struct langtable *t)
         CHECK(l->preload_joined && strlen(l->preload_joined) <= CONFIG_PRELOAD_MAX);
         CHECK((l->preload.n == 0) == (l->preload_joined[0] == '\0'));
         CHECK(l->pool_size >= 0 && l->pool_size <= LANGTABLE_POOL_MAX);
+        CHECK(!l->plots || l->runner == LANGTABLE_RUNNER_PYTHON);
+        check_environment(&l->environment);
+        CHECK(!l->runtime || (l->runtime[0] && strlen(l->runtime) <= LANGTABLE_RUNTIME_MAX &&
+                              strspn(l->runtime, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST"
+                                                 "UVWXYZ0123456789._-") == strlen(l->runtime)));
     }
 }
 
@@ -115,6 +139,7 @@ static void check_configure(const uint8_t *data, size_t size, const struct langt
 {
     unsigned sel = size ? data[0] : 0;
     unsigned pick = size > 1 ? data[1] : 0;
+    bool runtimes = size > 2 && (data[2] & 1);
     struct langtable *t = NULL;
     struct err err = ERR_INIT;
     CHECK(langtable_load_text((const char *)data, size, "fuzz.json", &t, &err) == 0);
@@ -142,6 +167,12 @@ static void check_configure(const uint8_t *data, size_t size, const struct langt
     }
     if (sel & 0x08)
         cfg.pool_size = (long long)(sel >> 4);
+    if (runtimes) {
+        free(cfg.python_runtime);
+        cfg.python_runtime = xstrdup("runsc");
+        free(cfg.runtime);
+        cfg.runtime = xstrdup("runc");
+    }
     bool unknown = (sel & 0x30) == 0x30;
     if (sel & 0x80) {
         const char *net[] = {unknown ? "no-such-language" : n ? names[0] : "python"};
@@ -173,16 +204,30 @@ static void check_configure(const uint8_t *data, size_t size, const struct langt
                 CHECK(l->pool_size == cfg.pool_size);
             else
                 CHECK(l->pool_size == b->pool_size);
-            bool py = strcmp(l->name, "python") == 0 && l->runner == LANGTABLE_RUNNER_PYTHON;
-            bool js = strcmp(l->name, "javascript") == 0 && l->runner == LANGTABLE_RUNNER_NODE;
-            if ((sel & 0x02) && (py || js))
-                CHECK(strcmp(l->image, py ? "fuzz/python:1" : "fuzz/node:1") == 0);
+            /* The option set naming it, if any, and whether its runner
+             * is the one the image and preload options are for. */
+            struct config_legacy o = {0};
+            bool named = false;
+            for (size_t k = 0; k < CONFIG_LEGACY_LANGUAGES && !named; k++) {
+                o = config_legacy(&cfg, k);
+                named = strcmp(o.language, l->name) == 0;
+            }
+            bool own = named && strcmp(o.runner, langtable_runner_name(l->runner)) == 0;
+            if ((sel & 0x02) && own)
+                CHECK(strcmp(l->image, o.image) == 0);
             else
                 CHECK(strcmp(l->image, b->image) == 0);
-            if ((sel & 0x04) && (py || js))
-                CHECK(strcmp(l->preload_joined, py ? "json,os.path" : "") == 0);
+            if ((sel & 0x04) && own)
+                CHECK(strcmp(l->preload_joined, o.preload) == 0);
             else
                 CHECK(strcmp(l->preload_joined, b->preload_joined) == 0);
+            const char *rt = langtable_runtime(l, &cfg);
+            if (named && *o.runtime)
+                CHECK(rt && strcmp(rt, o.runtime) == 0);
+            else if (b->runtime)
+                CHECK(rt && strcmp(rt, b->runtime) == 0);
+            else
+                CHECK(runtimes ? rt && strcmp(rt, "runc") == 0 : rt == NULL);
             CHECK(langtable_network(l, &cfg) == false || l->network_allowed);
         }
     }

@@ -42,6 +42,12 @@ function checkFacts(sc, { pool }) {
   assert.match(js.version, NODE_VERSION, ctx);
   assert.deepEqual(py.tools, ['run_python_code', 'execute_code', 'validate_code'], ctx);
   assert.deepEqual(js.tools, ['run_js_code', 'execute_code', 'validate_code'], ctx);
+  // The table's python row: its figures come back, and its matplotlib
+  // settings are its sandboxes' alone.
+  assert.equal(py.plots, true, ctx);
+  assert.equal(js.plots, false, ctx);
+  assert.deepEqual(py.environment, ['PYTHONDONTWRITEBYTECODE=1', 'MPLBACKEND=Agg', 'MPLCONFIGDIR=/tmp/.mpl'], ctx);
+  assert.deepEqual(js.environment, [], ctx);
   // The Python image's scientific stack (containers/python/Dockerfile).
   for (const name of ['numpy', 'pandas', 'matplotlib', 'scipy', 'sympy', 'requests']) {
     assert.match(py.packages[name] ?? '', PACKAGE_VERSION, `${name}: ${ctx}`);

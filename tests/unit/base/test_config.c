@@ -187,8 +187,11 @@ static void test_errors(void **state)
     expect_error(a11, e3, "--python-runtime");
 }
 
-/* A language's runtime: its own option, else --runtime, else the engine's. */
-static void test_runtimes(void **state)
+/* The per-language options older than the language table, as the table
+ * reads them: each set's language, runner and option prefix, and the
+ * values given ("" / NULL when not); langtable_configure writes them into
+ * the rows (test_langtable). */
+static void test_legacy_languages(void **state)
 {
     (void)state;
     char *none[] = {NULL};
@@ -197,21 +200,37 @@ static void test_runtimes(void **state)
     char *a1[] = {"d", NULL};
     config_init(&cfg);
     assert_int_equal(config_load(&cfg, 1, a1, none, &err), 0);
-    assert_null(config_runtime(&cfg, "python"));
-    assert_null(config_runtime(&cfg, "javascript"));
+    static const char *const want[][3] = {{"python", "python", "python"},
+                                          {"javascript", "node", "js"}};
+    for (size_t i = 0; i < CONFIG_LEGACY_LANGUAGES; i++) {
+        struct config_legacy o = config_legacy(&cfg, i);
+        assert_string_equal(o.language, want[i][0]);
+        assert_string_equal(o.runner, want[i][1]);
+        assert_string_equal(o.prefix, want[i][2]);
+        assert_string_equal(o.image, "");
+        assert_null(o.preload);
+        assert_string_equal(o.runtime, "");
+    }
     config_free(&cfg);
-    char *a2[] = {"d", "--runtime", "runsc", "--js-runtime", "runc", NULL};
+    char *a2[] = {"d",         "--runtime",  "runsc",     "--js-runtime",
+                  "runc",      "--js-image", "my/node:1", "--python-preload",
+                  "json , os", NULL};
     config_init(&cfg);
-    assert_int_equal(config_load(&cfg, 5, a2, none, &err), 0);
-    assert_string_equal(config_runtime(&cfg, "python"), "runsc");
-    assert_string_equal(config_runtime(&cfg, "javascript"), "runc");
-    assert_string_equal(config_runtime(&cfg, NULL), "runsc");
+    assert_int_equal(config_load(&cfg, 9, a2, none, &err), 0);
+    struct config_legacy py = config_legacy(&cfg, 0);
+    struct config_legacy js = config_legacy(&cfg, 1);
+    assert_string_equal(py.runtime, "");
+    assert_string_equal(py.preload, "json,os");
+    assert_string_equal(js.runtime, "runc");
+    assert_string_equal(js.image, "my/node:1");
+    assert_null(js.preload);
+    assert_string_equal(cfg.runtime, "runsc");
     config_free(&cfg);
     char *e1[] = {"MCPSANDBOXD_PYTHON_RUNTIME=runsc", NULL};
     config_init(&cfg);
     assert_int_equal(config_load(&cfg, 1, a1, e1, &err), 0);
-    assert_string_equal(config_runtime(&cfg, "python"), "runsc");
-    assert_null(config_runtime(&cfg, "javascript"));
+    assert_string_equal(config_legacy(&cfg, 0).runtime, "runsc");
+    assert_string_equal(config_legacy(&cfg, 1).runtime, "");
     config_free(&cfg);
 }
 
@@ -298,14 +317,10 @@ static void test_pool_options(void **state)
     expect_error(b1, none, "out of range");
     char *b1n[] = {"d", "--pool-size", "-1", NULL};
     expect_error(b1n, none, "out of range");
+    /* What no runner's module name has; each runner's own form is the
+     * table's to check (test_langtable). */
     char *b2[] = {"d", "--python-preload", "os;rm", NULL};
     expect_error(b2, none, "'os;rm' is not a module name");
-    char *b3[] = {"d", "--python-preload", "1abc", NULL};
-    expect_error(b3, none, "1abc");
-    char *b4[] = {"d", "--python-preload", "a..b", NULL};
-    expect_error(b4, none, "a..b");
-    char *b5[] = {"d", "--python-preload", "node:fs", NULL};
-    expect_error(b5, none, "node:fs");
     char *b6[] = {"d", "--js-preload", "fs --inspect", NULL};
     expect_error(b6, none, "is not a module name");
     char *b7[] = {"d", "--pool-max-age-ms", "10", NULL};
@@ -369,6 +384,33 @@ static void test_container_image_pair(void **state)
     assert_string_equal(cfg.js_image, "my/node:1");
     assert_string_equal(cfg.python_image, ""); /* the table's */
     config_free(&cfg);
+
+    /* Its other spellings; unset is python; the pair wins over the
+     * environment's option and loses to the command line's. */
+    static struct {
+        char *lang;
+        bool js;
+    } cases[] = {{"CONTAINER_LANGUAGE=js", true},
+                 {"CONTAINER_LANGUAGE=node", true},
+                 {"CONTAINER_LANGUAGE=python", false},
+                 {"NOT_CONTAINER_LANGUAGE=x", false}};
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        char *e[] = {"CONTAINER_IMAGE=ci:1", cases[i].lang, "MCPSANDBOXD_JS_IMAGE=env:1",
+                     "MCPSANDBOXD_PYTHON_IMAGE=env:1", NULL};
+        assert_int_equal(load(&cfg, argv, e, &err), 0);
+        assert_string_equal(cases[i].js ? cfg.js_image : cfg.python_image, "ci:1");
+        assert_string_equal(cases[i].js ? cfg.python_image : cfg.js_image, "env:1");
+        config_free(&cfg);
+        char *cli[] = {"d", "--js-image", "cli:1", "--python-image", "cli:1", NULL};
+        assert_int_equal(load(&cfg, cli, e, &err), 0);
+        assert_string_equal(cfg.js_image, "cli:1");
+        assert_string_equal(cfg.python_image, "cli:1");
+        config_free(&cfg);
+    }
+    char *e2[] = {"CONTAINER_LANGUAGE=python", NULL};
+    expect_error(argv, e2, "CONTAINER_IMAGE is not");
+    char *e3[] = {"CONTAINER_IMAGE=x:1", "CONTAINER_LANGUAGE=py", NULL};
+    expect_error(argv, e3, "CONTAINER_LANGUAGE must be python or javascript, got 'py'");
 }
 
 static void test_config_file(void **state)
@@ -602,7 +644,7 @@ int main(void)
         cmocka_unit_test(test_cli_and_env),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_labels),
-        cmocka_unit_test(test_runtimes),
+        cmocka_unit_test(test_legacy_languages),
         cmocka_unit_test(test_pool_options),
         cmocka_unit_test(test_sandbox_uids),
         cmocka_unit_test(test_container_image_pair),

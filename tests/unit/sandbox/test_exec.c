@@ -122,6 +122,15 @@ static int dir_entries(const char *dir)
     return n;
 }
 
+/* The table again, configured by the rig's options as they are now. */
+static void reconfigure(struct rig *g)
+{
+    langtable_free(g->langs);
+    g->langs = test_langs(&g->cfg);
+    PY = test_lang(g->langs, "python");
+    JS = test_lang(g->langs, "javascript");
+}
+
 static void use_attach(struct rig *g)
 {
     free(g->cfg.sandbox_io);
@@ -351,6 +360,7 @@ static void test_gvisor_attaches(void **state)
     struct rig *g = *state;
     free(g->cfg.python_runtime);
     g->cfg.python_runtime = strdup("runsc");
+    reconfigure(g);
     rig_open(g, false);
     struct exec_request req = request("print(1)");
     struct exec_result res;
@@ -364,6 +374,35 @@ static void test_gvisor_attaches(void **state)
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, NULL), 1);
     assert_last_removed(g);
     exec_result_free(&res);
+}
+
+/* A sandbox's environment is the daemon's base and its language's own
+ * (the table's environment): python's matplotlib settings are python's. */
+static void test_language_environment(void **state)
+{
+    struct rig *g = *state;
+    rig_open(g, false);
+    const struct langtable_lang *langs[] = {PY, JS};
+    for (size_t i = 0; i < 2; i++) {
+        struct fake_program p = {.out = "1\n", .out_len = 2};
+        fake_engine_set_program(g->fe, &p);
+        struct exec_request req = request("1");
+        req.language = langs[i];
+        struct exec_result res;
+        exec_result_init(&res);
+        assert_int_equal(exec_run(g->exec, &req, NULL, &res, NULL), 0);
+        assert_int_equal(res.status, EXEC_OK);
+        struct fake_request create;
+        assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
+        /* (json-c writes "/" as "\/") */
+        assert_contains(create.body, "\"Env\":[\"HOME=\\/tmp\",\"TMPDIR=\\/tmp\",\"LANG=C.UTF-8\"");
+        if (i == 0)
+            assert_contains(create.body, "\"LANG=C.UTF-8\",\"PYTHONDONTWRITEBYTECODE=1\","
+                                         "\"MPLBACKEND=Agg\",\"MPLCONFIGDIR=\\/tmp\\/.mpl\"]");
+        else
+            assert_contains(create.body, "\"LANG=C.UTF-8\"]");
+        exec_result_free(&res);
+    }
 }
 
 /* ---- time limit, cancel, output cap ---------------------------------------- */
@@ -741,6 +780,7 @@ static void test_runtime_on_podman(void **state)
     struct rig *g = *state;
     free(g->cfg.python_runtime);
     g->cfg.python_runtime = strdup("runsc");
+    reconfigure(g);
     fake_engine_set_version(g->fe, PODMAN_VERSION);
     rig_open(g, false);
     struct exec_request req = request("print(1)");
@@ -1478,6 +1518,7 @@ int main(void)
         T(test_socket_unreachable_falls_back),
         T(test_socket_dir_unsafe),
         T(test_gvisor_attaches),
+        T(test_language_environment),
         T(test_timeout),
         T(test_cancel_mid_run),
         T(test_cancel_before_run),

@@ -143,6 +143,22 @@ static void test_builtin_matches_today(void **state)
     const char *js_run[] = {"node", NULL};
     assert_argv(&py->run, py_run);
     assert_argv(&js->run, js_run);
+    /* Python's figures come back, and its sandboxes get the variables the
+     * daemon once set in every sandbox; the others have none. */
+    const char *py_env[] = {"PYTHONDONTWRITEBYTECODE=1", "MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/.mpl",
+                            NULL};
+    assert_argv(&py->environment, py_env);
+    assert_true(py->plots);
+    for (size_t i = 0; i < langtable_count(t); i++) {
+        const struct langtable_lang *l = langtable_get(t, i);
+        assert_null(l->runtime);
+        assert_null(langtable_runtime(l, &cfg));
+        if (l != py) {
+            assert_false(l->plots);
+            assert_int_equal(l->environment.n, 0);
+            assert_non_null(l->environment.v);
+        }
+    }
     /* Nobody gets a network unless the operator names it. */
     for (size_t i = 0; i < langtable_count(t); i++)
         assert_false(langtable_network(langtable_get(t, i), &cfg));
@@ -581,6 +597,92 @@ static void test_configure_options(void **state)
     langtable_free(t);
 }
 
+/* The runtime options write into their language's row whatever its
+ * runner; --runtime is the rest's; the table's own runtime is under the
+ * option. */
+static void test_configure_runtimes(void **state)
+{
+    (void)state;
+    char *a1[] = {"d", "--runtime", "runc", "--python-runtime", "runsc", NULL};
+    struct config cfg;
+    config_init(&cfg);
+    char *none[] = {NULL};
+    struct err err = ERR_INIT;
+    assert_int_equal(config_load(&cfg, 5, a1, none, &err), 0);
+    struct langtable *t = load_ok("{\"languages\": [{\"name\": \"ruby\", \"runtime\": \"kata\"},\n"
+                                  "  {\"name\": \"javascript\", \"runtime\": \"kata\"}]}");
+    assert_int_equal(langtable_configure(t, &cfg, &err), 0);
+    assert_string_equal(langtable_runtime(langtable_find(t, "python"), &cfg), "runsc");
+    assert_string_equal(langtable_runtime(langtable_find(t, "ruby"), &cfg), "kata");
+    assert_string_equal(langtable_runtime(langtable_find(t, "javascript"), &cfg), "kata");
+    assert_string_equal(langtable_runtime(langtable_find(t, "c"), &cfg), "runc");
+    langtable_free(t);
+    config_free(&cfg);
+
+    char *a2[] = {"d", "--js-runtime", "runsc", "--python-runtime", "runc", NULL};
+    t = configure_ok(a2, "{\"languages\": [{\"name\": \"python\", \"runner\": \"generic\",\n"
+                         "  \"preload\": [], \"runtime\": \"kata\"}]}");
+    config_init(&cfg);
+    assert_string_equal(langtable_runtime(langtable_find(t, "python"), &cfg), "runc");
+    assert_string_equal(langtable_runtime(langtable_find(t, "js"), &cfg), "runsc");
+    assert_null(langtable_runtime(langtable_find(t, "ts"), &cfg));
+    langtable_free(t);
+    config_free(&cfg);
+
+    /* null: --runtime's again. */
+    t = load_ok("{\"languages\": [{\"name\": \"ruby\", \"runtime\": null}]}");
+    assert_null(langtable_find(t, "ruby")->runtime);
+    langtable_free(t);
+}
+
+/* A preload option is checked as its runner's modules (config.c only
+ * knows what no runner's name holds), enabled or not. */
+static void test_configure_preload_forms(void **state)
+{
+    (void)state;
+    char *b1[] = {"d", "--python-preload", "1abc", NULL};
+    configure_bad(b1, NULL, "--python-preload: '1abc' is not a module name", "");
+    char *b2[] = {"d", "--python-preload", "json,a..b", NULL};
+    configure_bad(b2, NULL, "--python-preload: 'a..b'", "");
+    char *b3[] = {"d", "--python-preload", "node:fs", NULL};
+    configure_bad(b3, NULL, "--python-preload: 'node:fs'", "");
+    char *b4[] = {"d", "--languages", "ruby", "--python-preload", "node:fs", NULL};
+    configure_bad(b4, NULL, "--python-preload: 'node:fs'", "");
+    char *ok[] = {"d", "--js-preload", "node:fs,fs/promises,1x", NULL};
+    struct langtable *t = configure_ok(ok, NULL);
+    assert_string_equal(langtable_find(t, "js")->preload_joined, "node:fs,fs/promises,1x");
+    langtable_free(t);
+}
+
+/* plots is the python runner's: a built-in one goes with a runner the
+ * operator changed, one the file sets for another runner is refused. */
+static void test_plots_and_environment(void **state)
+{
+    (void)state;
+    struct langtable *t = load_ok("{\"languages\": [{\"name\": \"python\", \"runner\": \"node\",\n"
+                                  "  \"preload\": []}]}");
+    assert_false(langtable_find(t, "python")->plots);
+    langtable_free(t);
+    bad("{\"languages\": [\n  {\"name\": \"python\",\n   \"runner\": \"node\", \"preload\": [],\n"
+        "   \"plots\": true}\n]}",
+        "test.json:4: ", "'plots' needs the python runner, not node");
+    bad("{\"languages\": [\n  {\"name\": \"javascript\",\n   \"plots\": true}\n]}",
+        "test.json:3: ", "'plots' needs the python runner, not node");
+    t = load_ok("{\"languages\": [{\"name\": \"python\", \"plots\": false,\n"
+                "  \"environment\": [\"MPLBACKEND=svg\"]},\n"
+                " {\"name\": \"ruby\", \"environment\": [\"RUBYOPT=-W0\", \"_X=a=b\"]}]}");
+    const struct langtable_lang *py = langtable_find(t, "python");
+    assert_false(py->plots);
+    const char *py_env[] = {"MPLBACKEND=svg", NULL};
+    assert_argv(&py->environment, py_env);
+    const char *rb_env[] = {"RUBYOPT=-W0", "_X=a=b", NULL};
+    assert_argv(&langtable_find(t, "ruby")->environment, rb_env);
+    langtable_free(t);
+    t = load_ok("{\"languages\": [{\"name\": \"python\", \"environment\": []}]}");
+    assert_int_equal(langtable_find(t, "python")->environment.n, 0);
+    langtable_free(t);
+}
+
 /* --allow-network and --dry-run-create name languages of the table. */
 static void test_configure_network_and_dry_run(void **state)
 {
@@ -672,7 +774,9 @@ static void test_bad_json(void **state)
     bad("{}", "test.json:1: ", "no \"languages\" array");
     bad("{\n\"languages\": {}}", "test.json:2: ", "must be an array");
     bad("{\"languages\": [],\n \"languages\": []}", "test.json:2: ", "appears twice");
-    bad("{\"languages\": [\n\"perl\"]}", "test.json:", "languages[0] must be an object");
+    bad("{\"languages\": [\n\"perl\"]}", "test.json:2: ", "languages[0] must be an object");
+    bad("{\"languages\": [],\n \"x\": 1,\n \"x\": 2}", "test.json:3: ", "appears twice");
+    bad("{\"languages\": [],\n \"l\\u0061nguages\": []}", "test.json:2: ", "appears twice");
     bad("{\"languages\": [{\"name\": \"a\\u0000b\"}]}", "test.json:1: ", "\\u0000");
     bad("{\"languages\": [{\"name\": \"\xff\"}]}", "test.json:1: ", "not valid JSON");
     bad("{\"languages\": [[[[[[[[[[]]]]]]]]]]}", "test.json:1: ", "not valid JSON");
@@ -717,6 +821,23 @@ static void test_bad_entries(void **state)
          "test.json:8: ", "'preload' needs the python or node runner"},
         {"      \"packages\": [\"Perl\"],\n", "test.json:8: ", "not a Debian package name"},
         {"      \"image\": \"x:1\",\n", "test.json:8: ", "has a key twice"},
+        {"      \"im\\u0061ge\": \"x:1\",\n", "test.json:8: ", "has a key twice"},
+        {"      \"plots\": true,\n",
+         "test.json:8: ", "'plots' needs the python runner, not generic"},
+        {"      \"plots\": 1,\n", "test.json:8: ", "'plots' must be true or false"},
+        {"      \"environment\": [\"A=1\", \"B\"],\n",
+         "test.json:8: ", "'environment'[1]: \"B\" is not a variable (NAME=value"},
+        {"      \"environment\": [\"1A=1\"],\n", "test.json:8: ", "is not a variable"},
+        {"      \"environment\": [\"A-B=1\"],\n", "test.json:8: ", "is not a variable"},
+        {"      \"environment\": [\"A=\\n\"],\n", "test.json:8: ", "is not a variable"},
+        {"      \"environment\": [\"A=1\", \"A=2\"],\n",
+         "test.json:8: ", "'environment' sets A twice"},
+        {"      \"environment\": [\"HOME=/x\"],\n",
+         "test.json:8: ", "'environment'[0]: HOME is set by the daemon itself"},
+        {"      \"environment\": \"A=1\",\n", "test.json:8: ", "must be an array of strings"},
+        {"      \"runtime\": \"run sc\",\n",
+         "test.json:8: ", "'runtime': \"run sc\" is not a runtime name"},
+        {"      \"runtime\": 1,\n", "test.json:8: ", "'runtime' must be a string"},
         {"      \"disabled\": 1,\n", "test.json:8: ", "must be true or false"},
         {"      \"disabled\": true,\n", "test.json:5: ", "a disabled language takes no other key"},
     };
@@ -790,6 +911,9 @@ int main(void)
         cmocka_unit_test(test_configure_subset),
         cmocka_unit_test(test_configure_options),
         cmocka_unit_test(test_configure_network_and_dry_run),
+        cmocka_unit_test(test_configure_runtimes),
+        cmocka_unit_test(test_configure_preload_forms),
+        cmocka_unit_test(test_plots_and_environment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,8 +43,8 @@ static void test_spec(void **state)
     assert_int_equal(spec.expires, 42);
     assert_string_equal(spec.seccomp, "{}");
 
-    free(cfg.runtime);
-    cfg.runtime = xstrdup("runsc");
+    /* The language's runtime as the caller resolved it (langtable_runtime). */
+    run.runtime = "runsc";
     policy_spec(&cfg, &run, &spec);
     assert_string_equal(spec.runtime, "runsc");
 
@@ -68,8 +68,7 @@ static void test_network_is_the_callers(void **state)
     struct config cfg;
     config_init(&cfg);
     const char *cmd[] = {"x", NULL};
-    struct policy_run run = {
-        .language = "python", .image = "i", .cmd = cmd, .memory_mb = 64, .instance = "x"};
+    struct policy_run run = {.image = "i", .cmd = cmd, .memory_mb = 64, .instance = "x"};
     struct backend_spec spec;
     policy_spec(&cfg, &run, &spec);
     assert_false(spec.network);
@@ -84,7 +83,6 @@ static void test_network_is_the_callers(void **state)
     run.network = false;
     policy_spec(&cfg, &run, &spec);
     assert_false(spec.network);
-    run.language = NULL;
     run.network = true;
     policy_spec(&cfg, &run, &spec);
     assert_true(spec.network);
@@ -254,25 +252,57 @@ static void test_seccomp_per_runtime(void **state)
     assert_false(policy_runtime_is_gvisor(NULL));
     struct config cfg;
     config_init(&cfg);
-    free(cfg.python_runtime);
-    cfg.python_runtime = strdup("runsc");
     const char *cmd[] = {"x", NULL};
     struct policy_run run = {
         .image = "i", .cmd = cmd, .memory_mb = 64, .seccomp = "host", .seccomp_gvisor = "gvisor"};
     struct backend_spec spec;
-    run.language = "python";
+    run.runtime = "runsc";
     policy_spec(&cfg, &run, &spec);
     assert_string_equal(spec.runtime, "runsc");
     assert_string_equal(spec.seccomp, "gvisor");
-    run.language = "javascript";
+    run.runtime = NULL;
     policy_spec(&cfg, &run, &spec);
     assert_null(spec.runtime);
     assert_string_equal(spec.seccomp, "host");
-    free(cfg.runtime);
-    cfg.runtime = strdup("runc");
+    run.runtime = "runc";
     policy_spec(&cfg, &run, &spec);
     assert_string_equal(spec.runtime, "runc");
     assert_string_equal(spec.seccomp, "host");
+    config_free(&cfg);
+}
+
+/* The environment: the daemon's own base, then the language's own
+ * variables; the base names are the daemon's alone. */
+static void test_language_env(void **state)
+{
+    (void)state;
+    struct config cfg;
+    config_init(&cfg);
+    const char *own[] = {"MPLBACKEND=Agg", "X=1=2", NULL};
+    const char **env = policy_env_new(own);
+    struct policy_run run = {.image = "i", .memory_mb = 1, .instance = "x", .env = env};
+    struct backend_spec spec;
+    policy_spec(&cfg, &run, &spec);
+    static const char *const want[] = {"HOME=" POLICY_WORKDIR, "TMPDIR=" POLICY_WORKDIR,
+                                       "LANG=C.UTF-8", "MPLBACKEND=Agg", "X=1=2"};
+    for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+        assert_string_equal(spec.env[i], want[i]);
+    assert_null(spec.env[ARRAY_SIZE(want)]);
+    free(env);
+    /* None of its own: the base alone, as without any. */
+    env = policy_env_new(NULL);
+    run.env = env;
+    policy_spec(&cfg, &run, &spec);
+    assert_null(spec.env[3]);
+    free(env);
+    run.env = NULL;
+    policy_spec(&cfg, &run, &spec);
+    assert_string_equal(spec.env[2], "LANG=C.UTF-8");
+    assert_null(spec.env[3]);
+    assert_true(policy_env_is_base("HOME", 4));
+    assert_true(policy_env_is_base("LANG=x", 4));
+    assert_false(policy_env_is_base("HOM", 3));
+    assert_false(policy_env_is_base("MPLBACKEND", 10));
     config_free(&cfg);
 }
 
@@ -284,6 +314,7 @@ int main(void)
         cmocka_unit_test(test_pass_through),
         cmocka_unit_test(test_seccomp_profile),
         cmocka_unit_test(test_seccomp_per_runtime),
+        cmocka_unit_test(test_language_env),
     };
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }

@@ -513,7 +513,13 @@ static void test_all_languages(void **state)
                                 "execute_code");
         assert_string_equal(json_object_get_string(get(x, "network")), "none");
         assert_false(json_object_object_get_ex(x, "version_error", NULL));
+        /* The table's plots and environment: python's alone. */
+        assert_int_equal(json_object_get_boolean(get(x, "plots")), i == 0);
+        assert_int_equal(json_object_array_length(get(x, "environment")), i == 0 ? 3 : 0);
     }
+    assert_string_equal(
+        json_object_get_string(json_object_array_get_idx(get(lang_of(facts, 0), "environment"), 1)),
+        "MPLBACKEND=Agg");
     /* The commands as the table has them, placeholders replaced. */
     json_object *ts = lang_of(facts, 2);
     assert_string_equal(json_object_get_string(json_object_array_get_idx(get(ts, "compile"), 0)),

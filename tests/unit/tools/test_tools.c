@@ -49,6 +49,19 @@ static int parse_in(const struct tools_env *e, const char *tool, const char *jso
     return rc;
 }
 
+/* The same with the tools over another table t (and cfg). */
+static int parse_table(const struct langtable *t, const char *tool, const char *json,
+                       struct tools_run_args *a, struct err *err)
+{
+    struct tools_env e;
+    struct err init = ERR_INIT;
+    if (tools_env_init(&e, &cfg, t, NULL, &init) < 0)
+        fail_msg("tools_env_init: %s", err_msg(&init));
+    int rc = parse_in(&e, tool, json, a, err);
+    tools_env_cleanup(&e);
+    return rc;
+}
+
 static int parse(const char *tool, const char *json, struct tools_run_args *a, struct err *err)
 {
     return parse_in(&ENV, tool, json, a, err);
@@ -466,6 +479,75 @@ static void test_list_language_enum(void **state)
     config_free(&sub);
 }
 
+/* Which tools take a language is the table's runner and the tool's own
+ * language, never a name in code: a second python-runner language gets
+ * validate_code but not run_python_code, a "python" the file made
+ * generic neither. */
+static void test_tools_by_runner(void **state)
+{
+    (void)state;
+    struct langtable *t = test_langs_text(
+        &cfg, "{\"languages\": [{\"name\": \"python\", \"runner\": \"generic\",\n"
+              "  \"preload\": [], \"run\": [\"python3\", \"{source}\"]},\n"
+              " {\"name\": \"py2\", \"image\": \"p:2\", \"source_file\": \"main.py\",\n"
+              "  \"runner\": \"python\", \"run\": [\"python2\"], \"plots\": true}]}");
+    const struct langtable_lang *py = test_lang(t, "python");
+    const struct langtable_lang *py2 = test_lang(t, "py2");
+    const struct registry_entry *run_py = registry_find("run_python_code");
+    const struct registry_entry *validate = registry_find("validate_code");
+    assert_false(registry_takes(run_py, py));
+    assert_false(registry_takes(run_py, py2));
+    assert_false(registry_takes(validate, py));
+    assert_true(registry_takes(validate, py2));
+    assert_true(registry_takes(validate, test_lang(t, "js")));
+    assert_null(registry_own_tool(py));
+    assert_null(registry_own_tool(py2));
+    assert_ptr_equal(registry_own_tool(test_lang(t, "js")), registry_find("run_js_code"));
+    assert_true(py2->plots);
+    assert_false(py->plots);
+    /* validate_code's enum: the in-process runners' names, in and out. */
+    struct err err = ERR_INIT;
+    json_object *def = registry_definition(validate, t, &err);
+    assert_non_null(def);
+    const char *where[] = {"inputSchema", "outputSchema"};
+    for (size_t i = 0; i < 2; i++) {
+        json_object *e = get(get(get(get(def, where[i]), "properties"), "language"), "enum");
+        assert_int_equal(json_object_array_length(e), 2);
+        assert_string_equal(json_object_get_string(json_object_array_get_idx(e, 0)), "javascript");
+        assert_string_equal(json_object_get_string(json_object_array_get_idx(e, 1)), "py2");
+    }
+    json_object_put(def);
+    struct tools_run_args a;
+    assert_int_equal(
+        parse_table(t, "validate_code", "{\"language\":\"py2\",\"code\":\"x\"}", &a, &err), 0);
+    assert_ptr_equal(a.language, py2);
+    tools_run_args_release(&a);
+    assert_int_equal(parse_table(t, "run_python_code", "{\"code\":\"x\"}", &a, &err), -1);
+    assert_non_null(strstr(err_msg(&err), "run_python_code needs the python runner, and this "
+                                          "server runs python with the generic runner"));
+    err_clear(&err);
+    langtable_free(t);
+
+    /* No in-process language: the definition's own enum, and a call
+     * naming one is refused by name. */
+    struct config sub;
+    config_init(&sub);
+    char *argv[] = {"d", "--languages", "bash", NULL};
+    char *none[] = {NULL};
+    assert_int_equal(config_load(&sub, 3, argv, none, &err), 0);
+    t = test_langs(&sub);
+    def = registry_definition(validate, t, &err);
+    json_object *e = get(get(get(get(def, "inputSchema"), "properties"), "language"), "enum");
+    assert_int_equal(json_object_array_length(e), 2);
+    json_object_put(def);
+    assert_int_equal(
+        parse_table(t, "validate_code", "{\"language\":\"python\",\"code\":\"x\"}", &a, &err), -1);
+    assert_non_null(strstr(err_msg(&err), "'python' is not enabled"));
+    err_clear(&err);
+    langtable_free(t);
+    config_free(&sub);
+}
+
 /* Aliases resolve to the table's language; others are the schema's enum
  * error; fail_on_type_errors is typecheck_blocks. */
 static void test_execute_code_languages(void **state)
@@ -832,6 +914,7 @@ int main(void)
         cmocka_unit_test(test_result_matches_output_schema),
         cmocka_unit_test(test_schema_and_code_agree),
         cmocka_unit_test(test_list_language_enum),
+        cmocka_unit_test(test_tools_by_runner),
         cmocka_unit_test(test_execute_code_languages),
         cmocka_unit_test(test_compile_error_result),
         cmocka_unit_test(test_list),
