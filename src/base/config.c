@@ -157,6 +157,8 @@ void config_free(struct config *cfg)
 static int set_option(struct config *cfg, const struct config_opt *o, const char *value,
                       struct err *err)
 {
+    if (!value && o->type != OPT_FLAG)
+        return err_set(err, ERR_INVALID, "--%s needs a value", o->name);
     void *slot = slot_of(cfg, o);
     switch (o->type) {
     case OPT_STR:

@@ -64,7 +64,7 @@ struct schema_node {
     struct bound minimum, maximum;
     bool has_max_length;
     long long max_length;
-    struct schema_node **any;
+    struct schema_node *any; /* anyOf's branches */
     size_t n_any;
 };
 
@@ -239,9 +239,8 @@ static void compile_enum(struct schema_node *n, json_object *values)
     }
 }
 
-struct schema_node *schema_compile(json_object *s)
+static void compile_into(struct schema_node *n, json_object *s)
 {
-    struct schema_node *n = xcalloc(1, sizeof(*n));
     json_object *t = kw(s, "type");
     n->type =
         t && json_object_is_type(t, json_type_string) ? type_of(json_object_get_string(t)) : T_ANY;
@@ -265,15 +264,19 @@ struct schema_node *schema_compile(json_object *s)
         n->n_any = json_object_array_length(v);
         n->any = xcalloc(n->n_any ? n->n_any : 1, sizeof(*n->any));
         for (size_t i = 0; i < n->n_any; i++)
-            n->any[i] = schema_compile(json_object_array_get_idx(v, i));
+            compile_into(&n->any[i], json_object_array_get_idx(v, i));
     }
+}
+
+struct schema_node *schema_compile(json_object *s)
+{
+    struct schema_node *n = xcalloc(1, sizeof(*n));
+    compile_into(n, s);
     return n;
 }
 
-void schema_node_free(struct schema_node *n)
+static void node_clear(struct schema_node *n)
 {
-    if (!n)
-        return;
     for (size_t i = 0; i < n->n_props; i++) {
         free(n->props[i].name);
         schema_node_free(n->props[i].node);
@@ -292,8 +295,15 @@ void schema_node_free(struct schema_node *n)
     free(n->minimum.text);
     free(n->maximum.text);
     for (size_t i = 0; i < n->n_any; i++)
-        schema_node_free(n->any[i]);
+        node_clear(&n->any[i]);
     free(n->any);
+}
+
+void schema_node_free(struct schema_node *n)
+{
+    if (!n)
+        return;
+    node_clear(n);
     free(n);
 }
 
@@ -456,14 +466,14 @@ static int anyof_failed(const struct vctx *c, const struct schema_node *s, const
 {
     bool all_typed = true;
     for (size_t i = 0; i < s->n_any; i++)
-        all_typed = all_typed && s->any[i]->type != T_ANY;
+        all_typed = all_typed && s->any[i].type != T_ANY;
     if (!all_typed)
         return fail(c, path, err, "must match one of the schemas in anyOf");
     struct buf b;
     buf_init(&b, ALTERNATIVES_MAX);
     int rc = 0;
     for (size_t i = 0; i < s->n_any; i++)
-        rc |= add_alternative(&b, i, s->n_any, types[s->any[i]->type].noun);
+        rc |= add_alternative(&b, i, s->n_any, types[s->any[i].type].noun);
     if (rc < 0)
         fail(c, path, err, "must be of one of the %zu types its anyOf lists", s->n_any);
     else
@@ -478,7 +488,7 @@ static int validate_anyof(const struct vctx *c, const struct schema_node *s, jso
     struct err only = ERR_INIT; /* the error of the one branch of the value's type */
     size_t candidates = 0;
     for (size_t i = 0; i < s->n_any; i++) {
-        const struct schema_node *branch = s->any[i];
+        const struct schema_node *branch = &s->any[i];
         struct err e = ERR_INIT;
         if (validate(c, branch, v, path, &e) == 0) {
             err_clear(&only);

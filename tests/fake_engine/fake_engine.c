@@ -50,6 +50,7 @@ struct container {
     char *config_env;  /* Config.Env, as JSON text */
     char *request_env; /* the runner request's env, as JSON text */
     bool attached, started, running, exited, killed, removed, oom_killed;
+    int oom_hidden; /* inspects left that hide oom_killed (fake_program.oom_flag_late) */
     int exit_code;
     bool code_received;
     char *code, *stdin_data;
@@ -172,6 +173,7 @@ static void exit_locked(struct fake_engine *fe, struct container *c, int code, b
     c->exited = true;
     c->exit_code = code;
     c->oom_killed = oom;
+    c->oom_hidden = oom ? c->prog.oom_flag_late : 0;
     pthread_cond_broadcast(&fe->cond);
 }
 
@@ -725,7 +727,8 @@ static json_object *state_json(const struct container *c)
     const char *status = c->running ? "running" : c->exited ? "exited" : "created";
     json_object_object_add(st, "Status", json_object_new_string(status));
     json_object_object_add(st, "Running", json_object_new_boolean(c->running));
-    json_object_object_add(st, "OOMKilled", json_object_new_boolean(c->oom_killed));
+    json_object_object_add(st, "OOMKilled",
+                           json_object_new_boolean(c->oom_killed && c->oom_hidden <= 0));
     json_object_object_add(st, "ExitCode", json_object_new_int(c->exit_code));
     return st;
 }
@@ -739,6 +742,8 @@ static void op_inspect(struct fake_engine *fe, int fd, const char *id)
         json_object *o = json_object_new_object();
         json_object_object_add(o, "Id", json_object_new_string(c->id));
         json_object_object_add(o, "State", state_json(c));
+        if (c->exited && c->oom_hidden > 0)
+            c->oom_hidden--;
         answer = xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         json_object_put(o);
     }

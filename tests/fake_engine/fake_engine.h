@@ -70,6 +70,10 @@ struct fake_program {
     bool memory_error;        /* the record's memory_error */
     const char *runner_error; /* the record's runner_error, or NULL */
     bool oom_killed;          /* State.OOMKilled once it exited */
+    /* With oom_killed: the first this many inspects after the exit still
+     * say false, as Docker's do when the runtime's OOM event comes after
+     * the exit. */
+    int oom_flag_late;
     bool warm_dies; /* a warm runner exits 137 once it read the request, before RUNNER_GO */
     /* Started with the daemon's socket bound in (HostConfig.Binds), the
      * sandbox connects to it as the connector does and the program uses

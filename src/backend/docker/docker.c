@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend/channel.h"
 #include "backend/docker/engine.h"
@@ -317,18 +318,40 @@ static int docker_start(struct backend *b, const char *id, double deadline_ms, s
     return engine_start(engine_of(b), id, deadline_ms, err);
 }
 
-/* The engine's OOMKilled flag; and where the engine is known to leave it
- * false after a real OOM kill, or that is not known yet (engine.h), a
- * SIGKILL that the caller did not send (it waits only for a program that
- * ended by itself): under a memory limit, the limit is by far the
- * likeliest sender. */
+/* Docker sets OOMKilled when the runtime's OOM event comes, and that
+ * event can come after the exit it already reported (seen on a loaded
+ * host: exit 137, OOMKilled false, true a moment later). A SIGKILL
+ * without the flag is asked about again this often, this long apart. */
+#define OOM_RECHECKS   5
+#define OOM_RECHECK_MS 100
+
+/* The engine's OOMKilled flag, asked again for a SIGKILL that came
+ * without it; and where the engine is known to leave it false after a
+ * real OOM kill, or that is not known yet (engine.h), a SIGKILL that the
+ * caller did not send (it waits only for a program that ended by
+ * itself): under a memory limit, the limit is by far the likeliest
+ * sender. */
 static int docker_wait(struct backend *b, const char *id, long timeout_ms, struct backend_state *st,
                        struct err *err)
 {
-    if (engine_wait(engine_of(b), id, timeout_ms, st, err) < 0)
+    struct engine *e = engine_of(b);
+    if (engine_wait(e, id, timeout_ms, st, err) < 0)
         return -1;
-    if (st->exit_code == 137 && engine_oom_flag_reliable(engine_of(b)) != 1)
+    if (st->exit_code != 137 || st->oom_killed)
+        return 0;
+    if (engine_oom_flag_reliable(e) != 1) {
         st->oom_killed = true;
+        return 0;
+    }
+    for (int i = 0; i < OOM_RECHECKS && !st->oom_killed; i++) {
+        struct backend_state again = {0};
+        struct err ignored = ERR_INIT;
+        const struct timespec pause = {0, OOM_RECHECK_MS * 1000000L};
+        nanosleep(&pause, NULL);
+        if (engine_inspect_state(e, id, &again, &ignored) == 0)
+            st->oom_killed = again.oom_killed;
+        err_clear(&ignored);
+    }
     return 0;
 }
 

@@ -584,7 +584,15 @@ static void test_oom_killed_docker(void **state)
     last_container(g, id);
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_WAIT, id), 1);
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_INSPECT, id), 1);
-    /* A SIGKILL Docker does not call an OOM kill is just a signal. */
+    /* A flag that comes after the exit (the runtime's OOM event late):
+     * asked again, it counts. */
+    struct fake_program late = oom;
+    late.oom_flag_late = 2;
+    assert_int_equal(run_program(g, &late, true, &res), EXEC_OOM);
+    last_container(g, id);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_INSPECT, id), 3);
+    /* A SIGKILL Docker does not call an OOM kill, asked again, is just a
+     * signal. */
     assert_int_equal(run_program(g, &sigkill, true, &res), EXEC_OK);
     assert_int_equal(res.exit_code, 137);
     assert_contains(res.message, "killed by signal 9");
