@@ -24,9 +24,8 @@ struct call {
     struct mcp_session *s;
     struct jsonrpc_id id;
     struct jsonrpc_id progress_token; /* NONE when the caller asked for no progress */
-    struct tools_run_args args;
+    struct tools_run_args args;       /* its run owns the cancel handle */
     struct reply reply;
-    tools_cancel *cancel;
     atomic_bool cancelled;
     struct tools_features features;
     enum mcp_version version;
@@ -52,7 +51,7 @@ static void call_cancel_locked(struct call *c, struct call **withdrawn)
         c->withdrawn_next = *withdrawn;
         *withdrawn = c;
     } else {
-        tools_cancel_call(c->cancel);
+        tools_cancel_call(c->args.run.cancel);
     }
 }
 
@@ -170,7 +169,6 @@ static void call_free(struct call *c)
     jsonrpc_id_clear(&c->id);
     jsonrpc_id_clear(&c->progress_token);
     tools_run_args_release(&c->args);
-    tools_cancel_free(c->cancel);
     free(c);
 }
 
@@ -217,9 +215,11 @@ static void call_run(struct admission_job *job)
     struct mcp_session *s = c->s;
     buf_init(&c->live, LIVE_MAX_BYTES);
     c->live_last = util_now_ms();
-    bool live = wants_live_output(c);
-    json_object *result =
-        tools_run(&s->srv->env, &c->args, &c->features, c->cancel, live ? on_output : NULL, c);
+    if (wants_live_output(c)) {
+        c->args.run.on_output = on_output;
+        c->args.run.on_output_ctx = c;
+    }
+    json_object *result = tools_run(&s->srv->env, &c->args, &c->features);
     /* Everything streamed goes out before the result; nothing after it. */
     live_flush(c, true);
     buf_free(&c->live);
@@ -311,7 +311,6 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     memcpy(c->args.owner, s->owner, sizeof(s->owner));
     jsonrpc_id_copy(&c->id, m->id);
     c->reply = *r;
-    c->cancel = tools_cancel_new();
     atomic_init(&c->cancelled, false);
     c->received_ms = util_now_ms();
     json_object *meta = NULL;
@@ -322,12 +321,12 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     /* Waiting for a slot and starting the sandbox both count against the
      * call's own timeout; the program then gets its whole timeout. */
     double wait_ms = (double)cfg->queue_timeout_ms;
-    if ((double)c->args.timeout_ms < wait_ms)
-        wait_ms = (double)c->args.timeout_ms;
+    if ((double)c->args.run.timeout_ms < wait_ms)
+        wait_ms = (double)c->args.run.timeout_ms;
     c->job.run = call_run;
     c->job.refuse = call_refuse;
     c->job.deadline_ms = c->received_ms + wait_ms;
-    c->args.start_by_ms = c->received_ms + (double)c->args.timeout_ms;
+    c->args.run.start_by_ms = c->received_ms + (double)c->args.run.timeout_ms;
 
     pthread_mutex_lock(&s->lock);
     if (s->closing) {

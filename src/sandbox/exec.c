@@ -379,7 +379,7 @@ char *exec_render_create(const struct config *cfg, struct backend *backend,
 /* The container for req: the policy's limits, and labels that let any
  * daemon remove it once every deadline of the run is past (setup, the
  * program, the wait for its exit status). */
-static void run_spec(const struct exec_ctx *ctx, const struct exec_request *req, double t0,
+static void run_spec(const struct exec_ctx *ctx, const struct run *req, double t0,
                      struct backend_spec *spec)
 {
     double setup_ms = req->start_by_ms > 0 ? req->start_by_ms - t0 : (double)ENGINE_SETUP_MAX_MS;
@@ -396,14 +396,14 @@ static void run_spec(const struct exec_ctx *ctx, const struct exec_request *req,
 /* The call's own time ran out while its sandbox was set up (a slow or
  * loaded engine, a runtime such as gVisor that boots a kernel): the
  * caller's limit, not an engine failure. */
-static bool setup_timed_out(const struct exec_request *req, const struct err *err)
+static bool setup_timed_out(const struct run *req, const struct err *err)
 {
     return err->code == ERR_TIMEOUT && req->start_by_ms > 0 &&
            util_now_ms() >= req->start_by_ms - SETUP_DEADLINE_SLACK_MS;
 }
 
 /* Sends the framed request, within what is left of the start deadline. */
-static int send_request(struct backend_stream *stream, const struct exec_request *req,
+static int send_request(struct backend_stream *stream, const struct run *req,
                         const struct buf *request, struct err *err)
 {
     long send_ms = SEND_TIMEOUT_MS;
@@ -418,19 +418,20 @@ static int send_request(struct backend_stream *stream, const struct exec_request
 
 /* The most bytes req's framed request can take: JSON escaping grows a
  * byte to at most six (\u0000). */
-static size_t request_cap(const struct exec_request *req)
+static size_t request_cap(const struct run *req)
 {
     size_t n = req->code_len + req->stdin_len + req->variables_len;
     for (size_t i = 0; i < req->n_files; i++)
         n += req->files[i].content_len + strlen(req->files[i].path) + 64;
-    for (size_t i = 0; req->outputs && i < req->outputs->n_patterns; i++)
-        n += strlen(req->outputs->patterns[i]) + 8;
+    const struct runner_outputs *outputs = run_outputs(req);
+    for (size_t i = 0; outputs && i < outputs->n_patterns; i++)
+        n += strlen(outputs->patterns[i]) + 8;
     return n * 6 + 4096;
 }
 
 /* req as the runner reads it (sandbox/runner.h), under nonce. */
-static int encode_request(const struct exec_ctx *ctx, const struct exec_request *req,
-                          const char *nonce, struct buf *request, struct err *err)
+static int encode_request(const struct exec_ctx *ctx, const struct run *req, const char *nonce,
+                          struct buf *request, struct err *err)
 {
     const struct langtable_lang *lang = req->language;
     struct runner_program program = {.source_file = lang->source_file,
@@ -451,7 +452,7 @@ static int encode_request(const struct exec_ctx *ctx, const struct exec_request 
                                   .check = req->check_only,
                                   .files = req->files,
                                   .n_files = req->n_files,
-                                  .outputs = req->check_only ? NULL : req->outputs,
+                                  .outputs = req->check_only ? NULL : run_outputs(req),
                                   .program =
                                       lang->runner == LANGTABLE_RUNNER_GENERIC ? &program : NULL,
                                   .env_names = ctx->secrets.names,
@@ -473,7 +474,7 @@ struct sandbox {
  * for (memory is the one limit a call chooses today). None while the
  * engine is gone: a sandbox it cannot stop or remove is not handed out
  * (on demand then fails at once, naming it). */
-static int pool_profile_for(const struct exec_ctx *ctx, const struct exec_request *req)
+static int pool_profile_for(const struct exec_ctx *ctx, const struct run *req)
 {
     if (!ctx->pool || req->memory_mb != ctx->cfg->memory_mb || req->language->pool_size <= 0)
         return -1;
@@ -486,9 +487,9 @@ static int pool_profile_for(const struct exec_ctx *ctx, const struct exec_reques
 /* A healthy pooled sandbox if one fits, else one made for this run
  * (sandbox/launch.h). Returns 0, 1 when cancelled before it started, or
  * -1 with err. */
-static int acquire(struct exec_ctx *ctx, const struct exec_request *req, int profile,
-                   unsigned *tries, const struct backend_spec *spec, struct exec_cancel *cancel,
-                   struct sandbox *sb, struct err *err)
+static int acquire(struct exec_ctx *ctx, const struct run *req, int profile, unsigned *tries,
+                   const struct backend_spec *spec, struct exec_cancel *cancel, struct sandbox *sb,
+                   struct err *err)
 {
     struct pool_entry e;
     sb->pooled = profile >= 0 && pool_take(ctx->pool, (size_t)profile, tries, &e);
@@ -522,10 +523,9 @@ static bool discard_unstarted(struct exec_ctx *ctx, int profile, struct sandbox 
  * sandbox that fails before the code reached it is replaced by another,
  * once, then one is made on demand. Returns as exec_run; *sent once the
  * code reached a sandbox. */
-static int attempt(struct exec_ctx *ctx, const struct exec_request *req,
-                   const struct backend_spec *spec, const struct buf *request,
-                   struct exec_cancel *cancel, struct output *o, struct sandbox *sb, bool *sent,
-                   struct err *err)
+static int attempt(struct exec_ctx *ctx, const struct run *req, const struct backend_spec *spec,
+                   const struct buf *request, struct exec_cancel *cancel, struct output *o,
+                   struct sandbox *sb, bool *sent, struct err *err)
 {
     int profile = pool_profile_for(ctx, req);
     unsigned tries = 2;
@@ -555,7 +555,7 @@ static int attempt(struct exec_ctx *ctx, const struct exec_request *req,
 
 /* The run is over: the result says how (a failure's message cleaned of
  * the sandbox's secrets), and the sandbox goes. */
-static void run_end(struct exec_ctx *ctx, const struct exec_request *req, struct output *o,
+static void run_end(struct exec_ctx *ctx, const struct run *req, struct output *o,
                     struct sandbox *sb, int rc, bool sent, struct err *err)
 {
     struct exec_result *res = o->res;
@@ -589,9 +589,9 @@ static void run_end(struct exec_ctx *ctx, const struct exec_request *req, struct
         pool_run_end(ctx->pool);
 }
 
-int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_cancel *cancel,
-             struct exec_result *res, struct err *err)
+int exec_run(struct exec_ctx *ctx, const struct run *req, struct exec_result *res, struct err *err)
 {
+    struct exec_cancel *cancel = req->cancel;
     /* res.message is err's message: there must be one. */
     struct err local = ERR_INIT;
     if (!err)

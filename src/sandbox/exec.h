@@ -14,6 +14,7 @@
  * scan, redact, cap, emit, and the runner's completion record),
  * commands.c (each language's container command), policy.c (what a sandbox may use, as
  * a backend-neutral spec), pool.c (warm containers, each for one run),
+ * run.c (one run request, from admission to the runner's request),
  * runner.c + runner/ (the in-container runners and the framing between
  * them and exec), reaper.c (container removal with retries, and the sweep
  * for leftovers), langtable.c + languages/ (the languages as data: image,
@@ -29,6 +30,7 @@
 #include "base/err.h"
 #include "sandbox/langtable.h"
 #include "sandbox/outfiles.h"
+#include "sandbox/run.h"
 #include "sandbox/runner.h"
 
 enum exec_status {
@@ -92,48 +94,6 @@ void exec_cancel(struct exec_cancel *c);
 bool exec_cancelled(const struct exec_cancel *c);
 void exec_cancel_free(struct exec_cancel *c);
 
-/* Live output: called from the running thread for each chunk, in order
- * (stream 1 = stdout, 2 = stderr), and with stream EXEC_TICK and no data
- * every EXEC_TICK_MS while the program is quiet. */
-typedef void (*exec_output_cb)(void *ctx, int stream, const char *data, size_t len);
-
-#define EXEC_STDOUT  1
-#define EXEC_STDERR  2
-#define EXEC_TICK    (-1)
-#define EXEC_TICK_MS 50
-
-struct exec_request {
-    const struct langtable_lang *language; /* of exec_languages(ctx) */
-    const char *code;
-    size_t code_len;
-    const char *stdin_data; /* may be NULL */
-    size_t stdin_len;
-    /* A JSON object of names checked by the caller, or NULL: bound before
-     * the program runs (sandbox/runner.h). */
-    const char *variables;
-    size_t variables_len;
-    /* Only parse the code (sandbox/runner.h): the answer is res->check. */
-    bool check_only;
-    /* A failed typecheck step (sandbox/langtable.h) stops the run as a
-     * compile error instead of only showing on stderr. */
-    bool typecheck_blocks;
-    /* A generic language's version command instead of the code (the
-     * table's "version"; tools/languages.c reads its output). */
-    bool version_probe;
-    /* Files written into the working directory first (paths checked). */
-    const struct runner_file *files;
-    size_t n_files;
-    /* What comes back after the program (res->files), or NULL: nothing. */
-    const struct runner_outputs *outputs;
-    long long timeout_ms; /* already clamped by the caller */
-    long long memory_mb;  /* already clamped by the caller */
-    /* util_now_ms() time by which the program must have started: engine
-     * requests before that are cut short there (0 = the engine timeouts). */
-    double start_by_ms;
-    exec_output_cb on_output;
-    void *on_output_ctx;
-};
-
 struct exec_result {
     enum exec_status status;
     bool has_exit_code;
@@ -146,7 +106,7 @@ struct exec_result {
     /* A check_only request that finished (status EXEC_OK): present, with
      * ok, or the first error (1-based line/column, 0 unknown). */
     struct runner_check check;
-    /* With req->outputs, a program that finished: the plots and files it
+    /* With run_outputs(run), a program that finished: the plots and files it
      * returned (text files redacted like its output), and those left out.
      * Empty for any other outcome. */
     struct outfiles files;
@@ -157,7 +117,8 @@ void exec_result_free(struct exec_result *r);
 /* r->message, replacing any. */
 void exec_result_set_message(struct exec_result *r, const char *fmt, ...) ATTR_PRINTF(2, 3);
 
-/* Runs one request. Returns 0 with res filled for every outcome of the
+/* Runs one request (run borrowed: its cancel handle, may be NULL, and its
+ * output sink come with it). Returns 0 with res filled for every outcome of the
  * program itself: it finished (whatever its exit status), or it was stopped
  * for time, memory, output or a cancel. Returns -1 with err whenever the
  * run failed instead: the backend failed or broke its protocol (including
@@ -165,8 +126,7 @@ void exec_result_set_message(struct exec_result *r, const char *fmt, ...) ATTR_P
  * sandbox machinery did (the runner failed, its completion record is
  * unreadable). Then res holds status EXEC_ERROR, err's message, and the
  * output received before the failure. res alone describes the run either
- * way. cancel and err may be NULL. */
-int exec_run(struct exec_ctx *ctx, const struct exec_request *req, struct exec_cancel *cancel,
-             struct exec_result *res, struct err *err);
+ * way. err may be NULL. */
+int exec_run(struct exec_ctx *ctx, const struct run *run, struct exec_result *res, struct err *err);
 
 #endif

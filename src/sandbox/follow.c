@@ -67,7 +67,7 @@ static enum wait_outcome wait_stream(struct output *o, struct backend_stream *st
 {
     if (backend_stream_pending(stream))
         return WAIT_READ;
-    const struct exec_request *req = o->req;
+    const struct run *req = o->req;
     double now = util_now_ms();
     double left = deadline - now;
     if (left <= 0) {

@@ -25,13 +25,13 @@ static void files_init(struct output *o)
     outfiles_init(&o->res->files, &o->caps, o->redactor);
 }
 
-void output_init(struct output *o, const struct exec_request *req, struct exec_result *res,
+void output_init(struct output *o, const struct run *req, struct exec_result *res,
                  const struct redactor *redactor, const char *nonce, size_t cap)
 {
     *o = (struct output){.req = req, .res = res, .redactor = redactor, .cap = cap};
     snprintf(o->nonce, sizeof(o->nonce), "%s", nonce);
-    if (req->outputs) {
-        const struct runner_outputs *w = req->outputs;
+    const struct runner_outputs *w = run_outputs(req);
+    if (w) {
         o->caps.max_files = (size_t)w->max_files;
         o->caps.max_file_bytes = (size_t)w->max_file_bytes;
         o->caps.max_plots = w->plots ? (size_t)w->max_plots : 0;
@@ -133,7 +133,7 @@ static int emit_err(void *arg, const char *data, size_t len)
 static int on_frame(void *arg, const char *line, size_t len, struct err *err)
 {
     struct output *o = arg;
-    if (!o->req->outputs)
+    if (!run_outputs(o->req))
         return err_set(err, ERR_PROTOCOL, "the runner sent a file nobody asked for");
     if (outfiles_frame(&o->res->files, line, len, err) < 0)
         return err_wrap(err, "the sandbox's output files are malformed");
@@ -210,7 +210,7 @@ static void checked(struct output *o, struct runner_done *done)
 int output_finish_record(struct output *o, struct err *err)
 {
     struct runner_done done = {0};
-    const struct exec_request *req = o->req;
+    const struct run *req = o->req;
     const struct runner_scan *s = o->scan_out.done ? &o->scan_out : &o->scan_err;
     if (runner_scan_result(s, &done, err) < 0)
         return err_wrap(err, "unreadable completion record from the runner");
@@ -232,7 +232,7 @@ int output_finish_record(struct output *o, struct err *err)
     } else if (req->check_only != done.check.present) {
         rc = err_set(err, ERR_PROTOCOL, "the runner %s a syntax check",
                      done.check.present ? "answered with" : "did not answer with");
-    } else if (req->outputs && !done.check.present && !done.files.present) {
+    } else if (run_outputs(req) && !done.check.present && !done.files.present) {
         rc = err_set(err, ERR_PROTOCOL, "the runner did not account for the output files");
     } else if (done.files.present &&
                outfiles_finish(&o->res->files, done.files.sent, done.files.left_out,

@@ -19,11 +19,11 @@
 #include "sandbox/runner.h"
 
 struct output {
-    const struct exec_request *req;
+    const struct run *req;
     struct exec_result *res;
     const struct redactor *redactor; /* NULL: nothing to redact */
     char nonce[RUNNER_NONCE_HEX_LEN + 1];
-    struct outfiles_caps caps; /* of res->files, from req->outputs */
+    struct outfiles_caps caps; /* of res->files, from run_outputs(req) */
     struct runner_scan scan_out;
     struct runner_scan scan_err;
     struct redact_pair red; /* stdout (0) and stderr (1) */
@@ -33,7 +33,7 @@ struct output {
 };
 
 /* Takes over res (its output buffers capped at cap, its files empty). */
-void output_init(struct output *o, const struct exec_request *req, struct exec_result *res,
+void output_init(struct output *o, const struct run *req, struct exec_result *res,
                  const struct redactor *redactor, const char *nonce, size_t cap);
 /* As new: nothing read, nothing kept. */
 void output_reset(struct output *o);

@@ -7,26 +7,14 @@
 #include "base/util.h"
 #include "sandbox/workpath.h"
 
-static char *own(struct files_arg *fa, const char *s, size_t n)
+static char *own(struct run *fa, const char *s, size_t n)
 {
     char *copy = xmalloc(n + 1);
     memcpy(copy, s, n);
     copy[n] = '\0';
-    fa->owned = xrealloc(fa->owned, (fa->n_owned + 1) * sizeof(*fa->owned));
-    fa->owned[fa->n_owned++] = copy;
+    fa->file_data = xrealloc(fa->file_data, (fa->n_file_data + 1) * sizeof(*fa->file_data));
+    fa->file_data[fa->n_file_data++] = copy;
     return copy;
-}
-
-void files_arg_free(struct files_arg *fa)
-{
-    for (size_t i = 0; i < fa->n_owned; i++)
-        free(fa->owned[i]);
-    free(fa->owned);
-    free(fa->files);
-    for (size_t i = 0; i < fa->n_patterns; i++)
-        free(fa->patterns[i]);
-    free(fa->patterns);
-    memset(fa, 0, sizeof(*fa));
 }
 
 static const char *str(json_object *o, const char *key, size_t *len)
@@ -38,7 +26,7 @@ static const char *str(json_object *o, const char *key, size_t *len)
     return json_object_get_string(v);
 }
 
-static int parse_files(const struct config *cfg, json_object *list, struct files_arg *out,
+static int parse_files(const struct config *cfg, json_object *list, struct run *out,
                        struct err *err)
 {
     size_t n = json_object_array_length(list);
@@ -82,7 +70,7 @@ static int parse_files(const struct config *cfg, json_object *list, struct files
                                i, j);
             }
         }
-        /* Kept before any return below, so files_arg_free frees it. */
+        /* Kept before any return below, so run_files_free frees it. */
         out->files[i].path = own(out, norm, strlen(norm));
         out->n_files = i + 1;
         free(norm);
@@ -114,7 +102,7 @@ static int parse_files(const struct config *cfg, json_object *list, struct files
     return 0;
 }
 
-static int parse_patterns(json_object *list, struct files_arg *out, struct err *err)
+static int parse_patterns(json_object *list, struct run *out, struct err *err)
 {
     size_t n = json_object_array_length(list);
     if (n > FILES_ARG_MAX_PATTERNS)
@@ -139,10 +127,8 @@ static int parse_patterns(json_object *list, struct files_arg *out, struct err *
     return 0;
 }
 
-int files_arg_parse(const struct config *cfg, json_object *args, struct files_arg *out,
-                    struct err *err)
+int files_arg_parse(const struct config *cfg, json_object *args, struct run *out, struct err *err)
 {
-    memset(out, 0, sizeof(*out));
     json_object *v = NULL;
     int rc = 0;
     if (json_object_object_get_ex(args, "files", &v) && json_object_is_type(v, json_type_array))
@@ -151,6 +137,6 @@ int files_arg_parse(const struct config *cfg, json_object *args, struct files_ar
         json_object_is_type(v, json_type_array))
         rc = parse_patterns(v, out, err);
     if (rc < 0)
-        files_arg_free(out);
+        run_files_free(out);
     return rc;
 }

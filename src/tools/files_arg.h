@@ -9,26 +9,17 @@
 
 #include "base/config.h"
 #include "base/err.h"
-#include "sandbox/runner.h"
+#include "sandbox/run.h"
 
 /* output_files patterns at most. */
 #define FILES_ARG_MAX_PATTERNS 64
 
-struct files_arg {
-    struct runner_file *files; /* paths normalized; content as sent */
-    size_t n_files;
-    char **patterns; /* normalized */
-    size_t n_patterns;
-    char **owned; /* what files[] points into */
-    size_t n_owned;
-};
-
 /* Reads args' "files" and "output_files" (either may be absent; the
  * tool's schema has checked their shape). Returns 0, or -1 with an
  * ERR_INVALID / ERR_TOO_BIG message naming the argument, e.g. "argument
- * 'files[2].path': the path has a '..' component". out is empty then. */
-int files_arg_parse(const struct config *cfg, json_object *args, struct files_arg *out,
-                    struct err *err);
-void files_arg_free(struct files_arg *fa);
+ * 'files[2].path': the path has a '..' component". Fills out's files,
+ * file_data and patterns (empty before; its other fields untouched):
+ * empty again on failure. */
+int files_arg_parse(const struct config *cfg, json_object *args, struct run *out, struct err *err);
 
 #endif

@@ -199,18 +199,19 @@ static int exec_probe(void *ctx, const struct langtable_lang *lang, struct exec_
     if (timeout > l->cfg->max_timeout_ms)
         timeout = l->cfg->max_timeout_ms;
     /* The default memory: the pool's, so a waiting sandbox serves it. */
-    struct exec_request req = {
+    struct run req = {
         .language = lang,
         .code = code,
         .code_len = strlen(code),
         .timeout_ms = timeout,
         .memory_mb = l->cfg->memory_mb,
         .version_probe = generic,
+        .cancel = cancel,
     };
     struct exec_result res;
     exec_result_init(&res);
     int rc = -1;
-    if (exec_run(l->exec, &req, cancel, &res, err) < 0)
+    if (exec_run(l->exec, &req, &res, err) < 0)
         goto out;
     if (res.status == EXEC_CANCELLED) {
         err_set(err, ERR_CANCELLED, "the probe was stopped");

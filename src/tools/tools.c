@@ -133,14 +133,32 @@ static int language_of(const struct langtable *langs, const char *name,
     return 0;
 }
 
+/* What run returns after the program: its patterns, the operator's caps. */
+static void set_outputs(const struct config *cfg, struct run *run)
+{
+    run->returns = true;
+    run->outputs = (struct runner_outputs){
+        .patterns = run->patterns,
+        .n_patterns = run->n_patterns,
+        .max_files = cfg->max_files_out,
+        .max_file_bytes = cfg->max_file_out_bytes,
+        .max_total_bytes = cfg->max_files_out_bytes,
+        .plots = run->language->plots && cfg->max_plots > 0,
+        .max_plots = cfg->max_plots,
+        .max_plot_bytes = cfg->max_plot_bytes,
+    };
+}
+
 int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_object *args,
                      struct tools_run_args *out, struct err *err)
 {
     const struct config *cfg = env->cfg;
     const struct langtable *langs = env->langs;
     memset(out, 0, sizeof(*out));
+    struct run *run = &out->run;
+    run_init(run);
     out->tool = t->name;
-    out->check_only = t->kind == TOOL_VALIDATE;
+    run->check_only = t->kind == TOOL_VALIDATE;
     if (t->kind == TOOL_LIST_LANGUAGES)
         return err_set(err, ERR_INVALID, "%s runs no code: it is answered at once", t->name);
     json_object *empty = NULL;
@@ -152,7 +170,7 @@ int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_obje
 
     switch (t->kind) {
     case TOOL_LANGUAGE:
-        if (language_of(langs, t->language, t, &out->language, err) < 0)
+        if (language_of(langs, t->language, t, &run->language, err) < 0)
             goto out;
         break;
     case TOOL_EXECUTE:
@@ -162,10 +180,10 @@ int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_obje
             err_set(err, ERR_INTERNAL, "the schema of %s does not require a language", t->name);
             goto out;
         }
-        if (language_of(langs, json_object_get_string(lang), t, &out->language, err) < 0)
+        if (language_of(langs, json_object_get_string(lang), t, &run->language, err) < 0)
             goto out;
         json_object *ft = NULL;
-        out->typecheck_blocks = json_object_object_get_ex(args, "fail_on_type_errors", &ft) &&
+        run->typecheck_blocks = json_object_object_get_ex(args, "fail_on_type_errors", &ft) &&
                                 json_object_get_boolean(ft);
         break;
     }
@@ -173,26 +191,29 @@ int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_obje
         err_set(err, ERR_INTERNAL, "%s takes no run", t->name);
         goto out;
     }
-    if (get_string(args, "code", cfg->max_code_bytes, &out->code, &out->code_len, err) < 0)
+    if (get_string(args, "code", cfg->max_code_bytes, &run->code, &run->code_len, err) < 0)
         goto out;
-    if (!out->code) {
+    if (!run->code) {
         err_set(err, ERR_INTERNAL, "the schema of %s does not require code", t->name);
         goto out;
     }
-    if (get_string(args, "stdin", cfg->max_code_bytes, &out->stdin_data, &out->stdin_len, err) < 0)
+    if (get_string(args, "stdin", cfg->max_code_bytes, &run->stdin_data, &run->stdin_len, err) < 0)
         goto out;
     /* The schemas hold the lower bounds; the maximums are the operator's. */
-    out->timeout_ms = cfg->timeout_ms;
-    get_clamped(args, "timeout_ms", cfg->max_timeout_ms, &out->timeout_ms);
-    out->memory_mb = cfg->memory_mb;
-    get_clamped(args, "memory_mb", cfg->max_memory_mb, &out->memory_mb);
+    run->timeout_ms = cfg->timeout_ms;
+    get_clamped(args, "timeout_ms", cfg->max_timeout_ms, &run->timeout_ms);
+    run->memory_mb = cfg->memory_mb;
+    get_clamped(args, "memory_mb", cfg->max_memory_mb, &run->memory_mb);
     json_object *vars = NULL;
     if (json_object_object_get_ex(args, "variables", &vars) && vars &&
-        variables_encode(vars, out->language, cfg->max_variables_bytes, &out->variables,
-                         &out->variables_len, err) < 0)
+        variables_encode(vars, run->language, cfg->max_variables_bytes, &run->variables,
+                         &run->variables_len, err) < 0)
         goto out;
-    if (!out->check_only && files_arg_parse(cfg, args, &out->files, err) < 0)
-        goto out;
+    if (!run->check_only) {
+        if (files_arg_parse(cfg, args, run, err) < 0)
+            goto out;
+        set_outputs(cfg, run);
+    }
     rc = 0;
 out:
     json_object_put(empty);
@@ -393,70 +414,40 @@ int tools_prepare(const struct tools_env *env, const tools_tool *t, json_object 
         return -1;
     }
     /* One buffer holds both strings, copied out of the request's JSON. */
-    char *own = xmalloc(out->code_len + out->stdin_len + 2);
-    memcpy(own, out->code, out->code_len);
-    own[out->code_len] = '\0';
-    char *in = own + out->code_len + 1;
-    if (out->stdin_data)
-        memcpy(in, out->stdin_data, out->stdin_len);
-    in[out->stdin_len] = '\0';
-    out->code = own;
-    if (out->stdin_data)
-        out->stdin_data = in;
-    out->owned = own;
+    struct run *run = &out->run;
+    char *own = xmalloc(run->code_len + run->stdin_len + 2);
+    memcpy(own, run->code, run->code_len);
+    own[run->code_len] = '\0';
+    char *in = own + run->code_len + 1;
+    if (run->stdin_data)
+        memcpy(in, run->stdin_data, run->stdin_len);
+    in[run->stdin_len] = '\0';
+    run->code = own;
+    if (run->stdin_data)
+        run->stdin_data = in;
+    run->text = own;
+    run->cancel = exec_cancel_new();
     return 0;
 }
 
 void tools_run_args_release(struct tools_run_args *a)
 {
-    free(a->owned);
-    free(a->variables);
-    files_arg_free(&a->files);
+    run_free(&a->run);
     memset(a, 0, sizeof(*a));
 }
 
 json_object *tools_run(const struct tools_env *env, const struct tools_run_args *a,
-                       const struct tools_features *f, tools_cancel *cancel,
-                       tools_output_cb on_output, void *on_output_ctx)
+                       const struct tools_features *f)
 {
     struct err err = ERR_INIT;
-    const struct config *cfg = env->cfg;
-    struct runner_outputs outputs = {
-        .patterns = a->files.patterns,
-        .n_patterns = a->files.n_patterns,
-        .max_files = cfg->max_files_out,
-        .max_file_bytes = cfg->max_file_out_bytes,
-        .max_total_bytes = cfg->max_files_out_bytes,
-        .plots = a->language->plots && cfg->max_plots > 0,
-        .max_plots = cfg->max_plots,
-        .max_plot_bytes = cfg->max_plot_bytes,
-    };
-    struct exec_request req = {
-        .language = a->language,
-        .code = a->code,
-        .code_len = a->code_len,
-        .stdin_data = a->stdin_data,
-        .stdin_len = a->stdin_len,
-        .variables = a->variables,
-        .variables_len = a->variables_len,
-        .check_only = a->check_only,
-        .typecheck_blocks = a->typecheck_blocks,
-        .files = a->files.files,
-        .n_files = a->files.n_files,
-        .outputs = a->check_only ? NULL : &outputs,
-        .timeout_ms = a->timeout_ms,
-        .memory_mb = a->memory_mb,
-        .start_by_ms = a->start_by_ms,
-        .on_output = on_output,
-        .on_output_ctx = on_output_ctx,
-    };
+    const struct run *run = &a->run;
     struct exec_result res;
     exec_result_init(&res);
-    if (exec_run(env->exec, &req, cancel, &res, &err) < 0)
+    if (exec_run(env->exec, run, &res, &err) < 0)
         log_warn("%s failed: %s", a->tool, LOG_FIELD(err_msg(&err)));
-    struct files_result_ctx fc = {.cfg = cfg, .store = env->store, .owner = a->owner};
-    json_object *r = a->check_only ? tools_check_result(&res, a->language, f)
-                                   : tools_result(&res, a->language, f, &fc);
+    struct files_result_ctx fc = {.cfg = env->cfg, .store = env->store, .owner = a->owner};
+    json_object *r = run->check_only ? tools_check_result(&res, run->language, f)
+                                     : tools_result(&res, run->language, f, &fc);
     exec_result_free(&res);
     err_clear(&err);
     return r;
@@ -470,8 +461,8 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
     res.status = EXEC_BUSY;
     res.message = xstrdup(message);
     res.duration_ms = waited_ms;
-    json_object *r = a->check_only ? tools_check_result(&res, a->language, f)
-                                   : tools_result(&res, a->language, f, NULL);
+    json_object *r = a->run.check_only ? tools_check_result(&res, a->run.language, f)
+                                       : tools_result(&res, a->run.language, f, NULL);
     exec_result_free(&res);
     return r;
 }
@@ -519,8 +510,7 @@ bool tools_answer_may_wait(const struct tools_env *env, const tools_tool *t)
 }
 
 json_object *tools_call(const struct tools_env *env, const tools_tool *t, json_object *args,
-                        const struct tools_features *f, tools_cancel *cancel,
-                        tools_output_cb on_output, void *on_output_ctx)
+                        const struct tools_features *f)
 {
     if (tools_answers_at_once(t))
         return tools_answer(env, t, args, f);
@@ -528,7 +518,7 @@ json_object *tools_call(const struct tools_env *env, const tools_tool *t, json_o
     json_object *bad = NULL;
     if (tools_prepare(env, t, args, &a, &bad) < 0)
         return bad;
-    json_object *r = tools_run(env, &a, f, cancel, on_output, on_output_ctx);
+    json_object *r = tools_run(env, &a, f);
     tools_run_args_release(&a);
     return r;
 }

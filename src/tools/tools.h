@@ -25,26 +25,17 @@
 
 /* A call's cancel handle and its live output, as the sandbox layer defines
  * them, named here so the protocol layer needs nothing from below tools.
- * tools_cancel_call() may be called from any thread, any number of times. */
+ * A prepared call's run owns its handle (tools_prepare); tools_cancel_call()
+ * may be called from any thread, any number of times. */
 typedef struct exec_cancel tools_cancel;
 typedef exec_output_cb tools_output_cb;
 #define TOOLS_STDOUT EXEC_STDOUT
 #define TOOLS_STDERR EXEC_STDERR
 #define TOOLS_TICK   EXEC_TICK /* no data: the program is quiet */
 
-static inline tools_cancel *tools_cancel_new(void)
-{
-    return exec_cancel_new();
-}
-
 static inline void tools_cancel_call(tools_cancel *c)
 {
     exec_cancel(c);
-}
-
-static inline void tools_cancel_free(tools_cancel *c)
-{
-    exec_cancel_free(c);
 }
 
 struct languages;
@@ -114,54 +105,44 @@ json_object *tools_error_result(const char *message, const struct tools_features
 int tools_backend_ping(const struct tools_env *env, const char **address, struct err *err);
 
 /* Runs tool t with args (borrowed, may be NULL) in the calling thread:
- * tools_prepare then tools_run. Returns a new CallToolResult: bad
- * arguments and failed runs are results with isError set, never protocol
- * errors. on_output may be NULL. */
+ * tools_prepare then tools_run, with no cancel handle and no live output.
+ * Returns a new CallToolResult: bad arguments and failed runs are results
+ * with isError set, never protocol errors. */
 json_object *tools_call(const struct tools_env *env, const tools_tool *t, json_object *args,
-                        const struct tools_features *f, tools_cancel *cancel,
-                        tools_output_cb on_output, void *on_output_ctx);
+                        const struct tools_features *f);
 
-/* Validated, clamped arguments of a run (exposed for tests). */
+/* A call of a run tool: the tool's part around the run it asks for
+ * (sandbox/run.h), which owns everything the run needs. */
 struct tools_run_args {
-    const char *tool;                      /* static name */
-    const struct langtable_lang *language; /* borrowed from the table */
-    bool typecheck_blocks;                 /* fail_on_type_errors */
-    const char *code;
-    size_t code_len;
-    const char *stdin_data;
-    size_t stdin_len;
-    long long timeout_ms;
-    long long memory_mb;
-    double start_by_ms; /* util_now_ms() time the program must have started by; 0 = none */
-    char *owned;        /* set by tools_prepare: the copy code and stdin_data point into */
-    char *variables;    /* the variables argument as compact JSON (tools/variables.h), or NULL */
-    bool check_only;    /* validate_code: parse, do not run */
-    size_t variables_len;
-    struct files_arg files; /* files in, output_files patterns */
+    const char *tool; /* static name */
     /* The calling session's token for the run store (tools/runstore.h);
      * set by the caller after tools_prepare. */
     char owner[40];
+    struct run run;
 };
 
 /* Returns 0, or -1 with an ERR_INVALID (or ERR_TOO_BIG) message fit to
- * show the caller (ERR_INVALID too for a tool that runs nothing). code and stdin_data point into
- * args; variables is the caller's: release it with tools_run_args_release, whatever the result. */
+ * show the caller (ERR_INVALID too for a tool that runs nothing). The
+ * run's code and stdin_data point into args; what it owns (variables,
+ * files) is the caller's: release it with tools_run_args_release, whatever
+ * the result. The limits and output caps are the operator's, decided here. */
 int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_object *args,
                      struct tools_run_args *out, struct err *err);
 
-/* Validates args (borrowed) in the caller's thread and copies what the run
- * needs out of them, so the run may go to another thread with no json-c
- * object. Returns 0, or -1 with *error_result a CallToolResult (isError)
- * naming the bad argument. Release a prepared call with
- * tools_run_args_release. */
+/* Admits a call: validates args (borrowed) in the caller's thread and
+ * makes its run, with copies of what it needs out of them (so it may go
+ * to another thread with no json-c object) and a cancel handle
+ * (tools_cancel_call(out->run.cancel)). The caller sets the start
+ * deadline and the output sink before tools_run. Returns 0, or -1 with
+ * *error_result a CallToolResult (isError) naming the bad argument.
+ * Release a prepared call with tools_run_args_release. */
 int tools_prepare(const struct tools_env *env, const tools_tool *t, json_object *args,
                   struct tools_run_args *out, json_object **error_result);
 void tools_run_args_release(struct tools_run_args *a);
 
 /* Runs a prepared call; returns a new CallToolResult. */
 json_object *tools_run(const struct tools_env *env, const struct tools_run_args *a,
-                       const struct tools_features *f, tools_cancel *cancel,
-                       tools_output_cb on_output, void *on_output_ctx);
+                       const struct tools_features *f);
 
 /* The result of a call that never ran because every run slot stayed taken
  * (status busy). */

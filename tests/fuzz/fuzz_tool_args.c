@@ -103,47 +103,47 @@ static void check_args(const struct tools_env *e, const char *name, json_object 
         return;
     }
     CHECK(err.msg == NULL);
-    CHECK(a.code != NULL);
-    CHECK((long long)a.code_len <= cfg->max_code_bytes);
-    CHECK(a.stdin_data != NULL || a.stdin_len == 0);
-    CHECK((long long)a.stdin_len <= cfg->max_code_bytes);
-    CHECK(a.timeout_ms >= 1 && a.timeout_ms <= cfg->max_timeout_ms);
-    CHECK(a.memory_mb >= 16 && a.memory_mb <= cfg->max_memory_mb);
+    CHECK(a.run.code != NULL);
+    CHECK((long long)a.run.code_len <= cfg->max_code_bytes);
+    CHECK(a.run.stdin_data != NULL || a.run.stdin_len == 0);
+    CHECK((long long)a.run.stdin_len <= cfg->max_code_bytes);
+    CHECK(a.run.timeout_ms >= 1 && a.run.timeout_ms <= cfg->max_timeout_ms);
+    CHECK(a.run.memory_mb >= 16 && a.run.memory_mb <= cfg->max_memory_mb);
     const struct langtable_lang *py = langtable_find(langs, "python");
     const struct langtable_lang *js = langtable_find(langs, "javascript");
-    CHECK(a.language != NULL);
-    CHECK(langtable_get(langs, a.language->index) == a.language);
+    CHECK(a.run.language != NULL);
+    CHECK(langtable_get(langs, a.run.language->index) == a.run.language);
     if (strcmp(name, "run_python_code") == 0)
-        CHECK(a.language == py);
+        CHECK(a.run.language == py);
     else if (strcmp(name, "run_js_code") == 0)
-        CHECK(a.language == js);
+        CHECK(a.run.language == js);
     else if (strcmp(name, "validate_code") == 0)
-        CHECK(a.language == py || a.language == js);
+        CHECK(a.run.language == py || a.run.language == js);
     /* The language argument, a name or an alias, is the language taken. */
     json_object *given = NULL;
     if (json_object_object_get_ex(args, "language", &given))
-        CHECK(langtable_find(langs, json_object_get_string(given)) == a.language);
-    CHECK(a.check_only == (strcmp(name, "validate_code") == 0));
-    CHECK(!a.typecheck_blocks || strcmp(name, "execute_code") == 0);
-    if (a.variables) {
-        json_object *vars = json_tokener_parse(a.variables);
+        CHECK(langtable_find(langs, json_object_get_string(given)) == a.run.language);
+    CHECK(a.run.check_only == (strcmp(name, "validate_code") == 0));
+    CHECK(!a.run.typecheck_blocks || strcmp(name, "execute_code") == 0);
+    if (a.run.variables) {
+        json_object *vars = json_tokener_parse(a.run.variables);
         CHECK(json_object_is_type(vars, json_type_object));
         json_object_object_foreach(vars, vname, vvalue)
         {
             (void)vvalue;
             const char *why = NULL;
-            CHECK(variables_name_ok(a.language, vname, &why));
+            CHECK(variables_name_ok(a.run.language, vname, &why));
         }
         json_object_put(vars);
     }
-    CHECK((a.variables == NULL) == (a.variables_len == 0));
-    CHECK((long long)a.variables_len <= cfg->max_variables_bytes);
-    if (a.variables) {
+    CHECK((a.run.variables == NULL) == (a.run.variables_len == 0));
+    CHECK((long long)a.run.variables_len <= cfg->max_variables_bytes);
+    if (a.run.variables) {
         struct runner_request req = {.nonce_hex = "0123456789abcdef0123456789abcdef",
-                                     .code = a.code,
-                                     .code_len = a.code_len,
-                                     .variables = a.variables,
-                                     .variables_len = a.variables_len};
+                                     .code = a.run.code,
+                                     .code_len = a.run.code_len,
+                                     .variables = a.run.variables,
+                                     .variables_len = a.run.variables_len};
         struct buf out;
         buf_init(&out, (size_t)-1);
         CHECK(runner_encode_request(&req, &out, &err) == 0);
@@ -151,17 +151,17 @@ static void check_args(const struct tools_env *e, const char *name, json_object 
     }
     /* Files: within the caps, every path normal and allowed, none inside
      * another, contents decodable. */
-    CHECK((long long)a.files.n_files <= cfg->max_files_in);
+    CHECK((long long)a.run.n_files <= cfg->max_files_in);
     long long total = 0;
-    for (size_t i = 0; i < a.files.n_files; i++) {
-        const struct runner_file *f = &a.files.files[i];
+    for (size_t i = 0; i < a.run.n_files; i++) {
+        const struct runner_file *f = &a.run.files[i];
         char *norm = NULL;
         CHECK(workpath_normalize(f->path, strlen(f->path), &norm, NULL) == 0);
         CHECK(strcmp(norm, f->path) == 0);
         free(norm);
         for (size_t j = 0; j < i; j++)
-            CHECK(!workpath_is_prefix(a.files.files[j].path, f->path) &&
-                  !workpath_is_prefix(f->path, a.files.files[j].path));
+            CHECK(!workpath_is_prefix(a.run.files[j].path, f->path) &&
+                  !workpath_is_prefix(f->path, a.run.files[j].path));
         long long n = f->base64 ? codec_base64_decode(f->content, f->content_len, NULL)
                                 : (long long)f->content_len;
         CHECK(n >= 0 && n <= cfg->max_file_in_bytes);
@@ -169,10 +169,10 @@ static void check_args(const struct tools_env *e, const char *name, json_object 
         total += n;
     }
     CHECK(total <= cfg->max_files_in_bytes);
-    for (size_t i = 0; i < a.files.n_patterns; i++) {
+    for (size_t i = 0; i < a.run.n_patterns; i++) {
         char *norm = NULL;
-        CHECK(workpath_pattern(a.files.patterns[i], strlen(a.files.patterns[i]), &norm, NULL) == 0);
-        CHECK(strcmp(norm, a.files.patterns[i]) == 0);
+        CHECK(workpath_pattern(a.run.patterns[i], strlen(a.run.patterns[i]), &norm, NULL) == 0);
+        CHECK(strcmp(norm, a.run.patterns[i]) == 0);
         free(norm);
     }
     tools_run_args_release(&a);
@@ -322,7 +322,7 @@ static void check_version_text(const uint8_t *data, size_t size)
 static void check_list_languages(json_object *args)
 {
     struct tools_features f = {.annotations = true, .structured = true};
-    json_object *r = tools_call(&env, tools_find("list_languages"), args, &f, NULL, NULL, NULL);
+    json_object *r = tools_call(&env, tools_find("list_languages"), args, &f);
     json_object *v = NULL;
     CHECK(json_object_object_get_ex(r, "isError", &v));
     bool failed = json_object_get_boolean(v);

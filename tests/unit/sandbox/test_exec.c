@@ -171,9 +171,9 @@ static void on_output(void *ctx, int stream, const char *data, size_t len)
     (void)added;
 }
 
-static struct exec_request request(const char *code)
+static struct run request(const char *code)
 {
-    return (struct exec_request){
+    return (struct run){
         .language = PY,
         .code = code,
         .code_len = strlen(code),
@@ -224,7 +224,7 @@ static void run_ok(struct rig *g, bool socket)
     struct live live = {.ticks = 0};
     buf_init(&live.out, 1 << 16);
     buf_init(&live.err, 1 << 16);
-    struct exec_request req = request("print('hello')");
+    struct run req = request("print('hello')");
     req.stdin_data = "some input";
     req.stdin_len = 10;
     req.on_output = on_output;
@@ -232,7 +232,7 @@ static void run_ok(struct rig *g, bool socket)
     struct exec_result res;
     exec_result_init(&res);
     struct err err = ERR_INIT;
-    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+    if (exec_run(g->exec, &req, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     assert_int_equal(res.status, EXEC_OK);
     assert_true(res.has_exit_code);
@@ -280,9 +280,9 @@ static void run_ok(struct rig *g, bool socket)
     assert_removed(g, id);
 
     /* JavaScript runs in its own image. */
-    struct exec_request js = request("console.log(1)");
+    struct run js = request("console.log(1)");
     js.language = JS;
-    if (exec_run(g->exec, &js, NULL, &res, &err) < 0)
+    if (exec_run(g->exec, &js, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     assert_int_equal(res.status, EXEC_OK);
     last_container(g, id);
@@ -316,12 +316,12 @@ static void test_socket_unreachable_falls_back(void **state)
     struct fake_program p = {.out = "1\n", .out_len = 2, .no_connect = true};
     fake_engine_set_program(g->fe, &p);
     rig_open(g, false);
-    struct exec_request req = request("print(1)");
+    struct run req = request("print(1)");
     struct exec_result res;
     exec_result_init(&res);
     struct err err = ERR_INIT;
     for (int k = 0; k < 2; k++) {
-        if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+        if (exec_run(g->exec, &req, &res, &err) < 0)
             fail_msg("exec_run: %s", err_msg(&err));
         assert_int_equal(res.status, EXEC_OK);
         assert_string_equal(buf_cstr(&res.out), "1\n");
@@ -344,10 +344,10 @@ static void test_socket_dir_unsafe(void **state)
     struct fake_program p = {.out = "1\n", .out_len = 2};
     fake_engine_set_program(g->fe, &p);
     rig_open(g, false);
-    struct exec_request req = request("print(1)");
+    struct run req = request("print(1)");
     struct exec_result res;
     exec_result_init(&res);
-    assert_int_equal(exec_run(g->exec, &req, NULL, &res, NULL), 0);
+    assert_int_equal(exec_run(g->exec, &req, &res, NULL), 0);
     assert_int_equal(res.status, EXEC_OK);
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, NULL), 1);
     assert_last_removed(g);
@@ -362,10 +362,10 @@ static void test_gvisor_attaches(void **state)
     g->cfg.python_runtime = strdup("runsc");
     reconfigure(g);
     rig_open(g, false);
-    struct exec_request req = request("print(1)");
+    struct run req = request("print(1)");
     struct exec_result res;
     exec_result_init(&res);
-    assert_int_equal(exec_run(g->exec, &req, NULL, &res, NULL), 0);
+    assert_int_equal(exec_run(g->exec, &req, &res, NULL), 0);
     assert_int_equal(res.status, EXEC_OK);
     struct fake_request create;
     assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
@@ -386,11 +386,11 @@ static void test_language_environment(void **state)
     for (size_t i = 0; i < 2; i++) {
         struct fake_program p = {.out = "1\n", .out_len = 2};
         fake_engine_set_program(g->fe, &p);
-        struct exec_request req = request("1");
+        struct run req = request("1");
         req.language = langs[i];
         struct exec_result res;
         exec_result_init(&res);
-        assert_int_equal(exec_run(g->exec, &req, NULL, &res, NULL), 0);
+        assert_int_equal(exec_run(g->exec, &req, &res, NULL), 0);
         assert_int_equal(res.status, EXEC_OK);
         struct fake_request create;
         assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
@@ -413,12 +413,12 @@ static void test_timeout(void **state)
     struct fake_program p = {.out = "tick\n", .out_len = 5, .run_ms = FAKE_RUN_FOREVER};
     fake_engine_set_program(g->fe, &p);
     rig_open(g, false);
-    struct exec_request req = request("while True: pass");
+    struct run req = request("while True: pass");
     req.timeout_ms = 200;
     struct exec_result res;
     exec_result_init(&res);
     struct err err = ERR_INIT;
-    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), 0);
+    assert_int_equal(exec_run(g->exec, &req, &res, &err), 0);
     assert_int_equal(res.status, EXEC_TIMEOUT);
     assert_false(res.has_exit_code);
     assert_contains(res.message, "200 ms (timeout)");
@@ -438,7 +438,7 @@ static void test_timeout(void **state)
 
 struct bg_run {
     struct rig *g;
-    struct exec_request req;
+    struct run req;
     struct exec_cancel *cancel;
     struct exec_result res;
     struct err err;
@@ -450,7 +450,8 @@ struct bg_run {
 static void *bg_main(void *arg)
 {
     struct bg_run *b = arg;
-    b->rc = exec_run(b->g->exec, &b->req, b->cancel, &b->res, &b->err);
+    b->req.cancel = b->cancel;
+    b->rc = exec_run(b->g->exec, &b->req, &b->res, &b->err);
     return NULL;
 }
 
@@ -488,11 +489,12 @@ static void test_cancel_before_run(void **state)
     rig_open(g, false);
     struct exec_cancel *c = exec_cancel_new();
     exec_cancel(c);
-    struct exec_request req = request("print(1)");
+    struct run req = request("print(1)");
     struct exec_result res;
     exec_result_init(&res);
     struct err err = ERR_INIT;
-    assert_int_equal(exec_run(g->exec, &req, c, &res, &err), 0);
+    req.cancel = c;
+    assert_int_equal(exec_run(g->exec, &req, &res, &err), 0);
     assert_int_equal(res.status, EXEC_CANCELLED);
     char id[FAKE_ID_MAX + 1];
     last_container(g, id);
@@ -517,11 +519,11 @@ static void test_output_limit(void **state)
     fake_engine_set_program(g->fe, &p);
     g->cfg.max_output_bytes = 1000;
     rig_open(g, false);
-    struct exec_request req = request("print('o' * 600)");
+    struct run req = request("print('o' * 600)");
     struct exec_result res;
     exec_result_init(&res);
     struct err err = ERR_INIT;
-    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), 0);
+    assert_int_equal(exec_run(g->exec, &req, &res, &err), 0);
     assert_int_equal(res.status, EXEC_OUTPUT_LIMIT);
     assert_true(res.truncated);
     assert_int_equal(res.out.len, 600);
@@ -546,9 +548,9 @@ static enum exec_status run_program(struct rig *g, const struct fake_program *p,
     fake_engine_set_program(g->fe, p);
     if (!g->exec)
         rig_open(g, probe);
-    struct exec_request req = request("x = 'a' * 10**10");
+    struct run req = request("x = 'a' * 10**10");
     struct err err = ERR_INIT;
-    int rc = exec_run(g->exec, &req, NULL, res, &err);
+    int rc = exec_run(g->exec, &req, res, &err);
     assert_int_equal(rc, res->status == EXEC_ERROR ? -1 : 0);
     err_clear(&err);
     assert_last_removed(g);
@@ -648,12 +650,12 @@ static void test_secrets(void **state)
     struct live live = {.ticks = 0};
     buf_init(&live.out, 1 << 16);
     buf_init(&live.err, 1 << 16);
-    struct exec_request req = request("print(1)");
+    struct run req = request("print(1)");
     req.on_output = on_output;
     req.on_output_ctx = &live;
     struct exec_result res;
     exec_result_init(&res);
-    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+    if (exec_run(g->exec, &req, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     assert_string_equal(buf_cstr(&res.out), "token: [REDACTED:API_TOKEN]\n");
     assert_string_equal(buf_cstr(&res.err), "[REDACTED:API_TOKEN]\n");
@@ -708,12 +710,12 @@ static void test_forged_record(void **state)
     struct live live = {.ticks = 0};
     buf_init(&live.out, 1 << 16);
     buf_init(&live.err, 1 << 16);
-    struct exec_request req = request("print(1)");
+    struct run req = request("print(1)");
     req.on_output = on_output;
     req.on_output_ctx = &live;
     struct exec_result res;
     exec_result_init(&res);
-    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
+    assert_int_equal(exec_run(g->exec, &req, &res, &err), -1);
     assert_int_equal(res.status, EXEC_ERROR);
     assert_string_equal(res.message, err_msg(&err));
     assert_string_equal(res.message,
@@ -791,11 +793,11 @@ static void test_runtime_on_podman(void **state)
     reconfigure(g);
     fake_engine_set_version(g->fe, PODMAN_VERSION);
     rig_open(g, false);
-    struct exec_request req = request("print(1)");
+    struct run req = request("print(1)");
     struct exec_result res;
     exec_result_init(&res);
     struct err err = ERR_INIT;
-    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
+    assert_int_equal(exec_run(g->exec, &req, &res, &err), -1);
     assert_int_equal(err.code, ERR_INVALID);
     assert_int_equal(res.status, EXEC_ERROR);
     assert_contains(res.message, "runtime 'runsc'");
@@ -805,7 +807,7 @@ static void test_runtime_on_podman(void **state)
     struct fake_program p = {.out = "1\n", .out_len = 2};
     fake_engine_set_program(g->fe, &p);
     req.language = JS;
-    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), 0);
+    assert_int_equal(exec_run(g->exec, &req, &res, &err), 0);
     assert_int_equal(res.status, EXEC_OK);
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_CREATE, NULL), 1);
     exec_result_free(&res);
@@ -818,9 +820,9 @@ static void test_runtime_on_podman(void **state)
 static int run_faulty(struct rig *g, struct exec_result *res, struct err *err)
 {
     rig_open(g, false);
-    struct exec_request req = request("print(1)");
+    struct run req = request("print(1)");
     exec_result_init(res);
-    return exec_run(g->exec, &req, NULL, res, err);
+    return exec_run(g->exec, &req, res, err);
 }
 
 static void test_create_fails(void **state)
@@ -843,8 +845,8 @@ static void test_create_fails(void **state)
 
     /* A missing image is named, with how to build it. */
     fake_engine_fault(g->fe, FAKE_OP_CREATE, 404, "{\"message\":\"No such image\"}", 1);
-    struct exec_request req = request("print(1)");
-    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
+    struct run req = request("print(1)");
+    assert_int_equal(exec_run(g->exec, &req, &res, &err), -1);
     assert_int_equal(err.code, ERR_NOT_FOUND);
     assert_contains(res.message, "mcp-sandboxd-python:latest");
     assert_contains(res.message, "make images");
@@ -939,12 +941,12 @@ static void test_stalled_start(void **state)
     struct rig *g = *state;
     fake_engine_fault(g->fe, FAKE_OP_START, FAKE_STALL, NULL, 1);
     rig_open(g, false);
-    struct exec_request req = request("print(1)");
+    struct run req = request("print(1)");
     req.start_by_ms = util_now_ms() + 1000;
     struct exec_result res;
     exec_result_init(&res);
     struct err err = ERR_INIT;
-    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
+    assert_int_equal(exec_run(g->exec, &req, &res, &err), -1);
     assert_int_equal(err.code, ERR_TIMEOUT);
     assert_int_equal(res.status, EXEC_TIMEOUT);
     assert_false(res.has_exit_code);
@@ -1046,10 +1048,10 @@ static void test_error_without_err(void **state)
     struct rig *g = *state;
     fake_engine_fault(g->fe, FAKE_OP_START, 500, NULL, 1);
     rig_open(g, false);
-    struct exec_request req = request("print(1)");
+    struct run req = request("print(1)");
     struct exec_result res;
     exec_result_init(&res);
-    assert_int_equal(exec_run(g->exec, &req, NULL, &res, NULL), -1);
+    assert_int_equal(exec_run(g->exec, &req, &res, NULL), -1);
     assert_int_equal(res.status, EXEC_ERROR);
     assert_contains(res.message, "injected start failure");
     assert_last_removed(g);
@@ -1224,12 +1226,12 @@ static void test_generic_compile_error(void **state)
            "\"compile_error\":{\"exit_code\":1,\"timed_out\":false}}");
     rig_open(g, false);
     const struct langtable_lang *c = test_lang(g->langs, "c");
-    struct exec_request req = request("int main(void) { return 0 }");
+    struct run req = request("int main(void) { return 0 }");
     req.language = c;
     struct exec_result res;
     exec_result_init(&res);
     struct err err = ERR_INIT;
-    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+    if (exec_run(g->exec, &req, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     assert_int_equal(res.status, EXEC_COMPILE_ERROR);
     assert_string_equal(exec_status_name(res.status), "compile_error");
@@ -1265,7 +1267,7 @@ static void test_generic_compile_error(void **state)
     req.language = cpp;
     exec_result_free(&res);
     exec_result_init(&res);
-    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+    if (exec_run(g->exec, &req, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     assert_int_equal(res.status, EXEC_COMPILE_ERROR);
     assert_int_equal(res.exit_code, 137);
@@ -1292,12 +1294,12 @@ static void test_generic_typecheck_and_run(void **state)
            "{\"exit_code\":0,\"memory_error\":false}");
     rig_open(g, false);
     const struct langtable_lang *ts = test_lang(g->langs, "ts");
-    struct exec_request req = request("const x: number = 'a'; console.log(x)");
+    struct run req = request("const x: number = 'a'; console.log(x)");
     req.language = ts;
     struct exec_result res;
     exec_result_init(&res);
     struct err err = ERR_INIT;
-    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+    if (exec_run(g->exec, &req, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     /* Shown, not blocking: the run went on. */
     assert_int_equal(res.status, EXEC_OK);
@@ -1321,7 +1323,7 @@ static void test_generic_typecheck_and_run(void **state)
     req.typecheck_blocks = true;
     exec_result_free(&res);
     exec_result_init(&res);
-    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+    if (exec_run(g->exec, &req, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     assert_int_equal(res.status, EXEC_COMPILE_ERROR);
     assert_int_equal(res.exit_code, 2);
@@ -1337,7 +1339,7 @@ static void test_generic_typecheck_and_run(void **state)
     req.language = bash;
     exec_result_free(&res);
     exec_result_init(&res);
-    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+    if (exec_run(g->exec, &req, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     assert_int_equal(res.status, EXEC_OK);
     assert_int_equal(res.exit_code, 3);
@@ -1363,7 +1365,7 @@ static void test_generic_typecheck_and_run(void **state)
     req.version_probe = true;
     exec_result_free(&res);
     exec_result_init(&res);
-    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+    if (exec_run(g->exec, &req, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     assert_int_equal(res.status, EXEC_OK);
     rq = script_request();
@@ -1378,7 +1380,7 @@ static void test_generic_typecheck_and_run(void **state)
     req = request("print(1)");
     exec_result_free(&res);
     exec_result_init(&res);
-    if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+    if (exec_run(g->exec, &req, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     assert_int_equal(res.status, EXEC_OK);
     rq = script_request();
@@ -1398,12 +1400,12 @@ static void test_generic_bad_compile_error(void **state)
     script(g, NULL,
            "{\"exit_code\":1,\"memory_error\":false,\"compile_error\":{\"exit_code\":\"1\"}}");
     rig_open(g, false);
-    struct exec_request req = request("int x");
+    struct run req = request("int x");
     req.language = test_lang(g->langs, "c");
     struct exec_result res;
     exec_result_init(&res);
     struct err err = ERR_INIT;
-    assert_int_equal(exec_run(g->exec, &req, NULL, &res, &err), -1);
+    assert_int_equal(exec_run(g->exec, &req, &res, &err), -1);
     assert_int_equal(err.code, ERR_PROTOCOL);
     assert_int_equal(res.status, EXEC_ERROR);
     assert_contains(res.message, "malformed compile_error");
@@ -1501,12 +1503,12 @@ static void test_network_per_language(void **state)
         {test_lang(g->langs, "ruby"), "\"NetworkMode\":\"none\""},
     };
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
-        struct exec_request req = request("print(1)");
+        struct run req = request("print(1)");
         req.language = cases[i].lang;
         struct exec_result res;
         exec_result_init(&res);
         struct err err = ERR_INIT;
-        if (exec_run(g->exec, &req, NULL, &res, &err) < 0)
+        if (exec_run(g->exec, &req, &res, &err) < 0)
             fail_msg("exec_run: %s", err_msg(&err));
         struct fake_request create;
         assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));

@@ -134,10 +134,9 @@ static int teardown(void **state)
     return 0;
 }
 
-static struct exec_request request(const struct langtable_lang *lang, const char *code,
-                                   long long mb)
+static struct run request(const struct langtable_lang *lang, const char *code, long long mb)
 {
-    return (struct exec_request){
+    return (struct run){
         .language = lang,
         .code = code,
         .code_len = strlen(code),
@@ -146,12 +145,12 @@ static struct exec_request request(const struct langtable_lang *lang, const char
     };
 }
 
-static void run_ok(struct rig *g, const struct exec_request *req, const char *want_out)
+static void run_ok(struct rig *g, const struct run *req, const char *want_out)
 {
     struct exec_result res;
     exec_result_init(&res);
     struct err err = ERR_INIT;
-    if (exec_run(g->exec, req, NULL, &res, &err) < 0)
+    if (exec_run(g->exec, req, &res, &err) < 0)
         fail_msg("exec_run: %s", err_msg(&err));
     assert_int_equal(res.status, EXEC_OK);
     assert_int_equal(res.exit_code, 0);
@@ -267,7 +266,7 @@ static void test_warm_run_single_use(void **state)
     waiting_id(g, warm);
     int creates = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
 
-    struct exec_request req = request(PY, "print('hi')", g->cfg.memory_mb);
+    struct run req = request(PY, "print('hi')", g->cfg.memory_mb);
     run_ok(g, &req, "hi\n");
     char used[FAKE_ID_MAX + 1];
     container_of(g, "print('hi')", used);
@@ -342,7 +341,7 @@ static void test_other_limits_on_demand(void **state)
     fake_engine_set_program(g->fe, &p);
     rig_open(g);
     wait_ready(g, PY, 1);
-    struct exec_request req = request(PY, "bigger", g->cfg.memory_mb * 2);
+    struct run req = request(PY, "bigger", g->cfg.memory_mb * 2);
     run_ok(g, &req, "big\n");
     char used[FAKE_ID_MAX + 1];
     container_of(g, "bigger", used);
@@ -395,7 +394,7 @@ static void test_killed_waiting_replaced(void **state)
     wait_ready(g, PY, 1);
     assert_true(stats(g, PY).replaced >= 1);
 
-    struct exec_request req = request(PY, "after kill", g->cfg.memory_mb);
+    struct run req = request(PY, "after kill", g->cfg.memory_mb);
     run_ok(g, &req, "ok\n");
     char used[FAKE_ID_MAX + 1];
     container_of(g, "after kill", used);
@@ -429,7 +428,7 @@ static void test_killed_just_before_take(void **state)
     assert_int_equal(nv, 2);
     struct err err = ERR_INIT;
     assert_int_equal(backend_kill(g->backend, victims[0], &err), 0);
-    struct exec_request req = request(PY, "racing", g->cfg.memory_mb);
+    struct run req = request(PY, "racing", g->cfg.memory_mb);
     run_ok(g, &req, "ok\n");
     char used[FAKE_ID_MAX + 1];
     container_of(g, "racing", used);
@@ -462,7 +461,7 @@ static void test_dies_before_go_retried(void **state)
     assert_true(doomed[0] != '\0');
     struct fake_program fine = {.out = "fine\n", .out_len = 5};
     fake_engine_set_program(g->fe, &fine);
-    struct exec_request req = request(PY, "once", g->cfg.memory_mb);
+    struct run req = request(PY, "once", g->cfg.memory_mb);
     run_ok(g, &req, "fine\n");
     struct fake_container_info info;
     assert_true(fake_engine_info(g->fe, doomed, &info));
@@ -522,7 +521,7 @@ static void test_cannot_fill_runs_on_demand(void **state)
     assert_non_null(strstr(st.last_error, "no warm runners today"));
     assert_int_equal(st.ready, 0);
 
-    struct exec_request req = request(PY, "cold run", g->cfg.memory_mb);
+    struct run req = request(PY, "cold run", g->cfg.memory_mb);
     run_ok(g, &req, "cold\n");
     char used[FAKE_ID_MAX + 1];
     container_of(g, "cold run", used);
@@ -546,7 +545,7 @@ static void test_pressure_refills_lean(void **state)
     rig_open(g);
     for (int i = 0; i < GUARD / 5 && stats(g, PY).failed == 0; i++)
         usleep(5000);
-    struct exec_request req = request(PY, "missed", g->cfg.memory_mb);
+    struct run req = request(PY, "missed", g->cfg.memory_mb);
     run_ok(g, &req, "");
     assert_true(stats(g, PY).misses == 1);
     wait_ready(g, PY, 1);
@@ -573,7 +572,7 @@ static void test_pressure_refills_lean(void **state)
 
 struct bg_run {
     struct rig *g;
-    struct exec_request req;
+    struct run req;
     struct exec_cancel *cancel;
     struct exec_result res;
     int rc;
@@ -584,7 +583,8 @@ static void *bg_main(void *arg)
 {
     struct bg_run *b = arg;
     struct err err = ERR_INIT;
-    b->rc = exec_run(b->g->exec, &b->req, b->cancel, &b->res, &err);
+    b->req.cancel = b->cancel;
+    b->rc = exec_run(b->g->exec, &b->req, &b->res, &err);
     err_clear(&err);
     return NULL;
 }
@@ -744,12 +744,12 @@ static void *stress_runner(void *arg)
         char code[64];
         snprintf(code, sizeof(code), "stress %d %d", st->index, i);
         const struct langtable_lang *lang = (i + st->index) % 2 ? JS : PY;
-        struct exec_request req = request(lang, code, g->cfg.memory_mb);
+        struct run req = request(lang, code, g->cfg.memory_mb);
         struct exec_result res;
         exec_result_init(&res);
         struct err err = ERR_INIT;
-        if (exec_run(g->exec, &req, NULL, &res, &err) < 0 || res.status != EXEC_OK ||
-            res.out.len != 3 || memcmp(res.out.data, "ok\n", 3) != 0) {
+        if (exec_run(g->exec, &req, &res, &err) < 0 || res.status != EXEC_OK || res.out.len != 3 ||
+            memcmp(res.out.data, "ok\n", 3) != 0) {
             /* Said here: the assertion below only counts. */
             fprintf(stderr, "stress run %d/%d: status %s, %zu bytes out: %s\n", st->index, i,
                     exec_status_name(res.status), res.out.len,
@@ -818,7 +818,7 @@ static void test_concurrent_runs_and_kills(void **state)
 
 struct held_run {
     struct rig *g;
-    struct exec_request req;
+    struct run req;
     struct exec_cancel *cancel;
     pthread_t th;
 };
@@ -828,7 +828,8 @@ static void *held_run_main(void *arg)
     struct held_run *h = arg;
     struct exec_result res;
     exec_result_init(&res);
-    exec_run(h->g->exec, &h->req, h->cancel, &res, NULL);
+    h->req.cancel = h->cancel;
+    exec_run(h->g->exec, &h->req, &res, NULL);
     exec_result_free(&res);
     return NULL;
 }
@@ -917,7 +918,7 @@ static void test_size_zero(void **state)
     rig_open(g);
     struct exec_pool_stats st;
     assert_false(exec_pool_stats(g->exec, PY, &st));
-    struct exec_request req = request(JS, "console.log('x')", g->cfg.memory_mb);
+    struct run req = request(JS, "console.log('x')", g->cfg.memory_mb);
     run_ok(g, &req, "x\n");
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_CREATE, NULL), 1);
     char used[FAKE_ID_MAX + 1];
@@ -951,7 +952,7 @@ static void test_per_language_sizes(void **state)
     assert_int_equal(st.ready, 0);
     assert_int_equal(stats(g, PY).size, 1);
 
-    struct exec_request js = request(JS, "console.log('x')", g->cfg.memory_mb);
+    struct run js = request(JS, "console.log('x')", g->cfg.memory_mb);
     run_ok(g, &js, "x\n");
     char used[FAKE_ID_MAX + 1];
     container_of(g, "console.log('x')", used);
@@ -963,7 +964,7 @@ static void test_per_language_sizes(void **state)
     st = stats(g, JS);
     assert_true(st.hits == 0);
 
-    struct exec_request py = request(PY, "print('x')", g->cfg.memory_mb);
+    struct run py = request(PY, "print('x')", g->cfg.memory_mb);
     run_ok(g, &py, "x\n");
     container_of(g, "print('x')", used);
     assert_true(fake_engine_info(g->fe, used, &info));

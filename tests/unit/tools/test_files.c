@@ -23,14 +23,15 @@ static void check_arg_error(const struct config *cfg, const char *args, enum err
                             const char *mention)
 {
     json_object *a = parse(args);
-    struct files_arg fa;
+    struct run fa;
+    run_init(&fa);
     struct err err = ERR_INIT;
     assert_int_equal(files_arg_parse(cfg, a, &fa, &err), -1);
     assert_int_equal(err.code, code);
     if (!strstr(err_msg(&err), mention))
         fail_msg("%s: '%s' does not mention '%s'", args, err_msg(&err), mention);
     assert_int_equal(fa.n_files, 0);
-    assert_null(fa.owned);
+    assert_null(fa.file_data);
     err_clear(&err);
     json_object_put(a);
 }
@@ -43,7 +44,8 @@ static void test_arg(void **state)
     json_object *a = parse("{\"files\": [{\"path\": \"./d//in.csv\", \"content\": \"a,b\"},"
                            "{\"path\": \"raw\", \"content\": \"AP8=\", \"encoding\": \"base64\"}],"
                            "\"output_files\": [\"**/*.png\", \"./r.md\"]}");
-    struct files_arg fa;
+    struct run fa;
+    run_init(&fa);
     struct err err = ERR_INIT;
     assert_int_equal(files_arg_parse(&cfg, a, &fa, &err), 0);
     json_object_put(a); /* copies: nothing points into the request */
@@ -55,13 +57,13 @@ static void test_arg(void **state)
     assert_true(fa.files[1].base64);
     assert_int_equal(fa.n_patterns, 2);
     assert_string_equal(fa.patterns[1], "r.md");
-    files_arg_free(&fa);
+    run_free(&fa);
 
     /* Neither argument: nothing. */
     a = parse("{}");
     assert_int_equal(files_arg_parse(&cfg, a, &fa, &err), 0);
     assert_int_equal(fa.n_files + fa.n_patterns, 0);
-    files_arg_free(&fa);
+    run_free(&fa);
     json_object_put(a);
     config_free(&cfg);
 }
@@ -103,9 +105,10 @@ static void test_arg_refused(void **state)
     cfg.max_file_in_bytes = 6;
     json_object *a =
         parse("{\"files\":[{\"path\":\"a\",\"content\":\"AAAAAAAA\",\"encoding\":\"base64\"}]}");
-    struct files_arg fa;
+    struct run fa;
+    run_init(&fa);
     assert_int_equal(files_arg_parse(&cfg, a, &fa, NULL), 0);
-    files_arg_free(&fa);
+    run_free(&fa);
     json_object_put(a);
     config_free(&cfg);
 }

@@ -83,13 +83,13 @@ static void test_fixed_language_tools(void **state)
     struct tools_run_args a;
     struct err err = ERR_INIT;
     assert_int_equal(parse("run_python_code", "{\"code\":\"print(1)\"}", &a, &err), 0);
-    assert_ptr_equal(a.language, PY);
-    assert_int_equal(a.code_len, 8);
-    assert_int_equal(a.timeout_ms, cfg.timeout_ms);
-    assert_int_equal(a.memory_mb, cfg.memory_mb);
-    assert_null(a.stdin_data);
+    assert_ptr_equal(a.run.language, PY);
+    assert_int_equal(a.run.code_len, 8);
+    assert_int_equal(a.run.timeout_ms, cfg.timeout_ms);
+    assert_int_equal(a.run.memory_mb, cfg.memory_mb);
+    assert_null(a.run.stdin_data);
     assert_int_equal(parse("run_js_code", "{\"code\":\"\"}", &a, &err), 0);
-    assert_ptr_equal(a.language, JS);
+    assert_ptr_equal(a.run.language, JS);
     expect_invalid("run_python_code", NULL, "missing required argument 'code'");
     expect_invalid("run_python_code", "{}", "missing required argument 'code'");
     expect_invalid("run_python_code", "{\"code\":1}", "must be a string");
@@ -109,23 +109,23 @@ static void test_execute_code(void **state)
                            "\"timeout_ms\":5000,\"memory_mb\":64}",
                            &a, &err),
                      0);
-    assert_ptr_equal(a.language, JS);
-    assert_int_equal(a.stdin_len, 2);
-    assert_int_equal(a.timeout_ms, 5000);
-    assert_int_equal(a.memory_mb, 64);
+    assert_ptr_equal(a.run.language, JS);
+    assert_int_equal(a.run.stdin_len, 2);
+    assert_int_equal(a.run.timeout_ms, 5000);
+    assert_int_equal(a.run.memory_mb, 64);
     /* Callers never raise limits past the operator's maximums. */
     assert_int_equal(parse("execute_code",
                            "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":1e9,"
                            "\"memory_mb\":1000000}",
                            &a, &err),
                      0);
-    assert_int_equal(a.timeout_ms, 60000);
-    assert_int_equal(a.memory_mb, 1024);
+    assert_int_equal(a.run.timeout_ms, 60000);
+    assert_int_equal(a.run.memory_mb, 1024);
     assert_int_equal(parse("execute_code",
                            "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":2000.0}", &a,
                            &err),
                      0);
-    assert_int_equal(a.timeout_ms, 2000);
+    assert_int_equal(a.run.timeout_ms, 2000);
     expect_invalid("execute_code", "{\"code\":\"x\"}", "'language'");
     expect_invalid("execute_code", "{\"language\":\"cobol\",\"code\":\"x\"}", "\"cobol\"");
     expect_invalid("execute_code", "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":0}",
@@ -152,11 +152,11 @@ static void test_variables_argument(void **state)
     struct err err = ERR_INIT;
     assert_int_equal(
         parse("run_python_code", "{\"code\":\"x\",\"variables\":{\"n\":[1,{}]}}", &a, &err), 0);
-    assert_string_equal(a.variables, "{\"n\":[1,{}]}");
-    assert_int_equal(a.variables_len, strlen(a.variables));
+    assert_string_equal(a.run.variables, "{\"n\":[1,{}]}");
+    assert_int_equal(a.run.variables_len, strlen(a.run.variables));
     tools_run_args_release(&a);
     assert_int_equal(parse("run_js_code", "{\"code\":\"x\",\"variables\":null}", &a, &err), 0);
-    assert_null(a.variables);
+    assert_null(a.run.variables);
     tools_run_args_release(&a);
     /* os is Python's, not JavaScript's. */
     assert_int_equal(parse("execute_code",
@@ -208,14 +208,52 @@ static void test_null_arguments(void **state)
                            "\"timeout_ms\":null,\"memory_mb\":null}",
                            &a, &err),
                      0);
-    assert_null(a.stdin_data);
-    assert_int_equal(a.timeout_ms, cfg.timeout_ms);
-    assert_int_equal(a.memory_mb, cfg.memory_mb);
+    assert_null(a.run.stdin_data);
+    assert_int_equal(a.run.timeout_ms, cfg.timeout_ms);
+    assert_int_equal(a.run.memory_mb, cfg.memory_mb);
     expect_invalid("run_python_code", "{\"code\":null}", "missing required argument 'code'");
     expect_invalid("execute_code", "{\"language\":null,\"code\":\"x\"}",
                    "missing required argument 'language'");
     expect_invalid("run_python_code", "{\"code\":\"x\",\"stdin\":null}",
                    "unknown argument 'stdin'");
+}
+
+/* Admission makes the whole run: copies out of the request, the
+ * operator's output caps, a cancel handle; the caller adds the rest. */
+static void test_prepare_makes_the_run(void **state)
+{
+    (void)state;
+    json_object *args =
+        json_tokener_parse("{\"language\":\"python\",\"code\":\"print(1)\",\"stdin\":\"in\","
+                           "\"output_files\":[\"*.txt\"]}");
+    struct tools_run_args a;
+    json_object *bad = NULL;
+    assert_int_equal(tools_prepare(&ENV, tools_find("execute_code"), args, &a, &bad), 0);
+    assert_null(bad);
+    json_object_put(args); /* the run holds copies */
+    const struct run *run = &a.run;
+    assert_string_equal(run->code, "print(1)");
+    assert_string_equal(run->stdin_data, "in");
+    assert_non_null(run->cancel);
+    assert_null(run->on_output);
+    assert_true(run->returns);
+    assert_ptr_equal(run_outputs(run), &run->outputs);
+    const struct runner_outputs *o = &run->outputs;
+    assert_int_equal(o->n_patterns, 1);
+    assert_string_equal(o->patterns[0], "*.txt");
+    assert_int_equal(o->max_files, cfg.max_files_out);
+    assert_int_equal(o->max_file_bytes, cfg.max_file_out_bytes);
+    assert_int_equal(o->max_total_bytes, cfg.max_files_out_bytes);
+    assert_int_equal(o->max_plots, cfg.max_plots);
+    assert_int_equal(o->max_plot_bytes, cfg.max_plot_bytes);
+    tools_run_args_release(&a);
+    assert_null(a.run.cancel);
+
+    args = json_tokener_parse("{\"language\":\"python\",\"code\":\"x\"}");
+    assert_int_equal(tools_prepare(&ENV, tools_find("validate_code"), args, &a, &bad), 0);
+    json_object_put(args);
+    assert_null(run_outputs(&a.run)); /* a check returns no files */
+    tools_run_args_release(&a);
 }
 
 static json_object *get(json_object *o, const char *key)
@@ -357,7 +395,7 @@ static void test_result_matches_output_schema(void **state)
             fail_msg("language %s: %s", l->name, err_msg(&err));
         json_object_put(r);
     }
-    struct tools_run_args a = {.language = PY};
+    struct tools_run_args a = {.run = {.language = PY}};
     json_object *r = tools_busy_result(&a, &modern, "every run slot is taken", 12.5);
     if (schema_validate(schema, get(r, "structuredContent"), 0, &err) < 0)
         fail_msg("busy: %s", err_msg(&err));
@@ -392,7 +430,7 @@ static void test_schema_and_code_agree(void **state)
         struct tools_run_args a;
         if (parse("execute_code", args, &a, &err) < 0)
             fail_msg("%s: %s", lang, err_msg(&err));
-        assert_ptr_equal(a.language, langtable_find(langs, lang));
+        assert_ptr_equal(a.run.language, langtable_find(langs, lang));
         tools_run_args_release(&a);
         free(args);
     }
@@ -461,7 +499,7 @@ static void test_list_language_enum(void **state)
     err_clear(&err);
     assert_int_equal(
         parse_in(&env, "execute_code", "{\"language\":\"sh\",\"code\":\"x\"}", &a, &err), 0);
-    assert_string_equal(a.language->name, "bash");
+    assert_string_equal(a.run.language->name, "bash");
     tools_run_args_release(&a);
     tools_env_cleanup(&env);
     config_free(&sub);
@@ -520,7 +558,7 @@ static void test_tools_by_runner(void **state)
     struct tools_run_args a;
     assert_int_equal(
         parse_table(t, "validate_code", "{\"language\":\"py2\",\"code\":\"x\"}", &a, &err), 0);
-    assert_ptr_equal(a.language, py2);
+    assert_ptr_equal(a.run.language, py2);
     tools_run_args_release(&a);
     assert_int_equal(parse_table(t, "run_python_code", "{\"code\":\"x\"}", &a, &err), -1);
     assert_non_null(strstr(err_msg(&err), "run_python_code needs the python runner, and this "
@@ -572,10 +610,10 @@ static void test_execute_code_languages(void **state)
         char *args = xasprintf("{\"language\":\"%s\",\"code\":\"x\"}", pairs[i][0]);
         if (parse("execute_code", args, &a, &err) < 0)
             fail_msg("%s: %s", pairs[i][0], err_msg(&err));
-        assert_ptr_equal(a.language, test_lang(langs, pairs[i][1]));
-        assert_string_equal(a.language->name, pairs[i][1]);
-        assert_false(a.typecheck_blocks);
-        assert_false(a.check_only);
+        assert_ptr_equal(a.run.language, test_lang(langs, pairs[i][1]));
+        assert_string_equal(a.run.language->name, pairs[i][1]);
+        assert_false(a.run.typecheck_blocks);
+        assert_false(a.run.check_only);
         tools_run_args_release(&a);
         free(args);
     }
@@ -595,21 +633,21 @@ static void test_execute_code_languages(void **state)
                            "{\"language\":\"ts\",\"code\":\"x\",\"fail_on_type_errors\":true}", &a,
                            &err),
                      0);
-    assert_true(a.typecheck_blocks);
-    assert_string_equal(a.language->name, "typescript");
+    assert_true(a.run.typecheck_blocks);
+    assert_string_equal(a.run.language->name, "typescript");
     tools_run_args_release(&a);
     assert_int_equal(parse("execute_code",
                            "{\"language\":\"typescript\",\"code\":\"x\","
                            "\"fail_on_type_errors\":false}",
                            &a, &err),
                      0);
-    assert_false(a.typecheck_blocks);
+    assert_false(a.run.typecheck_blocks);
     tools_run_args_release(&a);
     assert_int_equal(parse("execute_code",
                            "{\"language\":\"ts\",\"code\":\"x\",\"fail_on_type_errors\":null}", &a,
                            &err),
                      0);
-    assert_false(a.typecheck_blocks);
+    assert_false(a.run.typecheck_blocks);
     tools_run_args_release(&a);
     expect_invalid("execute_code", "{\"language\":\"ts\",\"code\":\"x\",\"fail_on_type_errors\":1}",
                    "boolean");
@@ -623,7 +661,7 @@ static void test_execute_code_languages(void **state)
                            "{\"language\":\"sh\",\"code\":\"x\",\"variables\":{\"MY_VAR\":1}}", &a,
                            &err),
                      0);
-    assert_string_equal(a.variables, "{\"MY_VAR\":1}");
+    assert_string_equal(a.run.variables, "{\"MY_VAR\":1}");
     tools_run_args_release(&a);
     expect_invalid("execute_code",
                    "{\"language\":\"c\",\"code\":\"x\",\"variables\":{\"LD_PRELOAD\":\"x\"}}",
@@ -708,15 +746,15 @@ static void test_validate_code_arguments(void **state)
     assert_int_equal(
         parse("validate_code", "{\"language\":\"javascript\",\"code\":\"let x = (;\"}", &a, &err),
         0);
-    assert_true(a.check_only);
-    assert_ptr_equal(a.language, JS);
-    assert_int_equal(a.code_len, 10);
+    assert_true(a.run.check_only);
+    assert_ptr_equal(a.run.language, JS);
+    assert_int_equal(a.run.code_len, 10);
     /* It takes a sandbox like a run, with the defaults' limits. */
-    assert_int_equal(a.timeout_ms, cfg.timeout_ms);
-    assert_int_equal(a.memory_mb, cfg.memory_mb);
+    assert_int_equal(a.run.timeout_ms, cfg.timeout_ms);
+    assert_int_equal(a.run.memory_mb, cfg.memory_mb);
     assert_int_equal(parse("execute_code", "{\"language\":\"python\",\"code\":\"x\"}", &a, &err),
                      0);
-    assert_false(a.check_only);
+    assert_false(a.run.check_only);
     expect_invalid("validate_code", "{\"code\":\"x\"}", "'language'");
     expect_invalid("validate_code", "{\"language\":\"python\",\"code\":\"x\",\"stdin\":\"\"}",
                    "unknown argument 'stdin'");
@@ -805,7 +843,7 @@ static void test_check_result(void **state)
     assert_string_equal(json_object_get_string(text),
                         "could not check the code (error): engine unreachable");
     json_object_put(r);
-    struct tools_run_args a = {.language = PY, .check_only = true};
+    struct tools_run_args a = {.run = {.language = PY, .check_only = true}};
     r = tools_busy_result(&a, &modern, "every run slot is taken", 1.0);
     assert_true(json_object_get_boolean(get(r, "isError")));
     assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
@@ -838,8 +876,7 @@ static void test_list_languages(void **state)
     assert_null(strstr(json_object_get_string(get(t, "description")), "Default limits"));
     json_object *schema = get(t, "outputSchema");
 
-    json_object *r =
-        tools_call(&env, tools_find("list_languages"), NULL, &modern, NULL, NULL, NULL);
+    json_object *r = tools_call(&env, tools_find("list_languages"), NULL, &modern);
     assert_false(json_object_get_boolean(get(r, "isError")));
     json_object *sc = get(r, "structuredContent");
     if (schema_validate(schema, sc, 0, &err) < 0)
@@ -908,6 +945,7 @@ int main(void)
         cmocka_unit_test(test_fixed_language_tools),
         cmocka_unit_test(test_execute_code),
         cmocka_unit_test(test_null_arguments),
+        cmocka_unit_test(test_prepare_makes_the_run),
         cmocka_unit_test(test_variables_argument),
         cmocka_unit_test(test_invalid_result_is_utf8),
         cmocka_unit_test(test_result_shape),
