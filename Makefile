@@ -59,11 +59,11 @@ OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
 TOOL_DEFS     := $(sort $(wildcard src/tools/defs/*.json))
 TOOL_DEFS_GEN := build/gen/tool_defs.c
 OBJS          += $(B)/obj/tool_defs.o
-# The sandbox's seccomp profile (src/sandbox/seccomp/), embedded as
-# policy_seccomp_src (sandbox/policy.h).
-SECCOMP       := src/sandbox/seccomp/sandbox.json
-SECCOMP_GEN   := build/gen/seccomp_profile.c
-OBJS          += $(B)/obj/seccomp_profile.o
+# The sandbox's seccomp profile, in the Docker Engine's format, embedded
+# as seccomp_profile_src (backend/docker/seccomp_profile.h).
+SECCOMP       := src/backend/docker/seccomp_profile.json
+SECCOMP_GEN   := build/gen/seccomp_profile_json.c
+OBJS          += $(B)/obj/seccomp_profile_json.o
 # The names a `variables` argument may not bind, per language
 # (src/tools/variables/, made by scripts/variable-names.sh), embedded as
 # variables_<language>_names (tools/variables.h).
@@ -115,9 +115,9 @@ $(GEN): $(RUNNERS) scripts/embed.sh
 
 $(SECCOMP_GEN): $(SECCOMP) scripts/embed.sh
 	@mkdir -p $(dir $@)
-	scripts/embed.sh $@ policy_seccomp_src=$(SECCOMP)
+	scripts/embed.sh $@ seccomp_profile_src=$(SECCOMP)
 
-$(B)/obj/seccomp_profile.o: $(SECCOMP_GEN)
+$(B)/obj/seccomp_profile_json.o: $(SECCOMP_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 

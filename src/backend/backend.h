@@ -26,6 +26,18 @@
 
 #include "base/err.h"
 
+/* Which system calls a sandbox may make; each backend renders it in its
+ * runtime's terms for the kernel that judges it. */
+enum backend_syscalls {
+    /* The project's allow-list: the engines' default one less the kernel
+     * interfaces no program here needs (new namespaces and mounts,
+     * io_uring, keyrings, BPF, perf, ptrace, userfaultfd, kernel modules,
+     * files by handle, ...). Zero, so a spec that says nothing gets it. */
+    BACKEND_SYSCALLS_SANDBOX = 0,
+    /* The runtime's own default filter. */
+    BACKEND_SYSCALLS_RUNTIME_DEFAULT,
+};
+
 /* What to run, and within what limits. Borrowed for the create call. */
 struct backend_spec {
     const char *image;
@@ -44,8 +56,10 @@ struct backend_spec {
     long long pids_limit;           /* processes and threads */
     long long nofile, nproc, fsize; /* rlimits (fsize in bytes); core is always 0 */
     long long shm_bytes;            /* /dev/shm */
-    const char *runtime;            /* OCI runtime name (e.g. runsc); NULL = the default */
-    const char *seccomp;            /* seccomp profile, Docker's JSON format; NULL = the engine's */
+    /* The runtime class: NULL for the backend's default, else the
+     * operator's runtime name, as given (e.g. runsc, gVisor's). */
+    const char *runtime;
+    enum backend_syscalls syscalls; /* which system calls its processes may make */
     bool network;                   /* the engine's default network instead of none */
     /* A host directory bound read-only at CHANNEL_TARGET (backend/channel.h)
      * for a sandbox whose streams go through a socket of the daemon's; its

@@ -9,6 +9,7 @@
 #include "backend/docker/engine_http.h"
 #include "backend/docker/engine_stream.h"
 #include "backend/docker/seccomp_file.h"
+#include "backend/docker/seccomp_profile.h"
 #include "base/util.h"
 
 #define READ_CHUNK 65536
@@ -21,6 +22,9 @@ struct docker {
     struct backend base;
     struct engine *engine;
     char *address_source; /* discover.h: where the socket path came from */
+    /* BACKEND_SYSCALLS_SANDBOX's profile, by seccomp_kernel (NULL when the
+     * embedded one is broken: create then fails). */
+    char *profiles[2];
     /* For Podman: the file written for the profile seccomp_text. */
     pthread_mutex_t lock;
     char *seccomp_text;
@@ -89,7 +93,7 @@ static json_object *labels(const struct backend_spec *spec)
 }
 
 /* The hardening every backend promises (backend.h), in Docker's terms. */
-static json_object *host_config(const struct backend_spec *spec, const char *seccomp_path)
+static json_object *host_config(const struct backend_spec *spec, const char *seccomp)
 {
     json_object *hc = json_object_new_object();
     json_object_object_add(hc, "NetworkMode",
@@ -117,8 +121,8 @@ static json_object *host_config(const struct backend_spec *spec, const char *sec
     json_object_object_add(hc, "CapDrop", capdrop);
     json_object *secopt = json_object_new_array();
     json_object_array_add(secopt, json_object_new_string("no-new-privileges:true"));
-    if (seccomp_path || spec->seccomp) {
-        char *opt = xasprintf("seccomp=%s", seccomp_path ? seccomp_path : spec->seccomp);
+    if (seccomp) {
+        char *opt = xasprintf("seccomp=%s", seccomp);
         json_object_array_add(secopt, json_object_new_string(opt));
         free(opt);
     }
@@ -154,7 +158,7 @@ static json_object *host_config(const struct backend_spec *spec, const char *sec
     return hc;
 }
 
-json_object *docker_create_body(const struct backend_spec *spec, const char *seccomp_path)
+json_object *docker_create_body(const struct backend_spec *spec, const char *seccomp)
 {
     json_object *b = json_object_new_object();
     json_object_object_add(b, "Image", json_object_new_string(spec->image));
@@ -180,7 +184,7 @@ json_object *docker_create_body(const struct backend_spec *spec, const char *sec
     json_object_object_add(b, "StdinOnce", json_object_new_boolean(attached));
     json_object_object_add(b, "Tty", json_object_new_boolean(0));
     json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(!spec->network));
-    json_object_object_add(b, "HostConfig", host_config(spec, seccomp_path));
+    json_object_object_add(b, "HostConfig", host_config(spec, seccomp));
     return b;
 }
 
@@ -192,26 +196,50 @@ static void docker_free(struct backend *b)
     engine_free(d->engine);
     free(d->address_source);
     pthread_mutex_destroy(&d->lock);
+    free(d->profiles[SECCOMP_KERNEL_HOST]);
+    free(d->profiles[SECCOMP_KERNEL_GVISOR]);
     free(d->seccomp_text);
     free(d->seccomp_path);
     free(d);
 }
 
-/* Where Podman finds spec's profile (NULL for Docker, which takes the text
- * inline), in *path; -1 with err when that cannot be known or written. */
-static int seccomp_ref(struct docker *d, const struct backend_spec *spec, double deadline_ms,
-                       char **path, struct err *err)
+/* The profile text spec's syscall policy names for its runtime's kernel,
+ * in *text (borrowed; NULL: the engine's default); -1 with err when it
+ * cannot be had. */
+static int seccomp_text(const struct docker *d, const struct backend_spec *spec, const char **text,
+                        struct err *err)
 {
-    *path = NULL;
-    if (!spec->seccomp)
+    *text = NULL;
+    if (spec->syscalls == BACKEND_SYSCALLS_RUNTIME_DEFAULT)
+        return 0;
+    *text = d->profiles[seccomp_kernel_of(spec->runtime)];
+    return *text ? 0 : err_set(err, ERR_INTERNAL, "the embedded seccomp profile is not a profile");
+}
+
+/* What goes after "seccomp=" for spec, in *ref (NULL: nothing): the
+ * profile's text for Docker, which takes it inline; the path of a file
+ * holding it for Podman. -1 with err when that cannot be known or
+ * written. */
+static int seccomp_ref(struct docker *d, const struct backend_spec *spec, double deadline_ms,
+                       char **ref, struct err *err)
+{
+    *ref = NULL;
+    const char *text = NULL;
+    if (seccomp_text(d, spec, &text, err) < 0)
+        return -1;
+    if (!text)
         return 0;
     int podman = engine_is_podman(d->engine, deadline_ms, err);
-    if (podman <= 0)
-        return podman;
+    if (podman < 0)
+        return -1;
+    if (!podman) {
+        *ref = xstrdup(text);
+        return 0;
+    }
     int rc = 0;
     pthread_mutex_lock(&d->lock);
-    if (!d->seccomp_text || strcmp(d->seccomp_text, spec->seccomp) != 0) {
-        char *written = seccomp_file_write(spec->seccomp, err);
+    if (!d->seccomp_text || strcmp(d->seccomp_text, text) != 0) {
+        char *written = seccomp_file_write(text, err);
         if (!written) {
             rc = err_wrap(err, "cannot hand the seccomp profile to Podman");
             goto out;
@@ -219,9 +247,9 @@ static int seccomp_ref(struct docker *d, const struct backend_spec *spec, double
         free(d->seccomp_path);
         free(d->seccomp_text);
         d->seccomp_path = written;
-        d->seccomp_text = xstrdup(spec->seccomp);
+        d->seccomp_text = xstrdup(text);
     }
-    *path = xstrdup(d->seccomp_path);
+    *ref = xstrdup(d->seccomp_path);
 out:
     pthread_mutex_unlock(&d->lock);
     return rc;
@@ -254,8 +282,11 @@ static int docker_version(struct backend *b, char **name, char **version, struct
 
 static char *docker_render_create(const struct backend *b, const struct backend_spec *spec)
 {
-    (void)b;
-    json_object *body = docker_create_body(spec, NULL);
+    const char *seccomp = NULL;
+    struct err err = ERR_INIT;
+    seccomp_text((const struct docker *)b, spec, &seccomp, &err);
+    err_clear(&err);
+    json_object *body = docker_create_body(spec, seccomp);
     char *s = xstrdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PRETTY |
                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(body);
@@ -284,11 +315,11 @@ static int runtime_check(struct docker *d, const struct backend_spec *spec, doub
 static int docker_create(struct backend *b, const struct backend_spec *spec, double deadline_ms,
                          char **id, struct err *err)
 {
-    cleanup_free char *seccomp_path = NULL;
+    cleanup_free char *seccomp = NULL;
     if (runtime_check((struct docker *)b, spec, deadline_ms, err) < 0 ||
-        seccomp_ref((struct docker *)b, spec, deadline_ms, &seccomp_path, err) < 0)
+        seccomp_ref((struct docker *)b, spec, deadline_ms, &seccomp, err) < 0)
         return -1;
-    json_object *body = docker_create_body(spec, seccomp_path);
+    json_object *body = docker_create_body(spec, seccomp);
     int rc = engine_create(engine_of(b), body, deadline_ms, id, err);
     json_object_put(body);
     return rc;
@@ -451,6 +482,10 @@ struct backend *docker_backend_new(const char *socket_path, const char *source)
     d->base.ops = &docker_ops;
     d->engine = engine_new(socket_path);
     d->address_source = xstrdup(source ? source : "");
+    struct err err = ERR_INIT;
+    d->profiles[SECCOMP_KERNEL_HOST] = seccomp_profile_new(SECCOMP_KERNEL_HOST, &err);
+    d->profiles[SECCOMP_KERNEL_GVISOR] = seccomp_profile_new(SECCOMP_KERNEL_GVISOR, &err);
+    err_clear(&err);
     pthread_mutex_init(&d->lock, NULL);
     return &d->base;
 }

@@ -5,7 +5,9 @@
  * body, attach streams), engine.c (the Engine API requests), engine_http.c
  * (libcurl on the unix socket and the attach upgrade; the daemon's only
  * libcurl user), engine_stream.c (the attach stream's frame demultiplexer),
- * seccomp_file.c (the profile as a file, for Podman). */
+ * seccomp_profile.c (the sandbox's seccomp profile, per kernel, and
+ * which runtimes are gVisor's), seccomp_file.c (the profile as a file,
+ * for Podman). */
 #ifndef MCPSBX_DOCKER_H
 #define MCPSBX_DOCKER_H
 
@@ -19,8 +21,9 @@
 struct backend *docker_backend_new(const char *socket_path, const char *source);
 
 /* The POST /containers/create body for spec (caller owns; exposed for
- * tests). The seccomp profile goes inline (Docker), or as seccomp_path, a
- * file holding it on the engine's host (Podman), when that is not NULL. */
-json_object *docker_create_body(const struct backend_spec *spec, const char *seccomp_path);
+ * tests). seccomp is what follows "seccomp=" in SecurityOpt: the
+ * profile's text (Docker) or the path of a file holding it on the
+ * engine's host (Podman); NULL: no such option, the engine's default. */
+json_object *docker_create_body(const struct backend_spec *spec, const char *seccomp);
 
 #endif

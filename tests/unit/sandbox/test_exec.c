@@ -17,6 +17,7 @@
 
 #include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
+#include "backend/docker/seccomp_profile.h"
 #include "fake_engine/fake_engine.h"
 #include "sandbox/exec.h"
 #include "sandbox/policy.h"
@@ -707,7 +708,7 @@ static void test_seccomp_profile(void **state)
     struct fake_container_info info;
     char id[FAKE_ID_MAX + 1];
     struct err err = ERR_INIT;
-    char *want = policy_seccomp_new(POLICY_SECCOMP_HOST, &err);
+    char *want = seccomp_profile_new(SECCOMP_KERNEL_HOST, &err);
     assert_non_null(want);
 
     exec_result_init(&res);

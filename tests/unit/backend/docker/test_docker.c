@@ -8,6 +8,7 @@
 #include "backend/docker/discover.h"
 #include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
+#include "backend/docker/seccomp_profile.h"
 
 static json_object *get(json_object *o, const char *key)
 {
@@ -160,14 +161,12 @@ static void test_create_body_seccomp(void **state)
 {
     (void)state;
     struct backend_spec spec = spec_of();
-    spec.seccomp = NULL;
     json_object *b = docker_create_body(&spec, NULL);
     json_object *opts = get(get(b, "HostConfig"), "SecurityOpt");
     assert_int_equal(json_object_array_length(opts), 1);
     json_object_put(b);
 
-    spec.seccomp = "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}";
-    b = docker_create_body(&spec, NULL);
+    b = docker_create_body(&spec, "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}");
     opts = get(get(b, "HostConfig"), "SecurityOpt");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 0)),
                         "no-new-privileges:true");
@@ -180,6 +179,59 @@ static void test_create_body_seccomp(void **state)
     assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 1)),
                         "seccomp=/run/x/seccomp-1.json");
     json_object_put(b);
+}
+
+/* The SecurityOpt seccomp entry of a rendered create request, or NULL. */
+static char *rendered_seccomp(struct backend *b, const struct backend_spec *spec)
+{
+    char *text = backend_render_create(b, spec);
+    json_object *o = json_tokener_parse(text);
+    assert_non_null(o);
+    json_object *opts = get(get(o, "HostConfig"), "SecurityOpt");
+    char *found = NULL;
+    for (size_t i = 0; i < json_object_array_length(opts); i++) {
+        const char *v = json_object_get_string(json_object_array_get_idx(opts, i));
+        if (strncmp(v, "seccomp=", 8) == 0)
+            found = xstrdup(v + 8);
+    }
+    json_object_put(o);
+    free(text);
+    return found;
+}
+
+/* The spec names the policy; the backend renders the profile for the
+ * kernel of the spec's runtime: gVisor's for a gVisor runtime, the host's
+ * otherwise, none for the runtime's own default. */
+static void test_syscall_policy(void **state)
+{
+    (void)state;
+    struct backend *b = docker_backend_new("/nonexistent/mcpsbx-render.sock", NULL);
+    struct err err = ERR_INIT;
+    char *host = seccomp_profile_new(SECCOMP_KERNEL_HOST, &err);
+    char *gvisor = seccomp_profile_new(SECCOMP_KERNEL_GVISOR, &err);
+    assert_non_null(host);
+    assert_non_null(gvisor);
+    assert_string_not_equal(host, gvisor);
+    struct backend_spec spec = spec_of();
+    char *got = rendered_seccomp(b, &spec);
+    assert_string_equal(got, host);
+    free(got);
+    spec.runtime = "runc";
+    got = rendered_seccomp(b, &spec);
+    assert_string_equal(got, host);
+    free(got);
+    static const char *const gvisor_names[] = {"runsc", "runsc-kvm", "my-gvisor"};
+    for (size_t i = 0; i < ARRAY_SIZE(gvisor_names); i++) {
+        spec.runtime = gvisor_names[i];
+        got = rendered_seccomp(b, &spec);
+        assert_string_equal(got, gvisor);
+        free(got);
+    }
+    spec.syscalls = BACKEND_SYSCALLS_RUNTIME_DEFAULT;
+    assert_null(rendered_seccomp(b, &spec));
+    free(host);
+    free(gvisor);
+    backend_free(b);
 }
 
 /* --dry-run-create's text is the body, and sends nothing. */
@@ -268,7 +320,7 @@ int main(void)
         cmocka_unit_test(test_create_body_hardening), cmocka_unit_test(test_create_body_options),
         cmocka_unit_test(test_create_body_users),     cmocka_unit_test(test_create_body_seccomp),
         cmocka_unit_test(test_render_create),         cmocka_unit_test(test_discover),
-        cmocka_unit_test(test_backends_open),
+        cmocka_unit_test(test_backends_open),         cmocka_unit_test(test_syscall_policy),
     };
     return cmocka_run_group_tests_name("docker", tests, NULL, NULL);
 }
