@@ -220,7 +220,7 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
     long long legacy_age = cfg->max_timeout_ms / 1000 + REAPER_LEGACY_MARGIN_S;
     ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, ctx->uids, err);
     if (ctx->reaper)
-        ctx->launcher = launcher_new(backend, ctx->reaper, cfg, ctx->uids);
+        ctx->launcher = launcher_new(backend, ctx->reaper, ctx->uids);
     if (!ctx->reaper || (pool_wanted(langs) && pool_start(ctx, err) < 0)) {
         exec_ctx_free(ctx);
         return NULL;
@@ -282,7 +282,7 @@ const char *exec_sandbox_io(struct exec_ctx *ctx, const struct langtable_lang *l
     policy_run_for(ctx, lang, ctx->cmds[lang->index].cmd, ctx->cfg->memory_mb, &run);
     struct backend_spec spec;
     policy_spec(ctx->cfg, &run, &spec);
-    return launch_io_name(ctx->launcher, &spec);
+    return backend_io_name(ctx->backend, &spec);
 }
 
 /* Everything but the runner's extra argument and the expiry is what an

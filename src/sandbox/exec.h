@@ -63,8 +63,8 @@ void exec_ctx_free(struct exec_ctx *ctx);
 int exec_ping(struct exec_ctx *ctx, struct err *err);
 const char *exec_backend_address(const struct exec_ctx *ctx);
 
-/* "socket" or "attach": how lang's sandboxes connect their streams now
- * (sandbox/launch.h). */
+/* "socket" or "attach": how lang's sandboxes connect their streams now,
+ * as the backend says (backend_io_name). */
 const char *exec_sandbox_io(struct exec_ctx *ctx, const struct langtable_lang *lang);
 
 /* The backend's create request for a run of lang with the default limits,

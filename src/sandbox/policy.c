@@ -95,8 +95,3 @@ void policy_secrets_free(struct policy_secrets *s)
     free(s->values);
     *s = (struct policy_secrets){0};
 }
-
-bool policy_runtime_is_gvisor(const char *runtime)
-{
-    return runtime && (strncmp(runtime, "runsc", 5) == 0 || strstr(runtime, "gvisor"));
-}

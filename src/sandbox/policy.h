@@ -57,8 +57,4 @@ void policy_secrets_init(struct policy_secrets *s, const struct config *cfg, cha
 /* Zeroes the values before freeing them. */
 void policy_secrets_free(struct policy_secrets *s);
 
-/* True for a runtime name that is gVisor's (runsc, runsc-kvm, ..., or a
- * name with gvisor in it); NULL (the engine's default) is not. */
-bool policy_runtime_is_gvisor(const char *runtime);
-
 #endif

@@ -4,10 +4,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend/channel.h"
 #include "backend/docker/engine.h"
 #include "backend/docker/engine_http.h"
 #include "backend/docker/engine_stream.h"
+#include "backend/docker/sandbox_io.h"
 #include "backend/docker/seccomp_file.h"
 #include "backend/docker/seccomp_profile.h"
 #include "base/util.h"
@@ -22,6 +22,7 @@ struct docker {
     struct backend base;
     struct engine *engine;
     char *address_source; /* discover.h: where the socket path came from */
+    struct sandbox_io *io;
     /* BACKEND_SYSCALLS_SANDBOX's profile, by seccomp_kernel (NULL when the
      * embedded one is broken: create then fails). */
     char *profiles[2];
@@ -29,6 +30,13 @@ struct docker {
     pthread_mutex_t lock;
     char *seccomp_text;
     char *seccomp_path;
+};
+
+/* Between create and start: the channel the sandbox connects to, or
+ * none (it attaches). */
+struct backend_pending {
+    struct channel *channel;
+    char *image;
 };
 
 struct docker_stream {
@@ -93,7 +101,8 @@ static json_object *labels(const struct backend_spec *spec)
 }
 
 /* The hardening every backend promises (backend.h), in Docker's terms. */
-static json_object *host_config(const struct backend_spec *spec, const char *seccomp)
+static json_object *host_config(const struct backend_spec *spec, const char *seccomp,
+                                const char *io_dir)
 {
     json_object *hc = json_object_new_object();
     json_object_object_add(hc, "NetworkMode",
@@ -148,9 +157,9 @@ static json_object *host_config(const struct backend_spec *spec, const char *sec
     json_object_object_add(hc, "LogConfig", logcfg);
     if (spec->runtime && *spec->runtime)
         json_object_object_add(hc, "Runtime", json_object_new_string(spec->runtime));
-    if (spec->io_dir) {
+    if (io_dir) {
         json_object *binds = json_object_new_array();
-        char *bind = xasprintf("%s:%s:ro", spec->io_dir, CHANNEL_TARGET);
+        char *bind = xasprintf("%s:%s:ro", io_dir, CHANNEL_TARGET);
         json_object_array_add(binds, json_object_new_string(bind));
         free(bind);
         json_object_object_add(hc, "Binds", binds);
@@ -158,7 +167,8 @@ static json_object *host_config(const struct backend_spec *spec, const char *sec
     return hc;
 }
 
-json_object *docker_create_body(const struct backend_spec *spec, const char *seccomp)
+json_object *docker_create_body(const struct backend_spec *spec, const char *seccomp,
+                                const char *io_dir)
 {
     json_object *b = json_object_new_object();
     json_object_object_add(b, "Image", json_object_new_string(spec->image));
@@ -173,9 +183,9 @@ json_object *docker_create_body(const struct backend_spec *spec, const char *sec
     json_object_object_add(b, "WorkingDir", json_object_new_string(spec->workdir));
     json_object_object_add(b, "Env", string_array(spec->env));
     json_object_object_add(b, "Labels", labels(spec));
-    /* With io_dir the streams are a socket's (backend/channel.h): nothing
-     * to attach, and no stdin for the engine to hold open. */
-    bool attached = spec->io_dir == NULL;
+    /* With io_dir the streams are a socket's (channel.h): nothing to
+     * attach, and no stdin for the engine to hold open. */
+    bool attached = io_dir == NULL;
     json_object_object_add(b, "AttachStdin", json_object_new_boolean(attached));
     json_object_object_add(b, "AttachStdout", json_object_new_boolean(attached));
     json_object_object_add(b, "AttachStderr", json_object_new_boolean(attached));
@@ -184,7 +194,7 @@ json_object *docker_create_body(const struct backend_spec *spec, const char *sec
     json_object_object_add(b, "StdinOnce", json_object_new_boolean(attached));
     json_object_object_add(b, "Tty", json_object_new_boolean(0));
     json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(!spec->network));
-    json_object_object_add(b, "HostConfig", host_config(spec, seccomp));
+    json_object_object_add(b, "HostConfig", host_config(spec, seccomp, io_dir));
     return b;
 }
 
@@ -194,6 +204,7 @@ static void docker_free(struct backend *b)
 {
     struct docker *d = (struct docker *)b;
     engine_free(d->engine);
+    sandbox_io_free(d->io);
     free(d->address_source);
     pthread_mutex_destroy(&d->lock);
     free(d->profiles[SECCOMP_KERNEL_HOST]);
@@ -286,7 +297,7 @@ static char *docker_render_create(const struct backend *b, const struct backend_
     struct err err = ERR_INIT;
     seccomp_text((const struct docker *)b, spec, &seccomp, &err);
     err_clear(&err);
-    json_object *body = docker_create_body(spec, seccomp);
+    json_object *body = docker_create_body(spec, seccomp, NULL);
     char *s = xstrdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PRETTY |
                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(body);
@@ -312,23 +323,51 @@ static int runtime_check(struct docker *d, const struct backend_spec *spec, doub
                    spec->runtime, engine_socket(d->engine));
 }
 
-static int docker_create(struct backend *b, const struct backend_spec *spec, double deadline_ms,
-                         char **id, struct err *err)
+static void docker_pending_free(struct backend_pending *p)
 {
+    if (!p)
+        return;
+    channel_close(p->channel);
+    free(p->image);
+    free(p);
+}
+
+/* The streams go the way sandbox_io.h chooses: a sandbox on a channel
+ * runs its command through the connector, with the channel's directory
+ * bound in. */
+static int docker_create(struct backend *b, const struct backend_spec *spec, bool fallback,
+                         double deadline_ms, char **id, struct backend_pending **pending,
+                         struct err *err)
+{
+    struct docker *d = (struct docker *)b;
     cleanup_free char *seccomp = NULL;
-    if (runtime_check((struct docker *)b, spec, deadline_ms, err) < 0 ||
-        seccomp_ref((struct docker *)b, spec, deadline_ms, &seccomp, err) < 0)
+    if (runtime_check(d, spec, deadline_ms, err) < 0 ||
+        seccomp_ref(d, spec, deadline_ms, &seccomp, err) < 0)
         return -1;
-    json_object *body = docker_create_body(spec, seccomp);
-    int rc = engine_create(engine_of(b), body, deadline_ms, id, err);
+    struct backend_pending *p = xcalloc(1, sizeof(*p));
+    p->channel = sandbox_io_channel(d->io, spec, fallback);
+    struct backend_spec s = *spec;
+    const char **argv = p->channel ? sandbox_io_command(spec) : NULL;
+    if (argv)
+        s.cmd = argv;
+    json_object *body =
+        docker_create_body(&s, seccomp, p->channel ? channel_dir(p->channel) : NULL);
+    int rc = engine_create(d->engine, body, deadline_ms, id, err);
     json_object_put(body);
-    return rc;
+    free(argv);
+    if (rc < 0) {
+        docker_pending_free(p);
+        return -1;
+    }
+    p->image = xstrdup(spec->image);
+    *pending = p;
+    return 0;
 }
 
 static const struct backend_ops docker_ops;
 
-static int docker_attach(struct backend *b, const char *id, double deadline_ms,
-                         struct backend_stream **out, struct err *err)
+static int attach(struct backend *b, const char *id, double deadline_ms,
+                  struct backend_stream **out, struct err *err)
 {
     struct engine_http_conn *conn = NULL;
     if (engine_attach(engine_of(b), id, deadline_ms, &conn, err) < 0)
@@ -343,9 +382,34 @@ static int docker_attach(struct backend *b, const char *id, double deadline_ms,
     return 0;
 }
 
-static int docker_start(struct backend *b, const char *id, double deadline_ms, struct err *err)
+/* An attached sandbox is attached before it starts, so no output is
+ * lost; one on a channel connects once started. */
+static int docker_start(struct backend *b, const char *id, struct backend_pending *pending,
+                        double deadline_ms, int stop_fd, struct backend_stream **out,
+                        struct err *err)
 {
-    return engine_start(engine_of(b), id, deadline_ms, err);
+    struct docker *d = (struct docker *)b;
+    int rc;
+    if (pending && pending->channel) {
+        rc = sandbox_io_start(d->io, d->engine, id, pending->image, pending->channel, deadline_ms,
+                              stop_fd, out, err);
+    } else {
+        rc = attach(b, id, deadline_ms, out, err) < 0 ||
+                     engine_start(d->engine, id, deadline_ms, err) < 0
+                 ? -1
+                 : 0;
+    }
+    if (rc != 0) {
+        backend_stream_close(*out);
+        *out = NULL;
+    }
+    docker_pending_free(pending);
+    return rc;
+}
+
+static const char *docker_io_name(struct backend *b, const struct backend_spec *spec)
+{
+    return sandbox_io_name(((struct docker *)b)->io, spec);
 }
 
 /* The engine's OOMKilled flag; and where the engine is known to leave it
@@ -462,8 +526,9 @@ static const struct backend_ops docker_ops = {
     .version = docker_version,
     .render_create = docker_render_create,
     .create = docker_create,
-    .attach = docker_attach,
     .start = docker_start,
+    .pending_free = docker_pending_free,
+    .io_name = docker_io_name,
     .wait = docker_wait,
     .kill = docker_kill,
     .remove = docker_remove,
@@ -476,12 +541,14 @@ static const struct backend_ops docker_ops = {
     .stream_close = docker_stream_close,
 };
 
-struct backend *docker_backend_new(const char *socket_path, const char *source)
+struct backend *docker_backend_new(const char *socket_path, const char *source,
+                                   const struct docker_options *opts)
 {
     struct docker *d = xcalloc(1, sizeof(*d));
     d->base.ops = &docker_ops;
     d->engine = engine_new(socket_path);
     d->address_source = xstrdup(source ? source : "");
+    d->io = sandbox_io_new(opts ? opts->sandbox_io : NULL, opts ? opts->sandbox_io_dir : NULL);
     struct err err = ERR_INIT;
     d->profiles[SECCOMP_KERNEL_HOST] = seccomp_profile_new(SECCOMP_KERNEL_HOST, &err);
     d->profiles[SECCOMP_KERNEL_GVISOR] = seccomp_profile_new(SECCOMP_KERNEL_GVISOR, &err);
