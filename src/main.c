@@ -199,7 +199,7 @@ static int print_and_exit(const struct config *cfg, const struct langtable *lang
         return 0;
     }
     const struct langtable_lang *lang = langtable_find(langs, cfg->dry_run_create);
-    char *text = exec_render_create(cfg, backend, lang);
+    char *text = exec_describe_create(cfg, backend, lang);
     printf("%s\n", text);
     free(text);
     return 0;

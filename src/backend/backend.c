@@ -38,9 +38,9 @@ int backend_version(struct backend *b, char **name, char **version, struct err *
     return b->ops->version(b, name, version, err);
 }
 
-char *backend_render_create(const struct backend *b, const struct backend_spec *spec)
+char *backend_describe_create(const struct backend *b, const struct backend_spec *spec)
 {
-    return b->ops->render_create(b, spec);
+    return b->ops->describe_create(b, spec);
 }
 
 int backend_create(struct backend *b, const struct backend_spec *spec, bool fallback,

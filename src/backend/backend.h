@@ -127,8 +127,8 @@ struct backend_ops {
      * waits on the engine. May be NULL (never gone). */
     int (*gone)(struct backend *b, struct err *err);
     int (*version)(struct backend *b, char **name, char **version, struct err *err);
-    /* The request create would send for spec, as text (for --dry-run-create). */
-    char *(*render_create)(const struct backend *b, const struct backend_spec *spec);
+    /* backend_describe_create */
+    char *(*describe_create)(const struct backend *b, const struct backend_spec *spec);
     int (*create)(struct backend *b, const struct backend_spec *spec, bool fallback,
                   double deadline_ms, char **id, struct backend_pending **pending, struct err *err);
     int (*start)(struct backend *b, const char *id, struct backend_pending *pending,
@@ -178,8 +178,12 @@ int backend_gone(struct backend *b, struct err *err);
  * the caller frees both. */
 int backend_version(struct backend *b, char **name, char **version, struct err *err);
 
-/* Caller frees. */
-char *backend_render_create(const struct backend *b, const struct backend_spec *spec);
+/* The request the backend would send to create a sandbox of spec, as
+ * text, for --dry-run-create: what a reader checks the hardening in.
+ * The streams are shown as the plainest way connects them (a way set up
+ * per sandbox, such as a socket of the daemon's, is left out). Nothing
+ * is sent. Caller frees. */
+char *backend_describe_create(const struct backend *b, const struct backend_spec *spec);
 
 /* Setting a sandbox up is create, then start. Both take deadline_ms, a
  * util_now_ms() time their requests must end by (0 = the backend's usual

@@ -339,8 +339,8 @@ bool exec_pool_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
     return true;
 }
 
-char *exec_render_create(const struct config *cfg, struct backend *backend,
-                         const struct langtable_lang *lang)
+char *exec_describe_create(const struct config *cfg, struct backend *backend,
+                           const struct langtable_lang *lang)
 {
     struct exec_ctx dry = {.cfg = cfg, .instance = "dry-run"};
     const char **cmd = commands_on_demand(lang);
@@ -348,7 +348,7 @@ char *exec_render_create(const struct config *cfg, struct backend *backend,
     policy_run_for(&dry, lang, cmd, cfg->memory_mb, &run);
     struct backend_spec spec;
     policy_spec(cfg, &run, &spec);
-    char *text = backend_render_create(backend, &spec);
+    char *text = backend_describe_create(backend, &spec);
     free(cmd);
     return text;
 }

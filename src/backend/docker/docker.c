@@ -291,7 +291,8 @@ static int docker_version(struct backend *b, char **name, char **version, struct
     return engine_version(engine_of(b), name, version, err);
 }
 
-static char *docker_render_create(const struct backend *b, const struct backend_spec *spec)
+/* The create body, attached, with the profile inline as Docker takes it. */
+static char *docker_describe_create(const struct backend *b, const struct backend_spec *spec)
 {
     const char *seccomp = NULL;
     struct err err = ERR_INIT;
@@ -524,7 +525,7 @@ static const struct backend_ops docker_ops = {
     .ping = docker_ping,
     .gone = docker_gone,
     .version = docker_version,
-    .render_create = docker_render_create,
+    .describe_create = docker_describe_create,
     .create = docker_create,
     .start = docker_start,
     .pending_free = docker_pending_free,

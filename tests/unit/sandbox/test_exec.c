@@ -1287,10 +1287,10 @@ static void test_generic_bad_compile_error(void **state)
     exec_result_free(&res);
 }
 
-/* A rendered create request (text), parsed: its image, its command's
+/* A described create request (text), parsed: its image, its command's
  * first n words, its network mode. */
-static void check_render(char *text, const char *image, const char *const *cmd, size_t n,
-                         const char *network)
+static void check_described(char *text, const char *image, const char *const *cmd, size_t n,
+                            const char *network)
 {
     json_object *o = json_tokener_parse(text);
     if (!o)
@@ -1311,29 +1311,32 @@ static void check_render(char *text, const char *image, const char *const *cmd, 
 
 /* --dry-run-create: the create request of any language of the table, its
  * own image and runner, nothing sent to the engine. */
-static void test_render_create(void **state)
+static void test_describe_create(void **state)
 {
     struct rig *g = *state;
     struct backend *b = rig_backend(g);
     static const char *const py_cmd[] = {"python3", "-u", "-B", "-c"};
-    check_render(exec_render_create(&g->cfg, b, PY), "mcp-sandboxd-python:latest", py_cmd, 4,
-                 "none");
+    check_described(exec_describe_create(&g->cfg, b, PY), "mcp-sandboxd-python:latest", py_cmd, 4,
+                    "none");
     static const char *const js_cmd[] = {"node", "-e"};
-    check_render(exec_render_create(&g->cfg, b, JS), "mcp-sandboxd-node:latest", js_cmd, 2, "none");
+    check_described(exec_describe_create(&g->cfg, b, JS), "mcp-sandboxd-node:latest", js_cmd, 2,
+                    "none");
     /* The generic runner, in the language's image. */
     static const char *const generic[] = {"perl", "-e"};
     const struct langtable_lang *c = test_lang(g->langs, "c");
-    check_render(exec_render_create(&g->cfg, b, c), "mcp-sandboxd-c:latest", generic, 2, "none");
-    check_render(exec_render_create(&g->cfg, b, test_lang(g->langs, "ts")),
-                 "mcp-sandboxd-node:latest", generic, 2, "none");
+    check_described(exec_describe_create(&g->cfg, b, c), "mcp-sandboxd-c:latest", generic, 2,
+                    "none");
+    check_described(exec_describe_create(&g->cfg, b, test_lang(g->langs, "ts")),
+                    "mcp-sandboxd-node:latest", generic, 2, "none");
     /* A language the operator gave a network (by an alias, any case). */
     g->cfg.allow_network.items = xrealloc(g->cfg.allow_network.items, 2 * sizeof(char *));
     g->cfg.allow_network.items[0] = xstrdup("C");
     g->cfg.allow_network.items[1] = NULL;
     g->cfg.allow_network.n = 1;
-    check_render(exec_render_create(&g->cfg, b, c), "mcp-sandboxd-c:latest", generic, 2, "bridge");
-    check_render(exec_render_create(&g->cfg, b, PY), "mcp-sandboxd-python:latest", py_cmd, 4,
-                 "none");
+    check_described(exec_describe_create(&g->cfg, b, c), "mcp-sandboxd-c:latest", generic, 2,
+                    "bridge");
+    check_described(exec_describe_create(&g->cfg, b, PY), "mcp-sandboxd-python:latest", py_cmd, 4,
+                    "none");
     backend_free(b);
     assert_int_equal(fake_engine_nreq(g->fe), 0);
 
@@ -1423,7 +1426,7 @@ int main(void)
         T(test_generic_typecheck_and_run),
         T(test_generic_bad_compile_error),
         T(test_network_per_language),
-        T(test_render_create),
+        T(test_describe_create),
     };
 #undef T
     return cmocka_run_group_tests_name("exec", tests, group_setup, group_teardown);

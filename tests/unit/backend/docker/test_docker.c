@@ -200,10 +200,10 @@ static void test_create_body_seccomp(void **state)
     json_object_put(b);
 }
 
-/* The SecurityOpt seccomp entry of a rendered create request, or NULL. */
-static char *rendered_seccomp(struct backend *b, const struct backend_spec *spec)
+/* The SecurityOpt seccomp entry of a described create request, or NULL. */
+static char *described_seccomp(struct backend *b, const struct backend_spec *spec)
 {
-    char *text = backend_render_create(b, spec);
+    char *text = backend_describe_create(b, spec);
     json_object *o = json_tokener_parse(text);
     assert_non_null(o);
     json_object *opts = get(get(o, "HostConfig"), "SecurityOpt");
@@ -232,34 +232,34 @@ static void test_syscall_policy(void **state)
     assert_non_null(gvisor);
     assert_string_not_equal(host, gvisor);
     struct backend_spec spec = spec_of();
-    char *got = rendered_seccomp(b, &spec);
+    char *got = described_seccomp(b, &spec);
     assert_string_equal(got, host);
     free(got);
     spec.runtime = "runc";
-    got = rendered_seccomp(b, &spec);
+    got = described_seccomp(b, &spec);
     assert_string_equal(got, host);
     free(got);
     static const char *const gvisor_names[] = {"runsc", "runsc-kvm", "my-gvisor"};
     for (size_t i = 0; i < ARRAY_SIZE(gvisor_names); i++) {
         spec.runtime = gvisor_names[i];
-        got = rendered_seccomp(b, &spec);
+        got = described_seccomp(b, &spec);
         assert_string_equal(got, gvisor);
         free(got);
     }
     spec.syscalls = BACKEND_SYSCALLS_RUNTIME_DEFAULT;
-    assert_null(rendered_seccomp(b, &spec));
+    assert_null(described_seccomp(b, &spec));
     free(host);
     free(gvisor);
     backend_free(b);
 }
 
 /* --dry-run-create's text is the body, and sends nothing. */
-static void test_render_create(void **state)
+static void test_describe_create(void **state)
 {
     (void)state;
     struct backend *b = docker_backend_new("/nonexistent/mcpsbx-render.sock", NULL, NULL);
     struct backend_spec spec = spec_of();
-    char *text = backend_render_create(b, &spec);
+    char *text = backend_describe_create(b, &spec);
     json_object *o = json_tokener_parse(text);
     assert_non_null(o);
     assert_string_equal(json_object_get_string(get(o, "Image")), "img:1");
@@ -338,7 +338,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_body_hardening), cmocka_unit_test(test_create_body_options),
         cmocka_unit_test(test_create_body_users),     cmocka_unit_test(test_create_body_seccomp),
-        cmocka_unit_test(test_render_create),         cmocka_unit_test(test_discover),
+        cmocka_unit_test(test_describe_create),       cmocka_unit_test(test_discover),
         cmocka_unit_test(test_backends_open),         cmocka_unit_test(test_syscall_policy),
         cmocka_unit_test(test_create_body_channel),
     };
