@@ -59,11 +59,15 @@ OBJS    := $(patsubst src/%.c,$(B)/obj/%.o,$(SRCS)) $(B)/obj/runner_scripts.o
 TOOL_DEFS     := $(sort $(wildcard src/tools/defs/*.json))
 TOOL_DEFS_GEN := build/gen/tool_defs.c
 OBJS          += $(B)/obj/tool_defs.o
-# The sandbox's seccomp profile (src/sandbox/seccomp/), embedded as
-# policy_seccomp_src (sandbox/policy.h).
-SECCOMP       := src/sandbox/seccomp/sandbox.json
-SECCOMP_GEN   := build/gen/seccomp_profile.c
-OBJS          += $(B)/obj/seccomp_profile.o
+# The sandbox's seccomp profile, in the Docker Engine's format, embedded
+# as seccomp_profile_src (backend/docker/seccomp_profile.h).
+SECCOMP       := src/backend/docker/seccomp_profile.json
+SECCOMP_GEN   := build/gen/seccomp_profile_json.c
+OBJS          += $(B)/obj/seccomp_profile_json.o
+# The docker backend's sandbox I/O connector (backend/docker/channel.h).
+CONNECTOR     := src/backend/docker/connect.pl
+CONNECTOR_GEN := build/gen/channel_connect.c
+OBJS          += $(B)/obj/channel_connect.o
 # The names a `variables` argument may not bind, per language
 # (src/tools/variables/, made by scripts/variable-names.sh), embedded as
 # variables_<language>_names (tools/variables.h).
@@ -104,20 +108,27 @@ $(B)/obj/runner_scripts.o: $(GEN)
 
 # The runners are real files (tested on their own) embedded as C strings.
 RUNNERS := src/sandbox/runner/runner.py src/sandbox/runner/runner.js src/sandbox/runner/runner.pl \
-           src/sandbox/runner/connect.pl src/sandbox/runner/tscheck.js
+           src/sandbox/runner/tscheck.js
 $(GEN): $(RUNNERS) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	scripts/embed.sh $@ runner_python_src=src/sandbox/runner/runner.py \
 	    runner_node_src=src/sandbox/runner/runner.js \
 	    runner_generic_src=src/sandbox/runner/runner.pl \
-	    runner_connect_src=src/sandbox/runner/connect.pl \
 	    runner_tscheck_src=src/sandbox/runner/tscheck.js
+
+$(CONNECTOR_GEN): $(CONNECTOR) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh $@ channel_connect_src=$(CONNECTOR)
+
+$(B)/obj/channel_connect.o: $(CONNECTOR_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 
 $(SECCOMP_GEN): $(SECCOMP) scripts/embed.sh
 	@mkdir -p $(dir $@)
-	scripts/embed.sh $@ policy_seccomp_src=$(SECCOMP)
+	scripts/embed.sh $@ seccomp_profile_src=$(SECCOMP)
 
-$(B)/obj/seccomp_profile.o: $(SECCOMP_GEN)
+$(B)/obj/seccomp_profile_json.o: $(SECCOMP_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 
@@ -180,7 +191,7 @@ config-sample: $(B)/config-sample
 # The fake Engine API the unit tests run against (tests/fake_engine).
 FAKE_ENGINE := $(B)/testlib/fake_engine.o
 $(FAKE_ENGINE): tests/fake_engine/fake_engine.c tests/fake_engine/fake_engine.h src/sandbox/runner.h \
-                src/backend/channel.h
+                src/backend/docker/channel.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Itests -c -o $@ $<
 

@@ -60,10 +60,11 @@
  *             streams and ages. Waiting containers (id + stream)
  *             belong to the pool under its lock; a worker that takes one
  *             owns it from then on and hands it to the reaper after its run.
- * A sandbox's stream socket (backend/channel.c) belongs to the thread
- * setting that sandbox up (a worker or a filler; sandbox/launch.c), then
- * travels with its stream: no thread of its own. The launcher's list of
- * images that attach is under its lock. The files runs return are kept
+ * A sandbox's stream socket (backend/docker/channel.c) belongs to the
+ * thread setting that sandbox up (a worker or a filler; sandbox/launch.c),
+ * then travels with its stream: no thread of its own. The docker
+ * backend's list of images that attach is under its lock
+ * (backend/docker/sandbox_io.c). The files runs return are kept
  * by the run store (tools/runstore.c) as bytes under its lock, each
  * session's under its own quota: workers put them, the threads answering
  * resources/read copy them out.
@@ -198,7 +199,7 @@ static int print_and_exit(const struct config *cfg, const struct langtable *lang
         return 0;
     }
     const struct langtable_lang *lang = langtable_find(langs, cfg->dry_run_create);
-    char *text = exec_render_create(cfg, backend, lang);
+    char *text = exec_describe_create(cfg, backend, lang);
     printf("%s\n", text);
     free(text);
     return 0;

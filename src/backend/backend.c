@@ -38,26 +38,34 @@ int backend_version(struct backend *b, char **name, char **version, struct err *
     return b->ops->version(b, name, version, err);
 }
 
-char *backend_render_create(const struct backend *b, const struct backend_spec *spec)
+char *backend_describe_create(const struct backend *b, const struct backend_spec *spec)
 {
-    return b->ops->render_create(b, spec);
+    return b->ops->describe_create(b, spec);
 }
 
-int backend_create(struct backend *b, const struct backend_spec *spec, double deadline_ms,
-                   char **id, struct err *err)
+int backend_create(struct backend *b, const struct backend_spec *spec, bool fallback,
+                   double deadline_ms, char **id, struct backend_pending **pending, struct err *err)
 {
-    return b->ops->create(b, spec, deadline_ms, id, err);
+    *pending = NULL;
+    return b->ops->create(b, spec, fallback, deadline_ms, id, pending, err);
 }
 
-int backend_attach(struct backend *b, const char *id, double deadline_ms,
-                   struct backend_stream **out, struct err *err)
+int backend_start(struct backend *b, const char *id, struct backend_pending *pending,
+                  double deadline_ms, int stop_fd, struct backend_stream **out, struct err *err)
 {
-    return b->ops->attach(b, id, deadline_ms, out, err);
+    *out = NULL;
+    return b->ops->start(b, id, pending, deadline_ms, stop_fd, out, err);
 }
 
-int backend_start(struct backend *b, const char *id, double deadline_ms, struct err *err)
+void backend_pending_free(struct backend *b, struct backend_pending *pending)
 {
-    return b->ops->start(b, id, deadline_ms, err);
+    if (pending)
+        b->ops->pending_free(pending);
+}
+
+const char *backend_io_name(struct backend *b, const struct backend_spec *spec)
+{
+    return b->ops->io_name(b, spec);
 }
 
 int backend_wait(struct backend *b, const char *id, long timeout_ms, struct backend_state *st,

@@ -1,6 +1,7 @@
 /* The operations a sandbox needs from a container backend, as a table of
- * functions: create, attach, start, wait, kill, remove, list, inspect,
- * ping. The Docker Engine API (Docker or Podman) is one implementation
+ * functions: create a sandbox and start it with its standard streams
+ * connected to the daemon, wait, kill, remove, list, inspect, ping. The
+ * Docker Engine API (Docker or Podman) is one implementation
  * (backend/docker/); layers above this folder see only this header.
  *
  * Every backend applies the same hardening to every container, whatever
@@ -10,9 +11,14 @@
  * logs kept by the engine, and the spec's resource limits. A backend that
  * cannot apply one of these must fail create, never run without it.
  *
+ * How a sandbox's stdin, stdout and stderr reach the daemon (the engine's
+ * own stream, or a way of the backend's that bypasses it) is the
+ * backend's choice, made per sandbox at create and carried out at start;
+ * above this folder a stream is a stream.
+ *
  * Thread-safe: any thread may call any operation. A stream has one owner
- * at a time (at first the thread that attached it); handing it over, under
- * a lock or through a queue, hands over the duty to close it.
+ * at a time (at first the thread that started the sandbox); handing it
+ * over, under a lock or through a queue, hands over the duty to close it.
  *
  * The backend/ folder: backend.c (this interface's dispatch and helpers,
  * which implementations use), backends.c (which implementation serves;
@@ -25,6 +31,18 @@
 #include <sys/types.h>
 
 #include "base/err.h"
+
+/* Which system calls a sandbox may make; each backend renders it in its
+ * runtime's terms for the kernel that judges it. */
+enum backend_syscalls {
+    /* The project's allow-list: the engines' default one less the kernel
+     * interfaces no program here needs (new namespaces and mounts,
+     * io_uring, keyrings, BPF, perf, ptrace, userfaultfd, kernel modules,
+     * files by handle, ...). Zero, so a spec that says nothing gets it. */
+    BACKEND_SYSCALLS_SANDBOX = 0,
+    /* The runtime's own default filter. */
+    BACKEND_SYSCALLS_RUNTIME_DEFAULT,
+};
 
 /* What to run, and within what limits. Borrowed for the create call. */
 struct backend_spec {
@@ -44,13 +62,11 @@ struct backend_spec {
     long long pids_limit;           /* processes and threads */
     long long nofile, nproc, fsize; /* rlimits (fsize in bytes); core is always 0 */
     long long shm_bytes;            /* /dev/shm */
-    const char *runtime;            /* OCI runtime name (e.g. runsc); NULL = the default */
-    const char *seccomp;            /* seccomp profile, Docker's JSON format; NULL = the engine's */
+    /* The runtime class: NULL for the backend's default, else the
+     * operator's runtime name, as given (e.g. runsc, gVisor's). */
+    const char *runtime;
+    enum backend_syscalls syscalls; /* which system calls its processes may make */
     bool network;                   /* the engine's default network instead of none */
-    /* A host directory bound read-only at CHANNEL_TARGET (backend/channel.h)
-     * for a sandbox whose streams go through a socket of the daemon's; its
-     * stdio is then not attached. NULL: none, the streams are attached. */
-    const char *io_dir;
     /* Marks, listed back by backend_list: */
     const char *instance;      /* this daemon's run of containers */
     const char *owner;         /* the daemon process; may be NULL */
@@ -86,8 +102,17 @@ typedef int (*backend_output_cb)(void *ctx, int stream, const char *data, size_t
 /* backend_stream_read found nothing to read (a spurious wake-up). */
 #define BACKEND_AGAIN (-2)
 
+/* backend_start: this sandbox could not connect its streams the way
+ * create set them up, in a way that says another one set up with
+ * fallback will (its program never started: nothing of a run reached
+ * it). */
+#define BACKEND_RETRY 2
+
 struct backend;
 struct backend_stream;
+/* What start needs of how create set a sandbox's streams up: each
+ * implementation defines it; the caller owns it between the two. */
+struct backend_pending;
 
 struct backend_ops {
     const char *kind; /* "docker" */
@@ -102,13 +127,15 @@ struct backend_ops {
      * waits on the engine. May be NULL (never gone). */
     int (*gone)(struct backend *b, struct err *err);
     int (*version)(struct backend *b, char **name, char **version, struct err *err);
-    /* The request create would send for spec, as text (for --dry-run-create). */
-    char *(*render_create)(const struct backend *b, const struct backend_spec *spec);
-    int (*create)(struct backend *b, const struct backend_spec *spec, double deadline_ms, char **id,
-                  struct err *err);
-    int (*attach)(struct backend *b, const char *id, double deadline_ms,
-                  struct backend_stream **out, struct err *err);
-    int (*start)(struct backend *b, const char *id, double deadline_ms, struct err *err);
+    /* backend_describe_create */
+    char *(*describe_create)(const struct backend *b, const struct backend_spec *spec);
+    int (*create)(struct backend *b, const struct backend_spec *spec, bool fallback,
+                  double deadline_ms, char **id, struct backend_pending **pending, struct err *err);
+    int (*start)(struct backend *b, const char *id, struct backend_pending *pending,
+                 double deadline_ms, int stop_fd, struct backend_stream **out, struct err *err);
+    void (*pending_free)(struct backend_pending *pending);
+    /* A word for how a sandbox of spec would reach the daemon now. */
+    const char *(*io_name)(struct backend *b, const struct backend_spec *spec);
     int (*wait)(struct backend *b, const char *id, long timeout_ms, struct backend_state *st,
                 struct err *err);
     int (*kill)(struct backend *b, const char *id, struct err *err);
@@ -151,23 +178,42 @@ int backend_gone(struct backend *b, struct err *err);
  * the caller frees both. */
 int backend_version(struct backend *b, char **name, char **version, struct err *err);
 
-/* Caller frees. */
-char *backend_render_create(const struct backend *b, const struct backend_spec *spec);
+/* The request the backend would send to create a sandbox of spec, as
+ * text, for --dry-run-create: what a reader checks the hardening in.
+ * The streams are shown as the plainest way connects them (a way set up
+ * per sandbox, such as a socket of the daemon's, is left out). Nothing
+ * is sent. Caller frees. */
+char *backend_describe_create(const struct backend *b, const struct backend_spec *spec);
 
-/* create, attach and start take deadline_ms, a util_now_ms() time their
- * request must end by (0 = the backend's usual timeouts only), so a
- * stalled engine cannot hold a run past its time limit. */
+/* Setting a sandbox up is create, then start. Both take deadline_ms, a
+ * util_now_ms() time their requests must end by (0 = the backend's usual
+ * timeouts only), so a stalled engine cannot hold a run past its time
+ * limit. */
 
-/* *id is allocated. A missing image fails with ERR_NOT_FOUND and a message
- * naming the image. */
-int backend_create(struct backend *b, const struct backend_spec *spec, double deadline_ms,
-                   char **id, struct err *err);
+/* Creates a sandbox for spec, not started, with its streams set up the
+ * way the backend chooses for it (fallback: the way that asks least of
+ * the image and the host, after BACKEND_RETRY). *id is allocated;
+ * *pending (NULL or not) goes to backend_start or backend_pending_free.
+ * A missing image fails with ERR_NOT_FOUND and a message naming the
+ * image. */
+int backend_create(struct backend *b, const struct backend_spec *spec, bool fallback,
+                   double deadline_ms, char **id, struct backend_pending **pending,
+                   struct err *err);
 
-/* The container's stdin, stdout and stderr, attached before start so no
- * output is lost. */
-int backend_attach(struct backend *b, const char *id, double deadline_ms,
-                   struct backend_stream **out, struct err *err);
-int backend_start(struct backend *b, const char *id, double deadline_ms, struct err *err);
+/* Starts sandbox id with its stdin, stdout and stderr connected to the
+ * daemon (connected before start where that is needed so no output is
+ * lost), and takes pending. Returns 0 with *out; 1 when stop_fd (-1:
+ * none) became readable first; BACKEND_RETRY (err says why) or -1 with
+ * err. On anything but 0 the sandbox is the caller's to remove. */
+int backend_start(struct backend *b, const char *id, struct backend_pending *pending,
+                  double deadline_ms, int stop_fd, struct backend_stream **out, struct err *err);
+
+/* For a sandbox removed without backend_start. NULL is fine. */
+void backend_pending_free(struct backend *b, struct backend_pending *pending);
+
+/* How a sandbox of spec would reach the daemon if created now, a word
+ * for reports ("socket", "attach", ...); static text. */
+const char *backend_io_name(struct backend *b, const struct backend_spec *spec);
 
 /* Waits up to timeout_ms for the container to stop, then reports how;
  * oom_killed is the backend's answer to "was it killed for memory", the

@@ -33,7 +33,9 @@ static struct backend *open_docker(const struct config *cfg, char **envp, struct
     if (discover_engine(cfg->engine, env_get(envp, "DOCKER_HOST"), env_get(envp, "CONTAINER_HOST"),
                         &path, &source, err) < 0)
         return NULL;
-    struct backend *b = docker_backend_new(path, source);
+    struct docker_options opts = {.sandbox_io = cfg->sandbox_io,
+                                  .sandbox_io_dir = cfg->sandbox_io_dir};
+    struct backend *b = docker_backend_new(path, source, &opts);
     free(path);
     free(source);
     return b;

@@ -82,7 +82,7 @@ struct config {
     char *sandbox_user;             /* "uid:gid": every sandbox's when sandbox_uid_count is 0 */
     long long sandbox_uid_base;     /* each sandbox's own uid (and gid) comes from */
     long long sandbox_uid_count;    /* [base, base + count) (sandbox/uids.h); 0: none */
-    char *sandbox_io;               /* "socket" or "attach" (sandbox/launch.h) */
+    char *sandbox_io;               /* "socket" or "attach" (backend/docker/sandbox_io.h) */
     char *sandbox_io_dir;           /* where the sockets are made */
     char *log_level;
     /* HTTP transport; http_listen empty = serve stdio. */

@@ -53,8 +53,6 @@ struct exec_ctx {
     char instance[RUNNER_NONCE_HEX_LEN + 1];
     struct policy_secrets secrets; /* --pass-through-env, for the requests */
     struct redactor *redactor;     /* their values in output; NULL: none */
-    char *seccomp;                 /* policy_seccomp_new, for the host's kernel */
-    char *seccomp_gvisor;          /* and for gVisor's */
     struct uids *uids;             /* each sandbox's own uid; NULL: all run as --sandbox-user */
     struct reaper *reaper;
     struct launcher *launcher;
@@ -215,12 +213,6 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
         exec_ctx_free(ctx);
         return NULL;
     }
-    ctx->seccomp = policy_seccomp_new(POLICY_SECCOMP_HOST, err);
-    ctx->seccomp_gvisor = ctx->seccomp ? policy_seccomp_new(POLICY_SECCOMP_GVISOR, err) : NULL;
-    if (!ctx->seccomp_gvisor) {
-        exec_ctx_free(ctx);
-        return NULL;
-    }
     if (uids_configure(cfg, sandboxes_alive_max(ctx), &ctx->uids, err) < 0) {
         exec_ctx_free(ctx);
         return NULL;
@@ -228,7 +220,7 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
     long long legacy_age = cfg->max_timeout_ms / 1000 + REAPER_LEGACY_MARGIN_S;
     ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, ctx->uids, err);
     if (ctx->reaper)
-        ctx->launcher = launcher_new(backend, ctx->reaper, cfg, ctx->uids);
+        ctx->launcher = launcher_new(backend, ctx->reaper, ctx->uids);
     if (!ctx->reaper || (pool_wanted(langs) && pool_start(ctx, err) < 0)) {
         exec_ctx_free(ctx);
         return NULL;
@@ -247,8 +239,6 @@ void exec_ctx_free(struct exec_ctx *ctx)
     uids_free(ctx->uids);
     redactor_free(ctx->redactor);
     policy_secrets_free(&ctx->secrets);
-    free(ctx->seccomp);
-    free(ctx->seccomp_gvisor);
     commands_free(ctx->cmds, langtable_count(ctx->langs));
     free(ctx);
 }
@@ -285,8 +275,6 @@ static void policy_run_for(const struct exec_ctx *ctx, const struct langtable_la
         .cmd = cmd,
         .memory_mb = memory_mb,
         .instance = ctx->instance,
-        .seccomp = ctx->seccomp,
-        .seccomp_gvisor = ctx->seccomp_gvisor,
     };
 }
 
@@ -297,7 +285,7 @@ const char *exec_sandbox_io(struct exec_ctx *ctx, const struct langtable_lang *l
                    ctx->cfg->memory_mb, &run);
     struct backend_spec spec;
     policy_spec(ctx->cfg, &run, &spec);
-    return launch_io_name(ctx->launcher, &spec);
+    return backend_io_name(ctx->backend, &spec);
 }
 
 /* Everything but the runner's extra argument and the expiry is what an
@@ -354,25 +342,19 @@ bool exec_pool_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
     return true;
 }
 
-char *exec_render_create(const struct config *cfg, struct backend *backend,
-                         const struct langtable_lang *lang)
+char *exec_describe_create(const struct config *cfg, struct backend *backend,
+                           const struct langtable_lang *lang)
 {
-    struct err err = ERR_INIT;
     struct exec_ctx dry = {.cfg = cfg, .instance = "dry-run"};
-    dry.seccomp = policy_seccomp_new(POLICY_SECCOMP_HOST, &err);
-    dry.seccomp_gvisor = policy_seccomp_new(POLICY_SECCOMP_GVISOR, &err);
     const char **cmd = commands_on_demand(lang);
     const char **env = policy_env_new((const char *const *)lang->environment.v);
     struct policy_run run;
     policy_run_for(&dry, lang, cmd, env, cfg->memory_mb, &run);
     struct backend_spec spec;
     policy_spec(cfg, &run, &spec);
-    char *text = backend_render_create(backend, &spec);
+    char *text = backend_describe_create(backend, &spec);
     free(cmd);
     free(env);
-    free(dry.seccomp);
-    free(dry.seccomp_gvisor);
-    err_clear(&err);
     return text;
 }
 

@@ -65,15 +65,16 @@ void exec_ctx_free(struct exec_ctx *ctx);
 int exec_ping(struct exec_ctx *ctx, struct err *err);
 const char *exec_backend_address(const struct exec_ctx *ctx);
 
-/* "socket" or "attach": how lang's sandboxes connect their streams now
- * (sandbox/launch.h). */
+/* "socket" or "attach": how lang's sandboxes connect their streams now,
+ * as the backend says (backend_io_name). */
 const char *exec_sandbox_io(struct exec_ctx *ctx, const struct langtable_lang *lang);
 
 /* The backend's create request for a run of lang with the default limits,
- * as text (no create holds the pass-through values: runs send them in
- * their request); nothing is sent to the backend. Caller frees. */
-char *exec_render_create(const struct config *cfg, struct backend *backend,
-                         const struct langtable_lang *lang);
+ * as text (backend_describe_create; no create holds the pass-through
+ * values: runs send them in their request); nothing is sent to the
+ * backend. Caller frees. */
+char *exec_describe_create(const struct config *cfg, struct backend *backend,
+                           const struct langtable_lang *lang);
 
 /* The warm pool of one language, at this moment (pool.h's figures). */
 struct exec_pool_stats {

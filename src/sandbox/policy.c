@@ -1,10 +1,8 @@
 #include "sandbox/policy.h"
 
-#include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "base/util.h"
 
 /* Below the host's hard nofile limit (20000 here) and far below engine
@@ -48,7 +46,6 @@ const char **policy_env_new(const char *const *own)
 void policy_spec(const struct config *cfg, const struct policy_run *run, struct backend_spec *spec)
 {
     const char *runtime = run->runtime;
-    bool gvisor = policy_runtime_is_gvisor(runtime) && run->seccomp_gvisor;
     bool own_uids = cfg->sandbox_uid_count > 0;
     /* With a uid per sandbox, the launcher puts the one it took in its
      * place; the first of the range stands for them here. Else
@@ -74,7 +71,7 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
         .fsize = FSIZE_LIMIT,
         .shm_bytes = SHM_BYTES,
         .runtime = runtime,
-        .seccomp = gvisor ? run->seccomp_gvisor : run->seccomp,
+        .syscalls = BACKEND_SYSCALLS_SANDBOX,
         .network = run->network,
         .labels = (const char *const *)cfg->labels.items,
         .instance = run->instance,
@@ -116,59 +113,4 @@ void policy_secrets_free(struct policy_secrets *s)
     free(s->names);
     free(s->values);
     *s = (struct policy_secrets){0};
-}
-
-bool policy_runtime_is_gvisor(const char *runtime)
-{
-    return runtime && (strncmp(runtime, "runsc", 5) == 0 || strstr(runtime, "gvisor"));
-}
-
-/* Drops clone3 from every rule that names it and allows it: gVisor's own
- * answer (ENOSYS) is what libc needs. */
-static int allow_clone3(json_object *syscalls)
-{
-    size_t n = json_object_array_length(syscalls);
-    for (size_t i = 0; i < n;) {
-        json_object *rule = json_object_array_get_idx(syscalls, i);
-        json_object *names = NULL;
-        if (!json_object_object_get_ex(rule, "names", &names) ||
-            !json_object_is_type(names, json_type_array))
-            return -1;
-        for (size_t j = json_object_array_length(names); j-- > 0;) {
-            const char *s = json_object_get_string(json_object_array_get_idx(names, j));
-            if (s && strcmp(s, "clone3") == 0)
-                json_object_array_del_idx(names, j, 1);
-        }
-        if (json_object_array_length(names) == 0) {
-            json_object_array_del_idx(syscalls, i, 1); /* a rule for nothing */
-            n--;
-        } else {
-            i++;
-        }
-    }
-    json_object *rule = json_object_new_object();
-    json_object *names = json_object_new_array();
-    json_object_array_add(names, json_object_new_string("clone3"));
-    json_object_object_add(rule, "names", names);
-    json_object_object_add(rule, "action", json_object_new_string("SCMP_ACT_ALLOW"));
-    json_object_array_add(syscalls, rule);
-    return 0;
-}
-
-char *policy_seccomp_new(enum policy_seccomp_kind kind, struct err *err)
-{
-    json_object *p = json_tokener_parse(policy_seccomp_src);
-    json_object *syscalls = NULL;
-    if (!p || !json_object_is_type(p, json_type_object) ||
-        !json_object_object_get_ex(p, "syscalls", &syscalls) ||
-        !json_object_is_type(syscalls, json_type_array) ||
-        (kind == POLICY_SECCOMP_GVISOR && allow_clone3(syscalls) < 0)) {
-        json_object_put(p);
-        err_set(err, ERR_INTERNAL, "the embedded seccomp profile is not a profile");
-        return NULL;
-    }
-    /* Sent with every create: without the file's indentation. */
-    char *out = xstrdup(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN));
-    json_object_put(p);
-    return out;
 }

@@ -1,9 +1,11 @@
 /* The hardening policy, in one place: what a sandbox may use (the
- * operator's configuration plus one run's limits) and the only
- * environment it is created with, as a backend_spec; and the secrets,
- * which never go into the spec (they travel in the run's request). The backend turns the spec
- * into its own terms and adds the isolation every backend promises
- * (backend/backend.h). */
+ * operator's configuration plus one run's limits: resources, the
+ * project's syscall allow-list, the operator's runtime, no network unless
+ * allowed) and the only environment it is created with, as a
+ * backend_spec; and the secrets, which never go into the spec (they
+ * travel in the run's request). The backend turns the spec into its own
+ * terms (a seccomp profile for the runtime's kernel, say) and adds the
+ * isolation every backend promises (backend/backend.h). */
 #ifndef MCPSBX_POLICY_H
 #define MCPSBX_POLICY_H
 
@@ -31,10 +33,6 @@ struct policy_run {
     const char *instance; /* marks this daemon's containers */
     const char *owner;    /* names the daemon process; may be NULL */
     long long expires;    /* unix time after which any daemon may remove it; 0 = none */
-    /* From policy_seccomp_new; policy_spec picks the one for the
-     * language's runtime. */
-    const char *seccomp;
-    const char *seccomp_gvisor;
 };
 
 /* Fills spec from cfg and run. Every pointer in spec is borrowed from cfg,
@@ -69,28 +67,5 @@ void policy_secrets_init(struct policy_secrets *s, const struct config *cfg, cha
                          void (*missing_cb)(const char *name));
 /* Zeroes the values before freeing them. */
 void policy_secrets_free(struct policy_secrets *s);
-
-/* Which kernel judges the profile: the host's (runc, crun), or gVisor's
- * (runsc registered with --oci-seccomp). This gVisor answers every denial
- * with EPERM whatever errnoRet says, and libc starts threads with clone3
- * and falls back to clone only on ENOSYS; so under gVisor clone3 is left
- * to gVisor, which answers ENOSYS itself, and namespace flags are still
- * stopped on clone. */
-enum policy_seccomp_kind { POLICY_SECCOMP_HOST, POLICY_SECCOMP_GVISOR };
-
-/* True for a runtime name that is gVisor's (runsc, runsc-kvm, ..., or a
- * name with gvisor in it); NULL (the engine's default) is not. */
-bool policy_runtime_is_gvisor(const char *runtime);
-
-/* The seccomp profile every sandbox runs under (src/sandbox/seccomp/,
- * embedded as policy_seccomp_src): the engine's default allow-list less
- * the kernel interfaces no program here needs (namespaces and mounts,
- * io_uring, keyrings, BPF, perf, ptrace, userfaultfd, ...), as compact
- * JSON text for the given kernel; caller frees. NULL with err when the
- * embedded text is not a profile (a build that should not have passed its
- * tests). */
-char *policy_seccomp_new(enum policy_seccomp_kind kind, struct err *err);
-
-extern const char policy_seccomp_src[];
 
 #endif

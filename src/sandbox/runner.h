@@ -113,10 +113,6 @@
 extern const char runner_python_src[];
 extern const char runner_node_src[];
 extern const char runner_generic_src[];
-/* The sandbox I/O connector (src/sandbox/runner/connect.pl, a perl -e
- * program): connects to the daemon's socket (backend/channel.h) and runs
- * the runner with the connections as its stdin, stdout and stderr. */
-extern const char runner_connect_src[];
 /* The warm TypeScript checker (src/sandbox/runner/tscheck.js, a node -e
  * program given tsc's options after "--"): a warm generic runner starts
  * it before the request so a pooled run's typecheck skips loading the

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend/channel.h"
+#include "backend/docker/channel.h"
 #include "base/buf.h"
 #include "base/util.h"
 #include "sandbox/runner.h"
@@ -1027,7 +1027,7 @@ static void op_attach(struct fake_engine *fe, int fd, const char *id, struct req
     run_program(fe, c, &io);
 }
 
-/* ---- the daemon's socket instead of attach (backend/channel.h) ---------------- */
+/* ---- the daemon's socket instead of attach (backend/docker/channel.h) ---------------- */
 
 static int connect_tagged(const char *dir, char tag)
 {

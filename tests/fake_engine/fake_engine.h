@@ -7,7 +7,7 @@
  * attach stream's stdin, writes its output as multiplexed frames (8-byte
  * headers), then the completion record on stderr and stdout, and exits. A
  * container created with the daemon's socket directory bound in
- * (backend/channel.h) connects to it on start, as the connector does, and
+ * (backend/docker/channel.h) connects to it on start, as the connector does, and
  * its program uses those connections instead.
  * Faults are injected per operation (an HTTP status, or a stall that holds
  * the request until released), and every request is logged so tests can

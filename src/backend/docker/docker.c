@@ -5,11 +5,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend/channel.h"
 #include "backend/docker/engine.h"
 #include "backend/docker/engine_http.h"
 #include "backend/docker/engine_stream.h"
+#include "backend/docker/sandbox_io.h"
 #include "backend/docker/seccomp_file.h"
+#include "backend/docker/seccomp_profile.h"
 #include "base/util.h"
 
 #define READ_CHUNK 65536
@@ -22,10 +23,21 @@ struct docker {
     struct backend base;
     struct engine *engine;
     char *address_source; /* discover.h: where the socket path came from */
+    struct sandbox_io *io;
+    /* BACKEND_SYSCALLS_SANDBOX's profile, by seccomp_kernel (NULL when the
+     * embedded one is broken: create then fails). */
+    char *profiles[2];
     /* For Podman: the file written for the profile seccomp_text. */
     pthread_mutex_t lock;
     char *seccomp_text;
     char *seccomp_path;
+};
+
+/* Between create and start: the channel the sandbox connects to, or
+ * none (it attaches). */
+struct backend_pending {
+    struct channel *channel;
+    char *image;
 };
 
 struct docker_stream {
@@ -90,7 +102,8 @@ static json_object *labels(const struct backend_spec *spec)
 }
 
 /* The hardening every backend promises (backend.h), in Docker's terms. */
-static json_object *host_config(const struct backend_spec *spec, const char *seccomp_path)
+static json_object *host_config(const struct backend_spec *spec, const char *seccomp,
+                                const char *io_dir)
 {
     json_object *hc = json_object_new_object();
     json_object_object_add(hc, "NetworkMode",
@@ -118,8 +131,8 @@ static json_object *host_config(const struct backend_spec *spec, const char *sec
     json_object_object_add(hc, "CapDrop", capdrop);
     json_object *secopt = json_object_new_array();
     json_object_array_add(secopt, json_object_new_string("no-new-privileges:true"));
-    if (seccomp_path || spec->seccomp) {
-        char *opt = xasprintf("seccomp=%s", seccomp_path ? seccomp_path : spec->seccomp);
+    if (seccomp) {
+        char *opt = xasprintf("seccomp=%s", seccomp);
         json_object_array_add(secopt, json_object_new_string(opt));
         free(opt);
     }
@@ -145,9 +158,9 @@ static json_object *host_config(const struct backend_spec *spec, const char *sec
     json_object_object_add(hc, "LogConfig", logcfg);
     if (spec->runtime && *spec->runtime)
         json_object_object_add(hc, "Runtime", json_object_new_string(spec->runtime));
-    if (spec->io_dir) {
+    if (io_dir) {
         json_object *binds = json_object_new_array();
-        char *bind = xasprintf("%s:%s:ro", spec->io_dir, CHANNEL_TARGET);
+        char *bind = xasprintf("%s:%s:ro", io_dir, CHANNEL_TARGET);
         json_object_array_add(binds, json_object_new_string(bind));
         free(bind);
         json_object_object_add(hc, "Binds", binds);
@@ -155,7 +168,8 @@ static json_object *host_config(const struct backend_spec *spec, const char *sec
     return hc;
 }
 
-json_object *docker_create_body(const struct backend_spec *spec, const char *seccomp_path)
+json_object *docker_create_body(const struct backend_spec *spec, const char *seccomp,
+                                const char *io_dir)
 {
     json_object *b = json_object_new_object();
     json_object_object_add(b, "Image", json_object_new_string(spec->image));
@@ -170,9 +184,9 @@ json_object *docker_create_body(const struct backend_spec *spec, const char *sec
     json_object_object_add(b, "WorkingDir", json_object_new_string(spec->workdir));
     json_object_object_add(b, "Env", string_array(spec->env));
     json_object_object_add(b, "Labels", labels(spec));
-    /* With io_dir the streams are a socket's (backend/channel.h): nothing
-     * to attach, and no stdin for the engine to hold open. */
-    bool attached = spec->io_dir == NULL;
+    /* With io_dir the streams are a socket's (channel.h): nothing to
+     * attach, and no stdin for the engine to hold open. */
+    bool attached = io_dir == NULL;
     json_object_object_add(b, "AttachStdin", json_object_new_boolean(attached));
     json_object_object_add(b, "AttachStdout", json_object_new_boolean(attached));
     json_object_object_add(b, "AttachStderr", json_object_new_boolean(attached));
@@ -181,7 +195,7 @@ json_object *docker_create_body(const struct backend_spec *spec, const char *sec
     json_object_object_add(b, "StdinOnce", json_object_new_boolean(attached));
     json_object_object_add(b, "Tty", json_object_new_boolean(0));
     json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(!spec->network));
-    json_object_object_add(b, "HostConfig", host_config(spec, seccomp_path));
+    json_object_object_add(b, "HostConfig", host_config(spec, seccomp, io_dir));
     return b;
 }
 
@@ -191,28 +205,53 @@ static void docker_free(struct backend *b)
 {
     struct docker *d = (struct docker *)b;
     engine_free(d->engine);
+    sandbox_io_free(d->io);
     free(d->address_source);
     pthread_mutex_destroy(&d->lock);
+    free(d->profiles[SECCOMP_KERNEL_HOST]);
+    free(d->profiles[SECCOMP_KERNEL_GVISOR]);
     free(d->seccomp_text);
     free(d->seccomp_path);
     free(d);
 }
 
-/* Where Podman finds spec's profile (NULL for Docker, which takes the text
- * inline), in *path; -1 with err when that cannot be known or written. */
-static int seccomp_ref(struct docker *d, const struct backend_spec *spec, double deadline_ms,
-                       char **path, struct err *err)
+/* The profile text spec's syscall policy names for its runtime's kernel,
+ * in *text (borrowed; NULL: the engine's default); -1 with err when it
+ * cannot be had. */
+static int seccomp_text(const struct docker *d, const struct backend_spec *spec, const char **text,
+                        struct err *err)
 {
-    *path = NULL;
-    if (!spec->seccomp)
+    *text = NULL;
+    if (spec->syscalls == BACKEND_SYSCALLS_RUNTIME_DEFAULT)
+        return 0;
+    *text = d->profiles[seccomp_kernel_of(spec->runtime)];
+    return *text ? 0 : err_set(err, ERR_INTERNAL, "the embedded seccomp profile is not a profile");
+}
+
+/* What goes after "seccomp=" for spec, in *ref (NULL: nothing): the
+ * profile's text for Docker, which takes it inline; the path of a file
+ * holding it for Podman. -1 with err when that cannot be known or
+ * written. */
+static int seccomp_ref(struct docker *d, const struct backend_spec *spec, double deadline_ms,
+                       char **ref, struct err *err)
+{
+    *ref = NULL;
+    const char *text = NULL;
+    if (seccomp_text(d, spec, &text, err) < 0)
+        return -1;
+    if (!text)
         return 0;
     int podman = engine_is_podman(d->engine, deadline_ms, err);
-    if (podman <= 0)
-        return podman;
+    if (podman < 0)
+        return -1;
+    if (!podman) {
+        *ref = xstrdup(text);
+        return 0;
+    }
     int rc = 0;
     pthread_mutex_lock(&d->lock);
-    if (!d->seccomp_text || strcmp(d->seccomp_text, spec->seccomp) != 0) {
-        char *written = seccomp_file_write(spec->seccomp, err);
+    if (!d->seccomp_text || strcmp(d->seccomp_text, text) != 0) {
+        char *written = seccomp_file_write(text, err);
         if (!written) {
             rc = err_wrap(err, "cannot hand the seccomp profile to Podman");
             goto out;
@@ -220,9 +259,9 @@ static int seccomp_ref(struct docker *d, const struct backend_spec *spec, double
         free(d->seccomp_path);
         free(d->seccomp_text);
         d->seccomp_path = written;
-        d->seccomp_text = xstrdup(spec->seccomp);
+        d->seccomp_text = xstrdup(text);
     }
-    *path = xstrdup(d->seccomp_path);
+    *ref = xstrdup(d->seccomp_path);
 out:
     pthread_mutex_unlock(&d->lock);
     return rc;
@@ -253,10 +292,14 @@ static int docker_version(struct backend *b, char **name, char **version, struct
     return engine_version(engine_of(b), name, version, err);
 }
 
-static char *docker_render_create(const struct backend *b, const struct backend_spec *spec)
+/* The create body, attached, with the profile inline as Docker takes it. */
+static char *docker_describe_create(const struct backend *b, const struct backend_spec *spec)
 {
-    (void)b;
-    json_object *body = docker_create_body(spec, NULL);
+    const char *seccomp = NULL;
+    struct err err = ERR_INIT;
+    seccomp_text((const struct docker *)b, spec, &seccomp, &err);
+    err_clear(&err);
+    json_object *body = docker_create_body(spec, seccomp, NULL);
     char *s = xstrdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PRETTY |
                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(body);
@@ -282,23 +325,51 @@ static int runtime_check(struct docker *d, const struct backend_spec *spec, doub
                    spec->runtime, engine_socket(d->engine));
 }
 
-static int docker_create(struct backend *b, const struct backend_spec *spec, double deadline_ms,
-                         char **id, struct err *err)
+static void docker_pending_free(struct backend_pending *p)
 {
-    cleanup_free char *seccomp_path = NULL;
-    if (runtime_check((struct docker *)b, spec, deadline_ms, err) < 0 ||
-        seccomp_ref((struct docker *)b, spec, deadline_ms, &seccomp_path, err) < 0)
+    if (!p)
+        return;
+    channel_close(p->channel);
+    free(p->image);
+    free(p);
+}
+
+/* The streams go the way sandbox_io.h chooses: a sandbox on a channel
+ * runs its command through the connector, with the channel's directory
+ * bound in. */
+static int docker_create(struct backend *b, const struct backend_spec *spec, bool fallback,
+                         double deadline_ms, char **id, struct backend_pending **pending,
+                         struct err *err)
+{
+    struct docker *d = (struct docker *)b;
+    cleanup_free char *seccomp = NULL;
+    if (runtime_check(d, spec, deadline_ms, err) < 0 ||
+        seccomp_ref(d, spec, deadline_ms, &seccomp, err) < 0)
         return -1;
-    json_object *body = docker_create_body(spec, seccomp_path);
-    int rc = engine_create(engine_of(b), body, deadline_ms, id, err);
+    struct backend_pending *p = xcalloc(1, sizeof(*p));
+    p->channel = sandbox_io_channel(d->io, spec, fallback);
+    struct backend_spec s = *spec;
+    const char **argv = p->channel ? sandbox_io_command(spec) : NULL;
+    if (argv)
+        s.cmd = argv;
+    json_object *body =
+        docker_create_body(&s, seccomp, p->channel ? channel_dir(p->channel) : NULL);
+    int rc = engine_create(d->engine, body, deadline_ms, id, err);
     json_object_put(body);
-    return rc;
+    free(argv);
+    if (rc < 0) {
+        docker_pending_free(p);
+        return -1;
+    }
+    p->image = xstrdup(spec->image);
+    *pending = p;
+    return 0;
 }
 
 static const struct backend_ops docker_ops;
 
-static int docker_attach(struct backend *b, const char *id, double deadline_ms,
-                         struct backend_stream **out, struct err *err)
+static int attach(struct backend *b, const char *id, double deadline_ms,
+                  struct backend_stream **out, struct err *err)
 {
     struct engine_http_conn *conn = NULL;
     if (engine_attach(engine_of(b), id, deadline_ms, &conn, err) < 0)
@@ -313,9 +384,34 @@ static int docker_attach(struct backend *b, const char *id, double deadline_ms,
     return 0;
 }
 
-static int docker_start(struct backend *b, const char *id, double deadline_ms, struct err *err)
+/* An attached sandbox is attached before it starts, so no output is
+ * lost; one on a channel connects once started. */
+static int docker_start(struct backend *b, const char *id, struct backend_pending *pending,
+                        double deadline_ms, int stop_fd, struct backend_stream **out,
+                        struct err *err)
 {
-    return engine_start(engine_of(b), id, deadline_ms, err);
+    struct docker *d = (struct docker *)b;
+    int rc;
+    if (pending && pending->channel) {
+        rc = sandbox_io_start(d->io, d->engine, id, pending->image, pending->channel, deadline_ms,
+                              stop_fd, out, err);
+    } else {
+        rc = attach(b, id, deadline_ms, out, err) < 0 ||
+                     engine_start(d->engine, id, deadline_ms, err) < 0
+                 ? -1
+                 : 0;
+    }
+    if (rc != 0) {
+        backend_stream_close(*out);
+        *out = NULL;
+    }
+    docker_pending_free(pending);
+    return rc;
+}
+
+static const char *docker_io_name(struct backend *b, const struct backend_spec *spec)
+{
+    return sandbox_io_name(((struct docker *)b)->io, spec);
 }
 
 /* Docker sets OOMKilled when the runtime's OOM event comes, and that
@@ -452,10 +548,11 @@ static const struct backend_ops docker_ops = {
     .ping = docker_ping,
     .gone = docker_gone,
     .version = docker_version,
-    .render_create = docker_render_create,
+    .describe_create = docker_describe_create,
     .create = docker_create,
-    .attach = docker_attach,
     .start = docker_start,
+    .pending_free = docker_pending_free,
+    .io_name = docker_io_name,
     .wait = docker_wait,
     .kill = docker_kill,
     .remove = docker_remove,
@@ -468,12 +565,18 @@ static const struct backend_ops docker_ops = {
     .stream_close = docker_stream_close,
 };
 
-struct backend *docker_backend_new(const char *socket_path, const char *source)
+struct backend *docker_backend_new(const char *socket_path, const char *source,
+                                   const struct docker_options *opts)
 {
     struct docker *d = xcalloc(1, sizeof(*d));
     d->base.ops = &docker_ops;
     d->engine = engine_new(socket_path);
     d->address_source = xstrdup(source ? source : "");
+    d->io = sandbox_io_new(opts ? opts->sandbox_io : NULL, opts ? opts->sandbox_io_dir : NULL);
+    struct err err = ERR_INIT;
+    d->profiles[SECCOMP_KERNEL_HOST] = seccomp_profile_new(SECCOMP_KERNEL_HOST, &err);
+    d->profiles[SECCOMP_KERNEL_GVISOR] = seccomp_profile_new(SECCOMP_KERNEL_GVISOR, &err);
+    err_clear(&err);
     pthread_mutex_init(&d->lock, NULL);
     return &d->base;
 }

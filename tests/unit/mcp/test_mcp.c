@@ -60,7 +60,7 @@ static int setup(void **state)
     f->cfg.pool_size = 0; /* the pool has tests of its own */
     f->cfg.engine = xstrdup("/nonexistent/mcpsbx-test.sock");
     engine_http_global_init(&err);
-    f->backend = docker_backend_new(f->cfg.engine, NULL);
+    f->backend = docker_backend_new(f->cfg.engine, NULL, NULL);
     f->langs = test_langs(&f->cfg);
     f->exec = exec_ctx_new(&f->cfg, f->langs, f->backend, NULL, &err);
     assert_non_null(f->exec);

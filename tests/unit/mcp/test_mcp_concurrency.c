@@ -168,7 +168,7 @@ static struct rig *rig_new_shared(const char *engine, long long max_concurrent,
         session_inflight < 0 ? max_concurrent + max_queued : session_inflight;
     g->cfg.max_session_queued = session_queued < 0 ? max_queued : session_queued;
     assert_int_equal(engine_http_global_init(&err), 0);
-    g->backend = docker_backend_new(g->cfg.engine, NULL);
+    g->backend = docker_backend_new(g->cfg.engine, NULL, NULL);
     g->langs = test_langs(&g->cfg);
     g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, NULL, &err);
     assert_non_null(g->exec);

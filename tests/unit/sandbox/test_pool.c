@@ -47,7 +47,9 @@ static void rig_open(struct rig *g)
     g->langs = test_langs_text(&g->cfg, g->languages_text);
     PY = test_lang(g->langs, "python");
     JS = test_lang(g->langs, "javascript");
-    g->backend = docker_backend_new(fake_engine_socket(g->fe), NULL);
+    struct docker_options opts = {.sandbox_io = g->cfg.sandbox_io,
+                                  .sandbox_io_dir = g->cfg.sandbox_io_dir};
+    g->backend = docker_backend_new(fake_engine_socket(g->fe), NULL, &opts);
     g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, NULL, &err);
     if (!g->exec)
         fail_msg("exec_ctx_new: %s", err_msg(&err));

@@ -31,7 +31,7 @@ static struct backend *E;
 static struct reaper *new_reaper_uids(long sweep_ms, struct uids *uids)
 {
     struct err err = ERR_INIT;
-    E = docker_backend_new(fake_engine_socket(F), NULL);
+    E = docker_backend_new(fake_engine_socket(F), NULL, NULL);
     struct reaper *r = reaper_new(E, "me", 600, sweep_ms, uids, &err);
     if (!r)
         fail_msg("reaper_new: %s", err_msg(&err));

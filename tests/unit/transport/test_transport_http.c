@@ -60,7 +60,7 @@ static struct server *start_with(long long max_sessions, long long idle_ms, cons
         s->cfg.auth_token = xstrdup(token);
     if (tweak)
         tweak(&s->cfg);
-    s->backend = docker_backend_new(s->cfg.engine, NULL);
+    s->backend = docker_backend_new(s->cfg.engine, NULL, NULL);
     s->langs = test_langs(&s->cfg);
     s->exec = exec_ctx_new(&s->cfg, s->langs, s->backend, NULL, &err);
     assert_non_null(s->exec);

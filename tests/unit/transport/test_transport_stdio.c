@@ -43,7 +43,7 @@ static struct server *start(long long max_message)
     s->cfg.engine = xstrdup("/nonexistent/mcpsbx-stdio.sock");
     s->cfg.max_message_bytes = max_message;
     engine_http_global_init(&err);
-    s->backend = docker_backend_new(s->cfg.engine, NULL);
+    s->backend = docker_backend_new(s->cfg.engine, NULL, NULL);
     s->langs = test_langs(&s->cfg);
     s->exec = exec_ctx_new(&s->cfg, s->langs, s->backend, NULL, &err);
     s->srv = mcp_server_new(&s->cfg, s->exec, &err);

@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include "backend/backends.h"
+#include "backend/docker/channel.h"
 #include "backend/docker/discover.h"
 #include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
+#include "backend/docker/seccomp_profile.h"
 
 static json_object *get(json_object *o, const char *key)
 {
@@ -58,7 +60,7 @@ static void test_create_body_hardening(void **state)
 {
     (void)state;
     struct backend_spec spec = spec_of();
-    json_object *b = docker_create_body(&spec, NULL);
+    json_object *b = docker_create_body(&spec, NULL, NULL);
     assert_string_equal(json_object_get_string(get(b, "Image")), "img:1");
     assert_string_equal(json_object_get_string(get(b, "User")), "10001:10001");
     assert_string_equal(json_object_get_string(get(b, "WorkingDir")), "/tmp");
@@ -112,8 +114,8 @@ static void test_create_body_users(void **state)
     a.nproc = 256;
     c.uid = 2000004095;
     c.gid = 2000004095;
-    json_object *ba = docker_create_body(&a, NULL);
-    json_object *bc = docker_create_body(&c, NULL);
+    json_object *ba = docker_create_body(&a, NULL, NULL);
+    json_object *bc = docker_create_body(&c, NULL, NULL);
     assert_string_equal(json_object_get_string(get(ba, "User")), "2000000000:2000000000");
     assert_string_equal(json_object_get_string(get(bc, "User")), "2000004095:2000004095");
     assert_string_equal(json_object_get_string(get(get(ba, "Labels"), ENGINE_LABEL_UID)),
@@ -144,7 +146,7 @@ static void test_create_body_options(void **state)
     spec.expires = 0;
     static const char *const extra[] = {"team=ml", "empty=", NULL};
     spec.labels = extra;
-    json_object *b = docker_create_body(&spec, NULL);
+    json_object *b = docker_create_body(&spec, NULL, NULL);
     assert_string_equal(json_object_get_string(get(get(b, "Labels"), "team")), "ml");
     assert_string_equal(json_object_get_string(get(get(b, "Labels"), "empty")), "");
     assert_string_equal(json_object_get_string(get(get(b, "HostConfig"), "Runtime")), "runsc");
@@ -154,20 +156,36 @@ static void test_create_body_options(void **state)
     json_object_put(b);
 }
 
+/* A sandbox on a channel (channel.h): its directory bound read-only at
+ * CHANNEL_TARGET, and nothing attached or held open by the engine. */
+static void test_create_body_channel(void **state)
+{
+    (void)state;
+    struct backend_spec spec = spec_of();
+    json_object *b = docker_create_body(&spec, NULL, "/run/io/1.ab");
+    json_object *binds = get(get(b, "HostConfig"), "Binds");
+    assert_int_equal(json_object_array_length(binds), 1);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(binds, 0)),
+                        "/run/io/1.ab:" CHANNEL_TARGET ":ro");
+    static const char *const off[] = {"AttachStdin", "AttachStdout", "AttachStderr", "OpenStdin",
+                                      "StdinOnce"};
+    for (size_t i = 0; i < ARRAY_SIZE(off); i++)
+        assert_false(json_object_get_boolean(get(b, off[i])));
+    json_object_put(b);
+}
+
 /* The seccomp profile: inline for Docker, a path for Podman, and no
  * option at all without one (the engine's default). */
 static void test_create_body_seccomp(void **state)
 {
     (void)state;
     struct backend_spec spec = spec_of();
-    spec.seccomp = NULL;
-    json_object *b = docker_create_body(&spec, NULL);
+    json_object *b = docker_create_body(&spec, NULL, NULL);
     json_object *opts = get(get(b, "HostConfig"), "SecurityOpt");
     assert_int_equal(json_object_array_length(opts), 1);
     json_object_put(b);
 
-    spec.seccomp = "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}";
-    b = docker_create_body(&spec, NULL);
+    b = docker_create_body(&spec, "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}", NULL);
     opts = get(get(b, "HostConfig"), "SecurityOpt");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 0)),
                         "no-new-privileges:true");
@@ -175,20 +193,73 @@ static void test_create_body_seccomp(void **state)
                         "seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}");
     json_object_put(b);
 
-    b = docker_create_body(&spec, "/run/x/seccomp-1.json");
+    b = docker_create_body(&spec, "/run/x/seccomp-1.json", NULL);
     opts = get(get(b, "HostConfig"), "SecurityOpt");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 1)),
                         "seccomp=/run/x/seccomp-1.json");
     json_object_put(b);
 }
 
-/* --dry-run-create's text is the body, and sends nothing. */
-static void test_render_create(void **state)
+/* The SecurityOpt seccomp entry of a described create request, or NULL. */
+static char *described_seccomp(struct backend *b, const struct backend_spec *spec)
+{
+    char *text = backend_describe_create(b, spec);
+    json_object *o = json_tokener_parse(text);
+    assert_non_null(o);
+    json_object *opts = get(get(o, "HostConfig"), "SecurityOpt");
+    char *found = NULL;
+    for (size_t i = 0; i < json_object_array_length(opts); i++) {
+        const char *v = json_object_get_string(json_object_array_get_idx(opts, i));
+        if (strncmp(v, "seccomp=", 8) == 0)
+            found = xstrdup(v + 8);
+    }
+    json_object_put(o);
+    free(text);
+    return found;
+}
+
+/* The spec names the policy; the backend renders the profile for the
+ * kernel of the spec's runtime: gVisor's for a gVisor runtime, the host's
+ * otherwise, none for the runtime's own default. */
+static void test_syscall_policy(void **state)
 {
     (void)state;
-    struct backend *b = docker_backend_new("/nonexistent/mcpsbx-render.sock", NULL);
+    struct backend *b = docker_backend_new("/nonexistent/mcpsbx-render.sock", NULL, NULL);
+    struct err err = ERR_INIT;
+    char *host = seccomp_profile_new(SECCOMP_KERNEL_HOST, &err);
+    char *gvisor = seccomp_profile_new(SECCOMP_KERNEL_GVISOR, &err);
+    assert_non_null(host);
+    assert_non_null(gvisor);
+    assert_string_not_equal(host, gvisor);
     struct backend_spec spec = spec_of();
-    char *text = backend_render_create(b, &spec);
+    char *got = described_seccomp(b, &spec);
+    assert_string_equal(got, host);
+    free(got);
+    spec.runtime = "runc";
+    got = described_seccomp(b, &spec);
+    assert_string_equal(got, host);
+    free(got);
+    static const char *const gvisor_names[] = {"runsc", "runsc-kvm", "my-gvisor"};
+    for (size_t i = 0; i < ARRAY_SIZE(gvisor_names); i++) {
+        spec.runtime = gvisor_names[i];
+        got = described_seccomp(b, &spec);
+        assert_string_equal(got, gvisor);
+        free(got);
+    }
+    spec.syscalls = BACKEND_SYSCALLS_RUNTIME_DEFAULT;
+    assert_null(described_seccomp(b, &spec));
+    free(host);
+    free(gvisor);
+    backend_free(b);
+}
+
+/* --dry-run-create's text is the body, and sends nothing. */
+static void test_describe_create(void **state)
+{
+    (void)state;
+    struct backend *b = docker_backend_new("/nonexistent/mcpsbx-render.sock", NULL, NULL);
+    struct backend_spec spec = spec_of();
+    char *text = backend_describe_create(b, &spec);
     json_object *o = json_tokener_parse(text);
     assert_non_null(o);
     assert_string_equal(json_object_get_string(get(o, "Image")), "img:1");
@@ -267,8 +338,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_body_hardening), cmocka_unit_test(test_create_body_options),
         cmocka_unit_test(test_create_body_users),     cmocka_unit_test(test_create_body_seccomp),
-        cmocka_unit_test(test_render_create),         cmocka_unit_test(test_discover),
-        cmocka_unit_test(test_backends_open),
+        cmocka_unit_test(test_describe_create),       cmocka_unit_test(test_discover),
+        cmocka_unit_test(test_backends_open),         cmocka_unit_test(test_syscall_policy),
+        cmocka_unit_test(test_create_body_channel),
     };
     return cmocka_run_group_tests_name("docker", tests, NULL, NULL);
 }

@@ -1,7 +1,14 @@
 /* A sandbox's standard streams over a unix socket of the daemon's own,
  * instead of the engine's attach stream.
  *
- * Why: the engine copies an attach stream through its own processes
+ * Why it is the Docker backend's: it rests on what holds for a local
+ * Docker or Podman engine and for no backend in general: the daemon and
+ * the engine share a host, so a directory of the daemon's can be bound
+ * into the container, and a peer's /proc/PID/cgroup names the
+ * container's id. Another backend (a remote engine, Kubernetes) has its
+ * own way; sandbox_io.h says when this one is used.
+ *
+ * Why at all: the engine copies an attach stream through its own processes
  * (dockerd and containerd's shim, or conmon), goroutine by goroutine; a
  * warm run's round trip through them costs 4-5 ms on a 2-core machine,
  * through a socket ~0.1 ms.
@@ -10,7 +17,7 @@
  * listens on CHANNEL_SOCKET_NAME in it, a socket only the sandbox's uid
  * may connect to. The directory is bound read-only into the
  * container at CHANNEL_TARGET. The sandbox's connector
- * (src/sandbox/runner/connect.pl) connects twice, writing one tag byte on
+ * (src/backend/docker/connect.pl) connects twice, writing one tag byte on
  * each: CHANNEL_TAG_IO on the connection that becomes its stdin and
  * stdout, CHANNEL_TAG_ERR on the one that becomes its stderr; then it
  * executes the runner. channel_accept takes exactly those two (a peer of
@@ -27,14 +34,19 @@
  *
  * Thread-safe as backend.h says: a channel and its stream have one owner
  * at a time. */
-#ifndef MCPSBX_CHANNEL_H
-#define MCPSBX_CHANNEL_H
+#ifndef MCPSBX_DOCKER_CHANNEL_H
+#define MCPSBX_DOCKER_CHANNEL_H
 
 #include <stdbool.h>
 #include <sys/types.h>
 
 #include "backend/backend.h"
 #include "base/err.h"
+
+/* The connector (src/backend/docker/connect.pl, a perl -e program):
+ * connects to CHANNEL_SOCKET and runs the command that follows it with
+ * the connections as its stdin, stdout and stderr. */
+extern const char channel_connect_src[];
 
 /* Where the container sees the directory, and the socket in it. */
 #define CHANNEL_TARGET      "/run/mcpsbx-io"

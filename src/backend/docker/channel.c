@@ -1,4 +1,4 @@
-#include "backend/channel.h"
+#include "backend/docker/channel.h"
 
 #include <dirent.h>
 #include <errno.h>

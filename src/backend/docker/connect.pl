@@ -1,4 +1,4 @@
-# mcp-sandboxd sandbox I/O connector (protocol: src/backend/channel.h).
+# mcp-sandboxd sandbox I/O connector (protocol: src/backend/docker/channel.h).
 # Started as `perl -e <this file> SOCKET PROGRAM ARGS...`: connects twice
 # to the daemon's unix socket SOCKET (tagged "o" for stdin and stdout,
 # then "e" for stderr), makes the connections file descriptors 0, 1 and 2,

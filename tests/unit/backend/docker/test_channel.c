@@ -1,6 +1,6 @@
 /* channel.c: the sandbox side is played by a thread or a child process
  * connecting as the connector does, and once by the connector itself
- * (src/sandbox/runner/connect.pl under perl). After every test the base
+ * (src/backend/docker/connect.pl under perl). After every test the base
  * directory must be empty: no socket or directory outlives its accept. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,8 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backend/channel.h"
-#include "sandbox/runner.h"
+#include "backend/docker/channel.h"
 
 #define GUARD_MS 20000.0
 
@@ -467,7 +466,7 @@ static void test_connector(void **state)
     if (pid == 0) {
         if (geteuid() == 0 && (setgid(g->gid) < 0 || setuid(g->uid) < 0))
             _exit(2);
-        execlp("perl", "perl", "-e", runner_connect_src, path, "sh", "-c",
+        execlp("perl", "perl", "-e", channel_connect_src, path, "sh", "-c",
                "read line; echo \"got $line\"; echo oops >&2; "
                "for f in 0 1 2; do readlink /proc/$$/fd/$f; done | grep -c socket: >&2",
                (char *)NULL);

@@ -1,0 +1,310 @@
+/* The Docker backend's create and start against the fake Engine API
+ * (tests/fake_engine): how a sandbox's streams reach the daemon
+ * (sandbox_io.c: the socket channel, the attach stream, the fallback from
+ * one to the other) and how its seccomp profile reaches the engine
+ * (inline for Docker, a file for Podman). Every container made is removed;
+ * no socket directory outlives a start. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend/docker/docker.h"
+#include "backend/docker/engine_http.h"
+#include "backend/docker/seccomp_profile.h"
+#include "fake_engine/fake_engine.h"
+
+static const char PODMAN_VERSION[] =
+    "{\"Components\":[{\"Name\":\"Podman Engine\",\"Version\":\"4.3.1\"}],\"Version\":\"4.3.1\"}";
+
+struct rig {
+    struct fake_engine *fe;
+    char io_dir[64]; /* --sandbox-io-dir: empty again after every test */
+};
+
+static const char *const cmd[] = {"python3", "-c", "pass", NULL};
+
+/* A sandbox of image, as this process's user: the fake engine connects
+ * as this process, which the channel lets in. */
+static struct backend_spec spec_of(const char *image)
+{
+    return (struct backend_spec){
+        .image = image,
+        .cmd = cmd,
+        .uid = geteuid(),
+        .gid = getegid(),
+        .workdir = "/tmp",
+        .workdir_mb = 64,
+        .memory_bytes = 128LL << 20,
+        .nano_cpus = 1000000000LL,
+        .pids_limit = 64,
+        .nofile = 1024,
+        .nproc = 64,
+        .fsize = 1LL << 20,
+        .shm_bytes = 1LL << 20,
+        .instance = "t",
+    };
+}
+
+static struct backend *open_backend(struct rig *g, const char *mode)
+{
+    struct docker_options opts = {.sandbox_io = mode, .sandbox_io_dir = g->io_dir};
+    return docker_backend_new(fake_engine_socket(g->fe), NULL, &opts);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    struct err err = ERR_INIT;
+    return engine_http_global_init(&err);
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    engine_http_global_cleanup();
+    return 0;
+}
+
+static int setup(void **state)
+{
+    struct rig *g = xcalloc(1, sizeof(*g));
+    g->fe = fake_engine_start();
+    snprintf(g->io_dir, sizeof(g->io_dir), "/tmp/sandbox_io.XXXXXX");
+    if (!g->fe || !mkdtemp(g->io_dir))
+        return -1;
+    struct fake_program p = {.out = "1\n", .out_len = 2};
+    fake_engine_set_program(g->fe, &p);
+    *state = g;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct rig *g = *state;
+    fake_engine_stop(g->fe);
+    int left = rmdir(g->io_dir);
+    free(g);
+    if (left != 0)
+        fail_msg("the sandbox I/O directory is not empty");
+    return 0;
+}
+
+/* create then start; the result of start, *id and the create body kept. */
+static int create_start(struct rig *g, struct backend *b, const struct backend_spec *spec,
+                        bool fallback, char **id, struct fake_request *create, struct err *err)
+{
+    struct backend_pending *pending = NULL;
+    if (backend_create(b, spec, fallback, 0, id, &pending, err) < 0)
+        fail_msg("backend_create: %s", err_msg(err));
+    assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, create));
+    struct backend_stream *s = NULL;
+    int rc = backend_start(b, *id, pending, 0, -1, &s, err);
+    assert_true(rc == 0 ? s != NULL : s == NULL);
+    backend_stream_close(s);
+    return rc;
+}
+
+static void remove_container(struct backend *b, char *id)
+{
+    struct err err = ERR_INIT;
+    if (backend_remove(b, id, &err) < 0)
+        fail_msg("backend_remove: %s", err_msg(&err));
+    free(id);
+}
+
+/* --sandbox-io socket: the connector runs the command, the directory is
+ * bound in, nothing is attached. */
+static void test_socket(void **state)
+{
+    struct rig *g = *state;
+    struct backend *b = open_backend(g, "socket");
+    struct backend_spec spec = spec_of("img:1");
+    assert_string_equal(backend_io_name(b, &spec), "socket");
+    char *id = NULL;
+    struct fake_request create;
+    struct err err = ERR_INIT;
+    if (create_start(g, b, &spec, false, &id, &create, &err) != 0)
+        fail_msg("start: %s", err_msg(&err));
+    assert_non_null(strstr(create.body, "\"Cmd\":[\"perl\",\"-e\",\""));
+    assert_non_null(strstr(create.body, ":\\/run\\/mcpsbx-io:ro\"]"));
+    assert_non_null(strstr(create.body, "\"OpenStdin\":false"));
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 0);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_START, id), 1);
+    remove_container(b, id);
+    backend_free(b);
+}
+
+/* A sandbox that ends without connecting (an image without perl) asks
+ * for another (BACKEND_RETRY); its image attaches from then on, and so
+ * does any sandbox created with fallback. */
+static void test_fallback_to_attach(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "1\n", .out_len = 2, .no_connect = true};
+    fake_engine_set_program(g->fe, &p);
+    struct backend *b = open_backend(g, "socket");
+    struct backend_spec spec = spec_of("img:noperl");
+    struct backend_spec other = spec_of("img:other");
+    char *id = NULL;
+    struct fake_request create;
+    struct err err = ERR_INIT;
+    assert_int_equal(create_start(g, b, &spec, false, &id, &create, &err), BACKEND_RETRY);
+    assert_non_null(strstr(err_msg(&err), "exited"));
+    err_clear(&err);
+    assert_non_null(strstr(create.body, "\"Binds\""));
+    remove_container(b, id);
+    assert_string_equal(backend_io_name(b, &spec), "attach");
+    assert_string_equal(backend_io_name(b, &other), "socket");
+
+    fake_engine_set_program(g->fe, &(struct fake_program){.out = "1\n", .out_len = 2});
+    for (int fallback = 1; fallback >= 0; fallback--) {
+        if (create_start(g, b, &spec, fallback, &id, &create, &err) != 0)
+            fail_msg("start: %s", err_msg(&err));
+        assert_null(strstr(create.body, "Binds"));
+        assert_non_null(strstr(create.body, "\"Cmd\":[\"python3\""));
+        assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 1);
+        remove_container(b, id);
+    }
+    /* fallback attaches whatever the image. */
+    if (create_start(g, b, &other, true, &id, &create, &err) != 0)
+        fail_msg("start: %s", err_msg(&err));
+    assert_null(strstr(create.body, "Binds"));
+    remove_container(b, id);
+    backend_free(b);
+}
+
+/* --sandbox-io attach, no options at all, a gVisor runtime (its file
+ * proxy does not pass host sockets): attached. */
+static void test_attach_choices(void **state)
+{
+    struct rig *g = *state;
+    struct backend_spec spec = spec_of("img:1");
+    struct backend *b = open_backend(g, "attach");
+    assert_string_equal(backend_io_name(b, &spec), "attach");
+    backend_free(b);
+    b = docker_backend_new(fake_engine_socket(g->fe), NULL, NULL);
+    assert_string_equal(backend_io_name(b, &spec), "attach");
+    backend_free(b);
+
+    b = open_backend(g, "socket");
+    static const char *const gvisor[] = {"runsc", "runsc-kvm", "my-gvisor"};
+    for (size_t i = 0; i < ARRAY_SIZE(gvisor); i++) {
+        spec.runtime = gvisor[i];
+        assert_string_equal(backend_io_name(b, &spec), "attach");
+    }
+    char *id = NULL;
+    struct fake_request create;
+    struct err err = ERR_INIT;
+    spec.runtime = "runsc";
+    if (create_start(g, b, &spec, false, &id, &create, &err) != 0)
+        fail_msg("start: %s", err_msg(&err));
+    assert_non_null(strstr(create.body, "\"Runtime\":\"runsc\""));
+    assert_null(strstr(create.body, "Binds"));
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 1);
+    remove_container(b, id);
+    spec.runtime = "runc";
+    assert_string_equal(backend_io_name(b, &spec), "socket");
+    backend_free(b);
+}
+
+/* A socket directory others may write is refused: sockets are off for
+ * good, every sandbox attaches. */
+static void test_socket_dir_unsafe(void **state)
+{
+    struct rig *g = *state;
+    assert_int_equal(chmod(g->io_dir, 0777), 0);
+    struct backend *b = open_backend(g, "socket");
+    struct backend_spec spec = spec_of("img:1");
+    char *id = NULL;
+    struct fake_request create;
+    struct err err = ERR_INIT;
+    if (create_start(g, b, &spec, false, &id, &create, &err) != 0)
+        fail_msg("start: %s", err_msg(&err));
+    assert_null(strstr(create.body, "Binds"));
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 1);
+    remove_container(b, id);
+    assert_string_equal(backend_io_name(b, &spec), "attach");
+    backend_free(b);
+}
+
+/* A pending set-up dropped before start leaves no socket directory. */
+static void test_pending_free(void **state)
+{
+    struct rig *g = *state;
+    struct backend *b = open_backend(g, "socket");
+    struct backend_spec spec = spec_of("img:1");
+    struct backend_pending *pending = NULL;
+    char *id = NULL;
+    struct err err = ERR_INIT;
+    assert_int_equal(backend_create(b, &spec, false, 0, &id, &pending, &err), 0);
+    assert_non_null(pending);
+    backend_pending_free(b, pending);
+    remove_container(b, id);
+    backend_free(b);
+}
+
+static char *read_all(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    char *data = xcalloc(1, 1 << 16);
+    size_t n = fread(data, 1, (1 << 16) - 1, f);
+    (void)n;
+    fclose(f);
+    return data;
+}
+
+/* Docker gets the profile inline; Podman, which reads a path on its own
+ * host, the path of a file holding exactly the same profile. */
+static void test_seccomp_delivery(void **state)
+{
+    struct rig *g = *state;
+    struct err err = ERR_INIT;
+    char *want = seccomp_profile_new(SECCOMP_KERNEL_HOST, &err);
+    assert_non_null(want);
+    struct backend_spec spec = spec_of("img:1");
+    struct fake_container_info info;
+    struct fake_request create;
+    char *id = NULL;
+    struct backend *b = open_backend(g, "attach");
+    assert_int_equal(create_start(g, b, &spec, false, &id, &create, &err), 0);
+    assert_true(fake_engine_info(g->fe, id, &info));
+    assert_true(info.seccomp_inline);
+    remove_container(b, id);
+    backend_free(b);
+
+    fake_engine_set_version(g->fe, PODMAN_VERSION);
+    b = open_backend(g, "attach");
+    assert_int_equal(create_start(g, b, &spec, false, &id, &create, &err), 0);
+    assert_true(fake_engine_info(g->fe, id, &info));
+    assert_false(info.seccomp_inline);
+    const char *dir = getenv("RUNTIME_DIRECTORY");
+    assert_non_null(dir);
+    assert_memory_equal(info.seccomp_path, dir, strlen(dir));
+    char *got = read_all(info.seccomp_path);
+    assert_non_null(got);
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+    remove_container(b, id);
+    backend_free(b);
+}
+
+int main(void)
+{
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+    const struct CMUnitTest tests[] = {
+        T(test_socket),         T(test_fallback_to_attach),
+        T(test_attach_choices), T(test_socket_dir_unsafe),
+        T(test_pending_free),   T(test_seccomp_delivery),
+    };
+#undef T
+    return cmocka_run_group_tests_name("sandbox_io", tests, group_setup, group_teardown);
+}
