@@ -135,7 +135,7 @@ static int valid_user(const char *s)
 /* The sandboxes' own uids stay below the ids that mean "none" and
  * "nobody" and that tools reading them as signed numbers get wrong, and
  * never include this process's user: a peer of the daemon's uid may use
- * any sandbox's stream socket (backend/channel.h). */
+ * any sandbox's stream socket (backend/docker/channel.h). */
 static int check_uid_range(const struct config *cfg, struct err *err)
 {
     long long last = cfg->sandbox_uid_base + cfg->sandbox_uid_count - 1;

@@ -75,7 +75,7 @@ json_object *tools_environment_json(const struct tools_env *tenv)
             json_object_new_string(own ? own->name : registry_for_kind(TOOL_EXECUTE)->name));
         const char *rt = langtable_runtime(lang, cfg);
         json_object_object_add(l, "runtime", json_object_new_string(rt ? rt : "default"));
-        /* How its sandboxes' streams reach the daemon (sandbox/launch.h). */
+        /* How its sandboxes' streams reach the daemon (backend_io_name, backend/backend.h). */
         if (tenv->exec)
             json_object_object_add(l, "sandbox_io",
                                    json_object_new_string(exec_sandbox_io(tenv->exec, lang)));
