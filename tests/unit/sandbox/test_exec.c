@@ -21,6 +21,7 @@
 #include "sandbox/exec.h"
 #include "sandbox/policy.h"
 #include "unit/langs.h"
+#include "unit/rig.h"
 
 #define GUARD FAKE_HANG_GUARD_MS
 
@@ -73,20 +74,6 @@ static void rig_close(struct rig *g)
     backend_free(g->backend);
     g->exec = NULL;
     g->backend = NULL;
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    struct err err = ERR_INIT;
-    return engine_http_global_init(&err);
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    engine_http_global_cleanup();
-    return 0;
 }
 
 static int setup(void **state)
@@ -1479,5 +1466,5 @@ int main(void)
         T(test_describe_create),
     };
 #undef T
-    return cmocka_run_group_tests_name("exec", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("exec", tests, rig_group_setup, rig_group_teardown);
 }

@@ -18,6 +18,7 @@
 #include "backend/docker/engine_http.h"
 #include "fake_engine/fake_engine.h"
 #include "sandbox/reaper.h"
+#include "unit/rig.h"
 
 #define GUARD FAKE_HANG_GUARD_MS
 
@@ -48,20 +49,6 @@ static void free_reaper(struct reaper *r)
     reaper_free(r);
     backend_free(E);
     E = NULL;
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    struct err err = ERR_INIT;
-    return engine_http_global_init(&err);
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    engine_http_global_cleanup();
-    return 0;
 }
 
 static int setup(void **state)
@@ -637,5 +624,5 @@ int main(void)
         T(test_sweep_sees_foreign_uids),
     };
 #undef T
-    return cmocka_run_group_tests_name("reaper", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("reaper", tests, rig_group_setup, rig_group_teardown);
 }

@@ -23,6 +23,7 @@
 #include "backend/docker/engine_http.h"
 #include "backend/docker/engine_stream.h"
 #include "fake_engine/fake_engine.h"
+#include "unit/rig.h"
 
 #define ECHO_ID    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define STALL_ID   "aaaaaaaaaaaa"
@@ -116,20 +117,6 @@ static bool hook(struct fake_engine *fe, int fd, const struct fake_request *req,
         return false;
     }
     return true;
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    struct err err = ERR_INIT;
-    return engine_http_global_init(&err);
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    engine_http_global_cleanup();
-    return 0;
 }
 
 static int fake_start(void **state)
@@ -748,5 +735,5 @@ int main(void)
         cmocka_unit_test(test_engine_message),
     };
 #undef T
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, rig_group_setup, rig_group_teardown);
 }

@@ -18,6 +18,7 @@
 #include "backend/docker/engine_http.h"
 #include "backend/docker/seccomp_profile.h"
 #include "fake_engine/fake_engine.h"
+#include "unit/rig.h"
 
 static const char PODMAN_VERSION[] =
     "{\"Components\":[{\"Name\":\"Podman Engine\",\"Version\":\"4.3.1\"}],\"Version\":\"4.3.1\"}";
@@ -55,20 +56,6 @@ static struct backend *open_backend(struct rig *g, const char *mode)
 {
     struct docker_options opts = {.sandbox_io = mode, .sandbox_io_dir = g->io_dir};
     return docker_backend_new(fake_engine_socket(g->fe), NULL, &opts);
-}
-
-static int group_setup(void **state)
-{
-    (void)state;
-    struct err err = ERR_INIT;
-    return engine_http_global_init(&err);
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    engine_http_global_cleanup();
-    return 0;
 }
 
 static int setup(void **state)
@@ -306,5 +293,5 @@ int main(void)
         T(test_pending_free),   T(test_seccomp_delivery),
     };
 #undef T
-    return cmocka_run_group_tests_name("sandbox_io", tests, group_setup, group_teardown);
+    return cmocka_run_group_tests_name("sandbox_io", tests, rig_group_setup, rig_group_teardown);
 }
