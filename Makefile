@@ -82,12 +82,17 @@ LANGUAGES_JSON := src/sandbox/languages/builtin.json
 PROBES        := src/tools/probes/python.py src/tools/probes/node.js
 LANGUAGES_GEN := build/gen/languages_builtin.c
 OBJS          += $(B)/obj/languages_builtin.o
+# Every generated source, for builds outside this Makefile (scripts/fuzz.sh
+# asks with `make -s gen-srcs`).
+GEN_SRCS := $(GEN) $(TOOL_DEFS_GEN) $(SECCOMP_GEN) $(CONNECTOR_GEN) $(VARIABLE_NAMES_GEN) \
+            $(LANGUAGES_GEN)
 # tests/unit mirrors src/: tests/unit/<layer>/[<backend>/]test_<module>.c
 UNIT_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all run test deps images unit runner-test conformance asan asan-unit tsan valgrind lint format format-check \
-        fuzz fuzz-smoke integration faults load security clean install uninstall bench config-sample
+        fuzz fuzz-smoke integration faults load security clean install uninstall bench config-sample \
+        gen-srcs
 
 all: $(B)/mcp-sandboxd $(B)/config-sample.ok
 
@@ -244,6 +249,9 @@ fuzz:
 
 fuzz-smoke:
 	@scripts/fuzz.sh smoke
+
+gen-srcs:
+	@echo $(GEN_SRCS)
 
 lint:
 	@scripts/lint.sh

@@ -28,8 +28,8 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 FUZZ_RSS_MB=${FUZZ_RSS_MB:-2048}
 FUZZ_JOBS=${FUZZ_JOBS:-2}
 OUT=build/fuzz
-GEN=(build/gen/runner_scripts.c build/gen/tool_defs.c build/gen/seccomp_profile.c build/gen/variable_names.c
-    build/gen/languages_builtin.c)
+# The generated sources, as the Makefile names them.
+read -ra GEN <<<"$(make -s --no-print-directory gen-srcs)"
 # shellcheck disable=SC2054 # the commas belong to the flags
 SAN=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:symbolize=1}
