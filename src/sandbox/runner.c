@@ -94,6 +94,103 @@ static int add_generic_variables(json_object *obj, json_object *vars, struct err
     return 0;
 }
 
+/* The caller's variables, parsed once more from their compact JSON: as
+ * an object for the in-process runners, as a file and strings for the
+ * generic one. */
+static int add_variables(json_object *obj, const struct runner_request *req, struct err *err)
+{
+    json_object *vars = NULL;
+    struct json_exact why;
+    /* As deep as any message the variables can have come in. */
+    if (json_parse_exact(req->variables, req->variables_len, RUNNER_VARIABLES_DEPTH, 0, &vars,
+                         &why) < 0 ||
+        !json_object_is_type(vars, json_type_object)) {
+        json_object_put(vars);
+        return err_set(err, ERR_INVALID, "runner request: variables are not a JSON object");
+    }
+    if (!req->program) {
+        json_object_object_add(obj, "variables", vars);
+        return 0;
+    }
+    int rc = add_generic_variables(obj, vars, err);
+    json_object_put(vars);
+    return rc;
+}
+
+static json_object *files_json(const struct runner_request *req)
+{
+    json_object *files = json_object_new_array();
+    for (size_t i = 0; i < req->n_files; i++) {
+        const struct runner_file *f = &req->files[i];
+        json_object *o = json_object_new_object();
+        json_object_object_add(o, "path", json_object_new_string(f->path));
+        json_object_object_add(o, "content", new_string(f->content, f->content_len));
+        json_object_object_add(o, "encoding",
+                               json_object_new_string(f->base64 ? "base64" : "utf-8"));
+        json_object_array_add(files, o);
+    }
+    return files;
+}
+
+static json_object *program_json(const struct runner_program *pg)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "source_file", json_object_new_string(pg->source_file));
+    if (pg->compile && pg->compile[0]) {
+        json_object_object_add(o, "compile", argv_json(pg->compile));
+        json_object_object_add(o, "compile_timeout_ms",
+                               json_object_new_int64(pg->compile_timeout_ms));
+    }
+    if (pg->typecheck && pg->typecheck[0]) {
+        json_object_object_add(o, "typecheck", argv_json(pg->typecheck));
+        json_object_object_add(o, "typecheck_blocks",
+                               json_object_new_boolean(pg->typecheck_blocks));
+    }
+    json_object_object_add(o, "run", argv_json(pg->run));
+    return o;
+}
+
+static json_object *outputs_json(const struct runner_outputs *ro)
+{
+    json_object *o = json_object_new_object();
+    json_object *paths = json_object_new_array();
+    for (size_t i = 0; i < ro->n_patterns; i++)
+        json_object_array_add(paths, json_object_new_string(ro->patterns[i]));
+    json_object_object_add(o, "paths", paths);
+    json_object_object_add(o, "max_files", json_object_new_int64(ro->max_files));
+    json_object_object_add(o, "max_file_bytes", json_object_new_int64(ro->max_file_bytes));
+    json_object_object_add(o, "max_total_bytes", json_object_new_int64(ro->max_total_bytes));
+    json_object_object_add(o, "plots", json_object_new_boolean(ro->plots));
+    json_object_object_add(o, "max_plots", json_object_new_int64(ro->max_plots));
+    json_object_object_add(o, "max_plot_bytes", json_object_new_int64(ro->max_plot_bytes));
+    return o;
+}
+
+/* obj framed onto out ("mcpsbx/1 <len>\n" + JSON), all or nothing. */
+static int frame(json_object *obj, struct buf *out, struct err *err)
+{
+    size_t len = 0;
+    const char *json = json_object_to_json_string_length(
+        obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+    size_t old_len = out->len;
+    char header[32];
+    int hn = snprintf(header, sizeof(header), RUNNER_PROTOCOL " %zu\n", len);
+    if (!json)
+        return err_set(err, ERR_INTERNAL, "runner request: JSON encoding failed");
+    if (len > RUNNER_MAX_REQUEST)
+        return err_set(err, ERR_TOO_BIG, "runner request of %zu bytes is over %u", len,
+                       RUNNER_MAX_REQUEST);
+    if (hn <= 0 || (size_t)hn >= sizeof(header) || buf_add(out, header, (size_t)hn) < 0 ||
+        buf_add(out, json, len) < 0) {
+        /* Drop a header whose body did not fit. */
+        out->len = old_len;
+        if (out->data)
+            out->data[old_len] = '\0';
+        return err_set(err, ERR_TOO_BIG, "runner request of %zu bytes does not fit", len);
+    }
+    return 0;
+}
+
 int runner_encode_request(const struct runner_request *req, struct buf *out, struct err *err)
 {
     if (!nonce_valid(req->nonce_hex))
@@ -115,96 +212,15 @@ int runner_encode_request(const struct runner_request *req, struct buf *out, str
     json_object_object_add(obj, "env", env);
     if (req->check)
         json_object_object_add(obj, "check", json_object_new_boolean(1));
-    if (req->variables) {
-        json_object *vars = NULL;
-        struct json_exact why;
-        /* As deep as any message the variables can have come in. */
-        if (json_parse_exact(req->variables, req->variables_len, RUNNER_VARIABLES_DEPTH, 0, &vars,
-                             &why) < 0 ||
-            !json_object_is_type(vars, json_type_object)) {
-            json_object_put(vars);
-            json_object_put(obj);
-            return err_set(err, ERR_INVALID, "runner request: variables are not a JSON object");
-        }
-        if (!req->program) {
-            json_object_object_add(obj, "variables", vars);
-        } else {
-            int vrc = add_generic_variables(obj, vars, err);
-            json_object_put(vars);
-            if (vrc < 0) {
-                json_object_put(obj);
-                return -1;
-            }
-        }
-    }
-    if (req->n_files) {
-        json_object *files = json_object_new_array();
-        for (size_t i = 0; i < req->n_files; i++) {
-            const struct runner_file *f = &req->files[i];
-            json_object *o = json_object_new_object();
-            json_object_object_add(o, "path", json_object_new_string(f->path));
-            json_object_object_add(o, "content", new_string(f->content, f->content_len));
-            json_object_object_add(o, "encoding",
-                                   json_object_new_string(f->base64 ? "base64" : "utf-8"));
-            json_object_array_add(files, o);
-        }
-        json_object_object_add(obj, "files", files);
-    }
-    if (req->program) {
-        const struct runner_program *pg = req->program;
-        json_object *o = json_object_new_object();
-        json_object_object_add(o, "source_file", json_object_new_string(pg->source_file));
-        if (pg->compile && pg->compile[0]) {
-            json_object_object_add(o, "compile", argv_json(pg->compile));
-            json_object_object_add(o, "compile_timeout_ms",
-                                   json_object_new_int64(pg->compile_timeout_ms));
-        }
-        if (pg->typecheck && pg->typecheck[0]) {
-            json_object_object_add(o, "typecheck", argv_json(pg->typecheck));
-            json_object_object_add(o, "typecheck_blocks",
-                                   json_object_new_boolean(pg->typecheck_blocks));
-        }
-        json_object_object_add(o, "run", argv_json(pg->run));
-        json_object_object_add(obj, "program", o);
-    }
-    if (req->outputs) {
-        const struct runner_outputs *ro = req->outputs;
-        json_object *o = json_object_new_object();
-        json_object *paths = json_object_new_array();
-        for (size_t i = 0; i < ro->n_patterns; i++)
-            json_object_array_add(paths, json_object_new_string(ro->patterns[i]));
-        json_object_object_add(o, "paths", paths);
-        json_object_object_add(o, "max_files", json_object_new_int64(ro->max_files));
-        json_object_object_add(o, "max_file_bytes", json_object_new_int64(ro->max_file_bytes));
-        json_object_object_add(o, "max_total_bytes", json_object_new_int64(ro->max_total_bytes));
-        json_object_object_add(o, "plots", json_object_new_boolean(ro->plots));
-        json_object_object_add(o, "max_plots", json_object_new_int64(ro->max_plots));
-        json_object_object_add(o, "max_plot_bytes", json_object_new_int64(ro->max_plot_bytes));
-        json_object_object_add(obj, "outputs", o);
-    }
-    size_t len = 0;
-    const char *json = json_object_to_json_string_length(
-        obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-
-    int rc = -1;
-    size_t old_len = out->len;
-    char header[32];
-    int hn = snprintf(header, sizeof(header), RUNNER_PROTOCOL " %zu\n", len);
-    if (!json) {
-        err_set(err, ERR_INTERNAL, "runner request: JSON encoding failed");
-    } else if (len > RUNNER_MAX_REQUEST) {
-        err_set(err, ERR_TOO_BIG, "runner request of %zu bytes is over %u", len,
-                RUNNER_MAX_REQUEST);
-    } else if (hn <= 0 || (size_t)hn >= sizeof(header) || buf_add(out, header, (size_t)hn) < 0 ||
-               buf_add(out, json, len) < 0) {
-        /* All or nothing: drop a header whose body did not fit. */
-        out->len = old_len;
-        if (out->data)
-            out->data[old_len] = '\0';
-        err_set(err, ERR_TOO_BIG, "runner request of %zu bytes does not fit", len);
-    } else {
-        rc = 0;
-    }
+    int rc = req->variables ? add_variables(obj, req, err) : 0;
+    if (rc == 0 && req->n_files)
+        json_object_object_add(obj, "files", files_json(req));
+    if (rc == 0 && req->program)
+        json_object_object_add(obj, "program", program_json(req->program));
+    if (rc == 0 && req->outputs)
+        json_object_object_add(obj, "outputs", outputs_json(req->outputs));
+    if (rc == 0)
+        rc = frame(obj, out, err);
     json_object_put(obj);
     return rc;
 }

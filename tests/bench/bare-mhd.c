@@ -78,8 +78,8 @@ int main(int argc, char **argv)
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO | MHD_USE_ERROR_LOG, 0,
         NULL, NULL, on_request, NULL, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&sin,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(cores > 0 ? cores : 1),
-        MHD_OPTION_CONNECTION_LIMIT, 4096u, MHD_OPTION_END);
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(cores > 0 ? cores : 1), MHD_OPTION_CONNECTION_LIMIT,
+        4096u, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "bare-mhd: cannot listen\n");
         return 1;
