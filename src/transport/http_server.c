@@ -395,6 +395,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return route(t, c, rq, url, method);
 }
 
+/* Stop refuses new connections here rather than with MHD_quiesce_daemon:
+ * in 0.9.75's thread-pool epoll mode, quiesce races a polling thread that
+ * takes the listen socket out of its own epoll set first, and panics. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+    (void)addr;
+    (void)len;
+    const struct transport_http *t = cls;
+    return atomic_load(&t->closed) ? MHD_NO : MHD_YES;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
                           enum MHD_ConnectionNotificationCode toe)
 {
@@ -521,11 +532,11 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
                (double)cfg->http_body_timeout_ms);
 
     /* epoll on a pool of polling threads; suspend and resume (which need
-     * ITC, also what stop's quiesce needs) for answers that are not ready. */
+     * ITC) for answers that are not ready. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
                      MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     t->daemon = MHD_start_daemon(
-        flags, (uint16_t)cfg->http_port, NULL, NULL, on_request, t, MHD_OPTION_EXTERNAL_LOGGER,
+        flags, (uint16_t)cfg->http_port, on_accept, t, on_request, t, MHD_OPTION_EXTERNAL_LOGGER,
         mhd_log, t, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
         t->threads, MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_connections_per_address,
@@ -576,7 +587,7 @@ void transport_http_stop(struct transport_http *t)
      * every live session (http_sessions_stop): runs are cancelled and
      * waited for, so every reply stream completes and its waiting request
      * is resumed; streams' readers are resumed to end. */
-    MHD_socket listen_fd = MHD_quiesce_daemon(t->daemon);
+    atomic_store(&t->closed, true);
     http_sessions_stop(t);
 
     /* 2. Give answers in progress a moment to reach the clients. */
@@ -596,8 +607,6 @@ void transport_http_stop(struct transport_http *t)
     /* 3. MHD joins its threads; their responses' free callbacks drop the
      * last handler and reader references (freeing the sessions). */
     MHD_stop_daemon(t->daemon);
-    if (listen_fd != MHD_INVALID_SOCKET)
-        close(listen_fd); /* ours after quiesce, once MHD's threads are gone */
     http_sessions_join(t);
 
     conns_destroy(&t->conns);

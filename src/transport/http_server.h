@@ -44,6 +44,7 @@ struct transport_http {
     char health_error[256];
     size_t body_bytes;   /* reserved by request bodies held (--max-inflight-body-bytes) */
     atomic_bool started; /* read by MHD's logger from any thread */
+    atomic_bool closed;  /* new connections are refused (stop): any polling thread reads it */
     bool stopping;       /* no new sessions or requests */
     bool threads_stop;   /* the janitor and the closer end */
     bool janitor_running, closer_running;
