@@ -193,19 +193,28 @@ config-sample: $(B)/config-sample
 	$(B)/config-sample >$(B)/config-sample.new
 	mv $(B)/config-sample.new $(CONFIG_SAMPLE)
 
-# The fake Engine API the unit tests run against (tests/fake_engine).
-FAKE_ENGINE := $(B)/testlib/fake_engine.o
-$(FAKE_ENGINE): tests/fake_engine/fake_engine.c tests/fake_engine/fake_engine.h src/sandbox/runner.h \
-                src/backend/docker/channel.h
+# What the unit tests link besides libcore: the fakes they run against
+# (the Engine API, tests/fake_engine; a backend, tests/fake_backend; the
+# program the sandboxes of both run, tests/fake_program) and the backend
+# conformance suite (tests/backend_conformance).
+TESTLIB_SRCS := $(wildcard tests/fake_engine/*.c tests/fake_backend/*.c tests/fake_program/*.c) \
+                tests/backend_conformance/conformance.c
+TESTLIB      := $(patsubst tests/%.c,$(B)/testlib/%.o,$(TESTLIB_SRCS))
+$(B)/testlib/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Itests -c -o $@ $<
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Itests -MMD -MP -c -o $@ $<
 
-$(B)/tests/%: tests/unit/%.c $(FAKE_ENGINE) $(B)/libcore.a
+$(B)/tests/%: tests/unit/%.c $(TESTLIB) $(B)/libcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Itests -Wno-missing-prototypes -Wno-missing-declarations -Wno-write-strings \
-	    -o $@ $< $(FAKE_ENGINE) $(B)/libcore.a $(LDFLAGS) $(LDLIBS) -lcmocka
+	    -o $@ $< $(TESTLIB) $(B)/libcore.a $(LDFLAGS) $(LDLIBS) -lcmocka
 
--include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d $(B)/obj/*/*/*.d)
+# The backend conformance suite against a real engine (tests/integration/run.sh).
+$(B)/backend-conformance: tests/backend_conformance/engine_main.c $(TESTLIB) $(B)/libcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Itests -o $@ $< $(TESTLIB) $(B)/libcore.a $(LDFLAGS) $(LDLIBS) -lcmocka
+
+-include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d $(B)/obj/*/*/*.d $(B)/testlib/*/*.d)
 
 # ---- running -------------------------------------------------------------
 deps:
@@ -259,12 +268,12 @@ lint:
 	@tests/lint/test_paths.sh
 
 format:
-	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) $(wildcard tests/unit/*.[ch] tests/unit/*/*.[ch] tests/unit/*/*/*.[ch]) tests/fake_engine/*.[ch] tests/fuzz/*.[ch]
+	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) $(wildcard tests/unit/*.[ch] tests/unit/*/*.[ch] tests/unit/*/*/*.[ch]) tests/fake_engine/*.[ch] tests/fake_backend/*.[ch] tests/fake_program/*.[ch] tests/backend_conformance/*.[ch] tests/fuzz/*.[ch]
 
 format-check:
 	@scripts/lint.sh format
 
-integration: all asan
+integration: all asan $(B)/backend-conformance
 	@tests/integration/run.sh
 
 # Kills and stalls the engines on purpose (restarts them afterwards).

@@ -57,6 +57,15 @@ char *xstrndup(const char *s, size_t n)
     return p;
 }
 
+char *xmemdup(const void *p, size_t n)
+{
+    char *d = xmalloc(n + 1);
+    if (n)
+        memcpy(d, p, n);
+    d[n] = '\0';
+    return d;
+}
+
 char *xvasprintf(const char *fmt, va_list ap)
 {
     char *p = NULL;

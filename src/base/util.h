@@ -23,6 +23,8 @@ void *xcalloc(size_t count, size_t n);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
+/* n bytes (NULs among them), plus a NUL. */
+char *xmemdup(const void *p, size_t n);
 char *xasprintf(const char *fmt, ...) ATTR_PRINTF(1, 2);
 char *xvasprintf(const char *fmt, va_list ap) ATTR_PRINTF(1, 0);
 

@@ -20,11 +20,10 @@
 #include "base/util.h"
 #include "sandbox/runner.h"
 
-#define API_PREFIX    "/v1.41"
-#define MAX_HEAD      (16u * 1024u)
-#define MAX_BODY      (1u << 20)
-#define MAX_RUNNER_IN (8u << 20)
-#define FRAME_MAX     4096u
+#define API_PREFIX "/v1.41"
+#define MAX_HEAD   (16u * 1024u)
+#define MAX_BODY   (1u << 20)
+#define FRAME_MAX  4096u
 
 static const char DOCKER_VERSION[] =
     "{\"Platform\":{\"Name\":\"\"},\"Components\":[{\"Name\":\"Engine\",\"Version\":"
@@ -109,31 +108,6 @@ struct fake_engine {
 };
 
 /* ---- programs ------------------------------------------------------------ */
-
-static char *dup_bytes(const char *p, size_t n)
-{
-    char *d = xmalloc(n + 1);
-    if (n)
-        memcpy(d, p, n);
-    d[n] = '\0';
-    return d;
-}
-
-static void program_copy(struct fake_program *dst, const struct fake_program *src)
-{
-    *dst = *src;
-    dst->out = src->out ? dup_bytes(src->out, src->out_len) : NULL;
-    dst->err = src->err ? dup_bytes(src->err, src->err_len) : NULL;
-    dst->runner_error = src->runner_error ? xstrdup(src->runner_error) : NULL;
-}
-
-static void program_free(struct fake_program *p)
-{
-    free((void *)(uintptr_t)p->out);
-    free((void *)(uintptr_t)p->err);
-    free((void *)(uintptr_t)p->runner_error);
-    memset(p, 0, sizeof(*p));
-}
 
 /* ---- model (mu held) ------------------------------------------------------ */
 
@@ -426,7 +400,7 @@ static bool read_request(struct fake_engine *fe, int fd, struct request *r)
     memcpy(r->body, buf + head_len, have);
     if (len - head_len > have) {
         r->extra_len = len - head_len - have;
-        r->extra = dup_bytes(buf + head_len + have, r->extra_len);
+        r->extra = xmemdup(buf + head_len + have, r->extra_len);
     }
     while (have < want) {
         ssize_t got = fake_engine_read(fe, fd, r->body + have, want - have);
@@ -561,21 +535,11 @@ static void read_cmd(json_object *body, struct container *c)
     if (!json_object_object_get_ex(body, "Cmd", &cmd) || !json_object_is_type(cmd, json_type_array))
         return;
     size_t n = json_object_array_length(cmd);
-    for (size_t i = 0; i + 1 < n; i++) {
-        const char *a = json_object_get_string(json_object_array_get_idx(cmd, i));
-        if (a && (strncmp(a, "# mcp-sandboxd in-container runner", 34) == 0 ||
-                  strncmp(a, "# mcp-sandboxd generic in-container runner", 42) == 0 ||
-                  strncmp(a, "// mcp-sandboxd in-container runner", 35) == 0)) {
-            c->warm = true;
-            c->preload = xstrdup(json_object_get_string(json_object_array_get_idx(cmd, i + 1)));
-            json_object *rest = json_object_new_array();
-            for (size_t k = i + 2; k < n; k++)
-                json_object_array_add(rest, json_object_get(json_object_array_get_idx(cmd, k)));
-            c->warm_args = xstrdup(json_object_to_json_string_ext(rest, JSON_C_TO_STRING_PLAIN));
-            json_object_put(rest);
-            return;
-        }
-    }
+    const char **argv = xcalloc(n + 1, sizeof(*argv));
+    for (size_t i = 0; i < n; i++)
+        argv[i] = json_object_get_string(json_object_array_get_idx(cmd, i));
+    c->warm = fake_program_warm(argv, n, &c->preload, &c->warm_args);
+    free(argv);
 }
 
 static void op_create(struct fake_engine *fe, int fd, const struct request *r)
@@ -597,7 +561,7 @@ static void op_create(struct fake_engine *fe, int fd, const struct request *r)
     if (json_object_object_get_ex(body, "Labels", &labels) &&
         json_object_is_type(labels, json_type_object))
         c->labels = xstrdup(json_object_to_json_string_ext(labels, JSON_C_TO_STRING_PLAIN));
-    program_copy(&c->prog, &fe->prog);
+    fake_program_copy(&c->prog, &fe->prog);
     read_cmd(body, c);
     pthread_cond_broadcast(&fe->cond);
     pthread_mutex_unlock(&fe->mu);
@@ -828,6 +792,8 @@ static bool pio_send(struct fake_engine *fe, const struct pio *io, const struct 
 
 /* Reads exactly n bytes of the program's stdin (the bytes that came with
  * the attach request first); false at its end, a kill, or stop. */
+/* Reads exactly n bytes of the program's stdin (the bytes that came with
+ * the attach request first); false at its end, a kill, or stop. */
 static bool read_stdin(struct fake_engine *fe, int fd, struct container *c, struct request *r,
                        char *out, size_t n)
 {
@@ -852,135 +818,81 @@ static bool read_stdin(struct fake_engine *fe, int fd, struct container *c, stru
     return true;
 }
 
-/* Reads the runner request ("mcpsbx/1 <len>\n" + JSON) and returns its
- * nonce in nonce; false when it did not come whole. */
-static bool read_runner_request(struct fake_engine *fe, int fd, struct container *c,
-                                struct request *r, char nonce[RUNNER_NONCE_HEX_LEN + 1])
+/* struct fake_io over a pio. */
+struct pio_ctx {
+    struct fake_engine *fe;
+    struct container *c;
+    const struct pio *io;
+};
+
+static bool pio_io_send(void *ctx, int stream, const char *data, size_t n)
 {
-    char header[40];
-    size_t hn = 0;
-    for (;;) {
-        if (hn + 1 >= sizeof(header) || !read_stdin(fe, fd, c, r, header + hn, 1))
-            return false;
-        if (header[hn] == '\n')
-            break;
-        hn++;
-    }
-    header[hn] = '\0';
-    static const char proto[] = RUNNER_PROTOCOL " ";
-    if (strncmp(header, proto, sizeof(proto) - 1) != 0)
-        return false;
-    size_t len = (size_t)strtoul(header + sizeof(proto) - 1, NULL, 10);
-    if (len > MAX_RUNNER_IN)
-        return false;
-    char *json = xmalloc(len + 1);
-    bool ok = read_stdin(fe, fd, c, r, json, len);
-    json[ok ? len : 0] = '\0';
-    json_object *o = ok ? json_tokener_parse(json) : NULL;
-    free(json);
-    json_object *n = NULL, *code = NULL, *in = NULL, *env = NULL;
-    ok = json_object_object_get_ex(o, "nonce", &n) && json_object_is_type(n, json_type_string) &&
-         json_object_get_string_len(n) == RUNNER_NONCE_HEX_LEN &&
-         json_object_object_get_ex(o, "code", &code);
-    if (ok) {
-        memcpy(nonce, json_object_get_string(n), RUNNER_NONCE_HEX_LEN + 1);
-        json_object_object_get_ex(o, "stdin", &in);
-        pthread_mutex_lock(&fe->mu);
-        c->code = xstrdup(json_object_get_string(code));
-        c->stdin_data = xstrdup(in ? json_object_get_string(in) : "");
-        if (json_object_object_get_ex(o, "env", &env))
-            c->request_env = xstrdup(json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN));
-        c->code_received = true;
-        pthread_cond_broadcast(&fe->cond);
-        pthread_mutex_unlock(&fe->mu);
-    }
-    json_object_put(o);
-    return ok;
+    const struct pio_ctx *x = ctx;
+    return pio_send(x->fe, x->io, x->c, stream, data, n);
 }
 
-static bool send_record(struct fake_engine *fe, const struct pio *io, const struct container *c,
-                        const char *nonce, enum fake_end end)
+static bool pio_io_read(void *ctx, char *out, size_t n)
 {
-    bool big = end == FAKE_END_BIG_RECORD;
-    json_object *rec = json_object_new_object();
-    json_object_object_add(rec, "exit_code", json_object_new_int(c->prog.exit_code));
-    json_object_object_add(rec, "memory_error", json_object_new_boolean(c->prog.memory_error));
-    if (c->prog.runner_error)
-        json_object_object_add(rec, "runner_error", json_object_new_string(c->prog.runner_error));
-    if (big) {
-        char *pad = xmalloc(RUNNER_MAX_RECORD + 2);
-        memset(pad, 'x', RUNNER_MAX_RECORD + 1);
-        pad[RUNNER_MAX_RECORD + 1] = '\0';
-        json_object_object_add(rec, "pad", json_object_new_string(pad));
-        free(pad);
-    }
-    const char *js = end == FAKE_END_BAD_RECORD
-                         ? "{\"exit_code\":"
-                         : json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN);
-    struct buf line;
-    buf_init(&line, RUNNER_MAX_RECORD * 4);
-    bool ok = buf_add(&line, RUNNER_RECORD_PREFIX, RUNNER_RECORD_PREFIX_LEN) == 0 &&
-              buf_addf(&line, "%s:%s\n", nonce, js) == 0;
-    json_object_put(rec);
-    /* stderr first, then stdout, as the runners do. */
-    ok = ok && pio_send(fe, io, c, 2, line.data, line.len) &&
-         pio_send(fe, io, c, 1, line.data, line.len);
-    buf_free(&line);
-    return ok;
+    const struct pio_ctx *x = ctx;
+    return read_stdin(x->fe, x->io->in, x->c, x->io->r, out, n);
+}
+
+static void pio_io_cut(void *ctx)
+{
+    const struct pio_ctx *x = ctx;
+    char cut[8 + 10];
+    size_t n = fake_engine_frame(cut, 1, "cut short!", 10);
+    cut[7] = 64; /* the header promises 64 bytes; 10 come */
+    if (x->io->framed)
+        send_all(x->fe, x->io->out, cut, n, x->c->wake_fd);
+    else
+        pio_send(x->fe, x->io, x->c, 1, "cut short!", 10); /* a socket has no frames to cut */
+}
+
+static void pio_io_pause(void *ctx, long ms)
+{
+    const struct pio_ctx *x = ctx;
+    wait_fd(x->fe, x->c->wake_fd, POLLIN, -1, ms < 0 ? -1 : (int)ms);
+}
+
+static bool pio_io_killed(void *ctx)
+{
+    const struct pio_ctx *x = ctx;
+    pthread_mutex_lock(&x->fe->mu);
+    bool killed = x->c->killed;
+    pthread_mutex_unlock(&x->fe->mu);
+    return killed;
+}
+
+static void pio_io_received(void *ctx, const struct fake_received *r)
+{
+    const struct pio_ctx *x = ctx;
+    pthread_mutex_lock(&x->fe->mu);
+    x->c->code = xstrdup(r->code);
+    x->c->stdin_data = xstrdup(r->stdin_data);
+    if (r->env)
+        x->c->request_env = xstrdup(r->env);
+    x->c->code_received = true;
+    pthread_cond_broadcast(&x->fe->cond);
+    pthread_mutex_unlock(&x->fe->mu);
 }
 
 /* The container's program, once started, on its streams. */
 static void run_program(struct fake_engine *fe, struct container *c, const struct pio *io)
 {
-    const struct fake_program *p = &c->prog; /* set at create, never changed */
-    if (c->warm)
-        pio_send(fe, io, c, 1, RUNNER_READY, RUNNER_READY_LEN);
-    char nonce[RUNNER_NONCE_HEX_LEN + 1];
-    int code = p->exit_code;
-    bool oom = p->oom_killed;
-    if (!read_runner_request(fe, io->in, c, io->r, nonce)) {
-        /* The runner's answer to a request it cannot read. */
-        static const char msg[] = "mcpsbx runner: bad request\n";
-        pio_send(fe, io, c, 2, msg, sizeof(msg) - 1);
-        code = 76;
-        oom = false;
-        goto end;
-    }
-    if (c->warm && p->warm_dies) {
-        code = 137;
-        oom = false;
-        goto end;
-    }
-    if (c->warm)
-        pio_send(fe, io, c, 1, RUNNER_GO, RUNNER_GO_LEN);
-    bool streaming =
-        pio_send(fe, io, c, 1, p->out, p->out_len) && pio_send(fe, io, c, 2, p->err, p->err_len);
-    if (streaming && p->end == FAKE_END_CUT) {
-        char cut[8 + 10];
-        size_t n = fake_engine_frame(cut, 1, "cut short!", 10);
-        cut[7] = 64; /* the header promises 64 bytes; 10 come */
-        if (io->framed)
-            send_all(fe, io->out, cut, n, c->wake_fd);
-        else
-            pio_send(fe, io, c, 1, "cut short!", 10); /* a socket has no frames to cut */
-        goto end;
-    }
-    if (p->run_ms != 0)
-        wait_fd(fe, c->wake_fd, POLLIN, -1, p->run_ms < 0 ? -1 : (int)p->run_ms);
-    pthread_mutex_lock(&fe->mu);
-    bool killed = c->killed;
-    pthread_mutex_unlock(&fe->mu);
-    if (killed) {
-        code = 137;
-        oom = false;
-    } else if (streaming && (p->end == FAKE_END_RECORD || p->end == FAKE_END_BIG_RECORD ||
-                             p->end == FAKE_END_BAD_RECORD)) {
-        send_record(fe, io, c, nonce, p->end);
-    }
-end:
+    struct pio_ctx x = {.fe = fe, .c = c, .io = io};
+    const struct fake_io fio = {.ctx = &x,
+                                .send = pio_io_send,
+                                .read = pio_io_read,
+                                .cut = pio_io_cut,
+                                .pause = pio_io_pause,
+                                .killed = pio_io_killed,
+                                .received = pio_io_received};
+    /* c->prog is set at create, never changed. */
+    struct fake_exit ex = fake_program_run(&c->prog, c->warm, &fio);
     /* The exit is known before the stream ends, as with a real engine. */
     pthread_mutex_lock(&fe->mu);
-    exit_locked(fe, c, c->killed ? 137 : code, c->killed ? false : oom);
+    exit_locked(fe, c, c->killed ? 137 : ex.code, c->killed ? false : ex.oom_killed);
     pthread_mutex_unlock(&fe->mu);
 }
 
@@ -1368,12 +1280,12 @@ void fake_engine_stop(struct fake_engine *fe)
         free(c->warm_args);
         free(c->code);
         free(c->stdin_data);
-        program_free(&c->prog);
+        fake_program_free(&c->prog);
         free(c);
     }
     for (int i = 0; i < FAKE_OP_COUNT; i++)
         free(fe->faults[i].body);
-    program_free(&fe->prog);
+    fake_program_free(&fe->prog);
     free(fe->version);
     free(fe->log);
     pthread_cond_destroy(&fe->cond);
@@ -1389,12 +1301,12 @@ const char *fake_engine_socket(const struct fake_engine *fe)
 void fake_engine_set_program(struct fake_engine *fe, const struct fake_program *p)
 {
     struct fake_program copy;
-    program_copy(&copy, p);
+    fake_program_copy(&copy, p);
     pthread_mutex_lock(&fe->mu);
     struct fake_program old = fe->prog;
     fe->prog = copy;
     pthread_mutex_unlock(&fe->mu);
-    program_free(&old);
+    fake_program_free(&old);
 }
 
 void fake_engine_set_version(struct fake_engine *fe, const char *body)

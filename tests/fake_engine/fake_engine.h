@@ -2,10 +2,8 @@
  *
  * It keeps a small container model (create, attach, start, wait, kill,
  * delete, list by label, inspect, plus /_ping and /version) whose
- * containers run a scripted "program" speaking the runner protocol of
- * src/sandbox/runner.h: once started it reads the framed request from the
- * attach stream's stdin, writes its output as multiplexed frames (8-byte
- * headers), then the completion record on stderr and stdout, and exits. A
+ * containers run a scripted program (tests/fake_program) on the attach
+ * stream, its output as multiplexed frames (8-byte headers). A
  * container created with the daemon's socket directory bound in
  * (backend/docker/channel.h) connects to it on start, as the connector does, and
  * its program uses those connections instead.
@@ -24,6 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "fake_program/fake_program.h"
 
 /* Container ids the fake makes are 64 hex digits; ids given to
  * fake_engine_add_container may be anything up to this long. */
@@ -45,41 +45,6 @@ enum fake_op {
     FAKE_OP_DELETE,
     FAKE_OP_LIST,
     FAKE_OP_COUNT
-};
-
-enum fake_end {
-    FAKE_END_RECORD,     /* the completion record, then exit (the usual end) */
-    FAKE_END_EXIT,       /* exit without a record (os._exit, a crash, the kernel's OOM kill) */
-    FAKE_END_CUT,        /* the stream breaks inside a frame: a header, then part of its payload */
-    FAKE_END_BIG_RECORD, /* a completion record larger than RUNNER_MAX_RECORD */
-    FAKE_END_BAD_RECORD, /* a completion record that is not JSON */
-};
-
-#define FAKE_RUN_FOREVER (-1L)
-
-/* What a container's program does once started and given its code. The
- * zero value prints nothing and ends with a record of exit code 0. */
-struct fake_program {
-    const char *out; /* written on stdout (copied; may hold NULs) */
-    size_t out_len;
-    const char *err; /* then on stderr */
-    size_t err_len;
-    long run_ms; /* then runs this long (FAKE_RUN_FOREVER: until killed) */
-    enum fake_end end;
-    int exit_code;
-    bool memory_error;        /* the record's memory_error */
-    const char *runner_error; /* the record's runner_error, or NULL */
-    bool oom_killed;          /* State.OOMKilled once it exited */
-    /* With oom_killed: the first this many inspects after the exit still
-     * say false, as Docker's do when the runtime's OOM event comes after
-     * the exit. */
-    int oom_flag_late;
-    bool warm_dies; /* a warm runner exits 137 once it read the request, before RUNNER_GO */
-    /* Started with the daemon's socket bound in (HostConfig.Binds), the
-     * sandbox connects to it as the connector does and the program uses
-     * those connections (raw, not framed). no_connect: it exits 127 at
-     * start instead, as an image without perl does. */
-    bool no_connect;
 };
 
 /* A program killed (kill, or delete with force) ends its stream without a

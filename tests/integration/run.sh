@@ -27,7 +27,9 @@
 # Before each pass: scripts/engine.sh start <engine>, then
 # DOCKER_HOST=unix://<socket> scripts/images.sh. The docker and podman passes
 # also print hello-world latency (tests/integration/latency.mjs; figures
-# only, never asserted).
+# only, never asserted), and run the backend conformance suite
+# (tests/backend_conformance, build/backend-conformance) against the
+# backend main opens for that engine, each of its cases counted as a test.
 #
 # Prints a summary per pass and finally exactly
 #   integration: N passed, M failed
@@ -138,11 +140,34 @@ run_pass() {
 		fi
 		echo "$lat"
 		extra=$(printf '%s' "$lat" | sed -n 's/.*client round trip: /latency /p')
+		backend_conformance "$name" "$sock"
 	fi
 
 	total_pass=$((total_pass + pass))
 	total_fail=$((total_fail + fail))
 	summaries+=("$name: $pass passed, $fail failed (of ${tests:-?} tests$([ -n "$latency" ] && echo " + latency")) in $(($(date +%s) - t0)) s${extra:+; $extra}")
+}
+
+# backend_conformance NAME SOCKET: the backend conformance suite on one
+# engine; adds its cases to pass and fail (a run that reports none fails).
+readonly BACKEND_CONFORMANCE=$ROOT/build/backend-conformance
+readonly BACKEND_CONFORMANCE_IMAGE=mcp-sandboxd-python:latest
+backend_conformance() {
+	local name=$1 sock=$2 out=$work/$1.backend ok bad
+	timeout --kill-after=10 120 "$BACKEND_CONFORMANCE" "$name" "unix://$sock" \
+		"$BACKEND_CONFORMANCE_IMAGE" >"$out" 2>&1
+	ok=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
+	bad=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
+	if [ -z "$ok" ] && [ -z "$bad" ]; then
+		bad=1
+	fi
+	if [ "${bad:-0}" -gt 0 ]; then
+		log "$name: backend conformance failed:"
+		grep -v ' info: ' "$out" | sed 's/^/  /' >&2
+	fi
+	pass=$((pass + ${ok:-0}))
+	fail=$((fail + ${bad:-0}))
+	echo "backend conformance on $name: ${ok:-0} passed, ${bad:-0} failed"
 }
 
 # run_conformance: the official conformance suite against Docker, once.

@@ -1,0 +1,483 @@
+#include "fake_backend/fake_backend_model.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/util.h"
+
+#define PING_MAX_MS 1000 /* a stalled ping fails after this, as the engines' short ping does */
+
+static const char *const STEP_NAMES[FAKE_STEP_COUNT] = {
+    "ping", "version", "create", "start", "wait", "kill", "remove", "inspect", "list",
+};
+
+static struct fake_backend *fb_of(struct backend *b)
+{
+    return (struct fake_backend *)b;
+}
+
+struct sandbox *fb_find_locked(struct fake_backend *fb, const char *id)
+{
+    for (struct sandbox *s = fb->head; s; s = s->next)
+        if (strcmp(s->info.id, id) == 0)
+            return s;
+    return NULL;
+}
+
+void fb_exit_locked(struct fake_backend *fb, struct sandbox *s, int code, bool oom)
+{
+    s->info.running = false;
+    s->info.exited = true;
+    s->info.exit_code = code;
+    s->info.oom_killed = oom;
+    pthread_cond_broadcast(&fb->cond);
+}
+
+/* Logs a call of step, then applies the outage and any fault: 0 to serve
+ * it, -1 with err. A stall holds until released, stopping or deadline_ms
+ * (util_now_ms() time; 0: none). */
+static int enter(struct fake_backend *fb, enum fake_step step, const char *id, double deadline_ms,
+                 struct err *err)
+{
+    pthread_mutex_lock(&fb->mu);
+    if (fb->n_log == fb->cap_log) {
+        fb->cap_log = fb->cap_log ? fb->cap_log * 2 : 64;
+        fb->log = xrealloc(fb->log, fb->cap_log * sizeof(*fb->log));
+    }
+    struct logged *l = &fb->log[fb->n_log++];
+    l->step = step;
+    snprintf(l->id, sizeof(l->id), "%s", id ? id : "");
+    pthread_cond_broadcast(&fb->cond);
+    int rc = 0;
+    struct fault *f = &fb->faults[step];
+    if (fb->outage) {
+        rc = err_set(err, ERR_ENGINE, "fake backend: down (an outage) at %s", STEP_NAMES[step]);
+    } else if (f->times != 0) {
+        if (f->times > 0)
+            f->times--;
+        if (f->code != ERR_OK) {
+            rc = err_set(err, f->code, "fake backend: injected %s failure", STEP_NAMES[step]);
+        } else {
+            unsigned long gen = fb->release_gen;
+            fb->held++;
+            pthread_cond_broadcast(&fb->cond);
+            while (fb->release_gen == gen && !fb->stopping &&
+                   (deadline_ms <= 0 || util_now_ms() < deadline_ms))
+                util_cond_wait_ms(&fb->cond, &fb->mu, 20);
+            fb->held--;
+            pthread_cond_broadcast(&fb->cond);
+            if (fb->release_gen == gen)
+                rc = err_set(err, ERR_TIMEOUT, "fake backend: %s took too long (stalled)",
+                             STEP_NAMES[step]);
+        }
+    }
+    pthread_mutex_unlock(&fb->mu);
+    return rc;
+}
+
+static int no_such(const char *id, struct err *err)
+{
+    return err_set(err, ERR_NOT_FOUND, "fake backend: no such sandbox: %.64s", id);
+}
+
+/* ---- the operations ---------------------------------------------------------- */
+
+static const char *fake_address(const struct backend *b)
+{
+    (void)b;
+    return "fake";
+}
+
+static const char *fake_address_source(const struct backend *b)
+{
+    (void)b;
+    return "the tests";
+}
+
+static int fake_ping(struct backend *b, struct err *err)
+{
+    return enter(fb_of(b), FAKE_STEP_PING, NULL, util_now_ms() + PING_MAX_MS, err);
+}
+
+static int fake_gone(struct backend *b, struct err *err)
+{
+    struct fake_backend *fb = fb_of(b);
+    pthread_mutex_lock(&fb->mu);
+    bool out = fb->outage;
+    pthread_mutex_unlock(&fb->mu);
+    if (out)
+        err_set(err, ERR_ENGINE, "fake backend: down (an outage)");
+    return out ? 1 : 0;
+}
+
+static int fake_version(struct backend *b, char **name, char **version, struct err *err)
+{
+    if (enter(fb_of(b), FAKE_STEP_VERSION, NULL, 0, err) < 0)
+        return -1;
+    *name = xstrdup("Fake Backend");
+    *version = xstrdup("1");
+    return 0;
+}
+
+static json_object *strings(const char *const *items)
+{
+    json_object *a = json_object_new_array();
+    for (const char *const *p = items; p && *p; p++)
+        json_object_array_add(a, json_object_new_string(*p));
+    return a;
+}
+
+static char *describe(const struct backend_spec *spec)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "image", json_object_new_string(spec->image ? spec->image : ""));
+    json_object_object_add(o, "cmd", strings(spec->cmd));
+    json_object_object_add(o, "env", strings(spec->env));
+    json_object_object_add(o, "memory_bytes", json_object_new_int64(spec->memory_bytes));
+    json_object_object_add(o, "network", json_object_new_boolean(spec->network));
+    char *s = xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+    json_object_put(o);
+    return s;
+}
+
+static char *fake_describe_create(const struct backend *b, const struct backend_spec *spec)
+{
+    (void)b;
+    return describe(spec);
+}
+
+/* A backend that cannot apply the hardening must refuse create. */
+static int spec_check(const struct fake_backend *fb, const struct backend_spec *spec,
+                      struct err *err)
+{
+    if (!spec->image || !*spec->image || !spec->cmd || !spec->cmd[0] || !spec->workdir ||
+        spec->memory_bytes <= 0 || spec->pids_limit <= 0 || spec->workdir_mb <= 0)
+        return err_set(err, ERR_INVALID,
+                       "fake backend: a sandbox needs an image, a command, a working "
+                       "directory and limits on memory, processes and its tmpfs");
+    if (fb->missing_image && strcmp(fb->missing_image, spec->image) == 0)
+        return err_set(err, ERR_NOT_FOUND, "image '%.128s' is not present in the fake backend",
+                       spec->image);
+    return 0;
+}
+
+static void spec_record(struct sandbox *s, const struct backend_spec *spec, bool fallback)
+{
+    struct fake_sandbox_info *in = &s->info;
+    char *t = NULL;
+    json_object *a = strings(spec->cmd);
+    fb_copy_cut(in->cmd, sizeof(in->cmd),
+                json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
+    json_object_put(a);
+    a = strings(spec->env);
+    fb_copy_cut(in->env, sizeof(in->env),
+                json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
+    json_object_put(a);
+    fb_copy_cut(in->image, sizeof(in->image), spec->image);
+    fb_copy_cut(in->workdir, sizeof(in->workdir), spec->workdir);
+    fb_copy_cut(in->runtime, sizeof(in->runtime), spec->runtime);
+    fb_copy_cut(in->instance, sizeof(in->instance), spec->instance);
+    fb_copy_cut(in->owner, sizeof(in->owner), spec->owner);
+    fb_copy_cut(in->pool, sizeof(in->pool), spec->pool);
+    in->uid = spec->uid;
+    in->gid = spec->gid;
+    in->memory_bytes = spec->memory_bytes;
+    in->nano_cpus = spec->nano_cpus;
+    in->pids_limit = spec->pids_limit;
+    in->workdir_mb = spec->workdir_mb;
+    in->workdir_exec = spec->workdir_exec;
+    in->expires = spec->expires;
+    in->network = spec->network;
+    in->syscalls = spec->syscalls;
+    in->fallback = fallback;
+    size_t n = 0;
+    while (spec->cmd[n])
+        n++;
+    char *preload = NULL;
+    in->warm = fake_program_warm((const char *const *)spec->cmd, n, &preload, &t);
+    fb_copy_cut(in->preload, sizeof(in->preload), preload);
+    free(preload);
+    free(t);
+}
+
+static int fake_create(struct backend *b, const struct backend_spec *spec, bool fallback,
+                       double deadline_ms, char **id, struct backend_pending **pending,
+                       struct err *err)
+{
+    struct fake_backend *fb = fb_of(b);
+    if (enter(fb, FAKE_STEP_CREATE, NULL, deadline_ms, err) < 0)
+        return -1;
+    pthread_mutex_lock(&fb->mu);
+    if (spec_check(fb, spec, err) < 0) {
+        pthread_mutex_unlock(&fb->mu);
+        return -1;
+    }
+    struct sandbox *s = xcalloc(1, sizeof(*s));
+    snprintf(s->info.id, sizeof(s->info.id), "fb%014lx", ++fb->next_id);
+    s->created = (long long)time(NULL);
+    s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    s->prog_fd = -1;
+    fake_program_copy(&s->prog, &fb->prog);
+    spec_record(s, spec, fallback);
+    s->next = fb->head;
+    fb->head = s;
+    *id = xstrdup(s->info.id);
+    struct backend_pending *p = xcalloc(1, sizeof(*p));
+    memcpy(p->id, s->info.id, sizeof(p->id));
+    *pending = p;
+    pthread_cond_broadcast(&fb->cond);
+    pthread_mutex_unlock(&fb->mu);
+    return 0;
+}
+
+static void fake_pending_free(struct backend_pending *p)
+{
+    free(p);
+}
+
+static bool readable(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return fd >= 0 && poll(&p, 1, 0) > 0;
+}
+
+static int fake_start(struct backend *b, const char *id, struct backend_pending *pending,
+                      double deadline_ms, int stop_fd, struct backend_stream **out, struct err *err)
+{
+    struct fake_backend *fb = fb_of(b);
+    fake_pending_free(pending);
+    if (enter(fb, FAKE_STEP_START, id, deadline_ms, err) < 0)
+        return -1;
+    if (readable(stop_fd))
+        return 1;
+    pthread_mutex_lock(&fb->mu);
+    struct sandbox *s = fb_find_locked(fb, id);
+    int rc = 0;
+    if (!s || s->info.removed) {
+        rc = no_such(id, err);
+    } else if (s->info.started || s->info.killed) {
+        rc = err_set(err, ERR_ENGINE, "fake backend: sandbox %s was started already", id);
+    } else if (fb->retries > 0 && !s->info.fallback) {
+        fb->retries--;
+        err_set(err, ERR_ENGINE, "fake backend: the sandbox's streams could not connect");
+        rc = BACKEND_RETRY;
+    } else {
+        rc = fb_launch_locked(fb, s, out, err);
+    }
+    pthread_mutex_unlock(&fb->mu);
+    return rc;
+}
+
+static const char *fake_io_name(struct backend *b, const struct backend_spec *spec)
+{
+    (void)b;
+    (void)spec;
+    return "pipe";
+}
+
+static void state_of(const struct sandbox *s, struct backend_state *st)
+{
+    *st = (struct backend_state){.running = s->info.running,
+                                 .oom_killed = s->info.oom_killed,
+                                 .exit_code = s->info.exit_code};
+}
+
+static int fake_wait(struct backend *b, const char *id, long timeout_ms, struct backend_state *st,
+                     struct err *err)
+{
+    struct fake_backend *fb = fb_of(b);
+    double deadline = util_now_ms() + (double)timeout_ms;
+    if (enter(fb, FAKE_STEP_WAIT, id, deadline, err) < 0)
+        return -1;
+    pthread_mutex_lock(&fb->mu);
+    struct sandbox *s = fb_find_locked(fb, id);
+    int rc = 0;
+    if (!s || s->info.removed) {
+        rc = no_such(id, err);
+    } else {
+        while (!s->info.exited && !fb->stopping && util_now_ms() < deadline)
+            util_cond_wait_ms(&fb->cond, &fb->mu, deadline - util_now_ms());
+        if (s->info.exited)
+            state_of(s, st);
+        else
+            rc = err_set(err, ERR_TIMEOUT, "fake backend: sandbox %s still runs after %ld ms", id,
+                         timeout_ms);
+    }
+    pthread_mutex_unlock(&fb->mu);
+    return rc;
+}
+
+/* SIGKILL: a program on its thread ends there (which sets the exit); one
+ * never started is gone at once. */
+static void kill_locked(struct fake_backend *fb, struct sandbox *s)
+{
+    s->info.killed = true;
+    uint64_t one = 1;
+    if (write(s->wake_fd, &one, sizeof(one)) < 0) {
+        /* the counter only saturates: it is readable already */
+    }
+    if (!s->has_thread)
+        fb_exit_locked(fb, s, 137, false);
+}
+
+static int fake_kill(struct backend *b, const char *id, struct err *err)
+{
+    struct fake_backend *fb = fb_of(b);
+    if (enter(fb, FAKE_STEP_KILL, id, 0, err) < 0)
+        return -1;
+    pthread_mutex_lock(&fb->mu);
+    struct sandbox *s = fb_find_locked(fb, id);
+    int rc = 0;
+    if (!s || s->info.removed)
+        rc = no_such(id, err);
+    else if (!s->info.exited && !s->info.killed)
+        kill_locked(fb, s);
+    pthread_mutex_unlock(&fb->mu);
+    return rc;
+}
+
+static int fake_remove(struct backend *b, const char *id, struct err *err)
+{
+    struct fake_backend *fb = fb_of(b);
+    if (enter(fb, FAKE_STEP_REMOVE, id, 0, err) < 0)
+        return -1;
+    pthread_mutex_lock(&fb->mu);
+    struct sandbox *s = fb_find_locked(fb, id);
+    bool join = false;
+    if (s && !s->info.removed) {
+        if (!s->info.exited && !s->info.killed)
+            kill_locked(fb, s);
+        s->info.removed = true;
+        join = s->has_thread && !s->joined;
+        s->joined = true;
+        pthread_cond_broadcast(&fb->cond);
+    }
+    pthread_mutex_unlock(&fb->mu);
+    if (join)
+        pthread_join(s->th, NULL);
+    return 0;
+}
+
+static int fake_inspect(struct backend *b, const char *id, struct backend_state *st,
+                        struct err *err)
+{
+    struct fake_backend *fb = fb_of(b);
+    if (enter(fb, FAKE_STEP_INSPECT, id, 0, err) < 0)
+        return -1;
+    pthread_mutex_lock(&fb->mu);
+    struct sandbox *s = fb_find_locked(fb, id);
+    int rc = 0;
+    if (!s || s->info.removed)
+        rc = no_such(id, err);
+    else
+        state_of(s, st);
+    pthread_mutex_unlock(&fb->mu);
+    return rc;
+}
+
+static int fake_list(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,
+                     struct err *err)
+{
+    struct fake_backend *fb = fb_of(b);
+    *out = NULL;
+    *n = 0;
+    if (enter(fb, FAKE_STEP_LIST, NULL, timeout_ms > 0 ? util_now_ms() + (double)timeout_ms : 0,
+              err) < 0)
+        return -1;
+    pthread_mutex_lock(&fb->mu);
+    size_t cap = 0;
+    for (const struct sandbox *s = fb->head; s; s = s->next)
+        cap += !s->info.removed;
+    struct backend_container *l = xcalloc(cap ? cap : 1, sizeof(*l));
+    for (const struct sandbox *s = fb->head; s; s = s->next) {
+        if (s->info.removed)
+            continue;
+        struct backend_container *c = &l[(*n)++];
+        c->id = xstrdup(s->info.id);
+        c->created = s->created;
+        c->expires = s->info.expires;
+        c->instance = s->info.instance[0] ? xstrdup(s->info.instance) : NULL;
+        c->owner = s->info.owner[0] ? xstrdup(s->info.owner) : NULL;
+        c->uid = (long long)s->info.uid;
+    }
+    pthread_mutex_unlock(&fb->mu);
+    *out = l;
+    return 0;
+}
+
+/* ---- the fake's life --------------------------------------------------------- */
+
+static void fake_free(struct backend *b)
+{
+    struct fake_backend *fb = fb_of(b);
+    pthread_mutex_lock(&fb->mu);
+    fb->stopping = true;
+    pthread_cond_broadcast(&fb->cond);
+    while (fb->held)
+        pthread_cond_wait(&fb->cond, &fb->mu);
+    for (struct sandbox *s = fb->head; s; s = s->next)
+        if (!s->info.exited && !s->info.killed)
+            kill_locked(fb, s);
+    pthread_mutex_unlock(&fb->mu);
+    /* No other thread calls in any more: the list is the fake's alone. */
+    for (struct sandbox *s = fb->head, *next; s; s = next) {
+        next = s->next;
+        if (s->has_thread && !s->joined)
+            pthread_join(s->th, NULL);
+        close(s->wake_fd);
+        fake_program_free(&s->prog);
+        free(s);
+    }
+    fake_program_free(&fb->prog);
+    free(fb->missing_image);
+    free(fb->log);
+    pthread_cond_destroy(&fb->cond);
+    pthread_mutex_destroy(&fb->mu);
+    free(fb);
+}
+
+const struct backend_ops fake_backend_ops = {
+    .kind = "fake",
+    .free = fake_free,
+    .address = fake_address,
+    .address_source = fake_address_source,
+    .ping = fake_ping,
+    .gone = fake_gone,
+    .version = fake_version,
+    .describe_create = fake_describe_create,
+    .create = fake_create,
+    .start = fake_start,
+    .pending_free = fake_pending_free,
+    .io_name = fake_io_name,
+    .wait = fake_wait,
+    .kill = fake_kill,
+    .remove = fake_remove,
+    .inspect = fake_inspect,
+    .list = fake_list,
+    .stream_fd = fb_stream_fd,
+    .stream_pending = fb_stream_pending,
+    .stream_send = fb_stream_send,
+    .stream_read = fb_stream_read,
+    .stream_close = fb_stream_close,
+};
+
+struct fake_backend *fake_backend_new(void)
+{
+    struct fake_backend *fb = xcalloc(1, sizeof(*fb));
+    fb->base.ops = &fake_backend_ops;
+    pthread_mutex_init(&fb->mu, NULL);
+    util_cond_init_monotonic(&fb->cond);
+    return fb;
+}
+
+struct backend *fake_backend_get(struct fake_backend *fb)
+{
+    return &fb->base;
+}

@@ -1,0 +1,177 @@
+#include "fake_program/fake_program.h"
+
+#include <json-c/json.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/util.h"
+#include "sandbox/runner.h"
+
+#define MAX_RUNNER_IN (8u << 20)
+#define MAX_ECHO_LINE 4096u
+
+void fake_program_copy(struct fake_program *dst, const struct fake_program *src)
+{
+    *dst = *src;
+    dst->out = src->out ? xmemdup(src->out, src->out_len) : NULL;
+    dst->err = src->err ? xmemdup(src->err, src->err_len) : NULL;
+    dst->runner_error = src->runner_error ? xstrdup(src->runner_error) : NULL;
+}
+
+void fake_program_free(struct fake_program *p)
+{
+    free((void *)(uintptr_t)p->out);
+    free((void *)(uintptr_t)p->err);
+    free((void *)(uintptr_t)p->runner_error);
+    memset(p, 0, sizeof(*p));
+}
+
+static bool send(const struct fake_io *io, int stream, const char *data, size_t n)
+{
+    return n == 0 || io->send(io->ctx, stream, data, n);
+}
+
+/* Reads the runner request ("mcpsbx/1 <len>\n" + JSON) and returns its
+ * nonce in nonce; false when it did not come whole. */
+static bool read_request(const struct fake_io *io, char nonce[RUNNER_NONCE_HEX_LEN + 1])
+{
+    char header[40];
+    size_t hn = 0;
+    for (;;) {
+        if (hn + 1 >= sizeof(header) || !io->read(io->ctx, header + hn, 1))
+            return false;
+        if (header[hn] == '\n')
+            break;
+        hn++;
+    }
+    header[hn] = '\0';
+    static const char proto[] = RUNNER_PROTOCOL " ";
+    if (strncmp(header, proto, sizeof(proto) - 1) != 0)
+        return false;
+    size_t len = (size_t)strtoul(header + sizeof(proto) - 1, NULL, 10);
+    if (len > MAX_RUNNER_IN)
+        return false;
+    char *json = xmalloc(len + 1);
+    bool ok = io->read(io->ctx, json, len);
+    json[ok ? len : 0] = '\0';
+    json_object *o = ok ? json_tokener_parse(json) : NULL;
+    free(json);
+    json_object *n = NULL, *code = NULL, *in = NULL, *env = NULL;
+    ok = json_object_object_get_ex(o, "nonce", &n) && json_object_is_type(n, json_type_string) &&
+         json_object_get_string_len(n) == RUNNER_NONCE_HEX_LEN &&
+         json_object_object_get_ex(o, "code", &code);
+    if (ok) {
+        memcpy(nonce, json_object_get_string(n), RUNNER_NONCE_HEX_LEN + 1);
+        json_object_object_get_ex(o, "stdin", &in);
+        struct fake_received r = {.code = json_object_get_string(code),
+                                  .stdin_data = in ? json_object_get_string(in) : ""};
+        if (json_object_object_get_ex(o, "env", &env))
+            r.env = json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN);
+        if (io->received)
+            io->received(io->ctx, &r);
+    }
+    json_object_put(o);
+    return ok;
+}
+
+static bool send_record(const struct fake_program *p, const struct fake_io *io, const char *nonce)
+{
+    json_object *rec = json_object_new_object();
+    json_object_object_add(rec, "exit_code", json_object_new_int(p->exit_code));
+    json_object_object_add(rec, "memory_error", json_object_new_boolean(p->memory_error));
+    if (p->runner_error)
+        json_object_object_add(rec, "runner_error", json_object_new_string(p->runner_error));
+    if (p->end == FAKE_END_BIG_RECORD) {
+        char *pad = xmalloc(RUNNER_MAX_RECORD + 2);
+        memset(pad, 'x', RUNNER_MAX_RECORD + 1);
+        pad[RUNNER_MAX_RECORD + 1] = '\0';
+        json_object_object_add(rec, "pad", json_object_new_string(pad));
+        free(pad);
+    }
+    const char *js = p->end == FAKE_END_BAD_RECORD
+                         ? "{\"exit_code\":"
+                         : json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN);
+    struct buf line;
+    buf_init(&line, RUNNER_MAX_RECORD * 4);
+    bool ok = buf_add(&line, RUNNER_RECORD_PREFIX, RUNNER_RECORD_PREFIX_LEN) == 0 &&
+              buf_addf(&line, "%s:%s\n", nonce, js) == 0;
+    json_object_put(rec);
+    /* stderr first, then stdout, as the runners do. */
+    ok = ok && send(io, 2, line.data, line.len) && send(io, 1, line.data, line.len);
+    buf_free(&line);
+    return ok;
+}
+
+/* The plain program: one line of stdin back on stdout. */
+static struct fake_exit run_echo(const struct fake_program *p, const struct fake_io *io)
+{
+    struct fake_exit ex = {.code = p->exit_code, .oom_killed = p->oom_killed};
+    char line[MAX_ECHO_LINE];
+    size_t n = 0;
+    while (n < sizeof(line) && io->read(io->ctx, line + n, 1))
+        if (line[n++] == '\n')
+            break;
+    bool streaming =
+        send(io, 1, line, n) && send(io, 1, p->out, p->out_len) && send(io, 2, p->err, p->err_len);
+    if (streaming && p->end == FAKE_END_CUT) {
+        io->cut(io->ctx);
+        return ex;
+    }
+    if (p->run_ms != 0)
+        io->pause(io->ctx, p->run_ms);
+    return ex;
+}
+
+struct fake_exit fake_program_run(const struct fake_program *p, bool warm, const struct fake_io *io)
+{
+    if (p->echo_line)
+        return run_echo(p, io);
+    struct fake_exit ex = {.code = p->exit_code, .oom_killed = p->oom_killed};
+    if (warm)
+        send(io, 1, RUNNER_READY, RUNNER_READY_LEN);
+    char nonce[RUNNER_NONCE_HEX_LEN + 1];
+    if (!read_request(io, nonce)) {
+        /* The runner's answer to a request it cannot read. */
+        static const char msg[] = "mcpsbx runner: bad request\n";
+        send(io, 2, msg, sizeof(msg) - 1);
+        return (struct fake_exit){.code = 76};
+    }
+    if (warm && p->warm_dies)
+        return (struct fake_exit){.code = 137};
+    if (warm)
+        send(io, 1, RUNNER_GO, RUNNER_GO_LEN);
+    bool streaming = send(io, 1, p->out, p->out_len) && send(io, 2, p->err, p->err_len);
+    if (streaming && p->end == FAKE_END_CUT) {
+        io->cut(io->ctx);
+        return ex;
+    }
+    if (p->run_ms != 0)
+        io->pause(io->ctx, p->run_ms);
+    if (!io->killed(io->ctx) && streaming &&
+        (p->end == FAKE_END_RECORD || p->end == FAKE_END_BIG_RECORD ||
+         p->end == FAKE_END_BAD_RECORD))
+        send_record(p, io, nonce);
+    return ex;
+}
+
+bool fake_program_warm(const char *const *argv, size_t n, char **preload, char **warm_args)
+{
+    *preload = *warm_args = NULL;
+    for (size_t i = 0; i + 1 < n; i++) {
+        const char *a = argv[i];
+        if (a && (strncmp(a, "# mcp-sandboxd in-container runner", 34) == 0 ||
+                  strncmp(a, "# mcp-sandboxd generic in-container runner", 42) == 0 ||
+                  strncmp(a, "// mcp-sandboxd in-container runner", 35) == 0)) {
+            *preload = xstrdup(argv[i + 1] ? argv[i + 1] : "");
+            json_object *rest = json_object_new_array();
+            for (size_t k = i + 2; k < n; k++)
+                json_object_array_add(rest, json_object_new_string(argv[k] ? argv[k] : ""));
+            *warm_args = xstrdup(json_object_to_json_string_ext(rest, JSON_C_TO_STRING_PLAIN));
+            json_object_put(rest);
+            return true;
+        }
+    }
+    return false;
+}
