@@ -327,6 +327,27 @@ check_layering() {
             fi
         done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$f")
     done
+    check_fake_backend_only || bad=1
+    return $bad
+}
+
+# The unit tests of these layers reach sandboxes through the fake backend
+# (tests/fake_backend) alone, never through an implementation's headers:
+# what they prove must hold for any backend.
+FAKE_BACKEND_LAYERS=(tools mcp transport)
+
+check_fake_backend_only() {
+    local layer f lno inc bad=0
+    for layer in "${FAKE_BACKEND_LAYERS[@]}"; do
+        for f in tests/unit/"$layer"/*.[ch]; do
+            [ -f "$f" ] || continue
+            while IFS=: read -r lno inc; do
+                echo "  $f:$lno: includes ${inc#*include }: the $layer tests use the fake" \
+                    "backend (tests/fake_backend), not an implementation's headers"
+                bad=1
+            done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"backend/[^/"]+/' "$f")
+        done
+    done
     return $bad
 }
 

@@ -12,7 +12,11 @@
 
 #include "base/util.h"
 
-#define PING_MAX_MS 1000 /* a stalled ping fails after this, as the engines' short ping does */
+/* A stalled call with no deadline of its own fails after this, as one to
+ * an engine that does not answer ends at the client's usual timeout; a
+ * ping sooner, as the engines' short ping does. */
+#define STALL_USUAL_MS 5000
+#define PING_MAX_MS    1000
 
 static const char *const STEP_NAMES[FAKE_STEP_COUNT] = {
     "ping", "version", "create", "start", "wait", "kill", "remove", "inspect", "list",
@@ -66,10 +70,11 @@ static int enter(struct fake_backend *fb, enum fake_step step, const char *id, d
             rc = err_set(err, f->code, "fake backend: injected %s failure", STEP_NAMES[step]);
         } else {
             unsigned long gen = fb->release_gen;
+            if (deadline_ms <= 0)
+                deadline_ms = util_now_ms() + STALL_USUAL_MS;
             fb->held++;
             pthread_cond_broadcast(&fb->cond);
-            while (fb->release_gen == gen && !fb->stopping &&
-                   (deadline_ms <= 0 || util_now_ms() < deadline_ms))
+            while (fb->release_gen == gen && !fb->stopping && util_now_ms() < deadline_ms)
                 util_cond_wait_ms(&fb->cond, &fb->mu, 20);
             fb->held--;
             pthread_cond_broadcast(&fb->cond);

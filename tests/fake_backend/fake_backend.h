@@ -63,7 +63,9 @@ void fake_backend_fail(struct fake_backend *fb, enum fake_step step, enum err_co
 
 /* The next `times` calls of step (-1: all) hold until fake_backend_release,
  * or fail with ERR_TIMEOUT at their deadline (create and start: theirs;
- * the others: their timeout, if any). Released, they are served as usual. */
+ * wait and list: their timeout; the others, and those given none: the
+ * usual timeout of a client of an engine, a few seconds). Released, they
+ * are served as usual. */
 void fake_backend_stall(struct fake_backend *fb, enum fake_step step, int times);
 void fake_backend_release(struct fake_backend *fb);
 

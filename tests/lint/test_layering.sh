@@ -2,9 +2,9 @@
 # The layering rule of scripts/lint.sh, tried on small trees of its own: a
 # clean tree passes; an upward include, an include that is not a path under
 # src/, a folder that is not a layer, a file directly in src/ other than
-# main.c, and a backend implementation's header included outside its
-# folder and backends.c each fail with a message naming the file (and
-# line).
+# main.c, a backend implementation's header included outside its
+# folder and backends.c, and one included by a unit test that must use the
+# fake backend each fail with a message naming the file (and line).
 #
 #   tests/lint/test_layering.sh      prints "lint-test: N passed, M failed"
 set -uo pipefail
@@ -77,6 +77,13 @@ printf '#include "backend/docker/docker.h"\n' >"$t/src/backend/docker/docker.c"
 printf '#include "backend/docker/docker.h"\n' >"$t/src/backend/backends.c"
 printf '#include "backend/docker/docker.h"\n' >>"$t/src/mcp/mcp.h"
 expect backend-impl fail 'src/mcp/mcp.h:2: includes backend/docker/docker.h: only backend/docker/ and backend/backends.c'
+
+t=$(tree test-impl)
+mkdir -p "$t/tests/unit/mcp"
+printf '#include "mcp/mcp.h"\n' >"$t/tests/unit/mcp/test_ok.c"
+expect test-impl pass ""
+printf '#include "mcp/mcp.h"\n#include "backend/docker/engine.h"\n' >"$t/tests/unit/mcp/test_mcp.c"
+expect test-impl fail 'tests/unit/mcp/test_mcp.c:2: includes "backend/docker/engine.h": the mcp tests use the fake backend'
 
 echo "lint-test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,6 +1,7 @@
 /* For the unit tests that reach the fake engine (tests/fake_engine/)
  * through a backend: the backends' process-wide setup, as main() makes
- * it, as a cmocka group's setup and teardown. Include after cmocka.h. */
+ * it, as a cmocka group's setup and teardown. Include after cmocka.h.
+ * (The tests above the backend use unit/server_rig.h.) */
 #ifndef MCPSBX_TEST_RIG_H
 #define MCPSBX_TEST_RIG_H
 

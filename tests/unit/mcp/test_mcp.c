@@ -7,13 +7,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "backend/docker/docker.h"
-#include "backend/docker/engine.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "sandbox/exec.h"
 #include "tools/tools.h"
 #include "unit/langs.h"
+#include "unit/server_rig.h"
 
 /* A channel that records every message sent on it. Replies to tools/call
  * come from the call's own thread, where cmocka must not assert (it
@@ -43,11 +42,7 @@ static int capture_send(struct mcp_channel *ch, const char *json, size_t len)
 }
 
 struct fixture {
-    struct config cfg;
-    struct backend *backend;
-    struct langtable *langs; /* the built-in table, as main configures it */
-    struct exec_ctx *exec;
-    struct mcp_server *srv;
+    struct rig g;
     struct mcp_session *s;
     struct capture cap;
 };
@@ -55,18 +50,9 @@ struct fixture {
 static int setup(void **state)
 {
     struct fixture *f = xcalloc(1, sizeof(*f));
-    struct err err = ERR_INIT;
-    config_init(&f->cfg);
-    f->cfg.pool_size = 0; /* the pool has tests of its own */
-    f->cfg.engine = xstrdup("/nonexistent/mcpsbx-test.sock");
-    engine_http_global_init(&err);
-    f->backend = docker_backend_new(f->cfg.engine, NULL, NULL);
-    f->langs = test_langs(&f->cfg);
-    f->exec = exec_ctx_new(&f->cfg, f->langs, f->backend, NULL, &err);
-    assert_non_null(f->exec);
-    f->srv = mcp_server_new(&f->cfg, f->exec, &err);
-    assert_non_null(f->srv);
-    f->s = mcp_session_new(f->srv);
+    rig_init(&f->g, RIG_DOWN);
+    rig_start(&f->g);
+    f->s = mcp_session_new(f->g.srv);
     mcp_channel_init(&f->cap.ch, capture_send, NULL);
     pthread_mutex_init(&f->cap.lock, NULL);
     util_cond_init_monotonic(&f->cap.cond);
@@ -79,14 +65,10 @@ static int teardown(void **state)
 {
     struct fixture *f = *state;
     mcp_session_free(f->s);
-    mcp_server_free(f->srv);
-    exec_ctx_free(f->exec);
-    backend_free(f->backend);
+    rig_fini(&f->g);
     json_object_put(f->cap.msgs);
     pthread_cond_destroy(&f->cap.cond);
     pthread_mutex_destroy(&f->cap.lock);
-    langtable_free(f->langs);
-    config_free(&f->cfg);
     free(f);
     return 0;
 }
@@ -309,7 +291,7 @@ static void test_batch_caps(void **state)
 {
     struct fixture *f = *state;
     init(f, "2025-03-26");
-    f->cfg.max_batch_items = 3;
+    f->g.cfg.max_batch_items = 3;
     json_object *r = send1(f, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},"
                               "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"},"
                               "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"},"
@@ -321,7 +303,7 @@ static void test_batch_caps(void **state)
     size_t one = strlen(json_object_to_json_string_ext(
         send1(f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\"}"),
         JSON_C_TO_STRING_PLAIN));
-    f->cfg.max_message_bytes = (long long)(one + one / 2);
+    f->g.cfg.max_message_bytes = (long long)(one + one / 2);
     r = send1(f, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"},"
                  "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"},"
                  "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}]");
@@ -350,15 +332,15 @@ static void test_network_declared(void **state)
     assert_false(json_object_get_boolean(get(get(tool, "annotations"), "openWorldHint")));
 
     mcp_session_free(f->s);
-    mcp_server_free(f->srv);
-    f->cfg.allow_network.items = xrealloc(f->cfg.allow_network.items, 2 * sizeof(char *));
-    f->cfg.allow_network.items[0] = xstrdup("python");
-    f->cfg.allow_network.items[1] = NULL;
-    f->cfg.allow_network.n = 1;
+    mcp_server_free(f->g.srv);
+    f->g.cfg.allow_network.items = xrealloc(f->g.cfg.allow_network.items, 2 * sizeof(char *));
+    f->g.cfg.allow_network.items[0] = xstrdup("python");
+    f->g.cfg.allow_network.items[1] = NULL;
+    f->g.cfg.allow_network.n = 1;
     struct err err = ERR_INIT;
-    f->srv = mcp_server_new(&f->cfg, f->exec, &err);
-    assert_non_null(f->srv);
-    f->s = mcp_session_new(f->srv);
+    f->g.srv = mcp_server_new(&f->g.cfg, f->g.exec, &err);
+    assert_non_null(f->g.srv);
+    f->s = mcp_session_new(f->g.srv);
     init(f, "2025-06-18");
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
     tool = json_object_array_get_idx(get(get(r, "result"), "tools"), 0);
@@ -378,12 +360,12 @@ static void test_network_declared(void **state)
 
     /* Named by aliases, in any case: the table's names in the text. */
     mcp_session_free(f->s);
-    mcp_server_free(f->srv);
-    free(f->cfg.allow_network.items[0]);
-    f->cfg.allow_network.items[0] = xstrdup("SH");
-    f->srv = mcp_server_new(&f->cfg, f->exec, &err);
-    assert_non_null(f->srv);
-    f->s = mcp_session_new(f->srv);
+    mcp_server_free(f->g.srv);
+    free(f->g.cfg.allow_network.items[0]);
+    f->g.cfg.allow_network.items[0] = xstrdup("SH");
+    f->g.srv = mcp_server_new(&f->g.cfg, f->g.exec, &err);
+    assert_non_null(f->g.srv);
+    f->s = mcp_session_new(f->g.srv);
     init(f, "2025-06-18");
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}");
     tool = json_object_array_get_idx(get(get(r, "result"), "tools"), 0);
@@ -403,8 +385,8 @@ static void test_call_without_engine(void **state)
     json_object *sc = get(res, "structuredContent");
     assert_string_equal(json_object_get_string(get(sc, "status")), "error");
     const char *msg = json_object_get_string(get(sc, "message"));
-    if (!strstr(msg, "/nonexistent/mcpsbx-test.sock"))
-        fail_msg("message does not name the socket: %s", msg);
+    if (!strstr(msg, "fake backend: down"))
+        fail_msg("message does not say what the backend said: %s", msg);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":\"c2\",\"method\":\"tools/call\","
                  "\"params\":{\"name\":\"execute_code\",\"arguments\":{\"code\":\"1\"}}}");
     res = get(r, "result");

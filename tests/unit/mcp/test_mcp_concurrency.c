@@ -24,16 +24,13 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 
-#include "backend/docker/docker.h"
-#include "backend/docker/engine.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 #include "sandbox/exec.h"
 #include "unit/threads.h"
 #include "unit/langs.h"
+#include "unit/server_rig.h"
 
 /* ---- a channel that keeps every reply as text ----------------------------- */
 
@@ -126,54 +123,23 @@ static const char *status_of(json_object *reply)
 
 /* ---- a server ------------------------------------------------------------ */
 
-struct rig {
-    struct config cfg;
-    struct backend *backend;
-    struct langtable *langs; /* the built-in table, as main configures it */
-    struct exec_ctx *exec;
-    struct mcp_server *srv;
-    int stall_fd; /* a socket that accepts connections and never answers */
-    char stall_path[64];
-};
-
-/* engine: "missing" (calls fail at once) or "stalled" (every engine request
- * hangs until its deadline, so runs hold their slot for timeout_ms). */
-/* session_inflight, session_queued: one session's caps (-1: the whole
- * daemon's, as over stdio). */
+/* engine: "missing" (calls fail at once) or "stalled" (every backend
+ * operation hangs until its deadline, so runs hold their slot for
+ * timeout_ms). session_inflight, session_queued: one session's caps (-1:
+ * the whole daemon's, as over stdio). */
 static struct rig *rig_new_shared(const char *engine, long long max_concurrent,
                                   long long max_queued, long long queue_timeout_ms,
                                   long long session_inflight, long long session_queued)
 {
     struct rig *g = xcalloc(1, sizeof(*g));
-    struct err err = ERR_INIT;
-    config_init(&g->cfg);
-    g->cfg.pool_size = 0; /* the pool has tests of its own */
-    g->stall_fd = -1;
-    if (strcmp(engine, "stalled") == 0) {
-        snprintf(g->stall_path, sizeof(g->stall_path), "/tmp/mcpsbx-stall.%d.sock", (int)getpid());
-        unlink(g->stall_path);
-        g->stall_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        memcpy(sa.sun_path, g->stall_path, strlen(g->stall_path) + 1);
-        assert_int_equal(bind(g->stall_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        assert_int_equal(listen(g->stall_fd, 128), 0);
-        g->cfg.engine = xstrdup(g->stall_path);
-    } else {
-        g->cfg.engine = xstrdup("/nonexistent/mcpsbx-concurrency.sock");
-    }
+    rig_init(g, strcmp(engine, "stalled") == 0 ? RIG_STALLED : RIG_DOWN);
     g->cfg.max_concurrent = max_concurrent;
     g->cfg.max_queued = max_queued;
     g->cfg.queue_timeout_ms = queue_timeout_ms;
     g->cfg.max_session_inflight =
         session_inflight < 0 ? max_concurrent + max_queued : session_inflight;
     g->cfg.max_session_queued = session_queued < 0 ? max_queued : session_queued;
-    assert_int_equal(engine_http_global_init(&err), 0);
-    g->backend = docker_backend_new(g->cfg.engine, NULL, NULL);
-    g->langs = test_langs(&g->cfg);
-    g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, NULL, &err);
-    assert_non_null(g->exec);
-    g->srv = mcp_server_new(&g->cfg, g->exec, &err);
-    assert_non_null(g->srv);
+    rig_start(g);
     return g;
 }
 
@@ -185,16 +151,7 @@ static struct rig *rig_new(const char *engine, long long max_concurrent, long lo
 
 static void rig_free(struct rig *g)
 {
-    mcp_server_free(g->srv);
-    exec_ctx_free(g->exec);
-    backend_free(g->backend);
-    if (g->stall_fd >= 0) {
-        close(g->stall_fd);
-        unlink(g->stall_path);
-    }
-    langtable_free(g->langs);
-    config_free(&g->cfg);
-    engine_http_global_cleanup();
+    rig_fini(g);
     free(g);
 }
 
@@ -380,8 +337,8 @@ static void test_calls_beyond_slots_wait(void **state)
             fail_msg("call %d: status %s, want timeout (stalled engine)", id, st);
         const char *msg =
             json_object_get_string(get(get(get(r, "result"), "structuredContent"), "message"));
-        if (!strstr(msg, g->stall_path))
-            fail_msg("call %d: message does not name the engine: %s", id, msg);
+        if (!strstr(msg, "fake backend"))
+            fail_msg("call %d: message does not say what the backend said: %s", id, msg);
         json_object_put(r);
     }
     sink_free(&k);

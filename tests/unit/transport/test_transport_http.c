@@ -12,21 +12,16 @@
 #include <string.h>
 #include <strings.h>
 
-#include "backend/docker/docker.h"
-#include "backend/docker/engine.h"
 #include "mcp/jsonrpc.h"
 #include "tools/tools.h"
 #include "transport/transport_http.h"
 #include "unit/langs.h"
+#include "unit/server_rig.h"
 
 /* ---- a server on 127.0.0.1, ephemeral port, no engine ---------------------- */
 
 struct server {
-    struct config cfg;
-    struct backend *backend;
-    struct langtable *langs; /* the built-in table, as main configures it */
-    struct exec_ctx *exec;
-    struct mcp_server *srv;
+    struct rig g;
     struct transport_http *t;
     unsigned port;
 };
@@ -48,25 +43,18 @@ static struct server *start_with(long long max_sessions, long long idle_ms, cons
 {
     struct server *s = xcalloc(1, sizeof(*s));
     struct err err = ERR_INIT;
-    config_init(&s->cfg);
-    s->cfg.pool_size = 0; /* the pool has tests of its own */
-    s->cfg.engine = xstrdup("/nonexistent/mcpsbx-http.sock");
-    s->cfg.http_host = xstrdup("127.0.0.1");
-    s->cfg.http_port = 0;
-    s->cfg.max_message_bytes = 8192;
-    s->cfg.max_sessions = max_sessions;
-    s->cfg.session_idle_ms = idle_ms;
+    rig_init(&s->g, RIG_DOWN);
+    s->g.cfg.http_host = xstrdup("127.0.0.1");
+    s->g.cfg.http_port = 0;
+    s->g.cfg.max_message_bytes = 8192;
+    s->g.cfg.max_sessions = max_sessions;
+    s->g.cfg.session_idle_ms = idle_ms;
     if (token)
-        s->cfg.auth_token = xstrdup(token);
+        s->g.cfg.auth_token = xstrdup(token);
     if (tweak)
-        tweak(&s->cfg);
-    s->backend = docker_backend_new(s->cfg.engine, NULL, NULL);
-    s->langs = test_langs(&s->cfg);
-    s->exec = exec_ctx_new(&s->cfg, s->langs, s->backend, NULL, &err);
-    assert_non_null(s->exec);
-    s->srv = mcp_server_new(&s->cfg, s->exec, &err);
-    assert_non_null(s->srv);
-    if (transport_http_start(s->srv, &s->cfg, &s->t, &err) < 0)
+        tweak(&s->g.cfg);
+    rig_start(&s->g);
+    if (transport_http_start(s->g.srv, &s->g.cfg, &s->t, &err) < 0)
         fail_msg("transport_http_start: %s", err_msg(&err));
     s->port = transport_http_port(s->t);
     assert_true(s->port > 0);
@@ -81,11 +69,7 @@ static struct server *start(long long max_sessions, long long idle_ms, const cha
 static void stop(struct server *s)
 {
     transport_http_stop(s->t);
-    mcp_server_free(s->srv);
-    exec_ctx_free(s->exec);
-    backend_free(s->backend);
-    langtable_free(s->langs);
-    config_free(&s->cfg);
+    rig_fini(&s->g);
     free(s);
 }
 
@@ -355,17 +339,17 @@ static void sse_close(struct sse_client *c)
 
 /* ---- tests ---------------------------------------------------------------------- */
 
+/* libcurl is the tests' client. */
 static int group_setup(void **state)
 {
-    struct err err = ERR_INIT;
     (void)state;
-    return engine_http_global_init(&err);
+    return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
 }
 
 static int group_teardown(void **state)
 {
     (void)state;
-    engine_http_global_cleanup();
+    curl_global_cleanup();
     return 0;
 }
 
@@ -693,7 +677,7 @@ static void test_auth(void **state)
     o = body_json(&r);
     assert_string_equal(json_object_get_string(get(o, "status")), "unavailable");
     assert_string_equal(json_object_get_string(get(o, "engine")), "unreachable");
-    assert_non_null(strstr(json_object_get_string(get(o, "socket")), "mcpsbx-http.sock"));
+    assert_string_equal(json_object_get_string(get(o, "socket")), "fake");
     json_object_put(o);
     resp_free(&r);
     stop(s);
@@ -963,22 +947,8 @@ static void *stress_client(void *arg)
     return NULL;
 }
 
-/* An engine socket that accepts connections and never answers: a run
- * waits out its timeout_ms, so its answer is pending meanwhile. */
-static char stall_path[64];
-static int stall_fd = -1;
-
-static void stalled_engine_one_request(struct config *cfg)
+static void one_request(struct config *cfg)
 {
-    snprintf(stall_path, sizeof(stall_path), "/tmp/mcpsbx-http-stall.%d.sock", (int)getpid());
-    unlink(stall_path);
-    stall_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    memcpy(sa.sun_path, stall_path, strlen(stall_path) + 1);
-    assert_int_equal(bind(stall_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    assert_int_equal(listen(stall_fd, 16), 0);
-    free(cfg->engine);
-    cfg->engine = xstrdup(stall_path);
     cfg->max_session_requests = 1;
 }
 
@@ -1005,7 +975,12 @@ static void *pending_call_main(void *arg)
 static void test_session_request_cap(void **state)
 {
     (void)state;
-    struct server *s = start_with(64, 60000, NULL, stalled_engine_one_request);
+    struct server *s = start_with(64, 60000, NULL, one_request);
+    /* A stalled backend: a run waits out its timeout_ms, so its answer is
+     * pending meanwhile. */
+    fake_backend_set_outage(s->g.fake, false);
+    for (int step = 0; step < FAKE_STEP_COUNT; step++)
+        fake_backend_stall(s->g.fake, (enum fake_step)step, -1);
     char *line = open_session(s);
     struct pending_call p = {.s = s, .line = line};
     pthread_t th;
@@ -1029,8 +1004,6 @@ static void test_session_request_cap(void **state)
     resp_free(&r);
     free(line);
     stop(s);
-    close(stall_fd);
-    unlink(stall_path);
 }
 
 static void test_stress_suspend_resume(void **state)

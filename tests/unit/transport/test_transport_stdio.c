@@ -6,19 +6,14 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "backend/docker/docker.h"
-#include "backend/docker/engine.h"
 #include "mcp/jsonrpc.h"
 #include "tools/tools.h"
 #include "transport/transport_stdio.h"
 #include "unit/langs.h"
+#include "unit/server_rig.h"
 
 struct server {
-    struct config cfg;
-    struct backend *backend;
-    struct langtable *langs; /* the built-in table, as main configures it */
-    struct exec_ctx *exec;
-    struct mcp_server *srv;
+    struct rig g;
     int in[2], out[2], stop[2];
     pthread_t thread;
     int rc;
@@ -28,7 +23,7 @@ static void *serve(void *arg)
 {
     struct server *s = arg;
     struct err err = ERR_INIT;
-    s->rc = transport_stdio_run(s->srv, &s->cfg, s->in[0], s->out[1], s->stop[0], &err);
+    s->rc = transport_stdio_run(s->g.srv, &s->g.cfg, s->in[0], s->out[1], s->stop[0], &err);
     err_clear(&err);
     close(s->out[1]);
     return NULL;
@@ -37,17 +32,9 @@ static void *serve(void *arg)
 static struct server *start(long long max_message)
 {
     struct server *s = xcalloc(1, sizeof(*s));
-    struct err err = ERR_INIT;
-    config_init(&s->cfg);
-    s->cfg.pool_size = 0; /* the pool has tests of its own */
-    s->cfg.engine = xstrdup("/nonexistent/mcpsbx-stdio.sock");
-    s->cfg.max_message_bytes = max_message;
-    engine_http_global_init(&err);
-    s->backend = docker_backend_new(s->cfg.engine, NULL, NULL);
-    s->langs = test_langs(&s->cfg);
-    s->exec = exec_ctx_new(&s->cfg, s->langs, s->backend, NULL, &err);
-    s->srv = mcp_server_new(&s->cfg, s->exec, &err);
-    assert_non_null(s->srv);
+    rig_init(&s->g, RIG_DOWN);
+    s->g.cfg.max_message_bytes = max_message;
+    rig_start(&s->g);
     assert_int_equal(pipe(s->in), 0);
     assert_int_equal(pipe(s->out), 0);
     assert_int_equal(pipe(s->stop), 0);
@@ -76,11 +63,7 @@ static char *finish(struct server *s, bool by_signal)
     close(s->out[0]);
     close(s->stop[0]);
     close(s->stop[1]);
-    mcp_server_free(s->srv);
-    exec_ctx_free(s->exec);
-    backend_free(s->backend);
-    langtable_free(s->langs);
-    config_free(&s->cfg);
+    rig_fini(&s->g);
     free(s);
     return buf_take(&out, NULL);
 }
