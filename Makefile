@@ -76,7 +76,7 @@ VARIABLE_NAMES     := src/tools/variables/python.names src/tools/variables/javas
 VARIABLE_NAMES_GEN := build/gen/variable_names.c
 OBJS               += $(B)/obj/variable_names.o
 # The built-in languages (src/sandbox/languages/builtin.json), embedded as
-# langtable_builtin_src (sandbox/langtable.c), and the python and node
+# langtable_builtin_src (sandbox/languages/langtable.c), and the python and node
 # runners' version probes (tools/languages.c).
 LANGUAGES_JSON := src/sandbox/languages/builtin.json
 PROBES        := src/tools/probes/python.py src/tools/probes/node.js
@@ -86,7 +86,7 @@ OBJS          += $(B)/obj/languages_builtin.o
 # asks with `make -s gen-srcs`).
 GEN_SRCS := $(GEN) $(TOOL_DEFS_GEN) $(SECCOMP_GEN) $(CONNECTOR_GEN) $(VARIABLE_NAMES_GEN) \
             $(LANGUAGES_GEN)
-# tests/unit mirrors src/: tests/unit/<layer>/[<backend>/]test_<module>.c
+# tests/unit mirrors src/: tests/unit/<layer>/[<folder>/]test_<module>.c
 UNIT_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 

@@ -320,6 +320,14 @@ check_layering() {
                 continue
             fi
             theirs=$(layer_of "$dep")
+            # The layers above the sandbox see it through its facade.
+            if [[ $dep == sandbox/* ]] && [ "$dep" != sandbox/sandbox.h ] &&
+                [ -n "$theirs" ] && [ "$mine" -gt "$theirs" ]; then
+                echo "  $f:$lno: includes $dep: above the sandbox layer only" \
+                    "sandbox/sandbox.h, its facade, may be included"
+                bad=1
+                continue
+            fi
             if [ -z "$theirs" ] || [ "$theirs" -gt "$mine" ]; then
                 echo "  $f:$lno: ${rel%%/*} (layer $mine) must not include $dep" \
                     "(layer ${theirs:-none}): dependencies point down only"

@@ -61,7 +61,7 @@
  *             belong to the pool under its lock; a worker that takes one
  *             owns it from then on and hands it to the reaper after its run.
  * A sandbox's stream socket (backend/docker/channel.c) belongs to the
- * thread setting that sandbox up (a worker or a filler; sandbox/launch.c),
+ * thread setting that sandbox up (a worker or a filler; sandbox/run/launch.c),
  * then travels with its stream: no thread of its own. The docker
  * backend's list of images that attach is under its lock
  * (backend/docker/sandbox_io.c). The files runs return are kept
@@ -86,8 +86,7 @@
 #include "base/config.h"
 #include "base/config_doc.h"
 #include "backend/backends.h"
-#include "sandbox/exec.h"
-#include "sandbox/langtable.h"
+#include "sandbox/sandbox.h"
 #include "base/log.h"
 #include "mcp/mcp.h"
 #include "transport/transport_http.h"

@@ -50,7 +50,7 @@ struct backend_spec {
     const char *const *cmd; /* NULL-terminated argv; the whole command */
     /* The user its processes run as. The backend marks the container with
      * it, and backend_list reports it, so a daemon can tell which uids
-     * other containers hold (sandbox/uids.h). */
+     * other containers hold (sandbox/pool/uids.h). */
     uid_t uid;
     gid_t gid;
     const char *workdir;            /* the writable tmpfs, also the cwd */

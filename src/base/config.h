@@ -12,7 +12,7 @@
 
 #include "base/err.h"
 
-/* Longest preload list, as the runner takes it (sandbox/runner.h). */
+/* Longest preload list, as the runner takes it (sandbox/runner/runner.h). */
 #define CONFIG_PRELOAD_MAX 1024
 
 /* A NULL-terminated list of strings with its length. */
@@ -27,7 +27,7 @@ struct config {
     char *backend;
     char *engine;
     /* These and the preloads and runtimes are "not given" when empty /
-     * NULL / -1: the language table (sandbox/langtable.h) has the defaults
+     * NULL / -1: the language table (sandbox/languages/langtable.h) has the defaults
      * and langtable_configure applies what was given (config_legacy). */
     char *python_image;
     char *js_image;
@@ -81,7 +81,7 @@ struct config {
     char *js_runtime;               /* for JavaScript only; same */
     char *sandbox_user;             /* "uid:gid": every sandbox's when sandbox_uid_count is 0 */
     long long sandbox_uid_base;     /* each sandbox's own uid (and gid) comes from */
-    long long sandbox_uid_count;    /* [base, base + count) (sandbox/uids.h); 0: none */
+    long long sandbox_uid_count;    /* [base, base + count) (sandbox/pool/uids.h); 0: none */
     char *sandbox_io;               /* "socket" or "attach" (backend/docker/sandbox_io.h) */
     char *sandbox_io_dir;           /* where the sockets are made */
     char *log_level;
@@ -97,7 +97,8 @@ struct config {
     long long max_session_requests; /* HTTP requests of one session under way at once */
     long long session_idle_ms;
     char *config_file;
-    char *languages_file; /* JSON language definitions (sandbox/langtable.h); "" = built-ins */
+    char *languages_file; /* JSON language definitions (sandbox/languages/langtable.h); "" =
+                             built-ins */
     bool help;
     bool version;
     bool print_engine;    /* print the engine socket that would be used, and exit */
@@ -113,7 +114,7 @@ void config_free(struct config *cfg);
 int config_load(struct config *cfg, int argc, char **argv, char **envp, struct err *err);
 
 /* The per-language options older than the language table
- * (sandbox/langtable.h): --python-image, --python-preload,
+ * (sandbox/languages/langtable.h): --python-image, --python-preload,
  * --python-runtime and the same for "js", and CONTAINER_IMAGE with
  * CONTAINER_LANGUAGE. Each set names its language, and the in-process
  * runner its image and preload are for; langtable_configure writes what
@@ -121,7 +122,7 @@ int config_load(struct config *cfg, int argc, char **argv, char **envp, struct e
 #define CONFIG_LEGACY_LANGUAGES 2
 struct config_legacy {
     const char *language; /* the table's name of it */
-    const char *runner;   /* "python", "node" (sandbox/langtable.h) */
+    const char *runner;   /* "python", "node" (sandbox/languages/langtable.h) */
     const char *prefix;   /* of the options' names: "js" in --js-image */
     const char *image;    /* "" when not given */
     const char *preload;  /* "a,b,c"; NULL when not given ("" is none) */

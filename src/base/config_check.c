@@ -31,7 +31,7 @@ int config_item_label(const char *s, size_t n)
     return 1;
 }
 
-/* A language's name as the table spells them (sandbox/langtable.h), any
+/* A language's name as the table spells them (sandbox/languages/langtable.h), any
  * case; whether the table has it is checked once the table is loaded. */
 int config_item_language(const char *s, size_t n)
 {

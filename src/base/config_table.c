@@ -103,7 +103,8 @@ const struct config_opt config_opts[] = {
          .def_doc = "all of the language table's"),
     STR("languages-file", languages_file, "FILE", "",
         "change the built-in languages with the JSON definitions in FILE: add, override or "
-        "disable languages (see src/sandbox/langtable.h); checked at start, an error names its "
+        "disable languages (see src/sandbox/languages/langtable.h); checked at start, an error "
+        "names its "
         "file and line. --python-image, --js-image, the preloads and --pool-size, when set, win "
         "over it",
         .def_doc = "none, the built-in languages only"),

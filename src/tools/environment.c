@@ -1,8 +1,7 @@
 #include "tools/environment.h"
 
 #include "base/util.h"
-#include "sandbox/exec.h"
-#include "sandbox/policy.h"
+#include "sandbox/sandbox.h"
 #include "tools/languages.h"
 #include "tools/registry.h"
 

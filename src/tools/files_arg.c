@@ -5,7 +5,7 @@
 
 #include "base/codec.h"
 #include "base/util.h"
-#include "sandbox/workpath.h"
+#include "sandbox/sandbox.h"
 
 static char *own(struct run *fa, const char *s, size_t n)
 {

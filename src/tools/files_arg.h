@@ -1,5 +1,5 @@
 /* The files and output_files arguments of the run tools: checked against
- * the operator's caps and the path rules (sandbox/workpath.h) before any
+ * the operator's caps and the path rules (sandbox/output/workpath.h) before any
  * container exists, and copied out of the request's JSON so the run can
  * go to another thread. */
 #ifndef MCPSBX_FILES_ARG_H
@@ -9,7 +9,7 @@
 
 #include "base/config.h"
 #include "base/err.h"
-#include "sandbox/run.h"
+#include "sandbox/sandbox.h"
 
 /* output_files patterns at most. */
 #define FILES_ARG_MAX_PATTERNS 64

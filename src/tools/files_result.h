@@ -14,7 +14,7 @@
 #include "base/buf.h"
 #include "base/config.h"
 #include "base/err.h"
-#include "sandbox/outfiles.h"
+#include "sandbox/sandbox.h"
 #include "tools/registry.h"
 #include "tools/runstore.h"
 

@@ -9,7 +9,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "base/util.h"
-#include "sandbox/policy.h"
+#include "sandbox/sandbox.h"
 #include "tools/registry.h"
 
 /* The python and node runners' probes (src/tools/probes/, embedded at

@@ -21,7 +21,7 @@
 #include "base/buf.h"
 #include "base/config.h"
 #include "base/err.h"
-#include "sandbox/exec.h"
+#include "sandbox/sandbox.h"
 
 #define LANGUAGES_PROBE_MAX_BYTES  4096 /* the probe's whole stdout */
 #define LANGUAGES_MAX_PACKAGES     16

@@ -11,7 +11,7 @@
 
 #include "base/config.h"
 #include "base/err.h"
-#include "sandbox/langtable.h"
+#include "sandbox/sandbox.h"
 
 /* What the negotiated protocol version allows in tool shapes. */
 struct tools_features {

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 
 #include "base/config.h"
-#include "sandbox/exec.h"
+#include "sandbox/sandbox.h"
 #include "tools/files_arg.h"
 #include "tools/files_result.h"
 #include "tools/registry.h"
@@ -112,7 +112,7 @@ json_object *tools_call(const struct tools_env *env, const tools_tool *t, json_o
                         const struct tools_features *f);
 
 /* A call of a run tool: the tool's part around the run it asks for
- * (sandbox/run.h), which owns everything the run needs. */
+ * (sandbox/run/run.h), which owns everything the run needs. */
 struct tools_run_args {
     const char *tool; /* static name */
     /* The calling session's token for the run store (tools/runstore.h);

@@ -21,7 +21,7 @@ struct name_table {
     size_t n;
 };
 
-/* By runner kind (sandbox/langtable.h): the generic runner's programs get
+/* By runner kind (sandbox/languages/langtable.h): the generic runner's programs get
  * scalar variables as environment variables, so its list is of those. */
 static struct name_table tables[3];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;

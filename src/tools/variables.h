@@ -24,7 +24,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
-#include "sandbox/langtable.h"
+#include "sandbox/sandbox.h"
 
 #define VARIABLES_MAX_NAME 128
 

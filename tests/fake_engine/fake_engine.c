@@ -18,7 +18,7 @@
 #include "backend/docker/channel.h"
 #include "base/buf.h"
 #include "base/util.h"
-#include "sandbox/runner.h"
+#include "sandbox/runner/runner.h"
 
 #define API_PREFIX "/v1.41"
 #define MAX_HEAD   (16u * 1024u)
@@ -505,7 +505,7 @@ static void no_such_container(struct fake_engine *fe, int fd, const char *id)
 /* ---- the operations --------------------------------------------------------- */
 
 /* A runner started with one more argument after its source is a warm one
- * (src/sandbox/runner.h); HostConfig.Memory is kept for the tests. */
+ * (src/sandbox/runner/runner.h); HostConfig.Memory is kept for the tests. */
 static void read_cmd(json_object *body, struct container *c)
 {
     json_object *cmd = NULL, *hc = NULL, *mem = NULL, *opts = NULL, *env = NULL, *user = NULL;

@@ -7,7 +7,7 @@
 
 #include "base/buf.h"
 #include "base/util.h"
-#include "sandbox/runner.h"
+#include "sandbox/runner/runner.h"
 
 #define MAX_RUNNER_IN (8u << 20)
 #define MAX_ECHO_LINE 4096u

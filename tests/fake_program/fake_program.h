@@ -4,7 +4,7 @@
  * of carrying its streams: each fake gives the program a struct fake_io.
  *
  * By default the program speaks the runner protocol of
- * src/sandbox/runner.h: it reads the framed request from stdin, writes its
+ * src/sandbox/runner/runner.h: it reads the framed request from stdin, writes its
  * output, then the completion record on stderr and stdout, and exits. With
  * echo_line it is a plain program instead (what the backend conformance
  * suite runs): it echoes one line of stdin on stdout. Nothing here uses
@@ -91,7 +91,7 @@ struct fake_exit fake_program_run(const struct fake_program *p, bool warm,
                                   const struct fake_io *io);
 
 /* A runner started with one more argument after its source is a warm one
- * (src/sandbox/runner.h): true then, with *preload its modules argument
+ * (src/sandbox/runner/runner.h): true then, with *preload its modules argument
  * and *warm_args the words after it as JSON text (both allocated). */
 bool fake_program_warm(const char *const *argv, size_t n, char **preload, char **warm_args);
 

@@ -1,4 +1,4 @@
-/* libFuzzer harness for the operator's languages file (sandbox/langtable.h):
+/* libFuzzer harness for the operator's languages file (sandbox/languages/langtable.h):
  * the input is the file's bytes, merged into the built-in table.
  *
  * Checks:
@@ -31,8 +31,8 @@
 #include "base/config.h"
 #include "base/util.h"
 #include "fuzz.h"
-#include "sandbox/langtable.h"
-#include "sandbox/policy.h"
+#include "sandbox/languages/langtable.h"
+#include "sandbox/run/policy.h"
 
 static void check_strv(const struct langtable_strv *s, bool argv)
 {

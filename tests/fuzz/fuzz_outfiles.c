@@ -1,12 +1,12 @@
 /* libFuzzer harness for the file frames a sandbox sends before its
- * completion record (src/sandbox/outfiles.c). Input: byte 0 picks the
+ * completion record (src/sandbox/output/outfiles.c). Input: byte 0 picks the
  * caps, byte 1 the account passed to outfiles_finish; the rest is split at
  * '\n' into frames, fed in order until one is refused.
  *
  * Checks: a refusal comes with a message and nothing is kept of the frame;
  * whatever was accepted stays within the caps (count per kind, bytes per
  * file and in all); every kept file's bytes have the size and SHA-256 it
- * carries, was sent with a path the rules allow (sandbox/workpath.h) or
+ * carries, was sent with a path the rules allow (sandbox/output/workpath.h) or
  * a plot's name, and shows a name of its own; shown names and left-out
  * names and reasons are escaped (UTF-8 without a control character:
  * util_escape leaves them as they are).
@@ -20,8 +20,8 @@
 #include "base/codec.h"
 #include "base/util.h"
 #include "fuzz.h"
-#include "sandbox/outfiles.h"
-#include "sandbox/workpath.h"
+#include "sandbox/output/outfiles.h"
+#include "sandbox/output/workpath.h"
 
 /* Shown text: util_escape changes nothing in it. */
 static bool shown_ok(const char *s)

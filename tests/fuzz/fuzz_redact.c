@@ -4,7 +4,7 @@
  * piece (its low seven bits) and the stream it goes to in the two-stream
  * run (its high bit: stderr); the rest is the output, fed in those pieces.
  *
- * Checks src/sandbox/redact.h's contract for three fixed secrets against a
+ * Checks src/sandbox/output/redact.h's contract for three fixed secrets against a
  * reference model written here from the header's words alone: its own
  * list of every form (hex, base64 at the three offsets in both alphabets,
  * the percent-encodings, the escaped form, inside a JSON string and a
@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "sandbox/redact.h"
+#include "sandbox/output/redact.h"
 
 #define N_SECRETS 3
 static const char *const NAMES[N_SECRETS] = {"A", "B", "C"};

@@ -3,7 +3,7 @@
  * then that many bytes each giving the size of the next piece; the rest is
  * the stdout stream, scanned for the record of a fixed nonce.
  *
- * Checks the contract in src/sandbox/runner.h against a plain reference (memmem
+ * Checks the contract in src/sandbox/runner/runner.h against a plain reference (memmem
  * for the marker, then the record up to '\n'):
  *   - without a complete marker, every byte comes out, in order (after
  *     runner_scan_flush), and the scan is not done;
@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "sandbox/runner.h"
+#include "sandbox/runner/runner.h"
 
 #define NONCE "0123456789abcdef0123456789abcdef"
 

@@ -1,5 +1,5 @@
 // Integration tests for files in and out (src/tools/files_arg.c,
-// src/sandbox/outfiles.c, src/tools/files_result.c, the runners'
+// src/sandbox/output/outfiles.c, src/tools/files_result.c, the runners'
 // outputs) on a real engine through the official SDK clients: a CSV in
 // and a chart out, plt.show() captured, a large file as a resource link
 // readable by its own session only, a session over its run-store quota

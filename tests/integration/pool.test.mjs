@@ -1,4 +1,4 @@
-// Integration tests for the warm pool (src/sandbox/pool.c) on a real engine,
+// Integration tests for the warm pool (src/sandbox/pool/pool.c) on a real engine,
 // through the official SDK client over stdio (and HTTP for /healthz).
 //
 //   node --test tests/integration/pool.test.mjs

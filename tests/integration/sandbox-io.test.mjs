@@ -1,4 +1,4 @@
-// Integration tests for the sandboxes' streams (src/sandbox/launch.c,
+// Integration tests for the sandboxes' streams (src/sandbox/run/launch.c,
 // src/backend/docker/sandbox_io.c, src/backend/docker/channel.c) on a real engine: by default a unix socket of the
 // daemon's bound read-only into each sandbox (gVisor: the engine's attach
 // stream), --sandbox-io attach, and an image whose sandbox cannot connect.

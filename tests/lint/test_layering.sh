@@ -3,8 +3,10 @@
 # clean tree passes; an upward include, an include that is not a path under
 # src/, a folder that is not a layer, a file directly in src/ other than
 # main.c, a backend implementation's header included outside its
-# folder and backends.c, and one included by a unit test that must use the
-# fake backend each fail with a message naming the file (and line).
+# folder and backends.c, a sandbox header other than its facade included
+# from above, and a backend implementation's header included by a unit
+# test that must use the fake backend each fail with a message naming the
+# file (and line).
 #
 #   tests/lint/test_layering.sh      prints "lint-test: N passed, M failed"
 set -uo pipefail
@@ -77,6 +79,15 @@ printf '#include "backend/docker/docker.h"\n' >"$t/src/backend/docker/docker.c"
 printf '#include "backend/docker/docker.h"\n' >"$t/src/backend/backends.c"
 printf '#include "backend/docker/docker.h"\n' >>"$t/src/mcp/mcp.h"
 expect backend-impl fail 'src/mcp/mcp.h:2: includes backend/docker/docker.h: only backend/docker/ and backend/backends.c'
+
+t=$(tree facade)
+mkdir -p "$t/src/sandbox/run"
+printf '#include "base/util.h"\n' >"$t/src/sandbox/run/exec.h"
+printf '#include "sandbox/run/exec.h"\n' >"$t/src/sandbox/sandbox.h"
+printf '#include "sandbox/sandbox.h"\n' >>"$t/src/mcp/mcp.h"
+expect facade pass ""
+printf '#include "sandbox/run/exec.h"\n' >>"$t/src/mcp/mcp.h"
+expect facade fail 'src/mcp/mcp.h:3: includes sandbox/run/exec.h: above the sandbox layer only sandbox/sandbox.h'
 
 t=$(tree test-impl)
 mkdir -p "$t/tests/unit/mcp"

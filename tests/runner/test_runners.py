@@ -73,7 +73,7 @@ def frame(code, stdin="", nonce=NONCE, extra=None, ascii=True):
 
 
 def runner_cmd(lang, warm=None):
-    """warm: the argument of a warm runner (src/sandbox/runner.h): the
+    """warm: the argument of a warm runner (src/sandbox/runner/runner.h): the
     modules to load, or "warm" for the generic runner ("pl"); a list is
     its arguments (the generic runner's "warm" and a checker's argv)."""
     extra = [] if warm is None else list(warm) if isinstance(warm, (list, tuple)) else [warm]
@@ -87,7 +87,7 @@ def runner_cmd(lang, warm=None):
 def split_record(data):
     """(bytes before the record but for file frames, record dict or None,
     bytes after it, [frame lines as bytes]): a line after the marker that
-    starts with F, D, E or L is a file frame (src/sandbox/outfiles.h)."""
+    starts with F, D, E or L is a file frame (src/sandbox/output/outfiles.h)."""
     marker = PREFIX + NONCE.encode() + b":"
     out, frames = b"", []
     while True:
@@ -1145,7 +1145,7 @@ for _lang, _progs in FIDELITY.items():
 
 
 
-# ---- files in and out (src/sandbox/runner.h) --------------------------------
+# ---- files in and out (src/sandbox/runner/runner.h) --------------------------------
 OUTPUTS = {"paths": [], "max_files": 5, "max_file_bytes": 100000, "max_total_bytes": 200000,
            "plots": False, "max_plots": 0, "max_plot_bytes": 0}
 
@@ -1304,7 +1304,7 @@ def t_no_outputs_without_request(lang):
 
 # ---- the generic runner (runner.pl) ------------------------------------------
 # Programs are bash, sh and gcc's: the "program" object tells the runner
-# what to write, compile, check and run (src/sandbox/runner.h).
+# what to write, compile, check and run (src/sandbox/runner/runner.h).
 BASH = {"source_file": "main.sh", "run": ["bash", "main.sh"]}
 C_PROGRAM = {"source_file": "main.c", "compile": ["gcc", "-O2", "-Wall", "-o", "main", "main.c"],
              "compile_timeout_ms": 20000, "run": ["./main"]}
@@ -1312,7 +1312,7 @@ C_PROGRAM = {"source_file": "main.c", "compile": ["gcc", "-O2", "-Wall", "-o", "
 
 def generic_variables(variables):
     """What the daemon sends the generic runner for a `variables` object
-    (src/sandbox/runner.c): its compact JSON as the file's text, and each
+    (src/sandbox/runner/runner.c): its compact JSON as the file's text, and each
     string (but one with a NUL), number (its JSON text) and boolean as an
     environment string."""
     env = {}

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "base/config.h"
-#include "sandbox/langtable.h"
+#include "sandbox/languages/langtable.h"
 
 /* text NULL: the built-in table alone. Free with langtable_free. */
 static inline struct langtable *test_langs_text(const struct config *cfg, const char *text)

@@ -8,7 +8,7 @@
 
 #include "fake_backend/fake_backend.h"
 #include "mcp/mcp.h"
-#include "sandbox/exec.h"
+#include "sandbox/run/exec.h"
 #include "unit/langs.h"
 
 /* How the backend behaves: down (every operation fails at once), stalled

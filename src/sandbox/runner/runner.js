@@ -1,4 +1,4 @@
-// mcp-sandboxd in-container runner for Node.js (protocol: src/sandbox/runner.h).
+// mcp-sandboxd in-container runner for Node.js (protocol: src/sandbox/runner/runner.h).
 // Started as `node -e <this file>`; waits on stdin for one framed request,
 // runs the code in this process as the main module (CommonJS, or an ES
 // module when the code needs it), and writes the completion record on
@@ -102,8 +102,8 @@
     }
   }
 
-  // ---- files in and out (src/sandbox/runner.h) ------------------------
-  // The daemon checked every path (sandbox/workpath.h); this is the same
+  // ---- files in and out (src/sandbox/runner/runner.h) ------------------------
+  // The daemon checked every path (sandbox/output/workpath.h); this is the same
   // rule again, and O_EXCL|O_NOFOLLOW: nothing existing is replaced and no
   // link is followed.
   function writeInputs(files) {

@@ -1,4 +1,4 @@
-# mcp-sandboxd generic in-container runner (protocol: src/sandbox/runner.h),
+# mcp-sandboxd generic in-container runner (protocol: src/sandbox/runner/runner.h),
 # for languages with no runner of their own (bash, C, C++, Ruby, PHP,
 # TypeScript, any language an operator configures). Started as
 # `perl -e <this file>`: reads one framed request on stdin, writes the
@@ -393,7 +393,7 @@ sub argv_ok {
 my $program = $req->{program};
 runner_fail('request program must be an object') unless ref $program eq 'HASH';
 my $source_file = $program->{source_file};
-# The language table's rule (sandbox/langtable.h): a plain name, not hidden.
+# The language table's rule (sandbox/languages/langtable.h): a plain name, not hidden.
 if (!is_str($source_file) || $source_file !~ /\A[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,63}\z/) {
     runner_fail('request program: bad source_file');
 }
@@ -453,7 +453,7 @@ sub write_new_file {
     close($fh) or die "$!\n";
 }
 
-# The daemon checked every path (sandbox/workpath.h); this is the same rule
+# The daemon checked every path (sandbox/output/workpath.h); this is the same rule
 # again.
 for my $f (@$files) {
     runner_fail('request files: an entry is not an object') unless ref $f eq 'HASH';

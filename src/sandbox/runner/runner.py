@@ -1,4 +1,4 @@
-# mcp-sandboxd in-container runner for Python (protocol: src/sandbox/runner.h).
+# mcp-sandboxd in-container runner for Python (protocol: src/sandbox/runner/runner.h).
 # Started as `python3 -u -c <this file>`; waits on stdin for one framed
 # request, runs the code in this process as the main program, then writes
 # the completion record on stderr and stdout. Started as
@@ -196,9 +196,9 @@ def _mcpsbx_runner():
             del result["message"]
         finish(0, check=result)
 
-    # ---- files in and out (src/sandbox/runner.h) --------------------------
+    # ---- files in and out (src/sandbox/runner/runner.h) --------------------------
     def write_inputs(files):
-        # The daemon checked every path (sandbox/workpath.h); this is the
+        # The daemon checked every path (sandbox/output/workpath.h); this is the
         # same rule again, and O_EXCL|O_NOFOLLOW: nothing existing is
         # replaced and no link is followed.
         from binascii import a2b_base64

@@ -9,7 +9,7 @@
 
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
-#include "sandbox/exec.h"
+#include "sandbox/run/exec.h"
 #include "tools/tools.h"
 #include "unit/langs.h"
 #include "unit/server_rig.h"

@@ -27,7 +27,7 @@
 
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
-#include "sandbox/exec.h"
+#include "sandbox/run/exec.h"
 #include "unit/threads.h"
 #include "unit/langs.h"
 #include "unit/server_rig.h"

@@ -104,7 +104,7 @@ static void test_create_body_hardening(void **state)
     json_object_put(b);
 }
 
-/* Each sandbox's own uid (sandbox/uids.h) reaches the engine as its User,
+/* Each sandbox's own uid (sandbox/pool/uids.h) reaches the engine as its User,
  * gid and all, and as the label the list shows; nproc is the spec's. */
 static void test_create_body_users(void **state)
 {

@@ -1,0 +1,587 @@
+#include "sandbox/pool/pool.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/util.h"
+#include "sandbox/run/launch.h"
+#include "sandbox/runner/runner.h"
+
+/* Setting a sandbox up (create, streams, start) gets at most this long,
+ * so a stalled engine holds a filler, and shutdown, no longer than that. */
+#define SETUP_TIMEOUT_MS 30000
+/* The first sweep clears what an earlier daemon left before the pool adds
+ * containers; an engine too slow to list them does not hold filling up. */
+#define FIRST_SWEEP_WAIT_MS 10000
+/* After a failed set-up: 250 ms, doubling, at most 10 s. */
+#define BACKOFF_FIRST_MS 250.0
+#define BACKOFF_MAX_MS   10000.0
+/* stderr kept from a runner that never became ready, for the message. */
+#define JUNK_KEEP 160
+
+struct waiting {
+    char *id;
+    struct backend_stream *stream;
+    double born_ms; /* created */
+};
+
+struct slot {
+    struct pool_profile prof;
+    struct waiting *items; /* oldest first */
+    size_t n, cap;
+    size_t starting;
+    unsigned failures_in_row;
+    double retry_at_ms;
+    double pressed_until_ms; /* a run found none waiting: refill lean until then */
+    unsigned long long hits, misses, replaced, recycled, failed, lean;
+    char last_error[256];
+};
+
+struct pool {
+    struct backend *backend;
+    struct reaper *reaper;
+    struct launcher *launcher;
+    struct slot *slots;
+    size_t n;
+    long long max_age_ms;
+    long long expiry_extra_s;
+    long long refill_delay_ms;
+    size_t running;        /* taken containers whose run goes on */
+    double quiet_until_ms; /* fillers start nothing before this */
+
+    pthread_mutex_t lock;
+    pthread_cond_t cond; /* the fillers': a slot may need one, or stopping */
+    int wake_fd;         /* eventfd: the watcher re-reads the waiting lists */
+    int stop_fd;         /* eventfd: readable once stopping, never drained */
+    bool stopping;
+    pthread_t fillers[POOL_FILLERS];
+    size_t n_fillers;
+    pthread_t watcher;
+    bool watching;
+};
+
+static void poke(int fd)
+{
+    uint64_t one = 1;
+    ssize_t w = write(fd, &one, sizeof(one));
+    (void)w;
+}
+
+static void drain(int fd)
+{
+    uint64_t v;
+    ssize_t r = read(fd, &v, sizeof(v));
+    (void)r;
+}
+
+/* Anything at all on a waiting runner's stream means it is no longer
+ * waiting: it exited (EOF), was removed (EOF or error), or wrote out of
+ * turn. Called with the stream's owner's lock held, or by its owner. */
+static bool stream_stirred(struct backend_stream *s)
+{
+    if (backend_stream_pending(s))
+        return true;
+    struct pollfd pfd = {.fd = backend_stream_fd(s), .events = POLLIN | POLLRDHUP};
+    return poll(&pfd, 1, 0) != 0;
+}
+
+static void waiting_discard(struct pool *p, struct waiting *w)
+{
+    backend_stream_close(w->stream);
+    reaper_remove(p->reaper, w->id);
+    free(w->id);
+    *w = (struct waiting){0};
+}
+
+/* ---- one container, from create to ready ------------------------------- */
+
+struct mark_scan {
+    const char *mark;
+    size_t mark_len;
+    size_t matched; /* bytes of mark seen on stdout */
+    bool extra;     /* stdout went on past it */
+    char junk[JUNK_KEEP];
+    size_t junk_len;
+};
+
+static int mark_cb(void *ctx, int stream, const char *data, size_t len, struct err *err)
+{
+    struct mark_scan *m = ctx;
+    if (stream != BACKEND_STDOUT) {
+        /* The interpreter's own complaints (the runner silences the
+         * imports): kept for the message should the mark never come. */
+        size_t room = sizeof(m->junk) - m->junk_len;
+        size_t take = len < room ? len : room;
+        memcpy(m->junk + m->junk_len, data, take);
+        m->junk_len += take;
+        return 0;
+    }
+    for (size_t k = 0; k < len; k++) {
+        if (m->matched == m->mark_len) {
+            m->extra = true;
+            return 1;
+        }
+        if (data[k] != m->mark[m->matched])
+            return err_set(err, ERR_PROTOCOL, "the runner wrote to stdout out of turn");
+        m->matched++;
+    }
+    return 0;
+}
+
+/* Reads st until the runner's mark, which must be all of its stdout so
+ * far. Returns 0, 1 when stop_fd became readable first, or -1 with err. */
+static int await_mark(struct backend_stream *st, const char *mark, size_t mark_len, double deadline,
+                      int stop_fd, struct err *err)
+{
+    struct mark_scan m = {.mark = mark, .mark_len = mark_len};
+    while (m.matched < mark_len) {
+        if (!backend_stream_pending(st)) {
+            double left = deadline - util_now_ms();
+            if (left <= 0)
+                return err_set(err, ERR_TIMEOUT, "no word from the runner in time");
+            struct pollfd pfd[2] = {{.fd = backend_stream_fd(st), .events = POLLIN},
+                                    {.fd = stop_fd, .events = POLLIN}};
+            int pr = poll(pfd, 2, (int)left + 1);
+            if (pr < 0 && errno != EINTR)
+                return err_set(err, ERR_IO, "poll on the sandbox's streams: %s", strerror(errno));
+            if (pfd[1].revents)
+                return 1;
+            if (pr <= 0)
+                continue;
+        }
+        long n = backend_stream_read(st, mark_cb, &m, err);
+        if (n == BACKEND_AGAIN)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0) {
+            char shown[JUNK_KEEP + 1];
+            util_printable_ascii(shown, sizeof(shown), m.junk, m.junk_len, true);
+            return err_set(err, ERR_ENGINE, "the sandbox exited before its runner was ready%s%s",
+                           m.junk_len ? ": " : "", shown);
+        }
+    }
+    if (m.extra)
+        return err_set(err, ERR_PROTOCOL, "the runner wrote to stdout out of turn");
+    return 0;
+}
+
+static int await_ready(struct pool *p, struct backend_stream *st, double deadline, struct err *err)
+{
+    int rc = await_mark(st, RUNNER_READY, RUNNER_READY_LEN, deadline, p->stop_fd, err);
+    if (rc > 0)
+        return err_set(err, ERR_INTERNAL, "the pool is stopping");
+    if (rc < 0)
+        return err_wrap(err, "waiting for the runner to be ready");
+    /* Nothing may follow until the request: the runner waits for it. */
+    if (backend_stream_pending(st))
+        return err_set(err, ERR_PROTOCOL, "the runner wrote to stdout after it was ready");
+    return 0;
+}
+
+static int fill_one(struct pool *p, const struct slot *s, bool lean, struct waiting *out,
+                    struct err *err)
+{
+    struct backend_spec spec = lean ? s->prof.lean : s->prof.spec;
+    spec.expires = (long long)time(NULL) + (p->max_age_ms + 999) / 1000 + p->expiry_extra_s;
+    double t0 = util_now_ms();
+    char *id = NULL;
+    struct backend_stream *st = NULL;
+    int rc = launch(p->launcher, &spec, t0 + SETUP_TIMEOUT_MS, p->stop_fd, &id, &st, err);
+    if (rc > 0)
+        return err_set(err, ERR_INTERNAL, "the pool is stopping");
+    if (rc < 0)
+        return -1;
+    if (await_ready(p, st, t0 + POOL_READY_TIMEOUT_MS, err) < 0) {
+        backend_stream_close(st);
+        reaper_remove(p->reaper, id);
+        free(id);
+        return -1;
+    }
+    log_debug("pool: %s sandbox %.12s ready in %.0f ms%s", s->prof.name, id, util_now_ms() - t0,
+              lean ? " (without preloads)" : "");
+    *out = (struct waiting){.id = id, .stream = st, .born_ms = t0};
+    return 0;
+}
+
+/* ---- fillers ---------------------------------------------------------------- */
+
+/* The slot furthest below its size that may try now, or -1 with *wait_ms
+ * until one may (-1: nothing to do until something changes). */
+static ssize_t next_slot_locked(const struct pool *p, double *wait_ms)
+{
+    ssize_t best = -1;
+    double best_fill = 2.0;
+    double now = util_now_ms();
+    *wait_ms = -1;
+    for (size_t i = 0; i < p->n; i++) {
+        const struct slot *s = &p->slots[i];
+        size_t have = s->n + s->starting;
+        if (have >= s->prof.size)
+            continue;
+        if (s->retry_at_ms > now) {
+            double w = s->retry_at_ms - now;
+            if (*wait_ms < 0 || w < *wait_ms)
+                *wait_ms = w;
+            continue;
+        }
+        double fill = (double)have / (double)s->prof.size;
+        if (fill < best_fill) {
+            best_fill = fill;
+            best = (ssize_t)i;
+        }
+    }
+    return best;
+}
+
+static void *filler_main(void *arg)
+{
+    struct pool *p = arg;
+    if (!reaper_wait_first_sweep(p->reaper, FIRST_SWEEP_WAIT_MS))
+        log_debug("pool: filling before the first sweep ended");
+    pthread_mutex_lock(&p->lock);
+    while (!p->stopping) {
+        double quiet_ms = p->quiet_until_ms - util_now_ms();
+        if (quiet_ms > 0) {
+            util_cond_wait_ms(&p->cond, &p->lock, quiet_ms);
+            continue;
+        }
+        double wait_ms;
+        ssize_t i = next_slot_locked(p, &wait_ms);
+        if (i < 0) {
+            if (wait_ms < 0)
+                pthread_cond_wait(&p->cond, &p->lock);
+            else
+                util_cond_wait_ms(&p->cond, &p->lock, wait_ms);
+            continue;
+        }
+        struct slot *s = &p->slots[i];
+        s->starting++;
+        bool lean = s->prof.lean.cmd && util_now_ms() < s->pressed_until_ms;
+        if (lean)
+            s->lean++;
+        pthread_mutex_unlock(&p->lock);
+
+        struct waiting w = {0};
+        struct err err = ERR_INIT;
+        int rc = fill_one(p, s, lean, &w, &err);
+
+        pthread_mutex_lock(&p->lock);
+        s->starting--;
+        if (rc == 0 && !p->stopping) {
+            if (s->n == s->cap) {
+                s->cap = s->cap ? 2 * s->cap : 4;
+                s->items = xrealloc(s->items, s->cap * sizeof(*s->items));
+            }
+            s->items[s->n++] = w;
+            s->failures_in_row = 0;
+            s->last_error[0] = '\0';
+            poke(p->wake_fd);
+        } else if (rc == 0) {
+            pthread_mutex_unlock(&p->lock);
+            waiting_discard(p, &w);
+            pthread_mutex_lock(&p->lock);
+        } else if (!p->stopping) {
+            s->failed++;
+            double backoff = BACKOFF_FIRST_MS;
+            for (unsigned k = 0; k < s->failures_in_row && backoff < BACKOFF_MAX_MS; k++)
+                backoff *= 2;
+            if (backoff > BACKOFF_MAX_MS)
+                backoff = BACKOFF_MAX_MS;
+            s->retry_at_ms = util_now_ms() + backoff;
+            snprintf(s->last_error, sizeof(s->last_error), "%s", err_msg(&err));
+            /* Said once per streak: an engine that is down fails every try. */
+            if (s->failures_in_row++ == 0)
+                log_warn("pool: could not prepare a %s sandbox (runs go on demand meanwhile; "
+                         "retrying): %s",
+                         s->prof.name, err_msg(&err));
+            else
+                log_debug("pool: %s sandbox, try %u: %s", s->prof.name, s->failures_in_row,
+                          err_msg(&err));
+        }
+        err_clear(&err);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* ---- the watcher -------------------------------------------------------- */
+
+/* Takes out of their lists the waiting containers that stirred or aged,
+ * into *bad (caller frees the array and discards them). */
+static size_t collect_unfit_locked(struct pool *p, struct waiting **bad)
+{
+    size_t nbad = 0, cap = 0;
+    double now = util_now_ms();
+    for (size_t i = 0; i < p->n; i++) {
+        struct slot *s = &p->slots[i];
+        size_t k = 0;
+        for (size_t j = 0; j < s->n; j++) {
+            struct waiting *w = &s->items[j];
+            bool aged = now - w->born_ms >= (double)p->max_age_ms;
+            bool stirred = !aged && stream_stirred(w->stream);
+            if (!aged && !stirred) {
+                s->items[k++] = *w;
+                continue;
+            }
+            if (aged) {
+                s->recycled++;
+                log_debug("pool: %s sandbox %.12s reached its age limit", s->prof.name, w->id);
+            } else {
+                s->replaced++;
+                log_info("pool: waiting %s sandbox %.12s died or misbehaved; replacing it",
+                         s->prof.name, w->id);
+            }
+            if (nbad == cap) {
+                cap = cap ? 2 * cap : 4;
+                *bad = xrealloc(*bad, cap * sizeof(**bad));
+            }
+            (*bad)[nbad++] = *w;
+        }
+        s->n = k;
+    }
+    if (nbad)
+        pthread_cond_broadcast(&p->cond);
+    return nbad;
+}
+
+static void *watcher_main(void *arg)
+{
+    struct pool *p = arg;
+    size_t pfd_cap = 8;
+    struct pollfd *pfd = xcalloc(pfd_cap, sizeof(*pfd));
+    pthread_mutex_lock(&p->lock);
+    while (!p->stopping) {
+        size_t total = 2;
+        for (size_t i = 0; i < p->n; i++)
+            total += p->slots[i].n;
+        if (total > pfd_cap) {
+            pfd_cap = total * 2;
+            pfd = xrealloc(pfd, pfd_cap * sizeof(*pfd));
+        }
+        pfd[0] = (struct pollfd){.fd = p->wake_fd, .events = POLLIN};
+        pfd[1] = (struct pollfd){.fd = p->stop_fd, .events = POLLIN};
+        size_t k = 2;
+        double now = util_now_ms();
+        double timeout = -1;
+        for (size_t i = 0; i < p->n; i++) {
+            const struct slot *s = &p->slots[i];
+            for (size_t j = 0; j < s->n; j++) {
+                pfd[k++] = (struct pollfd){.fd = backend_stream_fd(s->items[j].stream),
+                                           .events = POLLIN | POLLRDHUP};
+                double left = s->items[j].born_ms + (double)p->max_age_ms - now;
+                if (left < 0)
+                    left = 0;
+                if (timeout < 0 || left < timeout)
+                    timeout = left;
+            }
+        }
+        pthread_mutex_unlock(&p->lock);
+        /* The fds may be taken (and closed) meanwhile: poll only tells the
+         * watcher to look again, under the lock, at what is still waiting. */
+        int pr = poll(pfd, k, timeout < 0 ? -1 : (int)timeout + 1);
+        if (pr > 0 && pfd[0].revents)
+            drain(p->wake_fd);
+        struct waiting *bad = NULL;
+        pthread_mutex_lock(&p->lock);
+        size_t nbad = p->stopping ? 0 : collect_unfit_locked(p, &bad);
+        pthread_mutex_unlock(&p->lock);
+        for (size_t i = 0; i < nbad; i++)
+            waiting_discard(p, &bad[i]);
+        free(bad);
+        pthread_mutex_lock(&p->lock);
+    }
+    pthread_mutex_unlock(&p->lock);
+    free(pfd);
+    return NULL;
+}
+
+/* ---- interface ------------------------------------------------------------ */
+
+struct pool *pool_new(struct backend *backend, struct reaper *reaper, struct launcher *launcher,
+                      const struct pool_profile *profiles, size_t n,
+                      const struct pool_timing *timing, struct err *err)
+{
+    struct pool *p = xcalloc(1, sizeof(*p));
+    p->backend = backend;
+    p->reaper = reaper;
+    p->launcher = launcher;
+    p->max_age_ms = timing->max_age_ms;
+    p->expiry_extra_s = timing->expiry_extra_s;
+    p->refill_delay_ms = timing->refill_delay_ms;
+    p->slots = xcalloc(n ? n : 1, sizeof(*p->slots));
+    p->n = n;
+    for (size_t i = 0; i < n; i++)
+        p->slots[i].prof = profiles[i];
+    pthread_mutex_init(&p->lock, NULL);
+    util_cond_init_monotonic(&p->cond);
+    p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    p->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (p->wake_fd < 0 || p->stop_fd < 0) {
+        err_set(err, ERR_INTERNAL, "eventfd for the pool: %s", strerror(errno));
+        pool_free(p);
+        return NULL;
+    }
+    if (pthread_create(&p->watcher, NULL, watcher_main, p) != 0) {
+        err_set(err, ERR_INTERNAL, "cannot start the pool's watcher thread");
+        pool_free(p);
+        return NULL;
+    }
+    p->watching = true;
+    for (size_t i = 0; i < POOL_FILLERS; i++) {
+        if (pthread_create(&p->fillers[i], NULL, filler_main, p) != 0) {
+            err_set(err, ERR_INTERNAL, "cannot start the pool's filler threads");
+            pool_free(p);
+            return NULL;
+        }
+        p->n_fillers++;
+    }
+    return p;
+}
+
+void pool_free(struct pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->stopping = true;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    if (p->stop_fd >= 0)
+        poke(p->stop_fd);
+    for (size_t i = 0; i < p->n_fillers; i++)
+        pthread_join(p->fillers[i], NULL);
+    if (p->watching)
+        pthread_join(p->watcher, NULL);
+    size_t removed = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        struct slot *s = &p->slots[i];
+        for (size_t j = 0; j < s->n; j++, removed++)
+            waiting_discard(p, &s->items[j]);
+        free(s->items);
+    }
+    if (removed)
+        log_debug("pool: removing %zu waiting sandboxes", removed);
+    if (p->wake_fd >= 0)
+        close(p->wake_fd);
+    if (p->stop_fd >= 0)
+        close(p->stop_fd);
+    pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->lock);
+    free(p->slots);
+    free(p);
+}
+
+bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out)
+{
+    if (!p || i >= p->n)
+        return false;
+    struct waiting unfit[2];
+    size_t nunfit = 0;
+    bool got = false;
+    struct slot *s = &p->slots[i];
+    pthread_mutex_lock(&p->lock);
+    while (*tries > 0 && s->n > 0 && !got) {
+        struct waiting w = s->items[0];
+        memmove(s->items, s->items + 1, (s->n - 1) * sizeof(*s->items));
+        s->n--;
+        (*tries)--;
+        if (util_now_ms() - w.born_ms >= (double)p->max_age_ms) {
+            s->recycled++;
+        } else if (stream_stirred(w.stream)) {
+            s->replaced++;
+            log_info("pool: waiting %s sandbox %.12s died or misbehaved; not using it",
+                     s->prof.name, w.id);
+        } else {
+            *out = (struct pool_entry){.id = w.id, .stream = w.stream};
+            s->hits++;
+            got = true;
+            p->running++;
+            double now = util_now_ms();
+            if (p->refill_delay_ms > 0 && now >= s->pressed_until_ms &&
+                now + (double)p->refill_delay_ms > p->quiet_until_ms)
+                p->quiet_until_ms = now + (double)p->refill_delay_ms;
+            continue;
+        }
+        if (nunfit < ARRAY_SIZE(unfit))
+            unfit[nunfit++] = w;
+        else
+            waiting_discard(p, &w); /* unreachable: tries is small */
+    }
+    if (!got) {
+        s->misses++;
+        s->pressed_until_ms = util_now_ms() + POOL_PRESSURE_MS;
+        /* Demand outruns the pool: refilling matters more now. */
+        p->quiet_until_ms = 0;
+    }
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    poke(p->wake_fd);
+    for (size_t k = 0; k < nunfit; k++)
+        waiting_discard(p, &unfit[k]);
+    return got;
+}
+
+/* One taken container's run is over; called with the lock held. */
+static void run_end_locked(struct pool *p, double grace_ms)
+{
+    if (p->running > 0)
+        p->running--;
+    if (p->running == 0) {
+        double until = util_now_ms() + grace_ms;
+        if (until < p->quiet_until_ms)
+            p->quiet_until_ms = until;
+    }
+    pthread_cond_broadcast(&p->cond);
+}
+
+void pool_entry_discard(struct pool *p, size_t i, struct pool_entry *e)
+{
+    struct waiting w = {.id = e->id, .stream = e->stream};
+    pthread_mutex_lock(&p->lock);
+    if (i < p->n)
+        p->slots[i].replaced++;
+    run_end_locked(p, 0);
+    pthread_mutex_unlock(&p->lock);
+    waiting_discard(p, &w);
+    *e = (struct pool_entry){0};
+}
+
+void pool_run_end(struct pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    double grace = POOL_AFTER_RUN_MS < (double)p->refill_delay_ms ? POOL_AFTER_RUN_MS
+                                                                  : (double)p->refill_delay_ms;
+    run_end_locked(p, grace);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void pool_stats(struct pool *p, size_t i, struct pool_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!p || i >= p->n)
+        return;
+    pthread_mutex_lock(&p->lock);
+    const struct slot *s = &p->slots[i];
+    out->size = s->prof.size;
+    out->ready = s->n;
+    out->starting = s->starting;
+    out->hits = s->hits;
+    out->misses = s->misses;
+    out->replaced = s->replaced;
+    out->recycled = s->recycled;
+    out->failed = s->failed;
+    out->lean = s->lean;
+    snprintf(out->last_error, sizeof(out->last_error), "%s", s->last_error);
+    pthread_mutex_unlock(&p->lock);
+}

@@ -1,0 +1,26 @@
+/* Each language's container command: its runner (runner.h) started the
+ * way the language table says, on demand and for the pool; and its
+ * environment (policy_env_new). */
+#ifndef MCPSBX_COMMANDS_H
+#define MCPSBX_COMMANDS_H
+
+#include "sandbox/languages/langtable.h"
+
+/* One language's commands: on demand, and for the pool with and without
+ * its preloads (lean NULL: none to leave out). NULL-terminated arrays of
+ * strings borrowed from the table and the embedded runners. */
+struct lang_cmds {
+    const char **cmd;
+    const char **warm;
+    const char **lean;
+    const char **env; /* policy_env_new: the base and the language's own */
+};
+
+/* Per language of langs, by index; commands_free with the same count. */
+struct lang_cmds *commands_new(const struct langtable *langs);
+void commands_free(struct lang_cmds *c, size_t n);
+
+/* lang's on-demand command; caller frees the array (not its strings). */
+const char **commands_on_demand(const struct langtable_lang *lang);
+
+#endif

@@ -1,0 +1,606 @@
+#include "sandbox/run/exec.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+
+#include "base/codec.h"
+#include "base/log.h"
+#include "sandbox/run/commands.h"
+#include "sandbox/run/follow.h"
+#include "sandbox/run/launch.h"
+#include "sandbox/output/output.h"
+#include "sandbox/run/policy.h"
+#include "sandbox/pool/pool.h"
+#include "sandbox/pool/reaper.h"
+#include "sandbox/output/redact.h"
+#include "sandbox/runner/runner.h"
+#include "sandbox/pool/uids.h"
+
+_Static_assert(EXEC_STDOUT == BACKEND_STDOUT && EXEC_STDERR == BACKEND_STDERR,
+               "exec stream numbers are the backend's");
+
+#define SEND_TIMEOUT_MS 30000
+/* Without a deadline from the caller, how long create, connecting and start may
+ * take at most (the engine's own request timeouts). */
+#define ENGINE_SETUP_MAX_MS 60000
+/* A request cut to the call's deadline may fail this much before it. */
+#define SETUP_DEADLINE_SLACK_MS 50.0
+/* A container's expiry label: its run's deadlines plus this margin, after
+ * which any daemon may remove it. */
+#define EXPIRY_MARGIN_S 60
+/* A container whose program ended by itself is removed this long after the
+ * run (reaper_remove_after). */
+#define REMOVE_GRACE_MS 25
+/* What a result or a log line shows of a failed run's whole error at
+ * most: it may quote the runner's error or a check's message
+ * (sandbox/output/output.c). */
+#define ERROR_SHOWN_MAX 2048
+
+struct exec_cancel {
+    int fd; /* eventfd, readable once cancelled */
+    atomic_bool cancelled;
+};
+
+struct exec_ctx {
+    const struct config *cfg;
+    const struct langtable *langs;
+    struct lang_cmds *cmds; /* per language, by index */
+    struct backend *backend;
+    char instance[RUNNER_NONCE_HEX_LEN + 1];
+    struct policy_secrets secrets; /* --pass-through-env, for the requests */
+    struct redactor *redactor;     /* their values in output; NULL: none */
+    struct uids *uids;             /* each sandbox's own uid; NULL: all run as --sandbox-user */
+    struct reaper *reaper;
+    struct launcher *launcher;
+    struct pool *pool; /* NULL when no language keeps a pool */
+};
+
+const char *exec_status_name(enum exec_status st)
+{
+    switch (st) {
+    case EXEC_OK:
+        return "ok";
+    case EXEC_ERROR:
+        return "error";
+    case EXEC_TIMEOUT:
+        return "timeout";
+    case EXEC_OOM:
+        return "oom";
+    case EXEC_OUTPUT_LIMIT:
+        return "output_limit";
+    case EXEC_CANCELLED:
+        return "cancelled";
+    case EXEC_BUSY:
+        return "busy";
+    case EXEC_COMPILE_ERROR:
+        return "compile_error";
+    }
+    return "error";
+}
+
+/* A run that failed: the status base/err.h gives its category. */
+static enum exec_status failed_status(enum err_code code)
+{
+    const char *name = err_tool_status(code);
+    for (int st = EXEC_OK; st <= EXEC_COMPILE_ERROR; st++)
+        if (strcmp(exec_status_name((enum exec_status)st), name) == 0)
+            return (enum exec_status)st;
+    return EXEC_ERROR;
+}
+
+static bool pool_wanted(const struct langtable *langs)
+{
+    for (size_t i = 0; i < langtable_count(langs); i++)
+        if (langtable_get(langs, i)->pool_size > 0)
+            return true;
+    return false;
+}
+
+/* ---- cancel handles ---------------------------------------------------- */
+
+struct exec_cancel *exec_cancel_new(void)
+{
+    struct exec_cancel *c = xcalloc(1, sizeof(*c));
+    c->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    atomic_init(&c->cancelled, false);
+    return c;
+}
+
+void exec_cancel(struct exec_cancel *c)
+{
+    if (!c)
+        return;
+    atomic_store(&c->cancelled, true);
+    if (c->fd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(c->fd, &one, sizeof(one));
+        (void)w;
+    }
+}
+
+bool exec_cancelled(const struct exec_cancel *c)
+{
+    return c && atomic_load(&c->cancelled);
+}
+
+void exec_cancel_free(struct exec_cancel *c)
+{
+    if (!c)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c);
+}
+
+/* ---- results ----------------------------------------------------------- */
+
+void exec_result_init(struct exec_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->status = EXEC_ERROR;
+    buf_init(&r->out, 0);
+    buf_init(&r->err, 0);
+    outfiles_init(&r->files, &(struct outfiles_caps){0}, NULL);
+}
+
+void exec_result_free(struct exec_result *r)
+{
+    buf_free(&r->out);
+    buf_free(&r->err);
+    free(r->message);
+    r->message = NULL;
+    free(r->check.message);
+    memset(&r->check, 0, sizeof(r->check));
+    outfiles_free(&r->files);
+}
+
+void exec_result_set_message(struct exec_result *r, const char *fmt, ...)
+{
+    free(r->message);
+    va_list ap;
+    va_start(ap, fmt);
+    r->message = xvasprintf(fmt, ap);
+    va_end(ap);
+}
+
+static int pool_start(struct exec_ctx *ctx, struct err *err);
+
+/* A failed run's error as it is returned and logged: any part of it may
+ * quote the sandbox (the runner's words, a file's name). */
+static void clean_error(const struct redactor *red, struct err *err)
+{
+    const char *m = err_msg(err);
+    char *shown = redact_text(red, m, strlen(m), ERROR_SHOWN_MAX);
+    err_set(err, err->code, "%s", shown);
+    free(shown);
+}
+
+static void warn_missing_env(const char *name)
+{
+    log_warn("--pass-through-env: %s is not set in the daemon's environment; skipped", name);
+}
+
+/* Every sandbox that can be alive at once but those being removed: the
+ * runs, and the pools' waiting ones. */
+static long long sandboxes_alive_max(const struct exec_ctx *ctx)
+{
+    long long n = ctx->cfg->max_concurrent;
+    for (size_t i = 0; i < langtable_count(ctx->langs); i++)
+        n += langtable_get(ctx->langs, i)->pool_size;
+    return n;
+}
+
+struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *langs,
+                              struct backend *backend, char **envp, struct err *err)
+{
+    struct exec_ctx *ctx = xcalloc(1, sizeof(*ctx));
+    ctx->cfg = cfg;
+    ctx->langs = langs;
+    ctx->backend = backend;
+    ctx->cmds = commands_new(langs);
+    if (runner_new_nonce(ctx->instance, err) < 0) {
+        exec_ctx_free(ctx);
+        return NULL;
+    }
+    policy_secrets_init(&ctx->secrets, cfg, envp, warn_missing_env);
+    if (redactor_new((const char *const *)ctx->secrets.names,
+                     (const char *const *)ctx->secrets.values, ctx->secrets.n, &ctx->redactor,
+                     err) < 0) {
+        exec_ctx_free(ctx);
+        return NULL;
+    }
+    if (uids_configure(cfg, sandboxes_alive_max(ctx), &ctx->uids, err) < 0) {
+        exec_ctx_free(ctx);
+        return NULL;
+    }
+    long long legacy_age = cfg->max_timeout_ms / 1000 + REAPER_LEGACY_MARGIN_S;
+    ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, ctx->uids, err);
+    if (ctx->reaper)
+        ctx->launcher = launcher_new(backend, ctx->reaper, ctx->uids);
+    if (!ctx->reaper || (pool_wanted(langs) && pool_start(ctx, err) < 0)) {
+        exec_ctx_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+void exec_ctx_free(struct exec_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    /* The pool hands its containers to the reaper: it goes first. */
+    pool_free(ctx->pool);
+    launcher_free(ctx->launcher);
+    reaper_free(ctx->reaper);
+    uids_free(ctx->uids);
+    redactor_free(ctx->redactor);
+    policy_secrets_free(&ctx->secrets);
+    commands_free(ctx->cmds, langtable_count(ctx->langs));
+    free(ctx);
+}
+
+const struct langtable *exec_languages(const struct exec_ctx *ctx)
+{
+    return ctx->langs;
+}
+
+int exec_ping(struct exec_ctx *ctx, struct err *err)
+{
+    return backend_ping(ctx->backend, err);
+}
+
+const char *exec_backend_address(const struct exec_ctx *ctx)
+{
+    return backend_address(ctx->backend);
+}
+
+/* ---- one run ------------------------------------------------------------ */
+
+/* What every sandbox of lang gets from the policy, running cmd with env
+ * (policy_env_new) and memory_mb; the caller adds the owner and the expiry where it has them. */
+static void policy_run_for(const struct exec_ctx *ctx, const struct langtable_lang *lang,
+                           const char **cmd, const char **env, long long memory_mb,
+                           struct policy_run *run)
+{
+    *run = (struct policy_run){
+        .runtime = langtable_runtime(lang, ctx->cfg),
+        .env = env,
+        .network = langtable_network(lang, ctx->cfg),
+        .workdir_exec = lang->compile.n > 0,
+        .image = lang->image,
+        .cmd = cmd,
+        .memory_mb = memory_mb,
+        .instance = ctx->instance,
+    };
+}
+
+const char *exec_sandbox_io(struct exec_ctx *ctx, const struct langtable_lang *lang)
+{
+    struct policy_run run;
+    policy_run_for(ctx, lang, ctx->cmds[lang->index].cmd, ctx->cmds[lang->index].env,
+                   ctx->cfg->memory_mb, &run);
+    struct backend_spec spec;
+    policy_spec(ctx->cfg, &run, &spec);
+    return backend_io_name(ctx->backend, &spec);
+}
+
+/* Everything but the runner's extra argument and the expiry is what an
+ * on-demand run of the default limits gets: one spec from the policy. */
+static int pool_start(struct exec_ctx *ctx, struct err *err)
+{
+    const struct config *cfg = ctx->cfg;
+    size_t n = langtable_count(ctx->langs);
+    struct pool_profile *prof = xcalloc(n, sizeof(*prof));
+    for (size_t i = 0; i < n; i++) {
+        const struct langtable_lang *l = langtable_get(ctx->langs, i);
+        struct policy_run run;
+        policy_run_for(ctx, l, ctx->cmds[i].warm, ctx->cmds[i].env, cfg->memory_mb, &run);
+        run.owner = reaper_owner(ctx->reaper);
+        prof[i].name = l->name;
+        prof[i].size = (size_t)l->pool_size;
+        policy_spec(cfg, &run, &prof[i].spec);
+        prof[i].spec.pool = l->name;
+        prof[i].lean = prof[i].spec;
+        prof[i].lean.cmd = ctx->cmds[i].lean;
+    }
+    struct pool_timing timing = {
+        .max_age_ms = cfg->pool_max_age_ms,
+        .expiry_extra_s =
+            (cfg->max_timeout_ms + SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS) / 1000 +
+            EXPIRY_MARGIN_S,
+        .refill_delay_ms = cfg->pool_refill_delay_ms,
+    };
+    ctx->pool = pool_new(ctx->backend, ctx->reaper, ctx->launcher, prof, n, &timing, err);
+    free(prof);
+    return ctx->pool ? 0 : -1;
+}
+
+bool exec_pool_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
+                     struct exec_pool_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!ctx->pool)
+        return false;
+    struct pool_stats st;
+    pool_stats(ctx->pool, lang->index, &st);
+    *out = (struct exec_pool_stats){
+        .size = st.size,
+        .ready = st.ready,
+        .starting = st.starting,
+        .hits = st.hits,
+        .misses = st.misses,
+        .replaced = st.replaced,
+        .recycled = st.recycled,
+        .failed = st.failed,
+        .lean = st.lean,
+    };
+    snprintf(out->last_error, sizeof(out->last_error), "%s", st.last_error);
+    return true;
+}
+
+char *exec_describe_create(const struct config *cfg, struct backend *backend,
+                           const struct langtable_lang *lang)
+{
+    struct exec_ctx dry = {.cfg = cfg, .instance = "dry-run"};
+    const char **cmd = commands_on_demand(lang);
+    const char **env = policy_env_new((const char *const *)lang->environment.v);
+    struct policy_run run;
+    policy_run_for(&dry, lang, cmd, env, cfg->memory_mb, &run);
+    struct backend_spec spec;
+    policy_spec(cfg, &run, &spec);
+    char *text = backend_describe_create(backend, &spec);
+    free(cmd);
+    free(env);
+    return text;
+}
+
+/* The container for req: the policy's limits, and labels that let any
+ * daemon remove it once every deadline of the run is past (setup, the
+ * program, the wait for its exit status). */
+static void run_spec(const struct exec_ctx *ctx, const struct run *req, double t0,
+                     struct backend_spec *spec)
+{
+    double setup_ms = req->start_by_ms > 0 ? req->start_by_ms - t0 : (double)ENGINE_SETUP_MAX_MS;
+    struct policy_run run;
+    const struct lang_cmds *lc = &ctx->cmds[req->language->index];
+    policy_run_for(ctx, req->language, lc->cmd, lc->env, req->memory_mb, &run);
+    run.owner = reaper_owner(ctx->reaper);
+    run.expires = (long long)time(NULL) + (long long)(setup_ms / 1000.0) +
+                  (req->timeout_ms + SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS) / 1000 +
+                  EXPIRY_MARGIN_S;
+    policy_spec(ctx->cfg, &run, spec);
+}
+
+/* The call's own time ran out while its sandbox was set up (a slow or
+ * loaded engine, a runtime such as gVisor that boots a kernel): the
+ * caller's limit, not an engine failure. */
+static bool setup_timed_out(const struct run *req, const struct err *err)
+{
+    return err->code == ERR_TIMEOUT && req->start_by_ms > 0 &&
+           util_now_ms() >= req->start_by_ms - SETUP_DEADLINE_SLACK_MS;
+}
+
+/* Sends the framed request, within what is left of the start deadline. */
+static int send_request(struct backend_stream *stream, const struct run *req,
+                        const struct buf *request, struct err *err)
+{
+    long send_ms = SEND_TIMEOUT_MS;
+    if (req->start_by_ms > 0 && req->start_by_ms - util_now_ms() < (double)send_ms)
+        send_ms = (long)(req->start_by_ms - util_now_ms()) + 1;
+    if (send_ms <= 0)
+        err_set(err, ERR_TIMEOUT, "the run's time limit passed while its sandbox started");
+    else if (backend_stream_send(stream, request->data, request->len, send_ms, err) == 0)
+        return 0;
+    return err_wrap(err, "sending the code to the sandbox");
+}
+
+/* The most bytes req's framed request can take: JSON escaping grows a
+ * byte to at most six (\u0000). */
+static size_t request_cap(const struct run *req)
+{
+    size_t n = req->code_len + req->stdin_len + req->variables_len;
+    for (size_t i = 0; i < req->n_files; i++)
+        n += req->files[i].content_len + strlen(req->files[i].path) + 64;
+    const struct runner_outputs *outputs = run_outputs(req);
+    for (size_t i = 0; outputs && i < outputs->n_patterns; i++)
+        n += strlen(outputs->patterns[i]) + 8;
+    return n * 6 + 4096;
+}
+
+/* req as the runner reads it (sandbox/runner/runner.h), under nonce. */
+static int encode_request(const struct exec_ctx *ctx, const struct run *req, const char *nonce,
+                          struct buf *request, struct err *err)
+{
+    const struct langtable_lang *lang = req->language;
+    struct runner_program program = {.source_file = lang->source_file,
+                                     .compile = lang->compile.v,
+                                     .compile_timeout_ms = lang->compile_timeout_ms,
+                                     .typecheck = lang->typecheck.v,
+                                     .typecheck_blocks = req->typecheck_blocks,
+                                     .run = lang->run.v};
+    if (req->version_probe)
+        program = (struct runner_program){.source_file = lang->source_file, .run = lang->version.v};
+    struct runner_request rreq = {.nonce_hex = nonce,
+                                  .code = req->code,
+                                  .code_len = req->code_len,
+                                  .stdin_data = req->stdin_data,
+                                  .stdin_len = req->stdin_len,
+                                  .variables = req->variables,
+                                  .variables_len = req->variables_len,
+                                  .check = req->check_only,
+                                  .files = req->files,
+                                  .n_files = req->n_files,
+                                  .outputs = req->check_only ? NULL : run_outputs(req),
+                                  .program =
+                                      lang->runner == LANGTABLE_RUNNER_GENERIC ? &program : NULL,
+                                  .env_names = ctx->secrets.names,
+                                  .env_values = ctx->secrets.values,
+                                  .n_env = ctx->secrets.n};
+    return runner_encode_request(&rreq, request, err);
+}
+
+/* The sandbox a run uses: taken from the pool or made for it. */
+struct sandbox {
+    char *id;
+    struct backend_stream *stream;
+    bool pooled;
+};
+
+/* The pool's profile for req, or -1 when it must go on demand: only a run
+ * with exactly the pool's limits takes a pooled sandbox, so none ever runs
+ * with weaker limits than it asked for, or stronger ones it did not ask
+ * for (memory is the one limit a call chooses today). None while the
+ * engine is gone: a sandbox it cannot stop or remove is not handed out
+ * (on demand then fails at once, naming it). */
+static int pool_profile_for(const struct exec_ctx *ctx, const struct run *req)
+{
+    if (!ctx->pool || req->memory_mb != ctx->cfg->memory_mb || req->language->pool_size <= 0)
+        return -1;
+    struct err gone = ERR_INIT;
+    bool is_gone = backend_gone(ctx->backend, &gone);
+    err_clear(&gone);
+    return is_gone ? -1 : (int)req->language->index;
+}
+
+/* A healthy pooled sandbox if one fits, else one made for this run
+ * (sandbox/run/launch.h). Returns 0, 1 when cancelled before it started, or
+ * -1 with err. */
+static int acquire(struct exec_ctx *ctx, const struct run *req, int profile, unsigned *tries,
+                   const struct backend_spec *spec, struct exec_cancel *cancel, struct sandbox *sb,
+                   struct err *err)
+{
+    struct pool_entry e;
+    sb->pooled = profile >= 0 && pool_take(ctx->pool, (size_t)profile, tries, &e);
+    if (!sb->pooled)
+        return launch(ctx->launcher, spec, req->start_by_ms, cancel ? cancel->fd : -1, &sb->id,
+                      &sb->stream, err);
+    sb->id = e.id;
+    sb->stream = e.stream;
+    log_debug("took pooled container %.12s (%s)", sb->id, req->language->name);
+    return 0;
+}
+
+/* Whether sb was a pooled sandbox that failed before its runner had the
+ * code: then it is discarded and the run starts over on another. */
+static bool discard_unstarted(struct exec_ctx *ctx, int profile, struct sandbox *sb,
+                              struct output *o, int rc, struct err *err)
+{
+    if (!sb->pooled || (rc != -1 && rc != FOLLOW_NOT_STARTED) || (rc == -1 && output_started(o)))
+        return false;
+    log_info("pooled container %.12s failed before its run began (%s); taking another", sb->id,
+             rc < 0 ? err_msg(err) : "its stream ended");
+    err_clear(err);
+    struct pool_entry e = {.id = sb->id, .stream = sb->stream};
+    pool_entry_discard(ctx->pool, (size_t)profile, &e);
+    *sb = (struct sandbox){0};
+    output_reset(o);
+    return true;
+}
+
+/* A sandbox for the run, the request sent, the output read: a pooled
+ * sandbox that fails before the code reached it is replaced by another,
+ * once, then one is made on demand. Returns as exec_run; *sent once the
+ * code reached a sandbox. */
+static int attempt(struct exec_ctx *ctx, const struct run *req, const struct backend_spec *spec,
+                   const struct buf *request, struct exec_cancel *cancel, struct output *o,
+                   struct sandbox *sb, bool *sent, struct err *err)
+{
+    int profile = pool_profile_for(ctx, req);
+    unsigned tries = 2;
+    for (;;) {
+        int rc = acquire(ctx, req, profile, &tries, spec, cancel, sb, err);
+        if (rc < 0)
+            return -1;
+        if (rc > 0 || exec_cancelled(cancel)) {
+            o->res->status = EXEC_CANCELLED;
+            exec_result_set_message(o->res, "the run was cancelled");
+            return 0;
+        }
+        if (sb->pooled)
+            output_expect_go(o);
+        rc = send_request(sb->stream, req, request, err);
+        if (rc == 0) {
+            *sent = true;
+            double deadline = util_now_ms() + (double)req->timeout_ms;
+            rc = follow(ctx->backend, o, sb->stream, sb->id, cancel ? cancel->fd : -1, deadline,
+                        err);
+        }
+        if (!discard_unstarted(ctx, profile, sb, o, rc, err))
+            return rc;
+        *sent = false;
+    }
+}
+
+/* The run is over: the result says how (a failure's message cleaned of
+ * the sandbox's secrets), and the sandbox goes. */
+static void run_end(struct exec_ctx *ctx, const struct run *req, struct output *o,
+                    struct sandbox *sb, int rc, bool sent, struct err *err)
+{
+    struct exec_result *res = o->res;
+    /* A program that ended by itself and said what it sent: its files
+     * count (redacted as they came: sandbox/output/outfiles.h), and its
+     * container is gone with its runner, no hurry to remove it. Anything
+     * else may still be running. */
+    bool ended =
+        rc == 0 && output_record_seen(o) &&
+        (res->status == EXEC_OK || res->status == EXEC_OOM || res->status == EXEC_COMPILE_ERROR);
+    output_end(o, ended);
+    if (rc < 0)
+        clean_error(ctx->redactor, err);
+    if (rc < 0 && !sent && setup_timed_out(req, err)) {
+        res->status = EXEC_TIMEOUT;
+        exec_result_set_message(
+            res,
+            "the sandbox was not ready within timeout_ms (%lld ms), which counts "
+            "waiting for a run slot and starting the sandbox; the code never ran (%s)",
+            req->timeout_ms, err_msg(err));
+    } else if (rc < 0) {
+        res->status = failed_status(err->code);
+        exec_result_set_message(res, "%s", err_msg(err));
+    }
+    backend_stream_close(sb->stream);
+    if (sb->id) {
+        reaper_remove_after(ctx->reaper, sb->id, ended ? REMOVE_GRACE_MS : 0);
+        free(sb->id);
+    }
+    if (sb->pooled)
+        pool_run_end(ctx->pool);
+}
+
+int exec_run(struct exec_ctx *ctx, const struct run *req, struct exec_result *res, struct err *err)
+{
+    struct exec_cancel *cancel = req->cancel;
+    /* res.message is err's message: there must be one. */
+    struct err local = ERR_INIT;
+    if (!err)
+        err = &local;
+    double t0 = util_now_ms();
+    exec_result_free(res);
+    exec_result_init(res);
+    struct backend_spec spec;
+    run_spec(ctx, req, t0, &spec);
+    char nonce[RUNNER_NONCE_HEX_LEN + 1] = "";
+    int rc = runner_new_nonce(nonce, err);
+    struct output o;
+    output_init(&o, req, res, ctx->redactor, nonce, (size_t)ctx->cfg->max_output_bytes);
+    struct buf request;
+    buf_init(&request, request_cap(req));
+    struct sandbox sb = {0};
+    bool sent = false;
+    if (rc == 0)
+        rc = encode_request(ctx, req, nonce, &request, err);
+    if (rc == 0)
+        rc = attempt(ctx, req, &spec, &request, cancel, &o, &sb, &sent, err);
+    run_end(ctx, req, &o, &sb, rc, sent, err);
+    output_free(&o);
+    if (request.data)
+        explicit_bzero(request.data, request.len); /* it holds the secrets */
+    buf_free(&request);
+    err_clear(&local);
+    res->duration_ms = util_now_ms() - t0;
+    return rc;
+}

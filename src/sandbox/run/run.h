@@ -1,0 +1,90 @@
+/* One run request, from the call that asked for it to the runner's framed
+ * request: made once where the call is admitted (tools/tools.c), passed
+ * down unchanged (exec_run, then the runner encoding) and freed in one
+ * place (run_free). It holds no json-c object, so it may go to another
+ * thread: the code, stdin, variables and files are copies.
+ *
+ * What it owns: text (the copy code and stdin_data point into), variables,
+ * files (and what they point into, file_data), the output patterns and
+ * the cancel handle. A run made on the stack with
+ * borrowed strings (a probe, a test) owns nothing and needs no run_free. */
+#ifndef MCPSBX_RUN_H
+#define MCPSBX_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "sandbox/languages/langtable.h"
+#include "sandbox/runner/runner.h"
+
+/* A cancel handle (sandbox/run/exec.h). */
+struct exec_cancel;
+
+/* Live output: called from the running thread for each chunk, in order
+ * (stream 1 = stdout, 2 = stderr), and with stream EXEC_TICK and no data
+ * every EXEC_TICK_MS while the program is quiet. */
+typedef void (*exec_output_cb)(void *ctx, int stream, const char *data, size_t len);
+
+#define EXEC_STDOUT  1
+#define EXEC_STDERR  2
+#define EXEC_TICK    (-1)
+#define EXEC_TICK_MS 50
+
+struct run {
+    const struct langtable_lang *language; /* borrowed from the table */
+    const char *code;
+    size_t code_len;
+    const char *stdin_data; /* may be NULL */
+    size_t stdin_len;
+    /* A JSON object (compact text) of names checked by the caller
+     * (tools/variables.h), or NULL: bound before the program runs
+     * (sandbox/runner/runner.h). */
+    char *variables;
+    size_t variables_len;
+    /* Only parse the code (sandbox/runner/runner.h): the answer is res->check. */
+    bool check_only;
+    /* A failed typecheck step (sandbox/languages/langtable.h) stops the run as a
+     * compile error instead of only showing on stderr. */
+    bool typecheck_blocks;
+    /* A generic language's version command instead of the code (the
+     * table's "version"; tools/languages.c reads its output). */
+    bool version_probe;
+    /* Files written into the working directory first (paths checked). */
+    struct runner_file *files;
+    size_t n_files;
+    char **file_data; /* what files[] points into */
+    size_t n_file_data;
+    char **patterns; /* output_files patterns, checked; outputs.patterns */
+    size_t n_patterns;
+    /* What comes back after the program (res->files), when returns: the
+     * patterns and the operator's caps, decided at admission. */
+    bool returns;
+    struct runner_outputs outputs;
+    long long timeout_ms; /* already clamped */
+    long long memory_mb;  /* already clamped */
+    /* util_now_ms() time by which the program must have started: engine
+     * requests before that are cut short there (0 = the engine timeouts). */
+    double start_by_ms;
+    struct exec_cancel *cancel; /* may be NULL */
+    exec_output_cb on_output;   /* may be NULL; set before the run starts */
+    void *on_output_ctx;
+    char *text; /* the copy code and stdin_data point into, or NULL */
+};
+
+/* All empty: no limits, no language, nothing owned. */
+void run_init(struct run *r);
+
+/* Frees what r owns and empties it. */
+void run_free(struct run *r);
+
+/* Frees the files in and the output patterns only (a files argument that
+ * failed its checks). */
+void run_files_free(struct run *r);
+
+/* What the runner returns after the program, or NULL: nothing. */
+static inline const struct runner_outputs *run_outputs(const struct run *r)
+{
+    return r->returns ? &r->outputs : NULL;
+}
+
+#endif
