@@ -347,7 +347,7 @@ FAKE_BACKEND_LAYERS=(tools mcp transport)
 check_fake_backend_only() {
     local layer f lno inc bad=0
     for layer in "${FAKE_BACKEND_LAYERS[@]}"; do
-        for f in tests/unit/"$layer"/*.[ch]; do
+        for f in tests/unit/"$layer"/**/*.[ch]; do
             [ -f "$f" ] || continue
             while IFS=: read -r lno inc; do
                 echo "  $f:$lno: includes ${inc#*include }: the $layer tests use the fake" \
