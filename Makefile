@@ -91,7 +91,7 @@ UNIT_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 
 .PHONY: all run test deps images unit runner-test conformance asan asan-unit tsan valgrind lint format format-check \
-        fuzz fuzz-smoke integration faults load security clean install uninstall bench config-sample \
+        fuzz fuzz-smoke integration faults load security clean install uninstall bench bench-compare config-sample \
         gen-srcs
 
 all: $(B)/mcp-sandboxd $(B)/config-sample.ok
@@ -314,6 +314,11 @@ build/bench/bare-mhd: tests/bench/bare-mhd.c
 
 bench: all build/bench/bare-mhd
 	@scripts/bench.sh
+
+# BASE=<commit>: its daemon and this tree's, side by side in one run
+# (tools/list throughput and warm runs; scripts/bench-compare.sh).
+bench-compare: all
+	@scripts/bench-compare.sh $(BASE)
 
 install: $(B)/mcp-sandboxd
 	install -D -m 0755 $(B)/mcp-sandboxd $(DESTDIR)$(PREFIX)/bin/mcp-sandboxd

@@ -265,6 +265,48 @@ static char *busy_message(const struct config *cfg, enum admission_verdict v, bo
                      cfg->max_concurrent, cfg->max_queued);
 }
 
+/* A tool that runs nothing takes no run slot: answered here, at once,
+ * unless its answer may wait (aside.h). */
+static void answer_now(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r,
+                       const tools_tool *t, const char *tool, json_object *args)
+{
+    if (tools_answer_may_wait(&s->srv->env, t)) {
+        aside_answer(s, m, r, tool, args);
+        return;
+    }
+    pthread_mutex_lock(&s->lock);
+    struct tools_features f = mcp_features_of(s->version);
+    pthread_mutex_unlock(&s->lock);
+    reply_result(r, m->id, tools_answer(&s->srv->env, t, args, &f));
+}
+
+/* The call's identity, its progress token and its deadlines, once its
+ * arguments are prepared. */
+static void call_init(struct call *c, struct mcp_session *s, const struct jsonrpc_msg *m,
+                      const struct reply *r)
+{
+    c->s = s;
+    memcpy(c->args.owner, s->owner, sizeof(s->owner));
+    jsonrpc_id_copy(&c->id, m->id);
+    c->reply = *r;
+    atomic_init(&c->cancelled, false);
+    c->received_ms = util_now_ms();
+    json_object *meta = NULL;
+    json_object *token = NULL;
+    if (json_object_object_get_ex(m->params, "_meta", &meta) &&
+        json_object_object_get_ex(meta, "progressToken", &token) && jsonrpc_valid_id(token))
+        jsonrpc_id_copy(&c->progress_token, token);
+    /* Waiting for a slot and starting the sandbox both count against the
+     * call's own timeout; the program then gets its whole timeout. */
+    double wait_ms = (double)s->srv->cfg->queue_timeout_ms;
+    if ((double)c->args.run.timeout_ms < wait_ms)
+        wait_ms = (double)c->args.run.timeout_ms;
+    c->job.run = call_run;
+    c->job.refuse = call_refuse;
+    c->job.deadline_ms = c->received_ms + wait_ms;
+    c->args.run.start_by_ms = c->received_ms + (double)c->args.run.timeout_ms;
+}
+
 void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
 {
     json_object *name = NULL;
@@ -284,17 +326,8 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
         return;
     }
     json_object_object_get_ex(m->params, "arguments", &args);
-    /* A tool that runs nothing takes no run slot: answered here, at once,
-     * unless its answer may wait (aside.h). */
     if (tools_answers_at_once(t)) {
-        if (tools_answer_may_wait(&s->srv->env, t)) {
-            aside_answer(s, m, r, tool, args);
-            return;
-        }
-        pthread_mutex_lock(&s->lock);
-        struct tools_features f = mcp_features_of(s->version);
-        pthread_mutex_unlock(&s->lock);
-        reply_result(r, m->id, tools_answer(&s->srv->env, t, args, &f));
+        answer_now(s, m, r, t, tool, args);
         return;
     }
 
@@ -307,26 +340,7 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
         reply_result(r, m->id, bad);
         return;
     }
-    c->s = s;
-    memcpy(c->args.owner, s->owner, sizeof(s->owner));
-    jsonrpc_id_copy(&c->id, m->id);
-    c->reply = *r;
-    atomic_init(&c->cancelled, false);
-    c->received_ms = util_now_ms();
-    json_object *meta = NULL;
-    json_object *token = NULL;
-    if (json_object_object_get_ex(m->params, "_meta", &meta) &&
-        json_object_object_get_ex(meta, "progressToken", &token) && jsonrpc_valid_id(token))
-        jsonrpc_id_copy(&c->progress_token, token);
-    /* Waiting for a slot and starting the sandbox both count against the
-     * call's own timeout; the program then gets its whole timeout. */
-    double wait_ms = (double)cfg->queue_timeout_ms;
-    if ((double)c->args.run.timeout_ms < wait_ms)
-        wait_ms = (double)c->args.run.timeout_ms;
-    c->job.run = call_run;
-    c->job.refuse = call_refuse;
-    c->job.deadline_ms = c->received_ms + wait_ms;
-    c->args.run.start_by_ms = c->received_ms + (double)c->args.run.timeout_ms;
+    call_init(c, s, m, r);
 
     pthread_mutex_lock(&s->lock);
     if (s->closing) {

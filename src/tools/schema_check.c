@@ -173,10 +173,9 @@ static int check_array(json_object *s, const char *type, const char *path, struc
     return rc;
 }
 
-static int check_node(json_object *s, const char *path, struct err *err)
+/* Only keywords the validator implements, and a type it knows. */
+static int check_keywords(json_object *s, const char *path, const char **type, struct err *err)
 {
-    if (!json_object_is_type(s, json_type_object))
-        return bad(path, NULL, err, "a schema must be a JSON object");
     json_object_object_foreach(s, key, val)
     {
         (void)val;
@@ -189,22 +188,24 @@ static int check_node(json_object *s, const char *path, struct err *err)
                        "%s)",
                        KEYWORDS);
     }
-
     json_object *t = kw(s, "type");
-    const char *type = NULL;
-    if (json_object_object_get_ex(s, "type", NULL)) {
-        if (json_object_is_type(t, json_type_array))
-            return bad(path, "type", err,
-                       "a type array is not supported: write anyOf with one type per branch, "
-                       "e.g. {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}]}");
-        if (!json_object_is_type(t, json_type_string) ||
-            !schema_type_noun(json_object_get_string(t)))
-            return bad(path, "type", err,
-                       "must be one of \"object\", \"array\", \"string\", \"integer\", "
-                       "\"number\", \"boolean\", \"null\"");
-        type = json_object_get_string(t);
-    }
+    *type = NULL;
+    if (!json_object_object_get_ex(s, "type", NULL))
+        return 0;
+    if (json_object_is_type(t, json_type_array))
+        return bad(path, "type", err,
+                   "a type array is not supported: write anyOf with one type per branch, "
+                   "e.g. {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}]}");
+    if (!json_object_is_type(t, json_type_string) || !schema_type_noun(json_object_get_string(t)))
+        return bad(path, "type", err,
+                   "must be one of \"object\", \"array\", \"string\", \"integer\", "
+                   "\"number\", \"boolean\", \"null\"");
+    *type = json_object_get_string(t);
+    return 0;
+}
 
+static int check_object(json_object *s, const char *type, const char *path, struct err *err)
+{
     json_object *props = kw(s, "properties");
     const char *object_only[] = {"properties", "required", "additionalProperties"};
     for (size_t i = 0; i < ARRAY_SIZE(object_only); i++)
@@ -215,20 +216,28 @@ static int check_node(json_object *s, const char *path, struct err *err)
     if (json_object_object_get_ex(s, "required", NULL) &&
         check_required(kw(s, "required"), props, path, err) < 0)
         return -1;
-    if (json_object_object_get_ex(s, "additionalProperties", NULL)) {
-        json_object *extra = kw(s, "additionalProperties");
-        if (json_object_is_type(extra, json_type_object)) {
-            char *p = schema_join_path(path, "additionalProperties");
-            int rc = check_node(extra, p, err);
-            free(p);
-            if (rc < 0)
-                return -1;
-        } else if (!json_object_is_type(extra, json_type_boolean) ||
-                   json_object_get_boolean(extra)) {
-            return bad(path, "additionalProperties", err,
-                       "must be false or a schema (leave it out to allow any property)");
-        }
+    if (!json_object_object_get_ex(s, "additionalProperties", NULL))
+        return 0;
+    json_object *extra = kw(s, "additionalProperties");
+    if (json_object_is_type(extra, json_type_object)) {
+        char *p = schema_join_path(path, "additionalProperties");
+        int rc = check_node(extra, p, err);
+        free(p);
+        return rc;
     }
+    if (!json_object_is_type(extra, json_type_boolean) || json_object_get_boolean(extra))
+        return bad(path, "additionalProperties", err,
+                   "must be false or a schema (leave it out to allow any property)");
+    return 0;
+}
+
+static int check_node(json_object *s, const char *path, struct err *err)
+{
+    if (!json_object_is_type(s, json_type_object))
+        return bad(path, NULL, err, "a schema must be a JSON object");
+    const char *type = NULL;
+    if (check_keywords(s, path, &type, err) < 0 || check_object(s, type, path, err) < 0)
+        return -1;
     if (check_array(s, type, path, err) < 0)
         return -1;
     if (json_object_object_get_ex(s, "enum", NULL) &&

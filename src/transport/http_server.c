@@ -1,24 +1,6 @@
 /* The HTTP transports on libmicrohttpd (MHD): start and stop, routing, the
- * request lifecycle and /healthz.
- *
- * Files of the HTTP transport (src/transport/):
- *   transport_http.h    the public entry main.c uses: start, port, stop
- *   http_server.[ch]    this file; the transport object shared by the others
- *   http_response.[ch]  one request's state, and the plain responses every
- *                       handler answers with
- *   http_guard.[ch]     Host and Origin allow-lists, bearer token: checked first
- *   http_conns.[ch]     every connection's phase: head and body deadlines,
- *                       room made near the connection limit
- *   http_headers.[ch]   pure parsers of header values (Accept, Content-Type,
- *                       Host, Origin, Authorization, Content-Length,
- *                       Last-Event-ID, MCP-Protocol-Version)
- *   http_sessions.[ch]  the session table, reference counts, ending; the
- *                       janitor and the closer threads
- *   http_sse.[ch]       reply streams, SSE event ids, the replay buffer that
- *                       Last-Event-ID resumes from, SSE readers (suspended
- *                       while they have nothing to send), keep-alives
- *   http_mcp.[ch]       /mcp, streamable HTTP: POST, GET, DELETE
- *   http_legacy.[ch]    /sse + /messages, the 2024-11-05 HTTP+SSE transport
+ * request lifecycle and /healthz. The transport's files are listed in
+ * transport_http.h.
  *
  * Threads: libmicrohttpd polls every connection with epoll on one thread
  * per core (MHD's thread pool); a connection is a few KiB of state, not a

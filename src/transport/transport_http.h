@@ -2,8 +2,27 @@
  * DELETE; JSON or SSE answers; sessions; resumable SSE streams) and the
  * legacy 2024-11-05 HTTP+SSE transport at /sse + /messages, plus /healthz.
  * Host and Origin are checked on every request; a bearer token is required
- * when configured. Implemented by the http_*.c files of this folder, which
- * http_server.c describes. */
+ * when configured. http_server.c says how its threads and locks work.
+ *
+ * Files of the HTTP transport (src/transport/):
+ *   transport_http.h    the public entry main.c uses: start, port, stop
+ *   http_server.[ch]    start and stop, routing, the request lifecycle,
+ *                       /healthz; the transport object shared by the others
+ *   http_response.[ch]  one request's state, and the plain responses every
+ *                       handler answers with
+ *   http_guard.[ch]     Host and Origin allow-lists, bearer token: checked first
+ *   http_conns.[ch]     every connection's phase: head and body deadlines,
+ *                       room made near the connection limit
+ *   http_headers.[ch]   pure parsers of header values (Accept, Content-Type,
+ *                       Host, Origin, Authorization, Content-Length,
+ *                       Last-Event-ID, MCP-Protocol-Version)
+ *   http_sessions.[ch]  the session table, reference counts, ending; the
+ *                       janitor and the closer threads
+ *   http_sse.[ch]       reply streams, SSE event ids, the replay buffer that
+ *                       Last-Event-ID resumes from, SSE readers (suspended
+ *                       while they have nothing to send), keep-alives
+ *   http_mcp.[ch]       /mcp, streamable HTTP: POST, GET, DELETE
+ *   http_legacy.[ch]    /sse + /messages, the 2024-11-05 HTTP+SSE transport */
 #ifndef MCPSBX_TRANSPORT_HTTP_H
 #define MCPSBX_TRANSPORT_HTTP_H
 

@@ -1,3 +1,8 @@
+/* HTTP to the engine over its unix socket with libcurl: plain requests, and
+ * connections upgraded for a container's attach stream, which then carry
+ * raw bytes. Every libcurl call of the daemon is in this file, so curl's
+ * model of errors and timeouts stays in one place; that is why it runs
+ * past 600 lines. */
 #include "backend/docker/engine_http.h"
 
 #include <ctype.h>

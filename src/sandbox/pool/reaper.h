@@ -24,6 +24,7 @@
 
 #include "backend/backend.h"
 #include "base/err.h"
+#include "sandbox/pool/reaper_owner.h"
 #include "sandbox/pool/uids.h"
 
 #define REAPER_THREADS  4
@@ -36,7 +37,6 @@
  * stale once older than this many seconds. */
 #define REAPER_LEGACY_MARGIN_S 300
 
-#define REAPER_OWNER_MAX 128
 
 struct reaper;
 
@@ -90,14 +90,5 @@ bool reaper_wait_first_sweep(struct reaper *r, long timeout_ms);
 
 /* Removals queued or being retried. */
 size_t reaper_pending(struct reaper *r);
-
-/* Whether the process named by a backend_spec.owner value runs: 1 yes,
- * 0 provably not (same host and pid namespace, and the pid is gone or is a
- * different process), -1 cannot tell (another host or namespace, or a
- * malformed value). self is this process's value (reaper_owner). */
-int reaper_owner_alive(const char *owner, const char *self);
-
-/* Fills out with this process's owner value; returns 0 or -1 with err. */
-int reaper_owner_self(char out[REAPER_OWNER_MAX], struct err *err);
 
 #endif
