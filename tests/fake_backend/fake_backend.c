@@ -87,9 +87,20 @@ static int enter(struct fake_backend *fb, enum fake_step step, const char *id, d
     return rc;
 }
 
-static int no_such(const char *id, struct err *err)
+/* enter, then sandbox id with the lock held; NULL with err (and the lock
+ * released) when the call fails or no such sandbox exists. */
+static struct sandbox *enter_live(struct fake_backend *fb, enum fake_step step, const char *id,
+                                  double deadline_ms, struct err *err)
 {
-    return err_set(err, ERR_NOT_FOUND, "fake backend: no such sandbox: %.64s", id);
+    if (enter(fb, step, id, deadline_ms, err) < 0)
+        return NULL;
+    pthread_mutex_lock(&fb->mu);
+    struct sandbox *s = fb_find_locked(fb, id);
+    if (s && !s->info.removed)
+        return s;
+    pthread_mutex_unlock(&fb->mu);
+    err_set(err, ERR_NOT_FOUND, "fake backend: no such sandbox: %.64s", id);
+    return NULL;
 }
 
 /* ---- the operations ---------------------------------------------------------- */
@@ -258,15 +269,12 @@ static int fake_start(struct backend *b, const char *id, struct backend_pending 
 {
     struct fake_backend *fb = fb_of(b);
     fake_pending_free(pending);
-    if (enter(fb, FAKE_STEP_START, id, deadline_ms, err) < 0)
+    struct sandbox *s = enter_live(fb, FAKE_STEP_START, id, deadline_ms, err);
+    if (!s)
         return -1;
-    if (readable(stop_fd))
-        return 1;
-    pthread_mutex_lock(&fb->mu);
-    struct sandbox *s = fb_find_locked(fb, id);
     int rc = 0;
-    if (!s || s->info.removed) {
-        rc = no_such(id, err);
+    if (readable(stop_fd)) {
+        rc = 1;
     } else if (s->info.started || s->info.killed) {
         rc = err_set(err, ERR_ENGINE, "fake backend: sandbox %s was started already", id);
     } else if (fb->retries > 0 && !s->info.fallback) {
@@ -299,22 +307,17 @@ static int fake_wait(struct backend *b, const char *id, long timeout_ms, struct 
 {
     struct fake_backend *fb = fb_of(b);
     double deadline = util_now_ms() + (double)timeout_ms;
-    if (enter(fb, FAKE_STEP_WAIT, id, deadline, err) < 0)
+    struct sandbox *s = enter_live(fb, FAKE_STEP_WAIT, id, deadline, err);
+    if (!s)
         return -1;
-    pthread_mutex_lock(&fb->mu);
-    struct sandbox *s = fb_find_locked(fb, id);
+    while (!s->info.exited && !fb->stopping && util_now_ms() < deadline)
+        util_cond_wait_ms(&fb->cond, &fb->mu, deadline - util_now_ms());
     int rc = 0;
-    if (!s || s->info.removed) {
-        rc = no_such(id, err);
-    } else {
-        while (!s->info.exited && !fb->stopping && util_now_ms() < deadline)
-            util_cond_wait_ms(&fb->cond, &fb->mu, deadline - util_now_ms());
-        if (s->info.exited)
-            state_of(s, st);
-        else
-            rc = err_set(err, ERR_TIMEOUT, "fake backend: sandbox %s still runs after %ld ms", id,
-                         timeout_ms);
-    }
+    if (s->info.exited)
+        state_of(s, st);
+    else
+        rc = err_set(err, ERR_TIMEOUT, "fake backend: sandbox %s still runs after %ld ms", id,
+                     timeout_ms);
     pthread_mutex_unlock(&fb->mu);
     return rc;
 }
@@ -335,17 +338,13 @@ static void kill_locked(struct fake_backend *fb, struct sandbox *s)
 static int fake_kill(struct backend *b, const char *id, struct err *err)
 {
     struct fake_backend *fb = fb_of(b);
-    if (enter(fb, FAKE_STEP_KILL, id, 0, err) < 0)
+    struct sandbox *s = enter_live(fb, FAKE_STEP_KILL, id, 0, err);
+    if (!s)
         return -1;
-    pthread_mutex_lock(&fb->mu);
-    struct sandbox *s = fb_find_locked(fb, id);
-    int rc = 0;
-    if (!s || s->info.removed)
-        rc = no_such(id, err);
-    else if (!s->info.exited && !s->info.killed)
+    if (!s->info.exited && !s->info.killed)
         kill_locked(fb, s);
     pthread_mutex_unlock(&fb->mu);
-    return rc;
+    return 0;
 }
 
 static int fake_remove(struct backend *b, const char *id, struct err *err)
@@ -374,17 +373,12 @@ static int fake_inspect(struct backend *b, const char *id, struct backend_state 
                         struct err *err)
 {
     struct fake_backend *fb = fb_of(b);
-    if (enter(fb, FAKE_STEP_INSPECT, id, 0, err) < 0)
+    struct sandbox *s = enter_live(fb, FAKE_STEP_INSPECT, id, 0, err);
+    if (!s)
         return -1;
-    pthread_mutex_lock(&fb->mu);
-    struct sandbox *s = fb_find_locked(fb, id);
-    int rc = 0;
-    if (!s || s->info.removed)
-        rc = no_such(id, err);
-    else
-        state_of(s, st);
+    state_of(s, st);
     pthread_mutex_unlock(&fb->mu);
-    return rc;
+    return 0;
 }
 
 static int fake_list(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,

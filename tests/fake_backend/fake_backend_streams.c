@@ -15,33 +15,9 @@
 
 /* ---- the program's side of the streams ------------------------------------- */
 
-/* Waits for fd (-1: none) or the kill; false once killed. */
-static bool wait_ready(const struct sandbox *s, int fd, short events, int timeout_ms)
-{
-    struct pollfd p[2] = {{.fd = s->wake_fd, .events = POLLIN}, {.fd = fd, .events = events}};
-    for (;;) {
-        int r = poll(p, fd >= 0 ? 2 : 1, timeout_ms);
-        if (r < 0 && errno == EINTR)
-            continue;
-        return r > 0 && !(p[0].revents & POLLIN);
-    }
-}
-
 static bool send_raw(const struct sandbox *s, const void *data, size_t n)
 {
-    const char *p = data;
-    while (n) {
-        if (!wait_ready(s, s->prog_fd, POLLOUT, -1))
-            return false;
-        ssize_t w = send(s->prog_fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
+    return fake_send_all(s->prog_fd, data, n, s->wake_fd, -1);
 }
 
 static bool frame_head(const struct sandbox *s, int stream, uint32_t len)
@@ -67,18 +43,7 @@ static bool io_send(void *ctx, int stream, const char *data, size_t n)
 static bool io_read(void *ctx, char *out, size_t n)
 {
     const struct sandbox *s = ((const struct program_ctx *)ctx)->s;
-    size_t have = 0;
-    while (have < n) {
-        if (!wait_ready(s, s->prog_fd, POLLIN, -1))
-            return false;
-        ssize_t got = recv(s->prog_fd, out + have, n - have, MSG_DONTWAIT);
-        if (got < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (got <= 0)
-            return false;
-        have += (size_t)got;
-    }
-    return true;
+    return fake_recv_all(s->prog_fd, out, n, s->wake_fd, -1);
 }
 
 static void io_cut(void *ctx)
@@ -90,7 +55,8 @@ static void io_cut(void *ctx)
 
 static void io_pause(void *ctx, long ms)
 {
-    wait_ready(((const struct program_ctx *)ctx)->s, -1, 0, ms < 0 ? -1 : (int)ms);
+    const struct sandbox *s = ((const struct program_ctx *)ctx)->s;
+    fake_wait_fd(-1, 0, s->wake_fd, -1, ms < 0 ? -1 : (int)ms);
 }
 
 void fb_copy_cut(char *dst, size_t n, const char *src)

@@ -167,36 +167,14 @@ static void kill_locked(struct fake_engine *fe, struct container *c)
 /* Waits for fd to be ready; false once stopping or when wake_fd fires. */
 static bool wait_fd(struct fake_engine *fe, int fd, short events, int wake_fd, int timeout_ms)
 {
-    struct pollfd p[3] = {{.fd = fd, .events = events},
-                          {.fd = fe->stop[0], .events = POLLIN},
-                          {.fd = wake_fd, .events = POLLIN}};
-    for (;;) {
-        int r = poll(p, wake_fd >= 0 ? 3 : 2, timeout_ms);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0 || (p[1].revents & POLLIN) || (wake_fd >= 0 && (p[2].revents & POLLIN)))
-            return false;
-        return true;
-    }
+    return fake_wait_fd(fd, events, fe->stop[0], wake_fd, timeout_ms);
 }
 
 /* Sends all of it unless the peer went away, the fake stops or wake_fd
  * fires; returns false then. */
 static bool send_all(struct fake_engine *fe, int fd, const void *data, size_t n, int wake_fd)
 {
-    const char *p = data;
-    while (n) {
-        if (!wait_fd(fe, fd, POLLOUT, wake_fd, -1))
-            return false;
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
+    return fake_send_all(fd, data, n, fe->stop[0], wake_fd);
 }
 
 void fake_engine_write(struct fake_engine *fe, int fd, const void *data, size_t n)
@@ -805,17 +783,7 @@ static bool read_stdin(struct fake_engine *fe, int fd, struct container *c, stru
         r->extra_len -= take;
         have = take;
     }
-    while (have < n) {
-        if (!wait_fd(fe, fd, POLLIN, c->wake_fd, -1))
-            return false;
-        ssize_t got = recv(fd, out + have, n - have, MSG_DONTWAIT);
-        if (got < 0 && (errno == EAGAIN || errno == EINTR))
-            continue;
-        if (got <= 0)
-            return false;
-        have += (size_t)got;
-    }
-    return true;
+    return fake_recv_all(fd, out + have, n - have, fe->stop[0], c->wake_fd);
 }
 
 /* struct fake_io over a pio. */

@@ -1,9 +1,12 @@
 #include "fake_program/fake_program.h"
 
+#include <errno.h>
 #include <json-c/json.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "base/buf.h"
 #include "base/util.h"
@@ -28,7 +31,7 @@ void fake_program_free(struct fake_program *p)
     memset(p, 0, sizeof(*p));
 }
 
-static bool send(const struct fake_io *io, int stream, const char *data, size_t n)
+static bool emit(const struct fake_io *io, int stream, const char *data, size_t n)
 {
     return n == 0 || io->send(io->ctx, stream, data, n);
 }
@@ -99,7 +102,7 @@ static bool send_record(const struct fake_program *p, const struct fake_io *io, 
               buf_addf(&line, "%s:%s\n", nonce, js) == 0;
     json_object_put(rec);
     /* stderr first, then stdout, as the runners do. */
-    ok = ok && send(io, 2, line.data, line.len) && send(io, 1, line.data, line.len);
+    ok = ok && emit(io, 2, line.data, line.len) && emit(io, 1, line.data, line.len);
     buf_free(&line);
     return ok;
 }
@@ -114,7 +117,7 @@ static struct fake_exit run_echo(const struct fake_program *p, const struct fake
         if (line[n++] == '\n')
             break;
     bool streaming =
-        send(io, 1, line, n) && send(io, 1, p->out, p->out_len) && send(io, 2, p->err, p->err_len);
+        emit(io, 1, line, n) && emit(io, 1, p->out, p->out_len) && emit(io, 2, p->err, p->err_len);
     if (streaming && p->end == FAKE_END_CUT) {
         io->cut(io->ctx);
         return ex;
@@ -130,19 +133,19 @@ struct fake_exit fake_program_run(const struct fake_program *p, bool warm, const
         return run_echo(p, io);
     struct fake_exit ex = {.code = p->exit_code, .oom_killed = p->oom_killed};
     if (warm)
-        send(io, 1, RUNNER_READY, RUNNER_READY_LEN);
+        emit(io, 1, RUNNER_READY, RUNNER_READY_LEN);
     char nonce[RUNNER_NONCE_HEX_LEN + 1];
     if (!read_request(io, nonce)) {
         /* The runner's answer to a request it cannot read. */
         static const char msg[] = "mcpsbx runner: bad request\n";
-        send(io, 2, msg, sizeof(msg) - 1);
+        emit(io, 2, msg, sizeof(msg) - 1);
         return (struct fake_exit){.code = 76};
     }
     if (warm && p->warm_dies)
         return (struct fake_exit){.code = 137};
     if (warm)
-        send(io, 1, RUNNER_GO, RUNNER_GO_LEN);
-    bool streaming = send(io, 1, p->out, p->out_len) && send(io, 2, p->err, p->err_len);
+        emit(io, 1, RUNNER_GO, RUNNER_GO_LEN);
+    bool streaming = emit(io, 1, p->out, p->out_len) && emit(io, 2, p->err, p->err_len);
     if (streaming && p->end == FAKE_END_CUT) {
         io->cut(io->ctx);
         return ex;
@@ -174,4 +177,53 @@ bool fake_program_warm(const char *const *argv, size_t n, char **preload, char *
         }
     }
     return false;
+}
+
+/* ---- waiting and moving bytes ---------------------------------------------------- */
+
+bool fake_wait_fd(int fd, short events, int wake_a, int wake_b, int timeout_ms)
+{
+    struct pollfd p[3] = {{.fd = fd, .events = events},
+                          {.fd = wake_a, .events = POLLIN},
+                          {.fd = wake_b, .events = POLLIN}};
+    for (;;) {
+        int r = poll(p, 3, timeout_ms); /* poll skips the entries of fd -1 */
+        if (r < 0 && errno == EINTR)
+            continue;
+        return r > 0 && !(p[1].revents & POLLIN) && !(p[2].revents & POLLIN);
+    }
+}
+
+bool fake_send_all(int fd, const void *data, size_t n, int wake_a, int wake_b)
+{
+    const char *p = data;
+    while (n) {
+        if (!fake_wait_fd(fd, POLLOUT, wake_a, wake_b, -1))
+            return false;
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
+bool fake_recv_all(int fd, void *out, size_t n, int wake_a, int wake_b)
+{
+    char *p = out;
+    while (n) {
+        if (!fake_wait_fd(fd, POLLIN, wake_a, wake_b, -1))
+            return false;
+        ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
+        if (got < 0 && (errno == EAGAIN || errno == EINTR))
+            continue;
+        if (got <= 0)
+            return false;
+        p += got;
+        n -= (size_t)got;
+    }
+    return true;
 }

@@ -95,4 +95,17 @@ struct fake_exit fake_program_run(const struct fake_program *p, bool warm,
  * and *warm_args the words after it as JSON text (both allocated). */
 bool fake_program_warm(const char *const *argv, size_t n, char **preload, char **warm_args);
 
+/* ---- waiting and moving bytes, as both fakes do ---------------------------- */
+
+/* Waits until fd (-1: none) is ready for events, or timeout_ms (-1: no
+ * limit) passes; false on the timeout, or when wake_a or wake_b (-1:
+ * unused; readable once their fake stops or their sandbox is killed)
+ * became readable first. */
+bool fake_wait_fd(int fd, short events, int wake_a, int wake_b, int timeout_ms);
+
+/* Sends all of data, or reads exactly n bytes, on fd; false when the peer
+ * went away (or ended the stream) or a wake fd fired. */
+bool fake_send_all(int fd, const void *data, size_t n, int wake_a, int wake_b);
+bool fake_recv_all(int fd, void *out, size_t n, int wake_a, int wake_b);
+
 #endif
