@@ -38,7 +38,8 @@ static bool emit(const struct fake_io *io, int stream, const char *data, size_t 
 
 /* Reads the runner request ("mcpsbx/1 <len>\n" + JSON) and returns its
  * nonce in nonce; false when it did not come whole. */
-static bool read_request(const struct fake_io *io, char nonce[RUNNER_NONCE_HEX_LEN + 1])
+static bool read_request(const struct fake_io *io, char nonce[RUNNER_NONCE_HEX_LEN + 1],
+                         bool *outputs)
 {
     char header[40];
     size_t hn = 0;
@@ -67,6 +68,7 @@ static bool read_request(const struct fake_io *io, char nonce[RUNNER_NONCE_HEX_L
          json_object_object_get_ex(o, "code", &code);
     if (ok) {
         memcpy(nonce, json_object_get_string(n), RUNNER_NONCE_HEX_LEN + 1);
+        *outputs = json_object_object_get_ex(o, "outputs", NULL);
         json_object_object_get_ex(o, "stdin", &in);
         struct fake_received r = {.code = json_object_get_string(code),
                                   .stdin_data = in ? json_object_get_string(in) : ""};
@@ -79,9 +81,19 @@ static bool read_request(const struct fake_io *io, char nonce[RUNNER_NONCE_HEX_L
     return ok;
 }
 
-static bool send_record(const struct fake_program *p, const struct fake_io *io, const char *nonce)
+/* outputs: the request asked for output files, which the record then
+ * accounts for (none sent), as a runner's does. */
+static bool send_record(const struct fake_program *p, const struct fake_io *io, const char *nonce,
+                        bool outputs)
 {
     json_object *rec = json_object_new_object();
+    if (outputs) {
+        json_object *files = json_object_new_object();
+        json_object_object_add(files, "sent", json_object_new_int(0));
+        json_object_object_add(files, "left_out", json_object_new_int(0));
+        json_object_object_add(files, "walk_stopped", json_object_new_int(0));
+        json_object_object_add(rec, "files", files);
+    }
     json_object_object_add(rec, "exit_code", json_object_new_int(p->exit_code));
     json_object_object_add(rec, "memory_error", json_object_new_boolean(p->memory_error));
     if (p->runner_error)
@@ -135,7 +147,8 @@ struct fake_exit fake_program_run(const struct fake_program *p, bool warm, const
     if (warm)
         emit(io, 1, RUNNER_READY, RUNNER_READY_LEN);
     char nonce[RUNNER_NONCE_HEX_LEN + 1];
-    if (!read_request(io, nonce)) {
+    bool outputs = false;
+    if (!read_request(io, nonce, &outputs)) {
         /* The runner's answer to a request it cannot read. */
         static const char msg[] = "mcpsbx runner: bad request\n";
         emit(io, 2, msg, sizeof(msg) - 1);
@@ -155,7 +168,7 @@ struct fake_exit fake_program_run(const struct fake_program *p, bool warm, const
     if (!io->killed(io->ctx) && streaming &&
         (p->end == FAKE_END_RECORD || p->end == FAKE_END_BIG_RECORD ||
          p->end == FAKE_END_BAD_RECORD))
-        send_record(p, io, nonce);
+        send_record(p, io, nonce, outputs);
     return ex;
 }
 

@@ -29,7 +29,6 @@
  * the next sweep comes soon anyway. */
 #define LIST_TIMEOUT_MS 2000L
 
-
 struct reap_item {
     char *id;
     long long uid;    /* the sandbox uid to give back once it is gone; -1: none */

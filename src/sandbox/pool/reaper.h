@@ -37,7 +37,6 @@
  * stale once older than this many seconds. */
 #define REAPER_LEGACY_MARGIN_S 300
 
-
 struct reaper;
 
 /* backend is borrowed; instance is this daemon's backend_spec.instance
