@@ -339,9 +339,9 @@ check_layering() {
     return $bad
 }
 
-# The unit tests of these layers reach sandboxes through the fake backend
-# (tests/fake_backend) alone, never through an implementation's headers:
-# what they prove must hold for any backend.
+# The unit tests of these layers reach sandboxes through the tests' fake
+# backend alone, never through an implementation's headers: what they
+# prove must hold for any backend.
 FAKE_BACKEND_LAYERS=(tools mcp transport)
 
 check_fake_backend_only() {
