@@ -181,6 +181,14 @@ static int spec_check(const struct fake_backend *fb, const struct backend_spec *
     if (fb->missing_image && strcmp(fb->missing_image, spec->image) == 0)
         return err_set(err, ERR_NOT_FOUND, "image '%.128s' is not present in the fake backend",
                        spec->image);
+    if (fb->fail_create_needle) {
+        json_object *a = strings(spec->cmd);
+        bool hit = strstr(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN),
+                          fb->fail_create_needle) != NULL;
+        json_object_put(a);
+        if (hit)
+            return err_set(err, fb->fail_create_code, "fake backend: injected create failure");
+    }
     return 0;
 }
 
@@ -219,6 +227,7 @@ static void spec_record(struct sandbox *s, const struct backend_spec *spec, bool
     char *preload = NULL;
     in->warm = fake_program_warm((const char *const *)spec->cmd, n, &preload, &t);
     fb_copy_cut(in->preload, sizeof(in->preload), preload);
+    fb_copy_cut(in->warm_args, sizeof(in->warm_args), t);
     free(preload);
     free(t);
 }
@@ -381,16 +390,9 @@ static int fake_inspect(struct backend *b, const char *id, struct backend_state 
     return 0;
 }
 
-static int fake_list(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,
-                     struct err *err)
+static struct backend_container *list_locked(const struct fake_backend *fb, size_t *n)
 {
-    struct fake_backend *fb = fb_of(b);
-    *out = NULL;
     *n = 0;
-    if (enter(fb, FAKE_STEP_LIST, NULL, timeout_ms > 0 ? util_now_ms() + (double)timeout_ms : 0,
-              err) < 0)
-        return -1;
-    pthread_mutex_lock(&fb->mu);
     size_t cap = 0;
     for (const struct sandbox *s = fb->head; s; s = s->next)
         cap += !s->info.removed;
@@ -404,11 +406,45 @@ static int fake_list(struct backend *b, long timeout_ms, struct backend_containe
         c->expires = s->info.expires;
         c->instance = s->info.instance[0] ? xstrdup(s->info.instance) : NULL;
         c->owner = s->info.owner[0] ? xstrdup(s->info.owner) : NULL;
-        c->uid = (long long)s->info.uid;
+        c->uid = s->uid_unknown ? -1 : (long long)s->info.uid;
+    }
+    return l;
+}
+
+static int fake_list(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,
+                     struct err *err)
+{
+    struct fake_backend *fb = fb_of(b);
+    *out = NULL;
+    *n = 0;
+    /* A stale answer is taken before the call stalls. */
+    size_t n_stale = 0;
+    struct backend_container *stale = NULL;
+    pthread_mutex_lock(&fb->mu);
+    if (fb->stale_lists > 0) {
+        fb->stale_lists--;
+        stale = list_locked(fb, &n_stale);
     }
     pthread_mutex_unlock(&fb->mu);
-    *out = l;
+    if (enter(fb, FAKE_STEP_LIST, NULL, timeout_ms > 0 ? util_now_ms() + (double)timeout_ms : 0,
+              err) < 0) {
+        backend_container_list_free(stale, n_stale);
+        return -1;
+    }
+    if (stale) {
+        *out = stale;
+        *n = n_stale;
+        return 0;
+    }
+    pthread_mutex_lock(&fb->mu);
+    *out = list_locked(fb, n);
+    pthread_mutex_unlock(&fb->mu);
     return 0;
+}
+
+void fb_kill_locked(struct fake_backend *fb, struct sandbox *s)
+{
+    kill_locked(fb, s);
 }
 
 /* ---- the fake's life --------------------------------------------------------- */
@@ -436,6 +472,7 @@ static void fake_free(struct backend *b)
     }
     fake_program_free(&fb->prog);
     free(fb->missing_image);
+    free(fb->fail_create_needle);
     free(fb->log);
     pthread_cond_destroy(&fb->cond);
     pthread_mutex_destroy(&fb->mu);

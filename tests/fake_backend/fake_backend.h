@@ -76,6 +76,31 @@ void fake_backend_retry(struct fake_backend *fb, int times);
 /* While on, every operation fails at once with ERR_ENGINE and gone says 1. */
 void fake_backend_set_outage(struct fake_backend *fb, bool on);
 
+/* Every create whose command (argv, JSON text) holds needle fails with
+ * code (needle copied; NULL: none); the others are served. */
+void fake_backend_fail_create_if(struct fake_backend *fb, const char *needle, enum err_code code);
+
+/* The next `times` lists take their answer when called, then stall as
+ * fake_backend_stall does: an answer on its way, which still shows the
+ * sandboxes removed meanwhile. */
+void fake_backend_stall_stale_list(struct fake_backend *fb, int times);
+
+/* A sandbox that exists already, never started: another daemon's, or one
+ * an earlier run left. Strings copied; NULL marks are none. */
+struct fake_existing {
+    const char *id; /* at most FAKE_BACKEND_ID_MAX */
+    long long created;
+    long long expires;
+    const char *instance, *owner;
+    long long uid; /* -1: unknown */
+};
+void fake_backend_add(struct fake_backend *fb, const struct fake_existing *e);
+
+/* SIGKILL for id (NULL: the newest such) if it is a warm runner still
+ * waiting for its request, checked and done at once (a run that took it
+ * may send the code any moment); true when one was killed. */
+bool fake_backend_kill_waiting(struct fake_backend *fb, const char *id);
+
 /* ---- what happened ------------------------------------------------------ */
 
 /* What a sandbox was made from, and where it is. Strings are cut to fit. */
@@ -100,6 +125,7 @@ struct fake_sandbox_info {
     char code[4096];    /* from it, cut */
     char request_env[1024];
     char stdin_data[1024];
+    char warm_args[8192]; /* a warm runner's words after its modules argument, JSON text */
 };
 
 /* Calls of step for sandbox id (NULL: any). */
@@ -118,5 +144,9 @@ bool fake_backend_wait_running(struct fake_backend *fb, char *out, size_t n, int
 bool fake_backend_wait_held(struct fake_backend *fb, size_t n, int timeout_ms);
 bool fake_backend_wait_count(struct fake_backend *fb, enum fake_step step, const char *id, int n,
                              int timeout_ms);
+
+/* Every sandbox created or added, removed ones too, oldest first (a copy,
+ * allocated; *n of them). */
+struct fake_sandbox_info *fake_backend_all(struct fake_backend *fb, size_t *n);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 
 #include "base/util.h"
 
@@ -45,6 +46,7 @@ void fake_backend_release(struct fake_backend *fb)
     for (int i = 0; i < FAKE_STEP_COUNT; i++)
         if (fb->faults[i].code == ERR_OK)
             fb->faults[i].times = 0;
+    fb->stale_lists = 0;
     pthread_cond_broadcast(&fb->cond);
     pthread_mutex_unlock(&fb->mu);
 }
@@ -61,6 +63,58 @@ void fake_backend_set_outage(struct fake_backend *fb, bool on)
     pthread_mutex_lock(&fb->mu);
     fb->outage = on;
     pthread_mutex_unlock(&fb->mu);
+}
+
+void fake_backend_fail_create_if(struct fake_backend *fb, const char *needle, enum err_code code)
+{
+    pthread_mutex_lock(&fb->mu);
+    free(fb->fail_create_needle);
+    fb->fail_create_needle = needle ? xstrdup(needle) : NULL;
+    fb->fail_create_code = code == ERR_OK ? ERR_ENGINE : code;
+    pthread_mutex_unlock(&fb->mu);
+}
+
+void fake_backend_stall_stale_list(struct fake_backend *fb, int times)
+{
+    pthread_mutex_lock(&fb->mu);
+    fb->faults[FAKE_STEP_LIST] = (struct fault){.code = ERR_OK, .times = times};
+    fb->stale_lists = times;
+    pthread_mutex_unlock(&fb->mu);
+}
+
+void fake_backend_add(struct fake_backend *fb, const struct fake_existing *e)
+{
+    struct sandbox *s = xcalloc(1, sizeof(*s));
+    fb_copy_cut(s->info.id, sizeof(s->info.id), e->id);
+    fb_copy_cut(s->info.instance, sizeof(s->info.instance), e->instance);
+    fb_copy_cut(s->info.owner, sizeof(s->info.owner), e->owner);
+    s->info.expires = e->expires;
+    s->info.uid = e->uid >= 0 ? (uid_t)e->uid : 0;
+    s->info.gid = s->info.uid;
+    s->uid_unknown = e->uid < 0;
+    s->created = e->created;
+    s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    s->prog_fd = -1;
+    pthread_mutex_lock(&fb->mu);
+    s->next = fb->head;
+    fb->head = s;
+    pthread_cond_broadcast(&fb->cond);
+    pthread_mutex_unlock(&fb->mu);
+}
+
+bool fake_backend_kill_waiting(struct fake_backend *fb, const char *id)
+{
+    pthread_mutex_lock(&fb->mu);
+    bool kill = false;
+    for (struct sandbox *s = id ? fb_find_locked(fb, id) : fb->head; s && !kill;
+         s = id ? NULL : s->next) {
+        kill = s->info.warm && s->info.running && !s->info.removed && !s->info.killed &&
+               !s->info.exited && !s->info.code_received;
+        if (kill)
+            fb_kill_locked(fb, s);
+    }
+    pthread_mutex_unlock(&fb->mu);
+    return kill;
 }
 
 /* ---- what happened --------------------------------------------------------------- */
@@ -190,4 +244,20 @@ bool fake_backend_wait_count(struct fake_backend *fb, enum fake_step step, const
 {
     struct cond_arg a = {.id = id, .step = step, .n = n};
     return wait_cond(fb, has_count, &a, timeout_ms);
+}
+
+struct fake_sandbox_info *fake_backend_all(struct fake_backend *fb, size_t *n)
+{
+    pthread_mutex_lock(&fb->mu);
+    size_t k = 0;
+    for (const struct sandbox *s = fb->head; s; s = s->next)
+        k++;
+    struct fake_sandbox_info *out = xcalloc(k ? k : 1, sizeof(*out));
+    /* The list is newest first. */
+    size_t i = k;
+    for (const struct sandbox *s = fb->head; s; s = s->next)
+        out[--i] = s->info;
+    pthread_mutex_unlock(&fb->mu);
+    *n = k;
+    return out;
 }

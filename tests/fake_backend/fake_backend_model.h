@@ -22,6 +22,7 @@ struct sandbox {
     pthread_t th;
     bool has_thread, joined;
     struct sandbox *next;
+    bool uid_unknown; /* added (fake_backend_add) without one: listed as -1 */
 };
 
 struct fault {
@@ -49,6 +50,9 @@ struct fake_backend {
     size_t held;
     struct logged *log;
     size_t n_log, cap_log;
+    char *fail_create_needle; /* fake_backend_fail_create_if */
+    enum err_code fail_create_code;
+    int stale_lists; /* fake_backend_stall_stale_list */
 };
 
 struct backend_pending {
@@ -79,6 +83,8 @@ void fb_exit_locked(struct fake_backend *fb, struct sandbox *s, int code, bool o
  * *out gets the other. */
 int fb_launch_locked(struct fake_backend *fb, struct sandbox *s, struct backend_stream **out,
                      struct err *err);
+/* SIGKILL, as backend_kill does it. */
+void fb_kill_locked(struct fake_backend *fb, struct sandbox *s);
 
 void fb_copy_cut(char *dst, size_t n, const char *src);
 

@@ -471,7 +471,9 @@ static void test_list_managed(void **state)
     struct err err = ERR_INIT;
     fake_engine_add_container(F, ECHO_ID, 1700000000,
                               "{\"io.mcp-sandboxd.managed\":\"1\",\"io.mcp-sandboxd.instance\":"
-                              "\"inst-1\",\"io.mcp-sandboxd.uid\":\"2000000007\"}",
+                              "\"inst-1\",\"io.mcp-sandboxd.uid\":\"2000000007\","
+                              "\"io.mcp-sandboxd.owner\":\"o:1:2:3\","
+                              "\"io.mcp-sandboxd.expires\":\"1700000600\"}",
                               false);
     fake_engine_add_container(F, "not/a/valid/id", 1, "{\"io.mcp-sandboxd.managed\":\"1\"}", false);
     /* A uid label is anyone's to set: only a plain decimal uid counts. */
@@ -481,20 +483,32 @@ static void test_list_managed(void **state)
     fake_engine_add_container(F, "dddddddddddd", 1700000002,
                               "{\"io.mcp-sandboxd.managed\":\"1\",\"io.mcp-sandboxd.uid\":\" 12\"}",
                               true);
+    /* Nor is an expiry anything but plain decimal: a malformed one is none. */
+    fake_engine_add_container(F, "eeeeeeeeeeee", 1700000003,
+                              "{\"io.mcp-sandboxd.managed\":\"1\",\"io.mcp-sandboxd.uid\":"
+                              "\"-3002\",\"io.mcp-sandboxd.expires\":\"-1\"}",
+                              true);
     /* Not ours: the label filter leaves it out. */
     fake_engine_add_container(F, "cccccccccccc", 1, "{\"other\":\"1\"}", false);
     struct backend_container *list = NULL;
     size_t n = 0;
     check_ok(engine_list_managed(e, 0, &list, &n, &err));
-    assert_int_equal(n, 3);
+    assert_int_equal(n, 4);
     assert_string_equal(list[0].id, ECHO_ID);
     assert_int_equal(list[0].created, 1700000000LL);
     assert_string_equal(list[0].instance, "inst-1");
+    assert_string_equal(list[0].owner, "o:1:2:3");
+    assert_int_equal(list[0].expires, 1700000600LL);
     assert_int_equal(list[0].uid, 2000000007LL);
     assert_string_equal(list[1].id, "bbbbbbbbbbbb");
     assert_null(list[1].instance);
+    assert_null(list[1].owner);
+    assert_int_equal(list[1].expires, 0);
     assert_int_equal(list[1].uid, -1);
     assert_int_equal(list[2].uid, -1);
+    assert_string_equal(list[3].id, "eeeeeeeeeeee");
+    assert_int_equal(list[3].expires, 0);
+    assert_int_equal(list[3].uid, -1);
     backend_container_list_free(list, n);
     struct fake_request r = last();
     assert_string_equal(r.target, "/v1.41/containers/json?all=1&filters="

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <dirent.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -236,6 +237,54 @@ static void test_pending_free(void **state)
     backend_free(b);
 }
 
+static int ignore_output(void *ctx, int stream, const char *data, size_t len, struct err *err)
+{
+    (void)ctx;
+    (void)stream;
+    (void)data;
+    (void)len;
+    (void)err;
+    return 0;
+}
+
+/* A sandbox started and waiting for its stdin (a warm runner in a pool),
+ * killed from outside: its stream, on the socket channel or attached,
+ * shows it at once (readable, then its end), which is all a pool's
+ * watcher polls for. */
+static void test_killed_while_waiting(void **state)
+{
+    struct rig *g = *state;
+    static const char *const modes[] = {"socket", "attach"};
+    for (size_t m = 0; m < ARRAY_SIZE(modes); m++) {
+        struct backend *b = open_backend(g, modes[m]);
+        struct backend_spec spec = spec_of("img:1");
+        assert_string_equal(backend_io_name(b, &spec), modes[m]);
+        struct backend_pending *pending = NULL;
+        struct backend_stream *s = NULL;
+        char *id = NULL;
+        struct err err = ERR_INIT;
+        if (backend_create(b, &spec, false, 0, &id, &pending, &err) < 0 ||
+            backend_start(b, id, pending, 0, -1, &s, &err) != 0)
+            fail_msg("%s: %s", modes[m], err_msg(&err));
+        if (backend_kill(b, id, &err) < 0)
+            fail_msg("kill: %s", err_msg(&err));
+        long got = BACKEND_AGAIN;
+        double until = util_now_ms() + FAKE_HANG_GUARD_MS;
+        while (got != 0 && got != -1 && util_now_ms() < until) {
+            struct pollfd pfd = {.fd = backend_stream_fd(s), .events = POLLIN};
+            if (!backend_stream_pending(s) && poll(&pfd, 1, FAKE_HANG_GUARD_MS) <= 0)
+                break;
+            got = backend_stream_read(s, ignore_output, NULL, &err);
+        }
+        if (got != 0 && got != -1)
+            fail_msg("%s: the stream did not end after the kill", modes[m]);
+        err_clear(&err);
+        backend_stream_close(s);
+        remove_container(b, id);
+        backend_free(b);
+    }
+}
+
 static char *read_all(const char *path)
 {
     FILE *f = fopen(path, "re");
@@ -288,9 +337,13 @@ int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
-        T(test_socket),         T(test_fallback_to_attach),
-        T(test_attach_choices), T(test_socket_dir_unsafe),
-        T(test_pending_free),   T(test_seccomp_delivery),
+        T(test_socket),
+        T(test_fallback_to_attach),
+        T(test_attach_choices),
+        T(test_socket_dir_unsafe),
+        T(test_pending_free),
+        T(test_seccomp_delivery),
+        T(test_killed_while_waiting),
     };
 #undef T
     return cmocka_run_group_tests_name("sandbox_io", tests, rig_group_setup, rig_group_teardown);
