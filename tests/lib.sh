@@ -128,6 +128,22 @@ parse_passes() {
 	done
 }
 
+# suite_begin SUITE "DEFAULT ..." "ALLOWED ..." ARG...: what every driver
+# does first: PASSES from ARG (parse_passes), node and the test
+# dependencies there (ensure_node_modules), and $work, a fresh folder of
+# the suite's under /tmp that the caller removes.
+suite_begin() {
+	local suite=$1
+	parse_passes "$2" "$3" "${@:4}"
+	command -v node >/dev/null || {
+		log "node not found"
+		exit 2
+	}
+	ensure_node_modules "$suite"
+	# shellcheck disable=SC2034 # the caller's
+	work=$(mktemp -d "/tmp/mcpsbx-$suite.XXXXXX")
+}
+
 # pass_setup BIN ENGINE SOCKET [RUNTIME]: the daemon binary exists, the
 # engine answers, the images are built in it, and it has RUNTIME when one is
 # named. Prints what is wrong and fails otherwise.

@@ -54,13 +54,7 @@ log() { printf 'faults: %s\n' "$*" >&2; }
 # shellcheck source=tests/lib.sh
 . "$TESTS/lib.sh"
 
-parse_passes "docker podman" "docker podman" "$@"
-
-command -v node >/dev/null || { log "node not found"; exit 2; }
-
-ensure_node_modules faults
-
-work=$(mktemp -d /tmp/mcpsbx-faults.XXXXXX)
+suite_begin faults "docker podman" "docker podman" "$@"
 
 # recover ENGINE: continue it if a test left it stopped, start it if a test
 # left it dead. Fails when it still does not answer.

@@ -63,13 +63,7 @@ log() { printf 'integration: %s\n' "$*" >&2; }
 # shellcheck source=tests/lib.sh
 . "$TESTS/lib.sh"
 
-parse_passes "docker podman runsc asan conformance" "docker podman runsc asan conformance" "$@"
-
-command -v node >/dev/null || { log "node not found"; exit 2; }
-
-ensure_node_modules integration
-
-work=$(mktemp -d /tmp/mcpsbx-integration.XXXXXX)
+suite_begin integration "docker podman runsc asan conformance" "docker podman runsc asan conformance" "$@"
 trap 'rm -rf "$work"' EXIT
 
 total_pass=0

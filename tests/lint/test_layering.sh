@@ -11,13 +11,9 @@
 #   tests/lint/test_layering.sh      prints "lint-test: N passed, M failed"
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-readonly ROOT
-work=$(mktemp -d /tmp/mcpsbx-lint-test.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-
-passed=0
-failed=0
+CHECK=layering
+# shellcheck source=tests/lint/harness.sh
+. "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
 
 # tree NAME: a copy of the lint script beside a minimal clean src/.
 tree() {
@@ -29,23 +25,6 @@ tree() {
 	printf '#include "mcp/mcp.h"\n#include "base/util.h"\n' >"$t/src/transport/stdio.c"
 	printf '#include "transport/stdio.c"\n' >"$t/src/main.c"
 	printf '%s\n' "$t"
-}
-
-# expect NAME WANT_STATUS PATTERN: run the layering check on tree NAME.
-expect() {
-	local name=$1 want=$2 pattern=$3 out rc
-	out=$("$work/$name/scripts/lint.sh" layering 2>&1)
-	rc=$?
-	if { [ "$want" = pass ] && [ $rc -eq 0 ]; } || { [ "$want" = fail ] && [ $rc -ne 0 ]; }; then
-		if [ -z "$pattern" ] || grep -qE -- "$pattern" <<<"$out"; then
-			echo "ok - $name"
-			passed=$((passed + 1))
-			return
-		fi
-	fi
-	echo "not ok - $name (wanted $want${pattern:+ with /$pattern/}, exit $rc):"
-	printf '    %s\n' "${out//$'\n'/$'\n'    }"
-	failed=$((failed + 1))
 }
 
 tree clean >/dev/null
@@ -96,5 +75,4 @@ expect test-impl pass ""
 printf '#include "mcp/mcp.h"\n#include "backend/docker/engine.h"\n' >"$t/tests/unit/mcp/test_mcp.c"
 expect test-impl fail 'tests/unit/mcp/test_mcp.c:2: includes "backend/docker/engine.h": the mcp tests use the fake backend'
 
-echo "lint-test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

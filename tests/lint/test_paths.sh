@@ -8,13 +8,9 @@
 #   tests/lint/test_paths.sh      prints "lint-test: N passed, M failed"
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-readonly ROOT
-work=$(mktemp -d /tmp/mcpsbx-lint-test.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-
-passed=0
-failed=0
+CHECK=paths
+# shellcheck source=tests/lint/harness.sh
+. "$(dirname "${BASH_SOURCE[0]}")/harness.sh"
 
 # tree NAME: a copy of the lint script beside a small tree whose comments
 # name only what is there, or patterns.
@@ -30,23 +26,6 @@ tree() {
 	printf '#!/bin/sh\n# runs tests/unit/base/test_buf.c\necho src/gone.c\n' >"$t/scripts/run.sh"
 	printf "# Tree\n\nsrc/base/buf.h and scripts/run.sh.\n" >"$t/README.md"
 	printf '%s\n' "$t"
-}
-
-# expect NAME WANT_STATUS PATTERN: run the paths check on tree NAME.
-expect() {
-	local name=$1 want=$2 pattern=$3 out rc
-	out=$("$work/$name/scripts/lint.sh" paths 2>&1)
-	rc=$?
-	if { [ "$want" = pass ] && [ $rc -eq 0 ]; } || { [ "$want" = fail ] && [ $rc -ne 0 ]; }; then
-		if [ -z "$pattern" ] || grep -qE -- "$pattern" <<<"$out"; then
-			echo "ok - $name"
-			passed=$((passed + 1))
-			return
-		fi
-	fi
-	echo "not ok - $name (wanted $want${pattern:+ with /$pattern/}, exit $rc):"
-	printf '    %s\n' "${out//$'\n'/$'\n'    }"
-	failed=$((failed + 1))
 }
 
 tree clean >/dev/null
@@ -68,5 +47,4 @@ t=$(tree readme)
 printf "\nA language is a runner under src/sandbox/runner/.\n" >>"$t/README.md"
 expect readme fail 'README.md:5: names src/sandbox/runner/'
 
-echo "lint-test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -38,12 +38,7 @@ log() { printf 'security: %s\n' "$*" >&2; }
 # shellcheck source=tests/lib.sh
 . "$TESTS/lib.sh"
 
-parse_passes "docker podman runsc http" "docker podman runsc http" "$@"
-
-command -v node >/dev/null || { log "node not found"; exit 2; }
-ensure_node_modules security
-
-work=$(mktemp -d /tmp/mcpsbx-security.XXXXXX)
+suite_begin security "docker podman runsc http" "docker podman runsc http" "$@"
 trap 'rm -rf "$work"' EXIT
 
 total_pass=0
