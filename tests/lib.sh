@@ -130,8 +130,9 @@ parse_passes() {
 
 # suite_begin SUITE "DEFAULT ..." "ALLOWED ..." ARG...: what every driver
 # does first: PASSES from ARG (parse_passes), node and the test
-# dependencies there (ensure_node_modules), and $work, a fresh folder of
-# the suite's under /tmp that the caller removes.
+# dependencies there (ensure_node_modules), $work, a fresh folder of the
+# suite's under /tmp removed at exit (a driver with more to clean sets a
+# trap of its own), and the totals at zero.
 suite_begin() {
 	local suite=$1
 	parse_passes "$2" "$3" "${@:4}"
@@ -140,8 +141,11 @@ suite_begin() {
 		exit 2
 	}
 	ensure_node_modules "$suite"
-	# shellcheck disable=SC2034 # the caller's
 	work=$(mktemp -d "/tmp/mcpsbx-$suite.XXXXXX")
+	# shellcheck disable=SC2064 # $work is known now
+	trap "rm -rf '$work'" EXIT
+	# shellcheck disable=SC2034 # the caller's
+	total_pass=0 total_fail=0 summaries=()
 }
 
 # pass_setup BIN ENGINE SOCKET [RUNTIME]: the daemon binary exists, the

@@ -64,11 +64,6 @@ log() { printf 'integration: %s\n' "$*" >&2; }
 . "$TESTS/lib.sh"
 
 suite_begin integration "docker podman runsc asan conformance" "docker podman runsc asan conformance" "$@"
-trap 'rm -rf "$work"' EXIT
-
-total_pass=0
-total_fail=0
-summaries=()
 
 # run_pass NAME ENGINE SOCKET BINARY [latency]
 run_pass() {

@@ -39,11 +39,6 @@ log() { printf 'security: %s\n' "$*" >&2; }
 . "$TESTS/lib.sh"
 
 suite_begin security "docker podman runsc http" "docker podman runsc http" "$@"
-trap 'rm -rf "$work"' EXIT
-
-total_pass=0
-total_fail=0
-summaries=()
 
 # run_pass ENGINE SOCKET [RUNTIME]
 run_pass() {
