@@ -2,6 +2,10 @@
 # Helpers shared by the test drivers (tests/*/run.sh), sourced after they set
 # TESTS (the tests/ folder) and define log(). Not a program of its own.
 
+# The engines' sockets, where scripts/engine.sh starts them.
+# shellcheck disable=SC2034 # the drivers'
+readonly DOCKER_SOCK=/var/run/docker.sock PODMAN_SOCK=/run/podman/podman.sock
+
 # ensure_node_modules SUITE: `npm ci` in tests/ when node_modules is missing
 # or older than package.json / package-lock.json. When that fails, prints
 # the suite's summary line "SUITE: 0 passed, 1 failed" and exits 1.

@@ -41,8 +41,6 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 readonly ROOT
 readonly TESTS=$ROOT/tests
 readonly ENGINE_SH=$ROOT/scripts/engine.sh
-readonly DOCKER_SOCK=/var/run/docker.sock
-readonly PODMAN_SOCK=/run/podman/podman.sock
 readonly BIN=${FAULTS_BIN:-build/mcp-sandboxd}
 SOAK_RUNS=${FAULTS_SOAK_RUNS:-1000}
 [[ $SOAK_RUNS =~ ^[0-9]+$ ]] || SOAK_RUNS=1000

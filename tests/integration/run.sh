@@ -48,8 +48,6 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 readonly ROOT
 readonly TESTS=$ROOT/tests
-readonly DOCKER_SOCK=/var/run/docker.sock
-readonly PODMAN_SOCK=/run/podman/podman.sock
 readonly PASS_TIMEOUT=${INTEGRATION_PASS_TIMEOUT:-600}
 # gVisor starts each sandbox in about a second: the suite takes ~6 min.
 readonly RUNSC_PASS_TIMEOUT=${INTEGRATION_RUNSC_PASS_TIMEOUT:-660}

@@ -40,7 +40,6 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 readonly ROOT
 readonly TESTS=$ROOT/tests
-readonly DOCKER_SOCK=/var/run/docker.sock
 readonly TIMEOUT=${LOAD_TIMEOUT:-120}
 BIN=${LOAD_BIN:-build/mcp-sandboxd}
 case $BIN in /*) ;; *) BIN=$ROOT/$BIN ;; esac

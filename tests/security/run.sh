@@ -28,8 +28,6 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 readonly ROOT
 readonly TESTS=$ROOT/tests
-readonly DOCKER_SOCK=/var/run/docker.sock
-readonly PODMAN_SOCK=/run/podman/podman.sock
 readonly BIN=${SECURITY_BIN:-build/mcp-sandboxd}
 readonly PASS_TIMEOUT=${SECURITY_PASS_TIMEOUT:-420}
 
