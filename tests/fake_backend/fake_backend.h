@@ -100,6 +100,7 @@ struct fake_sandbox_info {
     char code[4096];    /* from it, cut */
     char request_env[1024];
     char stdin_data[1024];
+    char program[2048]; /* the request's program (the generic runner's), JSON text, cut */
 };
 
 /* Calls of step for sandbox id (NULL: any). */
