@@ -126,6 +126,7 @@ struct fake_sandbox_info {
     char request_env[1024];
     char stdin_data[1024];
     char warm_args[8192]; /* a warm runner's words after its modules argument, JSON text */
+    char program[2048];   /* the request's program (the generic runner's), JSON text, cut */
 };
 
 /* Calls of step for sandbox id (NULL: any). */

@@ -72,6 +72,7 @@ static void io_received(void *ctx, const struct fake_received *r)
     fb_copy_cut(in->code, sizeof(in->code), r->code);
     fb_copy_cut(in->stdin_data, sizeof(in->stdin_data), r->stdin_data);
     fb_copy_cut(in->request_env, sizeof(in->request_env), r->env);
+    fb_copy_cut(in->program, sizeof(in->program), r->program);
     in->code_received = true;
     pthread_cond_broadcast(&x->fb->cond);
     pthread_mutex_unlock(&x->fb->mu);

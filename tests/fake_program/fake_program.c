@@ -21,6 +21,7 @@ void fake_program_copy(struct fake_program *dst, const struct fake_program *src)
     dst->out = src->out ? xmemdup(src->out, src->out_len) : NULL;
     dst->err = src->err ? xmemdup(src->err, src->err_len) : NULL;
     dst->runner_error = src->runner_error ? xstrdup(src->runner_error) : NULL;
+    dst->record = src->record ? xstrdup(src->record) : NULL;
 }
 
 void fake_program_free(struct fake_program *p)
@@ -28,6 +29,7 @@ void fake_program_free(struct fake_program *p)
     free((void *)(uintptr_t)p->out);
     free((void *)(uintptr_t)p->err);
     free((void *)(uintptr_t)p->runner_error);
+    free((void *)(uintptr_t)p->record);
     memset(p, 0, sizeof(*p));
 }
 
@@ -62,7 +64,7 @@ static bool read_request(const struct fake_io *io, char nonce[RUNNER_NONCE_HEX_L
     json[ok ? len : 0] = '\0';
     json_object *o = ok ? json_tokener_parse(json) : NULL;
     free(json);
-    json_object *n = NULL, *code = NULL, *in = NULL, *env = NULL;
+    json_object *n = NULL, *code = NULL, *in = NULL, *env = NULL, *prog = NULL;
     ok = json_object_object_get_ex(o, "nonce", &n) && json_object_is_type(n, json_type_string) &&
          json_object_get_string_len(n) == RUNNER_NONCE_HEX_LEN &&
          json_object_object_get_ex(o, "code", &code);
@@ -74,6 +76,8 @@ static bool read_request(const struct fake_io *io, char nonce[RUNNER_NONCE_HEX_L
                                   .stdin_data = in ? json_object_get_string(in) : ""};
         if (json_object_object_get_ex(o, "env", &env))
             r.env = json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN);
+        if (json_object_object_get_ex(o, "program", &prog))
+            r.program = json_object_to_json_string_ext(prog, JSON_C_TO_STRING_PLAIN);
         if (io->received)
             io->received(io->ctx, &r);
     }
@@ -105,9 +109,10 @@ static bool send_record(const struct fake_program *p, const struct fake_io *io, 
         json_object_object_add(rec, "pad", json_object_new_string(pad));
         free(pad);
     }
-    const char *js = p->end == FAKE_END_BAD_RECORD
-                         ? "{\"exit_code\":"
-                         : json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN);
+    const char *js =
+        p->record ? p->record : json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN);
+    if (p->end == FAKE_END_BAD_RECORD)
+        js = "{\"exit_code\":";
     struct buf line;
     buf_init(&line, RUNNER_MAX_RECORD * 4);
     bool ok = buf_add(&line, RUNNER_RECORD_PREFIX, RUNNER_RECORD_PREFIX_LEN) == 0 &&

@@ -52,6 +52,10 @@ struct fake_program {
      * writes out and err, runs run_ms and exits with exit_code (end
      * FAKE_END_CUT still cuts the stream after the output). */
     bool echo_line;
+    /* The completion record's JSON as written, instead of the one made of
+     * exit_code, memory_error and runner_error (copied; NULL: that one):
+     * what a runner of another kind says (a compile error). */
+    const char *record;
 };
 
 /* A copy owning its strings; free with fake_program_free. */
@@ -61,7 +65,8 @@ void fake_program_free(struct fake_program *p);
 /* What the runner request said, as the program received it. */
 struct fake_received {
     const char *code, *stdin_data;
-    const char *env; /* JSON text, or NULL */
+    const char *env;     /* JSON text, or NULL */
+    const char *program; /* the generic runner's program, JSON text, or NULL */
 };
 
 /* The program's streams, as its fake carries them. Every function gets

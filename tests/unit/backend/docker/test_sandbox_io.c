@@ -121,6 +121,8 @@ static void test_socket(void **state)
         fail_msg("start: %s", err_msg(&err));
     assert_non_null(strstr(create.body, "\"Cmd\":[\"perl\",\"-e\",\""));
     assert_non_null(strstr(create.body, ":\\/run\\/mcpsbx-io:ro\"]"));
+    /* The connector runs the spec's command, after its socket's path. */
+    assert_non_null(strstr(create.body, "\\/run\\/mcpsbx-io\\/io.sock\",\"python3\",\"-c\""));
     assert_non_null(strstr(create.body, "\"OpenStdin\":false"));
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 0);
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_START, id), 1);
