@@ -342,7 +342,7 @@ check_layering() {
 # The unit tests of these layers reach sandboxes through the tests' fake
 # backend alone, never through an implementation's headers: what they
 # prove must hold for any backend.
-FAKE_BACKEND_LAYERS=(tools mcp transport)
+FAKE_BACKEND_LAYERS=(sandbox tools mcp transport)
 
 check_fake_backend_only() {
     local layer f lno inc bad=0
