@@ -156,8 +156,9 @@ void http_health_tick(struct transport_http *t, double now)
  * says ok or unavailable and nothing else: where the engine listens and
  * why it fails are for the operator (a valid token). */
 static enum MHD_Result healthz(struct transport_http *t, struct MHD_Connection *c,
-                               struct request *rq, bool details)
+                               struct request *rq)
 {
+    bool details = rq->authenticated;
     json_object *o = json_object_new_object();
     pthread_mutex_lock(&t->lock);
     t->health_wanted = util_now_ms();
@@ -184,38 +185,40 @@ static bool method_is(const char *method, const char *name)
     return strcmp(method, name) == 0;
 }
 
+typedef enum MHD_Result (*handler_fn)(struct transport_http *t, struct MHD_Connection *c,
+                                      struct request *rq);
+
+/* The endpoints and the methods each answers. allow is the Allow header; a
+ * CORS preflight (OPTIONS) is answered where it lists OPTIONS. */
+static const struct endpoint {
+    const char *path;
+    const char *allow;
+    struct {
+        const char *method;
+        handler_fn fn;
+    } methods[3];
+} ENDPOINTS[] = {
+    {"/mcp",
+     ALLOW_METHODS,
+     {{"POST", http_mcp_post}, {"GET", http_mcp_get}, {"DELETE", http_mcp_delete}}},
+    {"/sse", "GET, OPTIONS", {{"GET", http_legacy_sse}}},
+    {"/messages", "POST, OPTIONS", {{"POST", http_legacy_messages}}},
+    {"/healthz", "GET", {{"GET", healthz}}},
+};
+
 static enum MHD_Result route(struct transport_http *t, struct MHD_Connection *c, struct request *rq,
                              const char *url, const char *method)
 {
-    if (strcmp(url, "/mcp") == 0) {
-        if (method_is(method, "POST"))
-            return http_mcp_post(t, c, rq);
-        if (method_is(method, "GET"))
-            return http_mcp_get(t, c, rq);
-        if (method_is(method, "DELETE"))
-            return http_mcp_delete(t, c, rq);
-        if (method_is(method, "OPTIONS"))
-            return reply_preflight(c, rq, ALLOW_METHODS);
-        return reply_not_allowed(c, rq, ALLOW_METHODS);
-    }
-    if (strcmp(url, "/sse") == 0) {
-        if (method_is(method, "GET"))
-            return http_legacy_sse(t, c, rq);
-        if (method_is(method, "OPTIONS"))
-            return reply_preflight(c, rq, "GET, OPTIONS");
-        return reply_not_allowed(c, rq, "GET, OPTIONS");
-    }
-    if (strcmp(url, "/messages") == 0) {
-        if (method_is(method, "POST"))
-            return http_legacy_messages(t, c, rq);
-        if (method_is(method, "OPTIONS"))
-            return reply_preflight(c, rq, "POST, OPTIONS");
-        return reply_not_allowed(c, rq, "POST, OPTIONS");
-    }
-    if (strcmp(url, "/healthz") == 0) {
-        if (method_is(method, "GET"))
-            return healthz(t, c, rq, rq->authenticated);
-        return reply_not_allowed(c, rq, "GET");
+    for (size_t i = 0; i < ARRAY_SIZE(ENDPOINTS); i++) {
+        const struct endpoint *e = &ENDPOINTS[i];
+        if (strcmp(url, e->path) != 0)
+            continue;
+        for (size_t m = 0; m < ARRAY_SIZE(e->methods) && e->methods[m].method; m++)
+            if (method_is(method, e->methods[m].method))
+                return e->methods[m].fn(t, c, rq);
+        if (method_is(method, "OPTIONS") && strstr(e->allow, "OPTIONS"))
+            return reply_preflight(c, rq, e->allow);
+        return reply_not_allowed(c, rq, e->allow);
     }
     return http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SERVER,
                             "Not Found: the MCP endpoint is /mcp");
