@@ -10,6 +10,7 @@
 #include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
 #include "backend/docker/seccomp_profile.h"
+#include "unit/backend/docker/docker_rig.h"
 
 static json_object *get(json_object *o, const char *key)
 {
@@ -27,30 +28,21 @@ static int array_has(json_object *arr, const char *s)
     return 0;
 }
 
-static const char *const cmd[] = {"python3", "-c", "pass", NULL};
 static const char *const env[] = {"HOME=/tmp", "API_KEY=v", NULL};
 
+/* The rig's sandbox, with values of its own to find in the body. */
 static struct backend_spec spec_of(void)
 {
-    struct backend_spec s = {
-        .image = "img:1",
-        .cmd = cmd,
-        .uid = 10001,
-        .gid = 10001,
-        .workdir = "/tmp",
-        .workdir_mb = 64,
-        .env = env,
-        .memory_bytes = 128LL << 20,
-        .nano_cpus = 1000000000LL,
-        .pids_limit = 256,
-        .nofile = 1024,
-        .nproc = 4096,
-        .fsize = 64LL << 20,
-        .shm_bytes = 16LL << 20,
-        .instance = "abc",
-        .owner = "me",
-        .expires = 42,
-    };
+    struct backend_spec s = docker_rig_spec("img:1");
+    s.uid = s.gid = 10001;
+    s.env = env;
+    s.pids_limit = 256;
+    s.nproc = 4096;
+    s.fsize = 64LL << 20;
+    s.shm_bytes = 16LL << 20;
+    s.instance = "abc";
+    s.owner = "me";
+    s.expires = 42;
     return s;
 }
 
