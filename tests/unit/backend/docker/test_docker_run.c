@@ -86,6 +86,10 @@ static char *expect_exit(struct fake_engine *fe, struct backend *b, const struct
     return id;
 }
 
+/* A SIGKILL (by the kernel's OOM killer or not) and a segfault. */
+static const struct fake_program killed = {.echo_line = true, .exit_code = 137};
+static const struct fake_program crashed = {.echo_line = true, .exit_code = 139};
+
 /* Docker's OOMKilled is trusted; one that comes after the exit (the
  * runtime's OOM event late) is asked for again; a SIGKILL Docker does
  * not call an OOM kill, asked again, is just a signal. */
@@ -111,8 +115,7 @@ static void test_oom_flag_docker(void **state)
     assert_int_equal(fake_engine_count(fe, FAKE_OP_INSPECT, id), 3);
     free(id);
 
-    free(expect_exit(fe, b, &(struct fake_program){.echo_line = true, .exit_code = 137}, false,
-                     137));
+    free(expect_exit(fe, b, &killed, false, 137));
     backend_free(b);
 }
 
@@ -122,10 +125,8 @@ static void test_oom_heuristic_podman(void **state)
 {
     struct fake_engine *fe = *state;
     struct backend *b = open_backend(fe, PODMAN_VERSION);
-    free(
-        expect_exit(fe, b, &(struct fake_program){.echo_line = true, .exit_code = 137}, true, 137));
-    free(expect_exit(fe, b, &(struct fake_program){.echo_line = true, .exit_code = 139}, false,
-                     139));
+    free(expect_exit(fe, b, &killed, true, 137));
+    free(expect_exit(fe, b, &crashed, false, 139));
     backend_free(b);
 }
 
