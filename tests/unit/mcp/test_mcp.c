@@ -13,6 +13,7 @@
 #include "tools/tools.h"
 #include "unit/langs.h"
 #include "unit/server_rig.h"
+#include "unit/config_list.h"
 #include "unit/json_get.h"
 
 /* A channel that records every message sent on it. Replies to tools/call
@@ -327,10 +328,7 @@ static void test_network_declared(void **state)
 
     mcp_session_free(f->s);
     mcp_server_free(f->g.srv);
-    f->g.cfg.allow_network.items = xrealloc(f->g.cfg.allow_network.items, 2 * sizeof(char *));
-    f->g.cfg.allow_network.items[0] = xstrdup("python");
-    f->g.cfg.allow_network.items[1] = NULL;
-    f->g.cfg.allow_network.n = 1;
+    set_list(&f->g.cfg.allow_network, (const char *const[]){"python"}, 1);
     struct err err = ERR_INIT;
     f->g.srv = mcp_server_new(&f->g.cfg, f->g.exec, &err);
     assert_non_null(f->g.srv);
@@ -358,8 +356,7 @@ static void test_network_declared(void **state)
     /* Named by aliases, in any case: the table's names in the text. */
     mcp_session_free(f->s);
     mcp_server_free(f->g.srv);
-    free(f->g.cfg.allow_network.items[0]);
-    f->g.cfg.allow_network.items[0] = xstrdup("SH");
+    set_list(&f->g.cfg.allow_network, (const char *const[]){"SH"}, 1);
     f->g.srv = mcp_server_new(&f->g.cfg, f->g.exec, &err);
     assert_non_null(f->g.srv);
     f->s = mcp_session_new(f->g.srv);

@@ -17,6 +17,7 @@
 #include "transport/transport_http.h"
 #include "unit/langs.h"
 #include "unit/server_rig.h"
+#include "unit/config_list.h"
 #include "unit/json_get.h"
 
 /* ---- a server on 127.0.0.1, ephemeral port, no engine ---------------------- */
@@ -26,17 +27,6 @@ struct server {
     struct transport_http *t;
     unsigned port;
 };
-
-static void set_list(struct config_list *l, const char *a, const char *b)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->items[i]);
-    free(l->items);
-    l->items = xcalloc(3, sizeof(char *));
-    l->items[0] = xstrdup(a);
-    l->items[1] = xstrdup(b);
-    l->n = 2;
-}
 
 /* tweak (may be NULL) adjusts the configuration before the start. */
 static struct server *start_with(long long max_sessions, long long idle_ms, const char *token,
@@ -534,8 +524,10 @@ static void test_host_origin(void **state)
 
 static void allow_extra(struct config *cfg)
 {
-    set_list(&cfg->allowed_hosts, "sandbox.internal:8080", "proxy.example");
-    set_list(&cfg->allowed_origins, "https://app.example", "http://tool.example:3000");
+    set_list(&cfg->allowed_hosts, (const char *const[]){"sandbox.internal:8080", "proxy.example"},
+             2);
+    set_list(&cfg->allowed_origins,
+             (const char *const[]){"https://app.example", "http://tool.example:3000"}, 2);
 }
 
 static void test_allowed_lists(void **state)
