@@ -81,6 +81,17 @@ static void wait_running(struct admission *a, size_t want)
     fail_msg("running %zu, want %zu", st.running, want);
 }
 
+/* An admission of this many workers and waiting places; it must start. */
+static struct admission *new_admission(size_t workers, size_t max_waiting,
+                                       size_t max_waiting_per_owner)
+{
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(workers, max_waiting, max_waiting_per_owner, &err);
+    if (!a)
+        fail_msg("admission_new: %s", err_msg(&err));
+    return a;
+}
+
 /* Submits job no for owner o (NULL: the pool's own), not held. */
 static void submit_as(struct admission *a, struct tjob *t, int no, struct admission_owner *o)
 {
@@ -99,12 +110,19 @@ static void submit_busy(struct admission *a, struct tjob *t, int no, struct admi
     wait_running(a, 1);
 }
 
+/* One worker, busy with *busy (held), and *waiting in the queue. */
+static struct admission *one_busy_one_waiting(struct tjob *busy, struct tjob *waiting)
+{
+    struct admission *a = new_admission(1, 4, 4);
+    submit_busy(a, busy, 0, NULL);
+    submit_as(a, waiting, 1, NULL);
+    return a;
+}
+
 static void test_fifo_and_bounds(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 3, 3, &err);
-    assert_non_null(a);
+    struct admission *a = new_admission(1, 3, 3);
     n_order = 0;
     struct tjob j[6];
     submit_busy(a, &j[0], 0, NULL);
@@ -160,9 +178,7 @@ static void assert_order(const int *want, int n)
 static void test_owners_take_turns(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 16, 16, &err);
-    assert_non_null(a);
+    struct admission *a = new_admission(1, 16, 16);
     struct admission_owner A = {0}, B = {0}, C = {0};
     n_order = 0;
     struct tjob j[8];
@@ -191,8 +207,7 @@ static void test_owners_take_turns(void **state)
 static void test_newcomer_gets_next_slot(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(2, 16, 16, &err);
+    struct admission *a = new_admission(2, 16, 16);
     struct admission_owner A = {0}, B = {0};
     n_order = 0;
     struct tjob held[2], j[6];
@@ -225,8 +240,7 @@ static void test_newcomer_gets_next_slot(void **state)
 static void test_owner_cap(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 3, 2, &err);
+    struct admission *a = new_admission(1, 3, 2);
     struct admission_owner A = {0}, B = {0}, C = {0};
     struct tjob busy, j[5];
     submit_busy(a, &busy, 0, &A);
@@ -254,8 +268,7 @@ static void test_owner_cap(void **state)
 static void test_owner_withdraw_and_expire(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 8, 8, &err);
+    struct admission *a = new_admission(1, 8, 8);
     struct admission_owner A = {0}, B = {0}, C = {0};
     n_order = 0;
     struct tjob busy, a1, a2, b1, c1, c2;
@@ -292,8 +305,7 @@ static void test_owner_withdraw_and_expire(void **state)
 static void test_no_queue_takes_only_idle_workers(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(2, 0, 0, &err);
+    struct admission *a = new_admission(2, 0, 0);
     struct tjob j[3];
     tjob_init(&j[0], 0, true, 0);
     tjob_init(&j[1], 1, true, 0);
@@ -327,8 +339,7 @@ static void t_run_give_back(struct admission_job *job)
 static void test_slot_given_back_early(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 0, 0, &err);
+    struct admission *a = new_admission(1, 0, 0);
     slot_pool = a;
     struct tjob j[3];
     tjob_init(&j[0], 0, true, 0);
@@ -352,8 +363,7 @@ static void test_slot_given_back_early(void **state)
 static void test_deadline_refuses(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 4, 4, &err);
+    struct admission *a = new_admission(1, 4, 4);
     struct tjob busy, late, patient;
     submit_busy(a, &busy, 0, NULL);
     tjob_init(&late, 1, false, util_now_ms() + 50);
@@ -373,11 +383,8 @@ static void test_deadline_refuses(void **state)
 static void test_withdraw(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 4, 4, &err);
     struct tjob busy, waiting;
-    submit_busy(a, &busy, 0, NULL);
-    submit_as(a, &waiting, 1, NULL);
+    struct admission *a = one_busy_one_waiting(&busy, &waiting);
     assert_true(admission_withdraw(a, &waiting.job));
     assert_false(admission_withdraw(a, &waiting.job));
     assert_false(admission_withdraw(a, &busy.job)); /* running */
@@ -392,11 +399,8 @@ static void test_withdraw(void **state)
 static void test_free_refuses_waiting(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 4, 4, &err);
     struct tjob busy, waiting;
-    submit_busy(a, &busy, 0, NULL);
-    submit_as(a, &waiting, 1, NULL);
+    struct admission *a = one_busy_one_waiting(&busy, &waiting);
     atomic_store(&busy.hold, false); /* free waits for the running job */
     admission_free(a);
     assert_int_equal(atomic_load(&busy.ran), 1);
@@ -476,10 +480,8 @@ static void *submitter(void *arg)
 static void test_stress(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
     int before = count_threads();
-    struct admission *a = admission_new(4, 16, 6, &err);
-    assert_non_null(a);
+    struct admission *a = new_admission(4, 16, 6);
     struct sjob *all = calloc(STRESS_THREADS * STRESS_JOBS, sizeof(*all));
     pthread_t th[STRESS_THREADS];
     struct stress *per = calloc(STRESS_THREADS, sizeof(*per)); /* counters summed below */
