@@ -13,7 +13,7 @@
 #include "tools/tools.h"
 #include "unit/langs.h"
 #include "unit/server_rig.h"
-#include "unit/config_list.h"
+#include "unit/options.h"
 #include "unit/json_get.h"
 
 /* A channel that records every message sent on it. Replies to tools/call

@@ -15,27 +15,18 @@
 #include "tools/tooldef.h"
 #include "unit/langs.h"
 #include "unit/json_get.h"
+#include "unit/options.h"
 
 static struct config cfg;
 /* Python and JavaScript only (--languages), so the probe counts below are
  * those of two languages; the table's pool sizes (2 each). */
 static struct langtable *langs;
 
-/* The built-in table configured by these options (argv without the
- * program's name, NULL-terminated). */
-static struct langtable *table_of(char **args)
+/* The built-in table configured by the command line argv. */
+static struct langtable *table_of(char **argv)
 {
-    char *argv[16] = {"d"};
-    int argc = 1;
-    while (args[argc - 1])
-        argv[argc] = args[argc - 1], argc++;
-    argv[argc] = NULL;
-    char *none[] = {NULL};
     struct config c;
-    config_init(&c);
-    struct err err = ERR_INIT;
-    if (config_load(&c, argc, argv, none, &err) < 0)
-        fail_msg("%s", err_msg(&err));
+    options_load(&c, argv);
     struct langtable *t = test_langs(&c);
     config_free(&c);
     return t;
@@ -45,7 +36,7 @@ static int setup(void **state)
 {
     (void)state;
     config_init(&cfg);
-    char *two[] = {"--languages", "python,javascript", NULL};
+    char *two[] = {"d", "--languages", "python,javascript", NULL};
     langs = table_of(two);
     return 0;
 }
@@ -418,7 +409,7 @@ static void test_probe_once(void **state)
     assert_int_equal(atomic_load(&f.calls), 2);
     languages_free(l);
     /* --pool-size 0: no language keeps a pool, so no warm_pool. */
-    char *none[] = {"--languages", "python,javascript", "--pool-size", "0", NULL};
+    char *none[] = {"d", "--languages", "python,javascript", "--pool-size", "0", NULL};
     struct langtable *t = table_of(none);
     l = languages_new(&cfg, t, NULL);
     facts = languages_json(l, &cfg, NULL, 0);

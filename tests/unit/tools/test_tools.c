@@ -8,6 +8,7 @@
 #include "tools/tools.h"
 #include "unit/langs.h"
 #include "unit/json_get.h"
+#include "unit/options.h"
 
 static struct config cfg;
 /* The built-in table, configured by cfg (as main makes it). */
@@ -469,10 +470,8 @@ static void test_list_language_enum(void **state)
 
     /* A subset (--languages): its names and aliases only. */
     struct config sub;
-    config_init(&sub);
     char *argv[] = {"d", "--languages", "bash,python", NULL};
-    char *none[] = {NULL};
-    assert_int_equal(config_load(&sub, 3, argv, none, &err), 0);
+    options_load(&sub, argv);
     assert_int_equal(tools_env_init(&env, &sub, NULL, NULL, &err), 0);
     assert_int_equal(langtable_count(env.langs), 2);
     struct tools_features modern = {.annotations = true, .structured = true};
@@ -505,9 +504,8 @@ static void test_list_language_enum(void **state)
 
     /* Without a table or an exec, tools_env_init configures the built-in
      * one with cfg: options it refuses fail the init. */
-    config_init(&sub);
     char *bad[] = {"d", "--languages", "python,cobol", NULL};
-    assert_int_equal(config_load(&sub, 3, bad, none, &err), 0);
+    options_load(&sub, bad);
     assert_int_equal(tools_env_init(&env, &sub, NULL, NULL, &err), -1);
     assert_non_null(strstr(err_msg(&err), "--languages"));
     assert_non_null(strstr(err_msg(&err), "cobol"));
@@ -569,10 +567,8 @@ static void test_tools_by_runner(void **state)
     /* No in-process language: the definition's own enum, and a call
      * naming one is refused by name. */
     struct config sub;
-    config_init(&sub);
     char *argv[] = {"d", "--languages", "bash", NULL};
-    char *none[] = {NULL};
-    assert_int_equal(config_load(&sub, 3, argv, none, &err), 0);
+    options_load(&sub, argv);
     t = test_langs(&sub);
     def = registry_definition(validate, t, &err);
     json_object *e = json_get(

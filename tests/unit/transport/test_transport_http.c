@@ -17,7 +17,7 @@
 #include "transport/transport_http.h"
 #include "unit/langs.h"
 #include "unit/server_rig.h"
-#include "unit/config_list.h"
+#include "unit/options.h"
 #include "unit/json_get.h"
 
 /* ---- a server on 127.0.0.1, ephemeral port, no engine ---------------------- */

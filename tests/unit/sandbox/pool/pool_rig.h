@@ -13,7 +13,7 @@
 
 #include "fake_backend/fake_backend.h"
 #include "sandbox/run/exec.h"
-#include "unit/config_list.h"
+#include "unit/options.h"
 #include "unit/langs.h"
 
 #define GUARD 20000

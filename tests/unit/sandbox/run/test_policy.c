@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "sandbox/run/policy.h"
-#include "unit/config_list.h"
+#include "unit/options.h"
 
 /* Every test's options: the defaults, as a test leaves them. */
 static int setup(void **state)
