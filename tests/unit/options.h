@@ -37,4 +37,21 @@ static inline void options_load(struct config *cfg, char **argv)
         fail_msg("config_load: %s", err_msg(&err));
 }
 
+/* A cmocka setup and teardown: the test's state is a configuration with
+ * the defaults, for the test to change. */
+static inline int options_setup(void **state)
+{
+    struct config *cfg = xcalloc(1, sizeof(*cfg));
+    config_init(cfg);
+    *state = cfg;
+    return 0;
+}
+
+static inline int options_teardown(void **state)
+{
+    config_free(*state);
+    free(*state);
+    return 0;
+}
+
 #endif

@@ -8,22 +8,6 @@
 #include "sandbox/run/policy.h"
 #include "unit/options.h"
 
-/* Every test's options: the defaults, as a test leaves them. */
-static int setup(void **state)
-{
-    struct config *cfg = xcalloc(1, sizeof(*cfg));
-    config_init(cfg);
-    *state = cfg;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    config_free(*state);
-    free(*state);
-    return 0;
-}
-
 static const char *const X[] = {"x", NULL};
 
 /* The spec carries the operator's limits and the run's own. */
@@ -188,7 +172,7 @@ static void test_language_env(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, options_setup, options_teardown)
     const struct CMUnitTest tests[] = {
         T(test_spec),         T(test_network_is_the_callers),
         T(test_pass_through), T(test_syscalls_and_runtime),
