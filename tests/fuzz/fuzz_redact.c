@@ -108,6 +108,25 @@ static void percent_form(const unsigned char *v, size_t n, const char *keep, boo
     add_form(out, k, secret);
 }
 
+/* v with its tabs shown as \t; quoted, also with a backslash before
+ * every backslash and every quote (0: none). */
+static void escaped_form(const unsigned char *v, size_t n, bool quoted, char quote, int s)
+{
+    char out[FORM_MAX];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (quoted && (v[i] == '\\' || (quote && v[i] == quote)))
+            out[k++] = '\\';
+        if (v[i] == '\t') {
+            out[k++] = '\\';
+            out[k++] = 't';
+        } else {
+            out[k++] = (char)v[i];
+        }
+    }
+    add_form(out, k, s);
+}
+
 static void model_forms(void)
 {
     for (int s = 0; s < N_SECRETS; s++) {
@@ -130,34 +149,13 @@ static void model_forms(void)
                 for (int at_end = 0; at_end < 2; at_end++)
                     base64_form(v, n, offset, url, at_end, s);
         /* As shown escaped: these values' only control character is a tab. */
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (v[i] == '\t') {
-                out[k++] = '\\';
-                out[k++] = 't';
-            } else {
-                out[k++] = (char)v[i];
-            }
-        }
-        add_form(out, k, s);
+        escaped_form(v, n, false, 0, s);
         /* Inside a Python repr() with either quote escaped or none, and
          * inside a JSON string, which for these values (ASCII, their one
          * control character a tab) is the repr escaping '"'. */
-        static const char quotes[] = {'\'', '"', 0};
-        for (size_t q = 0; q < sizeof(quotes); q++) {
-            k = 0;
-            for (size_t i = 0; i < n; i++) {
-                if (v[i] == '\\' || (quotes[q] && v[i] == quotes[q]))
-                    out[k++] = '\\';
-                if (v[i] == '\t') {
-                    out[k++] = '\\';
-                    out[k++] = 't';
-                } else {
-                    out[k++] = (char)v[i];
-                }
-            }
-            add_form(out, k, s);
-        }
+        escaped_form(v, n, true, '\'', s);
+        escaped_form(v, n, true, '"', s);
+        escaped_form(v, n, true, 0, s);
     }
 }
 

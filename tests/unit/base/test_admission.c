@@ -81,21 +81,53 @@ static void wait_running(struct admission *a, size_t want)
     fail_msg("running %zu, want %zu", st.running, want);
 }
 
+/* An admission of this many workers and waiting places; it must start. */
+static struct admission *new_admission(size_t workers, size_t max_waiting,
+                                       size_t max_waiting_per_owner)
+{
+    struct err err = ERR_INIT;
+    struct admission *a = admission_new(workers, max_waiting, max_waiting_per_owner, &err);
+    if (!a)
+        fail_msg("admission_new: %s", err_msg(&err));
+    return a;
+}
+
+/* Submits job no for owner o (NULL: the pool's own), not held. */
+static void submit_as(struct admission *a, struct tjob *t, int no, struct admission_owner *o)
+{
+    tjob_init(t, no, false, 0);
+    t->job.owner = o;
+    assert_int_equal(admission_submit(a, &t->job), ADMISSION_QUEUED);
+}
+
+/* Submits t (number no, owner o or none), which holds the one worker
+ * until released, and waits until it runs. */
+static void submit_busy(struct admission *a, struct tjob *t, int no, struct admission_owner *o)
+{
+    tjob_init(t, no, true, 0);
+    t->job.owner = o;
+    assert_int_equal(admission_submit(a, &t->job), ADMISSION_QUEUED);
+    wait_running(a, 1);
+}
+
+/* One worker, busy with *busy (held), and *waiting in the queue. */
+static struct admission *one_busy_one_waiting(struct tjob *busy, struct tjob *waiting)
+{
+    struct admission *a = new_admission(1, 4, 4);
+    submit_busy(a, busy, 0, NULL);
+    submit_as(a, waiting, 1, NULL);
+    return a;
+}
+
 static void test_fifo_and_bounds(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 3, 3, &err);
-    assert_non_null(a);
+    struct admission *a = new_admission(1, 3, 3);
     n_order = 0;
     struct tjob j[6];
-    tjob_init(&j[0], 0, true, 0);
-    assert_int_equal(admission_submit(a, &j[0].job), 0);
-    wait_running(a, 1);
-    for (int i = 1; i <= 3; i++) {
-        tjob_init(&j[i], i, false, 0);
-        assert_int_equal(admission_submit(a, &j[i].job), 0);
-    }
+    submit_busy(a, &j[0], 0, NULL);
+    for (int i = 1; i <= 3; i++)
+        submit_as(a, &j[i], i, NULL);
     /* One running, three waiting: the fifth has no room. */
     tjob_init(&j[4], 4, false, 0);
     assert_int_equal(admission_submit(a, &j[4].job), -1);
@@ -111,14 +143,6 @@ static void test_fifo_and_bounds(void **state)
         assert_int_equal(order[i], i);
     assert_int_equal(atomic_load(&j[4].ran), 0);
     admission_free(a);
-}
-
-/* Submits job no for owner o (NULL: the pool's own), not held. */
-static void submit_as(struct admission *a, struct tjob *t, int no, struct admission_owner *o)
-{
-    tjob_init(t, no, false, 0);
-    t->job.owner = o;
-    assert_int_equal(admission_submit(a, &t->job), ADMISSION_QUEUED);
 }
 
 /* Waits up to 10 s until n runs have begun. */
@@ -154,16 +178,11 @@ static void assert_order(const int *want, int n)
 static void test_owners_take_turns(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 16, 16, &err);
-    assert_non_null(a);
+    struct admission *a = new_admission(1, 16, 16);
     struct admission_owner A = {0}, B = {0}, C = {0};
     n_order = 0;
     struct tjob j[8];
-    tjob_init(&j[0], 0, true, 0);
-    j[0].job.owner = &A;
-    assert_int_equal(admission_submit(a, &j[0].job), ADMISSION_QUEUED);
-    wait_running(a, 1);
+    submit_busy(a, &j[0], 0, &A);
     for (int i = 1; i <= 4; i++)
         submit_as(a, &j[i], i, &A); /* 1..4: A's backlog */
     submit_as(a, &j[5], 5, &B);
@@ -188,8 +207,7 @@ static void test_owners_take_turns(void **state)
 static void test_newcomer_gets_next_slot(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(2, 16, 16, &err);
+    struct admission *a = new_admission(2, 16, 16);
     struct admission_owner A = {0}, B = {0};
     n_order = 0;
     struct tjob held[2], j[6];
@@ -222,14 +240,10 @@ static void test_newcomer_gets_next_slot(void **state)
 static void test_owner_cap(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 3, 2, &err);
+    struct admission *a = new_admission(1, 3, 2);
     struct admission_owner A = {0}, B = {0}, C = {0};
     struct tjob busy, j[5];
-    tjob_init(&busy, 0, true, 0);
-    busy.job.owner = &A;
-    assert_int_equal(admission_submit(a, &busy.job), ADMISSION_QUEUED);
-    wait_running(a, 1);
+    submit_busy(a, &busy, 0, &A);
     submit_as(a, &j[0], 1, &A);
     submit_as(a, &j[1], 2, &A);
     tjob_init(&j[2], 3, false, 0);
@@ -254,15 +268,11 @@ static void test_owner_cap(void **state)
 static void test_owner_withdraw_and_expire(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 8, 8, &err);
+    struct admission *a = new_admission(1, 8, 8);
     struct admission_owner A = {0}, B = {0}, C = {0};
     n_order = 0;
     struct tjob busy, a1, a2, b1, c1, c2;
-    tjob_init(&busy, 0, true, 0);
-    busy.job.owner = &C;
-    assert_int_equal(admission_submit(a, &busy.job), ADMISSION_QUEUED);
-    wait_running(a, 1);
+    submit_busy(a, &busy, 0, &C);
     submit_as(a, &a1, 1, &A);
     submit_as(a, &a2, 2, &A);
     tjob_init(&b1, 3, false, util_now_ms() + 50);
@@ -295,8 +305,7 @@ static void test_owner_withdraw_and_expire(void **state)
 static void test_no_queue_takes_only_idle_workers(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(2, 0, 0, &err);
+    struct admission *a = new_admission(2, 0, 0);
     struct tjob j[3];
     tjob_init(&j[0], 0, true, 0);
     tjob_init(&j[1], 1, true, 0);
@@ -330,8 +339,7 @@ static void t_run_give_back(struct admission_job *job)
 static void test_slot_given_back_early(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 0, 0, &err);
+    struct admission *a = new_admission(1, 0, 0);
     slot_pool = a;
     struct tjob j[3];
     tjob_init(&j[0], 0, true, 0);
@@ -355,12 +363,9 @@ static void test_slot_given_back_early(void **state)
 static void test_deadline_refuses(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 4, 4, &err);
+    struct admission *a = new_admission(1, 4, 4);
     struct tjob busy, late, patient;
-    tjob_init(&busy, 0, true, 0);
-    assert_int_equal(admission_submit(a, &busy.job), 0);
-    wait_running(a, 1);
+    submit_busy(a, &busy, 0, NULL);
     tjob_init(&late, 1, false, util_now_ms() + 50);
     tjob_init(&patient, 2, false, util_now_ms() + 60000);
     assert_int_equal(admission_submit(a, &late.job), 0);
@@ -378,14 +383,8 @@ static void test_deadline_refuses(void **state)
 static void test_withdraw(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 4, 4, &err);
     struct tjob busy, waiting;
-    tjob_init(&busy, 0, true, 0);
-    tjob_init(&waiting, 1, false, 0);
-    assert_int_equal(admission_submit(a, &busy.job), 0);
-    wait_running(a, 1);
-    assert_int_equal(admission_submit(a, &waiting.job), 0);
+    struct admission *a = one_busy_one_waiting(&busy, &waiting);
     assert_true(admission_withdraw(a, &waiting.job));
     assert_false(admission_withdraw(a, &waiting.job));
     assert_false(admission_withdraw(a, &busy.job)); /* running */
@@ -400,14 +399,8 @@ static void test_withdraw(void **state)
 static void test_free_refuses_waiting(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
-    struct admission *a = admission_new(1, 4, 4, &err);
     struct tjob busy, waiting;
-    tjob_init(&busy, 0, true, 0);
-    tjob_init(&waiting, 1, false, 0);
-    assert_int_equal(admission_submit(a, &busy.job), 0);
-    wait_running(a, 1);
-    assert_int_equal(admission_submit(a, &waiting.job), 0);
+    struct admission *a = one_busy_one_waiting(&busy, &waiting);
     atomic_store(&busy.hold, false); /* free waits for the running job */
     admission_free(a);
     assert_int_equal(atomic_load(&busy.ran), 1);
@@ -487,10 +480,8 @@ static void *submitter(void *arg)
 static void test_stress(void **state)
 {
     (void)state;
-    struct err err = ERR_INIT;
     int before = count_threads();
-    struct admission *a = admission_new(4, 16, 6, &err);
-    assert_non_null(a);
+    struct admission *a = new_admission(4, 16, 6);
     struct sjob *all = calloc(STRESS_THREADS * STRESS_JOBS, sizeof(*all));
     pthread_t th[STRESS_THREADS];
     struct stress *per = calloc(STRESS_THREADS, sizeof(*per)); /* counters summed below */

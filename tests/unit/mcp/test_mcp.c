@@ -13,6 +13,8 @@
 #include "tools/tools.h"
 #include "unit/langs.h"
 #include "unit/server_rig.h"
+#include "unit/options.h"
+#include "unit/json_get.h"
 
 /* A channel that records every message sent on it. Replies to tools/call
  * come from the call's own thread, where cmocka must not assert (it
@@ -118,17 +120,9 @@ static void send0(struct fixture *f, const char *text)
     assert_int_equal(count(f), before);
 }
 
-static json_object *get(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v))
-        fail_msg("no '%s' in %s", key, json_object_to_json_string(o));
-    return v;
-}
-
 static int error_code(json_object *reply)
 {
-    return json_object_get_int(get(get(reply, "error"), "code"));
+    return json_object_get_int(json_get(json_get(reply, "error"), "code"));
 }
 
 static void init(struct fixture *f, const char *version)
@@ -139,7 +133,7 @@ static void init(struct fixture *f, const char *version)
                           version);
     json_object *r = send1(f, msg);
     free(msg);
-    get(r, "result");
+    json_get(r, "result");
     send0(f, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
 }
 
@@ -148,12 +142,12 @@ static void test_initialize_negotiation(void **state)
     struct fixture *f = *state;
     json_object *r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
                               "\"protocolVersion\":\"1999-01-01\",\"capabilities\":{}}}");
-    json_object *res = get(r, "result");
-    assert_string_equal(json_object_get_string(get(res, "protocolVersion")), "2025-11-25");
-    assert_string_equal(json_object_get_string(get(get(res, "serverInfo"), "name")),
+    json_object *res = json_get(r, "result");
+    assert_string_equal(json_object_get_string(json_get(res, "protocolVersion")), "2025-11-25");
+    assert_string_equal(json_object_get_string(json_get(json_get(res, "serverInfo"), "name")),
                         MCP_SERVER_NAME);
-    get(get(res, "capabilities"), "tools");
-    get(get(res, "capabilities"), "logging");
+    json_get(json_get(res, "capabilities"), "tools");
+    json_get(json_get(res, "capabilities"), "logging");
     /* A session initializes once. */
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{"
                  "\"protocolVersion\":\"2025-06-18\"}}");
@@ -181,7 +175,7 @@ static void test_initialize_log_line(void **state)
     fcntl(fds[0], F_SETFL, O_NONBLOCK);
     ssize_t n = read(fds[0], out, sizeof(out) - 1);
     close(fds[0]);
-    get(r, "result");
+    json_get(r, "result");
     assert_true(n > 0);
     out[n] = '\0';
     assert_non_null(strchr(out, '\n'));
@@ -211,8 +205,8 @@ static void test_before_initialize(void **state)
 {
     struct fixture *f = *state;
     json_object *r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":\"p\",\"method\":\"ping\"}");
-    assert_string_equal(json_object_get_string(get(r, "id")), "p");
-    get(r, "result");
+    assert_string_equal(json_object_get_string(json_get(r, "id")), "p");
+    json_get(r, "result");
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/list\"}");
     assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{}}");
@@ -225,10 +219,10 @@ static void test_errors(void **state)
     init(f, "2025-11-25");
     json_object *r = send1(f, "{not json");
     assert_int_equal(error_code(r), JSONRPC_PARSE_ERROR);
-    assert_true(json_object_is_type(get(r, "id"), json_type_null));
+    assert_true(json_object_is_type(json_get(r, "id"), json_type_null));
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":5}");
     assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
-    assert_int_equal(json_object_get_int(get(r, "id")), 5);
+    assert_int_equal(json_object_get_int(json_get(r, "id")), 5);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"no/such\"}");
     assert_int_equal(error_code(r), JSONRPC_METHOD_NOT_FOUND);
     /* The echoed name is cut at 128 bytes, never inside a character: a euro
@@ -238,7 +232,7 @@ static void test_errors(void **state)
              "{\"jsonrpc\":\"2.0\",\"id\":61,\"method\":\"%0127d\xe2\x82\xac tail\"}", 0);
     r = send1(f, long_method);
     assert_int_equal(error_code(r), JSONRPC_METHOD_NOT_FOUND);
-    const char *msg = json_object_get_string(get(get(r, "error"), "message"));
+    const char *msg = json_object_get_string(json_get(json_get(r, "error"), "message"));
     assert_true(util_utf8_valid(msg, strlen(msg)));
     assert_int_equal(strlen(msg), strlen("Method not found: ") + 127);
     send0(f, "{\"jsonrpc\":\"2.0\",\"method\":\"no/such/notification\"}");
@@ -248,7 +242,7 @@ static void test_errors(void **state)
     assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"logging/setLevel\",\"params\":{"
                  "\"level\":\"warning\"}}");
-    assert_int_equal(json_object_object_length(get(r, "result")), 0);
+    assert_int_equal(json_object_object_length(json_get(r, "result")), 0);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{"
                  "\"name\":\"nope\"}}");
     assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
@@ -272,15 +266,15 @@ static void test_batch_2025_03_26(void **state)
     assert_true(json_object_is_type(r, json_type_array));
     assert_int_equal(json_object_array_length(r), 3);
     json_object *call = json_object_array_get_idx(r, 2);
-    assert_int_equal(json_object_get_int(get(call, "id")), 3);
-    assert_true(json_object_get_boolean(get(get(call, "result"), "isError")));
+    assert_int_equal(json_object_get_int(json_get(call, "id")), 3);
+    assert_true(json_object_get_boolean(json_get(json_get(call, "result"), "isError")));
     send0(f, "[{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}]");
     r = send1(f, "[]");
     assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}");
-    json_object *tool = json_object_array_get_idx(get(get(r, "result"), "tools"), 0);
+    json_object *tool = json_object_array_get_idx(json_get(json_get(r, "result"), "tools"), 0);
     /* 2025-03-26 has annotations but no outputSchema. */
-    get(tool, "annotations");
+    json_get(tool, "annotations");
     assert_false(json_object_object_get_ex(tool, "outputSchema", NULL));
 }
 
@@ -297,8 +291,8 @@ static void test_batch_caps(void **state)
                               "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"},"
                               "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"}]");
     assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
-    assert_non_null(
-        strstr(json_object_get_string(get(get(r, "error"), "message")), "--max-batch-items"));
+    assert_non_null(strstr(json_object_get_string(json_get(json_get(r, "error"), "message")),
+                           "--max-batch-items"));
     /* One tools/list answer fits, the next ones do not. */
     size_t one = strlen(json_object_to_json_string_ext(
         send1(f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\"}"),
@@ -311,12 +305,13 @@ static void test_batch_caps(void **state)
     assert_int_equal(json_object_array_length(r), 3);
     size_t total = strlen(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
     assert_true(total < one + one / 2 + 1024);
-    get(get(json_object_array_get_idx(r, 0), "result"), "tools");
+    json_get(json_get(json_object_array_get_idx(r, 0), "result"), "tools");
     json_object *e = json_object_array_get_idx(r, 1);
-    assert_int_equal(json_object_get_int(get(e, "id")), 2);
+    assert_int_equal(json_object_get_int(json_get(e, "id")), 2);
     assert_int_equal(error_code(e), JSONRPC_SERVER_ERROR);
-    assert_non_null(strstr(json_object_get_string(get(get(e, "error"), "message")), "on its own"));
-    get(json_object_array_get_idx(r, 2), "result");
+    assert_non_null(
+        strstr(json_object_get_string(json_get(json_get(e, "error"), "message")), "on its own"));
+    json_get(json_object_array_get_idx(r, 2), "result");
 }
 
 /* No network is what tools/list says by default; with --allow-network the
@@ -326,50 +321,49 @@ static void test_network_declared(void **state)
     struct fixture *f = *state;
     init(f, "2025-06-18");
     json_object *r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
-    json_object *tool = json_object_array_get_idx(get(get(r, "result"), "tools"), 0);
-    assert_non_null(strstr(json_object_get_string(get(tool, "description")),
+    json_object *tool = json_object_array_get_idx(json_get(json_get(r, "result"), "tools"), 0);
+    assert_non_null(strstr(json_object_get_string(json_get(tool, "description")),
                            "No network access; a call cannot change that."));
-    assert_false(json_object_get_boolean(get(get(tool, "annotations"), "openWorldHint")));
+    assert_false(json_object_get_boolean(json_get(json_get(tool, "annotations"), "openWorldHint")));
 
     mcp_session_free(f->s);
     mcp_server_free(f->g.srv);
-    f->g.cfg.allow_network.items = xrealloc(f->g.cfg.allow_network.items, 2 * sizeof(char *));
-    f->g.cfg.allow_network.items[0] = xstrdup("python");
-    f->g.cfg.allow_network.items[1] = NULL;
-    f->g.cfg.allow_network.n = 1;
+    set_list(&f->g.cfg.allow_network, (const char *const[]){"python"}, 1);
     struct err err = ERR_INIT;
     f->g.srv = mcp_server_new(&f->g.cfg, f->g.exec, &err);
     assert_non_null(f->g.srv);
     f->s = mcp_session_new(f->g.srv);
     init(f, "2025-06-18");
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
-    tool = json_object_array_get_idx(get(get(r, "result"), "tools"), 0);
-    assert_non_null(strstr(json_object_get_string(get(tool, "description")),
+    tool = json_object_array_get_idx(json_get(json_get(r, "result"), "tools"), 0);
+    assert_non_null(strstr(json_object_get_string(json_get(tool, "description")),
                            "Network access for python only (the operator allows it)"));
-    assert_true(json_object_get_boolean(get(get(tool, "annotations"), "openWorldHint")));
+    assert_true(json_object_get_boolean(json_get(json_get(tool, "annotations"), "openWorldHint")));
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":{"
                  "\"uri\":\"mcp-sandboxd://environment\"}}");
-    json_object *c0 = json_object_array_get_idx(get(get(r, "result"), "contents"), 0);
-    json_object *env = json_tokener_parse(json_object_get_string(get(c0, "text")));
-    assert_string_equal(json_object_get_string(get(get(env, "network"), "python")), "bridge");
-    assert_string_equal(json_object_get_string(get(get(env, "network"), "javascript")), "none");
+    json_object *c0 = json_object_array_get_idx(json_get(json_get(r, "result"), "contents"), 0);
+    json_object *env = json_tokener_parse(json_object_get_string(json_get(c0, "text")));
+    assert_string_equal(json_object_get_string(json_get(json_get(env, "network"), "python")),
+                        "bridge");
+    assert_string_equal(json_object_get_string(json_get(json_get(env, "network"), "javascript")),
+                        "none");
     /* One entry per language of the table. */
-    assert_int_equal(json_object_object_length(get(env, "network")), 8);
-    assert_string_equal(json_object_get_string(get(get(env, "network"), "typescript")), "none");
+    assert_int_equal(json_object_object_length(json_get(env, "network")), 8);
+    assert_string_equal(json_object_get_string(json_get(json_get(env, "network"), "typescript")),
+                        "none");
     json_object_put(env);
 
     /* Named by aliases, in any case: the table's names in the text. */
     mcp_session_free(f->s);
     mcp_server_free(f->g.srv);
-    free(f->g.cfg.allow_network.items[0]);
-    f->g.cfg.allow_network.items[0] = xstrdup("SH");
+    set_list(&f->g.cfg.allow_network, (const char *const[]){"SH"}, 1);
     f->g.srv = mcp_server_new(&f->g.cfg, f->g.exec, &err);
     assert_non_null(f->g.srv);
     f->s = mcp_session_new(f->g.srv);
     init(f, "2025-06-18");
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}");
-    tool = json_object_array_get_idx(get(get(r, "result"), "tools"), 0);
-    assert_non_null(strstr(json_object_get_string(get(tool, "description")),
+    tool = json_object_array_get_idx(json_get(json_get(r, "result"), "tools"), 0);
+    assert_non_null(strstr(json_object_get_string(json_get(tool, "description")),
                            "Network access for bash only (the operator allows it)"));
 }
 
@@ -380,20 +374,20 @@ static void test_call_without_engine(void **state)
     json_object *r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":\"c1\",\"method\":\"tools/call\","
                               "\"params\":{\"name\":\"run_python_code\",\"arguments\":{"
                               "\"code\":\"print(1)\"}}}");
-    json_object *res = get(r, "result");
-    assert_true(json_object_get_boolean(get(res, "isError")));
-    json_object *sc = get(res, "structuredContent");
-    assert_string_equal(json_object_get_string(get(sc, "status")), "error");
-    const char *msg = json_object_get_string(get(sc, "message"));
+    json_object *res = json_get(r, "result");
+    assert_true(json_object_get_boolean(json_get(res, "isError")));
+    json_object *sc = json_get(res, "structuredContent");
+    assert_string_equal(json_object_get_string(json_get(sc, "status")), "error");
+    const char *msg = json_object_get_string(json_get(sc, "message"));
     if (!strstr(msg, "fake backend: down"))
         fail_msg("message does not say what the backend said: %s", msg);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":\"c2\",\"method\":\"tools/call\","
                  "\"params\":{\"name\":\"execute_code\",\"arguments\":{\"code\":\"1\"}}}");
-    res = get(r, "result");
-    assert_true(json_object_get_boolean(get(res, "isError")));
+    res = json_get(r, "result");
+    assert_true(json_object_get_boolean(json_get(res, "isError")));
     assert_false(json_object_object_get_ex(res, "structuredContent", NULL));
-    const char *text =
-        json_object_get_string(get(json_object_array_get_idx(get(res, "content"), 0), "text"));
+    const char *text = json_object_get_string(
+        json_get(json_object_array_get_idx(json_get(res, "content"), 0), "text"));
     assert_non_null(strstr(text, "language"));
 }
 
@@ -402,31 +396,35 @@ static void test_resources_prompts_completion(void **state)
     struct fixture *f = *state;
     init(f, "2025-11-25");
     json_object *r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"resources/list\"}");
-    json_object *res0 = json_object_array_get_idx(get(get(r, "result"), "resources"), 0);
-    assert_string_equal(json_object_get_string(get(res0, "uri")), "mcp-sandboxd://environment");
+    json_object *res0 = json_object_array_get_idx(json_get(json_get(r, "result"), "resources"), 0);
+    assert_string_equal(json_object_get_string(json_get(res0, "uri")),
+                        "mcp-sandboxd://environment");
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"resources/read\",\"params\":{"
                  "\"uri\":\"mcp-sandboxd://environment\"}}");
-    json_object *c0 = json_object_array_get_idx(get(get(r, "result"), "contents"), 0);
-    json_object *env = json_tokener_parse(json_object_get_string(get(c0, "text")));
-    assert_string_equal(json_object_get_string(get(get(env, "network"), "python")), "none");
-    assert_string_equal(json_object_get_string(get(get(env, "network"), "javascript")), "none");
+    json_object *c0 = json_object_array_get_idx(json_get(json_get(r, "result"), "contents"), 0);
+    json_object *env = json_tokener_parse(json_object_get_string(json_get(c0, "text")));
+    assert_string_equal(json_object_get_string(json_get(json_get(env, "network"), "python")),
+                        "none");
+    assert_string_equal(json_object_get_string(json_get(json_get(env, "network"), "javascript")),
+                        "none");
     json_object_put(env);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/read\",\"params\":{"
                  "\"uri\":\"file:///etc/passwd\"}}");
     assert_int_equal(error_code(r), MCP_RESOURCE_NOT_FOUND);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"resources/subscribe\",\"params\":{"
                  "\"uri\":\"test://watched-resource\"}}");
-    get(r, "result");
+    json_get(r, "result");
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"prompts/list\"}");
-    assert_int_equal(json_object_array_length(get(get(r, "result"), "prompts")), 0);
+    assert_int_equal(json_object_array_length(json_get(json_get(r, "result"), "prompts")), 0);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"prompts/get\",\"params\":{"
                  "\"name\":\"x\"}}");
     assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"completion/complete\",\"params\":{"
                  "\"ref\":{\"type\":\"ref/prompt\",\"name\":\"p\"},\"argument\":{\"name\":\"a\","
                  "\"value\":\"t\"}}}");
-    assert_int_equal(json_object_array_length(get(get(get(r, "result"), "completion"), "values")),
-                     0);
+    assert_int_equal(
+        json_object_array_length(json_get(json_get(json_get(r, "result"), "completion"), "values")),
+        0);
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"completion/complete\"}");
     assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
 }

@@ -31,6 +31,7 @@
 #include "unit/threads.h"
 #include "unit/langs.h"
 #include "unit/server_rig.h"
+#include "unit/json_get.h"
 
 /* ---- a channel that keeps every reply as text ----------------------------- */
 
@@ -88,18 +89,9 @@ static size_t sink_wait(struct sink *k, size_t want)
 
 static json_object *parsed(struct sink *k, size_t i)
 {
-    json_object *o = json_tokener_parse(k->texts[i]);
-    if (!o)
-        fail_msg("reply %zu is not JSON: %.200s", i, k->texts[i]);
-    return o;
-}
-
-static json_object *get(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v))
-        fail_msg("no '%s' in %.300s", key, json_object_to_json_string(o));
-    return v;
+    char what[32];
+    snprintf(what, sizeof(what), "reply %zu", i);
+    return json_parse_or_fail(what, k->texts[i]);
 }
 
 /* The reply with this integer id, parsed (caller puts), or NULL. */
@@ -118,7 +110,8 @@ static json_object *reply_for(struct sink *k, int id)
 
 static const char *status_of(json_object *reply)
 {
-    return json_object_get_string(get(get(get(reply, "result"), "structuredContent"), "status"));
+    return json_object_get_string(
+        json_get(json_get(json_get(reply, "result"), "structuredContent"), "status"));
 }
 
 /* ---- a server ------------------------------------------------------------ */
@@ -227,7 +220,7 @@ static void test_tools_list_many_threads(void **state)
     assert_non_null(res0);
     char *first = xstrdup(res0);
     json_object *o = parsed(&ls[0].k, 0);
-    assert_int_equal(json_object_array_length(get(get(o, "result"), "tools")), 5);
+    assert_int_equal(json_object_array_length(json_get(json_get(o, "result"), "tools")), 5);
     json_object_put(o);
     for (int t = 0; t < LIST_THREADS; t++) {
         assert_int_equal(ls[t].k.n, LIST_ROUNDS);
@@ -335,8 +328,8 @@ static void test_calls_beyond_slots_wait(void **state)
         /* Each call's own timeout_ms ended its wait for the stalled engine. */
         if (strcmp(st, "timeout") != 0)
             fail_msg("call %d: status %s, want timeout (stalled engine)", id, st);
-        const char *msg =
-            json_object_get_string(get(get(get(r, "result"), "structuredContent"), "message"));
+        const char *msg = json_object_get_string(
+            json_get(json_get(json_get(r, "result"), "structuredContent"), "message"));
         if (!strstr(msg, "fake backend"))
             fail_msg("call %d: message does not say what the backend said: %s", id, msg);
         json_object_put(r);
@@ -367,7 +360,7 @@ static void test_busy_past_the_queue(void **state)
         assert_non_null(r);
         if (strcmp(status_of(r), "busy") == 0) {
             busy++;
-            assert_true(json_object_get_boolean(get(get(r, "result"), "isError")));
+            assert_true(json_object_get_boolean(json_get(json_get(r, "result"), "isError")));
         }
         json_object_put(r);
     }
@@ -436,11 +429,11 @@ static void test_close_with_queued_calls(void **state)
 static int id_at(struct sink *k, size_t i, const char *option)
 {
     json_object *o = parsed(k, i);
-    int id = json_object_get_int(get(o, "id"));
+    int id = json_object_get_int(json_get(o, "id"));
     if (option) {
         assert_string_equal(status_of(o), "busy");
-        const char *msg =
-            json_object_get_string(get(get(get(o, "result"), "structuredContent"), "message"));
+        const char *msg = json_object_get_string(
+            json_get(json_get(json_get(o, "result"), "structuredContent"), "message"));
         if (!strstr(msg, option))
             fail_msg("call %d: busy for another reason than %s: %s", id, option, msg);
     }
@@ -556,12 +549,12 @@ static void test_list_languages_aside(void **state)
     send_text(s, &k, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}");
     assert_int_equal(sink_wait(&k, 1), 1);
     json_object *first = parsed(&k, 0);
-    assert_int_equal(json_object_get_int(get(first, "id")), 6);
+    assert_int_equal(json_object_get_int(json_get(first, "id")), 6);
     json_object_put(first);
     assert_int_equal(sink_wait(&k, 2), 2);
     json_object *langs = reply_for(&k, 5);
     assert_non_null(langs);
-    assert_false(json_object_get_boolean(get(get(langs, "result"), "isError")));
+    assert_false(json_object_get_boolean(json_get(json_get(langs, "result"), "isError")));
     json_object_put(langs);
     mcp_session_free(s);
     sink_free(&k);

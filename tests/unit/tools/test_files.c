@@ -11,6 +11,7 @@
 #include "base/util.h"
 #include "tools/files_arg.h"
 #include "tools/files_result.h"
+#include "unit/options.h"
 
 static json_object *parse(const char *text)
 {
@@ -38,16 +39,14 @@ static void check_arg_error(const struct config *cfg, const char *args, enum err
 
 static void test_arg(void **state)
 {
-    (void)state;
-    struct config cfg;
-    config_init(&cfg);
+    struct config *cfg = *state;
     json_object *a = parse("{\"files\": [{\"path\": \"./d//in.csv\", \"content\": \"a,b\"},"
                            "{\"path\": \"raw\", \"content\": \"AP8=\", \"encoding\": \"base64\"}],"
                            "\"output_files\": [\"**/*.png\", \"./r.md\"]}");
     struct run fa;
     run_init(&fa);
     struct err err = ERR_INIT;
-    assert_int_equal(files_arg_parse(&cfg, a, &fa, &err), 0);
+    assert_int_equal(files_arg_parse(cfg, a, &fa, &err), 0);
     json_object_put(a); /* copies: nothing points into the request */
     assert_int_equal(fa.n_files, 2);
     assert_string_equal(fa.files[0].path, "d/in.csv");
@@ -61,56 +60,50 @@ static void test_arg(void **state)
 
     /* Neither argument: nothing. */
     a = parse("{}");
-    assert_int_equal(files_arg_parse(&cfg, a, &fa, &err), 0);
+    assert_int_equal(files_arg_parse(cfg, a, &fa, &err), 0);
     assert_int_equal(fa.n_files + fa.n_patterns, 0);
     run_free(&fa);
     json_object_put(a);
-    config_free(&cfg);
 }
 
 static void test_arg_refused(void **state)
 {
-    (void)state;
-    struct config cfg;
-    config_init(&cfg);
-    cfg.max_files_in = 2;
-    cfg.max_file_in_bytes = 4;
-    cfg.max_files_in_bytes = 6;
+    struct config *cfg = *state;
+    cfg->max_files_in = 2;
+    cfg->max_file_in_bytes = 4;
+    cfg->max_files_in_bytes = 6;
     check_arg_error(
-        &cfg,
-        "{\"files\":[{\"path\":\"a\",\"content\":\"\"},{\"path\":\"../b\",\"content\":\"\"}]}",
+        cfg, "{\"files\":[{\"path\":\"a\",\"content\":\"\"},{\"path\":\"../b\",\"content\":\"\"}]}",
         ERR_INVALID, "files[1].path");
     check_arg_error(
-        &cfg, "{\"files\":[{\"path\":\"a\",\"content\":\"\"},{\"path\":\"./a\",\"content\":\"\"}]}",
+        cfg, "{\"files\":[{\"path\":\"a\",\"content\":\"\"},{\"path\":\"./a\",\"content\":\"\"}]}",
         ERR_INVALID, "clashes with files[0]");
     check_arg_error(
-        &cfg, "{\"files\":[{\"path\":\"a/b\",\"content\":\"\"},{\"path\":\"a\",\"content\":\"\"}]}",
+        cfg, "{\"files\":[{\"path\":\"a/b\",\"content\":\"\"},{\"path\":\"a\",\"content\":\"\"}]}",
         ERR_INVALID, "clashes");
-    check_arg_error(&cfg,
-                    "{\"files\":[{\"path\":\"a\",\"content\":\"x\",\"encoding\":\"base64\"}]}",
+    check_arg_error(cfg, "{\"files\":[{\"path\":\"a\",\"content\":\"x\",\"encoding\":\"base64\"}]}",
                     ERR_INVALID, "not base64");
-    check_arg_error(&cfg, "{\"files\":[{\"path\":\"a\",\"content\":\"12345\"}]}", ERR_TOO_BIG,
+    check_arg_error(cfg, "{\"files\":[{\"path\":\"a\",\"content\":\"12345\"}]}", ERR_TOO_BIG,
                     "--max-file-in-bytes");
     check_arg_error(
-        &cfg,
+        cfg,
         "{\"files\":[{\"path\":\"a\",\"content\":\"1234\"},{\"path\":\"b\",\"content\":\"123\"}]}",
         ERR_TOO_BIG, "--max-files-in-bytes");
     check_arg_error(
-        &cfg,
+        cfg,
         "{\"files\":[{\"path\":\"a\",\"content\":\"\"},{\"path\":\"b\",\"content\":\"\"},"
         "{\"path\":\"c\",\"content\":\"\"}]}",
         ERR_TOO_BIG, "--max-files-in");
-    check_arg_error(&cfg, "{\"output_files\":[\"ok\", \"/abs\"]}", ERR_INVALID, "output_files[1]");
+    check_arg_error(cfg, "{\"output_files\":[\"ok\", \"/abs\"]}", ERR_INVALID, "output_files[1]");
     /* Base64 sizes are the decoded ones: 8 characters are 6 bytes. */
-    cfg.max_file_in_bytes = 6;
+    cfg->max_file_in_bytes = 6;
     json_object *a =
         parse("{\"files\":[{\"path\":\"a\",\"content\":\"AAAAAAAA\",\"encoding\":\"base64\"}]}");
     struct run fa;
     run_init(&fa);
-    assert_int_equal(files_arg_parse(&cfg, a, &fa, NULL), 0);
+    assert_int_equal(files_arg_parse(cfg, a, &fa, NULL), 0);
     run_free(&fa);
     json_object_put(a);
-    config_free(&cfg);
 }
 
 static const char PNG[] = "\x89PNG\r\n\x1a\nrest-of-png";
@@ -144,13 +137,11 @@ static const char *types(json_object *blocks, char *out, size_t cap)
 
 static void test_result(void **state)
 {
-    (void)state;
-    struct config cfg;
-    config_init(&cfg);
-    cfg.max_inline_image_bytes = 100;
-    cfg.max_inline_text_bytes = 10;
+    struct config *cfg = *state;
+    cfg->max_inline_image_bytes = 100;
+    cfg->max_inline_text_bytes = 10;
     struct runstore *store = runstore_new(60000, 1 << 20, 0);
-    struct files_result_ctx ctx = {.cfg = &cfg, .store = store, .owner = "me"};
+    struct files_result_ctx ctx = {.cfg = cfg, .store = store, .owner = "me"};
     struct outfiles of;
     outfiles_init(&of, &(struct outfiles_caps){0}, NULL);
     add_file(&of, "plot-1.png", true, PNG, sizeof(PNG) - 1);
@@ -239,7 +230,6 @@ static void test_result(void **state)
 
     outfiles_free(&of);
     runstore_free(store);
-    config_free(&cfg);
 }
 
 static void test_mime(void **state)
@@ -256,9 +246,9 @@ static void test_mime(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_arg),
-        cmocka_unit_test(test_arg_refused),
-        cmocka_unit_test(test_result),
+        cmocka_unit_test_setup_teardown(test_arg, options_setup, options_teardown),
+        cmocka_unit_test_setup_teardown(test_arg_refused, options_setup, options_teardown),
+        cmocka_unit_test_setup_teardown(test_result, options_setup, options_teardown),
         cmocka_unit_test(test_mime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

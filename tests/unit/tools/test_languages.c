@@ -14,27 +14,19 @@
 #include "tools/schema.h"
 #include "tools/tooldef.h"
 #include "unit/langs.h"
+#include "unit/json_get.h"
+#include "unit/options.h"
 
 static struct config cfg;
 /* Python and JavaScript only (--languages), so the probe counts below are
  * those of two languages; the table's pool sizes (2 each). */
 static struct langtable *langs;
 
-/* The built-in table configured by these options (argv without the
- * program's name, NULL-terminated). */
-static struct langtable *table_of(char **args)
+/* The built-in table configured by the command line argv. */
+static struct langtable *table_of(char **argv)
 {
-    char *argv[16] = {"d"};
-    int argc = 1;
-    while (args[argc - 1])
-        argv[argc] = args[argc - 1], argc++;
-    argv[argc] = NULL;
-    char *none[] = {NULL};
     struct config c;
-    config_init(&c);
-    struct err err = ERR_INIT;
-    if (config_load(&c, argc, argv, none, &err) < 0)
-        fail_msg("%s", err_msg(&err));
+    options_load(&c, argv);
     struct langtable *t = test_langs(&c);
     config_free(&c);
     return t;
@@ -44,7 +36,7 @@ static int setup(void **state)
 {
     (void)state;
     config_init(&cfg);
-    char *two[] = {"--languages", "python,javascript", NULL};
+    char *two[] = {"d", "--languages", "python,javascript", NULL};
     langs = table_of(two);
     return 0;
 }
@@ -55,14 +47,6 @@ static int teardown(void **state)
     langtable_free(langs);
     config_free(&cfg);
     return 0;
-}
-
-static json_object *get(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v))
-        fail_msg("no member %s in %s", key, json_object_to_json_string(o));
-    return v;
 }
 
 /* ---- the probe's answer ---------------------------------------------------- */
@@ -349,7 +333,7 @@ static int fake_probe(void *ctx, const struct langtable_lang *lang, struct exec_
 static json_object *schema_of_tool(void)
 {
     json_object *def = json_tokener_parse(tooldef_list_languages);
-    json_object *schema = json_object_get(get(def, "outputSchema"));
+    json_object *schema = json_object_get(json_get(def, "outputSchema"));
     json_object_put(def);
     return schema;
 }
@@ -365,7 +349,7 @@ static void check_schema(json_object *facts)
 
 static json_object *lang_of(json_object *facts, size_t i)
 {
-    return json_object_array_get_idx(get(facts, "languages"), i);
+    return json_object_array_get_idx(json_get(facts, "languages"), i);
 }
 
 static void test_no_backend(void **state)
@@ -377,13 +361,14 @@ static void test_no_backend(void **state)
     check_schema(facts);
     for (size_t i = 0; i < 2; i++) {
         json_object *x = lang_of(facts, i);
-        assert_true(json_object_is_type(get(x, "version"), json_type_null));
-        assert_int_equal(json_object_object_length(get(x, "packages")), 0);
-        assert_string_equal(json_object_get_string(get(x, "version_error")),
+        assert_true(json_object_is_type(json_get(x, "version"), json_type_null));
+        assert_int_equal(json_object_object_length(json_get(x, "packages")), 0);
+        assert_string_equal(json_object_get_string(json_get(x, "version_error")),
                             "no sandbox backend to read it from");
         assert_false(json_object_object_get_ex(x, "sandbox_io", NULL));
     }
-    assert_string_equal(json_object_get_string(get(lang_of(facts, 1), "language")), "javascript");
+    assert_string_equal(json_object_get_string(json_get(lang_of(facts, 1), "language")),
+                        "javascript");
     json_object_put(facts);
     languages_free(l);
     languages_free(NULL);
@@ -396,7 +381,7 @@ static void test_probe_once(void **state)
     struct languages *l = languages_new_probe(&cfg, langs, fake_probe, &f, 60000);
     /* Before the thread starts: nothing read, nothing waited for. */
     json_object *facts = languages_json(l, &cfg, NULL, 1000);
-    assert_string_equal(json_object_get_string(get(lang_of(facts, 0), "version_error")),
+    assert_string_equal(json_object_get_string(json_get(lang_of(facts, 0), "version_error")),
                         "not read yet");
     json_object_put(facts);
     assert_int_equal(languages_start(l, NULL), 0);
@@ -404,13 +389,14 @@ static void test_probe_once(void **state)
     facts = languages_json(l, &cfg, NULL, 5000);
     check_schema(facts);
     json_object *py = lang_of(facts, 0);
-    assert_string_equal(json_object_get_string(get(py, "version")), "3.11.2");
-    assert_string_equal(json_object_get_string(get(get(py, "packages"), "numpy")), "1.24.2");
+    assert_string_equal(json_object_get_string(json_get(py, "version")), "3.11.2");
+    assert_string_equal(json_object_get_string(json_get(json_get(py, "packages"), "numpy")),
+                        "1.24.2");
     assert_false(json_object_object_get_ex(py, "probing", NULL));
     assert_false(json_object_object_get_ex(py, "version_error", NULL));
-    assert_string_equal(json_object_get_string(get(lang_of(facts, 1), "version")), "v18.20.4");
-    assert_int_equal(json_object_get_int(get(py, "pool_size")), 2);
-    json_object *feats = get(facts, "features");
+    assert_string_equal(json_object_get_string(json_get(lang_of(facts, 1), "version")), "v18.20.4");
+    assert_int_equal(json_object_get_int(json_get(py, "pool_size")), 2);
+    json_object *feats = json_get(facts, "features");
     bool pool = false;
     for (size_t i = 0; i < json_object_array_length(feats); i++)
         pool |=
@@ -423,12 +409,12 @@ static void test_probe_once(void **state)
     assert_int_equal(atomic_load(&f.calls), 2);
     languages_free(l);
     /* --pool-size 0: no language keeps a pool, so no warm_pool. */
-    char *none[] = {"--languages", "python,javascript", "--pool-size", "0", NULL};
+    char *none[] = {"d", "--languages", "python,javascript", "--pool-size", "0", NULL};
     struct langtable *t = table_of(none);
     l = languages_new(&cfg, t, NULL);
     facts = languages_json(l, &cfg, NULL, 0);
-    assert_int_equal(json_object_get_int(get(lang_of(facts, 0), "pool_size")), 0);
-    feats = get(facts, "features");
+    assert_int_equal(json_object_get_int(json_get(lang_of(facts, 0), "pool_size")), 0);
+    feats = json_get(facts, "features");
     for (size_t i = 0; i < json_object_array_length(feats); i++)
         assert_string_not_equal(json_object_get_string(json_object_array_get_idx(feats, i)),
                                 "warm_pool");
@@ -446,13 +432,14 @@ static void test_probe_once(void **state)
     l = languages_new(&cfg, t, NULL);
     facts = languages_json(l, &cfg, NULL, 0);
     pool = false;
-    feats = get(facts, "features");
+    feats = json_get(facts, "features");
     for (size_t i = 0; i < json_object_array_length(feats); i++)
         pool |=
             strcmp(json_object_get_string(json_object_array_get_idx(feats, i)), "warm_pool") == 0;
     assert_true(pool);
-    assert_int_equal(json_object_get_int(get(lang_of(facts, 2), "pool_size")), 1);
-    assert_string_equal(json_object_get_string(get(lang_of(facts, 2), "language")), "typescript");
+    assert_int_equal(json_object_get_int(json_get(lang_of(facts, 2), "pool_size")), 1);
+    assert_string_equal(json_object_get_string(json_get(lang_of(facts, 2), "language")),
+                        "typescript");
     json_object_put(facts);
     languages_free(l);
     langtable_free(t);
@@ -470,7 +457,7 @@ static void test_all_languages(void **state)
     assert_int_equal(languages_start(l, NULL), 0);
     json_object *facts = languages_json(l, &cfg, NULL, 10000);
     check_schema(facts);
-    assert_int_equal(json_object_array_length(get(facts, "languages")), 8);
+    assert_int_equal(json_object_array_length(json_get(facts, "languages")), 8);
     static const struct {
         const char *name, *runner, *source, *version, *alias0;
         long long pool;
@@ -488,53 +475,54 @@ static void test_all_languages(void **state)
     };
     for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
         json_object *x = lang_of(facts, i);
-        assert_string_equal(json_object_get_string(get(x, "language")), want[i].name);
-        assert_string_equal(json_object_get_string(get(x, "runner")), want[i].runner);
-        assert_string_equal(json_object_get_string(get(x, "source_file")), want[i].source);
-        if (!json_object_is_type(get(x, "version"), json_type_string))
+        assert_string_equal(json_object_get_string(json_get(x, "language")), want[i].name);
+        assert_string_equal(json_object_get_string(json_get(x, "runner")), want[i].runner);
+        assert_string_equal(json_object_get_string(json_get(x, "source_file")), want[i].source);
+        if (!json_object_is_type(json_get(x, "version"), json_type_string))
             fail_msg("%s: no version: %s", want[i].name, json_object_to_json_string(x));
-        assert_string_equal(json_object_get_string(get(x, "version")), want[i].version);
-        json_object *aliases = get(x, "aliases");
+        assert_string_equal(json_object_get_string(json_get(x, "version")), want[i].version);
+        json_object *aliases = json_get(x, "aliases");
         assert_true(json_object_is_type(aliases, json_type_array));
         if (want[i].alias0)
             assert_string_equal(json_object_get_string(json_object_array_get_idx(aliases, 0)),
                                 want[i].alias0);
         else
             assert_int_equal(json_object_array_length(aliases), 0);
-        assert_int_equal(json_object_get_int64(get(x, "pool_size")), want[i].pool);
-        assert_int_equal(json_object_is_type(get(x, "compile"), json_type_array), want[i].compiles);
+        assert_int_equal(json_object_get_int64(json_get(x, "pool_size")), want[i].pool);
+        assert_int_equal(json_object_is_type(json_get(x, "compile"), json_type_array),
+                         want[i].compiles);
         if (!want[i].compiles)
-            assert_true(json_object_is_type(get(x, "compile"), json_type_null));
-        assert_true(json_object_array_length(get(x, "run")) > 0);
-        json_object *tools = get(x, "tools");
+            assert_true(json_object_is_type(json_get(x, "compile"), json_type_null));
+        assert_true(json_object_array_length(json_get(x, "run")) > 0);
+        json_object *tools = json_get(x, "tools");
         assert_int_equal(json_object_array_length(tools), want[i].n_tools);
         if (want[i].n_tools == 1)
             assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 0)),
                                 "execute_code");
-        assert_string_equal(json_object_get_string(get(x, "network")), "none");
+        assert_string_equal(json_object_get_string(json_get(x, "network")), "none");
         assert_false(json_object_object_get_ex(x, "version_error", NULL));
         /* The table's plots and environment: python's alone. */
-        assert_int_equal(json_object_get_boolean(get(x, "plots")), i == 0);
-        assert_int_equal(json_object_array_length(get(x, "environment")), i == 0 ? 3 : 0);
+        assert_int_equal(json_object_get_boolean(json_get(x, "plots")), i == 0);
+        assert_int_equal(json_object_array_length(json_get(x, "environment")), i == 0 ? 3 : 0);
     }
-    assert_string_equal(
-        json_object_get_string(json_object_array_get_idx(get(lang_of(facts, 0), "environment"), 1)),
-        "MPLBACKEND=Agg");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(
+                            json_get(lang_of(facts, 0), "environment"), 1)),
+                        "MPLBACKEND=Agg");
     /* The commands as the table has them, placeholders replaced. */
     json_object *ts = lang_of(facts, 2);
-    assert_string_equal(json_object_get_string(json_object_array_get_idx(get(ts, "compile"), 0)),
-                        "esbuild");
-    json_object *tc = get(ts, "typecheck");
+    assert_string_equal(
+        json_object_get_string(json_object_array_get_idx(json_get(ts, "compile"), 0)), "esbuild");
+    json_object *tc = json_get(ts, "typecheck");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(tc, 0)), "tsc");
     assert_string_equal(
         json_object_get_string(json_object_array_get_idx(tc, json_object_array_length(tc) - 1)),
         "main.ts");
-    assert_string_equal(json_object_get_string(json_object_array_get_idx(get(ts, "run"), 1)),
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(json_get(ts, "run"), 1)),
                         "main.js");
     /* typecheck only where there is one. */
     assert_false(json_object_object_get_ex(lang_of(facts, 4), "typecheck", NULL));
     assert_string_equal(
-        json_object_get_string(json_object_array_get_idx(get(lang_of(facts, 4), "run"), 0)),
+        json_object_get_string(json_object_array_get_idx(json_get(lang_of(facts, 4), "run"), 0)),
         "./main");
     json_object_put(facts);
     assert_int_equal(atomic_load(&f.calls), 8);
@@ -553,11 +541,12 @@ static void test_all_languages(void **state)
     facts = languages_json(l, &cfg, NULL, 10000);
     check_schema(facts);
     json_object *p = lang_of(facts, 8);
-    assert_string_equal(json_object_get_string(get(p, "language")), "perl");
-    assert_true(json_object_is_type(get(p, "version"), json_type_null));
-    assert_non_null(strstr(json_object_get_string(get(p, "version_error")), "no version number"));
-    assert_int_equal(json_object_get_int64(get(p, "pool_size")), 0);
-    assert_string_equal(json_object_get_string(get(lang_of(facts, 3), "version")), "5.2.15");
+    assert_string_equal(json_object_get_string(json_get(p, "language")), "perl");
+    assert_true(json_object_is_type(json_get(p, "version"), json_type_null));
+    assert_non_null(
+        strstr(json_object_get_string(json_get(p, "version_error")), "no version number"));
+    assert_int_equal(json_object_get_int64(json_get(p, "pool_size")), 0);
+    assert_string_equal(json_object_get_string(json_get(lang_of(facts, 3), "version")), "5.2.15");
     json_object_put(facts);
     languages_free(l);
     langtable_free(perl);
@@ -577,13 +566,13 @@ static void test_probing_bounded_wait(void **state)
     assert_true(took < 300);
     check_schema(facts);
     json_object *py = lang_of(facts, 0);
-    assert_true(json_object_is_type(get(py, "version"), json_type_null));
-    assert_true(json_object_get_boolean(get(py, "probing")));
+    assert_true(json_object_is_type(json_get(py, "version"), json_type_null));
+    assert_true(json_object_get_boolean(json_get(py, "probing")));
     assert_false(json_object_object_get_ex(py, "version_error", NULL));
     json_object_put(facts);
     facts = languages_json(l, &cfg, NULL, 5000);
-    assert_string_equal(json_object_get_string(get(lang_of(facts, 0), "version")), "3.11.2");
-    assert_string_equal(json_object_get_string(get(lang_of(facts, 1), "version")), "v18.20.4");
+    assert_string_equal(json_object_get_string(json_get(lang_of(facts, 0), "version")), "3.11.2");
+    assert_string_equal(json_object_get_string(json_get(lang_of(facts, 1), "version")), "v18.20.4");
     json_object_put(facts);
     languages_free(l);
 }
@@ -599,8 +588,8 @@ static void test_failure_and_retry(void **state)
     json_object *facts = languages_json(l, &cfg, NULL, 5000);
     check_schema(facts);
     json_object *py = lang_of(facts, 0);
-    assert_true(json_object_is_type(get(py, "version"), json_type_null));
-    const char *why = json_object_get_string(get(py, "version_error"));
+    assert_true(json_object_is_type(json_get(py, "version"), json_type_null));
+    const char *why = json_object_get_string(json_get(py, "version_error"));
     assert_true(util_utf8_valid(why, strlen(why)));
     assert_non_null(strstr(why, "engine unreachable"));
     assert_false(json_object_object_get_ex(py, "probing", NULL));
@@ -611,8 +600,8 @@ static void test_failure_and_retry(void **state)
     assert_int_equal(atomic_load(&f.calls), 2);
     usleep(250 * 1000);
     facts = languages_json(l, &cfg, NULL, 5000);
-    assert_string_equal(json_object_get_string(get(lang_of(facts, 0), "version")), "3.11.2");
-    assert_string_equal(json_object_get_string(get(lang_of(facts, 1), "version")), "v18.20.4");
+    assert_string_equal(json_object_get_string(json_get(lang_of(facts, 0), "version")), "3.11.2");
+    assert_string_equal(json_object_get_string(json_get(lang_of(facts, 1), "version")), "v18.20.4");
     json_object_put(facts);
     assert_int_equal(atomic_load(&f.calls), 4);
     languages_free(l);
@@ -623,7 +612,7 @@ static void test_failure_and_retry(void **state)
     assert_int_equal(languages_start(l, NULL), 0);
     facts = languages_json(l, &cfg, NULL, 5000);
     check_schema(facts);
-    why = json_object_get_string(get(lang_of(facts, 0), "version_error"));
+    why = json_object_get_string(json_get(lang_of(facts, 0), "version_error"));
     assert_string_equal(why, "the probe's output is not one JSON object");
     json_object_put(facts);
     languages_free(l);
@@ -664,7 +653,7 @@ static void *stress_main(void *arg)
         if (schema_validate(schema, facts, 0, &err) < 0)
             fail_msg("%s", err_msg(&err));
         json_object *py = lang_of(facts, 0);
-        json_object *v = get(py, "version");
+        json_object *v = json_get(py, "version");
         if (json_object_is_type(v, json_type_string)) {
             assert_string_equal(json_object_get_string(v), "3.11.2");
             atomic_fetch_add(&s->versions, 1);
@@ -695,7 +684,7 @@ static void test_concurrent_questions(void **state)
         pthread_join(t[i], NULL);
     assert_true(atomic_load(&s.versions) > 0);
     json_object *facts = languages_json(s.l, &cfg, NULL, 5000);
-    assert_string_equal(json_object_get_string(get(lang_of(facts, 1), "version")), "v18.20.4");
+    assert_string_equal(json_object_get_string(json_get(lang_of(facts, 1), "version")), "v18.20.4");
     json_object_put(facts);
     /* python failed once then answered; javascript answered at once, or
      * after python's failure in the same round. */

@@ -75,6 +75,16 @@ static void test_evicts_oldest(void **state)
     runstore_free(rs);
 }
 
+/* What one put100 entry takes of a store's room. */
+#define ONE (100 + RUNSTORE_ENTRY_OVERHEAD)
+
+/* A store with room for all entries of put100 and for session of one
+ * session's. */
+static struct runstore *store_of(size_t all, size_t session)
+{
+    return runstore_new(60000, (long long)(all * ONE), (long long)(session * ONE));
+}
+
 static void put100(struct runstore *rs, const char *owner, const char *uri)
 {
     char data[100];
@@ -94,8 +104,7 @@ static bool has100(struct runstore *rs, const char *owner, const char *uri)
 static void test_session_evicts_its_own(void **state)
 {
     (void)state;
-    size_t one = 100 + RUNSTORE_ENTRY_OVERHEAD;
-    struct runstore *rs = runstore_new(60000, (long long)(10 * one), (long long)(3 * one));
+    struct runstore *rs = store_of(10, 3);
     put100(rs, "bob", "b0");
     put100(rs, "bob", "b1");
     char uri[16];
@@ -109,13 +118,13 @@ static void test_session_evicts_its_own(void **state)
         snprintf(uri, sizeof(uri), "a%d", i);
         assert_int_equal(has100(rs, "alice", uri), i >= 3);
     }
-    assert_int_equal(runstore_owner_bytes(rs, "alice"), 3 * one);
-    assert_int_equal(runstore_owner_bytes(rs, "bob"), 2 * one);
-    assert_int_equal(runstore_bytes(rs), 5 * one);
+    assert_int_equal(runstore_owner_bytes(rs, "alice"), 3 * ONE);
+    assert_int_equal(runstore_owner_bytes(rs, "bob"), 2 * ONE);
+    assert_int_equal(runstore_bytes(rs), 5 * ONE);
     /* Larger than a session's share, though not than the store: refused,
      * nothing evicted for it. */
-    char *big = calloc(1, 3 * one);
-    assert_int_equal(runstore_put(rs, "alice", "big", "text/plain", big, 3 * one), -1);
+    char *big = calloc(1, 3 * ONE);
+    assert_int_equal(runstore_put(rs, "alice", "big", "text/plain", big, 3 * ONE), -1);
     free(big);
     assert_true(has100(rs, "alice", "a3"));
     assert_int_equal(runstore_owner_bytes(rs, "nobody"), 0);
@@ -127,8 +136,7 @@ static void test_session_evicts_its_own(void **state)
 static void test_store_full_evicts_oldest_of_all(void **state)
 {
     (void)state;
-    size_t one = 100 + RUNSTORE_ENTRY_OVERHEAD;
-    struct runstore *rs = runstore_new(60000, (long long)(4 * one), (long long)(3 * one));
+    struct runstore *rs = store_of(4, 3);
     put100(rs, "alice", "a0");
     put100(rs, "alice", "a1");
     put100(rs, "bob", "b0");
@@ -139,7 +147,7 @@ static void test_store_full_evicts_oldest_of_all(void **state)
     assert_true(has100(rs, "bob", "b0"));
     assert_true(has100(rs, "bob", "b1"));
     assert_true(has100(rs, "carol", "c0"));
-    assert_int_equal(runstore_bytes(rs), 4 * one);
+    assert_int_equal(runstore_bytes(rs), 4 * ONE);
     runstore_free(rs);
 }
 

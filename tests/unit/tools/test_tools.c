@@ -7,6 +7,8 @@
 #include "tools/schema.h"
 #include "tools/tools.h"
 #include "unit/langs.h"
+#include "unit/json_get.h"
+#include "unit/options.h"
 
 static struct config cfg;
 /* The built-in table, configured by cfg (as main makes it). */
@@ -256,13 +258,6 @@ static void test_prepare_makes_the_run(void **state)
     tools_run_args_release(&a);
 }
 
-static json_object *get(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    assert_true(json_object_object_get_ex(o, key, &v));
-    return v;
-}
-
 static void test_result_shape(void **state)
 {
     (void)state;
@@ -277,15 +272,15 @@ static void test_result_shape(void **state)
     res.duration_ms = 12.345;
     struct tools_features modern = {.annotations = true, .structured = true};
     json_object *r = tools_result(&res, PY, &modern, NULL);
-    assert_false(json_object_get_boolean(get(r, "isError")));
-    json_object *sc = get(r, "structuredContent");
-    assert_string_equal(json_object_get_string(get(sc, "status")), "ok");
-    assert_int_equal(json_object_get_int(get(sc, "exit_code")), 0);
+    assert_false(json_object_get_boolean(json_get(r, "isError")));
+    json_object *sc = json_get(r, "structuredContent");
+    assert_string_equal(json_object_get_string(json_get(sc, "status")), "ok");
+    assert_int_equal(json_object_get_int(json_get(sc, "exit_code")), 0);
     /* Invalid UTF-8 from the program never reaches the wire. */
-    assert_string_equal(json_object_get_string(get(sc, "stdout")), "hi\xef\xbf\xbd\n");
-    assert_string_equal(json_object_get_string(get(sc, "language")), "python");
-    assert_true(json_object_get_double(get(sc, "duration_ms")) > 12.2);
-    json_object *text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    assert_string_equal(json_object_get_string(json_get(sc, "stdout")), "hi\xef\xbf\xbd\n");
+    assert_string_equal(json_object_get_string(json_get(sc, "language")), "python");
+    assert_true(json_object_get_double(json_get(sc, "duration_ms")) > 12.2);
+    json_object *text = json_get(json_object_array_get_idx(json_get(r, "content"), 0), "text");
     assert_string_equal(json_object_get_string(text), "hi\xef\xbf\xbd\n");
     json_object_put(r);
 
@@ -300,12 +295,12 @@ static void test_result_shape(void **state)
     res.message = xstrdup("stopped after 100 ms");
     assert_int_equal(buf_add(&res.err, "warn", 4), 0);
     r = tools_result(&res, JS, &modern, NULL);
-    assert_true(json_object_get_boolean(get(r, "isError")));
-    sc = get(r, "structuredContent");
-    assert_true(json_object_is_type(get(sc, "exit_code"), json_type_null));
-    assert_string_equal(json_object_get_string(get(sc, "status")), "timeout");
-    assert_string_equal(json_object_get_string(get(sc, "message")), "stopped after 100 ms");
-    text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    assert_true(json_object_get_boolean(json_get(r, "isError")));
+    sc = json_get(r, "structuredContent");
+    assert_true(json_object_is_type(json_get(sc, "exit_code"), json_type_null));
+    assert_string_equal(json_object_get_string(json_get(sc, "status")), "timeout");
+    assert_string_equal(json_object_get_string(json_get(sc, "message")), "stopped after 100 ms");
+    text = json_get(json_object_array_get_idx(json_get(r, "content"), 0), "text");
     assert_non_null(strstr(json_object_get_string(text), "--- stderr ---\nwarn"));
     assert_non_null(strstr(json_object_get_string(text), "status: timeout"));
     json_object_put(r);
@@ -315,7 +310,7 @@ static void test_result_shape(void **state)
     res.has_exit_code = true;
     res.exit_code = 3;
     r = tools_result(&res, PY, &modern, NULL);
-    assert_true(json_object_get_boolean(get(r, "isError")));
+    assert_true(json_object_get_boolean(json_get(r, "isError")));
     json_object_put(r);
     exec_result_free(&res);
 }
@@ -336,7 +331,7 @@ static json_object *tool_in(json_object *l, const char *name)
 {
     for (size_t i = 0; i < json_object_array_length(l); i++) {
         json_object *t = json_object_array_get_idx(l, i);
-        if (strcmp(json_object_get_string(get(t, "name")), name) == 0)
+        if (strcmp(json_object_get_string(json_get(t, "name")), name) == 0)
             return t;
     }
     fail_msg("no tool %s", name);
@@ -347,7 +342,8 @@ static json_object *tool_in(json_object *l, const char *name)
 static json_object *output_schema(const struct tools_env *env, const struct tools_features *f)
 {
     json_object *l = list_of(env, f);
-    json_object *schema = json_object_get(get(json_object_array_get_idx(l, 0), "outputSchema"));
+    json_object *schema =
+        json_object_get(json_get(json_object_array_get_idx(l, 0), "outputSchema"));
     json_object_put(l);
     return schema;
 }
@@ -379,7 +375,7 @@ static void test_result_matches_output_schema(void **state)
         free(res.message);
         res.message = cases[i].message ? xstrdup(cases[i].message) : NULL;
         json_object *r = tools_result(&res, JS, &modern, NULL);
-        if (schema_validate(schema, get(r, "structuredContent"), 0, &err) < 0)
+        if (schema_validate(schema, json_get(r, "structuredContent"), 0, &err) < 0)
             fail_msg("case %zu: %s", i, err_msg(&err));
         json_object_put(r);
     }
@@ -389,15 +385,15 @@ static void test_result_matches_output_schema(void **state)
     for (size_t i = 0; i < langtable_count(env.langs); i++) {
         const struct langtable_lang *l = langtable_get(env.langs, i);
         json_object *r = tools_result(&res, l, &modern, NULL);
-        json_object *sc = get(r, "structuredContent");
-        assert_string_equal(json_object_get_string(get(sc, "language")), l->name);
+        json_object *sc = json_get(r, "structuredContent");
+        assert_string_equal(json_object_get_string(json_get(sc, "language")), l->name);
         if (schema_validate(schema, sc, 0, &err) < 0)
             fail_msg("language %s: %s", l->name, err_msg(&err));
         json_object_put(r);
     }
     struct tools_run_args a = {.run = {.language = PY}};
     json_object *r = tools_busy_result(&a, &modern, "every run slot is taken", 12.5);
-    if (schema_validate(schema, get(r, "structuredContent"), 0, &err) < 0)
+    if (schema_validate(schema, json_get(r, "structuredContent"), 0, &err) < 0)
         fail_msg("busy: %s", err_msg(&err));
     json_object_put(r);
     exec_result_free(&res);
@@ -418,8 +414,9 @@ static void test_schema_and_code_agree(void **state)
     assert_null(strstr(tools_list_json(&env, &modern, &len), "\"type\":["));
     json_object *l = list_of(&env, &modern);
     json_object *exec = json_object_array_get_idx(l, 2);
-    assert_string_equal(json_object_get_string(get(exec, "name")), "execute_code");
-    json_object *names = get(get(get(get(exec, "inputSchema"), "properties"), "language"), "enum");
+    assert_string_equal(json_object_get_string(json_get(exec, "name")), "execute_code");
+    json_object *names = json_get(
+        json_get(json_get(json_get(exec, "inputSchema"), "properties"), "language"), "enum");
     size_t n_aliases = 0;
     for (size_t i = 0; i < langtable_count(langs); i++)
         n_aliases += langtable_get(langs, i)->aliases.n;
@@ -454,17 +451,18 @@ static void test_list_language_enum(void **state)
     for (size_t v = 0; v < ARRAY_SIZE(variants); v++) {
         json_object *l = list_of(&env, &variants[v]);
         json_object *exec = tool_in(l, "execute_code");
-        json_object *names =
-            get(get(get(get(exec, "inputSchema"), "properties"), "language"), "enum");
+        json_object *names = json_get(
+            json_get(json_get(json_get(exec, "inputSchema"), "properties"), "language"), "enum");
         assert_int_equal(json_object_array_length(names), ARRAY_SIZE(want));
         for (size_t i = 0; i < ARRAY_SIZE(want); i++)
             assert_string_equal(json_object_get_string(json_object_array_get_idx(names, i)),
                                 want[i]);
         /* validate_code parses with the in-process runners: python and
          * javascript only. */
-        json_object *vnames =
-            get(get(get(get(tool_in(l, "validate_code"), "inputSchema"), "properties"), "language"),
-                "enum");
+        json_object *vnames = json_get(
+            json_get(json_get(json_get(tool_in(l, "validate_code"), "inputSchema"), "properties"),
+                     "language"),
+            "enum");
         assert_int_equal(json_object_array_length(vnames), 2);
         json_object_put(l);
     }
@@ -472,16 +470,16 @@ static void test_list_language_enum(void **state)
 
     /* A subset (--languages): its names and aliases only. */
     struct config sub;
-    config_init(&sub);
     char *argv[] = {"d", "--languages", "bash,python", NULL};
-    char *none[] = {NULL};
-    assert_int_equal(config_load(&sub, 3, argv, none, &err), 0);
+    options_load(&sub, argv);
     assert_int_equal(tools_env_init(&env, &sub, NULL, NULL, &err), 0);
     assert_int_equal(langtable_count(env.langs), 2);
     struct tools_features modern = {.annotations = true, .structured = true};
     json_object *l = list_of(&env, &modern);
-    json_object *names = get(
-        get(get(get(tool_in(l, "execute_code"), "inputSchema"), "properties"), "language"), "enum");
+    json_object *names = json_get(
+        json_get(json_get(json_get(tool_in(l, "execute_code"), "inputSchema"), "properties"),
+                 "language"),
+        "enum");
     static const char *const want_sub[] = {"python", "bash", "py", "python3", "sh", "shell"};
     assert_int_equal(json_object_array_length(names), ARRAY_SIZE(want_sub));
     for (size_t i = 0; i < ARRAY_SIZE(want_sub); i++)
@@ -506,9 +504,8 @@ static void test_list_language_enum(void **state)
 
     /* Without a table or an exec, tools_env_init configures the built-in
      * one with cfg: options it refuses fail the init. */
-    config_init(&sub);
     char *bad[] = {"d", "--languages", "python,cobol", NULL};
-    assert_int_equal(config_load(&sub, 3, bad, none, &err), 0);
+    options_load(&sub, bad);
     assert_int_equal(tools_env_init(&env, &sub, NULL, NULL, &err), -1);
     assert_non_null(strstr(err_msg(&err), "--languages"));
     assert_non_null(strstr(err_msg(&err), "cobol"));
@@ -549,7 +546,8 @@ static void test_tools_by_runner(void **state)
     assert_non_null(def);
     const char *where[] = {"inputSchema", "outputSchema"};
     for (size_t i = 0; i < 2; i++) {
-        json_object *e = get(get(get(get(def, where[i]), "properties"), "language"), "enum");
+        json_object *e =
+            json_get(json_get(json_get(json_get(def, where[i]), "properties"), "language"), "enum");
         assert_int_equal(json_object_array_length(e), 2);
         assert_string_equal(json_object_get_string(json_object_array_get_idx(e, 0)), "javascript");
         assert_string_equal(json_object_get_string(json_object_array_get_idx(e, 1)), "py2");
@@ -569,13 +567,12 @@ static void test_tools_by_runner(void **state)
     /* No in-process language: the definition's own enum, and a call
      * naming one is refused by name. */
     struct config sub;
-    config_init(&sub);
     char *argv[] = {"d", "--languages", "bash", NULL};
-    char *none[] = {NULL};
-    assert_int_equal(config_load(&sub, 3, argv, none, &err), 0);
+    options_load(&sub, argv);
     t = test_langs(&sub);
     def = registry_definition(validate, t, &err);
-    json_object *e = get(get(get(get(def, "inputSchema"), "properties"), "language"), "enum");
+    json_object *e = json_get(
+        json_get(json_get(json_get(def, "inputSchema"), "properties"), "language"), "enum");
     assert_int_equal(json_object_array_length(e), 2);
     json_object_put(def);
     assert_int_equal(
@@ -689,15 +686,15 @@ static void test_compile_error_result(void **state)
     struct tools_features modern = {.annotations = true, .structured = true};
     const struct langtable_lang *c = test_lang(langs, "c");
     json_object *r = tools_result(&res, c, &modern, NULL);
-    assert_true(json_object_get_boolean(get(r, "isError")));
-    json_object *sc = get(r, "structuredContent");
-    assert_string_equal(json_object_get_string(get(sc, "status")), "compile_error");
-    assert_int_equal(json_object_get_int(get(sc, "exit_code")), 1);
-    assert_string_equal(json_object_get_string(get(sc, "language")), "c");
-    assert_non_null(strstr(json_object_get_string(get(sc, "message")), "compile step failed"));
-    assert_non_null(strstr(json_object_get_string(get(sc, "stderr")), "expected ';'"));
-    const char *text =
-        json_object_get_string(get(json_object_array_get_idx(get(r, "content"), 0), "text"));
+    assert_true(json_object_get_boolean(json_get(r, "isError")));
+    json_object *sc = json_get(r, "structuredContent");
+    assert_string_equal(json_object_get_string(json_get(sc, "status")), "compile_error");
+    assert_int_equal(json_object_get_int(json_get(sc, "exit_code")), 1);
+    assert_string_equal(json_object_get_string(json_get(sc, "language")), "c");
+    assert_non_null(strstr(json_object_get_string(json_get(sc, "message")), "compile step failed"));
+    assert_non_null(strstr(json_object_get_string(json_get(sc, "stderr")), "expected ';'"));
+    const char *text = json_object_get_string(
+        json_get(json_object_array_get_idx(json_get(r, "content"), 0), "text"));
     assert_non_null(strstr(text, "compile_error"));
     assert_non_null(strstr(text, "expected ';'"));
     json_object_put(r);
@@ -705,7 +702,7 @@ static void test_compile_error_result(void **state)
     /* Even with exit code 0 (a blocking typecheck that says nothing). */
     res.exit_code = 0;
     r = tools_result(&res, test_lang(langs, "typescript"), &modern, NULL);
-    assert_true(json_object_get_boolean(get(r, "isError")));
+    assert_true(json_object_get_boolean(json_get(r, "isError")));
     json_object_put(r);
     exec_result_free(&res);
 }
@@ -721,11 +718,12 @@ static void test_list(void **state)
     assert_int_equal(json_object_array_length(l), 5);
     for (size_t i = 0; i < 5; i++) {
         json_object *t = json_object_array_get_idx(l, i);
-        assert_non_null(tools_find(json_object_get_string(get(t, "name"))));
-        assert_non_null(get(t, "description"));
-        assert_string_equal(json_object_get_string(get(get(t, "inputSchema"), "type")), "object");
-        assert_non_null(get(t, "outputSchema"));
-        assert_non_null(get(t, "title"));
+        assert_non_null(tools_find(json_object_get_string(json_get(t, "name"))));
+        assert_non_null(json_get(t, "description"));
+        assert_string_equal(json_object_get_string(json_get(json_get(t, "inputSchema"), "type")),
+                            "object");
+        assert_non_null(json_get(t, "outputSchema"));
+        assert_non_null(json_get(t, "title"));
     }
     json_object_put(l);
     struct tools_features old = {0};
@@ -771,15 +769,16 @@ static void test_check_result(void **state)
     struct tools_features modern = {.annotations = true, .structured = true};
     json_object *l = list_of(&env, &modern);
     json_object *t = tool_in(l, "validate_code");
-    json_object *schema = get(t, "outputSchema");
-    json_object *ann = get(t, "annotations");
-    assert_true(json_object_get_boolean(get(ann, "readOnlyHint")));
-    assert_true(json_object_get_boolean(get(ann, "idempotentHint")));
-    assert_false(json_object_get_boolean(get(ann, "openWorldHint")));
+    json_object *schema = json_get(t, "outputSchema");
+    json_object *ann = json_get(t, "annotations");
+    assert_true(json_object_get_boolean(json_get(ann, "readOnlyHint")));
+    assert_true(json_object_get_boolean(json_get(ann, "idempotentHint")));
+    assert_false(json_object_get_boolean(json_get(ann, "openWorldHint")));
     /* Not a run: no limits in its description. */
-    assert_null(strstr(json_object_get_string(get(t, "description")), "Default limits"));
-    assert_non_null(strstr(json_object_get_string(get(tool_in(l, "execute_code"), "description")),
-                           "Default limits"));
+    assert_null(strstr(json_object_get_string(json_get(t, "description")), "Default limits"));
+    assert_non_null(
+        strstr(json_object_get_string(json_get(tool_in(l, "execute_code"), "description")),
+               "Default limits"));
 
     struct exec_result res;
     exec_result_init(&res);
@@ -788,12 +787,12 @@ static void test_check_result(void **state)
     res.check.present = true;
     res.check.ok = true;
     json_object *r = tools_check_result(&res, PY, &modern);
-    json_object *sc = get(r, "structuredContent");
+    json_object *sc = json_get(r, "structuredContent");
     if (schema_validate(schema, sc, 0, &err) < 0)
         fail_msg("valid: %s", err_msg(&err));
-    assert_true(json_object_get_boolean(get(sc, "valid")));
-    assert_true(json_object_is_type(get(sc, "error"), json_type_null));
-    assert_false(json_object_get_boolean(get(r, "isError")));
+    assert_true(json_object_get_boolean(json_get(sc, "valid")));
+    assert_true(json_object_is_type(json_get(sc, "error"), json_type_null));
+    assert_false(json_object_get_boolean(json_get(r, "isError")));
     json_object_put(r);
 
     res.check.ok = false;
@@ -801,16 +800,16 @@ static void test_check_result(void **state)
     res.check.line = 2;
     res.check.column = 10;
     r = tools_check_result(&res, JS, &modern);
-    sc = get(r, "structuredContent");
+    sc = json_get(r, "structuredContent");
     if (schema_validate(schema, sc, 0, &err) < 0)
         fail_msg("invalid: %s", err_msg(&err));
-    assert_false(json_object_get_boolean(get(sc, "valid")));
-    assert_int_equal(json_object_get_int(get(get(sc, "error"), "line")), 2);
-    assert_int_equal(json_object_get_int(get(get(sc, "error"), "column")), 10);
-    assert_string_equal(json_object_get_string(get(get(sc, "error"), "message")),
+    assert_false(json_object_get_boolean(json_get(sc, "valid")));
+    assert_int_equal(json_object_get_int(json_get(json_get(sc, "error"), "line")), 2);
+    assert_int_equal(json_object_get_int(json_get(json_get(sc, "error"), "column")), 10);
+    assert_string_equal(json_object_get_string(json_get(json_get(sc, "error"), "message")),
                         "SyntaxError: Unexpected token ';' \xef\xbf\xbd");
-    assert_false(json_object_get_boolean(get(r, "isError")));
-    json_object *text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    assert_false(json_object_get_boolean(json_get(r, "isError")));
+    json_object *text = json_get(json_object_array_get_idx(json_get(r, "content"), 0), "text");
     assert_string_equal(json_object_get_string(text),
                         "invalid javascript: line 2, column 10: SyntaxError: Unexpected token ';' "
                         "\xef\xbf\xbd");
@@ -819,10 +818,10 @@ static void test_check_result(void **state)
     res.check.line = 0;
     res.check.column = 0;
     r = tools_check_result(&res, PY, &modern);
-    sc = get(r, "structuredContent");
+    sc = json_get(r, "structuredContent");
     if (schema_validate(schema, sc, 0, &err) < 0)
         fail_msg("no position: %s", err_msg(&err));
-    assert_true(json_object_is_type(get(get(sc, "error"), "line"), json_type_null));
+    assert_true(json_object_is_type(json_get(json_get(sc, "error"), "line"), json_type_null));
     json_object_put(r);
 
     /* Old protocol versions: the text only. */
@@ -837,15 +836,15 @@ static void test_check_result(void **state)
     res.status = EXEC_ERROR;
     res.message = xstrdup("engine unreachable");
     r = tools_check_result(&res, PY, &modern);
-    assert_true(json_object_get_boolean(get(r, "isError")));
+    assert_true(json_object_get_boolean(json_get(r, "isError")));
     assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
-    text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    text = json_get(json_object_array_get_idx(json_get(r, "content"), 0), "text");
     assert_string_equal(json_object_get_string(text),
                         "could not check the code (error): engine unreachable");
     json_object_put(r);
     struct tools_run_args a = {.run = {.language = PY, .check_only = true}};
     r = tools_busy_result(&a, &modern, "every run slot is taken", 1.0);
-    assert_true(json_object_get_boolean(get(r, "isError")));
+    assert_true(json_object_get_boolean(json_get(r, "isError")));
     assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
     json_object_put(r);
     exec_result_free(&res);
@@ -868,42 +867,43 @@ static void test_list_languages(void **state)
     struct tools_features modern = {.annotations = true, .structured = true};
     json_object *l = list_of(&env, &modern);
     json_object *t = tool_in(l, "list_languages");
-    json_object *a = get(t, "annotations");
-    assert_true(json_object_get_boolean(get(a, "readOnlyHint")));
-    assert_true(json_object_get_boolean(get(a, "idempotentHint")));
-    assert_false(json_object_get_boolean(get(a, "openWorldHint")));
-    assert_false(json_object_get_boolean(get(a, "destructiveHint")));
-    assert_null(strstr(json_object_get_string(get(t, "description")), "Default limits"));
-    json_object *schema = get(t, "outputSchema");
+    json_object *a = json_get(t, "annotations");
+    assert_true(json_object_get_boolean(json_get(a, "readOnlyHint")));
+    assert_true(json_object_get_boolean(json_get(a, "idempotentHint")));
+    assert_false(json_object_get_boolean(json_get(a, "openWorldHint")));
+    assert_false(json_object_get_boolean(json_get(a, "destructiveHint")));
+    assert_null(strstr(json_object_get_string(json_get(t, "description")), "Default limits"));
+    json_object *schema = json_get(t, "outputSchema");
 
     json_object *r = tools_call(&env, tools_find("list_languages"), NULL, &modern);
-    assert_false(json_object_get_boolean(get(r, "isError")));
-    json_object *sc = get(r, "structuredContent");
+    assert_false(json_object_get_boolean(json_get(r, "isError")));
+    json_object *sc = json_get(r, "structuredContent");
     if (schema_validate(schema, sc, 0, &err) < 0)
         fail_msg("structuredContent: %s", err_msg(&err));
-    json_object *text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    json_object *text = json_get(json_object_array_get_idx(json_get(r, "content"), 0), "text");
     json_object *again = json_tokener_parse(json_object_get_string(text));
     assert_true(json_object_equal(again, sc));
     json_object_put(again);
-    json_object *py = json_object_array_get_idx(get(sc, "languages"), 0);
-    assert_string_equal(json_object_get_string(get(py, "language")), "python");
-    assert_true(json_object_is_type(get(py, "version"), json_type_null));
-    assert_string_equal(json_object_get_string(get(py, "version_error")),
+    json_object *py = json_object_array_get_idx(json_get(sc, "languages"), 0);
+    assert_string_equal(json_object_get_string(json_get(py, "language")), "python");
+    assert_true(json_object_is_type(json_get(py, "version"), json_type_null));
+    assert_string_equal(json_object_get_string(json_get(py, "version_error")),
                         "no sandbox backend to read it from");
-    assert_string_equal(json_object_get_string(get(py, "network")), "none");
-    json_object *tools = get(py, "tools");
+    assert_string_equal(json_object_get_string(json_get(py, "network")), "none");
+    json_object *tools = json_get(py, "tools");
     assert_int_equal(json_object_array_length(tools), 3);
     assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 0)),
                         "run_python_code");
-    assert_int_equal(json_object_get_int64(get(get(sc, "limits"), "timeout_ms")), cfg.timeout_ms);
+    assert_int_equal(json_object_get_int64(json_get(json_get(sc, "limits"), "timeout_ms")),
+                     cfg.timeout_ms);
     json_object_put(r);
 
     /* Older clients: the same JSON, as text only. */
     struct tools_features old = {0};
     r = tools_answer(&env, tools_find("list_languages"), NULL, &old);
-    assert_false(json_object_get_boolean(get(r, "isError")));
+    assert_false(json_object_get_boolean(json_get(r, "isError")));
     assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
-    text = get(json_object_array_get_idx(get(r, "content"), 0), "text");
+    text = json_get(json_object_array_get_idx(json_get(r, "content"), 0), "text");
     again = json_tokener_parse(json_object_get_string(text));
     if (schema_validate(schema, again, 0, &err) < 0)
         fail_msg("text: %s", err_msg(&err));
@@ -913,15 +913,15 @@ static void test_list_languages(void **state)
     /* {} and null arguments are none; anything else is refused. */
     json_object *args = json_tokener_parse("{}");
     r = tools_answer(&env, tools_find("list_languages"), args, &modern);
-    assert_false(json_object_get_boolean(get(r, "isError")));
+    assert_false(json_object_get_boolean(json_get(r, "isError")));
     json_object_put(r);
     json_object_put(args);
     args = json_tokener_parse("{\"language\":\"python\"}");
     r = tools_answer(&env, tools_find("list_languages"), args, &modern);
-    assert_true(json_object_get_boolean(get(r, "isError")));
-    assert_string_equal(
-        json_object_get_string(get(json_object_array_get_idx(get(r, "content"), 0), "text")),
-        "Invalid arguments for list_languages: unknown argument 'language'");
+    assert_true(json_object_get_boolean(json_get(r, "isError")));
+    assert_string_equal(json_object_get_string(
+                            json_get(json_object_array_get_idx(json_get(r, "content"), 0), "text")),
+                        "Invalid arguments for list_languages: unknown argument 'language'");
     json_object_put(r);
     json_object_put(args);
 
@@ -933,7 +933,7 @@ static void test_list_languages(void **state)
     tools_run_args_release(&ra);
     json_object *bad = NULL;
     assert_int_equal(tools_prepare(&ENV, tools_find("list_languages"), NULL, &ra, &bad), -1);
-    assert_true(json_object_get_boolean(get(bad, "isError")));
+    assert_true(json_object_get_boolean(json_get(bad, "isError")));
     json_object_put(bad);
     json_object_put(l);
     tools_env_cleanup(&env);

@@ -52,6 +52,28 @@ static void expect_allowed(const struct langtable_lang *lang, const char *name)
         fail_msg("'%s' was refused for %s: %s", name, lang->name, why);
 }
 
+/* A name of letter c one byte over VARIABLES_MAX_NAME is refused; one
+ * of exactly VARIABLES_MAX_NAME is allowed. */
+static void expect_length_cap(const struct langtable_lang *lang, char c)
+{
+    char name[VARIABLES_MAX_NAME + 2];
+    memset(name, c, sizeof(name) - 1);
+    name[sizeof(name) - 1] = '\0';
+    expect_refused(lang, name, "longer than 128 bytes");
+    name[VARIABLES_MAX_NAME] = '\0';
+    expect_allowed(lang, name);
+}
+
+struct refusal {
+    const char *name, *why_part;
+};
+
+static void expect_refusals(const struct langtable_lang *lang, const struct refusal *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        expect_refused(lang, r[i].name, r[i].why_part);
+}
+
 static void test_python_names(void **state)
 {
     (void)state;
@@ -59,27 +81,25 @@ static void test_python_names(void **state)
                         "case", "_",    "numbers", "email", "data", "constructor"};
     for (size_t i = 0; i < ARRAY_SIZE(ok); i++)
         expect_allowed(PY, ok[i]);
-    expect_refused(PY, "$", "identifier");
-    expect_refused(PY, "__import__", "two underscores");
-    expect_refused(PY, "__builtins__", "two underscores");
-    expect_refused(PY, "os", "loaded module");
-    expect_refused(PY, "sys", "loaded module");
-    expect_refused(PY, "print", "builtin");
-    expect_refused(PY, "len", "builtin");
-    expect_refused(PY, "type", "builtin");
-    expect_refused(PY, "class", "keyword");
-    expect_refused(PY, "None", "keyword");
-    expect_refused(PY, "1abc", "identifier");
-    expect_refused(PY, "a-b", "identifier");
-    expect_refused(PY, "a b", "identifier");
-    expect_refused(PY, "", "identifier");
-    expect_refused(PY, "\xc3\xa9t\xc3\xa9", "ASCII");
-    char long_name[VARIABLES_MAX_NAME + 2];
-    memset(long_name, 'x', sizeof(long_name) - 1);
-    long_name[sizeof(long_name) - 1] = '\0';
-    expect_refused(PY, long_name, "longer than 128 bytes");
-    long_name[VARIABLES_MAX_NAME] = '\0';
-    expect_allowed(PY, long_name);
+    static const struct refusal refused[] = {
+        {"$", "identifier"},
+        {"__import__", "two underscores"},
+        {"__builtins__", "two underscores"},
+        {"os", "loaded module"},
+        {"sys", "loaded module"},
+        {"print", "builtin"},
+        {"len", "builtin"},
+        {"type", "builtin"},
+        {"class", "keyword"},
+        {"None", "keyword"},
+        {"1abc", "identifier"},
+        {"a-b", "identifier"},
+        {"a b", "identifier"},
+        {"", "identifier"},
+        {"\xc3\xa9t\xc3\xa9", "ASCII"},
+    };
+    expect_refusals(PY, refused, ARRAY_SIZE(refused));
+    expect_length_cap(PY, 'x');
 }
 
 static void test_javascript_names(void **state)
@@ -142,16 +162,16 @@ static void test_environment_names(void **state)
                                "MCPSBX_VARIABLES", "BASH_ENV",        "BASH_FUNC_x", "BASH_"};
         for (size_t i = 0; i < ARRAY_SIZE(ruled); i++)
             expect_refused(l, ruled[i], "environment variable the sandbox");
-        expect_refused(l, "a-b", "not an environment variable name");
-        expect_refused(l, "1abc", "not an environment variable name");
-        expect_refused(l, "$x", "not an environment variable name");
-        expect_refused(l, "a=b", "not an environment variable name");
-        expect_refused(l, "", "not an environment variable name");
-        expect_refused(l, "__x", "two underscores");
-        char long_name[VARIABLES_MAX_NAME + 2];
-        memset(long_name, 'X', sizeof(long_name) - 1);
-        long_name[sizeof(long_name) - 1] = '\0';
-        expect_refused(l, long_name, "longer than 128 bytes");
+        static const struct refusal malformed[] = {
+            {"a-b", "not an environment variable name"},
+            {"1abc", "not an environment variable name"},
+            {"$x", "not an environment variable name"},
+            {"a=b", "not an environment variable name"},
+            {"", "not an environment variable name"},
+            {"__x", "two underscores"},
+        };
+        expect_refusals(l, malformed, ARRAY_SIZE(malformed));
+        expect_length_cap(l, 'X');
     }
     /* The rules are the environment's, not Python's or JavaScript's. */
     expect_allowed(PY, "PATH");

@@ -17,6 +17,8 @@
 #include "transport/transport_http.h"
 #include "unit/langs.h"
 #include "unit/server_rig.h"
+#include "unit/options.h"
+#include "unit/json_get.h"
 
 /* ---- a server on 127.0.0.1, ephemeral port, no engine ---------------------- */
 
@@ -25,17 +27,6 @@ struct server {
     struct transport_http *t;
     unsigned port;
 };
-
-static void set_list(struct config_list *l, const char *a, const char *b)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->items[i]);
-    free(l->items);
-    l->items = xcalloc(3, sizeof(char *));
-    l->items[0] = xstrdup(a);
-    l->items[1] = xstrdup(b);
-    l->n = 2;
-}
 
 /* tweak (may be NULL) adjusts the configuration before the start. */
 static struct server *start_with(long long max_sessions, long long idle_ms, const char *token,
@@ -172,24 +163,13 @@ static void assert_header(struct resp *r, const char *name, const char *want)
 
 static json_object *body_json(struct resp *r)
 {
-    json_object *o = json_tokener_parse(buf_cstr(&r->body));
-    if (!o)
-        fail_msg("body is not JSON: %s", buf_cstr(&r->body));
-    return o;
-}
-
-static json_object *get(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v))
-        fail_msg("no '%s' in %s", key, json_object_to_json_string(o));
-    return v;
+    return json_parse_or_fail("the body", buf_cstr(&r->body));
 }
 
 static int error_code(struct resp *r)
 {
     json_object *o = body_json(r);
-    int code = json_object_get_int(get(get(o, "error"), "code"));
+    int code = json_object_get_int(json_get(json_get(o, "error"), "code"));
     json_object_put(o);
     return code;
 }
@@ -367,7 +347,7 @@ static void test_lifecycle(void **state)
     assert_true(strlen(sid) >= 32);
     assert_int_equal(strspn(sid, "0123456789abcdef"), strlen(sid));
     json_object *o = body_json(&r);
-    assert_string_equal(json_object_get_string(get(get(o, "result"), "protocolVersion")),
+    assert_string_equal(json_object_get_string(json_get(json_get(o, "result"), "protocolVersion")),
                         "2025-11-25");
     json_object_put(o);
     resp_free(&r);
@@ -381,7 +361,7 @@ static void test_lifecycle(void **state)
     http(s, &r, "POST", "/mcp", PING, line, "MCP-Protocol-Version: 2025-11-25", NULL);
     assert_int_equal(r.status, 200);
     o = body_json(&r);
-    assert_int_equal(json_object_object_length(get(o, "result")), 0);
+    assert_int_equal(json_object_object_length(json_get(o, "result")), 0);
     json_object_put(o);
     resp_free(&r);
 
@@ -544,8 +524,10 @@ static void test_host_origin(void **state)
 
 static void allow_extra(struct config *cfg)
 {
-    set_list(&cfg->allowed_hosts, "sandbox.internal:8080", "proxy.example");
-    set_list(&cfg->allowed_origins, "https://app.example", "http://tool.example:3000");
+    set_list(&cfg->allowed_hosts, (const char *const[]){"sandbox.internal:8080", "proxy.example"},
+             2);
+    set_list(&cfg->allowed_origins,
+             (const char *const[]){"https://app.example", "http://tool.example:3000"}, 2);
 }
 
 static void test_allowed_lists(void **state)
@@ -663,7 +645,7 @@ static void test_auth(void **state)
     assert_int_equal(r.status, 503);
     assert_header(&r, "Content-Type", "application/json");
     json_object *o = body_json(&r);
-    assert_string_equal(json_object_get_string(get(o, "status")), "unavailable");
+    assert_string_equal(json_object_get_string(json_get(o, "status")), "unavailable");
     assert_int_equal(json_object_object_length(o), 1);
     json_object_put(o);
     resp_free(&r);
@@ -675,9 +657,9 @@ static void test_auth(void **state)
     http(s, &r, "GET", "/healthz", NULL, "Authorization: Bearer tok-123", NULL);
     assert_int_equal(r.status, 503);
     o = body_json(&r);
-    assert_string_equal(json_object_get_string(get(o, "status")), "unavailable");
-    assert_string_equal(json_object_get_string(get(o, "engine")), "unreachable");
-    assert_string_equal(json_object_get_string(get(o, "socket")), "fake");
+    assert_string_equal(json_object_get_string(json_get(o, "status")), "unavailable");
+    assert_string_equal(json_object_get_string(json_get(o, "engine")), "unreachable");
+    assert_string_equal(json_object_get_string(json_get(o, "socket")), "fake");
     json_object_put(o);
     resp_free(&r);
     stop(s);
@@ -696,8 +678,8 @@ static void assert_call_result(const char *json)
     json_object *o = json_tokener_parse(json);
     if (!o)
         fail_msg("not JSON: %s", json);
-    assert_int_equal(json_object_get_int(get(o, "id")), 7);
-    assert_true(json_object_get_boolean(get(get(o, "result"), "isError")));
+    assert_int_equal(json_object_get_int(json_get(o, "id")), 7);
+    assert_true(json_object_get_boolean(json_get(json_get(o, "result"), "isError")));
     json_object_put(o);
 }
 

@@ -10,14 +10,8 @@
 #include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
 #include "backend/docker/seccomp_profile.h"
-
-static json_object *get(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v))
-        fail_msg("no '%s'", key);
-    return v;
-}
+#include "unit/backend/docker/docker_rig.h"
+#include "unit/json_get.h"
 
 static int array_has(json_object *arr, const char *s)
 {
@@ -27,30 +21,21 @@ static int array_has(json_object *arr, const char *s)
     return 0;
 }
 
-static const char *const cmd[] = {"python3", "-c", "pass", NULL};
 static const char *const env[] = {"HOME=/tmp", "API_KEY=v", NULL};
 
+/* The rig's sandbox, with values of its own to find in the body. */
 static struct backend_spec spec_of(void)
 {
-    struct backend_spec s = {
-        .image = "img:1",
-        .cmd = cmd,
-        .uid = 10001,
-        .gid = 10001,
-        .workdir = "/tmp",
-        .workdir_mb = 64,
-        .env = env,
-        .memory_bytes = 128LL << 20,
-        .nano_cpus = 1000000000LL,
-        .pids_limit = 256,
-        .nofile = 1024,
-        .nproc = 4096,
-        .fsize = 64LL << 20,
-        .shm_bytes = 16LL << 20,
-        .instance = "abc",
-        .owner = "me",
-        .expires = 42,
-    };
+    struct backend_spec s = docker_rig_spec("img:1");
+    s.uid = s.gid = 10001;
+    s.env = env;
+    s.pids_limit = 256;
+    s.nproc = 4096;
+    s.fsize = 64LL << 20;
+    s.shm_bytes = 16LL << 20;
+    s.instance = "abc";
+    s.owner = "me";
+    s.expires = 42;
     return s;
 }
 
@@ -61,46 +46,48 @@ static void test_create_body_hardening(void **state)
     (void)state;
     struct backend_spec spec = spec_of();
     json_object *b = docker_create_body(&spec, NULL, NULL);
-    assert_string_equal(json_object_get_string(get(b, "Image")), "img:1");
-    assert_string_equal(json_object_get_string(get(b, "User")), "10001:10001");
-    assert_string_equal(json_object_get_string(get(b, "WorkingDir")), "/tmp");
-    assert_int_equal(json_object_array_length(get(b, "Entrypoint")), 0);
-    assert_int_equal(json_object_array_length(get(b, "Cmd")), 3);
-    assert_int_equal(json_object_array_length(get(b, "Env")), 2);
-    assert_true(array_has(get(b, "Env"), "API_KEY=v"));
-    assert_false(json_object_get_boolean(get(b, "Tty")));
-    assert_true(json_object_get_boolean(get(b, "OpenStdin")));
-    assert_true(json_object_get_boolean(get(b, "StdinOnce")));
-    assert_true(json_object_get_boolean(get(b, "NetworkDisabled")));
-    json_object *hc = get(b, "HostConfig");
-    assert_string_equal(json_object_get_string(get(hc, "NetworkMode")), "none");
-    assert_true(json_object_get_boolean(get(hc, "ReadonlyRootfs")));
-    assert_true(array_has(get(hc, "CapDrop"), "ALL"));
-    assert_true(array_has(get(hc, "SecurityOpt"), "no-new-privileges:true"));
-    assert_int_equal(json_object_get_int64(get(hc, "Memory")), 128LL << 20);
-    assert_int_equal(json_object_get_int64(get(hc, "MemorySwap")), 128LL << 20);
-    assert_int_equal(json_object_get_int64(get(hc, "NanoCpus")), 1000000000LL);
-    assert_int_equal(json_object_get_int64(get(hc, "PidsLimit")), 256);
-    assert_true(json_object_get_boolean(get(hc, "Init")));
-    assert_false(json_object_get_boolean(get(hc, "Privileged")));
-    assert_string_equal(json_object_get_string(get(hc, "IpcMode")), "private");
-    assert_string_equal(json_object_get_string(get(get(hc, "LogConfig"), "Type")), "none");
-    assert_non_null(strstr(json_object_get_string(get(get(hc, "Tmpfs"), "/tmp")), "size=64m"));
+    assert_string_equal(json_object_get_string(json_get(b, "Image")), "img:1");
+    assert_string_equal(json_object_get_string(json_get(b, "User")), "10001:10001");
+    assert_string_equal(json_object_get_string(json_get(b, "WorkingDir")), "/tmp");
+    assert_int_equal(json_object_array_length(json_get(b, "Entrypoint")), 0);
+    assert_int_equal(json_object_array_length(json_get(b, "Cmd")), 3);
+    assert_int_equal(json_object_array_length(json_get(b, "Env")), 2);
+    assert_true(array_has(json_get(b, "Env"), "API_KEY=v"));
+    assert_false(json_object_get_boolean(json_get(b, "Tty")));
+    assert_true(json_object_get_boolean(json_get(b, "OpenStdin")));
+    assert_true(json_object_get_boolean(json_get(b, "StdinOnce")));
+    assert_true(json_object_get_boolean(json_get(b, "NetworkDisabled")));
+    json_object *hc = json_get(b, "HostConfig");
+    assert_string_equal(json_object_get_string(json_get(hc, "NetworkMode")), "none");
+    assert_true(json_object_get_boolean(json_get(hc, "ReadonlyRootfs")));
+    assert_true(array_has(json_get(hc, "CapDrop"), "ALL"));
+    assert_true(array_has(json_get(hc, "SecurityOpt"), "no-new-privileges:true"));
+    assert_int_equal(json_object_get_int64(json_get(hc, "Memory")), 128LL << 20);
+    assert_int_equal(json_object_get_int64(json_get(hc, "MemorySwap")), 128LL << 20);
+    assert_int_equal(json_object_get_int64(json_get(hc, "NanoCpus")), 1000000000LL);
+    assert_int_equal(json_object_get_int64(json_get(hc, "PidsLimit")), 256);
+    assert_true(json_object_get_boolean(json_get(hc, "Init")));
+    assert_false(json_object_get_boolean(json_get(hc, "Privileged")));
+    assert_string_equal(json_object_get_string(json_get(hc, "IpcMode")), "private");
+    assert_string_equal(json_object_get_string(json_get(json_get(hc, "LogConfig"), "Type")),
+                        "none");
+    assert_non_null(
+        strstr(json_object_get_string(json_get(json_get(hc, "Tmpfs"), "/tmp")), "size=64m"));
     /* The only writable tmpfs: Podman's own on /run and /var/tmp are
      * replaced by read-only ones. */
-    assert_string_equal(json_object_get_string(get(get(hc, "Tmpfs"), "/run")),
+    assert_string_equal(json_object_get_string(json_get(json_get(hc, "Tmpfs"), "/run")),
                         "ro,nosuid,nodev,noexec,size=64k");
-    assert_string_equal(json_object_get_string(get(get(hc, "Tmpfs"), "/var/tmp")),
+    assert_string_equal(json_object_get_string(json_get(json_get(hc, "Tmpfs"), "/var/tmp")),
                         "ro,nosuid,nodev,noexec,size=64k");
-    assert_int_equal(json_object_array_length(get(hc, "Ulimits")), 4);
+    assert_int_equal(json_object_array_length(json_get(hc, "Ulimits")), 4);
     assert_false(json_object_object_get_ex(hc, "Binds", NULL));
     assert_false(json_object_object_get_ex(hc, "Runtime", NULL));
-    json_object *labels = get(b, "Labels");
-    assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_MANAGED)), "1");
-    assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_INSTANCE)), "abc");
-    assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_OWNER)), "me");
-    assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_EXPIRES)), "42");
-    assert_string_equal(json_object_get_string(get(labels, ENGINE_LABEL_UID)), "10001");
+    json_object *labels = json_get(b, "Labels");
+    assert_string_equal(json_object_get_string(json_get(labels, ENGINE_LABEL_MANAGED)), "1");
+    assert_string_equal(json_object_get_string(json_get(labels, ENGINE_LABEL_INSTANCE)), "abc");
+    assert_string_equal(json_object_get_string(json_get(labels, ENGINE_LABEL_OWNER)), "me");
+    assert_string_equal(json_object_get_string(json_get(labels, ENGINE_LABEL_EXPIRES)), "42");
+    assert_string_equal(json_object_get_string(json_get(labels, ENGINE_LABEL_UID)), "10001");
     json_object_put(b);
 }
 
@@ -116,20 +103,20 @@ static void test_create_body_users(void **state)
     c.gid = 2000004095;
     json_object *ba = docker_create_body(&a, NULL, NULL);
     json_object *bc = docker_create_body(&c, NULL, NULL);
-    assert_string_equal(json_object_get_string(get(ba, "User")), "2000000000:2000000000");
-    assert_string_equal(json_object_get_string(get(bc, "User")), "2000004095:2000004095");
-    assert_string_equal(json_object_get_string(get(get(ba, "Labels"), ENGINE_LABEL_UID)),
+    assert_string_equal(json_object_get_string(json_get(ba, "User")), "2000000000:2000000000");
+    assert_string_equal(json_object_get_string(json_get(bc, "User")), "2000004095:2000004095");
+    assert_string_equal(json_object_get_string(json_get(json_get(ba, "Labels"), ENGINE_LABEL_UID)),
                         "2000000000");
-    assert_string_equal(json_object_get_string(get(get(bc, "Labels"), ENGINE_LABEL_UID)),
+    assert_string_equal(json_object_get_string(json_get(json_get(bc, "Labels"), ENGINE_LABEL_UID)),
                         "2000004095");
-    json_object *ul = get(get(ba, "HostConfig"), "Ulimits");
+    json_object *ul = json_get(json_get(ba, "HostConfig"), "Ulimits");
     bool found = false;
     for (size_t i = 0; i < json_object_array_length(ul); i++) {
         json_object *u = json_object_array_get_idx(ul, i);
-        if (strcmp(json_object_get_string(get(u, "Name")), "nproc") != 0)
+        if (strcmp(json_object_get_string(json_get(u, "Name")), "nproc") != 0)
             continue;
-        assert_int_equal(json_object_get_int64(get(u, "Soft")), 256);
-        assert_int_equal(json_object_get_int64(get(u, "Hard")), 256);
+        assert_int_equal(json_object_get_int64(json_get(u, "Soft")), 256);
+        assert_int_equal(json_object_get_int64(json_get(u, "Hard")), 256);
         found = true;
     }
     assert_true(found);
@@ -147,10 +134,11 @@ static void test_create_body_options(void **state)
     static const char *const extra[] = {"team=ml", "empty=", NULL};
     spec.labels = extra;
     json_object *b = docker_create_body(&spec, NULL, NULL);
-    assert_string_equal(json_object_get_string(get(get(b, "Labels"), "team")), "ml");
-    assert_string_equal(json_object_get_string(get(get(b, "Labels"), "empty")), "");
-    assert_string_equal(json_object_get_string(get(get(b, "HostConfig"), "Runtime")), "runsc");
-    json_object *labels = get(b, "Labels");
+    assert_string_equal(json_object_get_string(json_get(json_get(b, "Labels"), "team")), "ml");
+    assert_string_equal(json_object_get_string(json_get(json_get(b, "Labels"), "empty")), "");
+    assert_string_equal(json_object_get_string(json_get(json_get(b, "HostConfig"), "Runtime")),
+                        "runsc");
+    json_object *labels = json_get(b, "Labels");
     assert_false(json_object_object_get_ex(labels, ENGINE_LABEL_OWNER, NULL));
     assert_false(json_object_object_get_ex(labels, ENGINE_LABEL_EXPIRES, NULL));
     json_object_put(b);
@@ -163,14 +151,14 @@ static void test_create_body_channel(void **state)
     (void)state;
     struct backend_spec spec = spec_of();
     json_object *b = docker_create_body(&spec, NULL, "/run/io/1.ab");
-    json_object *binds = get(get(b, "HostConfig"), "Binds");
+    json_object *binds = json_get(json_get(b, "HostConfig"), "Binds");
     assert_int_equal(json_object_array_length(binds), 1);
     assert_string_equal(json_object_get_string(json_object_array_get_idx(binds, 0)),
                         "/run/io/1.ab:" CHANNEL_TARGET ":ro");
     static const char *const off[] = {"AttachStdin", "AttachStdout", "AttachStderr", "OpenStdin",
                                       "StdinOnce"};
     for (size_t i = 0; i < ARRAY_SIZE(off); i++)
-        assert_false(json_object_get_boolean(get(b, off[i])));
+        assert_false(json_object_get_boolean(json_get(b, off[i])));
     json_object_put(b);
 }
 
@@ -181,12 +169,12 @@ static void test_create_body_seccomp(void **state)
     (void)state;
     struct backend_spec spec = spec_of();
     json_object *b = docker_create_body(&spec, NULL, NULL);
-    json_object *opts = get(get(b, "HostConfig"), "SecurityOpt");
+    json_object *opts = json_get(json_get(b, "HostConfig"), "SecurityOpt");
     assert_int_equal(json_object_array_length(opts), 1);
     json_object_put(b);
 
     b = docker_create_body(&spec, "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}", NULL);
-    opts = get(get(b, "HostConfig"), "SecurityOpt");
+    opts = json_get(json_get(b, "HostConfig"), "SecurityOpt");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 0)),
                         "no-new-privileges:true");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 1)),
@@ -194,7 +182,7 @@ static void test_create_body_seccomp(void **state)
     json_object_put(b);
 
     b = docker_create_body(&spec, "/run/x/seccomp-1.json", NULL);
-    opts = get(get(b, "HostConfig"), "SecurityOpt");
+    opts = json_get(json_get(b, "HostConfig"), "SecurityOpt");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 1)),
                         "seccomp=/run/x/seccomp-1.json");
     json_object_put(b);
@@ -206,7 +194,7 @@ static char *described_seccomp(struct backend *b, const struct backend_spec *spe
     char *text = backend_describe_create(b, spec);
     json_object *o = json_tokener_parse(text);
     assert_non_null(o);
-    json_object *opts = get(get(o, "HostConfig"), "SecurityOpt");
+    json_object *opts = json_get(json_get(o, "HostConfig"), "SecurityOpt");
     char *found = NULL;
     for (size_t i = 0; i < json_object_array_length(opts); i++) {
         const char *v = json_object_get_string(json_object_array_get_idx(opts, i));
@@ -262,7 +250,7 @@ static void test_describe_create(void **state)
     char *text = backend_describe_create(b, &spec);
     json_object *o = json_tokener_parse(text);
     assert_non_null(o);
-    assert_string_equal(json_object_get_string(get(o, "Image")), "img:1");
+    assert_string_equal(json_object_get_string(json_get(o, "Image")), "img:1");
     json_object_put(o);
     free(text);
     assert_string_equal(backend_kind(b), "docker");

@@ -10,38 +10,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
-#include <poll.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "backend/docker/docker.h"
-#include "fake_engine/fake_engine.h"
+#include "unit/backend/docker/docker_rig.h"
 #include "unit/rig.h"
-
-static const char PODMAN_VERSION[] =
-    "{\"Components\":[{\"Name\":\"Podman Engine\",\"Version\":\"4.3.1\"}],\"Version\":\"4.3.1\"}";
-
-static const char *const cmd[] = {"python3", "-c", "pass", NULL};
-
-static struct backend_spec spec_of(void)
-{
-    return (struct backend_spec){
-        .image = "img:1",
-        .cmd = cmd,
-        .uid = geteuid(),
-        .gid = getegid(),
-        .workdir = "/tmp",
-        .workdir_mb = 64,
-        .memory_bytes = 128LL << 20,
-        .nano_cpus = 1000000000LL,
-        .pids_limit = 64,
-        .nofile = 1024,
-        .nproc = 64,
-        .fsize = 1LL << 20,
-        .shm_bytes = 1LL << 20,
-        .instance = "t",
-    };
-}
 
 static int setup(void **state)
 {
@@ -78,53 +50,45 @@ static struct backend *open_backend(struct fake_engine *fe, const char *version)
     return b;
 }
 
-static int drop(void *ctx, int stream, const char *data, size_t len, struct err *err)
-{
-    (void)ctx, (void)stream, (void)data, (void)len, (void)err;
-    return 0;
-}
-
-/* Creates and starts a sandbox of spec running p (an echo_line program:
- * sent a line, it ends by itself), reads its streams to their end and
- * returns the last read's value (0: a clean end; -1 with err). */
+/* Creates and starts a sandbox running p (an echo_line program: sent a
+ * line, it ends by itself), reads its streams to their end and returns
+ * the last read's value (0: a clean end; -1 with err). */
 static long run_to_end(struct fake_engine *fe, struct backend *b, const struct fake_program *p,
                        char **id, struct err *err)
 {
     fake_engine_set_program(fe, p);
-    struct backend_spec spec = spec_of();
-    struct backend_pending *pending = NULL;
+    struct backend_spec spec = docker_rig_spec("img:1");
     struct backend_stream *s = NULL;
-    if (backend_create(b, &spec, false, 0, id, &pending, err) < 0 ||
-        backend_start(b, *id, pending, 0, -1, &s, err) != 0 ||
+    if (docker_rig_create_start(b, &spec, false, 0, id, &s, err) != 0 ||
         backend_stream_send(s, "hi\n", 3, FAKE_HANG_GUARD_MS, err) < 0)
         fail_msg("setting the sandbox up: %s", err_msg(err));
-    long n;
-    double guard = util_now_ms() + FAKE_HANG_GUARD_MS;
-    do {
-        struct pollfd pf = {.fd = backend_stream_fd(s), .events = POLLIN};
-        if (!backend_stream_pending(s) && poll(&pf, 1, 1000) < 0)
-            fail_msg("poll");
-        assert_true(util_now_ms() < guard);
-        n = backend_stream_read(s, drop, NULL, err);
-    } while (n > 0 || n == BACKEND_AGAIN);
+    long n = docker_rig_drain(s, err);
     backend_stream_close(s);
     return n;
 }
 
-/* Its exit, as backend_wait reports it; the container is removed. */
-static struct backend_state exit_of(struct fake_engine *fe, struct backend *b,
-                                    const struct fake_program *p, char **id)
+/* Runs p to its end and checks its exit as backend_wait reports it: an
+ * OOM kill or not, and its code. Returns the container's id (removed). */
+static char *expect_exit(struct fake_engine *fe, struct backend *b, const struct fake_program *p,
+                         bool oom_killed, int exit_code)
 {
     struct err err = ERR_INIT;
     struct backend_state st = {.running = true};
-    if (run_to_end(fe, b, p, id, &err) != 0)
+    char *id = NULL;
+    if (run_to_end(fe, b, p, &id, &err) != 0)
         fail_msg("the stream: %s", err_msg(&err));
-    if (backend_wait(b, *id, FAKE_HANG_GUARD_MS, &st, &err) < 0)
+    if (backend_wait(b, id, FAKE_HANG_GUARD_MS, &st, &err) < 0)
         fail_msg("backend_wait: %s", err_msg(&err));
     assert_false(st.running);
-    assert_int_equal(backend_remove(b, *id, &err), 0);
-    return st;
+    assert_int_equal(st.oom_killed, oom_killed);
+    assert_int_equal(st.exit_code, exit_code);
+    assert_int_equal(backend_remove(b, id, &err), 0);
+    return id;
 }
+
+/* A SIGKILL (by the kernel's OOM killer or not) and a segfault. */
+static const struct fake_program killed = {.echo_line = true, .exit_code = 137};
+static const struct fake_program crashed = {.echo_line = true, .exit_code = 139};
 
 /* Docker's OOMKilled is trusted; one that comes after the exit (the
  * runtime's OOM event late) is asked for again; a SIGKILL Docker does
@@ -140,26 +104,18 @@ static void test_oom_flag_docker(void **state)
     free(name);
     free(ver);
     struct fake_program oom = {.echo_line = true, .exit_code = 137, .oom_killed = true};
-    char *id = NULL;
-    struct backend_state st = exit_of(fe, b, &oom, &id);
-    assert_true(st.oom_killed);
-    assert_int_equal(st.exit_code, 137);
+    char *id = expect_exit(fe, b, &oom, true, 137);
     assert_int_equal(fake_engine_count(fe, FAKE_OP_WAIT, id), 1);
     assert_int_equal(fake_engine_count(fe, FAKE_OP_INSPECT, id), 1);
     free(id);
 
     struct fake_program late = oom;
     late.oom_flag_late = 2;
-    st = exit_of(fe, b, &late, &id);
-    assert_true(st.oom_killed);
+    id = expect_exit(fe, b, &late, true, 137);
     assert_int_equal(fake_engine_count(fe, FAKE_OP_INSPECT, id), 3);
     free(id);
 
-    struct fake_program sigkill = {.echo_line = true, .exit_code = 137};
-    st = exit_of(fe, b, &sigkill, &id);
-    assert_false(st.oom_killed);
-    assert_int_equal(st.exit_code, 137);
-    free(id);
+    free(expect_exit(fe, b, &killed, false, 137));
     backend_free(b);
 }
 
@@ -169,17 +125,8 @@ static void test_oom_heuristic_podman(void **state)
 {
     struct fake_engine *fe = *state;
     struct backend *b = open_backend(fe, PODMAN_VERSION);
-    struct fake_program killed = {.echo_line = true, .exit_code = 137};
-    char *id = NULL;
-    struct backend_state st = exit_of(fe, b, &killed, &id);
-    assert_true(st.oom_killed);
-    assert_int_equal(st.exit_code, 137);
-    free(id);
-    struct fake_program crash = {.echo_line = true, .exit_code = 139};
-    st = exit_of(fe, b, &crash, &id);
-    assert_false(st.oom_killed);
-    assert_int_equal(st.exit_code, 139);
-    free(id);
+    free(expect_exit(fe, b, &killed, true, 137));
+    free(expect_exit(fe, b, &crashed, false, 139));
     backend_free(b);
 }
 
@@ -190,7 +137,7 @@ static void test_runtime_on_podman(void **state)
 {
     struct fake_engine *fe = *state;
     struct backend *b = open_backend(fe, PODMAN_VERSION);
-    struct backend_spec spec = spec_of();
+    struct backend_spec spec = docker_rig_spec("img:1");
     spec.runtime = "runsc";
     char *id = NULL;
     struct backend_pending *pending = NULL;
@@ -210,6 +157,16 @@ static void test_runtime_on_podman(void **state)
     backend_free(b);
 }
 
+/* Creates a sandbox, whose start (by deadline_ms) must fail: no stream;
+ * *id the container's, err why. */
+static void start_fails(struct backend *b, double deadline_ms, char **id, struct err *err)
+{
+    struct backend_spec spec = docker_rig_spec("img:1");
+    struct backend_stream *s = NULL;
+    assert_int_equal(docker_rig_create_start(b, &spec, false, deadline_ms, id, &s, err), -1);
+    assert_null(s);
+}
+
 /* An attach the engine refuses fails start with the engine's answer, and
  * the container is never started. */
 static void test_attach_fails(void **state)
@@ -217,14 +174,9 @@ static void test_attach_fails(void **state)
     struct fake_engine *fe = *state;
     struct backend *b = open_backend(fe, NULL);
     fake_engine_fault(fe, FAKE_OP_ATTACH, 500, NULL, 1);
-    struct backend_spec spec = spec_of();
     char *id = NULL;
-    struct backend_pending *pending = NULL;
-    struct backend_stream *s = NULL;
     struct err err = ERR_INIT;
-    assert_int_equal(backend_create(b, &spec, false, 0, &id, &pending, &err), 0);
-    assert_int_equal(backend_start(b, id, pending, 0, -1, &s, &err), -1);
-    assert_null(s);
+    start_fails(b, 0, &id, &err);
     assert_non_null(strstr(err_msg(&err), "attach"));
     assert_non_null(strstr(err_msg(&err), "HTTP 500"));
     assert_non_null(strstr(err_msg(&err), "injected attach failure"));
@@ -242,13 +194,9 @@ static void test_stalled_start(void **state)
     struct fake_engine *fe = *state;
     struct backend *b = open_backend(fe, NULL);
     fake_engine_fault(fe, FAKE_OP_START, FAKE_STALL, NULL, 1);
-    struct backend_spec spec = spec_of();
     char *id = NULL;
-    struct backend_pending *pending = NULL;
-    struct backend_stream *s = NULL;
     struct err err = ERR_INIT;
-    assert_int_equal(backend_create(b, &spec, false, 0, &id, &pending, &err), 0);
-    assert_int_equal(backend_start(b, id, pending, util_now_ms() + 300, -1, &s, &err), -1);
+    start_fails(b, util_now_ms() + 300, &id, &err);
     assert_int_equal(err.code, ERR_TIMEOUT);
     assert_non_null(strstr(err_msg(&err), "did not answer"));
     assert_non_null(strstr(err_msg(&err), "/start"));

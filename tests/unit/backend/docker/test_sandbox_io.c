@@ -9,49 +9,20 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <dirent.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend/docker/docker.h"
 #include "backend/docker/engine_http.h"
 #include "backend/docker/seccomp_profile.h"
-#include "fake_engine/fake_engine.h"
+#include "unit/backend/docker/docker_rig.h"
 #include "unit/rig.h"
-
-static const char PODMAN_VERSION[] =
-    "{\"Components\":[{\"Name\":\"Podman Engine\",\"Version\":\"4.3.1\"}],\"Version\":\"4.3.1\"}";
 
 struct rig {
     struct fake_engine *fe;
     char io_dir[64]; /* --sandbox-io-dir: empty again after every test */
 };
-
-static const char *const cmd[] = {"python3", "-c", "pass", NULL};
-
-/* A sandbox of image, as this process's user: the fake engine connects
- * as this process, which the channel lets in. */
-static struct backend_spec spec_of(const char *image)
-{
-    return (struct backend_spec){
-        .image = image,
-        .cmd = cmd,
-        .uid = geteuid(),
-        .gid = getegid(),
-        .workdir = "/tmp",
-        .workdir_mb = 64,
-        .memory_bytes = 128LL << 20,
-        .nano_cpus = 1000000000LL,
-        .pids_limit = 64,
-        .nofile = 1024,
-        .nproc = 64,
-        .fsize = 1LL << 20,
-        .shm_bytes = 1LL << 20,
-        .instance = "t",
-    };
-}
 
 static struct backend *open_backend(struct rig *g, const char *mode)
 {
@@ -87,15 +58,21 @@ static int teardown(void **state)
 static int create_start(struct rig *g, struct backend *b, const struct backend_spec *spec,
                         bool fallback, char **id, struct fake_request *create, struct err *err)
 {
-    struct backend_pending *pending = NULL;
-    if (backend_create(b, spec, fallback, 0, id, &pending, err) < 0)
-        fail_msg("backend_create: %s", err_msg(err));
-    assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, create));
     struct backend_stream *s = NULL;
-    int rc = backend_start(b, *id, pending, 0, -1, &s, err);
+    int rc = docker_rig_create_start(b, spec, fallback, 0, id, &s, err);
+    assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, create));
     assert_true(rc == 0 ? s != NULL : s == NULL);
     backend_stream_close(s);
     return rc;
+}
+
+/* create_start, which must succeed. */
+static void start_ok(struct rig *g, struct backend *b, const struct backend_spec *spec,
+                     bool fallback, char **id, struct fake_request *create)
+{
+    struct err err = ERR_INIT;
+    if (create_start(g, b, spec, fallback, id, create, &err) != 0)
+        fail_msg("start: %s", err_msg(&err));
 }
 
 static void remove_container(struct backend *b, char *id)
@@ -112,13 +89,11 @@ static void test_socket(void **state)
 {
     struct rig *g = *state;
     struct backend *b = open_backend(g, "socket");
-    struct backend_spec spec = spec_of("img:1");
+    struct backend_spec spec = docker_rig_spec("img:1");
     assert_string_equal(backend_io_name(b, &spec), "socket");
     char *id = NULL;
     struct fake_request create;
-    struct err err = ERR_INIT;
-    if (create_start(g, b, &spec, false, &id, &create, &err) != 0)
-        fail_msg("start: %s", err_msg(&err));
+    start_ok(g, b, &spec, false, &id, &create);
     assert_non_null(strstr(create.body, "\"Cmd\":[\"perl\",\"-e\",\""));
     assert_non_null(strstr(create.body, ":\\/run\\/mcpsbx-io:ro\"]"));
     /* The connector runs the spec's command, after its socket's path. */
@@ -139,8 +114,8 @@ static void test_fallback_to_attach(void **state)
     struct fake_program p = {.out = "1\n", .out_len = 2, .no_connect = true};
     fake_engine_set_program(g->fe, &p);
     struct backend *b = open_backend(g, "socket");
-    struct backend_spec spec = spec_of("img:noperl");
-    struct backend_spec other = spec_of("img:other");
+    struct backend_spec spec = docker_rig_spec("img:noperl");
+    struct backend_spec other = docker_rig_spec("img:other");
     char *id = NULL;
     struct fake_request create;
     struct err err = ERR_INIT;
@@ -154,16 +129,14 @@ static void test_fallback_to_attach(void **state)
 
     fake_engine_set_program(g->fe, &(struct fake_program){.out = "1\n", .out_len = 2});
     for (int fallback = 1; fallback >= 0; fallback--) {
-        if (create_start(g, b, &spec, fallback, &id, &create, &err) != 0)
-            fail_msg("start: %s", err_msg(&err));
+        start_ok(g, b, &spec, fallback, &id, &create);
         assert_null(strstr(create.body, "Binds"));
         assert_non_null(strstr(create.body, "\"Cmd\":[\"python3\""));
         assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 1);
         remove_container(b, id);
     }
     /* fallback attaches whatever the image. */
-    if (create_start(g, b, &other, true, &id, &create, &err) != 0)
-        fail_msg("start: %s", err_msg(&err));
+    start_ok(g, b, &other, true, &id, &create);
     assert_null(strstr(create.body, "Binds"));
     remove_container(b, id);
     backend_free(b);
@@ -174,7 +147,7 @@ static void test_fallback_to_attach(void **state)
 static void test_attach_choices(void **state)
 {
     struct rig *g = *state;
-    struct backend_spec spec = spec_of("img:1");
+    struct backend_spec spec = docker_rig_spec("img:1");
     struct backend *b = open_backend(g, "attach");
     assert_string_equal(backend_io_name(b, &spec), "attach");
     backend_free(b);
@@ -190,10 +163,8 @@ static void test_attach_choices(void **state)
     }
     char *id = NULL;
     struct fake_request create;
-    struct err err = ERR_INIT;
     spec.runtime = "runsc";
-    if (create_start(g, b, &spec, false, &id, &create, &err) != 0)
-        fail_msg("start: %s", err_msg(&err));
+    start_ok(g, b, &spec, false, &id, &create);
     assert_non_null(strstr(create.body, "\"Runtime\":\"runsc\""));
     assert_null(strstr(create.body, "Binds"));
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 1);
@@ -210,12 +181,10 @@ static void test_socket_dir_unsafe(void **state)
     struct rig *g = *state;
     assert_int_equal(chmod(g->io_dir, 0777), 0);
     struct backend *b = open_backend(g, "socket");
-    struct backend_spec spec = spec_of("img:1");
+    struct backend_spec spec = docker_rig_spec("img:1");
     char *id = NULL;
     struct fake_request create;
-    struct err err = ERR_INIT;
-    if (create_start(g, b, &spec, false, &id, &create, &err) != 0)
-        fail_msg("start: %s", err_msg(&err));
+    start_ok(g, b, &spec, false, &id, &create);
     assert_null(strstr(create.body, "Binds"));
     assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), 1);
     remove_container(b, id);
@@ -228,7 +197,7 @@ static void test_pending_free(void **state)
 {
     struct rig *g = *state;
     struct backend *b = open_backend(g, "socket");
-    struct backend_spec spec = spec_of("img:1");
+    struct backend_spec spec = docker_rig_spec("img:1");
     struct backend_pending *pending = NULL;
     char *id = NULL;
     struct err err = ERR_INIT;
@@ -237,16 +206,6 @@ static void test_pending_free(void **state)
     backend_pending_free(b, pending);
     remove_container(b, id);
     backend_free(b);
-}
-
-static int ignore_output(void *ctx, int stream, const char *data, size_t len, struct err *err)
-{
-    (void)ctx;
-    (void)stream;
-    (void)data;
-    (void)len;
-    (void)err;
-    return 0;
 }
 
 /* A sandbox started and waiting for its stdin (a warm runner in a pool),
@@ -259,25 +218,16 @@ static void test_killed_while_waiting(void **state)
     static const char *const modes[] = {"socket", "attach"};
     for (size_t m = 0; m < ARRAY_SIZE(modes); m++) {
         struct backend *b = open_backend(g, modes[m]);
-        struct backend_spec spec = spec_of("img:1");
+        struct backend_spec spec = docker_rig_spec("img:1");
         assert_string_equal(backend_io_name(b, &spec), modes[m]);
-        struct backend_pending *pending = NULL;
         struct backend_stream *s = NULL;
         char *id = NULL;
         struct err err = ERR_INIT;
-        if (backend_create(b, &spec, false, 0, &id, &pending, &err) < 0 ||
-            backend_start(b, id, pending, 0, -1, &s, &err) != 0)
+        if (docker_rig_create_start(b, &spec, false, 0, &id, &s, &err) != 0)
             fail_msg("%s: %s", modes[m], err_msg(&err));
         if (backend_kill(b, id, &err) < 0)
             fail_msg("kill: %s", err_msg(&err));
-        long got = BACKEND_AGAIN;
-        double until = util_now_ms() + FAKE_HANG_GUARD_MS;
-        while (got != 0 && got != -1 && util_now_ms() < until) {
-            struct pollfd pfd = {.fd = backend_stream_fd(s), .events = POLLIN};
-            if (!backend_stream_pending(s) && poll(&pfd, 1, FAKE_HANG_GUARD_MS) <= 0)
-                break;
-            got = backend_stream_read(s, ignore_output, NULL, &err);
-        }
+        long got = docker_rig_drain(s, &err);
         if (got != 0 && got != -1)
             fail_msg("%s: the stream did not end after the kill", modes[m]);
         err_clear(&err);
@@ -307,7 +257,7 @@ static void test_seccomp_delivery(void **state)
     struct err err = ERR_INIT;
     char *want = seccomp_profile_new(SECCOMP_KERNEL_HOST, &err);
     assert_non_null(want);
-    struct backend_spec spec = spec_of("img:1");
+    struct backend_spec spec = docker_rig_spec("img:1");
     struct fake_container_info info;
     struct fake_request create;
     char *id = NULL;

@@ -9,6 +9,7 @@
 
 #include "base/config.h"
 #include "sandbox/languages/langtable.h"
+#include "unit/options.h"
 
 static struct langtable *load_ok(const char *text)
 {
@@ -427,15 +428,8 @@ static void test_typecheck_warm(void **state)
  * returns langtable_configure's answer, *out the table on success. */
 static int configure(char **argv, const char *text, struct langtable **out, struct err *err)
 {
-    int argc = 0;
-    while (argv[argc])
-        argc++;
-    char *none[] = {NULL};
     struct config cfg;
-    config_init(&cfg);
-    struct err cerr = ERR_INIT;
-    if (config_load(&cfg, argc, argv, none, &cerr) < 0)
-        fail_msg("config_load: %s", err_msg(&cerr));
+    options_load(&cfg, argv);
     struct langtable *t = load_ok(text);
     int rc = langtable_configure(t, &cfg, err);
     config_free(&cfg);
@@ -605,10 +599,8 @@ static void test_configure_runtimes(void **state)
     (void)state;
     char *a1[] = {"d", "--runtime", "runc", "--python-runtime", "runsc", NULL};
     struct config cfg;
-    config_init(&cfg);
-    char *none[] = {NULL};
+    options_load(&cfg, a1);
     struct err err = ERR_INIT;
-    assert_int_equal(config_load(&cfg, 5, a1, none, &err), 0);
     struct langtable *t = load_ok("{\"languages\": [{\"name\": \"ruby\", \"runtime\": \"kata\"},\n"
                                   "  {\"name\": \"javascript\", \"runtime\": \"kata\"}]}");
     assert_int_equal(langtable_configure(t, &cfg, &err), 0);
@@ -689,10 +681,8 @@ static void test_configure_network_and_dry_run(void **state)
     (void)state;
     char *a1[] = {"d", "--allow-network", "JS,c++", "--dry-run-create", "ts", NULL};
     struct config cfg;
-    config_init(&cfg);
-    char *none[] = {NULL};
+    options_load(&cfg, a1);
     struct err err = ERR_INIT;
-    assert_int_equal(config_load(&cfg, 5, a1, none, &err), 0);
     struct langtable *t = load_ok(NULL);
     if (langtable_configure(t, &cfg, &err) < 0)
         fail_msg("%s", err_msg(&err));

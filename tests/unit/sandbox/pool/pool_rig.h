@@ -13,6 +13,7 @@
 
 #include "fake_backend/fake_backend.h"
 #include "sandbox/run/exec.h"
+#include "unit/options.h"
 #include "unit/langs.h"
 
 #define GUARD 20000
@@ -54,11 +55,7 @@ static inline int setup(void **state)
     g->fake = fake_backend_new();
     config_init(&g->cfg);
     g->cfg.pool_size = 1;
-    free(g->cfg.languages.items);
-    g->cfg.languages.items = xcalloc(3, sizeof(char *));
-    g->cfg.languages.items[0] = xstrdup("python");
-    g->cfg.languages.items[1] = xstrdup("javascript");
-    g->cfg.languages.n = 2;
+    set_list(&g->cfg.languages, (const char *const[]){"python", "javascript"}, 2);
     *state = g;
     return 0;
 }

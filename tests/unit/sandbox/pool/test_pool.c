@@ -404,10 +404,7 @@ static void generic_warm_args(struct rig *g, const struct langtable_lang *lang, 
 static void test_typescript_warm_checker(void **state)
 {
     struct rig *g = *state;
-    g->cfg.languages.items = xrealloc(g->cfg.languages.items, 4 * sizeof(char *));
-    g->cfg.languages.items[2] = xstrdup("typescript");
-    g->cfg.languages.items[3] = NULL;
-    g->cfg.languages.n = 3;
+    set_list(&g->cfg.languages, (const char *const[]){"python", "javascript", "typescript"}, 3);
     rig_open(g);
     const struct langtable_lang *ts = test_lang(g->langs, "typescript");
     char args[8192];

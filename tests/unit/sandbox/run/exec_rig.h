@@ -11,6 +11,7 @@
 
 #include "fake_backend/fake_backend.h"
 #include "sandbox/run/exec.h"
+#include "unit/options.h"
 #include "unit/langs.h"
 
 #define GUARD 20000 /* ms: a hang guard only */
@@ -79,19 +80,6 @@ static inline int teardown(void **state)
     if (left != 0)
         fail_msg("%zu sandboxes left behind", left);
     return 0;
-}
-
-/* Sets a list option (--pass-through-env, --allow-network) to the n
- * names given. */
-static inline void set_list(struct config_list *l, const char *const *names, size_t n)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->items[i]);
-    l->items = xrealloc(l->items, (n + 1) * sizeof(char *));
-    for (size_t i = 0; i < n; i++)
-        l->items[i] = xstrdup(names[i]);
-    l->items[n] = NULL;
-    l->n = n;
 }
 
 static inline struct run request(const char *code)

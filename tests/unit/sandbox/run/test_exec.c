@@ -141,27 +141,38 @@ static void test_language_environment(void **state)
 
 static const char *const API_TOKEN[] = {"API_TOKEN", "NOT_SET"};
 
+/* Runs "print(1)" as p, with the daemon's environment envp and the first
+ * n of API_TOKEN's names passed through: exec_run's result; res and the
+ * live output are initialised here. */
+static int run_secret(struct rig *g, size_t n, char **envp, const struct fake_program *p,
+                      struct live *live, struct exec_result *res, struct err *err)
+{
+    set_list(&g->cfg.pass_through_env, API_TOKEN, n);
+    fake_backend_set_program(g->fb, p);
+    rig_open_env(g, envp);
+    struct run req = request("print(1)");
+    live_init(live, &req);
+    exec_result_init(res);
+    return exec_run(g->exec, &req, res, err);
+}
+
 /* --pass-through-env values go in the run's request, never in the
  * sandbox's spec; where the program prints one (as it is, or
  * base64-encoded), the result and the live output say [REDACTED:NAME]. */
 static void test_secrets(void **state)
 {
     struct rig *g = *state;
-    set_list(&g->cfg.pass_through_env, API_TOKEN, 2);
     char *envp[] = {"OTHER=x", "API_TOKEN=tok-4f9a/secret+value", NULL};
     /* Printed whole on stdout; base64 on stderr. */
     static const char out[] = "token: tok-4f9a/secret+value\n";
     static const char err_text[] = "dG9rLTRmOWEvc2VjcmV0K3ZhbHVl\n";
     struct fake_program p = {
         .out = out, .out_len = sizeof(out) - 1, .err = err_text, .err_len = sizeof(err_text) - 1};
-    fake_backend_set_program(g->fb, &p);
-    rig_open_env(g, envp);
-    struct run req = request("print(1)");
     struct live live;
-    live_init(&live, &req);
     struct exec_result res;
-    exec_result_init(&res);
-    run_ok(g, &req, &res);
+    struct err err = ERR_INIT;
+    if (run_secret(g, 2, envp, &p, &live, &res, &err) < 0)
+        fail_msg("exec_run: %s", err_msg(&err));
     assert_string_equal(buf_cstr(&res.out), "token: [REDACTED:API_TOKEN]\n");
     assert_string_equal(buf_cstr(&res.err), "[REDACTED:API_TOKEN]\n");
     assert_string_equal(buf_cstr(&live.out), "token: [REDACTED:API_TOKEN]\n");
@@ -188,7 +199,6 @@ static void test_secrets(void **state)
 static void test_forged_record(void **state)
 {
     struct rig *g = *state;
-    set_list(&g->cfg.pass_through_env, API_TOKEN, 1);
     char *envp[] = {"API_TOKEN=tok-4f9a/secret+value", NULL};
     struct fake_program p = {
         .out = "tok-4f9a/se",
@@ -199,15 +209,10 @@ static void test_forged_record(void **state)
         .runner_error = "leak tok-4f9a/secret+value\n2026-01-01T00:00:00.000Z mcp-sandboxd "
                         "error: forged\x1b[2J\xff",
     };
-    fake_backend_set_program(g->fb, &p);
-    rig_open_env(g, envp);
-    struct run req = request("print(1)");
     struct live live;
-    live_init(&live, &req);
     struct exec_result res;
-    exec_result_init(&res);
     struct err err = ERR_INIT;
-    assert_int_equal(exec_run(g->exec, &req, &res, &err), -1);
+    assert_int_equal(run_secret(g, 1, envp, &p, &live, &res, &err), -1);
     assert_int_equal(res.status, EXEC_ERROR);
     assert_string_equal(res.message, err_msg(&err));
     assert_string_equal(res.message,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "unit/sandbox/run/exec_rig.h"
+#include "unit/json_get.h"
 
 /* The next runs' program writes err_text on stderr (NULL: nothing), then
  * the completion record whose JSON is record. */
@@ -36,18 +37,7 @@ static json_object *generic_run(struct rig *g, const struct langtable_lang *lang
     assert_last_removed(g);
     if (!info.program[0])
         return NULL;
-    json_object *o = json_tokener_parse(info.program);
-    if (!o)
-        fail_msg("the program is not JSON: %.200s", info.program);
-    return o;
-}
-
-static json_object *member(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v))
-        fail_msg("no '%s' in %s", key, json_object_to_json_string(o));
-    return v;
+    return json_parse_or_fail("the program", info.program);
 }
 
 static const char *word(json_object *argv, size_t i)
@@ -96,13 +86,13 @@ static void test_generic_compile_error(void **state)
     assert_string_equal(info.code, "int main(void) { return 0 }");
     json_object *pg = generic_run(g, c);
     assert_non_null(pg);
-    assert_string_equal(json_object_get_string(member(pg, "source_file")), "main.c");
-    assert_argv_json(member(pg, "compile"), &c->compile);
-    assert_string_equal(word(member(pg, "compile"), 0), "gcc");
-    assert_int_equal(json_object_get_int64(member(pg, "compile_timeout_ms")),
+    assert_string_equal(json_object_get_string(json_get(pg, "source_file")), "main.c");
+    assert_argv_json(json_get(pg, "compile"), &c->compile);
+    assert_string_equal(word(json_get(pg, "compile"), 0), "gcc");
+    assert_int_equal(json_object_get_int64(json_get(pg, "compile_timeout_ms")),
                      c->compile_timeout_ms);
-    assert_argv_json(member(pg, "run"), &c->run);
-    assert_string_equal(word(member(pg, "run"), 0), "./main");
+    assert_argv_json(json_get(pg, "run"), &c->run);
+    assert_string_equal(word(json_get(pg, "run"), 0), "./main");
     assert_false(json_object_object_get_ex(pg, "typecheck", NULL));
     assert_false(json_object_object_get_ex(pg, "typecheck_blocks", NULL));
     json_object_put(pg);
@@ -120,7 +110,7 @@ static void test_generic_compile_error(void **state)
     assert_contains(res.message, want);
     free(want);
     pg = generic_run(g, cpp);
-    assert_string_equal(json_object_get_string(member(pg, "source_file")), "main.cpp");
+    assert_string_equal(json_object_get_string(json_get(pg, "source_file")), "main.cpp");
     json_object_put(pg);
     exec_result_free(&res);
 }
@@ -145,11 +135,11 @@ static void test_generic_typecheck(void **state)
     assert_int_equal(res.exit_code, 0);
     assert_contains(buf_cstr(&res.err), "TS2322");
     json_object *pg = generic_run(g, ts);
-    assert_string_equal(json_object_get_string(member(pg, "source_file")), "main.ts");
-    assert_argv_json(member(pg, "compile"), &ts->compile);
-    assert_argv_json(member(pg, "typecheck"), &ts->typecheck);
-    assert_false(json_object_get_boolean(member(pg, "typecheck_blocks")));
-    assert_argv_json(member(pg, "run"), &ts->run);
+    assert_string_equal(json_object_get_string(json_get(pg, "source_file")), "main.ts");
+    assert_argv_json(json_get(pg, "compile"), &ts->compile);
+    assert_argv_json(json_get(pg, "typecheck"), &ts->typecheck);
+    assert_false(json_object_get_boolean(json_get(pg, "typecheck_blocks")));
+    assert_argv_json(json_get(pg, "run"), &ts->run);
     json_object_put(pg);
 
     /* fail_on_type_errors: typecheck_blocks, and its failure is a
@@ -162,7 +152,7 @@ static void test_generic_typecheck(void **state)
     assert_int_equal(res.status, EXEC_COMPILE_ERROR);
     assert_int_equal(res.exit_code, 2);
     pg = generic_run(g, ts);
-    assert_true(json_object_get_boolean(member(pg, "typecheck_blocks")));
+    assert_true(json_object_get_boolean(json_get(pg, "typecheck_blocks")));
     json_object_put(pg);
     exec_result_free(&res);
 }
@@ -185,12 +175,12 @@ static void test_generic_programs(void **state)
     assert_int_equal(res.exit_code, 3);
     assert_null(res.message);
     json_object *pg = generic_run(g, bash);
-    assert_string_equal(json_object_get_string(member(pg, "source_file")), "main.sh");
+    assert_string_equal(json_object_get_string(json_get(pg, "source_file")), "main.sh");
     assert_false(json_object_object_get_ex(pg, "compile", NULL));
     assert_false(json_object_object_get_ex(pg, "compile_timeout_ms", NULL));
     assert_false(json_object_object_get_ex(pg, "typecheck", NULL));
-    assert_string_equal(word(member(pg, "run"), 0), "bash");
-    assert_string_equal(word(member(pg, "run"), 1), "main.sh");
+    assert_string_equal(word(json_get(pg, "run"), 0), "bash");
+    assert_string_equal(word(json_get(pg, "run"), 1), "main.sh");
     json_object_put(pg);
 
     script(g, NULL, "{\"exit_code\":0,\"memory_error\":false}");
@@ -201,7 +191,7 @@ static void test_generic_programs(void **state)
     run_ok(g, &req, &res);
     assert_int_equal(res.status, EXEC_OK);
     pg = generic_run(g, c);
-    assert_argv_json(member(pg, "run"), &c->version);
+    assert_argv_json(json_get(pg, "run"), &c->version);
     assert_false(json_object_object_get_ex(pg, "compile", NULL));
     json_object_put(pg);
 

@@ -6,13 +6,14 @@
 #include <string.h>
 
 #include "sandbox/run/policy.h"
+#include "unit/options.h"
+
+static const char *const X[] = {"x", NULL};
 
 /* The spec carries the operator's limits and the run's own. */
 static void test_spec(void **state)
 {
-    (void)state;
-    struct config cfg;
-    config_init(&cfg);
+    struct config *cfg = *state;
     const char *cmd[] = {"python3", "-c", "pass", NULL};
     struct policy_run run = {.image = "img:1",
                              .cmd = cmd,
@@ -21,19 +22,19 @@ static void test_spec(void **state)
                              .owner = "me",
                              .expires = 42};
     struct backend_spec spec;
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     assert_string_equal(spec.image, "img:1");
     assert_ptr_equal(spec.cmd, cmd);
     /* A uid of the sandboxes' own range; nproc is each one's own bound. */
-    assert_int_equal(spec.uid, cfg.sandbox_uid_base);
-    assert_int_equal(spec.gid, cfg.sandbox_uid_base);
-    assert_int_equal(spec.nproc, cfg.pids_limit);
+    assert_int_equal(spec.uid, cfg->sandbox_uid_base);
+    assert_int_equal(spec.gid, cfg->sandbox_uid_base);
+    assert_int_equal(spec.nproc, cfg->pids_limit);
     assert_string_equal(spec.workdir, POLICY_WORKDIR);
-    assert_int_equal(spec.workdir_mb, cfg.tmpfs_mb);
+    assert_int_equal(spec.workdir_mb, cfg->tmpfs_mb);
     assert_string_equal(spec.env[0], "HOME=" POLICY_WORKDIR);
     assert_int_equal(spec.memory_bytes, 128LL << 20);
-    assert_int_equal(spec.nano_cpus, (long long)(cfg.cpus * 1e9));
-    assert_int_equal(spec.pids_limit, cfg.pids_limit);
+    assert_int_equal(spec.nano_cpus, (long long)(cfg->cpus * 1e9));
+    assert_int_equal(spec.pids_limit, cfg->pids_limit);
     assert_true(spec.nofile > 0 && spec.nproc > 0 && spec.fsize > 0 && spec.shm_bytes > 0);
     assert_null(spec.runtime);
     assert_string_equal(spec.instance, "abc");
@@ -43,48 +44,40 @@ static void test_spec(void **state)
 
     /* The language's runtime as the caller resolved it (langtable_runtime). */
     run.runtime = "runsc";
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     assert_string_equal(spec.runtime, "runsc");
 
     /* One user for all (--sandbox-uid-count 0): --sandbox-user's, and
      * nproc a loose backstop above the pids limit, since all count. */
-    cfg.sandbox_uid_count = 0;
-    free(cfg.sandbox_user);
-    cfg.sandbox_user = xstrdup("10002:10003");
-    policy_spec(&cfg, &run, &spec);
+    cfg->sandbox_uid_count = 0;
+    free(cfg->sandbox_user);
+    cfg->sandbox_user = xstrdup("10002:10003");
+    policy_spec(cfg, &run, &spec);
     assert_int_equal(spec.uid, 10002);
     assert_int_equal(spec.gid, 10003);
-    assert_true(spec.nproc > cfg.pids_limit);
-    config_free(&cfg);
+    assert_true(spec.nproc > cfg->pids_limit);
 }
 
 /* The network is the caller's decision (langtable_network): policy
  * passes it on and reads no option of its own. */
 static void test_network_is_the_callers(void **state)
 {
-    (void)state;
-    struct config cfg;
-    config_init(&cfg);
-    const char *cmd[] = {"x", NULL};
-    struct policy_run run = {.image = "i", .cmd = cmd, .memory_mb = 64, .instance = "x"};
+    struct config *cfg = *state;
+    struct policy_run run = {.image = "i", .cmd = X, .memory_mb = 64, .instance = "x"};
     struct backend_spec spec;
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     assert_false(spec.network);
     run.network = true;
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     assert_true(spec.network);
     /* --allow-network naming the language changes nothing here. */
-    cfg.allow_network.items = xrealloc(cfg.allow_network.items, 2 * sizeof(char *));
-    cfg.allow_network.items[0] = xstrdup("python");
-    cfg.allow_network.items[1] = NULL;
-    cfg.allow_network.n = 1;
+    set_list(&cfg->allow_network, (const char *const[]){"python"}, 1);
     run.network = false;
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     assert_false(spec.network);
     run.network = true;
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     assert_true(spec.network);
-    config_free(&cfg);
 }
 
 static int missing_calls;
@@ -99,17 +92,11 @@ static void on_missing(const char *name)
  * container's environment is the fixed base whatever the daemon's holds. */
 static void test_pass_through(void **state)
 {
-    (void)state;
-    struct config cfg;
-    config_init(&cfg);
-    cfg.pass_through_env.items = xrealloc(cfg.pass_through_env.items, 3 * sizeof(char *));
-    cfg.pass_through_env.items[0] = xstrdup("A");
-    cfg.pass_through_env.items[1] = xstrdup("MISSING");
-    cfg.pass_through_env.items[2] = NULL;
-    cfg.pass_through_env.n = 2;
+    struct config *cfg = *state;
+    set_list(&cfg->pass_through_env, (const char *const[]){"A", "MISSING"}, 2);
     char *envp[] = {"AB=no", "A=yes=1", "OTHER=x", NULL};
     struct policy_secrets sec;
-    policy_secrets_init(&sec, &cfg, envp, on_missing);
+    policy_secrets_init(&sec, cfg, envp, on_missing);
     assert_int_equal(sec.n, 1);
     assert_string_equal(sec.names[0], "A");
     assert_string_equal(sec.values[0], "yes=1");
@@ -118,7 +105,7 @@ static void test_pass_through(void **state)
 
     struct policy_run run = {.image = "i", .memory_mb = 1, .instance = "x"};
     struct backend_spec spec;
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     size_t n = 0;
     for (; spec.env[n]; n++) {
         assert_null(strstr(spec.env[n], "A=yes"));
@@ -128,46 +115,39 @@ static void test_pass_through(void **state)
     assert_string_equal(spec.env[0], "HOME=/tmp");
     policy_secrets_free(&sec);
     assert_int_equal(sec.n, 0);
-    config_free(&cfg);
 }
 
 /* Every sandbox runs under the project's syscall allow-list; the runtime
  * is the operator's, per language, by name (the backend renders both). */
 static void test_syscalls_and_runtime(void **state)
 {
-    (void)state;
-    struct config cfg;
-    config_init(&cfg);
-    const char *cmd[] = {"x", NULL};
-    struct policy_run run = {.image = "i", .cmd = cmd, .memory_mb = 64};
+    struct config *cfg = *state;
+    struct policy_run run = {.image = "i", .cmd = X, .memory_mb = 64};
     struct backend_spec spec;
     run.runtime = "runsc";
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     assert_string_equal(spec.runtime, "runsc");
     assert_int_equal(spec.syscalls, BACKEND_SYSCALLS_SANDBOX);
     run.runtime = NULL;
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     assert_null(spec.runtime);
     assert_int_equal(spec.syscalls, BACKEND_SYSCALLS_SANDBOX);
     run.runtime = "runc";
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     assert_string_equal(spec.runtime, "runc");
     assert_int_equal(spec.syscalls, BACKEND_SYSCALLS_SANDBOX);
-    config_free(&cfg);
 }
 
 /* The environment: the daemon's own base, then the language's own
  * variables; the base names are the daemon's alone. */
 static void test_language_env(void **state)
 {
-    (void)state;
-    struct config cfg;
-    config_init(&cfg);
+    struct config *cfg = *state;
     const char *own[] = {"MPLBACKEND=Agg", "X=1=2", NULL};
     const char **env = policy_env_new(own);
     struct policy_run run = {.image = "i", .memory_mb = 1, .instance = "x", .env = env};
     struct backend_spec spec;
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     static const char *const want[] = {"HOME=" POLICY_WORKDIR, "TMPDIR=" POLICY_WORKDIR,
                                        "LANG=C.UTF-8", "MPLBACKEND=Agg", "X=1=2"};
     for (size_t i = 0; i < ARRAY_SIZE(want); i++)
@@ -177,26 +157,27 @@ static void test_language_env(void **state)
     /* None of its own: the base alone, as without any. */
     env = policy_env_new(NULL);
     run.env = env;
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     assert_null(spec.env[3]);
     free(env);
     run.env = NULL;
-    policy_spec(&cfg, &run, &spec);
+    policy_spec(cfg, &run, &spec);
     assert_string_equal(spec.env[2], "LANG=C.UTF-8");
     assert_null(spec.env[3]);
     assert_true(policy_env_is_base("HOME", 4));
     assert_true(policy_env_is_base("LANG=x", 4));
     assert_false(policy_env_is_base("HOM", 3));
     assert_false(policy_env_is_base("MPLBACKEND", 10));
-    config_free(&cfg);
 }
 
 int main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, options_setup, options_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spec),         cmocka_unit_test(test_network_is_the_callers),
-        cmocka_unit_test(test_pass_through), cmocka_unit_test(test_syscalls_and_runtime),
-        cmocka_unit_test(test_language_env),
+        T(test_spec),         T(test_network_is_the_callers),
+        T(test_pass_through), T(test_syscalls_and_runtime),
+        T(test_language_env),
     };
+#undef T
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
 }
