@@ -207,14 +207,15 @@ $(B)/testlib/%.o: tests/%.c
 $(B)/tests/%: tests/unit/%.c $(TESTLIB) $(B)/libcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Itests -Wno-missing-prototypes -Wno-missing-declarations -Wno-write-strings \
-	    -o $@ $< $(TESTLIB) $(B)/libcore.a $(LDFLAGS) $(LDLIBS) -lcmocka
+	    -MMD -MP -o $@ $< $(TESTLIB) $(B)/libcore.a $(LDFLAGS) $(LDLIBS) -lcmocka
 
 # The backend conformance suite against a real engine (tests/integration/run.sh).
 $(B)/backend-conformance: tests/backend_conformance/engine_main.c $(TESTLIB) $(B)/libcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -Itests -o $@ $< $(TESTLIB) $(B)/libcore.a $(LDFLAGS) $(LDLIBS) -lcmocka
 
--include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d $(B)/obj/*/*/*.d $(B)/testlib/*/*.d)
+-include $(wildcard $(B)/obj/*.d $(B)/obj/*/*.d $(B)/obj/*/*/*.d $(B)/testlib/*/*.d \
+                     $(B)/tests/*/*.d $(B)/tests/*/*/*.d)
 
 # ---- running -------------------------------------------------------------
 deps:
