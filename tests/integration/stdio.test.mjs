@@ -628,7 +628,8 @@ describe('daemon options', { timeout: 600_000 }, () => {
           const r = await d.call(name, args);
           const took = Date.now() - t0;
           assert.equal(r.isError, true, JSON.stringify(r));
-          assert.ok(took < 3000, `${name} took ${took} ms to fail`);
+          // Fails at once, not at the call's time limit (a hang guard).
+          assert.ok(took < 15_000, `${name} took ${took} ms to fail`);
           const text = textOf(r);
           assert.ok(text.includes(sock), `text should name ${sock}: ${text}`);
           if (r.structuredContent) {
