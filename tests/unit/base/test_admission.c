@@ -217,6 +217,7 @@ static void test_newcomer_gets_next_slot(void **state)
         assert_int_equal(admission_submit(a, &held[i].job), ADMISSION_QUEUED);
     }
     wait_running(a, 2);
+    wait_order(2); /* both held runs have noted their start */
     for (int i = 0; i < 5; i++)
         submit_as(a, &j[i], i, &A);
     submit_as(a, &j[5], 5, &B);
@@ -225,9 +226,10 @@ static void test_newcomer_gets_next_slot(void **state)
     atomic_store(&held[0].hold, false);
     wait_order(3);
     pthread_mutex_lock(&order_lock);
-    assert_int_equal(n_order, 3);
-    assert_int_equal(order[2], 5);
-    pthread_mutex_unlock(&order_lock);
+    int third = order[2], began = n_order;
+    pthread_mutex_unlock(&order_lock); /* not held past a failed assert */
+    assert_int_equal(began, 3);
+    assert_int_equal(third, 5);
     atomic_store(&held[1].hold, false);
     atomic_store(&j[5].hold, false);
     for (int i = 0; i < 6; i++)
