@@ -250,9 +250,16 @@ export function engineRequest(p, method = 'GET') {
   });
 }
 
-/** GET p on the engine socket: the parsed JSON of a 200 answer. */
+/** GET p on the engine socket: the parsed JSON of a 200 answer. A 500 is
+ * asked again a few times: Podman 4.3 fails a container list with "no such
+ * process" when a container's process exits while it is being listed. */
 export async function engineGet(p) {
-  const r = await engineRequest(p);
+  let r;
+  for (let attempt = 0; attempt < 5; attempt++) {
+    if (attempt) await sleep(100 * attempt);
+    r = await engineRequest(p);
+    if (r.status !== 500) break;
+  }
   if (r.status !== 200) throw new Error(`GET ${p} on ${ENGINE_SOCKET}: HTTP ${r.status}: ${r.body.slice(0, 300)}`);
   return JSON.parse(r.body);
 }
