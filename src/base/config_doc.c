@@ -82,32 +82,43 @@ static void bytes_note(const struct config_opt *o, long long v, char *out, size_
     snprintf(out, cap, " = %lld %s", v, units[u]);
 }
 
+/* o's default as a value ("30000", "0.5", a text); false when it has none. */
+static bool default_value(const struct config_opt *o, char *out, size_t cap)
+{
+    switch (o->type) {
+    case OPT_INT:
+        snprintf(out, cap, "%lld", o->def_int);
+        return true;
+    case OPT_DOUBLE:
+        snprintf(out, cap, "%g", o->def_real);
+        return true;
+    case OPT_STR:
+    case OPT_LIST:
+        if (o->def)
+            snprintf(out, cap, "%s", o->def);
+        return o->def != NULL;
+    case OPT_FLAG:
+        break;
+    }
+    return false;
+}
+
 /* o's default as --help shows it, "(default 30000)" or "(default: the
  * engine's)"; "" when there is none to show. */
 static void default_text(const struct config_opt *o, char *out, size_t cap)
 {
-    char note[32];
+    /* Room for the words around the value and its note in MAX_DEFAULT. */
+    char value[MAX_DEFAULT - 48], note[32] = "";
     out[0] = '\0';
     if (o->def_doc) {
         snprintf(out, cap, "(default: %s)", o->def_doc);
         return;
     }
-    switch (o->type) {
-    case OPT_INT:
+    if (!default_value(o, value, sizeof(value)) || !value[0])
+        return;
+    if (o->type == OPT_INT)
         bytes_note(o, o->def_int, note, sizeof(note));
-        snprintf(out, cap, "(default %lld%s)", o->def_int, note);
-        break;
-    case OPT_DOUBLE:
-        snprintf(out, cap, "(default %g)", o->def_real);
-        break;
-    case OPT_STR:
-    case OPT_LIST:
-        if (o->def && *o->def)
-            snprintf(out, cap, "(default %s)", o->def);
-        break;
-    case OPT_FLAG:
-        break;
-    }
+    snprintf(out, cap, "(default %s%s)", value, note);
 }
 
 /* o's help with its default after it, as one text. */
@@ -175,31 +186,13 @@ void config_usage(FILE *fp, const char *argv0)
     put_footer(fp);
 }
 
-/* The value a sample line shows: the default where a file can say it,
- * else the form a value takes. */
+/* The value a sample line shows: the default where a file can say it
+ * (an int's only within its range), else the form a value takes. */
 static void sample_value(const struct config_opt *o, char *out, size_t cap)
 {
-    switch (o->type) {
-    case OPT_INT:
-        if (o->def_int >= o->min && o->def_int <= o->max) {
-            snprintf(out, cap, "%lld", o->def_int);
-            return;
-        }
-        break;
-    case OPT_DOUBLE:
-        snprintf(out, cap, "%g", o->def_real);
-        return;
-    case OPT_STR:
-    case OPT_LIST:
-        if (o->def) {
-            snprintf(out, cap, "%s", o->def);
-            return;
-        }
-        break;
-    case OPT_FLAG:
-        break;
-    }
-    snprintf(out, cap, "%s", o->arg ? o->arg : "");
+    bool in_range = o->type != OPT_INT || (o->def_int >= o->min && o->def_int <= o->max);
+    if (!in_range || !default_value(o, out, cap))
+        snprintf(out, cap, "%s", o->arg ? o->arg : "");
 }
 
 void config_print_sample(FILE *fp)

@@ -58,3 +58,19 @@ int json_parse_exact(const char *data, size_t len, int depth, int flags, json_ob
     json_object_put(o);
     return -1;
 }
+
+void json_add_ints(json_object *o, const struct json_int_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        json_object_object_add(o, rows[i].name, json_object_new_int64(rows[i].value));
+}
+
+const char *json_get_string(json_object *o, const char *key, size_t *len)
+{
+    json_object *v = NULL;
+    if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+        return NULL;
+    if (len)
+        *len = (size_t)json_object_get_string_len(v);
+    return json_object_get_string(v);
+}

@@ -29,4 +29,18 @@ struct json_exact {
 int json_parse_exact(const char *data, size_t len, int depth, int flags, json_object **value,
                      struct json_exact *why);
 
+/* o's member key when it is a string (its length in *len when len is not
+ * NULL), else NULL; o may be NULL. */
+const char *json_get_string(json_object *o, const char *key, size_t *len);
+
+/* A whole number under a name: a row of the table an object is built
+ * from, where a list of fields reads better as data than as calls. */
+struct json_int_row {
+    const char *name;
+    long long value;
+};
+
+/* Adds each of the n rows to o as an integer member. */
+void json_add_ints(json_object *o, const struct json_int_row *rows, size_t n);
+
 #endif

@@ -359,3 +359,11 @@ size_t util_escape(char *dst, size_t cap, const char *src, size_t n)
     dst[k] = '\0';
     return k;
 }
+
+bool util_one_of(const char *s, const char *const *names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return true;
+    return false;
+}

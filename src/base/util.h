@@ -94,4 +94,7 @@ char *util_utf8_sanitize(const char *s, size_t n, size_t *out_len);
  * ends in "...". Returns the length written. */
 size_t util_escape(char *dst, size_t cap, const char *src, size_t n);
 
+/* Whether s is one of the n names. */
+bool util_one_of(const char *s, const char *const *names, size_t n);
+
 #endif

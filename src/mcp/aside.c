@@ -38,10 +38,7 @@ static void aside_finish(struct aside_call *c, json_object *result)
     reply_result(&c->reply, id, result);
     json_object_put(id);
     aside_free(c);
-    pthread_mutex_lock(&s->lock);
-    s->inflight--;
-    pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
+    session_call_ended(s);
 }
 
 static void aside_run(struct admission_job *job)

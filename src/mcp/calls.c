@@ -203,10 +203,7 @@ static void call_finish(struct call *c, json_object *result)
     }
     call_free(c);
 
-    pthread_mutex_lock(&s->lock);
-    s->inflight--;
-    pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
+    session_call_ended(s);
 }
 
 static void call_run(struct admission_job *job)

@@ -11,3 +11,11 @@ struct tools_features mcp_features_of(enum mcp_version v)
     };
     return f;
 }
+
+void session_call_ended(struct mcp_session *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->inflight--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}

@@ -42,6 +42,10 @@ struct mcp_session {
 #define MCP_LOG_LEVELS 8
 extern const char *const mcp_log_levels[MCP_LOG_LEVELS];
 
+/* One of s's calls has answered: one fewer in flight, and a close that
+ * waits for none in flight (mcp_session_close) looks again. */
+void session_call_ended(struct mcp_session *s);
+
 /* What the negotiated version allows in tool shapes. */
 struct tools_features mcp_features_of(enum mcp_version v);
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/codec.h"
+#include "base/json.h"
 #include "base/util.h"
 #include "sandbox/sandbox.h"
 
@@ -15,15 +16,6 @@ static char *own(struct run *fa, const char *s, size_t n)
     fa->file_data = xrealloc(fa->file_data, (fa->n_file_data + 1) * sizeof(*fa->file_data));
     fa->file_data[fa->n_file_data++] = copy;
     return copy;
-}
-
-static const char *str(json_object *o, const char *key, size_t *len)
-{
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-        return NULL;
-    *len = (size_t)json_object_get_string_len(v);
-    return json_object_get_string(v);
 }
 
 static int parse_files(const struct config *cfg, json_object *list, struct run *out,
@@ -42,9 +34,9 @@ static int parse_files(const struct config *cfg, json_object *list, struct run *
         size_t plen = 0;
         size_t clen = 0;
         size_t elen = 0;
-        const char *path = str(f, "path", &plen);
-        const char *content = str(f, "content", &clen);
-        const char *enc = str(f, "encoding", &elen);
+        const char *path = json_get_string(f, "path", &plen);
+        const char *content = json_get_string(f, "content", &clen);
+        const char *enc = json_get_string(f, "encoding", &elen);
         if (!path || !content)
             return err_set(err, ERR_INTERNAL,
                            "the schema lets a file through without path or "

@@ -449,19 +449,15 @@ void languages_add_versions(struct languages *l, const struct langtable_lang *la
 json_object *languages_limits_json(const struct config *cfg)
 {
     json_object *lim = json_object_new_object();
-    json_object_object_add(lim, "timeout_ms", json_object_new_int64(cfg->timeout_ms));
-    json_object_object_add(lim, "max_timeout_ms", json_object_new_int64(cfg->max_timeout_ms));
-    json_object_object_add(lim, "memory_mb", json_object_new_int64(cfg->memory_mb));
-    json_object_object_add(lim, "max_memory_mb", json_object_new_int64(cfg->max_memory_mb));
-    json_object_object_add(lim, "max_output_bytes", json_object_new_int64(cfg->max_output_bytes));
-    json_object_object_add(lim, "max_code_bytes", json_object_new_int64(cfg->max_code_bytes));
-    json_object_object_add(lim, "cpus", json_object_new_double(cfg->cpus));
-    json_object_object_add(lim, "pids_limit", json_object_new_int64(cfg->pids_limit));
-    json_object_object_add(lim, "tmpfs_mb", json_object_new_int64(cfg->tmpfs_mb));
-    const struct {
-        const char *name;
-        long long v;
-    } files[] = {
+    const struct json_int_row rows[] = {
+        {"timeout_ms", cfg->timeout_ms},
+        {"max_timeout_ms", cfg->max_timeout_ms},
+        {"memory_mb", cfg->memory_mb},
+        {"max_memory_mb", cfg->max_memory_mb},
+        {"max_output_bytes", cfg->max_output_bytes},
+        {"max_code_bytes", cfg->max_code_bytes},
+        {"pids_limit", cfg->pids_limit},
+        {"tmpfs_mb", cfg->tmpfs_mb},
         {"max_files_in", cfg->max_files_in},
         {"max_file_in_bytes", cfg->max_file_in_bytes},
         {"max_files_in_bytes", cfg->max_files_in_bytes},
@@ -476,8 +472,8 @@ json_object *languages_limits_json(const struct config *cfg)
         {"run_store_max_bytes", cfg->run_store_max_bytes},
         {"run_store_session_max_bytes", cfg->run_store_session_max_bytes},
     };
-    for (size_t i = 0; i < ARRAY_SIZE(files); i++)
-        json_object_object_add(lim, files[i].name, json_object_new_int64(files[i].v));
+    json_add_ints(lim, rows, ARRAY_SIZE(rows));
+    json_object_object_add(lim, "cpus", json_object_new_double(cfg->cpus));
     return lim;
 }
 

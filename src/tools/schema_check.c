@@ -179,10 +179,7 @@ static int check_keywords(json_object *s, const char *path, const char **type, s
     json_object_object_foreach(s, key, val)
     {
         (void)val;
-        bool known = false;
-        for (size_t i = 0; i < ARRAY_SIZE(keywords) && !known; i++)
-            known = strcmp(keywords[i], key) == 0;
-        if (!known)
+        if (!util_one_of(key, keywords, ARRAY_SIZE(keywords)))
             return bad(path, key, err,
                        "keyword not supported by the validator (src/tools/schema.c implements "
                        "%s)",

@@ -108,10 +108,7 @@ int tooldef_check(json_object *def, struct tooldef_checked *out, struct err *err
     json_object_object_foreach(def, key, val)
     {
         (void)val;
-        bool known = false;
-        for (size_t i = 0; i < ARRAY_SIZE(members) && !known; i++)
-            known = strcmp(members[i], key) == 0;
-        if (!known)
+        if (!util_one_of(key, members, ARRAY_SIZE(members)))
             return err_set(err, ERR_INVALID,
                            "unknown member '%s' (a tool definition has name, title, description, "
                            "inputSchema and, unless it is output_schema.json's, outputSchema)",

@@ -45,6 +45,7 @@ struct container {
     char *warm_args; /* the Cmd words after it, as JSON text, or NULL */
     long long memory;
     char user[32];     /* User, cut */
+    char runtime[32];  /* HostConfig.Runtime, cut; "" when none */
     char *seccomp;     /* the seccomp= security option's value, or NULL */
     char *config_env;  /* Config.Env, as JSON text */
     char *request_env; /* the runner request's env, as JSON text */
@@ -483,7 +484,8 @@ static void no_such_container(struct fake_engine *fe, int fd, const char *id)
 /* ---- the operations --------------------------------------------------------- */
 
 /* A runner started with one more argument after its source is a warm one
- * (src/sandbox/runner/runner.h); HostConfig.Memory is kept for the tests. */
+ * (src/sandbox/runner/runner.h); HostConfig's Memory and Runtime are kept
+ * for the tests. */
 static void read_cmd(json_object *body, struct container *c)
 {
     json_object *cmd = NULL, *hc = NULL, *mem = NULL, *opts = NULL, *env = NULL, *user = NULL;
@@ -494,6 +496,9 @@ static void read_cmd(json_object *body, struct container *c)
     if (json_object_object_get_ex(body, "HostConfig", &hc) &&
         json_object_object_get_ex(hc, "Memory", &mem))
         c->memory = json_object_get_int64(mem);
+    json_object *rt = NULL;
+    if (hc && json_object_object_get_ex(hc, "Runtime", &rt))
+        snprintf(c->runtime, sizeof(c->runtime), "%s", json_object_get_string(rt));
     json_object *binds = NULL;
     if (hc && json_object_object_get_ex(hc, "Binds", &binds) &&
         json_object_is_type(binds, json_type_array) && json_object_array_length(binds) > 0) {
@@ -684,6 +689,9 @@ static void op_inspect(struct fake_engine *fe, int fd, const char *id)
         json_object *o = json_object_new_object();
         json_object_object_add(o, "Id", json_object_new_string(c->id));
         json_object_object_add(o, "State", state_json(c));
+        json_object *hc = json_object_new_object();
+        json_object_object_add(hc, "Runtime", json_object_new_string(c->runtime));
+        json_object_object_add(o, "HostConfig", hc);
         if (c->exited && c->oom_hidden > 0)
             c->oom_hidden--;
         answer = xstrdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));

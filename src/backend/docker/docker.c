@@ -421,21 +421,32 @@ static const char *docker_io_name(struct backend *b, const struct backend_spec *
 #define OOM_RECHECKS   5
 #define OOM_RECHECK_MS 100
 
+/* Whether the engine's OOMKilled can be believed for a container that
+ * ran under runtime: not where the engine is known to leave it false
+ * after a real OOM kill or is not known yet (engine.h), and not under
+ * gVisor, whose shim reports the OOM event late or not at all (seen
+ * under Docker 20.10: exit 137, OOMKilled false after half a second of
+ * asking, for a Python program filling a 256 MiB limit). */
+static bool oom_flag_trusted(const struct engine *e, const char *runtime)
+{
+    return engine_oom_flag_reliable(e) == 1 && !seccomp_runtime_is_gvisor(runtime);
+}
+
 /* The engine's OOMKilled flag, asked again for a SIGKILL that came
- * without it; and where the engine is known to leave it false after a
- * real OOM kill, or that is not known yet (engine.h), a SIGKILL that the
- * caller did not send (it waits only for a program that ended by
- * itself): under a memory limit, the limit is by far the likeliest
- * sender. */
+ * without it; and where the flag cannot be believed (oom_flag_trusted),
+ * a SIGKILL that the caller did not send (it waits only for a program
+ * that ended by itself): under a memory limit, the limit is by far the
+ * likeliest sender. */
 static int docker_wait(struct backend *b, const char *id, long timeout_ms, struct backend_state *st,
                        struct err *err)
 {
     struct engine *e = engine_of(b);
-    if (engine_wait(e, id, timeout_ms, st, err) < 0)
+    char runtime[ENGINE_RUNTIME_MAX];
+    if (engine_wait(e, id, timeout_ms, st, runtime, err) < 0)
         return -1;
     if (st->exit_code != 137 || st->oom_killed)
         return 0;
-    if (engine_oom_flag_reliable(e) != 1) {
+    if (!oom_flag_trusted(e, runtime)) {
         st->oom_killed = true;
         return 0;
     }

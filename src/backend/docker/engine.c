@@ -1,6 +1,7 @@
 #include "backend/docker/engine.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/json.h"
@@ -107,16 +108,6 @@ static char *engine_text(const char *s, size_t n)
     return out;
 }
 
-static const char *get_str(json_object *o, const char *key, size_t *len)
-{
-    json_object *v = NULL;
-    if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-        return NULL;
-    if (len)
-        *len = (size_t)json_object_get_string_len(v);
-    return json_object_get_string(v);
-}
-
 /* Sets err from an unexpected status, with the engine's message. */
 static int status_error(const struct engine *e, long status, const struct buf *resp,
                         const char *what, struct err *err)
@@ -173,26 +164,26 @@ static int version_within(struct engine *e, long timeout_ms, char **name, char *
         for (size_t i = 0; i < count; i++) {
             json_object *c = json_object_array_get_idx(comps, i);
             size_t cl = 0;
-            const char *cn = get_str(c, "Name", &cl);
+            const char *cn = json_get_string(c, "Name", &cl);
             if (!cn)
                 continue;
             if (strcmp(cn, "Podman Engine") == 0) {
                 n = "Podman Engine";
                 atomic_store(&e->oom_flag_reliable, 0);
-                v = get_str(c, "Version", &vl);
+                v = json_get_string(c, "Version", &vl);
                 break;
             }
             if (strcmp(cn, "Engine") == 0 && !n) {
                 n = "Docker Engine";
                 atomic_store(&e->oom_flag_reliable, 1);
-                v = get_str(c, "Version", &vl);
+                v = json_get_string(c, "Version", &vl);
             }
         }
     }
     if (!n) {
         json_object *plat = NULL;
         if (json_object_object_get_ex(root, "Platform", &plat))
-            n = get_str(plat, "Name", &nl);
+            n = json_get_string(plat, "Name", &nl);
         if (!n || nl == 0) {
             n = "unknown engine";
             nl = 0;
@@ -200,7 +191,7 @@ static int version_within(struct engine *e, long timeout_ms, char **name, char *
     }
     atomic_store(&e->podman, strcmp(n, "Podman Engine") == 0);
     if (!v)
-        v = get_str(root, "Version", &vl);
+        v = json_get_string(root, "Version", &vl);
     if (!v) {
         v = "unknown";
         vl = strlen(v);
@@ -220,7 +211,7 @@ static int image_missing(const struct engine *e, json_object *body, const struct
                          struct err *err)
 {
     size_t il = 0;
-    const char *image = get_str(body, "Image", &il);
+    const char *image = json_get_string(body, "Image", &il);
     cleanup_free char *img = engine_text(image ? image : "?", image ? il : 1);
     cleanup_free char *msg = engine_http_message(resp->data, resp->len);
     return err_set(err, ERR_NOT_FOUND,
@@ -274,7 +265,7 @@ int engine_create(struct engine *e, json_object *body, double deadline_ms, char 
     root = parse_json(&resp, "POST /containers/create", err);
     if (!root)
         goto out;
-    const char *cid = get_str(root, "Id", NULL);
+    const char *cid = json_get_string(root, "Id", NULL);
     if (!cid || !id_valid(cid)) {
         err_set(err, ERR_PROTOCOL, "the container engine returned an invalid container id");
         goto out;
@@ -398,8 +389,10 @@ static bool get_int(json_object *o, const char *key, int64_t *out)
     return true;
 }
 
-int engine_inspect_state(struct engine *e, const char *id, struct backend_state *st,
-                         struct err *err)
+/* State, and HostConfig.Runtime into runtime (cap bytes, "" when the
+ * engine names none) when runtime is not NULL. */
+static int inspect(struct engine *e, const char *id, struct backend_state *st, char *runtime,
+                   size_t cap, struct err *err)
 {
     if (check_id(id, err) < 0)
         return -1;
@@ -409,7 +402,7 @@ int engine_inspect_state(struct engine *e, const char *id, struct backend_state 
                                   "inspect the container", "GET /containers/{id}/json", err);
     if (!root)
         goto out;
-    json_object *state = NULL;
+    json_object *state = NULL, *hc = NULL;
     if (!json_object_object_get_ex(root, "State", &state) ||
         !json_object_is_type(state, json_type_object)) {
         err_set(err, ERR_PROTOCOL, "the container engine's inspect answer has no State");
@@ -419,6 +412,11 @@ int engine_inspect_state(struct engine *e, const char *id, struct backend_state 
     st->running = get_bool(state, "Running");
     st->oom_killed = get_bool(state, "OOMKilled");
     st->exit_code = get_int(state, "ExitCode", &code) ? (int)code : -1;
+    if (runtime) {
+        json_object_object_get_ex(root, "HostConfig", &hc);
+        const char *r = json_get_string(hc, "Runtime", NULL);
+        snprintf(runtime, cap, "%s", r ? r : ""); /* a longer name is cut */
+    }
     ret = 0;
 out:
     free(path);
@@ -426,8 +424,14 @@ out:
     return ret;
 }
 
+int engine_inspect_state(struct engine *e, const char *id, struct backend_state *st,
+                         struct err *err)
+{
+    return inspect(e, id, st, NULL, 0, err);
+}
+
 int engine_wait(struct engine *e, const char *id, long timeout_ms, struct backend_state *st,
-                struct err *err)
+                char runtime[ENGINE_RUNTIME_MAX], struct err *err)
 {
     if (check_id(id, err) < 0)
         return -1;
@@ -446,7 +450,8 @@ int engine_wait(struct engine *e, const char *id, long timeout_ms, struct backen
     /* The wait answer does not say why the container died; inspect does. */
     struct backend_state ins = {0};
     struct err ierr = ERR_INIT;
-    if (engine_inspect_state(e, id, &ins, &ierr) < 0) {
+    runtime[0] = '\0';
+    if (inspect(e, id, &ins, runtime, ENGINE_RUNTIME_MAX, &ierr) < 0) {
         /* Gone already (removed by someone else): the exit code stands. */
         if (ierr.code != ERR_NOT_FOUND) {
             err_set(err, ierr.code, "%s", err_msg(&ierr));
@@ -512,7 +517,7 @@ int engine_list_managed(struct engine *e, long timeout_ms, struct backend_contai
     list = xcalloc(total ? total : 1, sizeof(*list));
     for (size_t i = 0; i < total; i++) {
         json_object *c = json_object_array_get_idx(root, i);
-        const char *cid = get_str(c, "Id", NULL);
+        const char *cid = json_get_string(c, "Id", NULL);
         if (!cid || !id_valid(cid)) {
             log_warn("engine listed a container with an invalid id; skipped");
             continue;
@@ -525,10 +530,10 @@ int engine_list_managed(struct engine *e, long timeout_ms, struct backend_contai
         size_t il = 0, ol = 0, el = 0, ul = 0;
         const char *inst = NULL, *owner = NULL, *expires = NULL, *uid = NULL;
         if (json_object_object_get_ex(c, "Labels", &labels)) {
-            inst = get_str(labels, ENGINE_LABEL_INSTANCE, &il);
-            owner = get_str(labels, ENGINE_LABEL_OWNER, &ol);
-            expires = get_str(labels, ENGINE_LABEL_EXPIRES, &el);
-            uid = get_str(labels, ENGINE_LABEL_UID, &ul);
+            inst = json_get_string(labels, ENGINE_LABEL_INSTANCE, &il);
+            owner = json_get_string(labels, ENGINE_LABEL_OWNER, &ol);
+            expires = json_get_string(labels, ENGINE_LABEL_EXPIRES, &el);
+            uid = json_get_string(labels, ENGINE_LABEL_UID, &ul);
         }
         ci->instance = inst ? engine_text(inst, il) : NULL;
         ci->owner = owner ? engine_text(owner, ol) : NULL;

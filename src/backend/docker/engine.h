@@ -58,11 +58,15 @@ int engine_start(struct engine *e, const char *id, double deadline_ms, struct er
  * is not an error. */
 int engine_kill(struct engine *e, const char *id, struct err *err);
 
-/* POST /containers/{id}/wait with a timeout, then inspect for OOMKilled.
+/* Room for an OCI runtime's name as inspect reports it (cut beyond). */
+#define ENGINE_RUNTIME_MAX 64
+
+/* POST /containers/{id}/wait with a timeout, then inspect for OOMKilled
+ * and the runtime the container ran under ("" when unknown or gone).
  * Podman 4.3 (runc, cgroup v1) reports OOMKilled false even for an OOM
  * kill: there, exit code 137 under a memory limit is the only sign. */
 int engine_wait(struct engine *e, const char *id, long timeout_ms, struct backend_state *st,
-                struct err *err);
+                char runtime[ENGINE_RUNTIME_MAX], struct err *err);
 
 /* GET /containers/{id}/json -> State. */
 int engine_inspect_state(struct engine *e, const char *id, struct backend_state *st,

@@ -85,15 +85,24 @@ static bool is_alnum(unsigned char c)
     return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
 }
 
+/* Whether s[0..n) is min to max characters, each a letter or digit (lower
+ * case only when lower) or one of punct; a NUL byte never is one. */
+static bool spelled(const char *s, size_t n, size_t min, size_t max, bool lower, const char *punct)
+{
+    if (n < min || n > max)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!(lower ? is_lower_alnum(c) : is_alnum(c)) && (c == '\0' || !strchr(punct, c)))
+            return false;
+    }
+    return true;
+}
+
 /* A name or an alias: [a-z][a-z0-9+#-]*. */
 static bool valid_name(const char *s, size_t n)
 {
-    if (n == 0 || n > LANGTABLE_NAME_MAX || !(s[0] >= 'a' && s[0] <= 'z'))
-        return false;
-    for (size_t i = 1; i < n; i++)
-        if (!is_lower_alnum((unsigned char)s[i]) && !strchr("+#-", s[i]))
-            return false;
-    return true;
+    return n > 0 && s[0] >= 'a' && s[0] <= 'z' && spelled(s, n, 1, LANGTABLE_NAME_MAX, true, "+#-");
 }
 
 static bool valid_image(const char *s, size_t n)
@@ -108,12 +117,7 @@ static bool valid_image(const char *s, size_t n)
 
 static bool valid_source_file(const char *s, size_t n)
 {
-    if (n == 0 || n > LANGTABLE_SOURCE_FILE_MAX || s[0] == '.')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!is_alnum((unsigned char)s[i]) && !strchr("._+-", s[i]))
-            return false;
-    return true;
+    return n > 0 && s[0] != '.' && spelled(s, n, 1, LANGTABLE_SOURCE_FILE_MAX, false, "._+-");
 }
 
 /* An argv element: no control characters (the runner's request and the
@@ -131,23 +135,14 @@ static bool valid_arg(const char *s, size_t n)
 /* Debian's package names: [a-z0-9][a-z0-9+.-]+. */
 static bool valid_package(const char *s, size_t n)
 {
-    if (n < 2 || n > LANGTABLE_PACKAGE_MAX || !is_lower_alnum((unsigned char)s[0]))
-        return false;
-    for (size_t i = 1; i < n; i++)
-        if (!is_lower_alnum((unsigned char)s[i]) && !strchr("+.-", s[i]))
-            return false;
-    return true;
+    return n >= 2 && is_lower_alnum((unsigned char)s[0]) &&
+           spelled(s, n, 2, LANGTABLE_PACKAGE_MAX, true, "+.-");
 }
 
 /* An OCI runtime's name, as --runtime takes it. */
 static bool valid_runtime(const char *s, size_t n)
 {
-    if (n == 0 || n > LANGTABLE_RUNTIME_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!is_alnum((unsigned char)s[i]) && !strchr("._-", s[i]))
-            return false;
-    return true;
+    return spelled(s, n, 1, LANGTABLE_RUNTIME_MAX, false, "._-");
 }
 
 bool langtable_valid_env(const char *s, size_t n)

@@ -71,15 +71,6 @@ static json_object *parse_object(const char *text, size_t len)
     return v;
 }
 
-static const char *get_str(json_object *o, const char *key, size_t *len)
-{
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-        return NULL;
-    *len = (size_t)json_object_get_string_len(v);
-    return json_object_get_string(v);
-}
-
 /* -1 when absent or not a non-negative int. */
 static long long get_size(json_object *o, const char *key)
 {
@@ -90,20 +81,39 @@ static long long get_size(json_object *o, const char *key)
     return json_object_get_int64(v);
 }
 
+/* A header frame: a JSON object naming a path and a word (a file's
+ * kind, a left-out file's reason). */
+struct header {
+    json_object *obj; /* owned; NULL when the frame is not an object */
+    const char *path, *word;
+    size_t path_len, word_len;
+};
+
+/* 0 when the frame holds both strings, else -1; h->obj is put by the
+ * caller either way. */
+static int read_header(const char *text, size_t len, const char *word_key, struct header *h)
+{
+    *h = (struct header){.obj = parse_object(text, len)};
+    if (h->obj) {
+        h->path = json_get_string(h->obj, "path", &h->path_len);
+        h->word = json_get_string(h->obj, word_key, &h->word_len);
+    }
+    return h->path && h->word ? 0 : -1;
+}
+
 static int begin_file(struct outfiles *o, const char *text, size_t len, struct err *err)
 {
     if (o->open)
         return err_set(err, ERR_PROTOCOL, "a file began before the last one ended");
-    json_object *f = parse_object(text, len);
-    size_t plen = 0;
-    size_t klen = 0;
-    const char *path = f ? get_str(f, "path", &plen) : NULL;
-    const char *kind = f ? get_str(f, "kind", &klen) : NULL;
-    long long size = f ? get_size(f, "size") : -1;
+    struct header h;
+    bool whole = read_header(text, len, "kind", &h) == 0;
+    long long size = whole ? get_size(h.obj, "size") : -1;
+    const char *path = h.path, *kind = h.word;
+    size_t plen = h.path_len;
     int rc = -1;
     char *norm = NULL;
     struct err why = ERR_INIT;
-    if (!path || !kind || size < 0) {
+    if (size < 0) {
         err_set(err, ERR_PROTOCOL, "a malformed file header");
         goto out;
     }
@@ -145,7 +155,7 @@ static int begin_file(struct outfiles *o, const char *text, size_t len, struct e
 out:
     free(norm);
     err_clear(&why);
-    json_object_put(f);
+    json_object_put(h.obj);
     return rc;
 }
 
@@ -246,22 +256,18 @@ static int left_out(struct outfiles *o, const char *text, size_t len, struct err
 {
     if (o->open)
         return err_set(err, ERR_PROTOCOL, "a left-out file inside a file");
-    json_object *l = parse_object(text, len);
-    size_t plen = 0;
-    size_t rlen = 0;
-    const char *path = l ? get_str(l, "path", &plen) : NULL;
-    const char *reason = l ? get_str(l, "reason", &rlen) : NULL;
+    struct header h;
     int rc = 0;
-    if (!path || !reason) {
+    if (read_header(text, len, "reason", &h) < 0) {
         rc = err_set(err, ERR_PROTOCOL, "a malformed left-out file");
     } else if (o->n_left < OUTFILES_LEFT_KEEP) {
         struct outfile_left *e = &o->left[o->n_left++];
         /* Redacted before it is cut: a cut value would not be found. */
-        e->path = redact_text(o->redactor, path, plen, LEFT_PATH_MAX);
-        e->reason = redact_text(o->redactor, reason, rlen, LEFT_REASON_MAX);
-        e->size = get_size(l, "size");
+        e->path = redact_text(o->redactor, h.path, h.path_len, LEFT_PATH_MAX);
+        e->reason = redact_text(o->redactor, h.word, h.word_len, LEFT_REASON_MAX);
+        e->size = get_size(h.obj, "size");
     }
-    json_object_put(l);
+    json_object_put(h.obj);
     return rc;
 }
 

@@ -59,35 +59,30 @@ struct exec_ctx {
     struct pool *pool; /* NULL when no language keeps a pool */
 };
 
+/* The names tools results carry, by status. */
+static const char *const status_names[] = {
+    [EXEC_OK] = "ok",
+    [EXEC_ERROR] = "error",
+    [EXEC_TIMEOUT] = "timeout",
+    [EXEC_OOM] = "oom",
+    [EXEC_OUTPUT_LIMIT] = "output_limit",
+    [EXEC_CANCELLED] = "cancelled",
+    [EXEC_BUSY] = "busy",
+    [EXEC_COMPILE_ERROR] = "compile_error",
+};
+_Static_assert(ARRAY_SIZE(status_names) == EXEC_COMPILE_ERROR + 1, "a status without a name");
+
 const char *exec_status_name(enum exec_status st)
 {
-    switch (st) {
-    case EXEC_OK:
-        return "ok";
-    case EXEC_ERROR:
-        return "error";
-    case EXEC_TIMEOUT:
-        return "timeout";
-    case EXEC_OOM:
-        return "oom";
-    case EXEC_OUTPUT_LIMIT:
-        return "output_limit";
-    case EXEC_CANCELLED:
-        return "cancelled";
-    case EXEC_BUSY:
-        return "busy";
-    case EXEC_COMPILE_ERROR:
-        return "compile_error";
-    }
-    return "error";
+    return (size_t)st < ARRAY_SIZE(status_names) ? status_names[st] : "error";
 }
 
 /* A run that failed: the status base/err.h gives its category. */
 static enum exec_status failed_status(enum err_code code)
 {
     const char *name = err_tool_status(code);
-    for (int st = EXEC_OK; st <= EXEC_COMPILE_ERROR; st++)
-        if (strcmp(exec_status_name((enum exec_status)st), name) == 0)
+    for (size_t st = 0; st < ARRAY_SIZE(status_names); st++)
+        if (strcmp(status_names[st], name) == 0)
             return (enum exec_status)st;
     return EXEC_ERROR;
 }

@@ -157,12 +157,15 @@ static json_object *outputs_json(const struct runner_outputs *ro)
     for (size_t i = 0; i < ro->n_patterns; i++)
         json_object_array_add(paths, json_object_new_string(ro->patterns[i]));
     json_object_object_add(o, "paths", paths);
-    json_object_object_add(o, "max_files", json_object_new_int64(ro->max_files));
-    json_object_object_add(o, "max_file_bytes", json_object_new_int64(ro->max_file_bytes));
-    json_object_object_add(o, "max_total_bytes", json_object_new_int64(ro->max_total_bytes));
     json_object_object_add(o, "plots", json_object_new_boolean(ro->plots));
-    json_object_object_add(o, "max_plots", json_object_new_int64(ro->max_plots));
-    json_object_object_add(o, "max_plot_bytes", json_object_new_int64(ro->max_plot_bytes));
+    const struct json_int_row caps[] = {
+        {"max_files", ro->max_files},
+        {"max_file_bytes", ro->max_file_bytes},
+        {"max_total_bytes", ro->max_total_bytes},
+        {"max_plots", ro->max_plots},
+        {"max_plot_bytes", ro->max_plot_bytes},
+    };
+    json_add_ints(o, caps, ARRAY_SIZE(caps));
     return o;
 }
 

@@ -179,6 +179,15 @@ sub runner_fail {
     finish($RUNNER_EXIT, $msg);
 }
 
+# Runs $step; if it dies, the run fails with "$what: <why>".
+sub or_fail {
+    my ($what, $step) = @_;
+    return if eval { $step->(); 1 };
+    my $e = $@;
+    chomp $e;
+    runner_fail("$what: $e");
+}
+
 # A quoted name for a message.
 sub quote { return jstr(prefix_chars($_[0], $_[1] // 200)) }
 
@@ -339,11 +348,7 @@ if ($warm) {
 }
 
 my $req;
-if (!eval { $req = decode_request($body); 1 }) {
-    my $e = $@;
-    chomp $e;
-    runner_fail("request is not JSON: $e");
-}
+or_fail('request is not JSON', sub { $req = decode_request($body) });
 $body = undef;
 runner_fail('request is not a JSON object') unless ref $req eq 'HASH';
 my $n = $req->{nonce};
@@ -469,21 +474,17 @@ for my $f (@$files) {
     {
         runner_fail('request files: bad entry ' . (is_str($p) ? quote($p) : 'null'));
     }
-    my $ok = eval {
-        my $data = $content;
-        if ($enc eq 'base64') {
-            require MIME::Base64;
-            $data = MIME::Base64::decode_base64($content);
-        }
-        make_dirs($1) if $p =~ m{\A(.*)/};
-        write_new_file($p, $data, 0644);
-        1;
-    };
-    if (!$ok) {
-        my $e = $@;
-        chomp $e;
-        runner_fail('cannot write the file ' . quote($p) . ": $e");
-    }
+    or_fail(
+        'cannot write the file ' . quote($p),
+        sub {
+            my $data = $content;
+            if ($enc eq 'base64') {
+                require MIME::Base64;
+                $data = MIME::Base64::decode_base64($content);
+            }
+            make_dirs($1) if $p =~ m{\A(.*)/};
+            write_new_file($p, $data, 0644);
+        });
 }
 $files = undef;
 if (defined $outputs && !mkdir('outputs', 0755) && !$!{EEXIST}) {
@@ -492,33 +493,23 @@ if (defined $outputs && !mkdir('outputs', 0755) && !$!{EEXIST}) {
 
 my ($stdin_fh, $null_fh);
 {
-    my $ok = eval {
-        write_new_file($source_file, $code, 0644);
-        1;
-    };
-    if (!$ok) {
-        my $e = $@;
-        chomp $e;
-        runner_fail("cannot write the source file $source_file: $e");
-    }
+    or_fail("cannot write the source file $source_file",
+        sub { write_new_file($source_file, $code, 0644) });
     $code = undef;
     # An unlinked regular file as the program's fd 0: it reads exactly the
     # given bytes, then EOF, through any API (read(0), /dev/stdin, its own
     # children).
-    $ok = eval {
-        sysopen($stdin_fh, $STDIN_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600) or die "$!\n";
-        unlink($STDIN_NAME) or die "$!\n";
-        write_all($stdin_fh, $stdin);
-        sysseek($stdin_fh, 0, SEEK_SET) or die "$!\n";
-        # The compile step and the typecheck read nothing.
-        sysopen($null_fh, '/dev/null', O_RDONLY) or die "/dev/null: $!\n";
-        1;
-    };
-    if (!$ok) {
-        my $e = $@;
-        chomp $e;
-        runner_fail("cannot prepare the working directory: $e");
-    }
+    or_fail(
+        'cannot prepare the working directory',
+        sub {
+            sysopen($stdin_fh, $STDIN_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600)
+                or die "$!\n";
+            unlink($STDIN_NAME) or die "$!\n";
+            write_all($stdin_fh, $stdin);
+            sysseek($stdin_fh, 0, SEEK_SET) or die "$!\n";
+            # The compile step and the typecheck read nothing.
+            sysopen($null_fh, '/dev/null', O_RDONLY) or die "/dev/null: $!\n";
+        });
     $stdin = undef;
 }
 
@@ -528,15 +519,7 @@ my ($stdin_fh, $null_fh);
 # variable of the same name (variables_env: the daemon made the strings).
 # Set after env: a variable wins over a request env entry of its name.
 if (defined $variables_file) {
-    my $ok = eval {
-        write_new_file($VARS_NAME, $variables_file, 0400);
-        1;
-    };
-    if (!$ok) {
-        my $e = $@;
-        chomp $e;
-        runner_fail("cannot write the variables: $e");
-    }
+    or_fail('cannot write the variables', sub { write_new_file($VARS_NAME, $variables_file, 0400) });
     $variables_file = undef;
     $ENV{MCPSBX_VARIABLES} = ($cwd eq '/' ? '' : $cwd) . "/$VARS_NAME";
 }
@@ -765,15 +748,7 @@ my $stdio_path;
 {
     my $dir = -d '/dev/shm' && -w _ ? '/dev/shm' : ($cwd eq '/' ? '' : $cwd);
     $stdio_path = "$dir/" . ($dir eq '/dev/shm' ? ".mcpsbx-stdio-$$.js" : $STDIO_NAME);
-    my $ok = eval {
-        write_new_file($stdio_path, $STDIO_JS, 0444);
-        1;
-    };
-    if (!$ok) {
-        my $e = $@;
-        chomp $e;
-        runner_fail("cannot prepare the program's output: $e");
-    }
+    or_fail("cannot prepare the program's output", sub { write_new_file($stdio_path, $STDIO_JS, 0444) });
     (my $quoted = $stdio_path) =~ s/(["\\])/\\$1/g;
     my $own = $ENV{NODE_OPTIONS};
     $ENV{NODE_OPTIONS} = "--require \"$quoted\"" . (defined $own && $own ne '' ? " $own" : '');
@@ -1056,11 +1031,7 @@ sub send_outputs {
 }
 
 if (defined $outputs) {
-    if (!eval { send_outputs($outputs); 1 }) {
-        my $e = $@;
-        chomp $e;
-        runner_fail("cannot return the output files: $e");
-    }
+    or_fail('cannot return the output files', sub { send_outputs($outputs) });
 }
 push @notes, '"steps_ms":{' . join(',', map { "\"$_\":$took{$_}" } sort keys %took) . '}';
 finish($status, undef, @notes);

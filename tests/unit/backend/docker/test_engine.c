@@ -392,7 +392,9 @@ static void test_wait_and_inspect(void **state)
     char *id = create(e);
     check_ok(engine_start(e, id, 0, &err));
 
-    check_ok(engine_wait(e, id, 5000, &st, &err));
+    char runtime[ENGINE_RUNTIME_MAX] = "x";
+    check_ok(engine_wait(e, id, 5000, &st, runtime, &err));
+    assert_string_equal(runtime, ""); /* created without one */
     assert_false(st.running);
     assert_true(st.oom_killed);
     assert_int_equal(st.exit_code, 137);
@@ -417,9 +419,10 @@ static void test_wait_timeout(void **state)
     struct engine *e = engine_new(fake_engine_socket(F));
     struct err err = ERR_INIT;
     struct backend_state st;
+    char runtime[ENGINE_RUNTIME_MAX];
     fake_engine_fault(F, FAKE_OP_WAIT, FAKE_STALL, NULL, 1);
     double t0 = util_now_ms();
-    assert_int_equal(engine_wait(e, STALL_ID, 150, &st, &err), -1);
+    assert_int_equal(engine_wait(e, STALL_ID, 150, &st, runtime, &err), -1);
     double dt = util_now_ms() - t0;
     assert_int_equal(err.code, ERR_TIMEOUT);
     /* The upper bound is only a hang guard. */
@@ -532,6 +535,7 @@ static void test_bad_ids_never_reach_engine(void **state)
     struct engine *e = engine_new(fake_engine_socket(F));
     struct err err = ERR_INIT;
     struct backend_state st;
+    char runtime[ENGINE_RUNTIME_MAX];
     struct engine_http_conn *c = NULL;
     int before = fake_engine_nreq(F);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -539,7 +543,7 @@ static void test_bad_ids_never_reach_engine(void **state)
         assert_int_equal(err.code, ERR_INVALID);
         assert_int_equal(engine_kill(e, bad[i], &err), -1);
         assert_int_equal(engine_remove(e, bad[i], &err), -1);
-        assert_int_equal(engine_wait(e, bad[i], 1000, &st, &err), -1);
+        assert_int_equal(engine_wait(e, bad[i], 1000, &st, runtime, &err), -1);
         assert_int_equal(engine_inspect_state(e, bad[i], &st, &err), -1);
         assert_int_equal(engine_attach(e, bad[i], 0, &c, &err), -1);
         assert_int_equal(err.code, ERR_INVALID);

@@ -892,8 +892,8 @@ static void test_encode_files(void **state)
     assert_string_equal(
         json_object_to_json_string_ext(json_object_object_get(obj, "outputs"),
                                        JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
-        "{\"paths\":[\"*.png\",\"out/**\"],\"max_files\":5,\"max_file_bytes\":100,"
-        "\"max_total_bytes\":200,\"plots\":true,\"max_plots\":3,\"max_plot_bytes\":50}");
+        "{\"paths\":[\"*.png\",\"out/**\"],\"plots\":true,\"max_files\":5,"
+        "\"max_file_bytes\":100,\"max_total_bytes\":200,\"max_plots\":3,\"max_plot_bytes\":50}");
     json_object_put(obj);
     /* Neither, when not asked. */
     out.len = 0;
