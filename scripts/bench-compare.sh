@@ -48,15 +48,7 @@ for c in wrk curl node; do
 done
 [ -x "$ROOT/build/mcp-sandboxd" ] || die "build/mcp-sandboxd not found (make builds it)"
 [ -d "$ROOT/tests/node_modules" ] || die "tests/node_modules missing (make bench installs it)"
-case ${ENGINE:-} in
-'') engine_opt=() ;;
-docker) engine_opt=(--engine unix:///var/run/docker.sock) ;;
-podman) engine_opt=(--engine unix:///run/podman/podman.sock) ;;
-unix:///*) engine_opt=(--engine "$ENGINE") ;;
-*) die "ENGINE must be docker, podman or unix:///path, not '$ENGINE'" ;;
-esac
-"$ROOT/scripts/engine.sh" ensure "${engine_opt[@]}" || die "no engine could be started"
-ENGINE_URL=unix://$("$ROOT/scripts/engine.sh" discover "${engine_opt[@]}")
+ENGINE_URL=unix://$("$ROOT/scripts/engine.sh" use "${ENGINE:-}") || die "no engine could be started"
 readonly ENGINE_URL
 
 mkdir -p "$OUT" "$LOGS"

@@ -131,17 +131,7 @@ fi
 
 # ENGINE (a make variable reaches us in the environment) names an engine;
 # unset, the daemon's own discovery rules apply.
-case ${ENGINE:-} in
-'') engine_opt=() ;;
-docker) engine_opt=(--engine unix:///var/run/docker.sock) ;;
-podman) engine_opt=(--engine unix:///run/podman/podman.sock) ;;
-unix:///*) engine_opt=(--engine "$ENGINE") ;;
-*) die "ENGINE must be docker, podman or unix:///path, not '$ENGINE'" ;;
-esac
-if ((${#engine_opt[@]})); then
-	"$ROOT/scripts/engine.sh" ensure "${engine_opt[@]}" || die "the engine $ENGINE could not be started (scripts/engine.sh ensure ${engine_opt[*]})"
-fi
-sock=$("$ROOT/scripts/engine.sh" discover "${engine_opt[@]}")
+sock=$("$ROOT/scripts/engine.sh" use "${ENGINE:-}") || die "the engine ${ENGINE:-the daemon finds} could not be started (scripts/engine.sh use ${ENGINE:-})"
 readonly ENGINE_URL=unix://$sock
 
 mkdir -p "$LOGS"

@@ -26,6 +26,9 @@
 #   scripts/engine.sh ensure [--engine unix:///path]
 #       make sure the discovered engine answers (starts docker or podman
 #       when the socket is one of theirs)
+#   scripts/engine.sh use [NAME]
+#       NAME docker, podman or unix:///path (none: the daemon's discovery):
+#       ensure that engine, then print its socket path as discover does
 #   scripts/engine.sh podman-conf       write (if needed) and print the
 #                                       containers.conf used for Podman
 #   scripts/engine.sh podman ARGS...    run the podman CLI with that config
@@ -499,6 +502,19 @@ cmd_ensure() {
 	esac
 }
 
+cmd_use() {
+	local name=${1:-} opt=()
+	case $name in
+	'') ;;
+	docker) opt=(--engine "unix://$DOCKER_SOCK") ;;
+	podman) opt=(--engine "unix://$PODMAN_SOCK") ;;
+	unix:///*) opt=(--engine "$name") ;;
+	*) die "an engine is docker, podman or unix:///path, not '$name'" ;;
+	esac
+	cmd_ensure "${opt[@]}" >&2
+	cmd_discover "${opt[@]}"
+}
+
 main() {
 	(($# >= 1)) || {
 		usage
@@ -515,6 +531,7 @@ main() {
 	pid) cmd_pid "$@" ;;
 	systemd-units) cmd_systemd_units "$@" ;;
 	ensure) cmd_ensure "$@" ;;
+	use) cmd_use "$@" ;;
 	podman-conf) ensure_podman_conf ;;
 	podman)
 		CONTAINERS_CONF=$(ensure_podman_conf)
