@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "base/threads.h"
+
 /* The timer thread sleeps at most this long when nothing waits. */
 #define IDLE_WAIT_MS 60000.0
 
@@ -255,21 +257,13 @@ struct admission *admission_new(size_t workers, size_t max_waiting, size_t max_w
     a->max_waiting = max_waiting;
     a->max_waiting_per_owner = max_waiting_per_owner;
     a->threads = xcalloc(a->workers, sizeof(pthread_t));
-    for (size_t i = 0; i < a->workers; i++) {
-        if (pthread_create(&a->threads[i], NULL, worker_main, a) != 0) {
-            err_set(err, ERR_INTERNAL, "cannot start run worker thread %zu of %zu", i + 1,
-                    a->workers);
-            admission_free(a);
-            return NULL;
-        }
-        a->n_threads++;
-    }
-    if (pthread_create(&a->timer_thread, NULL, timer_main, a) != 0) {
-        err_set(err, ERR_INTERNAL, "cannot start the admission timer thread");
+    if (threads_start(a->threads, a->workers, &a->n_threads, worker_main, a,
+                      "the run worker threads", err) < 0 ||
+        thread_start(&a->timer_thread, &a->timer_started, timer_main, a,
+                     "the admission timer thread", err) < 0) {
         admission_free(a);
         return NULL;
     }
-    a->timer_started = true;
     return a;
 }
 
@@ -295,10 +289,8 @@ void admission_free(struct admission *a)
         job->next = NULL;
         job->refuse(job, ADMISSION_STOPPING);
     }
-    for (size_t i = 0; i < a->n_threads; i++)
-        pthread_join(a->threads[i], NULL);
-    if (a->timer_started)
-        pthread_join(a->timer_thread, NULL);
+    threads_join(a->threads, a->n_threads);
+    thread_join(&a->timer_thread, &a->timer_started);
     free(a->threads);
     pthread_cond_destroy(&a->work);
     pthread_cond_destroy(&a->timer);

@@ -13,8 +13,8 @@
  * (config_table.c the option table, config.c reading it from defaults, file,
  * environment and command line, config_check.c the checks across options,
  * config_doc.c --help and the sample config file), netaddr.c (whether
- * --http listens on loopback only) and admission.c (run slots behind a
- * bounded queue). */
+ * --http listens on loopback only), admission.c (run slots behind a
+ * bounded queue) and threads.c (starting and joining a module's threads). */
 #ifndef MCPSBX_ERR_H
 #define MCPSBX_ERR_H
 

@@ -181,6 +181,39 @@ int util_write_line(int fd, const void *buf, size_t n)
     return writev_all(fd, iov, 2);
 }
 
+int util_own_dir(const char *dir, mode_t mode, struct stat *st)
+{
+    if (mkdir(dir, mode) < 0 && errno != EEXIST)
+        return -1;
+    struct stat found;
+    if (lstat(dir, &found) < 0)
+        return -1;
+    if (!S_ISDIR(found.st_mode) || found.st_uid != geteuid() || (found.st_mode & 022))
+        return UTIL_DIR_NOT_OURS;
+    if (st)
+        *st = found;
+    return 0;
+}
+
+bool util_parse_decimal(const char *s, size_t n, unsigned long long max, unsigned long long *out)
+{
+    if (n == 0 || n > 20)
+        return false;
+    unsigned long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (ULLONG_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    if (v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
 static size_t utf8_seq_len(const unsigned char *p, size_t avail)
 {

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -56,6 +58,20 @@ int util_write_all(int fd, const void *buf, size_t n);
 /* Writes buf and a newline to fd in one system call where it can, so a
  * reader sees the whole line at once; otherwise as util_write_all. */
 int util_write_line(int fd, const void *buf, size_t n);
+
+/* util_own_dir's answer for a directory that is there but will not do. */
+#define UTIL_DIR_NOT_OURS (-2)
+
+/* Makes dir with mode unless it is there, then checks that it is a
+ * directory (not a link to one) of this process's uid that no one else
+ * may write: what another user could put there is what the engine would
+ * read. Returns 0 (*st, if not NULL, is what lstat found); UTIL_DIR_NOT_OURS
+ * when it is not; -1 with errno when it cannot be made or looked at. */
+int util_own_dir(const char *dir, mode_t mode, struct stat *st);
+
+/* s[0..n) as a decimal number: 1 to 20 digits and nothing else, at most
+ * max. False, *out untouched, otherwise. */
+bool util_parse_decimal(const char *s, size_t n, unsigned long long max, unsigned long long *out);
 
 /* True when s is valid UTF-8 of exactly n bytes. */
 int util_utf8_valid(const char *s, size_t n);

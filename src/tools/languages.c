@@ -8,6 +8,7 @@
 
 #include "base/json.h"
 #include "base/log.h"
+#include "base/threads.h"
 #include "base/util.h"
 #include "sandbox/sandbox.h"
 #include "tools/registry.h"
@@ -344,11 +345,11 @@ static int start_locked(struct languages *l, struct err *err)
 {
     if (!l->probe || l->started || l->stop)
         return 0;
-    if (pthread_create(&l->thread, NULL, probe_main, l) != 0) {
+    static const char what[] = "the language probe thread";
+    if (thread_start(&l->thread, &l->started, probe_main, l, what, err) < 0) {
         snprintf(l->start_error, sizeof(l->start_error), "no thread to read it with");
-        return err_set(err, ERR_INTERNAL, "cannot start the language probe thread");
+        return -1;
     }
-    l->started = true;
     l->wanted = true;
     pthread_cond_signal(&l->wake);
     return 0;
@@ -373,8 +374,7 @@ void languages_free(struct languages *l)
     pthread_cond_broadcast(&l->wake);
     bool started = l->started;
     pthread_mutex_unlock(&l->lock);
-    if (started)
-        pthread_join(l->thread, NULL);
+    thread_join(&l->thread, &started);
     pthread_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->wake);
     pthread_cond_destroy(&l->done);

@@ -485,6 +485,17 @@ static unsigned poll_threads(void)
     return n > MAX_POLL_THREADS ? MAX_POLL_THREADS : (unsigned)n;
 }
 
+/* What transport_http_start made, once no thread uses it. */
+static void http_free(struct transport_http *t)
+{
+    conns_destroy(&t->conns);
+    pthread_cond_destroy(&t->closer_cond);
+    pthread_cond_destroy(&t->janitor_cond);
+    pthread_mutex_destroy(&t->lock);
+    free(t->self_host);
+    free(t);
+}
+
 int transport_http_start(struct mcp_server *srv, const struct config *cfg,
                          struct transport_http **out, struct err *err)
 {
@@ -545,12 +556,7 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
     *out = t;
     return 0;
 fail:
-    conns_destroy(&t->conns);
-    pthread_cond_destroy(&t->closer_cond);
-    pthread_cond_destroy(&t->janitor_cond);
-    pthread_mutex_destroy(&t->lock);
-    free(t->self_host);
-    free(t);
+    http_free(t);
     return -1;
 }
 
@@ -593,11 +599,5 @@ void transport_http_stop(struct transport_http *t)
      * last handler and reader references (freeing the sessions). */
     MHD_stop_daemon(t->daemon);
     http_sessions_join(t);
-
-    conns_destroy(&t->conns);
-    pthread_cond_destroy(&t->closer_cond);
-    pthread_cond_destroy(&t->janitor_cond);
-    pthread_mutex_destroy(&t->lock);
-    free(t->self_host);
-    free(t);
+    http_free(t);
 }

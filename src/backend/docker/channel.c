@@ -43,17 +43,16 @@ static const struct backend_ops channel_stream_ops;
 /* Every failure here lasts (ERR_INVALID): the caller stops trying. */
 static int base_dir_check(const char *base, struct err *err)
 {
-    if (mkdir(base, 0711) < 0 && errno != EEXIST)
-        return err_set(err, ERR_INVALID, "cannot make the sandbox I/O directory %s: %s", base,
-                       strerror(errno));
     struct stat st;
-    if (lstat(base, &st) < 0)
-        return err_set(err, ERR_INVALID, "%s: %s", base, strerror(errno));
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+    int rc = util_own_dir(base, 0711, &st);
+    if (rc == UTIL_DIR_NOT_OURS)
         return err_set(err, ERR_INVALID,
                        "the sandbox I/O directory %s must be a directory of uid %u that no one "
                        "else may write",
                        base, (unsigned)geteuid());
+    if (rc < 0)
+        return err_set(err, ERR_INVALID, "cannot make the sandbox I/O directory %s: %s", base,
+                       strerror(errno));
     /* Whatever the umask made it or it was: listing it would show the
      * names of the sockets waiting for a sandbox. */
     if ((st.st_mode & 07777) != 0711 && chmod(base, 0711) < 0)

@@ -40,17 +40,15 @@ static char *profile_dir(void)
 
 static int check_dir(const char *dir, struct err *err)
 {
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-        return err_set(err, ERR_IO, "cannot create %s for the seccomp profile: %s", dir,
-                       strerror(errno));
-    struct stat st;
-    if (lstat(dir, &st) < 0)
-        return err_set(err, ERR_IO, "cannot stat %s: %s", dir, strerror(errno));
-    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+    int rc = util_own_dir(dir, 0755, NULL);
+    if (rc == UTIL_DIR_NOT_OURS)
         return err_set(err, ERR_IO,
                        "%s must be a directory of uid %u that only it can write (it holds the "
                        "seccomp profile the engine reads)",
                        dir, (unsigned)geteuid());
+    if (rc < 0)
+        return err_set(err, ERR_IO, "cannot create %s for the seccomp profile: %s", dir,
+                       strerror(errno));
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/threads.h"
 #include "base/util.h"
 #include "sandbox/run/launch.h"
 #include "sandbox/runner/runner.h"
@@ -427,24 +428,17 @@ struct pool *pool_new(struct backend *backend, struct reaper *reaper, struct lau
     p->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (p->wake_fd < 0 || p->stop_fd < 0) {
         err_set(err, ERR_INTERNAL, "eventfd for the pool: %s", strerror(errno));
-        pool_free(p);
-        return NULL;
+        goto fail;
     }
-    if (pthread_create(&p->watcher, NULL, watcher_main, p) != 0) {
-        err_set(err, ERR_INTERNAL, "cannot start the pool's watcher thread");
-        pool_free(p);
-        return NULL;
-    }
-    p->watching = true;
-    for (size_t i = 0; i < POOL_FILLERS; i++) {
-        if (pthread_create(&p->fillers[i], NULL, filler_main, p) != 0) {
-            err_set(err, ERR_INTERNAL, "cannot start the pool's filler threads");
-            pool_free(p);
-            return NULL;
-        }
-        p->n_fillers++;
-    }
+    if (thread_start(&p->watcher, &p->watching, watcher_main, p, "the pool's watcher", err) < 0)
+        goto fail;
+    if (threads_start(p->fillers, POOL_FILLERS, &p->n_fillers, filler_main, p,
+                      "the pool's filler threads", err) < 0)
+        goto fail;
     return p;
+fail:
+    pool_free(p);
+    return NULL;
 }
 
 void pool_free(struct pool *p)
@@ -457,10 +451,8 @@ void pool_free(struct pool *p)
     pthread_mutex_unlock(&p->lock);
     if (p->stop_fd >= 0)
         poke(p->stop_fd);
-    for (size_t i = 0; i < p->n_fillers; i++)
-        pthread_join(p->fillers[i], NULL);
-    if (p->watching)
-        pthread_join(p->watcher, NULL);
+    threads_join(p->fillers, p->n_fillers);
+    thread_join(&p->watcher, &p->watching);
     size_t removed = 0;
     for (size_t i = 0; i < p->n; i++) {
         struct slot *s = &p->slots[i];

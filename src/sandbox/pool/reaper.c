@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "base/threads.h"
 
 /* Retry backoff for a removal the engine did not confirm: short at first,
  * since some refusals last a moment (Podman's while the container stops),
@@ -454,27 +455,17 @@ struct reaper *reaper_new(struct backend *backend, const char *instance, long lo
     util_cond_init_monotonic(&r->cond);
     util_cond_init_monotonic(&r->sweep_cond);
     util_cond_init_monotonic(&r->swept_cond);
-    if (reaper_owner_self(r->owner, err) < 0) {
-        reaper_free(r);
-        return NULL;
-    }
-    for (size_t i = 0; i < REAPER_THREADS; i++) {
-        if (pthread_create(&r->workers[i], NULL, worker_main, r) != 0) {
-            err_set(err, ERR_INTERNAL, "cannot start the container removal threads");
-            reaper_free(r);
-            return NULL;
-        }
-        r->n_workers++;
-    }
-    if (sweep_ms > 0) {
-        if (pthread_create(&r->sweeper, NULL, sweeper_main, r) != 0) {
-            err_set(err, ERR_INTERNAL, "cannot start the container sweep thread");
-            reaper_free(r);
-            return NULL;
-        }
-        r->sweeping = true;
-    }
+    if (reaper_owner_self(r->owner, err) < 0 ||
+        threads_start(r->workers, REAPER_THREADS, &r->n_workers, worker_main, r,
+                      "the container removal threads", err) < 0)
+        goto fail;
+    if (sweep_ms > 0 && thread_start(&r->sweeper, &r->sweeping, sweeper_main, r,
+                                     "the container sweep thread", err) < 0)
+        goto fail;
     return r;
+fail:
+    reaper_free(r);
+    return NULL;
 }
 
 void reaper_free(struct reaper *r)
@@ -486,8 +477,7 @@ void reaper_free(struct reaper *r)
     pthread_cond_broadcast(&r->sweep_cond);
     pthread_cond_broadcast(&r->swept_cond);
     pthread_mutex_unlock(&r->lock);
-    if (r->sweeping)
-        pthread_join(r->sweeper, NULL);
+    thread_join(&r->sweeper, &r->sweeping);
     /* The sweeper has ended, so nothing queues removals any more (a sweep
      * under way at the stop could): only now do workers give every pending
      * one its last tries before they end. */
@@ -496,8 +486,7 @@ void reaper_free(struct reaper *r)
     r->stop_by = util_now_ms() + REAPER_STOP_RETRY_MS;
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);
-    for (size_t i = 0; i < r->n_workers; i++)
-        pthread_join(r->workers[i], NULL);
+    threads_join(r->workers, r->n_workers);
     for (size_t i = 0; i < r->n_held; i++)
         free(r->held[i].id);
     free(r->held);

@@ -74,24 +74,6 @@ struct owner {
     unsigned long long start;
 };
 
-static bool parse_number(const char *s, size_t n, unsigned long long max, unsigned long long *out)
-{
-    if (n == 0 || n > 20)
-        return false;
-    unsigned long long v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        if (v > (ULLONG_MAX - 9) / 10)
-            return false;
-        v = v * 10 + (unsigned long long)(s[i] - '0');
-    }
-    if (v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* The value came from a label, which anyone with the engine can set. */
 static bool parse_owner(const char *s, struct owner *o)
 {
@@ -116,9 +98,9 @@ static bool parse_owner(const char *s, struct owner *o)
     memcpy(o->boot, parts[0], BOOT_ID_LEN);
     o->boot[BOOT_ID_LEN] = '\0';
     unsigned long long pid = 0;
-    if (!parse_number(parts[1], lens[1], ULLONG_MAX / 2, &o->ns) || lens[2] > PID_DIGITS ||
-        !parse_number(parts[2], lens[2], INT_MAX, &pid) || pid == 0 ||
-        !parse_number(parts[3], lens[3], ULLONG_MAX / 2, &o->start))
+    if (!util_parse_decimal(parts[1], lens[1], ULLONG_MAX / 2, &o->ns) || lens[2] > PID_DIGITS ||
+        !util_parse_decimal(parts[2], lens[2], INT_MAX, &pid) || pid == 0 ||
+        !util_parse_decimal(parts[3], lens[3], ULLONG_MAX / 2, &o->start))
         return false;
     o->pid = (long)pid;
     return true;

@@ -1,5 +1,6 @@
 #include "sandbox/pool/uids.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,7 +135,8 @@ size_t uids_held(struct uids *u)
 /* ---- the host's account files ------------------------------------------ */
 
 /* Field i (0-based) of a ':'-separated line as a number; false when it is
- * missing or not all digits. */
+ * missing, not all digits or past ULLONG_MAX / 2, so that an id and a
+ * count add up without wrapping. */
 static bool field_number(const char *line, int i, unsigned long long *out)
 {
     const char *p = line;
@@ -144,17 +146,7 @@ static bool field_number(const char *line, int i, unsigned long long *out)
             return false;
         p++;
     }
-    size_t n = strcspn(p, ":");
-    if (n == 0 || n > 19)
-        return false;
-    unsigned long long v = 0;
-    for (size_t k = 0; k < n; k++) {
-        if (p[k] < '0' || p[k] > '9')
-            return false;
-        v = v * 10 + (unsigned long long)(p[k] - '0');
-    }
-    *out = v;
-    return true;
+    return util_parse_decimal(p, strcspn(p, ":"), ULLONG_MAX / 2, out);
 }
 
 struct scan {

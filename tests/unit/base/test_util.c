@@ -1,13 +1,17 @@
 /* base/util.c: UTF-8 checks and repair, hex, write_all and write_line, the monotonic
- * timed wait. */
+ * timed wait, decimal numbers, a directory of this process's own. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/util.h"
@@ -246,6 +250,51 @@ static void test_env_entry(void **state)
     assert_null(util_env_entry(NULL, "A"));
 }
 
+static void test_parse_decimal(void **state)
+{
+    (void)state;
+    unsigned long long v = 7;
+    assert_true(util_parse_decimal("0", 1, 0, &v));
+    assert_int_equal(v, 0);
+    assert_true(util_parse_decimal("12345:", 5, ULLONG_MAX, &v));
+    assert_int_equal(v, 12345);
+    assert_true(util_parse_decimal("18446744073709551615", 20, ULLONG_MAX, &v));
+    assert_true(v == ULLONG_MAX);
+    v = 7;
+    static const char *const bad[] = {
+        "", "-1", "1a", " 1", "18446744073709551616", "000000000000000000001"};
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+        assert_false(util_parse_decimal(bad[i], strlen(bad[i]), ULLONG_MAX, &v));
+    assert_false(util_parse_decimal("101", 3, 100, &v));
+    assert_int_equal(v, 7); /* untouched */
+}
+
+static void test_own_dir(void **state)
+{
+    (void)state;
+    char base[] = "/tmp/util_own_dir.XXXXXX";
+    assert_non_null(mkdtemp(base));
+    char *dir = xasprintf("%s/d", base), *link = xasprintf("%s/l", base);
+    struct stat st;
+    assert_int_equal(util_own_dir(dir, 0711, &st), 0); /* made */
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(util_own_dir(dir, 0711, NULL), 0); /* there */
+    assert_int_equal(chmod(dir, 0777), 0);
+    assert_int_equal(util_own_dir(dir, 0711, NULL), UTIL_DIR_NOT_OURS);
+    assert_int_equal(symlink(base, link), 0);
+    assert_int_equal(util_own_dir(link, 0711, NULL), UTIL_DIR_NOT_OURS);
+    char *below = xasprintf("%s/missing/d", base);
+    errno = 0;
+    assert_int_equal(util_own_dir(below, 0711, NULL), -1);
+    assert_int_equal(errno, ENOENT);
+    unlink(link);
+    rmdir(dir);
+    rmdir(base);
+    free(below);
+    free(link);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,7 +302,8 @@ int main(void)
         cmocka_unit_test(test_printable_ascii), cmocka_unit_test(test_utf8),
         cmocka_unit_test(test_utf8_prefix),     cmocka_unit_test(test_hex_and_strings),
         cmocka_unit_test(test_write_all),       cmocka_unit_test(test_write_line),
-        cmocka_unit_test(test_cond_wait_ms),
+        cmocka_unit_test(test_cond_wait_ms),    cmocka_unit_test(test_parse_decimal),
+        cmocka_unit_test(test_own_dir),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
