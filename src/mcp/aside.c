@@ -34,9 +34,7 @@ static void aside_free(struct aside_call *c)
 static void aside_finish(struct aside_call *c, json_object *result)
 {
     struct mcp_session *s = c->s;
-    json_object *id = jsonrpc_id_json(&c->id);
-    reply_result(&c->reply, id, result);
-    json_object_put(id);
+    reply_result_for(&c->reply, &c->id, result);
     aside_free(c);
     session_call_ended(s);
 }

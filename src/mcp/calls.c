@@ -197,9 +197,7 @@ static void call_finish(struct call *c, json_object *result)
         json_object_put(result);
         reply_done(&c->reply, NULL);
     } else {
-        json_object *id = jsonrpc_id_json(&c->id);
-        reply_result(&c->reply, id, result);
-        json_object_put(id);
+        reply_result_for(&c->reply, &c->id, result);
     }
     call_free(c);
 

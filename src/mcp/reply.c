@@ -221,6 +221,13 @@ void reply_result(struct reply *r, json_object *id, json_object *result)
     reply_done(r, jsonrpc_result(id, result));
 }
 
+void reply_result_for(struct reply *r, const struct jsonrpc_id *id, json_object *result)
+{
+    json_object *idj = jsonrpc_id_json(id);
+    reply_result(r, idj, result);
+    json_object_put(idj);
+}
+
 void reply_error(struct reply *r, json_object *id, int code, const char *message)
 {
     reply_done(r, jsonrpc_error(id, code, message, NULL));

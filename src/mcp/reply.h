@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include <stddef.h>
 
+#include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 
 struct batch;
@@ -24,6 +25,9 @@ void reply_send(struct mcp_channel *ch, json_object *msg);
 /* Fills the slot with resp (taken; NULL means no response) and releases it. */
 void reply_done(struct reply *r, json_object *resp);
 void reply_result(struct reply *r, json_object *id, json_object *result);
+/* The same for a call answered after its message was freed: its id as
+ * the call kept it. */
+void reply_result_for(struct reply *r, const struct jsonrpc_id *id, json_object *result);
 /* The same with the result already serialized: result[0..len) is spliced
  * into the response as it is (built-in JSON, serialized once). */
 void reply_result_raw(struct reply *r, json_object *id, const char *result, size_t len);

@@ -3,18 +3,27 @@
 #include <string.h>
 
 #include "base/codec.h"
+#include "base/json.h"
 #include "base/util.h"
 #include "tools/environment.h"
 
 #define ENVIRONMENT_URI "mcp-sandboxd://environment"
 
-static bool params_string(const struct jsonrpc_msg *m, const char *key, const char **out)
+/* params.key as a string in *out; when it is missing or not a string,
+ * answers m with "Invalid params: key is required" and returns false. */
+static bool required_string(const struct jsonrpc_msg *m, struct reply *r, const char *key,
+                            const char **out)
 {
-    json_object *v = NULL;
-    if (!m->params || !json_object_is_type(m->params, json_type_object) ||
-        !json_object_object_get_ex(m->params, key, &v) || !json_object_is_type(v, json_type_string))
+    const char *text = json_object_is_type(m->params, json_type_object)
+                           ? json_get_string(m->params, key, NULL)
+                           : NULL;
+    if (!text) {
+        char *msg = xasprintf("Invalid params: %s is required", key);
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, msg);
+        free(msg);
         return false;
-    *out = json_object_get_string(v);
+    }
+    *out = text;
     return true;
 }
 
@@ -105,10 +114,8 @@ out:
 void resources_read(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
 {
     const char *uri = NULL;
-    if (!params_string(m, "uri", &uri)) {
-        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: uri is required");
+    if (!required_string(m, r, "uri", &uri))
         return;
-    }
     if (strncmp(uri, FILES_RESULT_URI_PREFIX, strlen(FILES_RESULT_URI_PREFIX)) == 0) {
         read_run_file(s, m, r, uri);
         return;
@@ -137,10 +144,8 @@ void resources_subscribe(struct mcp_session *s, const struct jsonrpc_msg *m, str
 {
     (void)s;
     const char *uri = NULL;
-    if (!params_string(m, "uri", &uri)) {
-        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: uri is required");
+    if (!required_string(m, r, "uri", &uri))
         return;
-    }
     reply_result(r, m->id, json_object_new_object());
 }
 
@@ -156,10 +161,8 @@ void prompts_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct repl
 {
     (void)s;
     const char *name = NULL;
-    if (!params_string(m, "name", &name)) {
-        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: name is required");
+    if (!required_string(m, r, "name", &name))
         return;
-    }
     char *text = xasprintf("Invalid params: unknown prompt '%.128s'", name);
     reply_error(r, m->id, JSONRPC_INVALID_PARAMS, text);
     free(text);
