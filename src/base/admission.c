@@ -3,6 +3,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include "base/threads.h"
 
@@ -15,13 +16,13 @@ struct admission {
     pthread_cond_t timer; /* for the timer: the queue changed, or stopping */
     /* Owners with jobs waiting, by round, then by when they joined it:
      * the first is served next. */
-    struct admission_owner *first, *last;
+    TAILQ_HEAD(owner_ring, admission_owner) ring;
     struct admission_owner anonymous; /* of the jobs that name no owner */
     unsigned long long round;         /* of the job started last */
     /* Jobs given a slot, for the next worker to pick up: taking the slot
      * at once keeps `running` exact, so a job waits exactly when every
      * slot is taken, and the bounds count only jobs that really wait. */
-    struct admission_job *ready, *ready_last;
+    struct admission_jobs ready;
     size_t workers;
     size_t max_waiting;
     size_t max_waiting_per_owner;
@@ -42,15 +43,7 @@ static struct admission_owner *owner_of(struct admission *a, const struct admiss
 
 static void ring_remove(struct admission *a, struct admission_owner *o)
 {
-    if (o->prev)
-        o->prev->next = o->next;
-    else
-        a->first = o->next;
-    if (o->next)
-        o->next->prev = o->prev;
-    else
-        a->last = o->prev;
-    o->prev = o->next = NULL;
+    TAILQ_REMOVE(&a->ring, o, ring_link);
     o->in_ring = false;
     a->owners_waiting--;
 }
@@ -60,19 +53,13 @@ static void ring_remove(struct admission *a, struct admission_owner *o)
  * from the back is short. */
 static void ring_insert(struct admission *a, struct admission_owner *o)
 {
-    struct admission_owner *after = a->last;
+    struct admission_owner *after = TAILQ_LAST(&a->ring, owner_ring);
     while (after && after->round > o->round)
-        after = after->prev;
-    o->prev = after;
-    o->next = after ? after->next : a->first;
-    if (o->next)
-        o->next->prev = o;
-    else
-        a->last = o;
+        after = TAILQ_PREV(after, owner_ring, ring_link);
     if (after)
-        after->next = o;
+        TAILQ_INSERT_AFTER(&a->ring, after, o, ring_link);
     else
-        a->first = o;
+        TAILQ_INSERT_HEAD(&a->ring, o, ring_link);
     o->in_ring = true;
     a->owners_waiting++;
 }
@@ -80,15 +67,7 @@ static void ring_insert(struct admission *a, struct admission_owner *o)
 static void unlink_locked(struct admission *a, struct admission_job *job)
 {
     struct admission_owner *o = owner_of(a, job);
-    if (job->prev)
-        job->prev->next = job->next;
-    else
-        o->head = job->next;
-    if (job->next)
-        job->next->prev = job->prev;
-    else
-        o->tail = job->prev;
-    job->prev = job->next = NULL;
+    TAILQ_REMOVE(&o->jobs, job, link);
     job->waiting = false;
     a->waiting--;
     if (--o->waiting == 0)
@@ -98,13 +77,9 @@ static void unlink_locked(struct admission *a, struct admission_job *job)
 static void enqueue_locked(struct admission *a, struct admission_job *job)
 {
     struct admission_owner *o = owner_of(a, job);
-    job->next = NULL;
-    job->prev = o->tail;
-    if (o->tail)
-        o->tail->next = job;
-    else
-        o->head = job;
-    o->tail = job;
+    if (o->waiting == 0) /* zeroed memory is an owner too: its queue starts here */
+        TAILQ_INIT(&o->jobs);
+    TAILQ_INSERT_TAIL(&o->jobs, job, link);
     job->waiting = true;
     a->waiting++;
     o->waiting++;
@@ -121,8 +96,8 @@ static void enqueue_locked(struct admission *a, struct admission_job *job)
  * its next round. */
 static struct admission_job *take_locked(struct admission *a)
 {
-    struct admission_owner *o = a->first;
-    struct admission_job *job = o->head;
+    struct admission_owner *o = TAILQ_FIRST(&a->ring);
+    struct admission_job *job = TAILQ_FIRST(&o->jobs);
     if (o->round > a->round)
         a->round = o->round;
     o->round++;
@@ -138,14 +113,10 @@ static struct admission_job *take_locked(struct admission *a)
  * slot is taken or nothing waits. */
 static void dispatch_locked(struct admission *a)
 {
-    while (a->running < a->workers && a->first) {
+    while (a->running < a->workers && !TAILQ_EMPTY(&a->ring)) {
+        /* Not inline: the macro reads its argument more than once. */
         struct admission_job *job = take_locked(a);
-        job->next = NULL;
-        if (a->ready_last)
-            a->ready_last->next = job;
-        else
-            a->ready = job;
-        a->ready_last = job;
+        TAILQ_INSERT_TAIL(&a->ready, job, link);
         a->running++;
         pthread_cond_signal(&a->work);
     }
@@ -176,15 +147,12 @@ static void *worker_main(void *arg)
     struct admission *a = arg;
     pthread_mutex_lock(&a->lock);
     for (;;) {
-        while (!a->ready && !a->stopping)
+        while (TAILQ_EMPTY(&a->ready) && !a->stopping)
             pthread_cond_wait(&a->work, &a->lock);
-        if (!a->ready)
+        struct admission_job *job = TAILQ_FIRST(&a->ready);
+        if (!job)
             break; /* stopping; a job given a slot still runs */
-        struct admission_job *job = a->ready;
-        a->ready = job->next;
-        if (!a->ready)
-            a->ready_last = NULL;
-        job->next = NULL;
+        TAILQ_REMOVE(&a->ready, job, link);
         pthread_mutex_unlock(&a->lock);
         slot_returned = false;
         job->run(job); /* the job is not ours after this */
@@ -203,10 +171,10 @@ static struct admission_job *take_expired_locked(struct admission *a, double now
                                                  double *next_deadline)
 {
     struct admission_job *expired = NULL;
-    for (struct admission_owner *o = a->first, *onx; o; o = onx) {
-        onx = o->next; /* o leaves the ring when its last job expires */
-        for (struct admission_job *job = o->head, *nx; job; job = nx) {
-            nx = job->next;
+    for (struct admission_owner *o = TAILQ_FIRST(&a->ring), *onx; o; o = onx) {
+        onx = TAILQ_NEXT(o, ring_link); /* o leaves the ring when its last job expires */
+        for (struct admission_job *job = TAILQ_FIRST(&o->jobs), *nx; job; job = nx) {
+            nx = TAILQ_NEXT(job, link);
             double d = deadline_of(job);
             if (d <= now) {
                 unlink_locked(a, job);
@@ -250,6 +218,8 @@ struct admission *admission_new(size_t workers, size_t max_waiting, size_t max_w
                                 struct err *err)
 {
     struct admission *a = xcalloc(1, sizeof(*a));
+    TAILQ_INIT(&a->ring);
+    TAILQ_INIT(&a->ready);
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->work, NULL);
     util_cond_init_monotonic(&a->timer);
@@ -274,8 +244,8 @@ void admission_free(struct admission *a)
     pthread_mutex_lock(&a->lock);
     a->stopping = true;
     struct admission_job *left = NULL;
-    while (a->first) {
-        struct admission_job *job = a->first->head;
+    while (!TAILQ_EMPTY(&a->ring)) {
+        struct admission_job *job = TAILQ_FIRST(&TAILQ_FIRST(&a->ring)->jobs);
         unlink_locked(a, job);
         job->next = left;
         left = job;

@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/queue.h>
 
 #include "base/err.h"
 
@@ -48,9 +49,11 @@ enum admission_verdict {
  * ready owner; it must outlive every job of its own that the pool holds.
  * All fields are the pool's, under its lock. */
 struct admission_owner {
-    struct admission_job *head, *tail;   /* its waiting jobs, oldest first */
-    struct admission_owner *prev, *next; /* in the ring of owners with jobs waiting */
-    unsigned long long round;            /* of its first waiting job, or of its next */
+    /* Its waiting jobs, oldest first (set up by the pool when the first
+     * one comes, so zeroed memory will do). */
+    TAILQ_HEAD(admission_jobs, admission_job) jobs;
+    TAILQ_ENTRY(admission_owner) ring_link; /* in the ring of owners with jobs waiting */
+    unsigned long long round;               /* of its first waiting job, or of its next */
     size_t waiting;
     bool in_ring;
 };
@@ -66,7 +69,8 @@ struct admission_job {
     struct admission_owner *owner;
 
     /* the pool's own */
-    struct admission_job *prev, *next;
+    TAILQ_ENTRY(admission_job) link; /* in its owner's queue, or the pool's ready queue */
+    struct admission_job *next;      /* in a chain of jobs being refused */
     bool waiting;
 };
 

@@ -115,10 +115,7 @@ struct mcp_session *mcp_session_new(struct mcp_server *srv)
 
 int mcp_session_inflight(struct mcp_session *s)
 {
-    pthread_mutex_lock(&s->lock);
-    int n = s->inflight;
-    pthread_mutex_unlock(&s->lock);
-    return n;
+    return atomic_load(&s->inflight);
 }
 
 void mcp_session_close(struct mcp_session *s)

@@ -5,6 +5,7 @@
 #define MCPSBX_MCP_SESSION_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "base/admission.h"
@@ -31,7 +32,7 @@ struct mcp_session {
     enum mcp_version version;
     int log_level; /* index into mcp_log_levels, -1 when never set */
     struct call *calls;
-    int inflight;
+    atomic_int inflight; /* written under the lock; mcp_session_inflight reads it without */
     bool closing;
     /* Its place in the run queue (the admission pool's, under its lock):
      * sessions are served in turn. */

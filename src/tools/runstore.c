@@ -1,9 +1,12 @@
 #include "tools/runstore.h"
 
+#include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
 #include "base/util.h"
 
@@ -13,8 +16,8 @@
 struct owner;
 
 struct entry {
-    struct entry *prev, *next; /* all entries, oldest first */
-    struct entry *owner_next;  /* its owner's next younger */
+    TAILQ_ENTRY(entry) link;        /* all entries, oldest first */
+    STAILQ_ENTRY(entry) owner_link; /* its owner's, oldest first */
     struct owner *owner;
     char *uri;
     char *mime;
@@ -25,20 +28,24 @@ struct entry {
 
 /* Exists while it has entries. */
 struct owner {
-    struct owner *next; /* in its bucket */
+    SLIST_ENTRY(owner) link; /* in its bucket */
     char *token;
-    struct entry *oldest, *youngest;
+    STAILQ_HEAD(owner_entries, entry) entries;
     size_t bytes, count;
 };
+
+SLIST_HEAD(owner_bucket, owner);
 
 struct runstore {
     pthread_mutex_t lock;
     double ttl_ms;
     size_t max_bytes, owner_max_bytes;
     size_t owner_max_entries;
-    struct entry *oldest, *youngest;
-    size_t bytes, count;
-    struct owner *owners[OWNER_BUCKETS];
+    TAILQ_HEAD(entry_list, entry) entries;
+    /* Written under the lock; runstore_bytes reads it without. */
+    atomic_size_t bytes;
+    size_t count;
+    struct owner_bucket owners[OWNER_BUCKETS];
 };
 
 static size_t cost(const struct entry *e)
@@ -46,7 +53,7 @@ static size_t cost(const struct entry *e)
     return e->size + RUNSTORE_ENTRY_OVERHEAD;
 }
 
-static struct owner **bucket_of(struct runstore *rs, const char *token)
+static struct owner_bucket *bucket_of(struct runstore *rs, const char *token)
 {
     uint32_t h = 2166136261u; /* FNV-1a */
     for (const unsigned char *p = (const unsigned char *)token; *p; p++)
@@ -56,7 +63,7 @@ static struct owner **bucket_of(struct runstore *rs, const char *token)
 
 static struct owner *owner_find(struct runstore *rs, const char *token)
 {
-    for (struct owner *o = *bucket_of(rs, token); o; o = o->next)
+    for (struct owner *o = SLIST_FIRST(bucket_of(rs, token)); o; o = SLIST_NEXT(o, link))
         if (strcmp(o->token, token) == 0)
             return o;
     return NULL;
@@ -66,23 +73,19 @@ static struct owner *owner_get(struct runstore *rs, const char *token)
 {
     struct owner *o = owner_find(rs, token);
     if (!o) {
-        struct owner **b = bucket_of(rs, token);
         o = xcalloc(1, sizeof(*o));
         o->token = xstrdup(token);
-        o->next = *b;
-        *b = o;
+        STAILQ_INIT(&o->entries);
+        struct owner_bucket *b = bucket_of(rs, token);
+        SLIST_INSERT_HEAD(b, o, link);
     }
     return o;
 }
 
 static void owner_drop(struct runstore *rs, struct owner *o)
 {
-    for (struct owner **pp = bucket_of(rs, o->token); *pp; pp = &(*pp)->next) {
-        if (*pp == o) {
-            *pp = o->next;
-            break;
-        }
-    }
+    struct owner_bucket *b = bucket_of(rs, o->token);
+    SLIST_REMOVE(b, o, owner, link);
     free(o->token);
     free(o);
 }
@@ -100,6 +103,7 @@ static void entry_free(struct entry *e)
 struct runstore *runstore_new(long long ttl_ms, long long max_bytes, long long owner_max_bytes)
 {
     struct runstore *rs = xcalloc(1, sizeof(*rs));
+    TAILQ_INIT(&rs->entries);
     pthread_mutex_init(&rs->lock, NULL);
     rs->ttl_ms = (double)ttl_ms;
     rs->max_bytes = max_bytes > 0 ? (size_t)max_bytes : 0;
@@ -119,18 +123,9 @@ struct runstore *runstore_new(long long ttl_ms, long long max_bytes, long long o
  * the last-resort eviction) or an owner's own (its quota). */
 static void drop_locked(struct runstore *rs, struct entry *e)
 {
-    if (e == rs->oldest)
-        rs->oldest = e->next;
-    else
-        e->prev->next = e->next;
-    if (e == rs->youngest)
-        rs->youngest = e->prev;
-    else
-        e->next->prev = e->prev;
+    TAILQ_REMOVE(&rs->entries, e, link);
     struct owner *o = e->owner;
-    o->oldest = e->owner_next;
-    if (!o->oldest)
-        o->youngest = NULL;
+    STAILQ_REMOVE_HEAD(&o->entries, owner_link);
     o->bytes -= cost(e);
     o->count--;
     rs->bytes -= cost(e);
@@ -144,16 +139,19 @@ static void drop_locked(struct runstore *rs, struct entry *e)
  * ones are the oldest. */
 static void expire_locked(struct runstore *rs, double now)
 {
-    while (rs->oldest && rs->oldest->expires_ms <= now)
-        drop_locked(rs, rs->oldest);
+    struct entry *e = TAILQ_FIRST(&rs->entries);
+    while (e && e->expires_ms <= now) {
+        struct entry *next = TAILQ_NEXT(e, link);
+        drop_locked(rs, e);
+        e = next;
+    }
 }
 
 void runstore_free(struct runstore *rs)
 {
     if (!rs)
         return;
-    while (rs->oldest)
-        drop_locked(rs, rs->oldest);
+    expire_locked(rs, INFINITY); /* every entry */
     pthread_mutex_destroy(&rs->lock);
     free(rs);
 }
@@ -162,17 +160,8 @@ static void append_locked(struct runstore *rs, struct entry *e, const char *toke
 {
     struct owner *o = owner_get(rs, token);
     e->owner = o;
-    e->prev = rs->youngest;
-    if (rs->youngest)
-        rs->youngest->next = e;
-    else
-        rs->oldest = e;
-    rs->youngest = e;
-    if (o->youngest)
-        o->youngest->owner_next = e;
-    else
-        o->oldest = e;
-    o->youngest = e;
+    TAILQ_INSERT_TAIL(&rs->entries, e, link);
+    STAILQ_INSERT_TAIL(&o->entries, e, owner_link);
     o->bytes += cost(e);
     o->count++;
     rs->bytes += cost(e);
@@ -201,11 +190,15 @@ int runstore_put(struct runstore *rs, const char *owner, const char *uri, const 
     struct owner *o;
     while ((o = owner_find(rs, owner)) &&
            (o->bytes + cost(e) > rs->owner_max_bytes || o->count >= rs->owner_max_entries))
-        drop_locked(rs, o->oldest);
+        drop_locked(rs, STAILQ_FIRST(&o->entries));
     /* Owners within their share can still fill the store together: then
      * the oldest of all go. */
-    while (rs->oldest && (rs->bytes + cost(e) > rs->max_bytes || rs->count >= RUNSTORE_MAX_ENTRIES))
-        drop_locked(rs, rs->oldest);
+    struct entry *old = TAILQ_FIRST(&rs->entries);
+    while (old && (rs->bytes + cost(e) > rs->max_bytes || rs->count >= RUNSTORE_MAX_ENTRIES)) {
+        struct entry *next = TAILQ_NEXT(old, link);
+        drop_locked(rs, old);
+        old = next;
+    }
     append_locked(rs, e, owner);
     pthread_mutex_unlock(&rs->lock);
     return 0;
@@ -221,7 +214,8 @@ int runstore_get(struct runstore *rs, const char *owner, const char *uri, char *
     pthread_mutex_lock(&rs->lock);
     expire_locked(rs, util_now_ms());
     const struct owner *o = owner_find(rs, owner);
-    for (const struct entry *e = o ? o->oldest : NULL; e; e = e->owner_next) {
+    for (const struct entry *e = o ? STAILQ_FIRST(&o->entries) : NULL; e;
+         e = STAILQ_NEXT(e, owner_link)) {
         if (strcmp(e->uri, uri) == 0) {
             *mime = xstrdup(e->mime);
             *data = xmalloc(e->size + 1);
@@ -237,10 +231,7 @@ int runstore_get(struct runstore *rs, const char *owner, const char *uri, char *
 
 size_t runstore_bytes(struct runstore *rs)
 {
-    pthread_mutex_lock(&rs->lock);
-    size_t n = rs->bytes;
-    pthread_mutex_unlock(&rs->lock);
-    return n;
+    return atomic_load(&rs->bytes);
 }
 
 size_t runstore_owner_bytes(struct runstore *rs, const char *owner)

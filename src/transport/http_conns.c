@@ -6,30 +6,6 @@
 #include "base/log.h"
 #include "base/util.h"
 
-static void list_push(struct conn_list *l, struct conn *c)
-{
-    c->next = NULL;
-    c->prev = l->last;
-    if (l->last)
-        l->last->next = c;
-    else
-        l->first = c;
-    l->last = c;
-}
-
-static void list_remove(struct conn_list *l, struct conn *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->first = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        l->last = c->prev;
-    c->prev = c->next = NULL;
-}
-
 static struct conn_list *list_of(struct conn_table *tab, enum conn_phase phase)
 {
     switch (phase) {
@@ -44,20 +20,26 @@ static struct conn_list *list_of(struct conn_table *tab, enum conn_phase phase)
     return NULL;
 }
 
+/* Takes c out of its phase's list, if its phase has one (lock held). */
+static void unlist_locked(struct conn_table *tab, struct conn *c)
+{
+    struct conn_list *l = list_of(tab, c->phase);
+    if (l)
+        TAILQ_REMOVE(l, c, link);
+}
+
 /* Moves c to phase, with a deadline of ms from now in the timed phases
  * (lock held). A connection we shut down stays CLOSING. */
 static void move_locked(struct conn_table *tab, struct conn *c, enum conn_phase phase, double ms)
 {
     if (c->phase == CONN_CLOSING)
         return;
-    struct conn_list *from = list_of(tab, c->phase);
-    if (from)
-        list_remove(from, c);
+    unlist_locked(tab, c);
     c->phase = phase;
     struct conn_list *to = list_of(tab, phase);
     if (to) {
         c->deadline = util_now_ms() + ms;
-        list_push(to, c);
+        TAILQ_INSERT_TAIL(to, c, link);
     }
 }
 
@@ -65,9 +47,7 @@ static void move_locked(struct conn_table *tab, struct conn *c, enum conn_phase 
  * on its own thread, reporting it to conns_closed first. */
 static void shut_locked(struct conn_table *tab, struct conn *c)
 {
-    struct conn_list *from = list_of(tab, c->phase);
-    if (from)
-        list_remove(from, c);
+    unlist_locked(tab, c);
     c->phase = CONN_CLOSING;
     shutdown(c->fd, SHUT_RDWR);
 }
@@ -76,6 +56,8 @@ void conns_init(struct conn_table *tab, size_t max_connections, size_t headroom,
                 double body_ms)
 {
     *tab = (struct conn_table){0};
+    TAILQ_INIT(&tab->head);
+    TAILQ_INIT(&tab->body);
     pthread_mutex_init(&tab->lock, NULL);
     tab->evict_at = max_connections > headroom ? max_connections - headroom : 1;
     tab->head_ms = head_ms;
@@ -95,8 +77,8 @@ struct conn *conns_opened(struct conn_table *tab, int fd)
     pthread_mutex_lock(&tab->lock);
     tab->open++;
     bool evicted = false;
-    if (tab->open > tab->evict_at && tab->head.first) {
-        shut_locked(tab, tab->head.first);
+    if (tab->open > tab->evict_at && !TAILQ_EMPTY(&tab->head)) {
+        shut_locked(tab, TAILQ_FIRST(&tab->head));
         tab->evicted++;
         evicted = true;
     }
@@ -112,9 +94,7 @@ void conns_closed(struct conn_table *tab, struct conn *c)
     if (!c)
         return;
     pthread_mutex_lock(&tab->lock);
-    struct conn_list *from = list_of(tab, c->phase);
-    if (from)
-        list_remove(from, c);
+    unlist_locked(tab, c);
     tab->open--;
     pthread_mutex_unlock(&tab->lock);
     free(c);
@@ -147,8 +127,9 @@ size_t conns_expire(struct conn_table *tab, double now)
     pthread_mutex_lock(&tab->lock);
     struct conn_list *lists[] = {&tab->head, &tab->body};
     for (size_t i = 0; i < ARRAY_SIZE(lists); i++) {
-        while (lists[i]->first && lists[i]->first->deadline <= now) {
-            shut_locked(tab, lists[i]->first);
+        struct conn *c;
+        while ((c = TAILQ_FIRST(lists[i])) && c->deadline <= now) {
+            shut_locked(tab, c);
             n++;
         }
     }
@@ -156,13 +137,5 @@ size_t conns_expire(struct conn_table *tab, double now)
     pthread_mutex_unlock(&tab->lock);
     if (n)
         log_debug("http: closed %zu connection(s) past their head or body deadline", n);
-    return n;
-}
-
-size_t conns_open_count(struct conn_table *tab)
-{
-    pthread_mutex_lock(&tab->lock);
-    size_t n = tab->open;
-    pthread_mutex_unlock(&tab->lock);
     return n;
 }

@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/queue.h>
 
 enum conn_phase {
     CONN_HEAD,     /* no complete request head yet (new, or idle between requests) */
@@ -27,7 +28,7 @@ enum conn_phase {
 };
 
 struct conn {
-    struct conn *prev, *next; /* in its phase's list while HEAD or BODY */
+    TAILQ_ENTRY(conn) link; /* in its phase's list while HEAD or BODY */
     enum conn_phase phase;
     int fd;
     double deadline; /* util_now_ms() time, HEAD and BODY */
@@ -36,9 +37,7 @@ struct conn {
 /* A list of connections in one phase, oldest deadline first (every
  * connection of a phase gets the same time, so arrival order is deadline
  * order). */
-struct conn_list {
-    struct conn *first, *last;
-};
+TAILQ_HEAD(conn_list, conn);
 
 struct conn_table {
     pthread_mutex_t lock;
@@ -76,8 +75,5 @@ void conns_request_done(struct conn_table *tab, struct conn *c);
 
 /* Shuts down every connection past its deadline; returns how many. */
 size_t conns_expire(struct conn_table *tab, double now);
-
-/* Open connections right now. */
-size_t conns_open_count(struct conn_table *tab);
 
 #endif

@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/queue.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -51,9 +52,9 @@ struct request {
     /* waiting */
     enum request_wait wait;
     bool suspended;
-    struct stream *json;                   /* RQ_WAIT_JSON */
-    bool closed;                           /* RQ_WAIT_CLOSE: the session's runs ended */
-    struct request *wait_prev, *wait_next; /* t->waiting while suspended */
+    struct stream *json;           /* RQ_WAIT_JSON */
+    bool closed;                   /* RQ_WAIT_CLOSE: the session's runs ended */
+    LIST_ENTRY(request) wait_link; /* in t->waiting while suspended */
 };
 
 /* A request header's value, or NULL. */

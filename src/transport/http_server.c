@@ -100,27 +100,18 @@ bool http_suspend_locked(struct transport_http *t, struct request *rq)
     if (t->stopping)
         return false;
     rq->suspended = true;
-    rq->wait_prev = NULL;
-    rq->wait_next = t->waiting;
-    if (t->waiting)
-        t->waiting->wait_prev = rq;
-    t->waiting = rq;
+    LIST_INSERT_HEAD(&t->waiting, rq, wait_link);
     MHD_suspend_connection(rq->c);
     return true;
 }
 
 void http_resume_locked(struct transport_http *t, struct request *rq)
 {
+    (void)t; /* its lock is held; the list needs no head to leave */
     if (!rq->suspended)
         return;
     rq->suspended = false;
-    if (rq->wait_prev)
-        rq->wait_prev->wait_next = rq->wait_next;
-    else
-        t->waiting = rq->wait_next;
-    if (rq->wait_next)
-        rq->wait_next->wait_prev = rq->wait_prev;
-    rq->wait_prev = rq->wait_next = NULL;
+    LIST_REMOVE(rq, wait_link);
     MHD_resume_connection(rq->c);
 }
 
@@ -513,6 +504,7 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
                        "token (--auth-token-file)");
 
     struct transport_http *t = xcalloc(1, sizeof(*t));
+    STAILQ_INIT(&t->to_close);
     t->srv = srv;
     t->cfg = cfg;
     t->self_host = self_host_name(cfg->http_host);
@@ -588,8 +580,8 @@ void transport_http_stop(struct transport_http *t)
         util_cond_wait_ms(&t->janitor_cond, &t->lock, 100);
     int left = t->active;
     /* MHD must not be stopped with a connection suspended. */
-    while (t->waiting)
-        http_resume_locked(t, t->waiting);
+    while (!LIST_EMPTY(&t->waiting))
+        http_resume_locked(t, LIST_FIRST(&t->waiting));
     http_readers_wake_locked(t, NULL, NULL);
     pthread_mutex_unlock(&t->lock);
     if (left)

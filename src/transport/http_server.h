@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <sys/queue.h>
 
 #include "transport/http_response.h"
 #include "transport/transport_http.h"
@@ -29,14 +30,14 @@ struct transport_http {
     pthread_cond_t janitor_cond; /* wakes the janitor (and stop, waiting for requests) */
     pthread_cond_t closer_cond;  /* wakes the closer: a session to end */
     struct session *sessions;
-    size_t n_sessions;        /* counted against --max-sessions */
-    size_t n_pending;         /* legacy sessions not yet initialized */
-    struct session *to_close; /* ended sessions whose runs the closer cancels, oldest first */
-    struct session *to_close_last;
-    int closing;             /* taken off to_close, being closed */
-    struct reader *readers;  /* every SSE reader: keep-alives, hang-ups, stop */
-    struct request *waiting; /* requests suspended until their answer is ready */
-    int active;              /* requests between their first call and completion */
+    size_t n_sessions; /* counted against --max-sessions */
+    size_t n_pending;  /* legacy sessions not yet initialized */
+    /* Ended sessions whose runs the closer cancels, oldest first. */
+    STAILQ_HEAD(session_queue, session) to_close;
+    int closing;                              /* taken off to_close, being closed */
+    LIST_HEAD(reader_list, reader) readers;   /* every SSE reader: keep-alives, hang-ups, stop */
+    LIST_HEAD(request_list, request) waiting; /* requests suspended until their answer is ready */
+    int active;                               /* requests between their first call and completion */
     /* The engine's health as the janitor last heard it (/healthz). */
     bool health_up;
     double health_at, health_wanted;

@@ -159,12 +159,7 @@ static bool session_end_locked(struct session *s, struct request *waiter)
     http_readers_wake_locked(t, s, NULL);
     s->close_waiter = waiter;
     /* In the order they ended: a DELETE waits behind no later one. */
-    s->close_next = NULL;
-    if (t->to_close_last)
-        t->to_close_last->close_next = s;
-    else
-        t->to_close = s;
-    t->to_close_last = s;
+    STAILQ_INSERT_TAIL(&t->to_close, s, close_link);
     pthread_cond_signal(&t->closer_cond);
     return true;
 }
@@ -192,16 +187,14 @@ static void *closer_main(void *arg)
     struct transport_http *t = arg;
     pthread_mutex_lock(&t->lock);
     for (;;) {
-        struct session *s = t->to_close;
+        struct session *s = STAILQ_FIRST(&t->to_close);
         if (!s) {
             if (t->threads_stop)
                 break;
             pthread_cond_wait(&t->closer_cond, &t->lock);
             continue;
         }
-        t->to_close = s->close_next;
-        if (!t->to_close)
-            t->to_close_last = NULL;
+        STAILQ_REMOVE_HEAD(&t->to_close, close_link);
         t->closing++;
         pthread_mutex_unlock(&t->lock);
         mcp_session_close(s->mcp);
@@ -313,7 +306,7 @@ void http_sessions_stop(struct transport_http *t)
     while (t->sessions)
         session_end_locked(t->sessions, NULL);
     http_readers_wake_locked(t, NULL, NULL);
-    while ((t->to_close || t->closing) && t->closer_running)
+    while ((!STAILQ_EMPTY(&t->to_close) || t->closing) && t->closer_running)
         util_cond_wait_ms(&t->janitor_cond, &t->lock, 100);
     pthread_mutex_unlock(&t->lock);
 }

@@ -36,7 +36,7 @@ struct session {
     struct stream *legacy_stream;
     struct request *close_waiter; /* a DELETE answered once the runs ended */
     struct session *next;
-    struct session *close_next; /* in t->to_close */
+    STAILQ_ENTRY(session) close_link; /* in t->to_close */
 };
 
 /* Creates a session holding two references (the table's and the

@@ -32,17 +32,15 @@ struct reader {
      * allocated at its own length, so it is no buffer that grows. */
     char *item;
     size_t item_len, off;
-    struct reader *prev, *next; /* t->readers */
+    LIST_ENTRY(reader) link; /* in t->readers */
 };
 
 /* ---- streams (all under t->lock unless the stream is not yet shared) ---- */
 
 static void stream_drop_head(struct stream *st)
 {
-    struct event *ev = st->head;
-    st->head = ev->next;
-    if (!st->head)
-        st->tail = NULL;
+    struct event *ev = STAILQ_FIRST(&st->events);
+    STAILQ_REMOVE_HEAD(&st->events, link);
     st->n_events--;
     st->bytes -= ev->len;
     free(ev);
@@ -54,21 +52,15 @@ static void stream_push(struct stream *st, const char *prefix, const char *json,
 {
     size_t plen = strlen(prefix);
     struct event *ev = xmalloc(sizeof(*ev) + plen + len + 3);
-    ev->next = NULL;
     ev->seq = st->next_seq++;
     memcpy(ev->text, prefix, plen);
     memcpy(ev->text + plen, json, len);
     memcpy(ev->text + plen + len, "\n\n", 3);
     ev->len = plen + len + 2;
-    if (st->tail)
-        st->tail->next = ev;
-    else
-        st->head = ev;
-    st->tail = ev;
+    STAILQ_INSERT_TAIL(&st->events, ev, link);
     st->n_events++;
     st->bytes += ev->len;
-    while ((st->n_events > STREAM_MAX_EVENTS || st->bytes > STREAM_MAX_BYTES) &&
-           st->head != st->tail)
+    while ((st->n_events > STREAM_MAX_EVENTS || st->bytes > STREAM_MAX_BYTES) && st->n_events > 1)
         stream_drop_head(st);
 }
 
@@ -151,7 +143,7 @@ void http_stream_abandon(struct transport_http *t, struct stream *st)
 
 void http_stream_free(struct stream *st)
 {
-    while (st->head)
+    while (!STAILQ_EMPTY(&st->events))
         stream_drop_head(st);
     free(st->last);
     free(st);
@@ -181,6 +173,7 @@ static void session_prune_locked(struct session *s)
 struct stream *http_stream_new(struct session *s, enum stream_kind kind)
 {
     struct stream *st = xcalloc(1, sizeof(*st));
+    STAILQ_INIT(&st->events);
     st->sess = s;
     st->kind = kind;
     if (kind == STREAM_LEGACY)
@@ -230,10 +223,7 @@ struct reader *http_reader_attach_locked(struct session *s, struct stream *st, u
     /* The 2024-11-05 transport tells the client where to POST first. */
     r->endpoint_pending = st->kind == STREAM_LEGACY;
     r->last_write = util_now_ms();
-    r->next = t->readers;
-    if (t->readers)
-        t->readers->prev = r;
-    t->readers = r;
+    LIST_INSERT_HEAD(&t->readers, r, link);
     http_readers_wake_locked(t, s, st); /* an earlier reader of st steps aside */
     return r;
 }
@@ -248,7 +238,7 @@ static void reader_resume_locked(struct reader *r)
 
 void http_readers_wake_locked(struct transport_http *t, struct session *s, struct stream *st)
 {
-    for (struct reader *r = t->readers; r; r = r->next)
+    for (struct reader *r = LIST_FIRST(&t->readers); r; r = LIST_NEXT(r, link))
         if ((!s || r->sess == s) && (!st || r->st == st))
             reader_resume_locked(r);
 }
@@ -257,11 +247,11 @@ void http_readers_tick(struct transport_http *t, double now)
 {
     size_t n = 0;
     pthread_mutex_lock(&t->lock);
-    for (struct reader *r = t->readers; r; r = r->next)
+    for (struct reader *r = LIST_FIRST(&t->readers); r; r = LIST_NEXT(r, link))
         n += r->suspended;
     struct pollfd *p = n ? xcalloc(n, sizeof(*p)) : NULL;
     size_t i = 0;
-    for (struct reader *r = t->readers; r && i < n; r = r->next) {
+    for (struct reader *r = LIST_FIRST(&t->readers); r && i < n; r = LIST_NEXT(r, link)) {
         if (!r->suspended)
             continue;
         if (now - r->last_write >= KEEPALIVE_MS)
@@ -273,7 +263,7 @@ void http_readers_tick(struct transport_http *t, double now)
      * and its suspended readers are the polled ones, in order. */
     if (i && poll(p, i, 0) > 0) {
         size_t k = 0;
-        for (struct reader *r = t->readers; r && k < i; r = r->next) {
+        for (struct reader *r = LIST_FIRST(&t->readers); r && k < i; r = LIST_NEXT(r, link)) {
             if (!r->suspended)
                 continue;
             if (p[k++].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
@@ -288,7 +278,7 @@ void http_readers_tick(struct transport_http *t, double now)
 
 static const struct event *stream_find(const struct stream *st, unsigned long seq)
 {
-    for (const struct event *ev = st->head; ev; ev = ev->next)
+    for (const struct event *ev = STAILQ_FIRST(&st->events); ev; ev = STAILQ_NEXT(ev, link))
         if (ev->seq >= seq)
             return ev;
     return NULL;
@@ -325,7 +315,9 @@ static int reader_next_locked(struct reader *r)
         reader_set_item(r, ev->text, ev->len);
         r->next_seq = ev->seq + 1;
         /* Legacy streams are not resumable: sent events can go. */
-        while (st->kind == STREAM_LEGACY && st->head && st->head->seq < r->next_seq)
+        const struct event *first;
+        while (st->kind == STREAM_LEGACY && (first = STAILQ_FIRST(&st->events)) &&
+               first->seq < r->next_seq)
             stream_drop_head(st);
         return 0;
     }
@@ -386,12 +378,7 @@ static void reader_free(void *cls)
     s->readers--;
     s->last_active = util_now_ms();
     session_prune_locked(s);
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        t->readers = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
+    LIST_REMOVE(r, link);
     pthread_mutex_unlock(&t->lock);
     /* A 2024-11-05 session lives exactly as long as its SSE connection. */
     if (s->legacy)

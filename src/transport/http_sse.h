@@ -16,6 +16,8 @@
 #ifndef MCPSBX_HTTP_SSE_H
 #define MCPSBX_HTTP_SSE_H
 
+#include <sys/queue.h>
+
 #include "transport/http_sessions.h"
 
 enum stream_kind {
@@ -26,7 +28,7 @@ enum stream_kind {
 };
 
 struct event {
-    struct event *next;
+    STAILQ_ENTRY(event) link;
     unsigned long seq;
     size_t len;
     char text[]; /* the whole SSE event, ending in a blank line */
@@ -37,7 +39,7 @@ struct stream {
     struct session *sess;
     enum stream_kind kind;
     unsigned long no;
-    struct event *head, *tail; /* oldest first */
+    STAILQ_HEAD(event_queue, event) events; /* oldest first */
     size_t n_events;
     size_t bytes;
     unsigned long next_seq;
