@@ -188,6 +188,17 @@ static struct admission_job *take_expired_locked(struct admission *a, double now
     return expired;
 }
 
+/* Refuses each job of a chain taken off the queues, the lock released. */
+static void refuse_chain(struct admission_job *chain, enum admission_refusal why)
+{
+    while (chain) {
+        struct admission_job *job = chain;
+        chain = job->next;
+        job->next = NULL;
+        job->refuse(job, why);
+    }
+}
+
 /* Refuses jobs whose deadline passed while every worker was busy. */
 static void *timer_main(void *arg)
 {
@@ -199,12 +210,7 @@ static void *timer_main(void *arg)
         struct admission_job *expired = take_expired_locked(a, now, &next);
         if (expired) {
             pthread_mutex_unlock(&a->lock);
-            while (expired) {
-                struct admission_job *job = expired;
-                expired = job->next;
-                job->next = NULL;
-                job->refuse(job, ADMISSION_EXPIRED);
-            }
+            refuse_chain(expired, ADMISSION_EXPIRED);
             pthread_mutex_lock(&a->lock);
             continue;
         }
@@ -253,12 +259,7 @@ void admission_free(struct admission *a)
     pthread_cond_broadcast(&a->work);
     pthread_cond_broadcast(&a->timer);
     pthread_mutex_unlock(&a->lock);
-    while (left) {
-        struct admission_job *job = left;
-        left = job->next;
-        job->next = NULL;
-        job->refuse(job, ADMISSION_STOPPING);
-    }
+    refuse_chain(left, ADMISSION_STOPPING);
     threads_join(a->threads, a->n_threads);
     thread_join(&a->timer_thread, &a->timer_started);
     free(a->threads);

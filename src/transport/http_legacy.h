@@ -10,16 +10,13 @@
 #include "transport/http_server.h"
 
 /* GET /sse */
-enum MHD_Result http_legacy_sse(struct transport_http *t, struct MHD_Connection *c,
-                                struct request *rq);
+http_handler http_legacy_sse;
 
 /* POST /messages?sessionId=: its session, looked up from the head (404
  * before any body is read). */
-enum MHD_Result http_legacy_messages_head(struct transport_http *t, struct MHD_Connection *c,
-                                          struct request *rq);
+http_handler http_legacy_messages_head;
 
 /* POST /messages?sessionId= */
-enum MHD_Result http_legacy_messages(struct transport_http *t, struct MHD_Connection *c,
-                                     struct request *rq);
+http_handler http_legacy_messages;
 
 #endif

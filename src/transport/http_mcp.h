@@ -11,18 +11,13 @@
  * session: the body may only be an initialize, at most sessionless_cap). */
 enum MHD_Result http_mcp_post_head(struct transport_http *t, struct MHD_Connection *c,
                                    struct request *rq, size_t sessionless_cap);
-enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c,
-                              struct request *rq);
+http_handler http_mcp_post;
 /* A POST waiting for its JSON answer, resumed. */
-enum MHD_Result http_mcp_json_ready(struct transport_http *t, struct MHD_Connection *c,
-                                    struct request *rq);
-enum MHD_Result http_mcp_get(struct transport_http *t, struct MHD_Connection *c,
-                             struct request *rq);
-enum MHD_Result http_mcp_delete(struct transport_http *t, struct MHD_Connection *c,
-                                struct request *rq);
+http_handler http_mcp_json_ready;
+http_handler http_mcp_get;
+http_handler http_mcp_delete;
 /* A DELETE waiting for its session's runs to end, resumed. */
-enum MHD_Result http_mcp_delete_done(struct transport_http *t, struct MHD_Connection *c,
-                                     struct request *rq);
+http_handler http_mcp_delete_done;
 /* rq is complete: lets go of a JSON stream it may still hold. */
 void http_mcp_request_done(struct transport_http *t, struct request *rq);
 

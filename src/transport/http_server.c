@@ -176,9 +176,6 @@ static bool method_is(const char *method, const char *name)
     return strcmp(method, name) == 0;
 }
 
-typedef enum MHD_Result (*handler_fn)(struct transport_http *t, struct MHD_Connection *c,
-                                      struct request *rq);
-
 /* The endpoints and the methods each answers. allow is the Allow header; a
  * CORS preflight (OPTIONS) is answered where it lists OPTIONS. */
 static const struct endpoint {
@@ -186,7 +183,7 @@ static const struct endpoint {
     const char *allow;
     struct {
         const char *method;
-        handler_fn fn;
+        http_handler *fn;
     } methods[3];
 } ENDPOINTS[] = {
     {"/mcp",

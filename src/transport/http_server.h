@@ -16,6 +16,12 @@
 
 struct session;
 struct reader;
+struct transport_http;
+
+/* What answers a routed request (an endpoint's method) or a suspended
+ * one resumed; the endpoints' files declare theirs with it. */
+typedef enum MHD_Result http_handler(struct transport_http *t, struct MHD_Connection *c,
+                                     struct request *rq);
 
 struct transport_http {
     struct mcp_server *srv;
