@@ -9,11 +9,14 @@
 
 #include "base/codec.h"
 #include "base/log.h"
+#include "sandbox/run/attempt.h"
 #include "sandbox/run/commands.h"
+#include "sandbox/run/exec_ctx.h"
 #include "sandbox/run/follow.h"
 #include "sandbox/run/launch.h"
 #include "sandbox/output/output.h"
 #include "sandbox/run/policy.h"
+#include "sandbox/run/request.h"
 #include "sandbox/pool/pool.h"
 #include "sandbox/pool/reaper.h"
 #include "sandbox/output/redact.h"
@@ -23,7 +26,6 @@
 _Static_assert(EXEC_STDOUT == BACKEND_STDOUT && EXEC_STDERR == BACKEND_STDERR,
                "exec stream numbers are the backend's");
 
-#define SEND_TIMEOUT_MS 30000
 /* Without a deadline from the caller, how long create, connecting and start may
  * take at most (the engine's own request timeouts). */
 #define ENGINE_SETUP_MAX_MS 60000
@@ -39,25 +41,6 @@ _Static_assert(EXEC_STDOUT == BACKEND_STDOUT && EXEC_STDERR == BACKEND_STDERR,
  * most: it may quote the runner's error or a check's message
  * (sandbox/output/output.c). */
 #define ERROR_SHOWN_MAX 2048
-
-struct exec_cancel {
-    int fd; /* eventfd, readable once cancelled */
-    atomic_bool cancelled;
-};
-
-struct exec_ctx {
-    const struct config *cfg;
-    const struct langtable *langs;
-    struct lang_cmds *cmds; /* per language, by index */
-    struct backend *backend;
-    char instance[RUNNER_NONCE_HEX_LEN + 1];
-    struct policy_secrets secrets; /* --pass-through-env, for the requests */
-    struct redactor *redactor;     /* their values in output; NULL: none */
-    struct uids *uids;             /* each sandbox's own uid; NULL: all run as --sandbox-user */
-    struct reaper *reaper;
-    struct launcher *launcher;
-    struct pool *pool; /* NULL when no language keeps a pool */
-};
 
 /* The names tools results carry, by status. */
 static const char *const status_names[] = {
@@ -377,157 +360,6 @@ static bool setup_timed_out(const struct run *req, const struct err *err)
 {
     return err->code == ERR_TIMEOUT && req->start_by_ms > 0 &&
            util_now_ms() >= req->start_by_ms - SETUP_DEADLINE_SLACK_MS;
-}
-
-/* Sends the framed request, within what is left of the start deadline. */
-static int send_request(struct backend_stream *stream, const struct run *req,
-                        const struct buf *request, struct err *err)
-{
-    long send_ms = SEND_TIMEOUT_MS;
-    if (req->start_by_ms > 0 && req->start_by_ms - util_now_ms() < (double)send_ms)
-        send_ms = (long)(req->start_by_ms - util_now_ms()) + 1;
-    if (send_ms <= 0)
-        err_set(err, ERR_TIMEOUT, "the run's time limit passed while its sandbox started");
-    else if (backend_stream_send(stream, request->data, request->len, send_ms, err) == 0)
-        return 0;
-    return err_wrap(err, "sending the code to the sandbox");
-}
-
-/* The most bytes req's framed request can take: JSON escaping grows a
- * byte to at most six (\u0000). */
-static size_t request_cap(const struct run *req)
-{
-    size_t n = req->code_len + req->stdin_len + req->variables_len;
-    for (size_t i = 0; i < req->n_files; i++)
-        n += req->files[i].content_len + strlen(req->files[i].path) + 64;
-    const struct runner_outputs *outputs = run_outputs(req);
-    for (size_t i = 0; outputs && i < outputs->n_patterns; i++)
-        n += strlen(outputs->patterns[i]) + 8;
-    return n * 6 + 4096;
-}
-
-/* req as the runner reads it (sandbox/runner/runner.h), under nonce. */
-static int encode_request(const struct exec_ctx *ctx, const struct run *req, const char *nonce,
-                          struct buf *request, struct err *err)
-{
-    const struct langtable_lang *lang = req->language;
-    struct runner_program program = {.source_file = lang->source_file,
-                                     .compile = lang->compile.v,
-                                     .compile_timeout_ms = lang->compile_timeout_ms,
-                                     .typecheck = lang->typecheck.v,
-                                     .typecheck_blocks = req->typecheck_blocks,
-                                     .run = lang->run.v};
-    if (req->version_probe)
-        program = (struct runner_program){.source_file = lang->source_file, .run = lang->version.v};
-    struct runner_request rreq = {.nonce_hex = nonce,
-                                  .code = req->code,
-                                  .code_len = req->code_len,
-                                  .stdin_data = req->stdin_data,
-                                  .stdin_len = req->stdin_len,
-                                  .variables = req->variables,
-                                  .variables_len = req->variables_len,
-                                  .check = req->check_only,
-                                  .files = req->files,
-                                  .n_files = req->n_files,
-                                  .outputs = req->check_only ? NULL : run_outputs(req),
-                                  .program =
-                                      lang->runner == LANGTABLE_RUNNER_GENERIC ? &program : NULL,
-                                  .env_names = ctx->secrets.names,
-                                  .env_values = ctx->secrets.values,
-                                  .n_env = ctx->secrets.n};
-    return runner_encode_request(&rreq, request, err);
-}
-
-/* The sandbox a run uses: taken from the pool or made for it. */
-struct sandbox {
-    char *id;
-    struct backend_stream *stream;
-    bool pooled;
-};
-
-/* The pool's profile for req, or -1 when it must go on demand: only a run
- * with exactly the pool's limits takes a pooled sandbox, so none ever runs
- * with weaker limits than it asked for, or stronger ones it did not ask
- * for (memory is the one limit a call chooses today). None while the
- * engine is gone: a sandbox it cannot stop or remove is not handed out
- * (on demand then fails at once, naming it). */
-static int pool_profile_for(const struct exec_ctx *ctx, const struct run *req)
-{
-    if (!ctx->pool || req->memory_mb != ctx->cfg->memory_mb || req->language->pool_size <= 0)
-        return -1;
-    struct err gone = ERR_INIT;
-    bool is_gone = backend_gone(ctx->backend, &gone);
-    err_clear(&gone);
-    return is_gone ? -1 : (int)req->language->index;
-}
-
-/* A healthy pooled sandbox if one fits, else one made for this run
- * (sandbox/run/launch.h). Returns 0, 1 when cancelled before it started, or
- * -1 with err. */
-static int acquire(struct exec_ctx *ctx, const struct run *req, int profile, unsigned *tries,
-                   const struct backend_spec *spec, struct exec_cancel *cancel, struct sandbox *sb,
-                   struct err *err)
-{
-    struct pool_entry e;
-    sb->pooled = profile >= 0 && pool_take(ctx->pool, (size_t)profile, tries, &e);
-    if (!sb->pooled)
-        return launch(ctx->launcher, spec, req->start_by_ms, cancel ? cancel->fd : -1, &sb->id,
-                      &sb->stream, err);
-    sb->id = e.id;
-    sb->stream = e.stream;
-    log_debug("took pooled container %.12s (%s)", sb->id, req->language->name);
-    return 0;
-}
-
-/* Whether sb was a pooled sandbox that failed before its runner had the
- * code: then it is discarded and the run starts over on another. */
-static bool discard_unstarted(struct exec_ctx *ctx, int profile, struct sandbox *sb,
-                              struct output *o, int rc, struct err *err)
-{
-    if (!sb->pooled || (rc != -1 && rc != FOLLOW_NOT_STARTED) || (rc == -1 && output_started(o)))
-        return false;
-    log_info("pooled container %.12s failed before its run began (%s); taking another", sb->id,
-             rc < 0 ? err_msg(err) : "its stream ended");
-    err_clear(err);
-    struct pool_entry e = {.id = sb->id, .stream = sb->stream};
-    pool_entry_discard(ctx->pool, (size_t)profile, &e);
-    *sb = (struct sandbox){0};
-    output_reset(o);
-    return true;
-}
-
-/* A sandbox for the run, the request sent, the output read: a pooled
- * sandbox that fails before the code reached it is replaced by another,
- * once, then one is made on demand. Returns as exec_run; *sent once the
- * code reached a sandbox. */
-static int attempt(struct exec_ctx *ctx, const struct run *req, const struct backend_spec *spec,
-                   const struct buf *request, struct exec_cancel *cancel, struct output *o,
-                   struct sandbox *sb, bool *sent, struct err *err)
-{
-    int profile = pool_profile_for(ctx, req);
-    unsigned tries = 2;
-    for (;;) {
-        int rc = acquire(ctx, req, profile, &tries, spec, cancel, sb, err);
-        if (rc < 0)
-            return -1;
-        if (rc > 0 || exec_cancelled(cancel)) {
-            o->res->status = EXEC_CANCELLED;
-            exec_result_set_message(o->res, "the run was cancelled");
-            return 0;
-        }
-        if (sb->pooled)
-            output_expect_go(o);
-        rc = send_request(sb->stream, req, request, err);
-        if (rc == 0) {
-            *sent = true;
-            double deadline = util_now_ms() + (double)req->timeout_ms;
-            rc = follow(ctx->backend, o, sb->stream, sb->id, cancel ? cancel->fd : -1, deadline,
-                        err);
-        }
-        if (!discard_unstarted(ctx, profile, sb, o, rc, err))
-            return rc;
-        *sent = false;
-    }
 }
 
 /* The run is over: the result says how (a failure's message cleaned of

@@ -10,7 +10,9 @@
  * (pool.c) instead: same spec, same runner, only the setup is off the
  * request's path.
  *
- * The sandbox/ folder: exec.c (this), output.c (the output pipeline:
+ * The sandbox/ folder: exec.c (this), attempt.c (a sandbox taken or
+ * made, the request sent, the run followed), request.c (a run's request
+ * for its runner), output.c (the output pipeline:
  * scan, redact, cap, emit, and the runner's completion record),
  * commands.c (each language's container command), policy.c (what a sandbox may use, as
  * a backend-neutral spec), pool.c (warm containers, each for one run),

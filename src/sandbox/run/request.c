@@ -1,0 +1,46 @@
+/* Encoding a run's request for its runner (request.h). */
+#include "sandbox/run/request.h"
+
+#include <string.h>
+
+size_t request_cap(const struct run *req)
+{
+    size_t n = req->code_len + req->stdin_len + req->variables_len;
+    for (size_t i = 0; i < req->n_files; i++)
+        n += req->files[i].content_len + strlen(req->files[i].path) + 64;
+    const struct runner_outputs *outputs = run_outputs(req);
+    for (size_t i = 0; outputs && i < outputs->n_patterns; i++)
+        n += strlen(outputs->patterns[i]) + 8;
+    return n * 6 + 4096;
+}
+
+int encode_request(const struct exec_ctx *ctx, const struct run *req, const char *nonce,
+                   struct buf *request, struct err *err)
+{
+    const struct langtable_lang *lang = req->language;
+    struct runner_program program = {.source_file = lang->source_file,
+                                     .compile = lang->compile.v,
+                                     .compile_timeout_ms = lang->compile_timeout_ms,
+                                     .typecheck = lang->typecheck.v,
+                                     .typecheck_blocks = req->typecheck_blocks,
+                                     .run = lang->run.v};
+    if (req->version_probe)
+        program = (struct runner_program){.source_file = lang->source_file, .run = lang->version.v};
+    struct runner_request rreq = {.nonce_hex = nonce,
+                                  .code = req->code,
+                                  .code_len = req->code_len,
+                                  .stdin_data = req->stdin_data,
+                                  .stdin_len = req->stdin_len,
+                                  .variables = req->variables,
+                                  .variables_len = req->variables_len,
+                                  .check = req->check_only,
+                                  .files = req->files,
+                                  .n_files = req->n_files,
+                                  .outputs = req->check_only ? NULL : run_outputs(req),
+                                  .program =
+                                      lang->runner == LANGTABLE_RUNNER_GENERIC ? &program : NULL,
+                                  .env_names = ctx->secrets.names,
+                                  .env_values = ctx->secrets.values,
+                                  .n_env = ctx->secrets.n};
+    return runner_encode_request(&rreq, request, err);
+}

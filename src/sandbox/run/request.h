@@ -1,0 +1,25 @@
+/* A run's request as its runner reads it (sandbox/runner/runner.h): the
+ * call's code, inputs and expected outputs, its language's program for
+ * the generic runner, and the pass-through secrets. Apart from exec.c so
+ * that a sandbox kept between calls can be sent requests the same way. */
+#ifndef MCPSBX_REQUEST_H
+#define MCPSBX_REQUEST_H
+
+#include <stddef.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "sandbox/run/exec_ctx.h"
+#include "sandbox/run/run.h"
+
+/* The most bytes req's framed request can take: JSON escaping grows a
+ * byte to at most six (\u0000). */
+size_t request_cap(const struct run *req);
+
+/* req as the runner reads it (sandbox/runner/runner.h), under nonce,
+ * appended to request. Returns 0, or -1 with err. The request holds the
+ * secrets: the caller zeroes it before freeing it. */
+int encode_request(const struct exec_ctx *ctx, const struct run *req, const char *nonce,
+                   struct buf *request, struct err *err);
+
+#endif

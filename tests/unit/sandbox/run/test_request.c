@@ -1,0 +1,93 @@
+/* request.c: request_cap, the named cap exec_run gives a run's request,
+ * holds the request encode_request makes of the most escaping input
+ * there is, for an in-process runner and for the generic one. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "sandbox/run/request.h"
+#include "unit/langs.h"
+
+#define N 4096
+
+struct fixture {
+    struct config cfg;
+    struct langtable *langs;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = xcalloc(1, sizeof(*f));
+    config_init(&f->cfg);
+    f->langs = test_langs(&f->cfg);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    langtable_free(f->langs);
+    config_free(&f->cfg);
+    free(f);
+    return 0;
+}
+
+/* Every byte of the code, stdin, files and variables is one JSON escapes
+ * to six (\u0001); the variables' text is mostly escapes already. */
+static void encode_worst(const struct langtable_lang *lang)
+{
+    static char ctl[N], vars[6 * N + 16];
+    memset(ctl, 1, sizeof(ctl));
+    size_t vlen = (size_t)snprintf(vars, sizeof(vars), "{\"v\":\"");
+    for (size_t i = 0; i < N; i++, vlen += 6)
+        memcpy(vars + vlen, "\\u0001", 6);
+    vlen += (size_t)snprintf(vars + vlen, sizeof(vars) - vlen, "\"}");
+    struct runner_file files[] = {{.path = "in/a.txt", .content = ctl, .content_len = N},
+                                  {.path = "in/b.txt", .content = ctl, .content_len = N}};
+    char *patterns[] = {"out/*.txt", "*.png"};
+    char *names[] = {"TOKEN", NULL}, *values[] = {"s3cret", NULL};
+    struct exec_ctx ctx = {.secrets = {.n = 1, .names = names, .values = values}};
+    struct run req = {.language = lang,
+                      .code = ctl,
+                      .code_len = N,
+                      .stdin_data = ctl,
+                      .stdin_len = N,
+                      .variables = vars,
+                      .variables_len = vlen,
+                      .files = files,
+                      .n_files = ARRAY_SIZE(files),
+                      .returns = true,
+                      .outputs = {.patterns = patterns, .n_patterns = ARRAY_SIZE(patterns)}};
+    struct buf request;
+    buf_init(&request, request_cap(&req));
+    struct err err = ERR_INIT;
+    if (encode_request(&ctx, &req, "0123456789abcdef0123456789abcdef", &request, &err) < 0)
+        fail_msg("%s: %s", lang->name, err_msg(&err));
+    /* The escapes were made: the cap was not met by a short request. */
+    assert_true(request.len > 6 * N);
+    buf_free(&request);
+}
+
+static void test_cap_in_process(void **state)
+{
+    struct fixture *f = *state;
+    encode_worst(test_lang(f->langs, "python"));
+}
+
+static void test_cap_generic(void **state)
+{
+    struct fixture *f = *state;
+    encode_worst(test_lang(f->langs, "bash"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_cap_in_process, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cap_generic, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("request", tests, NULL, NULL);
+}
