@@ -415,7 +415,7 @@ int exec_run(struct exec_ctx *ctx, const struct run *req, struct exec_result *re
     struct output o;
     output_init(&o, req, res, ctx->redactor, nonce, (size_t)ctx->cfg->max_output_bytes);
     struct buf request;
-    buf_init(&request, request_cap(req));
+    buf_init(&request, request_cap(ctx, req));
     struct sandbox sb = {0};
     bool sent = false;
     if (rc == 0)

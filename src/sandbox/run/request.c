@@ -3,9 +3,12 @@
 
 #include <string.h>
 
-size_t request_cap(const struct run *req)
+size_t request_cap(const struct exec_ctx *ctx, const struct run *req)
 {
     size_t n = req->code_len + req->stdin_len + req->variables_len;
+    /* Every request carries the --pass-through-env secrets. */
+    for (size_t i = 0; i < ctx->secrets.n; i++)
+        n += strlen(ctx->secrets.names[i]) + strlen(ctx->secrets.values[i]) + 8;
     for (size_t i = 0; i < req->n_files; i++)
         n += req->files[i].content_len + strlen(req->files[i].path) + 64;
     const struct runner_outputs *outputs = run_outputs(req);

@@ -12,9 +12,9 @@
 #include "sandbox/run/exec_ctx.h"
 #include "sandbox/run/run.h"
 
-/* The most bytes req's framed request can take: JSON escaping grows a
- * byte to at most six (\u0000). */
-size_t request_cap(const struct run *req);
+/* The most bytes req's framed request can take, ctx's pass-through
+ * secrets included: JSON escaping grows a byte to at most six (\u0000). */
+size_t request_cap(const struct exec_ctx *ctx, const struct run *req);
 
 /* req as the runner reads it (sandbox/runner/runner.h), under nonce,
  * appended to request. Returns 0, or -1 with err. The request holds the

@@ -36,8 +36,9 @@ static int teardown(void **state)
 }
 
 /* Every byte of the code, stdin, files and variables is one JSON escapes
- * to six (\u0001); the variables' text is mostly escapes already. */
-static void encode_worst(const struct langtable_lang *lang)
+ * to six (\u0001); the variables' text is mostly escapes already; the
+ * pass-through secret's value is secret (NULL: a short one). */
+static void encode_worst(const struct langtable_lang *lang, char *secret)
 {
     static char ctl[N], vars[6 * N + 16];
     memset(ctl, 1, sizeof(ctl));
@@ -48,7 +49,7 @@ static void encode_worst(const struct langtable_lang *lang)
     struct runner_file files[] = {{.path = "in/a.txt", .content = ctl, .content_len = N},
                                   {.path = "in/b.txt", .content = ctl, .content_len = N}};
     char *patterns[] = {"out/*.txt", "*.png"};
-    char *names[] = {"TOKEN", NULL}, *values[] = {"s3cret", NULL};
+    char *names[] = {"TOKEN", NULL}, *values[] = {secret ? secret : "s3cret", NULL};
     struct exec_ctx ctx = {.secrets = {.n = 1, .names = names, .values = values}};
     struct run req = {.language = lang,
                       .code = ctl,
@@ -62,7 +63,7 @@ static void encode_worst(const struct langtable_lang *lang)
                       .returns = true,
                       .outputs = {.patterns = patterns, .n_patterns = ARRAY_SIZE(patterns)}};
     struct buf request;
-    buf_init(&request, request_cap(&req));
+    buf_init(&request, request_cap(&ctx, &req));
     struct err err = ERR_INIT;
     if (encode_request(&ctx, &req, "0123456789abcdef0123456789abcdef", &request, &err) < 0)
         fail_msg("%s: %s", lang->name, err_msg(&err));
@@ -74,13 +75,24 @@ static void encode_worst(const struct langtable_lang *lang)
 static void test_cap_in_process(void **state)
 {
     struct fixture *f = *state;
-    encode_worst(test_lang(f->langs, "python"));
+    encode_worst(test_lang(f->langs, "python"), NULL);
 }
 
 static void test_cap_generic(void **state)
 {
     struct fixture *f = *state;
-    encode_worst(test_lang(f->langs, "bash"));
+    encode_worst(test_lang(f->langs, "bash"), NULL);
+}
+
+/* A secret longer than the cap's fixed margin, of the most escaping bytes:
+ * every request carries it, so the cap counts it. */
+static void test_cap_long_secret(void **state)
+{
+    struct fixture *f = *state;
+    static char secret[5 * N + 1];
+    memset(secret, 1, sizeof(secret) - 1);
+    encode_worst(test_lang(f->langs, "python"), secret);
+    encode_worst(test_lang(f->langs, "bash"), secret);
 }
 
 int main(void)
@@ -88,6 +100,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cap_in_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_generic, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cap_long_secret, setup, teardown),
     };
     return cmocka_run_group_tests_name("request", tests, NULL, NULL);
 }
