@@ -13,6 +13,8 @@
  *     line (within RUNNER_MAX_RECORD) is the record: the scan is done and
  *     runner_scan_result either parses it or fails with a message;
  *   - how the stream is cut into pieces changes nothing;
+ *   - a record's session account is one of the three modes (or none) and
+ *     an ended text that is short and holds no control character;
  *   - with byte 0's top bit set the stream is a warm runner's: it must
  *     start with RUNNER_GO, which is dropped (then as above on the rest);
  *     anything else there is an error with no output, a part of it is
@@ -108,6 +110,16 @@ static void scan(const char *s, size_t n, const unsigned char *cuts, size_t ncut
         /* A failed check has a message; a passed one has none. */
         CHECK(!d.check.present || d.check.ok == (d.check.message == NULL));
         CHECK(d.check.line >= 0 && d.check.column >= 0);
+        /* A session's account is one of its words and a short, escaped text. */
+        CHECK(d.session.mode >= RUNNER_SESSION_MODE_NONE &&
+              d.session.mode <= RUNNER_SESSION_MODE_PROCESS);
+        CHECK(d.session.present || (d.session.mode == RUNNER_SESSION_MODE_NONE &&
+                                    !d.session.ended && !d.session.interrupted));
+        size_t why = strnlen(d.session.ended_why, sizeof(d.session.ended_why));
+        CHECK(why <= RUNNER_SESSION_ENDED_MAX);
+        for (size_t i = 0; i < why; i++)
+            CHECK((unsigned char)d.session.ended_why[i] >= 0x20 && d.session.ended_why[i] != 0x7f);
+        CHECK(d.session.ended || why == 0);
         runner_done_free(&d);
     }
     runner_scan_free(&sc);

@@ -222,10 +222,31 @@ int runner_encode_request(const struct runner_request *req, struct buf *out, str
         json_object_object_add(obj, "program", program_json(req->program));
     if (rc == 0 && req->outputs)
         json_object_object_add(obj, "outputs", outputs_json(req->outputs));
+    if (rc == 0 && req->session != RUNNER_SESSION_NONE) {
+        json_object *session = json_object_new_object();
+        json_object_object_add(session, req->session == RUNNER_SESSION_BEGIN ? "begin" : "cell",
+                               json_object_new_boolean(1));
+        json_object_object_add(obj, "session", session);
+    }
     if (rc == 0)
         rc = frame(obj, out, err);
     json_object_put(obj);
     return rc;
+}
+
+int runner_encode_interrupt(const char *nonce_hex, struct buf *out, struct err *err)
+{
+    if (!nonce_valid(nonce_hex))
+        return err_set(err, ERR_INVALID, "runner interrupt: nonce must be %d lowercase hex digits",
+                       RUNNER_NONCE_HEX_LEN);
+    char frame_text[RUNNER_MAX_CONTROL + 1];
+    int n = snprintf(frame_text, sizeof(frame_text), RUNNER_PROTOCOL " interrupt %s\n", nonce_hex);
+    if (n <= 0 || (size_t)n > RUNNER_MAX_CONTROL)
+        return err_set(err, ERR_INTERNAL, "runner interrupt: frame over %d bytes",
+                       RUNNER_MAX_CONTROL);
+    if (buf_add(out, frame_text, (size_t)n) < 0)
+        return err_set(err, ERR_TOO_BIG, "runner interrupt: the frame does not fit");
+    return 0;
 }
 
 int runner_new_nonce(char *nonce_hex, struct err *err)
@@ -472,6 +493,40 @@ static int parse_compile_error(json_object *v, struct runner_compile_error *out,
     return 0;
 }
 
+/* {"mode": M, "interrupted": bool, "ended": "why"}, all optional: the mode
+ * is one of three words, ended a text kept only escaped and cut. */
+static int parse_session(json_object *v, struct runner_session_done *out, struct err *err)
+{
+    static const char *const modes[] = {"interpreter", "shell", "process"};
+    static const enum runner_session_mode mode_of[] = {
+        RUNNER_SESSION_MODE_INTERPRETER, RUNNER_SESSION_MODE_SHELL, RUNNER_SESSION_MODE_PROCESS};
+    json_object *m = NULL;
+    json_object *x = NULL;
+    if (!json_object_is_type(v, json_type_object))
+        return err_set(err, ERR_PROTOCOL, "completion record has a malformed session");
+    if (json_object_object_get_ex(v, "mode", &m)) {
+        const char *mode =
+            json_object_is_type(m, json_type_string) ? json_object_get_string(m) : "";
+        for (size_t i = 0; i < ARRAY_SIZE(modes); i++)
+            if (strcmp(mode, modes[i]) == 0 &&
+                strlen(modes[i]) == (size_t)json_object_get_string_len(m))
+                out->mode = mode_of[i];
+        if (out->mode == RUNNER_SESSION_MODE_NONE)
+            return err_set(err, ERR_PROTOCOL, "completion record has an unknown session mode");
+    }
+    if (json_object_object_get_ex(v, "ended", &x)) {
+        if (!json_object_is_type(x, json_type_string))
+            return err_set(err, ERR_PROTOCOL, "completion record has a malformed session end");
+        out->ended = true;
+        util_escape(out->ended_why, sizeof(out->ended_why), json_object_get_string(x),
+                    (size_t)json_object_get_string_len(x));
+    }
+    out->interrupted = json_object_object_get_ex(v, "interrupted", &x) &&
+                       json_object_is_type(x, json_type_boolean) && json_object_get_boolean(x);
+    out->present = true;
+    return 0;
+}
+
 void runner_done_free(struct runner_done *d)
 {
     free(d->runner_error);
@@ -519,23 +574,17 @@ int runner_scan_result(const struct runner_scan *s, struct runner_done *out, str
             out->runner_error =
                 xstrndup(json_object_get_string(v), (size_t)json_object_get_string_len(v));
         rc = 0;
-        if (json_object_object_get_ex(obj, "files", &v) &&
-            (rc = parse_files(v, &out->files, err)) < 0) {
-            free(out->runner_error);
-            out->runner_error = NULL;
-        }
-        if (rc == 0 && json_object_object_get_ex(obj, "check", &v) &&
-            (rc = parse_check(v, &out->check, err)) < 0) {
-            free(out->runner_error);
-            out->runner_error = NULL;
-        }
-        if (rc == 0 && json_object_object_get_ex(obj, "compile_error", &v) &&
-            (rc = parse_compile_error(v, &out->compile_error, err)) < 0) {
-            free(out->runner_error);
-            out->runner_error = NULL;
-            free(out->check.message);
-            out->check.message = NULL;
-        }
+        if (json_object_object_get_ex(obj, "files", &v))
+            rc = parse_files(v, &out->files, err);
+        if (rc == 0 && json_object_object_get_ex(obj, "check", &v))
+            rc = parse_check(v, &out->check, err);
+        if (rc == 0 && json_object_object_get_ex(obj, "compile_error", &v))
+            rc = parse_compile_error(v, &out->compile_error, err);
+        if (rc == 0 && json_object_object_get_ex(obj, "session", &v))
+            rc = parse_session(v, &out->session, err);
+        /* A malformed part breaks the whole record: nothing of it is kept. */
+        if (rc < 0)
+            runner_done_free(out);
     }
     json_object_put(obj);
     return rc;

@@ -101,7 +101,31 @@
  * Once it has read the whole request it writes RUNNER_GO on stdout, before
  * anything of the program: a stream that ends before RUNNER_GO is a
  * container that died before the code reached it (safe to run elsewhere).
- * Otherwise it behaves exactly as without the argument. */
+ * Otherwise it behaves exactly as without the argument.
+ *
+ * Session mode (a runner kept between calls; one-shot runs never see it):
+ *   Begin: a request whose JSON carries "session": {"begin": true} (code
+ *     "", env as on every call). A warm runner writes RUNNER_GO after
+ *     reading it as usual. The runner keeps the env, answers with a record
+ *     {"exit_code": 0, "memory_error": false, "session": {"mode": M}},
+ *     M being "interpreter" (one live interpreter), "shell" (one
+ *     persistent shell) or "process" (a fresh process per cell in the same
+ *     working directory), and then reads further frames from a private,
+ *     close-on-exec copy of its request descriptor.
+ *   Cell: a request as above plus "session": {"cell": true}, a fresh nonce
+ *     per cell; no RUNNER_GO. The program's stdin file is its fd 0, the
+ *     working directory persists. Its record is written without the runner
+ *     exiting and may add "session": {"interrupted": true} (an interrupt
+ *     stopped it: exit_code 130, or 128 + the signal) or {"ended": "why"}
+ *     (the runner exits right after the record).
+ *   Control: "mcpsbx/1 interrupt <32 hex>\n", a header and no body (so a
+ *     session runner takes headers of up to RUNNER_MAX_CONTROL bytes). It
+ *     interrupts the running cell when the nonce is that cell's (SIGINT to
+ *     what runs it; the generic runner SIGKILLs the child's group 500 ms
+ *     later); any other nonce, or no running cell, and it is ignored.
+ *   The runner ends (exit 0) at the end of its request descriptor.
+ * The daemon trusts a record's "session" for those words only: the mode is
+ * one of the three, interrupted a boolean, ended a short text it escapes. */
 #ifndef MCPSBX_RUNNER_H
 #define MCPSBX_RUNNER_H
 
@@ -128,6 +152,10 @@ extern const char runner_tscheck_src[];
 #define RUNNER_GO                "\0\036mcpsbx-go\n"
 #define RUNNER_GO_LEN            12
 #define RUNNER_MAX_RECORD        4096
+/* A control frame's header, newline included: "mcpsbx/1 interrupt " + nonce. */
+#define RUNNER_MAX_CONTROL 64
+/* The most of a record's session "ended" text kept (escaped, cut). */
+#define RUNNER_SESSION_ENDED_MAX 200
 /* Nesting allowed in the variables: no less than a JSON-RPC message's. */
 #define RUNNER_VARIABLES_DEPTH 64
 
@@ -159,8 +187,16 @@ struct runner_program {
     char *const *run;
 };
 
+/* Which part of a session a request is (see above). */
+enum runner_session_kind {
+    RUNNER_SESSION_NONE, /* a one-shot run */
+    RUNNER_SESSION_BEGIN,
+    RUNNER_SESSION_CELL,
+};
+
 struct runner_request {
     const char *nonce_hex; /* RUNNER_NONCE_HEX_LEN hex digits */
+    enum runner_session_kind session;
     const char *code;
     size_t code_len;
     const char *stdin_data; /* may be NULL */
@@ -182,6 +218,9 @@ struct runner_request {
 
 /* Appends the framed request to out. */
 int runner_encode_request(const struct runner_request *req, struct buf *out, struct err *err);
+
+/* Appends the control frame that interrupts the session cell of nonce_hex. */
+int runner_encode_interrupt(const char *nonce_hex, struct buf *out, struct err *err);
 
 /* Fills nonce_hex (RUNNER_NONCE_HEX_LEN + 1 bytes) with a fresh random nonce. */
 int runner_new_nonce(char *nonce_hex, struct err *err);
@@ -254,6 +293,24 @@ enum runner_typecheck_by {
     RUNNER_TYPECHECK_COLD, /* the typecheck command, though a checker was kept */
 };
 
+/* How a session runner keeps state (the begin record's mode). */
+enum runner_session_mode {
+    RUNNER_SESSION_MODE_NONE, /* not said */
+    RUNNER_SESSION_MODE_INTERPRETER,
+    RUNNER_SESSION_MODE_SHELL,
+    RUNNER_SESSION_MODE_PROCESS,
+};
+
+/* A record's "session": what the runner said about its session. */
+struct runner_session_done {
+    bool present;
+    enum runner_session_mode mode;
+    bool interrupted; /* an interrupt stopped the cell */
+    bool ended;       /* the runner exits after this record */
+    /* Why it ended, escaped (util_escape) and cut; "" when not said. */
+    char ended_why[RUNNER_SESSION_ENDED_MAX + 1];
+};
+
 struct runner_done {
     int exit_code;
     struct runner_compile_error compile_error;
@@ -262,6 +319,7 @@ struct runner_done {
     bool memory_error;  /* the program died of MemoryError / heap exhaustion */
     char *runner_error; /* the runner itself failed (caller frees), or NULL */
     struct runner_check check;
+    struct runner_session_done session;
 };
 
 /* Parses the completed record. Only valid when s->done. Free what it

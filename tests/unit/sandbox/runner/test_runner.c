@@ -659,6 +659,98 @@ static void test_result_check(void **state)
     }
 }
 
+/* A session record's "session": the mode is one of three words, interrupted
+ * only a real true, ended a text kept escaped and cut; a malformed one
+ * breaks the record as a malformed files account does. */
+static void test_result_session(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *rec;
+        enum runner_session_mode mode;
+        bool interrupted;
+        bool ended;
+        const char *why;
+    } good[] = {
+        {"{\"exit_code\":0,\"session\":{\"mode\":\"process\"}}", RUNNER_SESSION_MODE_PROCESS, false,
+         false, ""},
+        {"{\"exit_code\":0,\"session\":{\"mode\":\"interpreter\"}}",
+         RUNNER_SESSION_MODE_INTERPRETER, false, false, ""},
+        {"{\"exit_code\":0,\"session\":{\"mode\":\"shell\",\"future\":[1]}}",
+         RUNNER_SESSION_MODE_SHELL, false, false, ""},
+        {"{\"exit_code\":130,\"session\":{\"interrupted\":true}}", RUNNER_SESSION_MODE_NONE, true,
+         false, ""},
+        {"{\"exit_code\":130,\"session\":{\"interrupted\":1}}", RUNNER_SESSION_MODE_NONE, false,
+         false, ""},
+        {"{\"exit_code\":130,\"session\":{\"interrupted\":\"yes\"}}", RUNNER_SESSION_MODE_NONE,
+         false, false, ""},
+        {"{\"exit_code\":0,\"session\":{}}", RUNNER_SESSION_MODE_NONE, false, false, ""},
+        {"{\"exit_code\":0,\"session\":{\"ended\":\"exit() called\"}}", RUNNER_SESSION_MODE_NONE,
+         false, true, "exit() called"},
+        {"{\"exit_code\":0,\"session\":{\"ended\":\"a\\nb\\u001b[31m\\u0000\"}}",
+         RUNNER_SESSION_MODE_NONE, false, true, "a\\nb\\x1b[31m\\x00"},
+        {"{\"exit_code\":0,\"session\":{\"ended\":\"\"}}", RUNNER_SESSION_MODE_NONE, false, true,
+         ""},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+        struct runner_done d;
+        enum err_code code;
+        if (parse_record(good[i].rec, strlen(good[i].rec), &d, &code) != 0)
+            fail_msg("record %zu was refused: %s", i, good[i].rec);
+        assert_true(d.session.present);
+        assert_int_equal(d.session.mode, good[i].mode);
+        assert_int_equal(d.session.interrupted, good[i].interrupted);
+        assert_int_equal(d.session.ended, good[i].ended);
+        assert_string_equal(d.session.ended_why, good[i].why);
+        runner_done_free(&d);
+    }
+
+    struct runner_done d;
+    enum err_code code;
+    assert_int_equal(parse_record(LIT("{\"exit_code\":0}"), &d, &code), 0);
+    assert_false(d.session.present);
+    assert_int_equal(d.session.mode, RUNNER_SESSION_MODE_NONE);
+
+    /* A long reason is cut, never past its room. */
+    char rec[2048];
+    char why[1000];
+    memset(why, 'w', sizeof(why) - 1);
+    why[sizeof(why) - 1] = '\0';
+    snprintf(rec, sizeof(rec), "{\"exit_code\":0,\"session\":{\"ended\":\"%s\"}}", why);
+    assert_int_equal(parse_record(rec, strlen(rec), &d, &code), 0);
+    assert_true(d.session.ended);
+    assert_true(strlen(d.session.ended_why) <= RUNNER_SESSION_ENDED_MAX);
+    assert_non_null(strstr(d.session.ended_why, "..."));
+
+    static const char *const bad[] = {
+        "{\"exit_code\":0,\"session\":true}",
+        "{\"exit_code\":0,\"session\":null}",
+        "{\"exit_code\":0,\"session\":[\"process\"]}",
+        "{\"exit_code\":0,\"session\":\"process\"}",
+        "{\"exit_code\":0,\"session\":{\"mode\":\"kernel\"}}",
+        "{\"exit_code\":0,\"session\":{\"mode\":\"Process\"}}",
+        "{\"exit_code\":0,\"session\":{\"mode\":\"process \"}}",
+        "{\"exit_code\":0,\"session\":{\"mode\":\"process\\u0000x\"}}",
+        "{\"exit_code\":0,\"session\":{\"mode\":1}}",
+        "{\"exit_code\":0,\"session\":{\"mode\":null}}",
+        "{\"exit_code\":0,\"session\":{\"ended\":true}}",
+        "{\"exit_code\":0,\"session\":{\"ended\":{\"why\":\"x\"}}}",
+        /* The error is the record's: nothing else of it survives. */
+        "{\"exit_code\":76,\"runner_error\":\"x\",\"session\":{\"mode\":\"x\"}}",
+        "{\"exit_code\":0,\"check\":{\"ok\":false,\"message\":\"m\"},\"session\":7}",
+        "{\"exit_code\":0,\"session\":{\"mode\":\"process\"},\"files\":[]}",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        if (parse_record(bad[i], strlen(bad[i]), &d, &code) != -1)
+            fail_msg("record %zu was accepted: %s", i, bad[i]);
+        assert_int_equal(code, ERR_PROTOCOL);
+        assert_null(d.runner_error);
+        assert_null(d.check.message);
+        assert_false(d.session.present);
+        runner_done_free(&d);
+    }
+}
+
 static void test_result_requires_done(void **state)
 {
     (void)state;
@@ -1136,6 +1228,80 @@ static void test_encode_rejects(void **state)
     buf_free(&small);
 }
 
+/* The session kinds: a "session" object saying begin or cell, and none
+ * in a one-shot request. */
+static void test_encode_session(void **state)
+{
+    (void)state;
+    static const struct {
+        enum runner_session_kind kind;
+        const char *key;
+    } cases[] = {
+        {RUNNER_SESSION_NONE, NULL},
+        {RUNNER_SESSION_BEGIN, "begin"},
+        {RUNNER_SESSION_CELL, "cell"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        struct buf out;
+        buf_init(&out, 1 << 20);
+        struct runner_request req = {
+            .nonce_hex = NONCE, .session = cases[i].kind, .code = "x", .code_len = 1};
+        assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+        json_object *obj = decode_request(out.data, out.len);
+        json_object *session = NULL;
+        bool has = json_object_object_get_ex(obj, "session", &session);
+        if (!cases[i].key) {
+            assert_false(has);
+        } else {
+            assert_true(has);
+            assert_true(json_object_is_type(session, json_type_object));
+            assert_int_equal(json_object_object_length(session), 1);
+            json_object *flag = NULL;
+            assert_true(json_object_object_get_ex(session, cases[i].key, &flag));
+            assert_true(json_object_is_type(flag, json_type_boolean));
+            assert_true(json_object_get_boolean(flag));
+        }
+        json_object_put(obj);
+        buf_free(&out);
+    }
+}
+
+/* The control frame: a header alone, the nonce checked, all or nothing. */
+static void test_encode_interrupt(void **state)
+{
+    (void)state;
+    struct buf out;
+    buf_init(&out, 1 << 20);
+    assert_int_equal(buf_add(&out, LIT("kept")), 0);
+    assert_int_equal(runner_encode_interrupt(NONCE, &out, NULL), 0);
+    assert_bytes(out.data, out.len, LIT("keptmcpsbx/1 interrupt " NONCE "\n"));
+    assert_true(out.len - 4 <= RUNNER_MAX_CONTROL);
+    static const char *const bad[] = {NULL,
+                                      "",
+                                      "0123",
+                                      "0123456789ABCDEF0123456789abcdef",
+                                      "0123456789abcdef0123456789abcdef0",
+                                      "0123456789abcdef0123456789abcde\n"};
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+        struct err err = ERR_INIT;
+        assert_int_equal(runner_encode_interrupt(bad[i], &out, &err), -1);
+        assert_int_equal(err.code, ERR_INVALID);
+        err_clear(&err);
+    }
+    assert_int_equal(out.len, 4 + sizeof("mcpsbx/1 interrupt " NONCE "\n") - 1);
+    buf_free(&out);
+
+    struct buf small;
+    buf_init(&small, 40);
+    assert_int_equal(buf_add(&small, LIT("kept")), 0);
+    struct err err = ERR_INIT;
+    assert_int_equal(runner_encode_interrupt(NONCE, &small, &err), -1);
+    assert_int_equal(err.code, ERR_TOO_BIG);
+    err_clear(&err);
+    assert_string_equal(buf_cstr(&small), "kept");
+    buf_free(&small);
+}
+
 /* ---- end to end: C framing -> embedded runner script -> C scanner ------ */
 
 struct e2e {
@@ -1314,6 +1480,7 @@ int main(void)
         cmocka_unit_test(test_result_check),
         cmocka_unit_test(test_result_compile_error),
         cmocka_unit_test(test_result_typecheck_by),
+        cmocka_unit_test(test_result_session),
         cmocka_unit_test(test_result_requires_done),
         cmocka_unit_test(test_nonce),
         cmocka_unit_test(test_encode_basic),
@@ -1325,6 +1492,8 @@ int main(void)
         cmocka_unit_test(test_encode_program),
         cmocka_unit_test(test_encode_random_round_trip),
         cmocka_unit_test(test_encode_rejects),
+        cmocka_unit_test(test_encode_session),
+        cmocka_unit_test(test_encode_interrupt),
         cmocka_unit_test(test_e2e_python),
         cmocka_unit_test(test_e2e_node),
     };
