@@ -2246,6 +2246,244 @@ def t_warm_bad_request_after_go(lang):
     expect_runner_failure(res, True, "request program")
 
 
+# ---- the generic runner's session mode (runner.h, "process") ------------------
+class PlSession:
+    """A generic runner fed one frame at a time, as the daemon feeds a
+    session: begin, cells, interrupts, then the end of its stdin."""
+
+    def __init__(self, lang, warm=None):
+        self.dir = tempfile.mkdtemp(prefix="mcpsbx-rt-")
+        r, self.w = os.pipe()
+        self.p = subprocess.Popen(runner_cmd(lang, warm), cwd=self.dir, stdin=r,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=pp_env() if lang == "pp" else None)
+        os.close(r)
+        self.out, self.err, self.seen = b"", b"", 0
+        self.cond = threading.Condition()
+        self.readers = [threading.Thread(target=self._read, args=(self.p.stdout, "out")),
+                        threading.Thread(target=self._read, args=(self.p.stderr, "err"))]
+        for t in self.readers:
+            t.start()
+
+    def _read(self, f, which):
+        while True:
+            b = f.read1(65536)
+            with self.cond:
+                if not b:
+                    self.cond.notify_all()
+                    return
+                setattr(self, which, getattr(self, which) + b)
+                self.cond.notify_all()
+
+    def send(self, data):
+        _write_all(self.w, data)
+
+    def request(self, nonce, code="", kind="cell", program=BASH, **extra):
+        req = {"nonce": nonce, "code": code, "stdin": "", "env": {}, "session": {kind: True}}
+        if program is not None:
+            req["program"] = program
+        req.update(extra)
+        body = json.dumps(req, ensure_ascii=False, separators=(",", ":")).encode()
+        self.send(b"mcpsbx/1 %d\n" % len(body) + body)
+
+    def interrupt(self, nonce):
+        self.send(b"mcpsbx/1 interrupt %s\n" % nonce.encode())
+
+    def wait_for(self, pred, what, timeout=30):
+        with self.cond:
+            if not self.cond.wait_for(lambda: pred(self.out[self.seen:]), timeout):
+                raise Failure("no %s; stdout %r, stderr %r" % (what, self.out[-300:], self.err[-300:]))
+
+    def record(self, nonce, timeout=30):
+        """(stdout since the last record, the record of nonce)."""
+        marker = PREFIX + nonce.encode() + b":"
+
+        def done(b):
+            i = b.find(marker)
+            return i >= 0 and b.find(b"\n", i) >= 0
+
+        self.wait_for(done, "record of %s" % nonce, timeout)
+        with self.cond:
+            b = self.out[self.seen:]
+            i = b.find(marker)
+            nl = b.find(b"\n", i)
+            self.seen += nl + 1
+            return b[:i], json.loads(b[i + len(marker):nl])
+
+    def call(self, nonce, code, **kw):
+        self.request(nonce, code, **kw)
+        return self.record(nonce)
+
+    def end(self, timeout=30):
+        """Closes the runner's stdin: its exit status."""
+        os.close(self.w)
+        try:
+            rc = self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            raise Failure("the runner did not end at the end of its stdin")
+        finally:
+            for t in self.readers:
+                t.join()
+            shutil.rmtree(self.dir, ignore_errors=True)
+        return rc
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+        try:
+            os.close(self.w)
+        except OSError:
+            pass
+        self.p.wait()
+        for t in self.readers:
+            t.join()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def nonce_of(i):
+    return "%032x" % (0xC0FFEE00 + i)
+
+
+def session_begin(lang, warm=None):
+    s = PlSession(lang, warm)
+    try:
+        s.request(nonce_of(0), kind="begin", program=None, env={"MCPSBX_T_KEPT": "kept"})
+        if warm:
+            s.wait_for(lambda b: b.startswith(READY + GO), "ready and go")
+            s.seen = len(READY + GO)
+        out, rec = s.record(nonce_of(0))
+        eq((out, rec), (b"", {"exit_code": 0, "memory_error": False, "session": {"mode": "process"}}),
+           "begin record")
+    except BaseException:
+        s.kill()
+        raise
+    return s
+
+
+def cell_ok(got, out, code=0, steps=None, **more):
+    """A cell's (stdout, record): its output and record; steps: the
+    steps_ms keys it must have."""
+    o, rec = got
+    st = rec.pop("steps_ms", None)
+    want = {"exit_code": code, "memory_error": False}
+    want.update(more)
+    eq(rec, want, "record")
+    eq(o, out, "stdout")
+    if steps is not None:
+        eq(sorted(st or {}), sorted(steps), "steps")
+
+
+C_STATE = r"""#include <stdio.h>
+int main(void) {
+    FILE *f = fopen("state.txt", "r");
+    char line[64] = "";
+    if (f) { fgets(line, sizeof line, f); fclose(f); printf("found %s", line); return 0; }
+    f = fopen("state.txt", "w");
+    fputs("one\n", f);
+    fclose(f);
+    puts("wrote");
+    return 0;
+}
+"""
+
+
+@case("pl", "pp")
+def t_session_cells(lang):
+    s = session_begin(lang, warm="warm" if lang == "pl" else None)
+    try:
+        # The same source twice: compiled once; the second cell finds the
+        # file the first wrote, in the same working directory.
+        cell_ok(s.call(nonce_of(1), C_STATE, program=C_PROGRAM), b"wrote\n", steps=["compile", "run"])
+        cell_ok(s.call(nonce_of(2), C_STATE, program=C_PROGRAM), b"found one\n", steps=["run"])
+        # A changed source is compiled again.
+        cell_ok(s.call(nonce_of(3), C_STATE + "\n", program=C_PROGRAM), b"found one\n",
+                steps=["compile", "run"])
+        # The begin request's env stays; a cell's variables and files are its own.
+        cell_ok(s.call(nonce_of(4), 'echo "$MCPSBX_T_KEPT ${V-unset}"; cat f.txt',
+                       files=[{"path": "f.txt", "content": "a\n", "encoding": "utf-8"}],
+                       **generic_variables({"V": "v4"})), b"kept v4\na\n")
+        cell_ok(s.call(nonce_of(5), 'echo "$MCPSBX_T_KEPT ${V-unset} ${MCPSBX_VARIABLES-none}"; cat f.txt',
+                       files=[{"path": "f.txt", "content": "b\n", "encoding": "utf-8"}]),
+                b"kept unset none\nb\n")
+        # A failed cell is the cell's: the next one runs.
+        cell_ok(s.call(nonce_of(6), "echo bad >&2; exit 3"), b"", code=3)
+        cell_ok(s.call(nonce_of(7), "pwd"), (s.dir + "\n").encode())
+        eq(s.end(), 0, "exit status at the end of stdin")
+    finally:
+        s.kill()
+
+
+@case("pl")
+def t_session_interrupt(lang):
+    s = session_begin(lang)
+    try:
+        s.request(nonce_of(1), "echo start; echo state > kept.txt; sleep 60; echo never")
+        s.wait_for(lambda b: b"start\n" in b, "start")
+        # Another nonce (a late interrupt of an earlier cell) is ignored.
+        s.interrupt(nonce_of(9))
+        time.sleep(0.2)
+        check(s.p.poll() is None, "the runner ended")
+        s.interrupt(nonce_of(1))
+        cell_ok(s.record(nonce_of(1)), b"start\n", code=130, session={"interrupted": True})
+        # A program that ignores SIGINT is killed after the grace.
+        s.request(nonce_of(2), "trap '' INT; echo start; sleep 60")
+        s.wait_for(lambda b: b"start\n" in b, "start")
+        s.interrupt(nonce_of(2))
+        cell_ok(s.record(nonce_of(2)), b"start\n", code=137, session={"interrupted": True})
+        # An interrupt with no cell running is ignored; the state is kept.
+        s.interrupt(nonce_of(2))
+        cell_ok(s.call(nonce_of(3), "cat kept.txt"), b"state\n")
+        eq(s.end(), 0, "exit status at the end of stdin")
+    finally:
+        s.kill()
+
+
+@case("pl")
+def t_session_wrong_nonce_ignored(lang):
+    s = session_begin(lang)
+    try:
+        s.request(nonce_of(1), "echo start; sleep 1; echo done")
+        s.wait_for(lambda b: b"start\n" in b, "start")
+        s.interrupt(nonce_of(2))
+        cell_ok(s.record(nonce_of(1)), b"start\ndone\n")
+        # The end of stdin while a cell runs ends the cell and the runner.
+        s.request(nonce_of(3), "echo start; sleep 60")
+        s.wait_for(lambda b: b"start\n" in b, "start")
+        t0 = time.monotonic()
+        eq(s.end(timeout=20), 0, "exit status at the end of stdin")
+        check(time.monotonic() - t0 < 20, "the cell was not stopped")
+    finally:
+        s.kill()
+
+
+@case("pl")
+def t_session_bad_requests(lang):
+    # A cell with no session is the runner's failure, as any bad request.
+    req = frame("echo", extra={"program": BASH, "session": {"cell": True}})
+    expect_runner_failure(run(lang, request=req), True, "session cell without a session")
+    req = frame("echo", extra={"program": BASH, "session": {"begin": False}})
+    expect_runner_failure(run(lang, request=req), True, "neither begin nor cell")
+    # In a session a bad request fails its cell and the session goes on.
+    s = session_begin(lang)
+    try:
+        s.request(nonce_of(1), "echo", kind="begin")
+        o, rec = s.record(nonce_of(1))
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("not a cell" in rec.get("runner_error", ""), "record: %r" % rec)
+        s.request(nonce_of(2), "echo", program=None)
+        o, rec = s.record(nonce_of(2))
+        check("request program" in rec.get("runner_error", ""), "record: %r" % rec)
+        cell_ok(s.call(nonce_of(3), "echo fine"), b"fine\n")
+        # A bad frame ends the session: there is no cell to answer.
+        s.send(b"mcpsbx/1 interrupt xyz\n")
+        eq(s.end(), RUNNER_EXIT, "exit status after a bad frame")
+        check("bad request header" in s.err.decode(), "stderr: %r" % s.err[-200:])
+    finally:
+        s.kill()
+
+
 @case("pl")
 def t_perl_syntax(lang):
     # The runner compiles cleanly with nothing but Debian's perl package

@@ -7,6 +7,13 @@
 # as frames and writes the completion record on stderr, then stdout.
 # Started as `perl -e <this file> warm` it is a pool runner: it says it is
 # ready before reading the request and says go once the request is read.
+# A request with "session": {"begin": true} makes it a session runner
+# (runner.h, "process" mode): it answers with a record and then takes one
+# request per cell from a private copy of its request descriptor, each a
+# fresh process in the same working directory (a compile step is run again
+# only for a changed source), until that descriptor ends; an interrupt frame
+# for the running cell stops the cell's process group (SIGINT, then SIGKILL
+# after $INT_GRACE).
 # `perl -e <this file> warm <argv...>` also starts argv, a checker kept
 # ready for the typecheck (see warm_check), before it says ready.
 # Only modules of Debian's perl package (perl-base, perl-modules, libperl)
@@ -38,6 +45,10 @@ my $CHECK_KEEP   = 8 << 20;    # bytes of a warm checker's output kept for stder
 my $VARS_NAME    = '.mcpsbx-variables.json';
 my $STDIN_NAME   = '.mcpsbx-stdin';
 my $STDIO_NAME   = '.mcpsbx-stdio.js';
+my $MAX_HEADER   = 32;         # bytes of a request header
+my $MAX_CONTROL  = 64;         # in a session: "mcpsbx/1 interrupt <nonce>" too
+my $INT_GRACE    = 0.5;        # s from a cell's SIGINT to its SIGKILL
+my $CHILD_NAP    = 0.1;        # s: the longest a session waits to notice its cell ended
 # Node leaves a pipe or socket on its stdout non-blocking and queues what it
 # cannot write at once, without bound: a print loop fills the heap (exit 134)
 # before the daemon's output cap can stop it, depending on how fast the
@@ -51,6 +62,10 @@ my $STDIO_JS = 'for (const s of [process.stdout, process.stderr])'
 my $nonce;         # once read: failures are reported in a record
 my $files_json;    # the record's "files", once the files were sent
 my $memory_error = 0;    # the program was killed for memory
+my $warm         = 0;    # a pool runner (started with "warm")
+my $session      = 0;    # a session runner: a record ends the cell, not the runner
+my $interrupted  = 0;    # an interrupt frame stopped this cell
+my $CELL_END     = \'the cell ended';    # finish's exception in a session
 
 # The sandbox cgroup's OOM kills so far (cgroup v2, else v1), or undef.
 sub oom_kills {
@@ -98,16 +113,16 @@ sub write_all {
     }
 }
 
-# Up to n bytes of stdin ('' at its end).
+# Up to n bytes of fh, the request stream ('' at its end).
 sub read_some {
-    my ($n) = @_;
+    my ($fh, $n) = @_;
     while (1) {
         my $buf = '';
-        my $got = sysread(STDIN, $buf, $n);
+        my $got = sysread($fh, $buf, $n);
         return $buf if defined $got;
         next if $!{EINTR};
         if ($!{EAGAIN} || $!{EWOULDBLOCK}) {
-            wait_fd(0, 0);
+            wait_fd(fileno($fh), 0);
             next;
         }
         runner_fail("cannot read the request: $!");
@@ -165,6 +180,8 @@ sub finish {
             eval { write_all($fh, $line) };
         }
     }
+    # A session runner goes on with the next cell.
+    die $CELL_END if $session && defined $nonce;
     # The daemon reads the record; the runner's own status only says
     # whether it failed.
     POSIX::_exit(defined $runner_error ? $RUNNER_EXIT : 0);
@@ -184,6 +201,7 @@ sub or_fail {
     my ($what, $step) = @_;
     return if eval { $step->(); 1 };
     my $e = $@;
+    die $e if ref $e;    # the cell ended (finish)
     chomp $e;
     runner_fail("$what: $e");
 }
@@ -301,91 +319,12 @@ sub decode_request {
     return $v;
 }
 
-# ---- the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON -------------------
-my $warm = 0;
-if (@ARGV >= 1 && $ARGV[0] eq 'warm') {
-    $warm = 1;
-} elsif (@ARGV) {
-    runner_fail('usage: perl -e <runner> [warm [checker argv...]]');
-}
-if ($warm) {
-    # What sending files needs, loaded while nobody waits.
-    require Digest::SHA;
-    require MIME::Base64;
-    start_checker([@ARGV[1 .. $#ARGV]]) if @ARGV > 1;
-    if (!eval { write_all(\*STDOUT, $READY); 1 }) {
-        my $e = $@;
-        chomp $e;
-        runner_fail("cannot say ready: $e");
-    }
-}
-
-# The header is read a byte at a time so nothing past the frame is consumed.
-my $header = '';
-while (1) {
-    my $b = read_some(1);
-    runner_fail('end of input before the request header') if $b eq '';
-    last if $b eq "\n";
-    $header .= $b;
-    runner_fail('request header too long') if length($header) > 32;
-}
-my ($proto, $size) = split / /, $header, 2;
-if (($proto // '') ne 'mcpsbx/1' || !defined $size || $size !~ /\A[0-9]{1,10}\z/) {
-    runner_fail('bad request header');
-}
-$size = 0 + $size;
-runner_fail('request too large') if $size > $MAX_REQUEST;
-my $body = '';
-while (length($body) < $size) {
-    my $want = $size - length($body);
-    my $b    = read_some($want < (1 << 20) ? $want : 1 << 20);
-    runner_fail('end of input inside the request') if $b eq '';
-    $body .= $b;
-}
-if ($warm) {
-    # The code reached this runner: from here on a failure is the run's.
-    eval { write_all(\*STDOUT, $GO) };
-}
-
-my $req;
-or_fail('request is not JSON', sub { $req = decode_request($body) });
-$body = undef;
-runner_fail('request is not a JSON object') unless ref $req eq 'HASH';
-my $n = $req->{nonce};
-runner_fail('request has no valid nonce') unless is_str($n) && $n =~ /\A[0-9a-f]{32}\z/;
-$nonce = $n;
-
-my $code  = delete $req->{code};
-my $stdin = delete($req->{stdin}) // '';
-runner_fail('request code/stdin must be strings') unless is_str($code) && is_str($stdin);
-my $env = $req->{env} // {};
-# The variables come as the daemon made them for this runner: the file's
-# bytes and the environment's strings; their JSON is not read here.
-runner_fail('request variables are not for the generic runner') if exists $req->{variables};
-my $variables_file = delete $req->{variables_file};
-my $variables_env  = $req->{variables_env};
-runner_fail('request variables_file must be a string') if defined $variables_file && !is_str($variables_file);
-runner_fail('request variables_env must be an object') if defined $variables_env  && ref $variables_env ne 'HASH';
-my $files   = $req->{files} // [];
-my $outputs = $req->{outputs};
-if (ref $files ne 'ARRAY' || (defined $outputs && ref $outputs ne 'HASH')) {
-    runner_fail('request files must be a list and outputs an object');
-}
-if (is_bool($req->{check}) && $req->{check}) {
-    runner_fail('check is not supported by the generic runner');
-}
-runner_fail('request env must be an object') unless ref $env eq 'HASH';
-for my $k (sort keys %$env) {
-    my $v = $env->{$k};
-    if (!is_str($v) || $k eq '' || $k =~ /[=\0]/ || $v =~ /\0/) {
-        runner_fail('request env: bad variable ' . quote($k, 64));
-    }
-    # Here, not in the container's configuration: the engine keeps that on
-    # disk. %ENV is the process's environment: every child inherits it.
-    $ENV{$k} = $v;
-}
-
 # ---- the program: what to write, compile, check and run -------------------
+my ($source_file, @cwd_id);
+# The last compile that succeeded in this session (source, argvs): a cell
+# with the same source skips the compile step.
+my $compiled;
+
 sub argv_ok {
     my ($a) = @_;
     return 0 unless ref $a eq 'ARRAY' && @$a && @$a <= 256;
@@ -395,49 +334,7 @@ sub argv_ok {
     return 1;
 }
 
-my $program = $req->{program};
-runner_fail('request program must be an object') unless ref $program eq 'HASH';
-my $source_file = $program->{source_file};
-# The language table's rule (sandbox/languages/langtable.h): a plain name, not hidden.
-if (!is_str($source_file) || $source_file !~ /\A[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,63}\z/) {
-    runner_fail('request program: bad source_file');
-}
-my $compile   = $program->{compile};
-my $typecheck = $program->{typecheck};
-runner_fail('request program: bad run')       unless argv_ok($program->{run});
-runner_fail('request program: bad compile')   if defined $compile   && !argv_ok($compile);
-runner_fail('request program: bad typecheck') if defined $typecheck && !argv_ok($typecheck);
-my $blocks = $program->{typecheck_blocks};
-runner_fail('request program: bad typecheck_blocks') if defined $blocks && !is_bool($blocks);
-$blocks = defined $blocks && $blocks ? 1 : 0;
-my $step_ms = $STEP_DEFAULT;
-if (defined $program->{compile_timeout_ms}) {
-    my $t = $program->{compile_timeout_ms};
-    if (!is_whole($t) || $t < 1 || $t > 9999999999) {
-        runner_fail('request program: bad compile_timeout_ms');
-    }
-    $step_ms = 0 + $t;
-}
-
-# Variable names: the daemon checked them (tools/variables.h); this is the
-# part of its rule that makes them environment names, and MCPSBX_* is the
-# runner's own. The values are strings without NUL (the daemon leaves such
-# a string in the file only).
-if (defined $variables_env) {
-    for my $name (sort keys %$variables_env) {
-        if ($name !~ /\A[A-Za-z_][A-Za-z0-9_]*\z/ || length($name) > 128 || $name =~ /\AMCPSBX_/) {
-            runner_fail('variable ' . quote($name, 128) . ' is not allowed');
-        }
-        my $v = $variables_env->{$name};
-        runner_fail('request variables_env: bad value of ' . quote($name, 128)) if !is_str($v) || $v =~ /\0/;
-    }
-}
-
-# ---- files: the caller's, outputs/, the source, stdin, the variables -------
-$cwd = POSIX::getcwd();
-runner_fail("cannot find the working directory: $!") unless defined $cwd;
-my @cwd_id = (stat '.')[0, 1];
-
+# ---- files ------------------------------------------------------------------
 # mkdir -p of a relative directory; dies with the error.
 sub make_dirs {
     my ($dir) = @_;
@@ -458,73 +355,20 @@ sub write_new_file {
     close($fh) or die "$!\n";
 }
 
-# The daemon checked every path (sandbox/output/workpath.h); this is the same rule
-# again.
-for my $f (@$files) {
-    runner_fail('request files: an entry is not an object') unless ref $f eq 'HASH';
-    my ($p, $content, $enc) = @{$f}{qw(path content encoding)};
-    if (   !is_str($p)
-        || !is_str($content)
-        || !is_str($enc)
-        || ($enc ne 'utf-8' && $enc ne 'base64')
-        || $p eq ''
-        || $p =~ m{\A/}
-        || $p =~ /\0/
-        || grep { $_ eq '' || $_ eq '.' || $_ eq '..' } split(m{/}, $p, -1))
-    {
-        runner_fail('request files: bad entry ' . (is_str($p) ? quote($p) : 'null'));
+# A file of the run: a new one, or in a session, where an earlier cell may
+# have left one of that name, written beside it and renamed over it (rename
+# replaces a symlink itself, never its target).
+sub write_file {
+    my ($path, $data, $mode) = @_;
+    return write_new_file($path, $data, $mode) unless $session;
+    my $tmp = ($path =~ m{\A(.*/)} ? $1 : '') . ".mcpsbx-new-$$";
+    unlink($tmp);
+    write_new_file($tmp, $data, $mode);
+    if (!rename($tmp, $path)) {
+        my $e = $!;
+        unlink($tmp);
+        die "$e\n";
     }
-    or_fail(
-        'cannot write the file ' . quote($p),
-        sub {
-            my $data = $content;
-            if ($enc eq 'base64') {
-                require MIME::Base64;
-                $data = MIME::Base64::decode_base64($content);
-            }
-            make_dirs($1) if $p =~ m{\A(.*)/};
-            write_new_file($p, $data, 0644);
-        });
-}
-$files = undef;
-if (defined $outputs && !mkdir('outputs', 0755) && !$!{EEXIST}) {
-    runner_fail("cannot make outputs/: $!");
-}
-
-my ($stdin_fh, $null_fh);
-{
-    or_fail("cannot write the source file $source_file",
-        sub { write_new_file($source_file, $code, 0644) });
-    $code = undef;
-    # An unlinked regular file as the program's fd 0: it reads exactly the
-    # given bytes, then EOF, through any API (read(0), /dev/stdin, its own
-    # children).
-    or_fail(
-        'cannot prepare the working directory',
-        sub {
-            sysopen($stdin_fh, $STDIN_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600)
-                or die "$!\n";
-            unlink($STDIN_NAME) or die "$!\n";
-            write_all($stdin_fh, $stdin);
-            sysseek($stdin_fh, 0, SEEK_SET) or die "$!\n";
-            # The compile step and the typecheck read nothing.
-            sysopen($null_fh, '/dev/null', O_RDONLY) or die "/dev/null: $!\n";
-        });
-    $stdin = undef;
-}
-
-# Variables: the whole object as JSON in a file the program finds by
-# $MCPSBX_VARIABLES (variables_file's bytes: the daemon's text of it, numbers
-# exactly as sent), and each string, number or boolean as an environment
-# variable of the same name (variables_env: the daemon made the strings).
-# Set after env: a variable wins over a request env entry of its name.
-if (defined $variables_file) {
-    or_fail('cannot write the variables', sub { write_new_file($VARS_NAME, $variables_file, 0400) });
-    $variables_file = undef;
-    $ENV{MCPSBX_VARIABLES} = ($cwd eq '/' ? '' : $cwd) . "/$VARS_NAME";
-}
-if (defined $variables_env) {
-    $ENV{$_} = $variables_env->{$_} for sort keys %$variables_env;
 }
 
 # ---- children ----------------------------------------------------------------
@@ -597,6 +441,8 @@ sub step_error {
 }
 
 # ---- the warm checker ----------------------------------------------------------
+my ($checker_pid, $checker_in, $checker_out);
+
 # A warm runner's checker (the language table's typecheck_warm) does the
 # typecheck's slow part, loading the checker and the declarations every
 # program uses, while the sandbox waits. Its protocol: it reads one line,
@@ -606,8 +452,6 @@ sub step_error {
 # output is dropped and the cold typecheck command checks instead. It is in its own process
 # group, stdin and stdout are pipes to this runner, and it ends before the
 # program starts.
-my ($checker_pid, $checker_in, $checker_out);
-
 sub start_checker {
     my ($argv) = @_;
     my ($in_r, $in_w, $out_r, $out_w);
@@ -691,93 +535,6 @@ sub warm_check {
     $text .= "mcpsbx: $dropped more bytes of the typecheck's output were left out\n" if $dropped;
     eval { write_all(\*STDERR, $text) };
     return ($status, 0);
-}
-
-# ---- compile, typecheck -----------------------------------------------------
-# Their output goes to stderr (stdout is the program's), their stdin is
-# /dev/null. A failed compile (or blocking typecheck) ends the run: the
-# program does not run and no files are returned.
-my @notes;
-# How long each step took, in the record ("steps_ms"): the benchmark's
-# compile share; the daemon does not read it.
-my %took;
-my $t_step = Time::HiRes::time();
-my $lap = sub {
-    my ($name) = @_;
-    my $now = Time::HiRes::time();
-    $took{$name} = sprintf('%.1f', ($now - $t_step) * 1000);
-    $t_step = $now;
-};
-if (defined $compile) {
-    my ($st, $timed_out) = wait_step(spawn($compile, $null_fh, 1), $step_ms);
-    $lap->('compile');
-    finish($st, undef, step_error('compile_error', $st, $timed_out)) if $st != 0;
-}
-if (defined $typecheck) {
-    my ($st, $timed_out) = defined $checker_pid ? warm_check($step_ms) : ();
-    # Which one checked, for the tests and the benchmark (the daemon ignores it).
-    push @notes, '"typecheck_by":' . (defined $st ? '"warm"' : '"cold"') if $warm && @ARGV > 1;
-    ($st, $timed_out) = wait_step(spawn($typecheck, $null_fh, 1), $step_ms) unless defined $st;
-    $lap->('typecheck');
-    if ($st != 0) {
-        finish($st, undef, step_error('compile_error', $st, $timed_out), @notes) if $blocks;
-        # Only reported: its output is on stderr already; the record names
-        # it for whoever wants it.
-        if ($timed_out) {
-            eval { write_all(\*STDERR, "mcpsbx: the typecheck was stopped after $step_ms ms\n") };
-        }
-        push @notes, step_error('typecheck_error', $st, $timed_out);
-    }
-}
-if (defined $checker_pid) {
-    # Not used (no typecheck asked): it must not live on beside the program.
-    close($checker_in);
-    close($checker_out);
-    end_checker($checker_pid);
-    $checker_pid = undef;
-}
-close($null_fh);
-
-# ---- run ---------------------------------------------------------------------
-# stdout and stderr are the runner's own: the program's output streams to
-# the daemon as it is written. No timeout here: the daemon stops the whole
-# sandbox at the run's deadline.
-# The preload lives in the sandbox's /dev/shm where there is one, out of
-# the program's working directory, under a name of this runner's own.
-my $stdio_path;
-{
-    my $dir = -d '/dev/shm' && -w _ ? '/dev/shm' : ($cwd eq '/' ? '' : $cwd);
-    $stdio_path = "$dir/" . ($dir eq '/dev/shm' ? ".mcpsbx-stdio-$$.js" : $STDIO_NAME);
-    or_fail("cannot prepare the program's output", sub { write_new_file($stdio_path, $STDIO_JS, 0444) });
-    (my $quoted = $stdio_path) =~ s/(["\\])/\\$1/g;
-    my $own = $ENV{NODE_OPTIONS};
-    $ENV{NODE_OPTIONS} = "--require \"$quoted\"" . (defined $own && $own ne '' ? " $own" : '');
-}
-my $ooms_before = oom_kills();
-my $pid = spawn($program->{run}, $stdin_fh, 0);
-my $status;
-while (1) {
-    my $r = waitpid($pid, 0);
-    if ($r == $pid) {
-        $status = status_of($?);
-        last;
-    }
-    runner_fail("cannot wait for the program: $!") unless $!{EINTR};
-}
-# Only now, with the program gone: whatever it left behind in its group
-# (`cmd &`) must not write after the record or change files while they are
-# returned. Not before it exited: its children are part of the run while it
-# lives (it may be waiting for them). The group id stays reserved while any
-# member lives, so the kill cannot reach anything else.
-$lap->('run');
-kill_group($pid);
-unlink($stdio_path);
-close($stdin_fh);
-# A SIGKILL nobody here sent is the kernel's OOM killer when the cgroup
-# counted one (or, where the count cannot be read, by far the likeliest).
-if ($status == 128 + 9) {
-    my $after = oom_kills();
-    $memory_error = !defined $after || !defined $ooms_before || $after > $ooms_before;
 }
 
 # ---- outputs: files as frames before the record ----------------------------
@@ -1030,8 +787,456 @@ sub send_outputs {
     $files_json .= '}';
 }
 
-if (defined $outputs) {
-    or_fail('cannot return the output files', sub { send_outputs($outputs) });
+# Sets env (the request's "env") in the runner's own environment.
+sub set_env {
+    my ($env) = @_;
+    runner_fail('request env must be an object') unless ref $env eq 'HASH';
+    for my $k (sort keys %$env) {
+        my $v = $env->{$k};
+        if (!is_str($v) || $k eq '' || $k =~ /[=\0]/ || $v =~ /\0/) {
+            runner_fail('request env: bad variable ' . quote($k, 64));
+        }
+        # Here, not in the container's configuration: the engine keeps that on
+        # disk. %ENV is the process's environment: every child inherits it.
+        $ENV{$k} = $v;
+    }
 }
-push @notes, '"steps_ms":{' . join(',', map { "\"$_\":$took{$_}" } sort keys %took) . '}';
-finish($status, undef, @notes);
+
+# ---- one run: a one-shot request, or a session's cell ----------------------
+# Ends in finish: the runner exits, or in a session dies with $CELL_END.
+sub run_cell {
+    my ($req) = @_;
+    my $code  = delete $req->{code};
+    my $stdin = delete($req->{stdin}) // '';
+    runner_fail('request code/stdin must be strings') unless is_str($code) && is_str($stdin);
+    my $env = $req->{env} // {};
+    # The variables come as the daemon made them for this runner: the file's
+    # bytes and the environment's strings; their JSON is not read here.
+    runner_fail('request variables are not for the generic runner') if exists $req->{variables};
+    my $variables_file = delete $req->{variables_file};
+    my $variables_env  = $req->{variables_env};
+    runner_fail('request variables_file must be a string') if defined $variables_file && !is_str($variables_file);
+    runner_fail('request variables_env must be an object') if defined $variables_env  && ref $variables_env ne 'HASH';
+    my $files   = $req->{files} // [];
+    my $outputs = $req->{outputs};
+    if (ref $files ne 'ARRAY' || (defined $outputs && ref $outputs ne 'HASH')) {
+        runner_fail('request files must be a list and outputs an object');
+    }
+    if (is_bool($req->{check}) && $req->{check}) {
+        runner_fail('check is not supported by the generic runner');
+    }
+    set_env($env);
+
+    my $program = $req->{program};
+    runner_fail('request program must be an object') unless ref $program eq 'HASH';
+    $source_file = $program->{source_file};
+    # The language table's rule (sandbox/languages/langtable.h): a plain name, not hidden.
+    if (!is_str($source_file) || $source_file !~ /\A[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,63}\z/) {
+        runner_fail('request program: bad source_file');
+    }
+    my $compile   = $program->{compile};
+    my $typecheck = $program->{typecheck};
+    runner_fail('request program: bad run')       unless argv_ok($program->{run});
+    runner_fail('request program: bad compile')   if defined $compile   && !argv_ok($compile);
+    runner_fail('request program: bad typecheck') if defined $typecheck && !argv_ok($typecheck);
+    my $blocks = $program->{typecheck_blocks};
+    runner_fail('request program: bad typecheck_blocks') if defined $blocks && !is_bool($blocks);
+    $blocks = defined $blocks && $blocks ? 1 : 0;
+    my $step_ms = $STEP_DEFAULT;
+    if (defined $program->{compile_timeout_ms}) {
+        my $t = $program->{compile_timeout_ms};
+        if (!is_whole($t) || $t < 1 || $t > 9999999999) {
+            runner_fail('request program: bad compile_timeout_ms');
+        }
+        $step_ms = 0 + $t;
+    }
+
+    # Variable names: the daemon checked them (tools/variables.h); this is the
+    # part of its rule that makes them environment names, and MCPSBX_* is the
+    # runner's own. The values are strings without NUL (the daemon leaves such
+    # a string in the file only).
+    if (defined $variables_env) {
+        for my $name (sort keys %$variables_env) {
+            if ($name !~ /\A[A-Za-z_][A-Za-z0-9_]*\z/ || length($name) > 128 || $name =~ /\AMCPSBX_/) {
+                runner_fail('variable ' . quote($name, 128) . ' is not allowed');
+            }
+            my $v = $variables_env->{$name};
+            runner_fail('request variables_env: bad value of ' . quote($name, 128)) if !is_str($v) || $v =~ /\0/;
+        }
+    }
+
+    # The caller's files, outputs/, the source, stdin, the variables.
+    $cwd = POSIX::getcwd();
+    runner_fail("cannot find the working directory: $!") unless defined $cwd;
+    @cwd_id = (stat '.')[0, 1];
+
+    # The daemon checked every path (sandbox/output/workpath.h); this is the same rule
+    # again.
+    for my $f (@$files) {
+        runner_fail('request files: an entry is not an object') unless ref $f eq 'HASH';
+        my ($p, $content, $enc) = @{$f}{qw(path content encoding)};
+        if (   !is_str($p)
+            || !is_str($content)
+            || !is_str($enc)
+            || ($enc ne 'utf-8' && $enc ne 'base64')
+            || $p eq ''
+            || $p =~ m{\A/}
+            || $p =~ /\0/
+            || grep { $_ eq '' || $_ eq '.' || $_ eq '..' } split(m{/}, $p, -1))
+        {
+            runner_fail('request files: bad entry ' . (is_str($p) ? quote($p) : 'null'));
+        }
+        or_fail(
+            'cannot write the file ' . quote($p),
+            sub {
+                my $data = $content;
+                if ($enc eq 'base64') {
+                    require MIME::Base64;
+                    $data = MIME::Base64::decode_base64($content);
+                }
+                make_dirs($1) if $p =~ m{\A(.*)/};
+                write_file($p, $data, 0644);
+            });
+    }
+    $files = undef;
+    if (defined $outputs && !mkdir('outputs', 0755) && !$!{EEXIST}) {
+        runner_fail("cannot make outputs/: $!");
+    }
+
+    my ($stdin_fh, $null_fh);
+    # What a compile in this session already made of this source.
+    my $build_key;
+    if (defined $compile && $session) {
+        require Digest::SHA;
+        $build_key = join("\0", Digest::SHA::sha256_hex($code), @$compile);
+    }
+    {
+        or_fail("cannot write the source file $source_file",
+            sub { write_file($source_file, $code, 0644) });
+        $code = undef;
+        # An unlinked regular file as the program's fd 0: it reads exactly the
+        # given bytes, then EOF, through any API (read(0), /dev/stdin, its own
+        # children).
+        or_fail(
+            'cannot prepare the working directory',
+            sub {
+                sysopen($stdin_fh, $STDIN_NAME, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600)
+                    or die "$!\n";
+                unlink($STDIN_NAME) or die "$!\n";
+                write_all($stdin_fh, $stdin);
+                sysseek($stdin_fh, 0, SEEK_SET) or die "$!\n";
+                # The compile step and the typecheck read nothing.
+                sysopen($null_fh, '/dev/null', O_RDONLY) or die "/dev/null: $!\n";
+            });
+        $stdin = undef;
+    }
+
+    # Variables: the whole object as JSON in a file the program finds by
+    # $MCPSBX_VARIABLES (variables_file's bytes: the daemon's text of it, numbers
+    # exactly as sent), and each string, number or boolean as an environment
+    # variable of the same name (variables_env: the daemon made the strings).
+    # Set after env: a variable wins over a request env entry of its name.
+    if (defined $variables_file) {
+        or_fail('cannot write the variables', sub { write_file($VARS_NAME, $variables_file, 0400) });
+        $variables_file = undef;
+        $ENV{MCPSBX_VARIABLES} = ($cwd eq '/' ? '' : $cwd) . "/$VARS_NAME";
+    }
+    if (defined $variables_env) {
+        $ENV{$_} = $variables_env->{$_} for sort keys %$variables_env;
+    }
+
+    # Compile, typecheck.
+    # Their output goes to stderr (stdout is the program's), their stdin is
+    # /dev/null. A failed compile (or blocking typecheck) ends the run: the
+    # program does not run and no files are returned.
+    my @notes;
+    # How long each step took, in the record ("steps_ms"): the benchmark's
+    # compile share; the daemon does not read it.
+    my %took;
+    my $t_step = Time::HiRes::time();
+    my $lap = sub {
+        my ($name) = @_;
+        my $now = Time::HiRes::time();
+        $took{$name} = sprintf('%.1f', ($now - $t_step) * 1000);
+        $t_step = $now;
+    };
+    # A program the run finds as ./name must still be there to skip the compile.
+    my $built = $program->{run}[0];
+    if (defined $compile && !(defined $build_key && defined $compiled && $compiled eq $build_key
+        && !($built =~ m{\A\./} && !-e $built)))
+    {
+        $compiled = undef;
+        my ($st, $timed_out) = wait_step(spawn($compile, $null_fh, 1), $step_ms);
+        $lap->('compile');
+        finish($st, undef, step_error('compile_error', $st, $timed_out)) if $st != 0;
+        $compiled = $build_key;
+    }
+    if (defined $typecheck) {
+        my ($st, $timed_out) = defined $checker_pid ? warm_check($step_ms) : ();
+        # Which one checked, for the tests and the benchmark (the daemon ignores it).
+        push @notes, '"typecheck_by":' . (defined $st ? '"warm"' : '"cold"') if $warm && @ARGV > 1;
+        ($st, $timed_out) = wait_step(spawn($typecheck, $null_fh, 1), $step_ms) unless defined $st;
+        $lap->('typecheck');
+        if ($st != 0) {
+            finish($st, undef, step_error('compile_error', $st, $timed_out), @notes) if $blocks;
+            # Only reported: its output is on stderr already; the record names
+            # it for whoever wants it.
+            if ($timed_out) {
+                eval { write_all(\*STDERR, "mcpsbx: the typecheck was stopped after $step_ms ms\n") };
+            }
+            push @notes, step_error('typecheck_error', $st, $timed_out);
+        }
+    }
+    if (defined $checker_pid) {
+        # Not used (no typecheck asked): it must not live on beside the program.
+        close($checker_in);
+        close($checker_out);
+        end_checker($checker_pid);
+        $checker_pid = undef;
+    }
+    close($null_fh);
+
+    # Run.
+    # stdout and stderr are the runner's own: the program's output streams to
+    # the daemon as it is written. No timeout here: the daemon stops the whole
+    # sandbox at the run's deadline.
+    # The preload lives in the sandbox's /dev/shm where there is one, out of
+    # the program's working directory, under a name of this runner's own.
+    my $stdio_path;
+    {
+        my $dir = -d '/dev/shm' && -w _ ? '/dev/shm' : ($cwd eq '/' ? '' : $cwd);
+        $stdio_path = "$dir/" . ($dir eq '/dev/shm' ? ".mcpsbx-stdio-$$.js" : $STDIO_NAME);
+        or_fail("cannot prepare the program's output", sub { write_new_file($stdio_path, $STDIO_JS, 0444) });
+        (my $quoted = $stdio_path) =~ s/(["\\])/\\$1/g;
+        my $own = $ENV{NODE_OPTIONS};
+        $ENV{NODE_OPTIONS} = "--require \"$quoted\"" . (defined $own && $own ne '' ? " $own" : '');
+    }
+    my $ooms_before = oom_kills();
+    my $pid = spawn($program->{run}, $stdin_fh, 0);
+    my $status;
+    while (!$session) {
+        my $r = waitpid($pid, 0);
+        if ($r == $pid) {
+            $status = status_of($?);
+            last;
+        }
+        runner_fail("cannot wait for the program: $!") unless $!{EINTR};
+    }
+    $status = wait_cell($pid) if $session;
+    # Only now, with the program gone: whatever it left behind in its group
+    # (`cmd &`) must not write after the record or change files while they are
+    # returned. Not before it exited: its children are part of the run while it
+    # lives (it may be waiting for them). The group id stays reserved while any
+    # member lives, so the kill cannot reach anything else.
+    $lap->('run');
+    kill_group($pid);
+    unlink($stdio_path);
+    close($stdin_fh);
+    # A SIGKILL nobody here sent is the kernel's OOM killer when the cgroup
+    # counted one (or, where the count cannot be read, by far the likeliest);
+    # after an interrupt only a count that rose says so.
+    if ($status == 128 + 9) {
+        my $after = oom_kills();
+        $memory_error = $interrupted
+            ? defined $after && defined $ooms_before && $after > $ooms_before
+            : !defined $after || !defined $ooms_before || $after > $ooms_before;
+    }
+
+    if (defined $outputs) {
+        or_fail('cannot return the output files', sub { send_outputs($outputs) });
+    }
+    push @notes, '"session":{"interrupted":true}' if $interrupted;
+    push @notes, '"steps_ms":{' . join(',', map { "\"$_\":$took{$_}" } sort keys %took) . '}';
+    finish($status, undef, @notes);
+}
+
+# ---- the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON -------------------
+# One frame of fh: ('request', body), ('interrupt', nonce) (sessions only)
+# or ('eof') (a session's end). The header is read a byte at a time so
+# nothing past the frame is consumed.
+sub read_frame {
+    my ($fh, $max_header) = @_;
+    my $header = '';
+    while (1) {
+        my $b = read_some($fh, 1);
+        if ($b eq '') {
+            return ('eof') if $session && $header eq '';
+            runner_fail('end of input before the request header');
+        }
+        last if $b eq "\n";
+        $header .= $b;
+        runner_fail('request header too long') if length($header) > $max_header;
+    }
+    my ($proto, $size) = split / /, $header, 2;
+    if ($session && ($proto // '') eq 'mcpsbx/1' && ($size // '') =~ /\Ainterrupt ([0-9a-f]{32})\z/) {
+        return ('interrupt', $1);
+    }
+    if (($proto // '') ne 'mcpsbx/1' || !defined $size || $size !~ /\A[0-9]{1,10}\z/) {
+        runner_fail('bad request header');
+    }
+    $size = 0 + $size;
+    runner_fail('request too large') if $size > $MAX_REQUEST;
+    my $body = '';
+    while (length($body) < $size) {
+        my $want = $size - length($body);
+        my $b    = read_some($fh, $want < (1 << 20) ? $want : 1 << 20);
+        runner_fail('end of input inside the request') if $b eq '';
+        $body .= $b;
+    }
+    return ('request', $body);
+}
+
+# The request of a body (a reference: the text is decoded in place, then
+# dropped); sets the nonce.
+sub take_request {
+    my ($body) = @_;
+    my $req;
+    or_fail('request is not JSON', sub { $req = decode_request($$body) });
+    $$body = undef;
+    runner_fail('request is not a JSON object') unless ref $req eq 'HASH';
+    my $n = $req->{nonce};
+    runner_fail('request has no valid nonce') unless is_str($n) && $n =~ /\A[0-9a-f]{32}\z/;
+    $nonce = $n;
+    return $req;
+}
+
+# The request's "session" member: 'begin', 'cell', or '' when absent.
+sub session_kind {
+    my ($req) = @_;
+    return '' unless exists $req->{session};
+    my $s = $req->{session};
+    runner_fail('request session must be an object') unless ref $s eq 'HASH';
+    for my $kind ('begin', 'cell') {
+        return $kind if is_bool($s->{$kind}) && $s->{$kind};
+    }
+    runner_fail('request session is neither begin nor cell');
+}
+
+# ---- session mode ----------------------------------------------------------
+my $ctl;            # the private copy of the request descriptor
+my $ctl_eof = 0;    # it ended: the session ends after the running cell
+my $pending;        # a request that came while a cell ran (the daemon sends none)
+my %base_env;       # the environment every cell starts from
+
+# Waits for a cell's program, acting on the frames that come meanwhile:
+# an interrupt for this cell (SIGINT to its group, SIGKILL after
+# $INT_GRACE), the end of the request stream (SIGKILL). Returns status_of.
+sub wait_cell {
+    my ($pid) = @_;
+    my ($int_at, $killed);
+    # Only to wake select when the program ends.
+    local $SIG{CHLD} = sub { };
+    while (1) {
+        my $r = waitpid($pid, POSIX::WNOHANG());
+        return status_of($?) if $r == $pid;
+        runner_fail("cannot wait for the program: $!") if $r < 0 && !$!{EINTR};
+        # SIGCHLD may come just before select: a short nap bounds that wait.
+        my $timeout = $CHILD_NAP;
+        if (defined $int_at && !$killed) {
+            my $left = $int_at + $INT_GRACE - Time::HiRes::time();
+            if ($left <= 0) {
+                kill('KILL', -$pid);
+                $killed = 1;
+            } elsif ($left < $timeout) {
+                $timeout = $left;
+            }
+        }
+        my $bits = '';
+        vec($bits, fileno($ctl), 1) = 1 unless $ctl_eof;
+        my $ready = $bits;
+        next if select($ready, undef, undef, $timeout) <= 0 || $ready eq "\0" x length $ready;
+        my ($kind, $what) = read_frame($ctl, $MAX_CONTROL);
+        if ($kind eq 'eof') {
+            $ctl_eof = 1;
+            kill('KILL', -$pid);
+        } elsif ($kind eq 'interrupt') {
+            # Another nonce is a late interrupt of an earlier cell: ignored.
+            if ($what eq $nonce && !defined $int_at) {
+                kill('INT', -$pid);
+                $int_at      = Time::HiRes::time();
+                $interrupted = 1;
+            }
+        } elsif (!defined $pending) {
+            $pending = $what;
+        } else {
+            kill('KILL', -$pid);
+            runner_fail('more than one request came while a cell ran');
+        }
+    }
+}
+
+# Ends a cell's turn: whatever the step died with but the cell's end is
+# the runner's failure.
+sub as_cell {
+    my ($step) = @_;
+    return if eval { $step->(); 1 };
+    my $e = $@;
+    die $e unless ref $e && $e == $CELL_END;
+}
+
+# The begin request: keeps env, says the mode, then runs cells until the
+# request descriptor ends.
+sub session_main {
+    my ($req) = @_;
+    set_env($req->{env} // {});
+    $req = undef;
+    # The cells' programs get their stdin files on fd 0; the frames come
+    # on a copy of the request descriptor none of them inherits.
+    open($ctl, '<&', \*STDIN) or runner_fail("cannot keep the request descriptor: $!");
+    open(STDIN, '<', '/dev/null') or runner_fail("cannot reopen stdin: $!");
+    $session  = 1;
+    %base_env = %ENV;
+    as_cell(sub { finish(0, undef, '"session":{"mode":"process"}') });
+    while (!$ctl_eof) {
+        ($nonce, $files_json, $memory_error, $interrupted) = (undef, undef, 0, 0);
+        # Each cell's env and variables are its own.
+        %ENV = %base_env;
+        my ($kind, $what) = defined $pending ? ('request', $pending) : read_frame($ctl, $MAX_CONTROL);
+        $pending = undef;
+        last if $kind eq 'eof';
+        next if $kind eq 'interrupt';    # no cell runs: nothing to stop
+        as_cell(
+            sub {
+                my $cell = take_request(\$what);
+                runner_fail('a session request that is not a cell') if session_kind($cell) ne 'cell';
+                run_cell($cell);
+            });
+        if (defined $checker_pid) {
+            close($checker_in);
+            close($checker_out);
+            end_checker($checker_pid);
+            $checker_pid = undef;
+        }
+    }
+    POSIX::_exit(0);
+}
+
+# ---- main ------------------------------------------------------------------
+if (@ARGV >= 1 && $ARGV[0] eq 'warm') {
+    $warm = 1;
+} elsif (@ARGV) {
+    runner_fail('usage: perl -e <runner> [warm [checker argv...]]');
+}
+if ($warm) {
+    # What sending files needs, loaded while nobody waits.
+    require Digest::SHA;
+    require MIME::Base64;
+    start_checker([@ARGV[1 .. $#ARGV]]) if @ARGV > 1;
+    if (!eval { write_all(\*STDOUT, $READY); 1 }) {
+        my $e = $@;
+        chomp $e;
+        runner_fail("cannot say ready: $e");
+    }
+}
+
+my (undef, $body) = read_frame(\*STDIN, $MAX_HEADER);
+if ($warm) {
+    # The code reached this runner: from here on a failure is the run's.
+    eval { write_all(\*STDOUT, $GO) };
+}
+
+my $req = take_request(\$body);
+my $kind = session_kind($req);
+session_main($req) if $kind eq 'begin';
+runner_fail('a session cell without a session') if $kind eq 'cell';
+run_cell($req);
