@@ -2310,6 +2310,11 @@ class PlSession:
             self.seen += nl + 1
             return b[:i], json.loads(b[i + len(marker):nl])
 
+    def start(self, nonce, code):
+        """Sends a cell whose code echoes "start", and waits for that."""
+        self.request(nonce, code)
+        self.wait_for(lambda b: b"start\n" in b, "start")
+
     def call(self, nonce, code, **kw):
         self.request(nonce, code, **kw)
         return self.record(nonce)
@@ -2328,6 +2333,12 @@ class PlSession:
                 t.join()
             shutil.rmtree(self.dir, ignore_errors=True)
         return rc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
 
     def kill(self):
         if self.p.poll() is None:
@@ -2391,8 +2402,7 @@ int main(void) {
 
 @case("pl", "pp")
 def t_session_cells(lang):
-    s = session_begin(lang, warm="warm" if lang == "pl" else None)
-    try:
+    with session_begin(lang, warm="warm" if lang == "pl" else None) as s:
         # The same source twice: compiled once; the second cell finds the
         # file the first wrote, in the same working directory.
         cell_ok(s.call(nonce_of(1), C_STATE, program=C_PROGRAM), b"wrote\n", steps=["compile", "run"])
@@ -2411,16 +2421,12 @@ def t_session_cells(lang):
         cell_ok(s.call(nonce_of(6), "echo bad >&2; exit 3"), b"", code=3)
         cell_ok(s.call(nonce_of(7), "pwd"), (s.dir + "\n").encode())
         eq(s.end(), 0, "exit status at the end of stdin")
-    finally:
-        s.kill()
 
 
 @case("pl")
 def t_session_interrupt(lang):
-    s = session_begin(lang)
-    try:
-        s.request(nonce_of(1), "echo start; echo state > kept.txt; sleep 60; echo never")
-        s.wait_for(lambda b: b"start\n" in b, "start")
+    with session_begin(lang) as s:
+        s.start(nonce_of(1), "echo start; echo state > kept.txt; sleep 60; echo never")
         # Another nonce (a late interrupt of an earlier cell) is ignored.
         s.interrupt(nonce_of(9))
         time.sleep(0.2)
@@ -2428,34 +2434,26 @@ def t_session_interrupt(lang):
         s.interrupt(nonce_of(1))
         cell_ok(s.record(nonce_of(1)), b"start\n", code=130, session={"interrupted": True})
         # A program that ignores SIGINT is killed after the grace.
-        s.request(nonce_of(2), "trap '' INT; echo start; sleep 60")
-        s.wait_for(lambda b: b"start\n" in b, "start")
+        s.start(nonce_of(2), "trap '' INT; echo start; sleep 60")
         s.interrupt(nonce_of(2))
         cell_ok(s.record(nonce_of(2)), b"start\n", code=137, session={"interrupted": True})
         # An interrupt with no cell running is ignored; the state is kept.
         s.interrupt(nonce_of(2))
         cell_ok(s.call(nonce_of(3), "cat kept.txt"), b"state\n")
         eq(s.end(), 0, "exit status at the end of stdin")
-    finally:
-        s.kill()
 
 
 @case("pl")
 def t_session_wrong_nonce_ignored(lang):
-    s = session_begin(lang)
-    try:
-        s.request(nonce_of(1), "echo start; sleep 1; echo done")
-        s.wait_for(lambda b: b"start\n" in b, "start")
+    with session_begin(lang) as s:
+        s.start(nonce_of(1), "echo start; sleep 1; echo done")
         s.interrupt(nonce_of(2))
         cell_ok(s.record(nonce_of(1)), b"start\ndone\n")
         # The end of stdin while a cell runs ends the cell and the runner.
-        s.request(nonce_of(3), "echo start; sleep 60")
-        s.wait_for(lambda b: b"start\n" in b, "start")
+        s.start(nonce_of(3), "echo start; sleep 60")
         t0 = time.monotonic()
         eq(s.end(timeout=20), 0, "exit status at the end of stdin")
         check(time.monotonic() - t0 < 20, "the cell was not stopped")
-    finally:
-        s.kill()
 
 
 @case("pl")
@@ -2466,8 +2464,7 @@ def t_session_bad_requests(lang):
     req = frame("echo", extra={"program": BASH, "session": {"begin": False}})
     expect_runner_failure(run(lang, request=req), True, "neither begin nor cell")
     # In a session a bad request fails its cell and the session goes on.
-    s = session_begin(lang)
-    try:
+    with session_begin(lang) as s:
         s.request(nonce_of(1), "echo", kind="begin")
         o, rec = s.record(nonce_of(1))
         eq(rec.get("exit_code"), RUNNER_EXIT, "record")
@@ -2480,8 +2477,6 @@ def t_session_bad_requests(lang):
         s.send(b"mcpsbx/1 interrupt xyz\n")
         eq(s.end(), RUNNER_EXIT, "exit status after a bad frame")
         check("bad request header" in s.err.decode(), "stderr: %r" % s.err[-200:])
-    finally:
-        s.kill()
 
 
 @case("pl")

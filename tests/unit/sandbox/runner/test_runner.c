@@ -411,6 +411,22 @@ static int parse_record(const char *rec, size_t len, struct runner_done *d, enum
     return rc;
 }
 
+/* Each record is refused as a protocol error, and nothing of it is kept. */
+static void assert_records_refused(const char *const *bad, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct runner_done d;
+        enum err_code code;
+        if (parse_record(bad[i], strlen(bad[i]), &d, &code) != -1)
+            fail_msg("record %zu was accepted: %s", i, bad[i]);
+        assert_int_equal(code, ERR_PROTOCOL);
+        assert_null(d.runner_error);
+        assert_null(d.check.message);
+        assert_false(d.session.present);
+        runner_done_free(&d);
+    }
+}
+
 static void test_result_valid(void **state)
 {
     (void)state;
@@ -588,14 +604,7 @@ static void test_result_compile_error(void **state)
         "{\"exit_code\":76,\"runner_error\":\"x\",\"compile_error\":{}}",
         "{\"exit_code\":0,\"check\":{\"ok\":false,\"message\":\"m\"},\"compile_error\":1}",
     };
-    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-        if (parse_record(bad[i], strlen(bad[i]), &d, &code) != -1)
-            fail_msg("record %zu was accepted: %s", i, bad[i]);
-        assert_int_equal(code, ERR_PROTOCOL);
-        assert_null(d.runner_error);
-        assert_null(d.check.message);
-        runner_done_free(&d);
-    }
+    assert_records_refused(bad, ARRAY_SIZE(bad));
     /* The message says what was wrong. */
     struct runner_scan sc;
     struct err err = ERR_INIT;
@@ -740,15 +749,7 @@ static void test_result_session(void **state)
         "{\"exit_code\":0,\"check\":{\"ok\":false,\"message\":\"m\"},\"session\":7}",
         "{\"exit_code\":0,\"session\":{\"mode\":\"process\"},\"files\":[]}",
     };
-    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-        if (parse_record(bad[i], strlen(bad[i]), &d, &code) != -1)
-            fail_msg("record %zu was accepted: %s", i, bad[i]);
-        assert_int_equal(code, ERR_PROTOCOL);
-        assert_null(d.runner_error);
-        assert_null(d.check.message);
-        assert_false(d.session.present);
-        runner_done_free(&d);
-    }
+    assert_records_refused(bad, ARRAY_SIZE(bad));
 }
 
 static void test_result_requires_done(void **state)
