@@ -16,6 +16,8 @@
 # after $INT_GRACE).
 # `perl -e <this file> warm <argv...>` also starts argv, a checker kept
 # ready for the typecheck (see warm_check), before it says ready.
+# One file past the usual ~600 lines because it travels as one `perl -e`
+# argument: the image needs nothing of the project's installed.
 # Only modules of Debian's perl package (perl-base, perl-modules, libperl)
 # and, where the image has it, JSON::XS (libjson-xs-perl; else JSON::PP
 # reads the request, only slower). Everything the runner writes goes out with
