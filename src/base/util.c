@@ -90,6 +90,38 @@ double util_now_ms(void)
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+long long util_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* 9999-12-31T23:59:59.999Z, the last time four digits of year can show. */
+#define RFC3339_LAST_MS 253402300799999LL
+
+int util_rfc3339_ms(char buf[UTIL_RFC3339_CAP], long long wall_ms)
+{
+    buf[0] = '\0';
+    if (wall_ms < 0 || wall_ms > RFC3339_LAST_MS)
+        return -1;
+    time_t secs = (time_t)(wall_ms / 1000);
+    struct tm tm;
+    if (!gmtime_r(&secs, &tm))
+        return -1;
+    /* The ranges are spelled out so the compiler can see the text fits. */
+    int n = snprintf(buf, UTIL_RFC3339_CAP, "%04u-%02u-%02uT%02u:%02u:%02u.%03uZ",
+                     (unsigned)(tm.tm_year + 1900) % 10000u, (unsigned)(tm.tm_mon + 1) % 100u,
+                     (unsigned)tm.tm_mday % 100u, (unsigned)tm.tm_hour % 100u,
+                     (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u,
+                     (unsigned)((unsigned long long)wall_ms % 1000u));
+    if (n < 0 || n >= UTIL_RFC3339_CAP) {
+        buf[0] = '\0';
+        return -1;
+    }
+    return n;
+}
+
 void util_cond_init_monotonic(pthread_cond_t *cond)
 {
     pthread_condattr_t attr;
@@ -391,6 +423,16 @@ size_t util_escape(char *dst, size_t cap, const char *src, size_t n)
     }
     dst[k] = '\0';
     return k;
+}
+
+bool util_ascii_word(const char *s, size_t n, size_t max)
+{
+    if (n == 0 || n > max)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] <= ' ' || s[i] > '~')
+            return false;
+    return true;
 }
 
 bool util_one_of(const char *s, const char *const *names, size_t n)

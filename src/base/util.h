@@ -40,6 +40,18 @@ static inline void util_freep(void *p)
 /* Monotonic clock in milliseconds, for deadlines and durations. */
 double util_now_ms(void);
 
+/* The wall clock in milliseconds since the Unix epoch, for times shown to
+ * people (never for deadlines: it can jump). */
+long long util_wall_ms(void);
+
+/* Room for util_rfc3339_ms's text and its NUL. */
+#define UTIL_RFC3339_CAP 32
+
+/* wall_ms as RFC 3339 UTC with milliseconds, "2026-11-27T09:15:00.123Z",
+ * in buf. Returns its length, or -1 (buf "") for a time before 1970 or
+ * after 9999. */
+int util_rfc3339_ms(char buf[UTIL_RFC3339_CAP], long long wall_ms);
+
 /* A condition variable timed on the monotonic clock (util_now_ms's). */
 void util_cond_init_monotonic(pthread_cond_t *cond);
 
@@ -109,6 +121,10 @@ char *util_utf8_sanitize(const char *s, size_t n, size_t *out_len);
  * into dst, never cutting an escape or a character; text that did not fit
  * ends in "...". Returns the length written. */
 size_t util_escape(char *dst, size_t cap, const char *src, size_t n);
+
+/* Whether s[0..n) is 1 to max bytes, each printable ASCII other than a
+ * space: for names and identifiers that leave no room for tricks. */
+bool util_ascii_word(const char *s, size_t n, size_t max);
 
 /* Whether s is one of the n names. */
 bool util_one_of(const char *s, const char *const *names, size_t n);

@@ -8,8 +8,9 @@
  * admission to its record: launch, follow, commands, policy), output/ (the
  * output pipeline: scan, redact, cap, emit; the files left behind), pool/
  * (warm sandboxes, the reaper, the uids in use), languages/ (the table:
- * reading with positions, merging, lookups) and runner/ (the in-sandbox
- * runners and their protocol). */
+ * reading with positions, merging, lookups), runner/ (the in-sandbox
+ * runners and their protocol) and session/ (code sessions: sandboxes kept
+ * between calls for one owner). */
 #ifndef MCPSBX_SANDBOX_H
 #define MCPSBX_SANDBOX_H
 

@@ -107,12 +107,7 @@ static bool valid_name(const char *s, size_t n)
 
 static bool valid_image(const char *s, size_t n)
 {
-    if (n == 0 || n > LANGTABLE_IMAGE_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] <= ' ' || s[i] > '~')
-            return false;
-    return true;
+    return util_ascii_word(s, n, LANGTABLE_IMAGE_MAX);
 }
 
 static bool valid_source_file(const char *s, size_t n)

@@ -76,6 +76,13 @@ static void test_hex_and_strings(void **state)
     char out[9];
     util_hex((const unsigned char *)"\x00\x9f\xff\x10", 4, out);
     assert_string_equal(out, "009fff10");
+    assert_true(util_ascii_word("a-b_c.d:1", 9, 9));
+    assert_false(util_ascii_word("a-b_c.d:1", 9, 8));
+    assert_false(util_ascii_word("", 0, 8));
+    assert_false(util_ascii_word("a b", 3, 8));
+    assert_false(util_ascii_word("a\x7f", 2, 8));
+    assert_false(util_ascii_word("\xc3\xa9", 2, 8));
+    assert_false(util_ascii_word("a\0b", 3, 8));
     char *p = xasprintf("%s-%d", "x", 42);
     assert_string_equal(p, "x-42");
     free(p);
@@ -86,6 +93,32 @@ static void test_hex_and_strings(void **state)
     assert_int_equal(util_random_bytes(r1, sizeof(r1)), 0);
     assert_int_equal(util_random_bytes(r2, sizeof(r2)), 0);
     assert_memory_not_equal(r1, r2, sizeof(r1));
+}
+
+/* The wall clock as RFC 3339 with milliseconds: UTC, zero-padded, a leap
+ * day, the first and last times it shows, and nothing outside them. */
+static void test_rfc3339_ms(void **state)
+{
+    (void)state;
+    char buf[UTIL_RFC3339_CAP];
+    assert_int_equal(util_rfc3339_ms(buf, 1795770900123LL), 24);
+    assert_string_equal(buf, "2026-11-27T09:15:00.123Z");
+    assert_int_equal(util_rfc3339_ms(buf, 0), 24);
+    assert_string_equal(buf, "1970-01-01T00:00:00.000Z");
+    assert_int_equal(util_rfc3339_ms(buf, 1709251199999LL), 24);
+    assert_string_equal(buf, "2024-02-29T23:59:59.999Z");
+    assert_int_equal(util_rfc3339_ms(buf, 253402300799999LL), 24);
+    assert_string_equal(buf, "9999-12-31T23:59:59.999Z");
+    assert_int_equal(util_rfc3339_ms(buf, 253402300799999LL + 1), -1);
+    assert_string_equal(buf, "");
+    assert_int_equal(util_rfc3339_ms(buf, -1), -1);
+    assert_string_equal(buf, "");
+    /* The wall clock: after this test was written (2023-11-14 here), and
+     * shown as a time of this century. */
+    long long now = util_wall_ms();
+    assert_true(now > 1700000000000LL);
+    assert_int_equal(util_rfc3339_ms(buf, now), 24);
+    assert_memory_equal(buf, "20", 2);
 }
 
 /* Makes the pipe fds, writes text into it with write_fn, and checks that one
@@ -303,7 +336,7 @@ int main(void)
         cmocka_unit_test(test_utf8_prefix),     cmocka_unit_test(test_hex_and_strings),
         cmocka_unit_test(test_write_all),       cmocka_unit_test(test_write_line),
         cmocka_unit_test(test_cond_wait_ms),    cmocka_unit_test(test_parse_decimal),
-        cmocka_unit_test(test_own_dir),
+        cmocka_unit_test(test_own_dir),         cmocka_unit_test(test_rfc3339_ms),
     };
     return cmocka_run_group_tests_name("util", tests, NULL, NULL);
 }
