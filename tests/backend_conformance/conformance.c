@@ -18,13 +18,15 @@
 #include "base/buf.h"
 #include "base/util.h"
 
-#define CONF_UID      64321
-#define CONF_NOFILE   256
-#define CONF_HANG_MS  60000 /* a guard only: a sandbox that should end but hangs fails the case */
-#define CONF_OUT_MAX  (CONF_FLOOD_BYTES + 65536u)
-#define CONF_DEADLINE 60000.0 /* create and start, on a loaded host */
-#define CONF_STALL_MS 300.0   /* the deadline a stalled start must keep */
-#define MISSING_IMAGE "mcp-sandboxd-conformance-missing:none"
+#define CONF_UID             64321
+#define CONF_NOFILE          256
+#define CONF_HANG_MS         60000 /* a guard only: a sandbox that should end but hangs fails the case */
+#define CONF_OUT_MAX         (CONF_FLOOD_BYTES + 65536u)
+#define CONF_DEADLINE        60000.0 /* create and start, on a loaded host */
+#define CONF_STALL_MS        300.0   /* the deadline a stalled start must keep */
+#define CONF_REMOVE_TRIES    4
+#define CONF_REMOVE_PAUSE_MS 25L /* doubled each try: 50, 100, 200 ms */
+#define MISSING_IMAGE        "mcp-sandboxd-conformance-missing:none"
 
 /* Each reads a line and echoes it, as enum conf_behaviour says. */
 static const char REPORT[] =
@@ -87,12 +89,27 @@ static void sandbox_init(struct conformance_target *t, struct sandbox *s, enum c
         t->behave(t->ctx, what);
 }
 
-/* Removes it (if made) and frees it; removal must succeed. */
+/* Removes it (if made) and frees it; removal must succeed, asked as the
+ * daemon's reaper asks: a remove may fail once and succeed when asked
+ * again (Podman 4 answers a forced remove that meets the container while
+ * it stops with 500 "container state improper"), so a few tries, pauses
+ * doubling from CONF_REMOVE_PAUSE_MS. */
 static void sandbox_done(struct conformance_target *t, struct sandbox *s)
 {
     struct err err = ERR_INIT;
     backend_stream_close(s->stream);
-    if (s->id && backend_remove(t->b, s->id, &err) < 0)
+    int rc = 0;
+    for (int try = 0; s->id && try < CONF_REMOVE_TRIES; try++) {
+        if (try) {
+            err_clear(&err);
+            const struct timespec pause = {0, (CONF_REMOVE_PAUSE_MS << try) * 1000000L};
+            nanosleep(&pause, NULL);
+        }
+        rc = backend_remove(t->b, s->id, &err);
+        if (rc == 0)
+            break;
+    }
+    if (rc < 0)
         fail_msg("%s: remove %s: %s", t->name, s->id, err_msg(&err));
     free(s->id);
     buf_free(&s->out);
