@@ -116,11 +116,7 @@ static size_t snapshot(struct code_space *sp, struct kept **ks, struct pollfd *p
 {
     size_t n = 0;
     pthread_mutex_lock(&sp->lock);
-    struct kept *k;
-    LIST_FOREACH(k, &sp->watched, watched)
-    {
-        if (n == cap)
-            break;
+    for (struct kept *k = LIST_FIRST(&sp->watched); k && n < cap; k = LIST_NEXT(k, watched)) {
         pthread_mutex_lock(&k->lock);
         if (!k->busy && k->sb.stream) {
             pfd[n] = (struct pollfd){.fd = backend_stream_fd(k->sb.stream), .events = POLLIN};
@@ -151,7 +147,7 @@ static void *watch_main(void *arg)
 {
     struct code_space *sp = arg;
     size_t cap = (size_t)sp->lim.max_sessions;
-    struct kept **ks = xcalloc(cap, sizeof(*ks));
+    struct kept **ks = xcalloc(cap, sizeof(struct kept *));
     struct pollfd *pfd = xcalloc(cap + 1, sizeof(*pfd));
     for (;;) {
         pthread_mutex_lock(&sp->lock);
