@@ -194,6 +194,10 @@ static int follow_loop(struct backend *backend, struct output *o, struct backend
         if (output_record_done(o)) {
             int rc = output_finish_record(o, err);
             restore_stop(o, st);
+            /* The record came with the output past the cap, before the
+             * interrupt went: the output was still cut. */
+            if (rc == 0 && o->limit_hit && !st->sent && o->res->status == EXEC_OK)
+                rc = output_limit_reached(o);
             return rc;
         }
         double now = util_now_ms();

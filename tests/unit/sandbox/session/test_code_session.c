@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -265,6 +266,142 @@ static void test_exit_during_call(void **state)
     code_session_put(g->exec, cs);
 }
 
+static void test_warm_dies_replaced(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_size = 1;
+    set_list(&g->cfg.languages, (const char *const[]){"python", "javascript"}, 2);
+    reconfigure(g);
+    struct fake_program dying = {.session = true, .warm_dies = true};
+    fake_backend_set_program(g->fb, &dying);
+    open_sessions(g);
+    assert_true(pool_ready(g));
+    script(g, NULL, 0);
+    struct run req = request("");
+    req.memory_mb = g->cfg.memory_mb;
+    struct err err = ERR_INIT;
+    struct code_session *cs = code_session_open(g->exec, &req, NULL, &ALICE, NULL, &err);
+    if (!cs)
+        fail_msg("code_session_open: %s", err_msg(&err));
+    /* The pooled one died before its runner went ahead: another took over. */
+    cell_echo(g, cs, "on another");
+    size_t n = 0;
+    struct fake_sandbox_info *all = fake_backend_all(g->fb, &n);
+    int dead = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(all[i].image, PY->image) == 0 && all[i].exited && all[i].exit_code == 137) {
+            dead++;
+            assert_true(fake_backend_wait_removed(g->fb, all[i].id, GUARD));
+        }
+    assert_true(dead >= 1);
+    free(all);
+    code_session_put(g->exec, cs);
+}
+
+static void test_output_limit_keeps_session(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.max_output_bytes = 16;
+    script(g, NULL, 0);
+    open_sessions(g);
+    struct code_session *cs = open_ok(g, &ALICE);
+    static const char big[] = "0123456789abcdef0123456789abcdef0123456789abcdef";
+    struct run req = request(big);
+    struct exec_result res;
+    exec_result_init(&res);
+    cell(g, cs, &req, &res);
+    assert_int_equal(res.status, EXEC_OUTPUT_LIMIT);
+    assert_true(res.truncated);
+    assert_int_equal(res.out.len, 16);
+    assert_false(res.session_lost);
+    exec_result_free(&res);
+    cell_echo(g, cs, "small");
+    char id[FAKE_BACKEND_ID_MAX + 1];
+    only_sandbox(g, id);
+    code_session_put(g->exec, cs);
+}
+
+static void test_oom_during_call(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.session = true,
+                             .cells = {FAKE_CELL_EXIT},
+                             .n_cells = 1,
+                             .exit_code = 137,
+                             .oom_killed = true};
+    fake_backend_set_program(g->fb, &p);
+    open_sessions(g);
+    struct code_session *cs = open_ok(g, &ALICE);
+    struct run req = request("x = bytearray(1 << 40)");
+    struct exec_result res;
+    exec_result_init(&res);
+    cell(g, cs, &req, &res);
+    assert_int_equal(res.status, EXEC_OOM);
+    assert_true(res.session_lost);
+    assert_contains(res.lost_reason, "memory");
+    exec_result_free(&res);
+    assert_last_removed(g);
+    code_session_put(g->exec, cs);
+}
+
+/* A call on another thread (close_while_busy). */
+struct bg_call {
+    struct rig *g;
+    struct code_session *cs;
+    struct run req;
+    struct exec_result res;
+    int rc;
+    pthread_t th;
+};
+
+static void *bg_main(void *arg)
+{
+    struct bg_call *b = arg;
+    b->rc = code_session_run(b->g->exec, b->cs, &b->req, &b->res, NULL);
+    return NULL;
+}
+
+/* Whether the session's sandbox got a cell of this code (hang guard). */
+static bool got_code(struct rig *g, const char *code)
+{
+    char id[FAKE_BACKEND_ID_MAX + 1];
+    last_sandbox(g, id);
+    for (int i = 0; i < GUARD / 5; i++) {
+        struct fake_sandbox_info info;
+        if (fake_backend_info(g->fb, id, &info) && strcmp(info.code, code) == 0)
+            return true;
+        usleep(5000);
+    }
+    return false;
+}
+
+static void test_close_while_busy(void **state)
+{
+    struct rig *g = *state;
+    script(g, (enum fake_cell[]){FAKE_CELL_UNTIL_INTERRUPT}, 1);
+    open_sessions(g);
+    struct bg_call b = {.g = g, .cs = open_ok(g, &ALICE), .req = request("loop")};
+    b.req.cancel = exec_cancel_new();
+    exec_result_init(&b.res);
+    assert_int_equal(pthread_create(&b.th, NULL, bg_main, &b), 0);
+    assert_true(got_code(g, "loop"));
+    struct code_session_info *list = NULL;
+    assert_int_equal(code_session_list(g->exec, &ALICE, &list), 1);
+    assert_true(list[0].busy);
+    free(list);
+    /* The call is cancelled; the session goes when it ends. */
+    assert_int_equal(code_session_close(g->exec, b.cs), CODE_SESSION_CLOSING);
+    pthread_join(b.th, NULL);
+    assert_int_equal(b.rc, 0);
+    assert_int_equal(b.res.status, EXEC_CANCELLED);
+    assert_int_equal(b.res.exit_code, 130);
+    assert_last_removed(g);
+    assert_null(code_session_get(g->exec, code_session_id(b.cs), &ALICE, NULL));
+    exec_result_free(&b.res);
+    exec_cancel_free(b.req.cancel);
+    code_session_put(g->exec, b.cs);
+}
+
 /* ---- between calls ---------------------------------------------------------- */
 
 static void test_idle_exit_tombstone(void **state)
@@ -339,10 +476,14 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_on_demand_two_cells, setup, teardown),
         cmocka_unit_test_setup_teardown(test_from_pool, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warm_dies_replaced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_session_runner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_honoured, setup, teardown),
         cmocka_unit_test_setup_teardown(test_interrupt_ignored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_output_limit_keeps_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exit_during_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_oom_during_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_while_busy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_exit_tombstone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end_owner, setup, teardown),
