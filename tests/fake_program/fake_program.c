@@ -235,8 +235,8 @@ static bool run_cell(const struct fake_io *io, enum fake_cell c, const struct fr
     if (!emit(io, 1, f->code, strlen(f->code)) || !cell_record(io, f, 0, NULL))
         return false;
     if (c == FAKE_CELL_THEN_STRAY)
-        return emit(io, 1, stray, sizeof(stray) - 1);
-    return c != FAKE_CELL_THEN_EXIT;
+        (void)(emit(io, 1, stray, sizeof(stray) - 1) && emit(io, 2, stray, sizeof(stray) - 1));
+    return c == FAKE_CELL_ECHO;
 }
 
 /* Session mode, once the begin request first came: a record, then cells

@@ -33,7 +33,7 @@ enum fake_cell {
     FAKE_CELL_IGNORE_INTERRUPT, /* runs on, interrupts or not, until killed or its stdin ends */
     FAKE_CELL_EXIT,             /* exits without a record (exit_code, oom_killed) */
     FAKE_CELL_THEN_EXIT,        /* as ECHO, then exits (exit_code, oom_killed) while idle */
-    FAKE_CELL_THEN_STRAY,       /* as ECHO, then writes stray output while idle */
+    FAKE_CELL_THEN_STRAY,       /* as ECHO, then writes stray output while idle and exits */
 };
 
 /* The most cells a session's script names; later ones are FAKE_CELL_ECHO. */

@@ -427,6 +427,26 @@ static void test_idle_exit_tombstone(void **state)
     assert_false(lost);
 }
 
+/* Output while idle is read and dropped: the watcher reads past it to
+ * the end of the stream. */
+static void test_idle_stray_output(void **state)
+{
+    struct rig *g = *state;
+    script(g, (enum fake_cell[]){FAKE_CELL_THEN_STRAY}, 1);
+    open_sessions(g);
+    struct code_session *cs = open_ok(g, &ALICE);
+    char id[CODE_SESSION_ID_LEN + 1];
+    memcpy(id, code_session_id(cs), sizeof(id));
+    cell_echo(g, cs, "then noise");
+    code_session_put(g->exec, cs);
+    assert_last_removed(g);
+    bool lost = false;
+    cs = code_session_get(g->exec, id, &ALICE, &lost);
+    assert_true(lost);
+    assert_contains(code_session_lost_reason(cs), "exited while the session was idle");
+    code_session_put(g->exec, cs);
+}
+
 static void test_idle_expiry(void **state)
 {
     struct rig *g = *state;
@@ -485,6 +505,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_oom_during_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_while_busy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_exit_tombstone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idle_stray_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end_owner, setup, teardown),
     };
