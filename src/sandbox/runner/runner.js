@@ -671,13 +671,20 @@
     const fs = require('fs');
     const { fd, limit, maxRequest } = workerData;
     const cell = new Int32Array(new SharedArrayBuffer(4));
+    // A cell may leave the descriptor non-blocking (it can share its file
+    // description with stdout): no poll there, so naps that grow while idle.
+    let nap = 1;
     const readSome = (buf, off, len) => {
       for (;;) {
         try {
-          return fs.readSync(fd, buf, off, len, null);
+          const n = fs.readSync(fd, buf, off, len, null);
+          nap = 1;
+          return n;
         } catch (e) {
-          if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') Atomics.wait(cell, 0, 0, 1);
-          else if (e.code === 'EOF') return 0;
+          if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') {
+            Atomics.wait(cell, 0, 0, nap);
+            nap = Math.min(nap * 2, 50);
+          } else if (e.code === 'EOF') return 0;
           else if (e.code !== 'EINTR') throw e;
         }
       }

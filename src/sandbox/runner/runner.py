@@ -710,6 +710,7 @@ def _mcpsbx_runner():
         # the cell's request, for the one-shot code below to run.
         import select
         import signal
+        import warnings
         from time import monotonic
 
         set_env(req.get("env") if req.get("env") is not None else {})
@@ -754,7 +755,11 @@ def _mcpsbx_runner():
             del got
             done_r, done_w = os.pipe()
             ooms_before = oom_kills()
-            pid = os.fork()
+            # Python 3.12+ warns about fork when a preload started threads
+            # (OpenBLAS does): not the cell's output. The child has one thread.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
             if pid == 0:
                 # The cell: the one-shot code below runs its request.
                 signal.set_wakeup_fd(-1)
