@@ -2623,6 +2623,20 @@ def t_session_process_bad_requests(lang):
         s.send(b"mcpsbx/1 interrupt xyz\n")
         eq(s.end(), RUNNER_EXIT, "exit status after a bad frame")
         check("bad request header" in s.err.decode(), "stderr: %r" % s.err[-200:])
+    # So does a request with no nonce to answer, the runner reading on.
+    with session_begin(lang) as s:
+        s.send(b"mcpsbx/1 3\n{x}")
+        eq(s.p.wait(timeout=30), RUNNER_EXIT, "exit status after a request that is not JSON")
+        check("not JSON" in s.err.decode(), "stderr: %r" % s.err[-200:])
+    # Two requests while a cell runs: the cell ends, and the session.
+    with session_begin(lang) as s:
+        s.start(nonce_of(1), PJ_CODE[lang]["long"])
+        s.request(nonce_of(2), PJ_CODE[lang]["fine"])
+        s.request(nonce_of(3), PJ_CODE[lang]["fine"])
+        o, rec = s.record(nonce_of(1))
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("more than one request" in rec.get("runner_error", ""), "record: %r" % rec)
+        eq(s.p.wait(timeout=30), RUNNER_EXIT, "exit status after two requests")
 
 
 @case("pl")

@@ -662,74 +662,94 @@
     return { error: 'request session is neither begin nor cell' };
   }
 
-  // Runs in a Worker that owns the request descriptor: posts each frame,
-  // {kind: 'request', body}, {kind: 'interrupt', nonce}, {kind: 'eof'} or
-  // {kind: 'bad', why}, and ends after the last two. Blocking reads keep
-  // the descriptor's mode (it may share its file description with stdout).
-  function frameReader() {
-    const { workerData, parentPort } = require('worker_threads');
+  // The program of the process that owns the request descriptor (its
+  // stdin): it copies what comes to its stdout, a pipe only the session
+  // runner reads, and ends at the end of its stdin. A process, not a
+  // Worker: Node joins its threads at exit, and one blocked reading would
+  // never let the runner exit; a process is killed. Blocking reads keep the
+  // descriptor's mode (it may share its file description with stdout); a
+  // cell may leave it non-blocking, and then naps that grow while idle
+  // stand in for a poll.
+  function requestCopier() {
     const fs = require('fs');
-    const { fd, limit, maxRequest } = workerData;
     const cell = new Int32Array(new SharedArrayBuffer(4));
-    // A cell may leave the descriptor non-blocking (it can share its file
-    // description with stdout): no poll there, so naps that grow while idle.
+    const buf = Buffer.alloc(1 << 16);
     let nap = 1;
-    const readSome = (buf, off, len) => {
-      for (;;) {
-        try {
-          const n = fs.readSync(fd, buf, off, len, null);
-          nap = 1;
-          return n;
-        } catch (e) {
-          if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') {
-            Atomics.wait(cell, 0, 0, nap);
-            nap = Math.min(nap * 2, 50);
-          } else if (e.code === 'EOF') return 0;
-          else if (e.code !== 'EINTR') throw e;
-        }
-      }
+    const retry = (e) => {
+      if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') {
+        Atomics.wait(cell, 0, 0, nap);
+        nap = Math.min(nap * 2, 50);
+      } else if (e.code !== 'EINTR') throw e;
     };
-    const one = Buffer.alloc(1);
     for (;;) {
-      let header = '';
-      let why = null;
-      for (;;) {
-        if (readSome(one, 0, 1) === 0) {
-          if (header === '') return parentPort.postMessage({ kind: 'eof' });
-          why = 'end of input before the request header';
-          break;
-        }
-        if (one[0] === 0x0a) break;
-        header += String.fromCharCode(one[0]);
-        if (header.length > limit) {
-          why = 'request header too long';
-          break;
-        }
-      }
-      const im = why === null ? /^mcpsbx\/1 interrupt ([0-9a-f]{32})$/.exec(header) : null;
-      const hm = why === null ? /^mcpsbx\/1 ([0-9]{1,10})$/.exec(header) : null;
-      if (im !== null) {
-        parentPort.postMessage({ kind: 'interrupt', nonce: im[1] });
+      let n;
+      try {
+        n = fs.readSync(0, buf, 0, buf.length, null);
+      } catch (e) {
+        if (e.code === 'EOF') break;
+        retry(e);
         continue;
       }
-      if (why === null && hm === null) why = 'bad request header';
-      if (why === null && Number(hm[1]) > maxRequest) why = 'request too large';
-      if (why === null) {
-        const body = Buffer.alloc(Number(hm[1]));
-        let off = 0;
-        while (off < body.length) {
-          const n = readSome(body, off, body.length - off);
-          if (n === 0) break;
-          off += n;
+      nap = 1;
+      if (n === 0) break;
+      for (let off = 0; off < n; ) {
+        try {
+          off += fs.writeSync(1, buf, off, n - off);
+        } catch (e) {
+          retry(e);
         }
-        if (off === body.length) {
-          parentPort.postMessage({ kind: 'request', body });
-          continue;
-        }
-        why = 'end of input inside the request';
       }
-      return parentPort.postMessage({ kind: 'bad', why });
     }
+  }
+
+  // Splits the copied stream into frames: onFrame gets {kind: 'request',
+  // body}, {kind: 'interrupt', nonce}, then {kind: 'eof'} or {kind: 'bad',
+  // why} (and nothing after those).
+  function frameParser(onFrame) {
+    let buf = Buffer.alloc(0);
+    let want = -1; // the body length being waited for, or -1: a header
+    let over = false;
+    const fail = (why) => {
+      over = true;
+      onFrame({ kind: 'bad', why });
+    };
+    return {
+      data(chunk) {
+        if (over) return;
+        buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+        while (!over) {
+          if (want >= 0) {
+            if (buf.length < want) return;
+            const body = buf.subarray(0, want);
+            buf = buf.subarray(want);
+            want = -1;
+            onFrame({ kind: 'request', body });
+            continue;
+          }
+          const nl = buf.indexOf(0x0a);
+          if (nl < 0 || nl > MAX_CONTROL) {
+            if (nl > MAX_CONTROL || buf.length > MAX_CONTROL) fail('request header too long');
+            return;
+          }
+          const header = buf.subarray(0, nl).toString('latin1');
+          buf = buf.subarray(nl + 1);
+          const im = /^mcpsbx\/1 interrupt ([0-9a-f]{32})$/.exec(header);
+          const hm = /^mcpsbx\/1 ([0-9]{1,10})$/.exec(header);
+          if (im !== null) onFrame({ kind: 'interrupt', nonce: im[1] });
+          else if (hm === null) fail('bad request header');
+          else if (Number(hm[1]) > MAX_REQUEST) fail('request too large');
+          else want = Number(hm[1]);
+        }
+      },
+      end(why) {
+        if (over) return;
+        over = true;
+        if (why !== undefined) onFrame({ kind: 'bad', why });
+        else if (want >= 0) onFrame({ kind: 'bad', why: 'end of input inside the request' });
+        else if (buf.length > 0) onFrame({ kind: 'bad', why: 'end of input before the request header' });
+        else onFrame({ kind: 'eof' });
+      },
+    };
   }
 
   // The sandbox cgroup's OOM kills so far (cgroup v2, else v1), or null.
@@ -753,16 +773,11 @@
     }
   }
 
-  // A failure with no cell to answer (no nonce): stderr, then the end.
-  function sessionFail(msg) {
-    nonce = null;
-    runnerFail(msg);
-  }
-
   // The begin request (env already set): says the mode, then runs cells
-  // until the request descriptor ends. The cells' runners get their own
-  // stdin (the request, then their stdin file), so none of them, nor
-  // anything they start, reads the frames.
+  // until the request descriptor ends. Only the copier reads that
+  // descriptor; the cells' runners get their own stdin (the request, then
+  // their stdin file), so none of them, nor anything they start, reads the
+  // frames.
   function sessionMain() {
     const src = proc._eval;
     if (typeof src !== 'string') return runnerFail('cannot find the runner source');
@@ -773,20 +788,36 @@
       else if (!a.startsWith('--eval=') && !a.startsWith('--print=')) argv.push(a);
     }
     argv.push('-e', src);
-    const { Worker } = require('worker_threads');
     const spawn = require('child_process').spawn;
+    const copier = spawn(proc.execPath, ['-e', '(' + requestCopier.toString() + ')()'], {
+      stdio: ['inherit', 'pipe', 'ignore'],
+      env: {},
+    });
+    // Exits, as the session ends, without anything left reading.
+    const exit = (code) => {
+      try {
+        copier.kill('SIGKILL');
+      } catch (e) {
+        // gone already
+      }
+      return origReallyExit.call(proc, code);
+    };
+    // The runner's failure: in the record of the cell of nonce, or, with
+    // none, on stderr.
+    const fail = (msg) => {
+      if (nonce === null) {
+        try {
+          writeAll(2, Buffer.from('mcpsbx runner: ' + msg + '\n'));
+        } catch (e) {
+          // stderr is gone
+        }
+      } else emitRecord({ exit_code: RUNNER_EXIT, memory_error: false, runner_error: msg });
+      return exit(RUNNER_EXIT);
+    };
     emitRecord({ exit_code: 0, memory_error: false, session: { mode: 'process' } });
     nonce = null;
     const queue = [];
     let cell = null; // the running cell: {nonce, child, ...}
-    const worker = new Worker('(' + frameReader.toString() + ')()', {
-      eval: true,
-      workerData: { fd: 0, limit: MAX_CONTROL, maxRequest: MAX_REQUEST },
-    });
-    worker.on('error', (e) => {
-      if (cell !== null) killGroup(cell.child.pid, 'SIGKILL');
-      sessionFail('cannot read the requests: ' + String(e && e.message ? e.message : e).slice(0, 300));
-    });
 
     const endCell = (c, status) => {
       if (c.ended) return;
@@ -831,12 +862,11 @@
       try {
         req = JSON.parse(body.toString('utf8'));
       } catch (e) {
-        return sessionFail('request is not JSON: ' + e.message);
+        return fail('request is not JSON: ' + e.message);
       }
-      if (req === null || typeof req !== 'object' || Array.isArray(req))
-        return sessionFail('request is not a JSON object');
+      if (req === null || typeof req !== 'object' || Array.isArray(req)) return fail('request is not a JSON object');
       if (typeof req.nonce !== 'string' || !/^[0-9a-f]{32}$/.test(req.nonce))
-        return sessionFail('request has no valid nonce');
+        return fail('request has no valid nonce');
       nonce = req.nonce;
       const kind = sessionKind(req.session);
       req = null;
@@ -882,15 +912,14 @@
     const pump = () => {
       while (cell === null && queue.length > 0) {
         const m = queue.shift();
-        if (m.kind === 'eof') return origReallyExit.call(proc, 0);
-        if (m.kind === 'bad') return sessionFail(m.why);
-        if (m.kind === 'request' && startCell(Buffer.from(m.body.buffer, m.body.byteOffset, m.body.length)))
-          return;
+        if (m.kind === 'eof') return exit(0);
+        if (m.kind === 'bad') return fail(m.why);
+        if (m.kind === 'request' && startCell(m.body)) return;
         // an interrupt with no cell running: nothing to stop
       }
     };
 
-    worker.on('message', (m) => {
+    const onFrame = (m) => {
       const c = cell;
       if (c === null) {
         queue.push(m);
@@ -913,9 +942,15 @@
         // cell ends, and the session with it.
         killGroup(c.child.pid, 'SIGKILL');
         nonce = c.nonce;
-        runnerFail(m.kind === 'bad' ? m.why : 'more than one request came while a cell ran');
+        fail(m.kind === 'bad' ? m.why : 'more than one request came while a cell ran');
       }
-    });
+    };
+    const parser = frameParser(onFrame);
+    copier.on('error', (e) => fail('cannot read the requests: ' + String(e && e.message ? e.message : e).slice(0, 300)));
+    copier.stdout.on('data', (b) => parser.data(b));
+    copier.on('close', (code, signal) =>
+      parser.end(code === 0 ? undefined : 'cannot read the requests: the reader ended with ' + (signal || code)),
+    );
   }
 
   // ---- read the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON -----
