@@ -2510,6 +2510,7 @@ PJ_CODE = {
         "short": "import time; print('start', flush=True); time.sleep(1); print('done')",
         "long": "import time; print('start', flush=True); time.sleep(60)",
         "fine": "print('fine')",
+        "stdin_len": "import sys; print(len(sys.stdin.buffer.read()))",
     },
     "js": {
         "write": "require('fs').writeFileSync('state.txt', 'one\\n'); console.log('wrote')",
@@ -2528,6 +2529,7 @@ PJ_CODE = {
         "short": "console.log('start'); setTimeout(() => console.log('done'), 1000)",
         "long": "console.log('start'); setTimeout(() => {}, 60000)",
         "fine": "console.log('fine')",
+        "stdin_len": "console.log(require('fs').readFileSync(0).length)",
     },
 }
 
@@ -2561,6 +2563,8 @@ def t_session_process_cells(lang):
         check(o.startswith(b"out\n" + PREFIX + nonce_of(8).encode() + b':F{"path":"outputs/r.txt"'), "stdout: %r" % o)
         # Only a syntax check: nothing runs.
         cell_ok(s.call(nonce_of(9), c["fine"], check=True), b"", check={"ok": True})
+        # A request of many reads.
+        cell_ok(s.call(nonce_of(10), c["stdin_len"], stdin="x" * (3 << 20)), b"3145728\n")
         eq(s.end(), 0, "exit status at the end of stdin")
 
 

@@ -706,9 +706,21 @@
   // body}, {kind: 'interrupt', nonce}, then {kind: 'eof'} or {kind: 'bad',
   // why} (and nothing after those).
   function frameParser(onFrame) {
-    let buf = Buffer.alloc(0);
+    // What came and is not a frame yet: chunks joined only when a header
+    // is looked for or a body is complete (a body may be 64 MiB).
+    let parts = [];
+    let have = 0;
     let want = -1; // the body length being waited for, or -1: a header
     let over = false;
+    const joined = () => {
+      const all = parts.length === 1 ? parts[0] : Buffer.concat(parts, have);
+      parts = [all];
+      return all;
+    };
+    const keep = (rest) => {
+      parts = rest.length > 0 ? [rest] : [];
+      have = rest.length;
+    };
     const fail = (why) => {
       over = true;
       onFrame({ kind: 'bad', why });
@@ -716,23 +728,26 @@
     return {
       data(chunk) {
         if (over) return;
-        buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
-        while (!over) {
+        parts.push(chunk);
+        have += chunk.length;
+        while (!over && (have > 0 || want === 0)) {
           if (want >= 0) {
-            if (buf.length < want) return;
-            const body = buf.subarray(0, want);
-            buf = buf.subarray(want);
+            if (have < want) return;
+            const all = joined();
+            keep(all.subarray(want));
+            const body = all.subarray(0, want);
             want = -1;
             onFrame({ kind: 'request', body });
             continue;
           }
-          const nl = buf.indexOf(0x0a);
-          if (nl < 0 || nl > MAX_CONTROL) {
-            if (nl > MAX_CONTROL || buf.length > MAX_CONTROL) fail('request header too long');
+          const all = joined();
+          const nl = all.subarray(0, MAX_CONTROL + 1).indexOf(0x0a);
+          if (nl < 0) {
+            if (have > MAX_CONTROL) fail('request header too long');
             return;
           }
-          const header = buf.subarray(0, nl).toString('latin1');
-          buf = buf.subarray(nl + 1);
+          const header = all.subarray(0, nl).toString('latin1');
+          keep(all.subarray(nl + 1));
           const im = /^mcpsbx\/1 interrupt ([0-9a-f]{32})$/.exec(header);
           const hm = /^mcpsbx\/1 ([0-9]{1,10})$/.exec(header);
           if (im !== null) onFrame({ kind: 'interrupt', nonce: im[1] });
@@ -746,7 +761,7 @@
         over = true;
         if (why !== undefined) onFrame({ kind: 'bad', why });
         else if (want >= 0) onFrame({ kind: 'bad', why: 'end of input inside the request' });
-        else if (buf.length > 0) onFrame({ kind: 'bad', why: 'end of input before the request header' });
+        else if (have > 0) onFrame({ kind: 'bad', why: 'end of input before the request header' });
         else onFrame({ kind: 'eof' });
       },
     };

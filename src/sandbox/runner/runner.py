@@ -708,10 +708,8 @@ def _mcpsbx_runner():
         # The begin request: keeps env, says the mode, then runs cells until
         # the request descriptor ends. Returns only in a cell's child, with
         # the cell's request, for the one-shot code below to run.
-        import select
         import signal
         import warnings
-        from time import monotonic
 
         set_env(req.get("env") if req.get("env") is not None else {})
         # The cells get their stdin files on fd 0; the frames come on a
@@ -781,15 +779,19 @@ def _mcpsbx_runner():
                 os.setpgid(pid, pid)
             except OSError:
                 pass
-            wait_cell(pid, ctl, done_r, wake[0], ooms_before, state, select, monotonic, signal)
+            wait_cell(pid, ctl, done_r, wake[0], ooms_before, state)
         os_exit(0)
 
-    def wait_cell(pid, ctl, done_r, wake_r, ooms_before, state, select, monotonic, signal):
+    def wait_cell(pid, ctl, done_r, wake_r, ooms_before, state):
         # Waits for a cell's child, acting on the frames that come
         # meanwhile: an interrupt for this cell (SIGINT to its group,
         # SIGKILL after int_grace), the end of the request stream (SIGKILL).
         # Then writes the cell's record: the child's, or one made from its
         # wait status when it handed none over.
+        import select
+        import signal
+        from time import monotonic
+
         got, int_at, killed, interrupted, done_open = b"", None, False, False, True
         while True:
             r, st = os.waitpid(pid, os.WNOHANG)
