@@ -2511,6 +2511,7 @@ PJ_CODE = {
         "long": "import time; print('start', flush=True); time.sleep(60)",
         "fine": "print('fine')",
         "stdin_len": "import sys; print(len(sys.stdin.buffer.read()))",
+        "die": "import os; print('dying', flush=True); os.kill(os.getpid(), 9)",
     },
     "js": {
         "write": "require('fs').writeFileSync('state.txt', 'one\\n'); console.log('wrote')",
@@ -2530,6 +2531,7 @@ PJ_CODE = {
         "long": "console.log('start'); setTimeout(() => {}, 60000)",
         "fine": "console.log('fine')",
         "stdin_len": "console.log(require('fs').readFileSync(0).length)",
+        "die": "console.log('dying'); process.kill(process.pid, 'SIGKILL')",
     },
 }
 
@@ -2563,6 +2565,11 @@ def t_session_process_cells(lang):
         check(o.startswith(b"out\n" + PREFIX + nonce_of(8).encode() + b':F{"path":"outputs/r.txt"'), "stdout: %r" % o)
         # Only a syntax check: nothing runs.
         cell_ok(s.call(nonce_of(9), c["fine"], check=True), b"", check={"ok": True})
+        # A cell that dies with no record of its own gets one from its
+        # status (memory_error: whether the cgroup, where readable, counted
+        # an OOM kill), and the session goes on.
+        o, rec = s.call(nonce_of(11), c["die"])
+        eq((o, rec.get("exit_code"), sorted(rec)), (b"dying\n", 137, ["exit_code", "memory_error"]), "record")
         # A request of many reads.
         cell_ok(s.call(nonce_of(10), c["stdin_len"], stdin="x" * (3 << 20)), b"3145728\n")
         eq(s.end(), 0, "exit status at the end of stdin")
