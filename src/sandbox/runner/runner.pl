@@ -383,7 +383,10 @@ sub spawn {
     my $pid = fork;
     runner_fail("cannot start a process: $!") unless defined $pid;
     if ($pid == 0) {
-        $SIG{PIPE} = 'DEFAULT';
+        # A session's interrupt must reach the program however the runner
+        # was started: one started in the background of a non-interactive
+        # shell inherits SIGINT and SIGQUIT ignored, and exec keeps that.
+        @SIG{qw(PIPE INT QUIT)} = ('DEFAULT') x 3;
         POSIX::setpgid(0, 0);
         my $ok = defined POSIX::dup2(fileno($in_fh), 0);
         $ok &&= defined POSIX::dup2(2, 1) if $to_stderr;
