@@ -762,6 +762,12 @@ def _mcpsbx_runner():
                 # The cell: the one-shot code below runs its request.
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                # The interrupt must reach the cell however the runner was
+                # started: one started with SIGINT ignored (a background
+                # job of a non-interactive shell) keeps it ignored, and
+                # Python then installs no KeyboardInterrupt of its own.
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                signal.signal(signal.SIGQUIT, signal.SIG_DFL)
                 for fd in (ctl, done_r) + wake:
                     os.close(fd)
                 try:
