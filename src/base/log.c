@@ -2,7 +2,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 atomic_int log_threshold = LOG_LVL_INFO;
 
@@ -34,14 +33,9 @@ const char *log_field(char *buf, size_t cap, const char *s, size_t n)
 void log_write(enum log_level level, const char *fmt, ...)
 {
     char line[2048];
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof(line),
-                     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ mcp-sandboxd %s: ", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     ts.tv_nsec / 1000000, level_names[level]);
+    char when[UTIL_RFC3339_CAP];
+    util_rfc3339_ms(when, util_wall_ms());
+    int n = snprintf(line, sizeof(line), "%s mcp-sandboxd %s: ", when, level_names[level]);
     if (n < 0)
         return;
     va_list ap;

@@ -20,5 +20,7 @@
 #include "sandbox/run/exec.h"
 #include "sandbox/run/policy.h"
 #include "sandbox/run/run.h"
+#include "sandbox/session/code_session.h"
+#include "sandbox/session/sessions.h"
 
 #endif

@@ -38,25 +38,35 @@ static bool emit(const struct fake_io *io, int stream, const char *data, size_t 
     return n == 0 || io->send(io->ctx, stream, data, n);
 }
 
-/* Reads the runner request ("mcpsbx/1 <len>\n" + JSON) and returns its
- * nonce in nonce; false when it did not come whole. */
-static bool read_request(const struct fake_io *io, char nonce[RUNNER_NONCE_HEX_LEN + 1],
-                         bool *outputs)
+/* A frame the program read: a request, or (session mode) a control frame. */
+enum frame_kind { FRAME_BAD, FRAME_REQUEST, FRAME_INTERRUPT };
+
+struct frame {
+    char nonce[RUNNER_NONCE_HEX_LEN + 1];
+    bool outputs;     /* the request asked for output files */
+    bool begin, cell; /* its "session" */
+    char *code;       /* a copy of its code */
+};
+
+static void frame_free(struct frame *f)
 {
-    char header[40];
-    size_t hn = 0;
-    for (;;) {
-        if (hn + 1 >= sizeof(header) || !io->read(io->ctx, header + hn, 1))
-            return false;
-        if (header[hn] == '\n')
-            break;
-        hn++;
-    }
-    header[hn] = '\0';
-    static const char proto[] = RUNNER_PROTOCOL " ";
-    if (strncmp(header, proto, sizeof(proto) - 1) != 0)
-        return false;
-    size_t len = (size_t)strtoul(header + sizeof(proto) - 1, NULL, 10);
+    free(f->code);
+    f->code = NULL;
+}
+
+static void request_session(json_object *o, struct frame *f)
+{
+    json_object *s = NULL;
+    if (!json_object_object_get_ex(o, "session", &s))
+        return;
+    f->begin = json_object_object_get_ex(s, "begin", NULL);
+    f->cell = json_object_object_get_ex(s, "cell", NULL);
+}
+
+/* The request's JSON (len bytes to come) into f; false when it did not
+ * come whole or is not a request. */
+static bool read_request_body(const struct fake_io *io, size_t len, struct frame *f)
+{
     if (len > MAX_RUNNER_IN)
         return false;
     char *json = xmalloc(len + 1);
@@ -69,10 +79,12 @@ static bool read_request(const struct fake_io *io, char nonce[RUNNER_NONCE_HEX_L
          json_object_get_string_len(n) == RUNNER_NONCE_HEX_LEN &&
          json_object_object_get_ex(o, "code", &code);
     if (ok) {
-        memcpy(nonce, json_object_get_string(n), RUNNER_NONCE_HEX_LEN + 1);
-        *outputs = json_object_object_get_ex(o, "outputs", NULL);
+        memcpy(f->nonce, json_object_get_string(n), RUNNER_NONCE_HEX_LEN + 1);
+        f->outputs = json_object_object_get_ex(o, "outputs", NULL);
+        f->code = xstrdup(json_object_get_string(code));
+        request_session(o, f);
         json_object_object_get_ex(o, "stdin", &in);
-        struct fake_received r = {.code = json_object_get_string(code),
+        struct fake_received r = {.code = f->code,
                                   .stdin_data = in ? json_object_get_string(in) : ""};
         if (json_object_object_get_ex(o, "env", &env))
             r.env = json_object_to_json_string_ext(env, JSON_C_TO_STRING_PLAIN);
@@ -85,10 +97,44 @@ static bool read_request(const struct fake_io *io, char nonce[RUNNER_NONCE_HEX_L
     return ok;
 }
 
+/* Reads a runner request ("mcpsbx/1 <len>\n" + JSON) or a control frame
+ * ("mcpsbx/1 interrupt <nonce>\n") into f. */
+static enum frame_kind read_frame(const struct fake_io *io, struct frame *f)
+{
+    *f = (struct frame){.outputs = false};
+    char header[RUNNER_MAX_CONTROL + 8];
+    size_t hn = 0;
+    for (;;) {
+        if (hn + 1 >= sizeof(header) || !io->read(io->ctx, header + hn, 1))
+            return FRAME_BAD;
+        if (header[hn] == '\n')
+            break;
+        hn++;
+    }
+    header[hn] = '\0';
+    static const char proto[] = RUNNER_PROTOCOL " ";
+    static const char intr[] = RUNNER_PROTOCOL " interrupt ";
+    if (strncmp(header, intr, sizeof(intr) - 1) == 0) {
+        const char *nonce = header + sizeof(intr) - 1;
+        if (strlen(nonce) != RUNNER_NONCE_HEX_LEN)
+            return FRAME_BAD;
+        memcpy(f->nonce, nonce, RUNNER_NONCE_HEX_LEN + 1);
+        return FRAME_INTERRUPT;
+    }
+    if (strncmp(header, proto, sizeof(proto) - 1) != 0)
+        return FRAME_BAD;
+    size_t len = (size_t)strtoul(header + sizeof(proto) - 1, NULL, 10);
+    if (!read_request_body(io, len, f)) {
+        frame_free(f);
+        return FRAME_BAD;
+    }
+    return FRAME_REQUEST;
+}
+
 /* outputs: the request asked for output files, which the record then
  * accounts for (none sent), as a runner's does. */
 static bool send_record(const struct fake_program *p, const struct fake_io *io, const char *nonce,
-                        bool outputs)
+                        bool outputs, const char *session)
 {
     json_object *rec = json_object_new_object();
     if (outputs) {
@@ -102,6 +148,8 @@ static bool send_record(const struct fake_program *p, const struct fake_io *io, 
     json_object_object_add(rec, "memory_error", json_object_new_boolean(p->memory_error));
     if (p->runner_error)
         json_object_object_add(rec, "runner_error", json_object_new_string(p->runner_error));
+    if (session)
+        json_object_object_add(rec, "session", json_tokener_parse(session));
     if (p->end == FAKE_END_BIG_RECORD) {
         char *pad = xmalloc(RUNNER_MAX_RECORD + 2);
         memset(pad, 'x', RUNNER_MAX_RECORD + 1);
@@ -144,6 +192,83 @@ static struct fake_exit run_echo(const struct fake_program *p, const struct fake
     return ex;
 }
 
+/* A session cell's record: exit code and its "session" (JSON or NULL). */
+static bool cell_record(const struct fake_io *io, const struct frame *f, int exit_code,
+                        const char *session)
+{
+    struct fake_program rec = {.exit_code = exit_code};
+    return send_record(&rec, io, f->nonce, f->outputs, session);
+}
+
+/* Reads frames until an interrupt naming the cell f (true), or the end of
+ * stdin or a kill (false); with ignore, never honours one. */
+static bool wait_interrupt(const struct fake_io *io, const struct frame *f, bool ignore)
+{
+    for (;;) {
+        struct frame g;
+        enum frame_kind k = read_frame(io, &g);
+        frame_free(&g);
+        if (k == FRAME_BAD)
+            return false;
+        if (k == FRAME_INTERRUPT && !ignore && strcmp(g.nonce, f->nonce) == 0)
+            return true;
+    }
+}
+
+/* One cell as its script says; false when the program is to exit. */
+static bool run_cell(const struct fake_io *io, enum fake_cell c, const struct frame *f)
+{
+    static const char stray[] = "stray output while idle\n";
+    switch (c) {
+    case FAKE_CELL_UNTIL_INTERRUPT:
+        return wait_interrupt(io, f, false) && cell_record(io, f, 130, "{\"interrupted\":true}");
+    case FAKE_CELL_IGNORE_INTERRUPT:
+        (void)wait_interrupt(io, f, true);
+        return false;
+    case FAKE_CELL_EXIT:
+        return false;
+    case FAKE_CELL_ECHO:
+    case FAKE_CELL_THEN_EXIT:
+    case FAKE_CELL_THEN_STRAY:
+        break;
+    }
+    if (!emit(io, 1, f->code, strlen(f->code)) || !cell_record(io, f, 0, NULL))
+        return false;
+    if (c == FAKE_CELL_THEN_STRAY)
+        (void)(emit(io, 1, stray, sizeof(stray) - 1) && emit(io, 2, stray, sizeof(stray) - 1));
+    return c == FAKE_CELL_ECHO;
+}
+
+/* Session mode, once the begin request first came: a record, then cells
+ * until stdin ends or a cell's script ends the program. */
+static struct fake_exit run_session(const struct fake_program *p, bool warm,
+                                    const struct fake_io *io, const struct frame *first)
+{
+    struct fake_exit ex = {.code = p->exit_code, .oom_killed = p->oom_killed};
+    if (!first->begin)
+        return (struct fake_exit){.code = 76};
+    if (warm && p->warm_dies)
+        return (struct fake_exit){.code = 137};
+    if (warm)
+        emit(io, 1, RUNNER_GO, RUNNER_GO_LEN);
+    if (!cell_record(io, first, 0, "{\"mode\":\"process\"}"))
+        return ex;
+    for (size_t i = 0;;) {
+        struct frame f;
+        enum frame_kind k = read_frame(io, &f);
+        if (k == FRAME_BAD)
+            return (struct fake_exit){.code = 0}; /* the end of its stdin */
+        if (k == FRAME_INTERRUPT)
+            continue; /* no cell runs: ignored */
+        enum fake_cell c = i < p->n_cells ? p->cells[i] : FAKE_CELL_ECHO;
+        i++;
+        bool go_on = f.cell && run_cell(io, c, &f);
+        frame_free(&f);
+        if (!go_on)
+            return ex;
+    }
+}
+
 struct fake_exit fake_program_run(const struct fake_program *p, bool warm, const struct fake_io *io)
 {
     if (p->echo_line)
@@ -151,14 +276,19 @@ struct fake_exit fake_program_run(const struct fake_program *p, bool warm, const
     struct fake_exit ex = {.code = p->exit_code, .oom_killed = p->oom_killed};
     if (warm)
         emit(io, 1, RUNNER_READY, RUNNER_READY_LEN);
-    char nonce[RUNNER_NONCE_HEX_LEN + 1];
-    bool outputs = false;
-    if (!read_request(io, nonce, &outputs)) {
+    struct frame f;
+    if (read_frame(io, &f) != FRAME_REQUEST) {
         /* The runner's answer to a request it cannot read. */
         static const char msg[] = "mcpsbx runner: bad request\n";
         emit(io, 2, msg, sizeof(msg) - 1);
         return (struct fake_exit){.code = 76};
     }
+    if (p->session) {
+        ex = run_session(p, warm, io, &f);
+        frame_free(&f);
+        return ex;
+    }
+    frame_free(&f);
     if (warm && p->warm_dies)
         return (struct fake_exit){.code = 137};
     if (warm)
@@ -173,7 +303,7 @@ struct fake_exit fake_program_run(const struct fake_program *p, bool warm, const
     if (!io->killed(io->ctx) && streaming &&
         (p->end == FAKE_END_RECORD || p->end == FAKE_END_BIG_RECORD ||
          p->end == FAKE_END_BAD_RECORD))
-        send_record(p, io, nonce, outputs);
+        send_record(p, io, f.nonce, f.outputs, NULL);
     return ex;
 }
 

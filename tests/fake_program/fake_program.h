@@ -25,6 +25,20 @@ enum fake_end {
 
 #define FAKE_RUN_FOREVER (-1L)
 
+/* What a session runner does with one cell (struct fake_program.cells). */
+enum fake_cell {
+    FAKE_CELL_ECHO,             /* the code on stdout, then a record of exit code 0 */
+    FAKE_CELL_UNTIL_INTERRUPT,  /* waits for an interrupt naming its cell, then a record
+                                 * of exit code 130 saying it was interrupted */
+    FAKE_CELL_IGNORE_INTERRUPT, /* runs on, interrupts or not, until killed or its stdin ends */
+    FAKE_CELL_EXIT,             /* exits without a record (exit_code, oom_killed) */
+    FAKE_CELL_THEN_EXIT,        /* as ECHO, then exits (exit_code, oom_killed) while idle */
+    FAKE_CELL_THEN_STRAY,       /* as ECHO, then writes stray output while idle and exits */
+};
+
+/* The most cells a session's script names; later ones are FAKE_CELL_ECHO. */
+#define FAKE_CELLS_MAX 8
+
 /* What a sandbox's program does once started and given its code. The
  * zero value prints nothing and ends with a record of exit code 0. */
 struct fake_program {
@@ -56,6 +70,12 @@ struct fake_program {
      * exit_code, memory_error and runner_error (copied; NULL: that one):
      * what a runner of another kind says (a compile error). */
     const char *record;
+    /* A session runner (runner.h's session mode): answers a begin request
+     * with a record of mode "process", then serves cells, the i-th as
+     * cells[i] says, until its stdin ends (then exits 0). */
+    bool session;
+    enum fake_cell cells[FAKE_CELLS_MAX];
+    size_t n_cells;
 };
 
 /* A copy owning its strings; free with fake_program_free. */

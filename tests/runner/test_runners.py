@@ -2246,12 +2246,13 @@ def t_warm_bad_request_after_go(lang):
     expect_runner_failure(res, True, "request program")
 
 
-# ---- the generic runner's session mode (runner.h, "process") ------------------
+# ---- session mode (runner.h, "process") -----------------------------------------
 class PlSession:
-    """A generic runner fed one frame at a time, as the daemon feeds a
-    session: begin, cells, interrupts, then the end of its stdin."""
+    """A runner fed one frame at a time, as the daemon feeds a session:
+    begin, cells, interrupts, then the end of its stdin."""
 
     def __init__(self, lang, warm=None):
+        self.lang = lang
         self.dir = tempfile.mkdtemp(prefix="mcpsbx-rt-")
         r, self.w = os.pipe()
         self.p = subprocess.Popen(runner_cmd(lang, warm), cwd=self.dir, stdin=r,
@@ -2278,8 +2279,10 @@ class PlSession:
     def send(self, data):
         _write_all(self.w, data)
 
-    def request(self, nonce, code="", kind="cell", program=BASH, **extra):
+    def request(self, nonce, code="", kind="cell", program="default", **extra):
         req = {"nonce": nonce, "code": code, "stdin": "", "env": {}, "session": {kind: True}}
+        if program == "default":
+            program = BASH if self.lang in ("pl", "pp") else None
         if program is not None:
             req["program"] = program
         req.update(extra)
@@ -2295,18 +2298,26 @@ class PlSession:
                 raise Failure("no %s; stdout %r, stderr %r" % (what, self.out[-300:], self.err[-300:]))
 
     def record(self, nonce, timeout=30):
-        """(stdout since the last record, the record of nonce)."""
+        """(stdout since the last record, file frames included, the record
+        of nonce)."""
         marker = PREFIX + nonce.encode() + b":"
 
-        def done(b):
+        def find(b):
+            # The record's marker: the first one not starting a file frame.
             i = b.find(marker)
-            return i >= 0 and b.find(b"\n", i) >= 0
+            while i >= 0:
+                nl = b.find(b"\n", i)
+                if nl < 0:
+                    return None
+                if b[i + len(marker):i + len(marker) + 1] not in (b"F", b"D", b"E", b"L"):
+                    return i, nl
+                i = b.find(marker, nl)
+            return None
 
-        self.wait_for(done, "record of %s" % nonce, timeout)
+        self.wait_for(lambda b: find(b) is not None, "record of %s" % nonce, timeout)
         with self.cond:
             b = self.out[self.seen:]
-            i = b.find(marker)
-            nl = b.find(b"\n", i)
+            i, nl = find(b)
             self.seen += nl + 1
             return b[:i], json.loads(b[i + len(marker):nl])
 
@@ -2322,6 +2333,7 @@ class PlSession:
     def end(self, timeout=30):
         """Closes the runner's stdin: its exit status."""
         os.close(self.w)
+        self.w = None  # never closed twice: the number may be another case's by then
         try:
             rc = self.p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -2343,10 +2355,9 @@ class PlSession:
     def kill(self):
         if self.p.poll() is None:
             self.p.kill()
-        try:
+        if self.w is not None:
             os.close(self.w)
-        except OSError:
-            pass
+            self.w = None
         self.p.wait()
         for t in self.readers:
             t.join()
@@ -2477,6 +2488,166 @@ def t_session_bad_requests(lang):
         s.send(b"mcpsbx/1 interrupt xyz\n")
         eq(s.end(), RUNNER_EXIT, "exit status after a bad frame")
         check("bad request header" in s.err.decode(), "stderr: %r" % s.err[-200:])
+
+
+# The Python and Node runners' process mode: each cell a fresh process
+# (Python: a fork of the runner; Node: a new node) in the same directory.
+PJ_CODE = {
+    "py": {
+        "write": "open('state.txt', 'w').write('one\\n'); print('wrote')",
+        "read": "print('found', open('state.txt').read(), end='')",
+        "env": "import os, sys\nprint(os.environ.get('MCPSBX_T_KEPT'), globals().get('V', 'unset'),"
+               " sys.stdin.read())\nprint(open('f.txt').read(), end='')",
+        "exit3": "import sys; print('bad', file=sys.stderr); sys.exit(3)",
+        "raise": "1 / 0",
+        "pwd": "import os; print(os.getcwd())",
+        "output": "import os; open('outputs/r.txt', 'w').write('r'); print('out')",
+        "sleep": "import time; print('start', flush=True); open('kept.txt', 'w').write('state')\n"
+                 "time.sleep(60); print('never')",
+        "deaf": "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); print('start', flush=True)\n"
+                "time.sleep(60)",
+        "kept": "print(open('kept.txt').read())",
+        "short": "import time; print('start', flush=True); time.sleep(1); print('done')",
+        "long": "import time; print('start', flush=True); time.sleep(60)",
+        "fine": "print('fine')",
+        "stdin_len": "import sys; print(len(sys.stdin.buffer.read()))",
+        "die": "import os; print('dying', flush=True); os.kill(os.getpid(), 9)",
+    },
+    "js": {
+        "write": "require('fs').writeFileSync('state.txt', 'one\\n'); console.log('wrote')",
+        "read": "process.stdout.write('found ' + require('fs').readFileSync('state.txt', 'utf8'))",
+        "env": "console.log(process.env.MCPSBX_T_KEPT, typeof V === 'undefined' ? 'unset' : V,"
+               " require('fs').readFileSync(0, 'utf8'))\n"
+               "process.stdout.write(require('fs').readFileSync('f.txt', 'utf8'))",
+        "exit3": "console.error('bad'); process.exit(3)",
+        "raise": "null.x",
+        "pwd": "console.log(process.cwd())",
+        "output": "require('fs').writeFileSync('outputs/r.txt', 'r'); console.log('out')",
+        "sleep": "console.log('start'); require('fs').writeFileSync('kept.txt', 'state')\n"
+                 "setTimeout(() => console.log('never'), 60000)",
+        "deaf": "process.on('SIGINT', () => {}); console.log('start'); setTimeout(() => {}, 60000)",
+        "kept": "console.log(require('fs').readFileSync('kept.txt', 'utf8'))",
+        "short": "console.log('start'); setTimeout(() => console.log('done'), 1000)",
+        "long": "console.log('start'); setTimeout(() => {}, 60000)",
+        "fine": "console.log('fine')",
+        "stdin_len": "console.log(require('fs').readFileSync(0).length)",
+        "die": "console.log('dying'); process.kill(process.pid, 'SIGKILL')",
+    },
+}
+
+
+@case("py", "js")
+def t_session_process_cells(lang):
+    c = PJ_CODE[lang]
+    # A warm runner: its preloads stay loaded for each cell.
+    with session_begin(lang, warm="json" if lang == "py" else "fs") as s:
+        cell_ok(s.call(nonce_of(1), c["write"]), b"wrote\n")
+        cell_ok(s.call(nonce_of(2), c["read"]), b"found one\n")
+        # The begin request's env stays; a cell's variables, stdin and files
+        # are its own, and a file of an earlier cell's name is replaced.
+        cell_ok(s.call(nonce_of(3), c["env"], variables={"V": "v3"}, stdin="in3",
+                       files=[{"path": "f.txt", "content": "a\n", "encoding": "utf-8"}]),
+                b"kept v3 in3\na\n")
+        cell_ok(s.call(nonce_of(4), c["env"], files=[{"path": "f.txt", "content": "b\n", "encoding": "utf-8"}]),
+                b"kept unset \nb\n")
+        # A failed cell is the cell's: the next one runs.
+        cell_ok(s.call(nonce_of(5), c["exit3"]), b"", code=3)
+        # The record on stderr too, after the cell's own stderr.
+        want = b"bad\n" + PREFIX + nonce_of(5).encode() + b':{"exit_code":3,"memory_error":false}\n'
+        with s.cond:
+            check(s.cond.wait_for(lambda: want in s.err, 30), "stderr: %r" % s.err[-200:])
+        cell_ok(s.call(nonce_of(6), c["raise"]), b"", code=1)
+        cell_ok(s.call(nonce_of(7), c["pwd"]), (os.path.realpath(s.dir) + "\n").encode())
+        # Output files come back as frames before the record.
+        o, rec = s.call(nonce_of(8), c["output"], outputs={"paths": [], "max_files": 5, "max_file_bytes": 100,
+                                                           "max_total_bytes": 100})
+        eq(rec, {"exit_code": 0, "memory_error": False, "files": {"sent": 1, "left_out": 0}}, "record")
+        check(o.startswith(b"out\n" + PREFIX + nonce_of(8).encode() + b':F{"path":"outputs/r.txt"'), "stdout: %r" % o)
+        # Only a syntax check: nothing runs.
+        cell_ok(s.call(nonce_of(9), c["fine"], check=True), b"", check={"ok": True})
+        # A cell that dies with no record of its own gets one from its
+        # status (memory_error: whether the cgroup, where readable, counted
+        # an OOM kill), and the session goes on.
+        o, rec = s.call(nonce_of(11), c["die"])
+        eq((o, rec.get("exit_code"), sorted(rec)), (b"dying\n", 137, ["exit_code", "memory_error"]), "record")
+        # A request of many reads.
+        cell_ok(s.call(nonce_of(10), c["stdin_len"], stdin="x" * (3 << 20)), b"3145728\n")
+        eq(s.end(), 0, "exit status at the end of stdin")
+
+
+@case("py", "js")
+def t_session_process_interrupt(lang):
+    c = PJ_CODE[lang]
+    with session_begin(lang) as s:
+        s.start(nonce_of(1), c["sleep"])
+        # Another nonce (a late interrupt of an earlier cell) is ignored.
+        s.interrupt(nonce_of(9))
+        time.sleep(0.2)
+        check(s.p.poll() is None, "the runner ended")
+        s.interrupt(nonce_of(1))
+        cell_ok(s.record(nonce_of(1)), b"start\n", code=130, session={"interrupted": True})
+        # A program that ignores SIGINT is killed after the grace.
+        s.start(nonce_of(2), c["deaf"])
+        s.interrupt(nonce_of(2))
+        cell_ok(s.record(nonce_of(2)), b"start\n", code=137, session={"interrupted": True})
+        # An interrupt with no cell running is ignored; the state is kept.
+        s.interrupt(nonce_of(2))
+        cell_ok(s.call(nonce_of(3), c["kept"]), b"state\n")
+        eq(s.end(), 0, "exit status at the end of stdin")
+
+
+@case("py", "js")
+def t_session_process_wrong_nonce_ignored(lang):
+    c = PJ_CODE[lang]
+    with session_begin(lang) as s:
+        s.start(nonce_of(1), c["short"])
+        s.interrupt(nonce_of(2))
+        cell_ok(s.record(nonce_of(1)), b"start\ndone\n")
+        # The end of stdin while a cell runs ends the cell and the runner.
+        s.start(nonce_of(3), c["long"])
+        t0 = time.monotonic()
+        eq(s.end(timeout=20), 0, "exit status at the end of stdin")
+        check(time.monotonic() - t0 < 20, "the cell was not stopped")
+
+
+@case("py", "js")
+def t_session_process_bad_requests(lang):
+    # A cell with no session is the runner's failure, as any bad request.
+    req = frame("1", extra={"session": {"cell": True}})
+    expect_runner_failure(run(lang, request=req), True, "session cell without a session")
+    req = frame("1", extra={"session": {"begin": False}})
+    expect_runner_failure(run(lang, request=req), True, "neither begin nor cell")
+    req = frame("1", extra={"session": True})
+    expect_runner_failure(run(lang, request=req), True, "session must be an object")
+    # In a session a bad request fails its cell and the session goes on.
+    with session_begin(lang) as s:
+        s.request(nonce_of(1), "1", kind="begin")
+        o, rec = s.record(nonce_of(1))
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("not a cell" in rec.get("runner_error", ""), "record: %r" % rec)
+        s.request(nonce_of(2), 5)
+        o, rec = s.record(nonce_of(2))
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("code/stdin must be strings" in rec.get("runner_error", ""), "record: %r" % rec)
+        cell_ok(s.call(nonce_of(3), PJ_CODE[lang]["fine"]), b"fine\n")
+        # A bad frame ends the session: there is no cell to answer.
+        s.send(b"mcpsbx/1 interrupt xyz\n")
+        eq(s.end(), RUNNER_EXIT, "exit status after a bad frame")
+        check("bad request header" in s.err.decode(), "stderr: %r" % s.err[-200:])
+    # So does a request with no nonce to answer, the runner reading on.
+    with session_begin(lang) as s:
+        s.send(b"mcpsbx/1 3\n{x}")
+        eq(s.p.wait(timeout=30), RUNNER_EXIT, "exit status after a request that is not JSON")
+        check("not JSON" in s.err.decode(), "stderr: %r" % s.err[-200:])
+    # Two requests while a cell runs: the cell ends, and the session.
+    with session_begin(lang) as s:
+        s.start(nonce_of(1), PJ_CODE[lang]["long"])
+        s.request(nonce_of(2), PJ_CODE[lang]["fine"])
+        s.request(nonce_of(3), PJ_CODE[lang]["fine"])
+        o, rec = s.record(nonce_of(1))
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("more than one request" in rec.get("runner_error", ""), "record: %r" % rec)
+        eq(s.p.wait(timeout=30), RUNNER_EXIT, "exit status after two requests")
 
 
 @case("pl")

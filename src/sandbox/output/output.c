@@ -62,6 +62,8 @@ void output_reset(struct output *o)
     files_init(o);
     o->total = 0;
     o->limit_hit = false;
+    o->discard = false;
+    o->session = (struct runner_session_done){.present = false};
     buf_reset(&o->res->out);
     buf_reset(&o->res->err);
 }
@@ -101,7 +103,7 @@ static int emit(struct output *o, int stream, const char *data, size_t len)
     }
     if (take < len) {
         o->limit_hit = true;
-        return OUTPUT_LIMIT;
+        return o->discard ? 0 : OUTPUT_LIMIT;
     }
     return 0;
 }
@@ -216,6 +218,7 @@ int output_finish_record(struct output *o, struct err *err)
         return err_wrap(err, "unreadable completion record from the runner");
     o->res->has_exit_code = true;
     o->res->exit_code = done.exit_code;
+    o->session = done.session;
     if (done.typecheck_by != RUNNER_TYPECHECK_NONE)
         log_debug("%s run: typecheck by the %s", req->language->name,
                   done.typecheck_by == RUNNER_TYPECHECK_WARM

@@ -30,6 +30,11 @@ struct output {
     size_t total;           /* program output kept so far */
     size_t cap;             /* and at most */
     bool limit_hit;
+    /* Output past the cap is read and dropped instead of stopping the
+     * read: a session's interrupted cell still sends its record. */
+    bool discard;
+    /* The record's "session", once output_finish_record read it. */
+    struct runner_session_done session;
 };
 
 /* Takes over res (its output buffers capped at cap, its files empty). */

@@ -71,10 +71,10 @@ static bool discard_unstarted(struct exec_ctx *ctx, int profile, struct sandbox 
 }
 
 int attempt(struct exec_ctx *ctx, const struct run *req, const struct backend_spec *spec,
-            const struct buf *request, struct exec_cancel *cancel, struct output *o,
+            bool may_pool, const struct buf *request, struct exec_cancel *cancel, struct output *o,
             struct sandbox *sb, bool *sent, struct err *err)
 {
-    int profile = pool_profile_for(ctx, req);
+    int profile = may_pool ? pool_profile_for(ctx, req) : -1;
     unsigned tries = 2;
     for (;;) {
         int rc = acquire(ctx, req, profile, &tries, spec, cancel, sb, err);

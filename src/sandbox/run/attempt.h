@@ -32,7 +32,8 @@ struct sandbox {
 int send_request(struct backend_stream *stream, const struct run *req, const struct buf *request,
                  struct err *err);
 
-/* A sandbox for the run (spec: its container, if one is made), request
+/* A sandbox for the run (spec: its container, if one is made; a pooled
+ * one only when may_pool and the run's limits are the pool's), request
  * sent, the output read into o until the program ends (follow.h): a
  * pooled sandbox that fails before the code reached it is replaced by
  * another, once, then one is made on demand. Returns as exec_run (a
@@ -41,7 +42,7 @@ int send_request(struct backend_stream *stream, const struct run *req, const str
  * id and stream (either may be NULL when none was had) to close and
  * remove, and, when pooled, pool_run_end to call. */
 int attempt(struct exec_ctx *ctx, const struct run *req, const struct backend_spec *spec,
-            const struct buf *request, struct exec_cancel *cancel, struct output *o,
+            bool may_pool, const struct buf *request, struct exec_cancel *cancel, struct output *o,
             struct sandbox *sb, bool *sent, struct err *err);
 
 #endif

@@ -22,6 +22,7 @@
 #include "sandbox/output/redact.h"
 #include "sandbox/runner/runner.h"
 #include "sandbox/pool/uids.h"
+#include "sandbox/session/code_session.h"
 
 _Static_assert(EXEC_STDOUT == BACKEND_STDOUT && EXEC_STDERR == BACKEND_STDERR,
                "exec stream numbers are the backend's");
@@ -131,6 +132,8 @@ void exec_result_free(struct exec_result *r)
     buf_free(&r->err);
     free(r->message);
     r->message = NULL;
+    free(r->lost_reason);
+    r->lost_reason = NULL;
     free(r->check.message);
     memset(&r->check, 0, sizeof(r->check));
     outfiles_free(&r->files);
@@ -210,7 +213,9 @@ void exec_ctx_free(struct exec_ctx *ctx)
 {
     if (!ctx)
         return;
-    /* The pool hands its containers to the reaper: it goes first. */
+    /* The code sessions hand their sandboxes to the reaper and may hold
+     * pooled ones: they go first, then the pool, for the same reason. */
+    code_space_free(ctx->sessions);
     pool_free(ctx->pool);
     launcher_free(ctx->launcher);
     reaper_free(ctx->reaper);
@@ -285,11 +290,11 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
         prof[i].lean = prof[i].spec;
         prof[i].lean.cmd = ctx->cmds[i].lean;
     }
+    ctx->pool_expiry_extra_s =
+        (cfg->max_timeout_ms + SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS) / 1000 + EXPIRY_MARGIN_S;
     struct pool_timing timing = {
         .max_age_ms = cfg->pool_max_age_ms,
-        .expiry_extra_s =
-            (cfg->max_timeout_ms + SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS) / 1000 +
-            EXPIRY_MARGIN_S,
+        .expiry_extra_s = ctx->pool_expiry_extra_s,
         .refill_delay_ms = cfg->pool_refill_delay_ms,
     };
     ctx->pool = pool_new(ctx->backend, ctx->reaper, ctx->launcher, prof, n, &timing, err);
@@ -336,11 +341,8 @@ char *exec_describe_create(const struct config *cfg, struct backend *backend,
     return text;
 }
 
-/* The container for req: the policy's limits, and labels that let any
- * daemon remove it once every deadline of the run is past (setup, the
- * program, the wait for its exit status). */
-static void run_spec(const struct exec_ctx *ctx, const struct run *req, double t0,
-                     struct backend_spec *spec)
+void run_spec(const struct exec_ctx *ctx, const struct run *req, double t0, long long life_ms,
+              struct backend_spec *spec)
 {
     double setup_ms = req->start_by_ms > 0 ? req->start_by_ms - t0 : (double)ENGINE_SETUP_MAX_MS;
     struct policy_run run;
@@ -348,8 +350,7 @@ static void run_spec(const struct exec_ctx *ctx, const struct run *req, double t
     policy_run_for(ctx, req->language, lc->cmd, lc->env, req->memory_mb, &run);
     run.owner = reaper_owner(ctx->reaper);
     run.expires = (long long)time(NULL) + (long long)(setup_ms / 1000.0) +
-                  (req->timeout_ms + SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS) / 1000 +
-                  EXPIRY_MARGIN_S;
+                  (life_ms + SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS) / 1000 + EXPIRY_MARGIN_S;
     policy_spec(ctx->cfg, &run, spec);
 }
 
@@ -409,7 +410,7 @@ int exec_run(struct exec_ctx *ctx, const struct run *req, struct exec_result *re
     exec_result_free(res);
     exec_result_init(res);
     struct backend_spec spec;
-    run_spec(ctx, req, t0, &spec);
+    run_spec(ctx, req, t0, req->timeout_ms, &spec);
     char nonce[RUNNER_NONCE_HEX_LEN + 1] = "";
     int rc = runner_new_nonce(nonce, err);
     struct output o;
@@ -419,9 +420,9 @@ int exec_run(struct exec_ctx *ctx, const struct run *req, struct exec_result *re
     struct sandbox sb = {0};
     bool sent = false;
     if (rc == 0)
-        rc = encode_request(ctx, req, nonce, &request, err);
+        rc = encode_request(ctx, req, nonce, RUNNER_SESSION_NONE, &request, err);
     if (rc == 0)
-        rc = attempt(ctx, req, &spec, &request, cancel, &o, &sb, &sent, err);
+        rc = attempt(ctx, req, &spec, true, &request, cancel, &o, &sb, &sent, err);
     run_end(ctx, req, &o, &sb, rc, sent, err);
     output_free(&o);
     if (request.data)

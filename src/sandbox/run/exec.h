@@ -113,6 +113,10 @@ struct exec_result {
      * returned (text files redacted like its output), and those left out.
      * Empty for any other outcome. */
     struct outfiles files;
+    /* A call in a code session (sandbox/session/code_session.h) that cost
+     * the session its sandbox: why, in lost_reason (also the message). */
+    bool session_lost;
+    char *lost_reason;
 };
 
 void exec_result_init(struct exec_result *r);

@@ -18,12 +18,16 @@
 #include "sandbox/run/commands.h"
 #include "sandbox/run/launch.h"
 #include "sandbox/run/policy.h"
+#include "sandbox/run/run.h"
 #include "sandbox/runner/runner.h"
 
 struct exec_cancel {
     int fd; /* eventfd, readable once cancelled */
     atomic_bool cancelled;
 };
+
+/* The code sessions' registry and watcher (sandbox/session/code_session.h). */
+struct code_space;
 
 struct exec_ctx {
     const struct config *cfg;
@@ -37,6 +41,17 @@ struct exec_ctx {
     struct reaper *reaper;
     struct launcher *launcher;
     struct pool *pool; /* NULL when no language keeps a pool */
+    /* What a pooled sandbox's expiry label gives it past the pool's age
+     * limit, in seconds (0: no pool). */
+    long long pool_expiry_extra_s;
+    struct code_space *sessions; /* NULL until code_sessions_start */
 };
+
+/* The container for req (exec.c): the policy's limits, and labels that let
+ * any daemon remove it once every deadline of its use is past: setup (from
+ * t0, util_now_ms time), life_ms of programs (a run's timeout, or a code
+ * session's whole life), the wait for its exit status. */
+void run_spec(const struct exec_ctx *ctx, const struct run *req, double t0, long long life_ms,
+              struct backend_spec *spec);
 
 #endif

@@ -100,13 +100,106 @@ static enum wait_outcome wait_stream(struct output *o, struct backend_stream *st
     return pr > 0 ? WAIT_READ : WAIT_AGAIN;
 }
 
+/* An interrupt under way (follow_interrupted): what stopped the program,
+ * kept for its result while its record comes. */
+struct stopping {
+    const struct follow_interrupt *intr;
+    bool sent;
+    enum exec_status status;
+    char *message;
+    bool truncated;
+};
+
+/* Asks the program to stop, once: the stop's reason kept, the deadline
+ * moved to the grace's end, the cancel no longer watched (it stays
+ * readable). */
+static int interrupt(struct output *o, struct stopping *st, double *deadline, int *cancel_fd,
+                     struct err *err)
+{
+    st->sent = true;
+    st->status = o->res->status;
+    st->message = o->res->message ? xstrdup(o->res->message) : NULL;
+    st->truncated = o->res->truncated;
+    *cancel_fd = -1;
+    *deadline = util_now_ms() + st->intr->grace_ms;
+    return st->intr->send(st->intr->ctx, err);
+}
+
+/* The stop's reason back in the result, over what the record or the
+ * engine said, unless the program ran out of memory. */
+static void restore_stop(struct output *o, const struct stopping *st)
+{
+    struct exec_result *res = o->res;
+    if (!st->sent || res->status == EXEC_OOM)
+        return;
+    res->status = st->status;
+    res->truncated = st->truncated;
+    free(res->message);
+    res->message = st->message ? xstrdup(st->message) : NULL;
+}
+
+/* read_step's answer when the loop goes on (follow's own are -1, 0,
+ * FOLLOW_NOT_STARTED and FOLLOW_GRACE_EXPIRED). */
+#define READ_GO_ON (-2)
+
+/* One step of follow_interrupted's loop once the stream had bytes:
+ * returns READ_GO_ON, else its answer. */
+static int read_step(struct backend *backend, struct output *o, struct backend_stream *stream,
+                     const char *id, struct stopping *st, struct err *err)
+{
+    long n = backend_stream_read(stream, output_feed, o, err);
+    if (n == BACKEND_AGAIN)
+        return READ_GO_ON;
+    if (o->limit_hit && !st->sent) {
+        int rc = output_limit_reached(o);
+        if (!st->intr)
+            return rc; /* else the loop interrupts the program */
+    }
+    /* A pooled container that died before its runner had the code:
+     * the program never ran, another container may run it. */
+    if (n <= 0 && !output_started(o))
+        return FOLLOW_NOT_STARTED;
+    if (n < 0) {
+        /* Bytes held back as a possible record start were output. */
+        output_flush_scans(o);
+        return err_wrap(err, "reading the program's output");
+    }
+    if (n > 0)
+        return READ_GO_ON;
+    if (!st->sent)
+        return stream_ended(backend, o, id, err);
+    output_flush_scans(o);
+    int rc = output_record_seen(o) ? output_finish_record(o, err)
+                                   : finish_from_engine(backend, o, id, err);
+    restore_stop(o, st);
+    return rc;
+}
+
 int follow(struct backend *backend, struct output *o, struct backend_stream *stream, const char *id,
            int cancel_fd, double deadline, struct err *err)
 {
+    return follow_interrupted(backend, o, stream, id, cancel_fd, deadline, NULL, err);
+}
+
+/* The loop of follow_interrupted; st->message is the caller's to free. */
+static int follow_loop(struct backend *backend, struct output *o, struct backend_stream *stream,
+                       const char *id, int cancel_fd, double deadline, struct stopping *st,
+                       struct err *err)
+{
     double next_check = util_now_ms() + ENGINE_CHECK_MS;
+    /* Output past the cap is dropped, not a reason to stop reading: the
+     * interrupt's record comes after it. */
+    o->discard = st->intr != NULL;
     for (;;) {
-        if (output_record_done(o))
-            return output_finish_record(o, err);
+        if (output_record_done(o)) {
+            int rc = output_finish_record(o, err);
+            restore_stop(o, st);
+            /* The record came with the output past the cap, before the
+             * interrupt went: the output was still cut. */
+            if (rc == 0 && o->limit_hit && !st->sent && o->res->status == EXEC_OK)
+                rc = output_limit_reached(o);
+            return rc;
+        }
         double now = util_now_ms();
         if (now >= next_check) {
             next_check = now + ENGINE_CHECK_MS;
@@ -115,28 +208,38 @@ int follow(struct backend *backend, struct output *o, struct backend_stream *str
                 return err_wrap(err, "the run was cut short");
             }
         }
-        enum wait_outcome w = wait_stream(o, stream, cancel_fd, deadline, next_check, err);
+        enum wait_outcome w = WAIT_STOP;
+        /* Past the cap, a program followed with an interrupt is
+         * interrupted at once, as at the deadline. */
+        if (!o->limit_hit || !st->intr || st->sent)
+            w = wait_stream(o, stream, cancel_fd, deadline, next_check, err);
         if (w == WAIT_FAILED)
             return -1;
-        if (w == WAIT_STOP)
+        if (w == WAIT_STOP && st->sent) {
+            restore_stop(o, st);
+            return FOLLOW_GRACE_EXPIRED;
+        }
+        if (w == WAIT_STOP && !st->intr)
             return 0;
+        if (w == WAIT_STOP) {
+            if (interrupt(o, st, &deadline, &cancel_fd, err) < 0)
+                return err_wrap(err, "interrupting the program");
+            continue;
+        }
         if (w == WAIT_AGAIN)
             continue;
-        long n = backend_stream_read(stream, output_feed, o, err);
-        if (n == BACKEND_AGAIN)
-            continue;
-        if (o->limit_hit)
-            return output_limit_reached(o);
-        /* A pooled container that died before its runner had the code:
-         * the program never ran, another container may run it. */
-        if (n <= 0 && !output_started(o))
-            return FOLLOW_NOT_STARTED;
-        if (n < 0) {
-            /* Bytes held back as a possible record start were output. */
-            output_flush_scans(o);
-            return err_wrap(err, "reading the program's output");
-        }
-        if (n == 0)
-            return stream_ended(backend, o, id, err);
+        int rc = read_step(backend, o, stream, id, st, err);
+        if (rc != READ_GO_ON)
+            return rc;
     }
+}
+
+int follow_interrupted(struct backend *backend, struct output *o, struct backend_stream *stream,
+                       const char *id, int cancel_fd, double deadline,
+                       const struct follow_interrupt *intr, struct err *err)
+{
+    struct stopping st = {.intr = intr};
+    int rc = follow_loop(backend, o, stream, id, cancel_fd, deadline, &st, err);
+    free(st.message);
+    return rc;
 }

@@ -18,7 +18,7 @@ size_t request_cap(const struct exec_ctx *ctx, const struct run *req)
 }
 
 int encode_request(const struct exec_ctx *ctx, const struct run *req, const char *nonce,
-                   struct buf *request, struct err *err)
+                   enum runner_session_kind kind, struct buf *request, struct err *err)
 {
     const struct langtable_lang *lang = req->language;
     struct runner_program program = {.source_file = lang->source_file,
@@ -30,6 +30,7 @@ int encode_request(const struct exec_ctx *ctx, const struct run *req, const char
     if (req->version_probe)
         program = (struct runner_program){.source_file = lang->source_file, .run = lang->version.v};
     struct runner_request rreq = {.nonce_hex = nonce,
+                                  .session = kind,
                                   .code = req->code,
                                   .code_len = req->code_len,
                                   .stdin_data = req->stdin_data,

@@ -17,9 +17,10 @@
 size_t request_cap(const struct exec_ctx *ctx, const struct run *req);
 
 /* req as the runner reads it (sandbox/runner/runner.h), under nonce,
+ * as the session part kind (RUNNER_SESSION_NONE: a one-shot run),
  * appended to request. Returns 0, or -1 with err. The request holds the
  * secrets: the caller zeroes it before freeing it. */
 int encode_request(const struct exec_ctx *ctx, const struct run *req, const char *nonce,
-                   struct buf *request, struct err *err);
+                   enum runner_session_kind kind, struct buf *request, struct err *err);
 
 #endif

@@ -5,6 +5,14 @@
 // stderr and stdout when the process exits. Started as
 // `node -e <this file> <modules>` it is a warm runner: it loads the
 // comma-separated built-in modules first, says it is ready, then waits.
+// A request with "session": {"begin": true} makes it a session runner
+// (runner.h, "process" mode): it answers with a record, then runs each cell
+// request as a fresh `node -e <this file>` in its own process group, in the
+// same working directory, until its stdin ends; an interrupt frame for the
+// running cell stops that group (SIGINT, then SIGKILL after INT_GRACE_MS).
+// The cell's runner hands its record over on the descriptor named by
+// MCPSBX_DONE_FD; the session runner adds what only it knows (the
+// interrupt) and writes it out, or makes one from the exit status.
 // Node >= 18, built-ins only.
 // Everything is inside one function so the program sees none of it.
 (function (require) {
@@ -20,6 +28,10 @@
   const GO = Buffer.from('\u0000\u001emcpsbx-go\n', 'latin1');
   const MAX_REQUEST = 64 << 20;
   const RUNNER_EXIT = 76; // EX_PROTOCOL: the runner itself failed
+  const MAX_CONTROL = 64; // in a session: "mcpsbx/1 interrupt <nonce>" too
+  const MAX_CELL_RECORD = 64 << 10; // bytes a cell's runner may hand over as its record
+  const INT_GRACE_MS = 500; // from a cell's SIGINT to its SIGKILL
+  const CELL_CLOSE_MS = 2000; // after a cell's exit, the longest wait for its record's end
   const CJS_PARAMS = ['exports', 'require', 'module', '__filename', '__dirname'];
 
   // Bound now: the program may replace any of these.
@@ -36,6 +48,14 @@
   let spareFds = []; // kept back for returning the files (see below)
   let recorded = false;
   let fatal = null; // {err, origin} once an exception is known to be fatal
+  // A session's cell (started by a session runner): the descriptor its
+  // record goes to, instead of stderr and stdout. Gone from the
+  // environment before the program can see it.
+  let cellDoneFd = null;
+  if (process.env.MCPSBX_DONE_FD !== undefined) {
+    if (/^[0-9]{1,4}$/.test(process.env.MCPSBX_DONE_FD)) cellDoneFd = Number(process.env.MCPSBX_DONE_FD);
+    delete process.env.MCPSBX_DONE_FD;
+  }
 
   const sleepCell = new Int32Array(new SharedArrayBuffer(4));
   function sleep(ms) {
@@ -90,6 +110,18 @@
         rec.runner_error = 'cannot return the output files: ' + String(e && e.message ? e.message : e).slice(0, 300);
       }
     }
+    if (cellDoneFd !== null) {
+      try {
+        writeAll(cellDoneFd, Buffer.from(stringify(rec)));
+      } catch (e) {
+        // the session runner makes one from the exit status
+      }
+      return;
+    }
+    emitRecord(rec);
+  }
+
+  function emitRecord(rec) {
     const line = Buffer.concat([PREFIX, Buffer.from(nonce + ':' + stringify(rec) + '\n')]);
     // stderr first, then stdout: the engine copies the two streams
     // independently, so the daemon needs an end mark on each.
@@ -125,17 +157,38 @@
         const data = Buffer.from(f.content, f.encoding === 'base64' ? 'base64' : 'utf8');
         const parent = path.dirname(p);
         if (parent !== '.') fs.mkdirSync(parent, { recursive: true, mode: 0o755 });
-        const fd = fs.openSync(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, 0o644);
-        try {
-          writeAll(fd, data);
-        } finally {
-          fs.closeSync(fd);
-        }
+        writeFile(p, data, 0o644);
       } catch (e) {
         return runnerFail('cannot write the file ' + stringify(p.slice(0, 200)) + ': ' + e.message);
       }
     }
     return true;
+  }
+
+  function writeNewFile(p, data, mode) {
+    const C = fs.constants;
+    const fd = fs.openSync(p, C.O_WRONLY | C.O_CREAT | C.O_EXCL | C.O_NOFOLLOW, mode);
+    try {
+      writeAll(fd, data);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
+  // A new file; in a session's cell, where an earlier cell may have left
+  // one of that name, written beside it and renamed over it (rename
+  // replaces a symlink itself, never its target).
+  function writeFile(p, data, mode) {
+    if (cellDoneFd === null) return writeNewFile(p, data, mode);
+    const tmp = path.join(path.dirname(p), '.mcpsbx-new-' + proc.pid);
+    fs.rmSync(tmp, { force: true });
+    writeNewFile(tmp, data, mode);
+    try {
+      fs.renameSync(tmp, p);
+    } catch (e) {
+      fs.rmSync(tmp, { force: true });
+      throw e;
+    }
   }
 
   const FRAME_RAW = 3000; // bytes per D frame: a whole frame stays under PIPE_BUF
@@ -597,6 +650,324 @@
     writeAll(1, READY);
   }
 
+  // ---- session mode ------------------------------------------------------
+  // The request's "session" member: 'begin', 'cell', '' when absent, or
+  // {error} when it is neither.
+  function sessionKind(s) {
+    if (s === undefined) return '';
+    if (s === null || typeof s !== 'object' || Array.isArray(s))
+      return { error: 'request session must be an object' };
+    if (s.begin === true) return 'begin';
+    if (s.cell === true) return 'cell';
+    return { error: 'request session is neither begin nor cell' };
+  }
+
+  // The program of the process that owns the request descriptor (its
+  // stdin): it copies what comes to its stdout, a pipe only the session
+  // runner reads, and ends at the end of its stdin. A process, not a
+  // Worker: Node joins its threads at exit, and one blocked reading would
+  // never let the runner exit; a process is killed. Blocking reads keep the
+  // descriptor's mode (it may share its file description with stdout); a
+  // cell may leave it non-blocking, and then naps that grow while idle
+  // stand in for a poll.
+  function requestCopier() {
+    const fs = require('fs');
+    const cell = new Int32Array(new SharedArrayBuffer(4));
+    const buf = Buffer.alloc(1 << 16);
+    let nap = 1;
+    const retry = (e) => {
+      if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') {
+        Atomics.wait(cell, 0, 0, nap);
+        nap = Math.min(nap * 2, 50);
+      } else if (e.code !== 'EINTR') throw e;
+    };
+    for (;;) {
+      let n;
+      try {
+        n = fs.readSync(0, buf, 0, buf.length, null);
+      } catch (e) {
+        if (e.code === 'EOF') break;
+        retry(e);
+        continue;
+      }
+      nap = 1;
+      if (n === 0) break;
+      for (let off = 0; off < n; ) {
+        try {
+          off += fs.writeSync(1, buf, off, n - off);
+        } catch (e) {
+          retry(e);
+        }
+      }
+    }
+  }
+
+  // Splits the copied stream into frames: onFrame gets {kind: 'request',
+  // body}, {kind: 'interrupt', nonce}, then {kind: 'eof'} or {kind: 'bad',
+  // why} (and nothing after those).
+  function frameParser(onFrame) {
+    // What came and is not a frame yet: chunks joined only when a header
+    // is looked for or a body is complete (a body may be 64 MiB).
+    let parts = [];
+    let have = 0;
+    let want = -1; // the body length being waited for, or -1: a header
+    let over = false;
+    const joined = () => {
+      const all = parts.length === 1 ? parts[0] : Buffer.concat(parts, have);
+      parts = [all];
+      return all;
+    };
+    const keep = (rest) => {
+      parts = rest.length > 0 ? [rest] : [];
+      have = rest.length;
+    };
+    const fail = (why) => {
+      over = true;
+      onFrame({ kind: 'bad', why });
+    };
+    return {
+      data(chunk) {
+        if (over) return;
+        parts.push(chunk);
+        have += chunk.length;
+        while (!over && (have > 0 || want === 0)) {
+          if (want >= 0) {
+            if (have < want) return;
+            const all = joined();
+            keep(all.subarray(want));
+            const body = all.subarray(0, want);
+            want = -1;
+            onFrame({ kind: 'request', body });
+            continue;
+          }
+          const all = joined();
+          const nl = all.subarray(0, MAX_CONTROL + 1).indexOf(0x0a);
+          if (nl < 0) {
+            if (have > MAX_CONTROL) fail('request header too long');
+            return;
+          }
+          const header = all.subarray(0, nl).toString('latin1');
+          keep(all.subarray(nl + 1));
+          const im = /^mcpsbx\/1 interrupt ([0-9a-f]{32})$/.exec(header);
+          const hm = /^mcpsbx\/1 ([0-9]{1,10})$/.exec(header);
+          if (im !== null) onFrame({ kind: 'interrupt', nonce: im[1] });
+          else if (hm === null) fail('bad request header');
+          else if (Number(hm[1]) > MAX_REQUEST) fail('request too large');
+          else want = Number(hm[1]);
+        }
+      },
+      end(why) {
+        if (over) return;
+        over = true;
+        if (why !== undefined) onFrame({ kind: 'bad', why });
+        else if (want >= 0) onFrame({ kind: 'bad', why: 'end of input inside the request' });
+        else if (have > 0) onFrame({ kind: 'bad', why: 'end of input before the request header' });
+        else onFrame({ kind: 'eof' });
+      },
+    };
+  }
+
+  // The sandbox cgroup's OOM kills so far (cgroup v2, else v1), or null.
+  function oomKills() {
+    for (const f of ['/sys/fs/cgroup/memory.events', '/sys/fs/cgroup/memory/memory.oom_control']) {
+      try {
+        const m = /^oom_kill (\d+)$/m.exec(fs.readFileSync(f, 'latin1'));
+        if (m !== null) return Number(m[1]);
+      } catch (e) {
+        // the next one
+      }
+    }
+    return null;
+  }
+
+  function killGroup(pid, sig) {
+    try {
+      proc.kill(-pid, sig);
+    } catch (e) {
+      // gone already
+    }
+  }
+
+  // The begin request (env already set): says the mode, then runs cells
+  // until the request descriptor ends. Only the copier reads that
+  // descriptor; the cells' runners get their own stdin (the request, then
+  // their stdin file), so none of them, nor anything they start, reads the
+  // frames.
+  function sessionMain() {
+    const src = proc._eval;
+    if (typeof src !== 'string') return runnerFail('cannot find the runner source');
+    const argv = [];
+    for (let i = 0; i < proc.execArgv.length; i++) {
+      const a = proc.execArgv[i];
+      if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
+      else if (!a.startsWith('--eval=') && !a.startsWith('--print=')) argv.push(a);
+    }
+    argv.push('-e', src);
+    const spawn = require('child_process').spawn;
+    const copier = spawn(proc.execPath, ['-e', '(' + requestCopier.toString() + ')()'], {
+      stdio: ['inherit', 'pipe', 'ignore'],
+      env: {},
+    });
+    // Exits, as the session ends, without anything left reading.
+    const exit = (code) => {
+      try {
+        copier.kill('SIGKILL');
+      } catch (e) {
+        // gone already
+      }
+      return origReallyExit.call(proc, code);
+    };
+    // The runner's failure: in the record of the cell of nonce, or, with
+    // none, on stderr.
+    const fail = (msg) => {
+      if (nonce === null) {
+        try {
+          writeAll(2, Buffer.from('mcpsbx runner: ' + msg + '\n'));
+        } catch (e) {
+          // stderr is gone
+        }
+      } else emitRecord({ exit_code: RUNNER_EXIT, memory_error: false, runner_error: msg });
+      return exit(RUNNER_EXIT);
+    };
+    emitRecord({ exit_code: 0, memory_error: false, session: { mode: 'process' } });
+    nonce = null;
+    const queue = [];
+    let cell = null; // the running cell: {nonce, child, ...}
+
+    const endCell = (c, status) => {
+      if (c.ended) return;
+      c.ended = true;
+      clearTimeout(c.graceTimer);
+      clearTimeout(c.closeTimer);
+      let rec = null;
+      if (c.size <= MAX_CELL_RECORD) {
+        try {
+          rec = JSON.parse(Buffer.concat(c.chunks).toString('utf8'));
+        } catch (e) {
+          rec = null;
+        }
+      }
+      if (rec === null || typeof rec !== 'object' || Array.isArray(rec) || !Number.isInteger(rec.exit_code)) {
+        // A SIGKILL nobody here sent is the kernel's OOM killer when the
+        // cgroup counted one (or, where the count cannot be read, by far
+        // the likeliest); after an interrupt only a count that rose says so.
+        let memoryError = false;
+        if (status === 128 + 9) {
+          const after = oomKills();
+          const rose = after !== null && c.oomsBefore !== null && after > c.oomsBefore;
+          memoryError = c.interrupted ? rose : rose || after === null || c.oomsBefore === null;
+        }
+        rec = { exit_code: status, memory_error: memoryError };
+        if (c.runnerError !== undefined) {
+          rec.exit_code = RUNNER_EXIT;
+          rec.runner_error = c.runnerError;
+        }
+      }
+      if (c.interrupted) rec.session = { interrupted: true };
+      nonce = c.nonce;
+      emitRecord(rec);
+      nonce = null;
+      cell = null;
+      for (const s of [c.child.stdin, c.child.stdio[3]]) if (s) s.destroy();
+      pump();
+    };
+
+    const startCell = (body) => {
+      let req;
+      try {
+        req = JSON.parse(body.toString('utf8'));
+      } catch (e) {
+        return fail('request is not JSON: ' + e.message);
+      }
+      if (req === null || typeof req !== 'object' || Array.isArray(req)) return fail('request is not a JSON object');
+      if (typeof req.nonce !== 'string' || !/^[0-9a-f]{32}$/.test(req.nonce))
+        return fail('request has no valid nonce');
+      nonce = req.nonce;
+      const kind = sessionKind(req.session);
+      req = null;
+      const refuse = kind === 'cell' ? null : kind.error || 'a session request that is not a cell';
+      if (refuse !== null) {
+        emitRecord({ exit_code: RUNNER_EXIT, memory_error: false, runner_error: refuse });
+        nonce = null;
+        return false;
+      }
+      const c = { nonce, chunks: [], size: 0, interrupted: false, ended: false, oomsBefore: oomKills() };
+      nonce = null;
+      c.child = spawn(proc.execPath, argv, {
+        stdio: ['pipe', 'inherit', 'inherit', 'pipe'],
+        detached: true, // its own process group, for the group kills
+        env: Object.assign({}, proc.env, { MCPSBX_DONE_FD: '3' }),
+      });
+      cell = c;
+      c.child.on('error', (e) => {
+        c.runnerError = 'cannot start the cell: ' + String(e && e.message ? e.message : e).slice(0, 300);
+        endCell(c, RUNNER_EXIT);
+      });
+      if (c.child.pid === undefined) return true;
+      c.child.stdin.on('error', () => {});
+      c.child.stdin.end(Buffer.concat([Buffer.from('mcpsbx/1 ' + body.length + '\n'), body]));
+      const done = c.child.stdio[3];
+      done.on('error', () => {});
+      done.on('data', (b) => {
+        c.size += b.length;
+        if (c.size <= MAX_CELL_RECORD) c.chunks.push(b);
+      });
+      let status = null;
+      c.child.on('exit', (code, signal) => {
+        status = signal ? 128 + (require('os').constants.signals[signal] || 0) : code & 0xff;
+        // What it left running in its group must not write after the record.
+        killGroup(c.child.pid, 'SIGKILL');
+        // Something outside the group may hold the record's descriptor.
+        c.closeTimer = setTimeout(() => endCell(c, status), CELL_CLOSE_MS);
+      });
+      c.child.on('close', () => endCell(c, status));
+      return true;
+    };
+
+    const pump = () => {
+      while (cell === null && queue.length > 0) {
+        const m = queue.shift();
+        if (m.kind === 'eof') return exit(0);
+        if (m.kind === 'bad') return fail(m.why);
+        if (m.kind === 'request' && startCell(m.body)) return;
+        // an interrupt with no cell running: nothing to stop
+      }
+    };
+
+    const onFrame = (m) => {
+      const c = cell;
+      if (c === null) {
+        queue.push(m);
+        return pump();
+      }
+      if (m.kind === 'interrupt') {
+        // Another nonce is a late interrupt of an earlier cell: ignored.
+        if (m.nonce === c.nonce && !c.interrupted) {
+          c.interrupted = true;
+          killGroup(c.child.pid, 'SIGINT');
+          c.graceTimer = setTimeout(() => killGroup(c.child.pid, 'SIGKILL'), INT_GRACE_MS);
+        }
+      } else if (m.kind === 'eof') {
+        killGroup(c.child.pid, 'SIGKILL');
+        queue.push(m);
+      } else if (m.kind === 'request' && !queue.some((q) => q.kind === 'request')) {
+        queue.push(m);
+      } else {
+        // A bad frame, or more than one request while a cell runs: the
+        // cell ends, and the session with it.
+        killGroup(c.child.pid, 'SIGKILL');
+        nonce = c.nonce;
+        fail(m.kind === 'bad' ? m.why : 'more than one request came while a cell ran');
+      }
+    };
+    const parser = frameParser(onFrame);
+    copier.on('error', (e) => fail('cannot read the requests: ' + String(e && e.message ? e.message : e).slice(0, 300)));
+    copier.stdout.on('data', (b) => parser.data(b));
+    copier.on('close', (code, signal) =>
+      parser.end(code === 0 ? undefined : 'cannot read the requests: the reader ended with ' + (signal || code)),
+    );
+  }
+
   // ---- read the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON -----
   let req;
   try {
@@ -634,6 +1005,9 @@
   if (typeof req.nonce !== 'string' || !/^[0-9a-f]{32}$/.test(req.nonce))
     return runnerFail('request has no valid nonce');
   nonce = req.nonce;
+  const session = sessionKind(req.session);
+  if (session.error !== undefined) return runnerFail(session.error);
+  if (session === 'cell' && cellDoneFd === null) return runnerFail('a session cell without a session');
   const code = req.code;
   const stdin = req.stdin === undefined || req.stdin === null ? '' : req.stdin;
   const env = req.env === undefined || req.env === null ? {} : req.env;
@@ -657,6 +1031,7 @@
     // on disk. process.env also reaches child processes.
     process.env[k] = v;
   }
+  if (session === 'begin') return sessionMain();
 
   // ---- CommonJS or ES module ------------------------------------------
   // Like Node 22's module detection: only a SyntaxError that ESM syntax
@@ -767,11 +1142,13 @@
     }
     const esm = needsESM(code, path.join(cwd, 'main.js'));
     mainPath = path.join(cwd, esm ? 'main.mjs' : 'main.js');
-    fs.writeFileSync(mainPath, code);
+    if (cellDoneFd === null) fs.writeFileSync(mainPath, code);
+    else writeFile(mainPath, Buffer.from(code), 0o644);
     // An unlinked regular file as fd 0: the program reads exactly the given
     // bytes, then EOF, through any API (process.stdin, fs.readFileSync(0),
     // /dev/stdin, child processes). closeSync(0) makes 0 the lowest free fd.
     const stdinPath = path.join(cwd, '.mcpsbx-stdin');
+    if (cellDoneFd !== null) fs.rmSync(stdinPath, { force: true }); // an earlier cell's, never followed
     fs.writeFileSync(stdinPath, stdin, { mode: 0o600 });
     try {
       fs.closeSync(0);

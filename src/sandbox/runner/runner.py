@@ -5,6 +5,14 @@
 # `python3 -u -c <this file> <modules>` it is a warm runner: it imports the
 # comma-separated modules first, says it is ready, then waits. Standard library only
 # (Python >= 3.8; tracebacks match `python3 main.py` from 3.9 on).
+# A request with "session": {"begin": true} makes it a session runner
+# (runner.h, "process" mode): it answers with a record, then takes one
+# request per cell from a private copy of its request descriptor and runs
+# each in a forked child (so the preloaded modules stay imported), in the
+# same working directory, until that descriptor ends; an interrupt frame for
+# the running cell stops the child's process group (SIGINT, then SIGKILL
+# after int_grace). The child hands its record to the runner on a pipe; the
+# runner adds what only it knows (the interrupt) and writes it out.
 # Everything lives inside one function so that the program's namespace
 # (a fresh __main__ module) sees none of the runner's names.
 
@@ -19,12 +27,25 @@ def _mcpsbx_runner():
     ready = b"\x00\x1emcpsbx-ready\n"
     go = b"\x00\x1emcpsbx-go\n"
     max_request = 64 << 20
+    max_header = 32  # bytes of a request header
+    max_control = 64  # in a session: "mcpsbx/1 interrupt <nonce>" too
+    max_cell_record = 64 << 10  # bytes a cell's child may hand over as its record
+    int_grace = 0.5  # s from a cell's SIGINT to its SIGKILL
+    child_nap = 0.1  # s: the longest a session waits to notice its cell ended
     runner_exit = 76  # EX_PROTOCOL: the runner itself failed
     own_code = _mcpsbx_runner.__code__
     # Bound now: the program may monkeypatch os, json or sys.
     os_write, os_exit, os_getpid = os.write, os._exit, os.getpid
-    own_pid = os_getpid()
+    own_pid = [os_getpid()]
     nonce = [None]
+    # Session mode: in_session in the runner that reads the frames (a record
+    # ends a cell, not the runner); cell_done in a cell's child, the pipe
+    # its record goes to.
+    in_session = [False]
+    cell_done = [None]
+
+    class CellEnd(Exception):
+        """finish's way out of a cell in a session runner."""
 
     def wait_fd(fd, write):
         # Only reached if someone made a stdio fd non-blocking.
@@ -45,16 +66,26 @@ def _mcpsbx_runner():
                 continue
             view = view[n:]
 
-    def read_some(n):
+    def read_some(n, fd=0):
         while True:
             try:
-                return os.read(0, n)
+                return os.read(fd, n)
             except BlockingIOError:
-                wait_fd(0, False)
+                wait_fd(fd, False)
 
-    def finish(status, memory_error=False, runner_error=None, check=None):
+    def write_record(rec):
+        line = prefix + nonce[0] + b":" + dumps(rec, separators=(",", ":")).encode() + b"\n"
+        # stderr first, then stdout: the engine copies the two streams
+        # independently, so the daemon needs an end mark on each.
+        for fd in (2, 1):
+            try:
+                write_all(fd, line)
+            except OSError:
+                pass
+
+    def finish(status, memory_error=False, runner_error=None, check=None, extra=None):
         # A child forked by the program must not claim the run is over.
-        if os_getpid() == own_pid and nonce[0] is not None:
+        if os_getpid() == own_pid[0] and nonce[0] is not None:
             rec = {"exit_code": status, "memory_error": memory_error}
             if runner_error is not None:
                 rec["runner_error"] = runner_error
@@ -62,14 +93,18 @@ def _mcpsbx_runner():
                 rec["check"] = check
             if outputs_done[0] is not None:
                 rec["files"] = outputs_done[0]
-            line = prefix + nonce[0] + b":" + dumps(rec, separators=(",", ":")).encode() + b"\n"
-            # stderr first, then stdout: the engine copies the two streams
-            # independently, so the daemon needs an end mark on each.
-            for fd in (2, 1):
+            if extra is not None:
+                rec.update(extra)
+            if cell_done[0] is not None:
+                # A cell's child: the session runner writes it out.
                 try:
-                    write_all(fd, line)
+                    write_all(cell_done[0], dumps(rec, separators=(",", ":")).encode())
                 except OSError:
                     pass
+            else:
+                write_record(rec)
+                if in_session[0]:
+                    raise CellEnd()
         os_exit(status)
 
     def runner_fail(msg):
@@ -225,13 +260,34 @@ def _mcpsbx_runner():
                 parent = os.path.dirname(p)
                 if parent:
                     os.makedirs(parent, 0o755, exist_ok=True)
-                fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-                try:
-                    write_all(fd, data)
-                finally:
-                    os.close(fd)
+                write_file(p, data, 0o644)
             except (OSError, ValueError) as e:
                 runner_fail("cannot write the file %r: %s" % (p[:200], e))
+
+    def write_new_file(p, data, mode):
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        try:
+            write_all(fd, data)
+        finally:
+            os.close(fd)
+
+    def write_file(p, data, mode):
+        # A new file; in a session's cell, where an earlier cell may have
+        # left one of that name, written beside it and renamed over it
+        # (rename replaces a symlink itself, never its target).
+        if cell_done[0] is None:
+            return write_new_file(p, data, mode)
+        tmp = os.path.join(os.path.dirname(p), ".mcpsbx-new-%d" % os_getpid())
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        write_new_file(tmp, data, mode)
+        try:
+            os.rename(tmp, p)
+        except OSError:
+            os.unlink(tmp)
+            raise
 
     frame_raw = 3000  # bytes per D frame: a whole frame stays under PIPE_BUF
     walk_limit = 20000  # directory entries looked at, at most
@@ -550,59 +606,298 @@ def _mcpsbx_runner():
             counts["walk_stopped"] = walk_limit
         outputs_done[0] = counts
 
+    # ---- the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON ----------
+    def read_frame(fd, limit):
+        # One frame of fd: ("request", body), ("interrupt", nonce) (in a
+        # session only), ("eof", None) (a session's end) or ("bad", why).
+        # The header is read a byte at a time so nothing past the frame is
+        # consumed.
+        header = b""
+        while True:
+            b = read_some(1, fd)
+            if not b:
+                if in_session[0] and not header:
+                    return "eof", None
+                return "bad", "end of input before the request header"
+            if b == b"\n":
+                break
+            header += b
+            if len(header) > limit:
+                return "bad", "request header too long"
+        proto, _, size = header.partition(b" ")
+        if in_session[0] and proto == b"mcpsbx/1" and size.startswith(b"interrupt "):
+            n = size[10:]
+            if len(n) == 32 and all(c in b"0123456789abcdef" for c in n):
+                return "interrupt", n
+        if proto != b"mcpsbx/1" or not size.isdigit() or len(size) > 10:
+            return "bad", "bad request header"
+        size = int(size)
+        if size > max_request:
+            return "bad", "request too large"
+        chunks = []
+        left = size
+        while left > 0:
+            b = read_some(min(left, 1 << 20), fd)
+            if not b:
+                return "bad", "end of input inside the request"
+            chunks.append(b)
+            left -= len(b)
+        return "request", b"".join(chunks)
+
+    def take_request(body):
+        # The request of a body; sets the nonce.
+        try:
+            # surrogateescape keeps any non-UTF-8 bytes exactly as sent.
+            req = loads(body.decode("utf-8", "surrogateescape"))
+        except ValueError as e:
+            runner_fail("request is not JSON: %s" % e)
+        if not isinstance(req, dict):
+            runner_fail("request is not a JSON object")
+        n = req.get("nonce")
+        if (
+            not isinstance(n, str)
+            or len(n) != 32
+            or any(c not in "0123456789abcdef" for c in n)
+        ):
+            runner_fail("request has no valid nonce")
+        nonce[0] = n.encode("ascii")
+        return req
+
+    def session_kind(req):
+        # The request's "session" member: "begin", "cell", or "" when absent.
+        if "session" not in req:
+            return ""
+        s = req["session"]
+        if not isinstance(s, dict):
+            runner_fail("request session must be an object")
+        for kind in ("begin", "cell"):
+            if s.get(kind) is True:
+                return kind
+        runner_fail("request session is neither begin nor cell")
+
+    def set_env(env):
+        if not isinstance(env, dict):
+            runner_fail("request env must be an object")
+        for k, v in env.items():
+            if not isinstance(v, str) or not k or "=" in k or "\0" in k or "\0" in v:
+                runner_fail("request env: bad variable %r" % k[:64])
+            # Here, not in the container's configuration: the engine keeps
+            # that on disk. os.environ also reaches child processes.
+            os.environ[k] = v
+
+    # ---- session mode ----------------------------------------------------
+    def oom_kills():
+        # The sandbox cgroup's OOM kills so far (cgroup v2, else v1), or None.
+        for f in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+            try:
+                with open(f, "rb") as fh:
+                    for line in fh:
+                        if line.startswith(b"oom_kill "):
+                            return int(line.split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+        return None
+
+    def kill_group(pid, sig):
+        try:
+            os.killpg(pid, sig)
+        except OSError:
+            pass
+
+    def session_main(req):
+        # The begin request: keeps env, says the mode, then runs cells until
+        # the request descriptor ends. Returns only in a cell's child, with
+        # the cell's request, for the one-shot code below to run.
+        import signal
+        import warnings
+
+        set_env(req.get("env") if req.get("env") is not None else {})
+        # The cells get their stdin files on fd 0; the frames come on a
+        # copy of the request descriptor no child keeps (os.dup's copy is
+        # close-on-exec, and each cell's child closes it).
+        try:
+            ctl = os.dup(0)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.close(null)
+            # SIGCHLD wakes the wait for a cell through this pipe.
+            wake = os.pipe()
+            for fd in wake:
+                os.set_blocking(fd, False)
+            signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+            signal.set_wakeup_fd(wake[1])
+        except (OSError, ValueError) as e:
+            runner_fail("cannot keep the request descriptor: %s" % e)
+        in_session[0] = True
+        try:
+            finish(0, extra={"session": {"mode": "process"}})
+        except CellEnd:
+            pass
+        state = {"eof": False, "pending": None}
+        while not state["eof"]:
+            nonce[0] = None
+            got = state["pending"] or read_frame(ctl, max_control)
+            state["pending"] = None
+            if got[0] == "bad":
+                runner_fail(got[1])
+            if got[0] == "eof":
+                break
+            if got[0] == "interrupt":
+                continue  # no cell runs: nothing to stop
+            try:
+                cell = take_request(got[1])
+                if session_kind(cell) != "cell":
+                    runner_fail("a session request that is not a cell")
+            except CellEnd:
+                continue
+            del got
+            done_r, done_w = os.pipe()
+            ooms_before = oom_kills()
+            # Python 3.12+ warns about fork when a preload started threads
+            # (OpenBLAS does): not the cell's output. The child has one thread.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+            if pid == 0:
+                # The cell: the one-shot code below runs its request.
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                # The interrupt must reach the cell however the runner was
+                # started: one started with SIGINT ignored (a background
+                # job of a non-interactive shell) keeps it ignored, and
+                # Python then installs no KeyboardInterrupt of its own.
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+                for fd in (ctl, done_r) + wake:
+                    os.close(fd)
+                try:
+                    os.setpgid(0, 0)
+                except OSError:
+                    pass
+                in_session[0] = False
+                own_pid[0] = os_getpid()
+                cell_done[0] = done_w
+                return cell
+            del cell
+            os.close(done_w)
+            try:
+                # From this side too: no moment in which the group kill could miss it.
+                os.setpgid(pid, pid)
+            except OSError:
+                pass
+            wait_cell(pid, ctl, done_r, wake[0], ooms_before, state)
+        os_exit(0)
+
+    def wait_cell(pid, ctl, done_r, wake_r, ooms_before, state):
+        # Waits for a cell's child, acting on the frames that come
+        # meanwhile: an interrupt for this cell (SIGINT to its group,
+        # SIGKILL after int_grace), the end of the request stream (SIGKILL).
+        # Then writes the cell's record: the child's, or one made from its
+        # wait status when it handed none over.
+        import select
+        import signal
+        from time import monotonic
+
+        got, int_at, killed, interrupted, done_open = b"", None, False, False, True
+        while True:
+            r, st = os.waitpid(pid, os.WNOHANG)
+            if r == pid:
+                break
+            timeout = child_nap
+            if int_at is not None and not killed:
+                left = int_at + int_grace - monotonic()
+                if left <= 0:
+                    kill_group(pid, signal.SIGKILL)
+                    killed = True
+                else:
+                    timeout = min(timeout, left)
+            fds = [wake_r] + ([done_r] if done_open else []) + ([] if state["eof"] else [ctl])
+            ready = select.select(fds, [], [], timeout)[0]
+            if wake_r in ready:
+                try:
+                    while os.read(wake_r, 512):
+                        pass
+                except OSError:
+                    pass
+            if done_r in ready:
+                b = os.read(done_r, 65536)
+                done_open = bool(b)
+                if len(got) <= max_cell_record:
+                    got += b
+            if ctl not in ready:
+                continue
+            kind, what = read_frame(ctl, max_control)
+            if kind == "eof":
+                state["eof"] = True
+                kill_group(pid, signal.SIGKILL)
+            elif kind == "interrupt":
+                # Another nonce is a late interrupt of an earlier cell: ignored.
+                if what == nonce[0] and int_at is None:
+                    kill_group(pid, signal.SIGINT)
+                    int_at = monotonic()
+                    interrupted = True
+            elif kind == "request" and state["pending"] is None:
+                state["pending"] = (kind, what)
+            else:
+                # A bad frame, or more than one request while a cell runs:
+                # the cell ends, and the session with it.
+                kill_group(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                in_session[0] = False
+                runner_fail(what if kind == "bad" else "more than one request came while a cell ran")
+        # What the child left running in its group must not write after the
+        # record. The group id stays reserved while any member lives, so the
+        # kill cannot reach anything else.
+        kill_group(pid, signal.SIGKILL)
+        os.set_blocking(done_r, False)
+        try:
+            while len(got) <= max_cell_record:
+                b = os.read(done_r, 65536)
+                if not b:
+                    break
+                got += b
+        except BlockingIOError:
+            pass
+        os.close(done_r)
+        rec = None
+        if len(got) <= max_cell_record:
+            try:
+                rec = loads(got.decode("utf-8", "surrogateescape"))
+            except ValueError:
+                pass
+        if not isinstance(rec, dict) or not isinstance(rec.get("exit_code"), int):
+            status = 128 + os.WTERMSIG(st) if os.WIFSIGNALED(st) else os.WEXITSTATUS(st) & 0xFF
+            # A SIGKILL nobody here sent is the kernel's OOM killer when the
+            # cgroup counted one (or, where the count cannot be read, by far
+            # the likeliest); after an interrupt only a count that rose says so.
+            memory_error = False
+            if status == 128 + 9:
+                after = oom_kills()
+                rose = after is not None and ooms_before is not None and after > ooms_before
+                memory_error = rose if interrupted else (rose or after is None or ooms_before is None)
+            rec = {"exit_code": status, "memory_error": memory_error}
+        if interrupted:
+            rec["session"] = {"interrupted": True}
+        write_record(rec)
+
     warm = len(sys.argv) > 1
     if warm:
         warm_up(sys.argv[1])
 
-    # ---- the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON ----------
-    # The header is read a byte at a time so nothing past the frame is
-    # consumed.
-    header = b""
-    while True:
-        b = read_some(1)
-        if not b:
-            runner_fail("end of input before the request header")
-        if b == b"\n":
-            break
-        header += b
-        if len(header) > 32:
-            runner_fail("request header too long")
-    proto, _, size = header.partition(b" ")
-    if proto != b"mcpsbx/1" or not size.isdigit() or len(size) > 10:
-        runner_fail("bad request header")
-    size = int(size)
-    if size > max_request:
-        runner_fail("request too large")
-    chunks = []
-    left = size
-    while left > 0:
-        b = read_some(min(left, 1 << 20))
-        if not b:
-            runner_fail("end of input inside the request")
-        chunks.append(b)
-        left -= len(b)
-    body = b"".join(chunks)
+    kind, body = read_frame(0, max_header)
+    if kind != "request":
+        runner_fail(body)
     if warm:
         # The code reached this runner: from here on a failure is the run's.
         write_all(1, go)
-    del chunks
 
-    try:
-        # surrogateescape keeps any non-UTF-8 bytes exactly as sent.
-        req = loads(body.decode("utf-8", "surrogateescape"))
-    except ValueError as e:
-        runner_fail("request is not JSON: %s" % e)
+    req = take_request(body)
     del body
-    if not isinstance(req, dict):
-        runner_fail("request is not a JSON object")
-    n = req.get("nonce")
-    if (
-        not isinstance(n, str)
-        or len(n) != 32
-        or any(c not in "0123456789abcdef" for c in n)
-    ):
-        runner_fail("request has no valid nonce")
-    nonce[0] = n.encode("ascii")
+    kind = session_kind(req)
+    if kind == "begin":
+        req = session_main(req)
+    elif kind == "cell":
+        runner_fail("a session cell without a session")
     code = req.get("code")
     stdin = req.get("stdin")
     if stdin is None:
@@ -627,14 +922,7 @@ def _mcpsbx_runner():
         # Only compile: nothing is written, bound or run.
         del req, env, variables, files
         check_syntax(code.encode("utf-8", "surrogateescape"))
-    if not isinstance(env, dict):
-        runner_fail("request env must be an object")
-    for k, v in env.items():
-        if not isinstance(v, str) or not k or "=" in k or "\0" in k or "\0" in v:
-            runner_fail("request env: bad variable %r" % k[:64])
-        # Here, not in the container's configuration: the engine keeps
-        # that on disk. os.environ also reaches child processes.
-        os.environ[k] = v
+    set_env(env)
     del req, env
     code = code.encode("utf-8", "surrogateescape")
     stdin = stdin.encode("utf-8", "surrogateescape")
@@ -653,15 +941,23 @@ def _mcpsbx_runner():
             runner_fail("cannot make outputs/: %s" % e)
     try:
         main_path = os.path.join(cwd, "main.py")
-        fd = os.open(main_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            write_all(fd, code)
-        finally:
-            os.close(fd)
+        if cell_done[0] is None:
+            fd = os.open(main_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                write_all(fd, code)
+            finally:
+                os.close(fd)
+        else:
+            write_file(main_path, code, 0o644)
         # An unlinked regular file as fd 0: the program reads exactly the
         # given bytes, then EOF, through any API (sys.stdin, os.read(0),
         # /dev/stdin, child processes).
         stdin_path = os.path.join(cwd, ".mcpsbx-stdin")
+        if cell_done[0] is not None:
+            try:
+                os.unlink(stdin_path)  # an earlier cell's, never followed
+            except FileNotFoundError:
+                pass
         fd = os.open(stdin_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         os.unlink(stdin_path)
         write_all(fd, stdin)

@@ -78,6 +78,13 @@ static unsigned bucket_of(const char *id)
 
 /* ---- the registry ---------------------------------------------------------- */
 
+static void free_session(const struct code_sessions *r, struct code_session *cs)
+{
+    if (cs->handle && r->lim.free_handle)
+        r->lim.free_handle(cs->handle);
+    free(cs);
+}
+
 struct code_sessions *code_sessions_new(const struct code_sessions_limits *lim, struct err *err)
 {
     if (lim->max_sessions < 1 || lim->max_sessions > CODE_SESSIONS_MAX || lim->max_per_owner < 1 ||
@@ -110,7 +117,7 @@ void code_sessions_free(struct code_sessions *r)
     struct code_session *cs;
     while ((cs = TAILQ_FIRST(&r->all))) {
         TAILQ_REMOVE(&r->all, cs, order);
-        free(cs);
+        free_session(r, cs);
     }
     pthread_mutex_destroy(&r->lock);
     free(r);
@@ -145,11 +152,11 @@ static void drop_locked(struct code_sessions *r, struct code_session *cs,
     }
 }
 
-static void free_list(struct code_session *to_free)
+static void free_list(const struct code_sessions *r, struct code_session *to_free)
 {
     while (to_free) {
         struct code_session *next = to_free->next_free;
-        free(to_free);
+        free_session(r, to_free);
         to_free = next;
     }
 }
@@ -266,7 +273,7 @@ int code_sessions_open(struct code_sessions *r, struct code_session *cs, void *h
         TAILQ_INSERT_TAIL(&r->all, cs, order);
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(to_free);
+    free_list(r, to_free);
     return rc;
 }
 
@@ -277,7 +284,7 @@ void code_sessions_abandon(struct code_sessions *r, struct code_session *cs)
     if (cs->state == STARTING)
         drop_locked(r, cs, &to_free);
     pthread_mutex_unlock(&r->lock);
-    free_list(to_free);
+    free_list(r, to_free);
 }
 
 /* A session its owner may reach (lock held): open, not ending, not past
@@ -316,6 +323,13 @@ struct code_session *code_sessions_get(struct code_sessions *r, const char *id,
     return cs;
 }
 
+void code_sessions_ref(struct code_sessions *r, struct code_session *cs)
+{
+    pthread_mutex_lock(&r->lock);
+    cs->refs++;
+    pthread_mutex_unlock(&r->lock);
+}
+
 void code_sessions_put(struct code_sessions *r, struct code_session *cs)
 {
     if (!cs)
@@ -324,7 +338,7 @@ void code_sessions_put(struct code_sessions *r, struct code_session *cs)
     bool last = --cs->refs == 0;
     pthread_mutex_unlock(&r->lock);
     if (last)
-        free(cs);
+        free_session(r, cs);
 }
 
 int code_sessions_begin_call(struct code_sessions *r, struct code_session *cs, void *call,
@@ -349,7 +363,7 @@ int code_sessions_begin_call(struct code_sessions *r, struct code_session *cs, v
         cs->call = call;
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(to_free);
+    free_list(r, to_free);
     return rc;
 }
 
@@ -368,7 +382,7 @@ bool code_sessions_end_call(struct code_sessions *r, struct code_session *cs)
         cs->last_used_wall = r->lim.wall_ms();
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(to_free);
+    free_list(r, to_free);
     return ended;
 }
 
@@ -397,10 +411,11 @@ static void trim_tombstones_locked(struct code_sessions *r, const struct code_se
         drop_locked(r, oldest, to_free);
 }
 
-void code_sessions_lose(struct code_sessions *r, struct code_session *cs, const char *reason)
+bool code_sessions_lose(struct code_sessions *r, struct code_session *cs, const char *reason)
 {
     struct code_session *to_free = NULL;
     pthread_mutex_lock(&r->lock);
+    bool found = cs->state == IDLE || cs->state == BUSY || cs->state == STARTING;
     if (cs->state == IDLE) {
         trim_tombstones_locked(r, &cs->who, &to_free);
         int n = util_utf8_prefix(reason ? reason : "", CODE_SESSION_REASON_MAX);
@@ -414,7 +429,8 @@ void code_sessions_lose(struct code_sessions *r, struct code_session *cs, const 
         drop_locked(r, cs, &to_free);
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(to_free);
+    free_list(r, to_free);
+    return found;
 }
 
 enum code_session_closed code_sessions_close(struct code_sessions *r, struct code_session *cs)
@@ -432,7 +448,7 @@ enum code_session_closed code_sessions_close(struct code_sessions *r, struct cod
         what = CODE_SESSION_CLOSING;
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(to_free);
+    free_list(r, to_free);
     return what;
 }
 
@@ -479,7 +495,7 @@ size_t code_sessions_end_owner(struct code_sessions *r, const struct code_sessio
         }
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(to_free);
+    free_list(r, to_free);
     return out->n;
 }
 
@@ -505,7 +521,7 @@ size_t code_sessions_expire(struct code_sessions *r, double now_ms, struct code_
         }
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(to_free);
+    free_list(r, to_free);
     if (next_ms)
         *next_ms = soonest;
     return out->n;

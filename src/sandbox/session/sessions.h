@@ -81,6 +81,10 @@ struct code_sessions_limits {
      * Called under the registry's lock: it must be quick and must not call
      * into the registry (exec_cancel, which writes an eventfd, is). */
     void (*cancel_call)(void *call);
+    /* Frees a session's handle (what open was given) when the session's
+     * last reference goes, outside the lock; may be NULL. So a handle
+     * outlives every holder of its session. */
+    void (*free_handle)(void *handle);
 };
 
 struct code_sessions;
@@ -153,6 +157,9 @@ void code_sessions_abandon(struct code_sessions *r, struct code_session *cs);
 struct code_session *code_sessions_get(struct code_sessions *r, const char *id,
                                        const struct code_session_owner *who, bool *lost);
 
+/* One more reference to a session the caller holds one of. */
+void code_sessions_ref(struct code_sessions *r, struct code_session *cs);
+
 /* Drops a reference (NULL is fine); the last one frees the session. */
 void code_sessions_put(struct code_sessions *r, struct code_session *cs);
 
@@ -169,11 +176,12 @@ int code_sessions_begin_call(struct code_sessions *r, struct code_session *cs, v
 bool code_sessions_end_call(struct code_sessions *r, struct code_session *cs);
 
 /* The session's sandbox is dead or was killed (reason, cut to
- * CODE_SESSION_REASON_MAX, says why); the caller tears it down. An IDLE
- * session becomes a tombstone for its owner's next get; a BUSY one is
- * simply gone, as the call that lost it reports that itself (a STARTING
- * one too, as abandon). */
-void code_sessions_lose(struct code_sessions *r, struct code_session *cs, const char *reason);
+ * CODE_SESSION_REASON_MAX, says why). An IDLE session becomes a tombstone
+ * for its owner's next get; a BUSY one is simply gone, as the call that
+ * lost it reports that itself (a STARTING one too, as abandon). True when
+ * it was one of those: the caller tears the sandbox down; false when it
+ * had ended already (whoever ended it tears down). */
+bool code_sessions_lose(struct code_sessions *r, struct code_session *cs, const char *reason);
 
 /* Ends the session for close_session (see enum code_session_closed). */
 enum code_session_closed code_sessions_close(struct code_sessions *r, struct code_session *cs);

@@ -65,7 +65,8 @@ static void encode_worst(const struct langtable_lang *lang, char *secret)
     struct buf request;
     buf_init(&request, request_cap(&ctx, &req));
     struct err err = ERR_INIT;
-    if (encode_request(&ctx, &req, "0123456789abcdef0123456789abcdef", &request, &err) < 0)
+    if (encode_request(&ctx, &req, "0123456789abcdef0123456789abcdef", RUNNER_SESSION_NONE,
+                       &request, &err) < 0)
         fail_msg("%s: %s", lang->name, err_msg(&err));
     /* The escapes were made: the cap was not met by a short request. */
     assert_true(request.len > 6 * N);
