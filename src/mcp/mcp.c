@@ -98,10 +98,11 @@ void mcp_server_free(struct mcp_server *srv)
     free(srv);
 }
 
-struct mcp_session *mcp_session_new(struct mcp_server *srv)
+struct mcp_session *mcp_session_new(struct mcp_server *srv, const char *principal)
 {
     struct mcp_session *s = xcalloc(1, sizeof(*s));
     s->srv = srv;
+    snprintf(s->principal, sizeof(s->principal), "%s", principal);
     unsigned char raw[16];
     if (util_random_bytes(raw, sizeof(raw)) < 0)
         abort(); /* util_random_bytes falls back to nothing: no token, no session */
@@ -125,6 +126,9 @@ void mcp_session_close(struct mcp_session *s)
     while (s->inflight > 0)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
+    /* Its code sessions end with it: no call of theirs is left. */
+    struct tools_caller who = mcp_caller_of(s);
+    tools_sessions_end_owner(&s->srv->env, &who);
 }
 
 void mcp_session_free(struct mcp_session *s)

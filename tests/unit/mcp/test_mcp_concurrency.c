@@ -202,7 +202,7 @@ static void test_tools_list_many_threads(void **state)
 {
     (void)state;
     struct rig *g = rig_new("missing", 8, 64, 60000);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct lister *ls = xcalloc(LIST_THREADS, sizeof(*ls));
     pthread_t th[LIST_THREADS];
@@ -267,7 +267,7 @@ static void test_call_burst_answered_once(void **state)
     (void)state;
     struct rig *g = rig_new("missing", 8, 64, 60000);
     int before = count_threads();
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);
@@ -307,7 +307,7 @@ static void test_calls_beyond_slots_wait(void **state)
     (void)state;
     /* Two slots; runs hold theirs until the stalled engine's deadline. */
     struct rig *g = rig_new("stalled", 2, 8, 60000);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);
@@ -343,7 +343,7 @@ static void test_busy_past_the_queue(void **state)
 {
     (void)state;
     struct rig *g = rig_new("stalled", 2, 1, 60000);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);
@@ -374,7 +374,7 @@ static void test_queue_timeout_and_cancel(void **state)
 {
     (void)state;
     struct rig *g = rig_new("stalled", 1, 4, 150);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);
@@ -409,7 +409,7 @@ static void test_close_with_queued_calls(void **state)
 {
     (void)state;
     struct rig *g = rig_new("stalled", 1, 8, 60000);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);
@@ -446,8 +446,8 @@ static void test_session_queued_cap(void **state)
 {
     (void)state;
     struct rig *g = rig_new_shared("stalled", 1, 8, 60000, 16, 1);
-    struct mcp_session *a = mcp_session_new(g->srv);
-    struct mcp_session *b = mcp_session_new(g->srv);
+    struct mcp_session *a = mcp_session_new(g->srv, "stdio");
+    struct mcp_session *b = mcp_session_new(g->srv, "stdio");
     initialize(a);
     initialize(b);
     struct sink k;
@@ -473,8 +473,8 @@ static void test_session_inflight_cap(void **state)
 {
     (void)state;
     struct rig *g = rig_new_shared("stalled", 4, 8, 60000, 3, 8);
-    struct mcp_session *a = mcp_session_new(g->srv);
-    struct mcp_session *b = mcp_session_new(g->srv);
+    struct mcp_session *a = mcp_session_new(g->srv, "stdio");
+    struct mcp_session *b = mcp_session_new(g->srv, "stdio");
     initialize(a);
     initialize(b);
     struct sink k;
@@ -503,8 +503,8 @@ static void test_sessions_take_turns(void **state)
 {
     (void)state;
     struct rig *g = rig_new_shared("stalled", 1, 8, 60000, 16, 8);
-    struct mcp_session *a = mcp_session_new(g->srv);
-    struct mcp_session *b = mcp_session_new(g->srv);
+    struct mcp_session *a = mcp_session_new(g->srv, "stdio");
+    struct mcp_session *b = mcp_session_new(g->srv, "stdio");
     initialize(a);
     initialize(b);
     struct sink k;
@@ -539,7 +539,7 @@ static void test_list_languages_aside(void **state)
 {
     (void)state;
     struct rig *g = rig_new("stalled", 2, 8, 60000);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);
