@@ -272,7 +272,8 @@ static void answer_now(struct mcp_session *s, const struct jsonrpc_msg *m, struc
     pthread_mutex_lock(&s->lock);
     struct tools_features f = mcp_features_of(s->version);
     pthread_mutex_unlock(&s->lock);
-    reply_result(r, m->id, tools_answer(&s->srv->env, t, args, &f));
+    reply_result(r, m->id,
+                 tools_answer(&s->srv->env, t, args, &(struct tools_caller){s->owner, ""}, &f));
 }
 
 /* The call's identity, its progress token and its deadlines, once its
@@ -281,7 +282,6 @@ static void call_init(struct call *c, struct mcp_session *s, const struct jsonrp
                       const struct reply *r)
 {
     c->s = s;
-    memcpy(c->args.owner, s->owner, sizeof(s->owner));
     jsonrpc_id_copy(&c->id, m->id);
     c->reply = *r;
     atomic_init(&c->cancelled, false);
@@ -330,7 +330,8 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     struct call *c = xcalloc(1, sizeof(*c));
     json_object *bad = NULL;
     /* Bad arguments are answered at once, without taking a run slot. */
-    if (tools_prepare(&s->srv->env, t, args, &c->args, &bad) < 0) {
+    if (tools_prepare(&s->srv->env, t, args, &(struct tools_caller){s->owner, ""}, &c->args, &bad) <
+        0) {
         free(c);
         reply_result(r, m->id, bad);
         return;
