@@ -343,8 +343,9 @@ static void check_list_languages(json_object *args)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    /* create_session too: with no backend, refused (sessions are off). */
     static const char *const names[] = {"run_python_code", "run_js_code", "execute_code",
-                                        "validate_code"};
+                                        "validate_code", "create_session"};
 
     if (size <= (size_t)INT32_MAX) {
         json_tokener *tok = json_tokener_new_ex(JSONRPC_MAX_DEPTH);
