@@ -64,8 +64,8 @@ static const struct tools_caller BOB = {"fedcba9876543210fedcba9876543210", "std
 
 /* Calls tool for who with args (JSON text, printf-style); the caller puts
  * the result. */
-static json_object *call_as(struct fixture *f, const struct tools_caller *who, const char *tool,
-                            const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static json_object *
+call_as(struct fixture *f, const struct tools_caller *who, const char *tool, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
