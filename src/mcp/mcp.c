@@ -28,6 +28,8 @@ static const char versions_text[] = MCP_VERSIONS(VERSION_TEXT);
     "operator allowed it; the environment resource says). Use run_python_code or run_js_code "     \
     "for a quick run, execute_code for any language, stdin and per-call limits, list_languages "   \
     "for the languages, compilers' and interpreters' versions and installed packages. "            \
+    "Where offered, create_session keeps one sandbox for later calls (pass its session_id to "     \
+    "the run tools; list_sessions, close_session). "                                               \
     "Results carry stdout, stderr, exit_code and status."
 
 const char *mcp_version_name(enum mcp_version v)

@@ -80,6 +80,12 @@ int code_session_run(struct exec_ctx *ctx, struct code_session *cs, const struct
  * cancelled and its sandbox goes when the call ends. */
 enum code_session_closed code_session_close(struct exec_ctx *ctx, struct code_session *cs);
 
+/* The limits the session was opened with (its open request's): every
+ * call's memory_mb, and the timeout_ms of a call that gives none. Zeros
+ * for a session that never had a sandbox. No lock: they never change. */
+void code_session_limits(const struct code_session *cs, long long *timeout_ms,
+                         long long *memory_mb);
+
 /* who's open sessions (sessions.h's code_sessions_list); 0 when sessions
  * are off. */
 size_t code_session_list(struct exec_ctx *ctx, const struct code_session_owner *who,

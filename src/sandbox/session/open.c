@@ -103,6 +103,7 @@ struct code_session *code_session_open(struct exec_ctx *ctx, const struct run *r
     pthread_mutex_init(&k->lock, NULL);
     k->cs = cs;
     k->memory_mb = req->memory_mb;
+    k->timeout_ms = req->timeout_ms;
     if (begin(sp, req, k, err) < 0) {
         log_info("code session %.8s (%s) did not open: %s", code_session_id(cs),
                  req->language->name, err_msg(err));
