@@ -2368,10 +2368,10 @@ def nonce_of(i):
     return "%032x" % (0xC0FFEE00 + i)
 
 
-def session_begin(lang, warm=None, mode="process"):
+def session_begin(lang, warm=None, mode="process", program=None):
     s = PlSession(lang, warm)
     try:
-        s.request(nonce_of(0), kind="begin", program=None, env={"MCPSBX_T_KEPT": "kept"})
+        s.request(nonce_of(0), kind="begin", program=program, env={"MCPSBX_T_KEPT": "kept"})
         if warm:
             s.wait_for(lambda b: b.startswith(READY + GO), "ready and go")
             s.seen = len(READY + GO)
@@ -2628,6 +2628,74 @@ def t_session_process_bad_requests(lang):
         eq(rec.get("exit_code"), RUNNER_EXIT, "record")
         check("more than one request" in rec.get("runner_error", ""), "record: %r" % rec)
         eq(s.p.wait(timeout=30), RUNNER_EXIT, "exit status after two requests")
+
+
+# ---- the generic runner's shell mode: one bash for a bash session ----------
+def sh_begin(warm=None):
+    # The daemon's begin request for bash carries its program.
+    return session_begin("pl", warm=warm, mode="shell", program=BASH)
+
+
+@case("pl")
+def t_session_shell_cells(lang):
+    with sh_begin(warm="warm") as s:
+        # Variables, functions and cd persist; the begin request's env stays.
+        cell_ok(s.call(nonce_of(1), "x=41; f() { echo \"f $1 $x\"; }; mkdir -p sub; cd sub; pwd"),
+                (os.path.realpath(s.dir) + "/sub\n").encode())
+        cell_ok(s.call(nonce_of(2), "x=$((x + 1)); f a; pwd; echo $MCPSBX_T_KEPT"),
+                ("f a 42\n%s/sub\nkept\n" % os.path.realpath(s.dir)).encode())
+        # Stdin, files and variables per cell; an earlier file is replaced.
+        cell_ok(s.call(nonce_of(3), "cat; cat ../f.txt; echo \" $V\"", stdin="in3\n",
+                       files=[{"path": "f.txt", "content": "a", "encoding": "utf-8"}],
+                       **generic_variables({"V": "it's v3"})), b"in3\na it's v3\n")
+        cell_ok(s.call(nonce_of(4), "cat; cat ../f.txt; echo", stdin="in4\n",
+                       files=[{"path": "f.txt", "content": "b", "encoding": "utf-8"}]), b"in4\nb\n")
+        # A failing command is the cell's status; the shell goes on.
+        cell_ok(s.call(nonce_of(5), "echo bad >&2; false"), b"", code=1)
+        cell_ok(s.call(nonce_of(6), "(exit 7)"), b"", code=7)
+        # Output files come back from the session's directory.
+        o, rec = s.call(nonce_of(7), "echo r > ../outputs/r.txt; echo out",
+                        outputs={"paths": [], "max_files": 5, "max_file_bytes": 100, "max_total_bytes": 100})
+        eq(rec, {"exit_code": 0, "memory_error": False, "files": {"sent": 1, "left_out": 0}}, "record")
+        check(o.startswith(b"out\n" + PREFIX + nonce_of(7).encode() + b':F{"path":"outputs/r.txt"'), "stdout: %r" % o)
+        with s.cond:
+            check(s.cond.wait_for(lambda: b"bad\n" in s.err, 30), "stderr: %r" % s.err[-200:])
+            check(b"job control" not in s.err, "start-up warnings: %r" % s.err[-300:])
+        # exit ends the session: the record, then the runner.
+        o, rec = s.call(nonce_of(8), "echo bye; exit 3")
+        eq((o, rec), (b"bye\n", {"exit_code": 3, "memory_error": False,
+                                 "session": {"ended": "the shell exited"}}), "record")
+        eq(s.p.wait(timeout=30), 0, "exit status")
+
+
+@case("pl")
+def t_session_shell_interrupt(lang):
+    with sh_begin() as s:
+        cell_ok(s.call(nonce_of(1), "kept=state"), b"")
+        # A pure-bash loop, then an external command, each stopped with the
+        # shell and its state kept.
+        s.start(nonce_of(2), "echo start; while :; do :; done")
+        s.interrupt(nonce_of(9))
+        time.sleep(0.3)
+        check(s.p.poll() is None, "the runner ended")
+        s.interrupt(nonce_of(2))
+        cell_ok(s.record(nonce_of(2)), b"start\n", code=130, session={"interrupted": True})
+        s.start(nonce_of(3), "echo start; sleep 60; echo never")
+        s.interrupt(nonce_of(3))
+        cell_ok(s.record(nonce_of(3)), b"start\n", code=130, session={"interrupted": True})
+        s.interrupt(nonce_of(3))
+        cell_ok(s.call(nonce_of(4), "echo $kept"), b"state\n")
+        # A cell that makes the shell ignore SIGINT is not stopped: no
+        # record (the daemon's grace ends the sandbox).
+        s.start(nonce_of(5), "trap '' INT; echo start; while :; do :; done")
+        s.interrupt(nonce_of(5))
+        time.sleep(1)
+        with s.cond:
+            check(PREFIX + nonce_of(5).encode() not in s.out, "a record: %r" % s.out[-200:])
+        check(s.p.poll() is None, "the runner ended")
+        t0 = time.monotonic()
+        eq(s.end(timeout=20), 0, "exit status at the end of stdin")
+        check(time.monotonic() - t0 < 20, "the cell was not stopped")
 
 
 # ---- the Node runner's interpreter mode: one REPL for the whole session ----
