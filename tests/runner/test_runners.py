@@ -2368,15 +2368,15 @@ def nonce_of(i):
     return "%032x" % (0xC0FFEE00 + i)
 
 
-def session_begin(lang, warm=None):
+def session_begin(lang, warm=None, mode="process", program=None):
     s = PlSession(lang, warm)
     try:
-        s.request(nonce_of(0), kind="begin", program=None, env={"MCPSBX_T_KEPT": "kept"})
+        s.request(nonce_of(0), kind="begin", program=program, env={"MCPSBX_T_KEPT": "kept"})
         if warm:
             s.wait_for(lambda b: b.startswith(READY + GO), "ready and go")
             s.seen = len(READY + GO)
         out, rec = s.record(nonce_of(0))
-        eq((out, rec), (b"", {"exit_code": 0, "memory_error": False, "session": {"mode": "process"}}),
+        eq((out, rec), (b"", {"exit_code": 0, "memory_error": False, "session": {"mode": mode}}),
            "begin record")
     except BaseException:
         s.kill()
@@ -2490,8 +2490,8 @@ def t_session_bad_requests(lang):
         check("bad request header" in s.err.decode(), "stderr: %r" % s.err[-200:])
 
 
-# The Python and Node runners' process mode: each cell a fresh process
-# (Python: a fork of the runner; Node: a new node) in the same directory.
+# The Python runner's process mode: each cell a fresh process (a fork of
+# the runner) in the same directory.
 PJ_CODE = {
     "py": {
         "write": "open('state.txt', 'w').write('one\\n'); print('wrote')",
@@ -2513,30 +2513,10 @@ PJ_CODE = {
         "stdin_len": "import sys; print(len(sys.stdin.buffer.read()))",
         "die": "import os; print('dying', flush=True); os.kill(os.getpid(), 9)",
     },
-    "js": {
-        "write": "require('fs').writeFileSync('state.txt', 'one\\n'); console.log('wrote')",
-        "read": "process.stdout.write('found ' + require('fs').readFileSync('state.txt', 'utf8'))",
-        "env": "console.log(process.env.MCPSBX_T_KEPT, typeof V === 'undefined' ? 'unset' : V,"
-               " require('fs').readFileSync(0, 'utf8'))\n"
-               "process.stdout.write(require('fs').readFileSync('f.txt', 'utf8'))",
-        "exit3": "console.error('bad'); process.exit(3)",
-        "raise": "null.x",
-        "pwd": "console.log(process.cwd())",
-        "output": "require('fs').writeFileSync('outputs/r.txt', 'r'); console.log('out')",
-        "sleep": "console.log('start'); require('fs').writeFileSync('kept.txt', 'state')\n"
-                 "setTimeout(() => console.log('never'), 60000)",
-        "deaf": "process.on('SIGINT', () => {}); console.log('start'); setTimeout(() => {}, 60000)",
-        "kept": "console.log(require('fs').readFileSync('kept.txt', 'utf8'))",
-        "short": "console.log('start'); setTimeout(() => console.log('done'), 1000)",
-        "long": "console.log('start'); setTimeout(() => {}, 60000)",
-        "fine": "console.log('fine')",
-        "stdin_len": "console.log(require('fs').readFileSync(0).length)",
-        "die": "console.log('dying'); process.kill(process.pid, 'SIGKILL')",
-    },
 }
 
 
-@case("py", "js")
+@case("py")
 def t_session_process_cells(lang):
     c = PJ_CODE[lang]
     # A warm runner: its preloads stay loaded for each cell.
@@ -2575,7 +2555,7 @@ def t_session_process_cells(lang):
         eq(s.end(), 0, "exit status at the end of stdin")
 
 
-@case("py", "js")
+@case("py")
 def t_session_process_interrupt(lang):
     c = PJ_CODE[lang]
     with session_begin(lang) as s:
@@ -2596,7 +2576,7 @@ def t_session_process_interrupt(lang):
         eq(s.end(), 0, "exit status at the end of stdin")
 
 
-@case("py", "js")
+@case("py")
 def t_session_process_wrong_nonce_ignored(lang):
     c = PJ_CODE[lang]
     with session_begin(lang) as s:
@@ -2610,7 +2590,7 @@ def t_session_process_wrong_nonce_ignored(lang):
         check(time.monotonic() - t0 < 20, "the cell was not stopped")
 
 
-@case("py", "js")
+@case("py")
 def t_session_process_bad_requests(lang):
     # A cell with no session is the runner's failure, as any bad request.
     req = frame("1", extra={"session": {"cell": True}})
@@ -2646,6 +2626,207 @@ def t_session_process_bad_requests(lang):
         s.request(nonce_of(3), PJ_CODE[lang]["fine"])
         o, rec = s.record(nonce_of(1))
         eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("more than one request" in rec.get("runner_error", ""), "record: %r" % rec)
+        eq(s.p.wait(timeout=30), RUNNER_EXIT, "exit status after two requests")
+
+
+# ---- the generic runner's shell mode: one bash for a bash session ----------
+def sh_begin(warm=None):
+    # The daemon's begin request for bash carries its program.
+    return session_begin("pl", warm=warm, mode="shell", program=BASH)
+
+
+@case("pl")
+def t_session_shell_cells(lang):
+    with sh_begin(warm="warm") as s:
+        # Variables, functions and cd persist; the begin request's env stays.
+        cell_ok(s.call(nonce_of(1), "x=41; f() { echo \"f $1 $x\"; }; mkdir -p sub; cd sub; pwd"),
+                (os.path.realpath(s.dir) + "/sub\n").encode())
+        cell_ok(s.call(nonce_of(2), "x=$((x + 1)); f a; pwd; echo $MCPSBX_T_KEPT"),
+                ("f a 42\n%s/sub\nkept\n" % os.path.realpath(s.dir)).encode())
+        # Stdin, files and variables per cell; an earlier file is replaced.
+        cell_ok(s.call(nonce_of(3), "cat; cat ../f.txt; echo \" $V\"", stdin="in3\n",
+                       files=[{"path": "f.txt", "content": "a", "encoding": "utf-8"}],
+                       **generic_variables({"V": "it's v3"})), b"in3\na it's v3\n")
+        cell_ok(s.call(nonce_of(4), "cat; cat ../f.txt; echo", stdin="in4\n",
+                       files=[{"path": "f.txt", "content": "b", "encoding": "utf-8"}]), b"in4\nb\n")
+        # A failing command is the cell's status; the shell goes on.
+        cell_ok(s.call(nonce_of(5), "echo bad >&2; false"), b"", code=1)
+        cell_ok(s.call(nonce_of(6), "(exit 7)"), b"", code=7)
+        # Output files come back from the session's directory.
+        o, rec = s.call(nonce_of(7), "echo r > ../outputs/r.txt; echo out",
+                        outputs={"paths": [], "max_files": 5, "max_file_bytes": 100, "max_total_bytes": 100})
+        eq(rec, {"exit_code": 0, "memory_error": False, "files": {"sent": 1, "left_out": 0}}, "record")
+        check(o.startswith(b"out\n" + PREFIX + nonce_of(7).encode() + b':F{"path":"outputs/r.txt"'), "stdout: %r" % o)
+        with s.cond:
+            check(s.cond.wait_for(lambda: b"bad\n" in s.err, 30), "stderr: %r" % s.err[-200:])
+            check(b"job control" not in s.err, "start-up warnings: %r" % s.err[-300:])
+        # exit ends the session: the record, then the runner.
+        o, rec = s.call(nonce_of(8), "echo bye; exit 3")
+        eq((o, rec), (b"bye\n", {"exit_code": 3, "memory_error": False,
+                                 "session": {"ended": "the shell exited"}}), "record")
+        eq(s.p.wait(timeout=30), 0, "exit status")
+
+
+@case("pl")
+def t_session_shell_interrupt(lang):
+    with sh_begin() as s:
+        cell_ok(s.call(nonce_of(1), "kept=state"), b"")
+        # A pure-bash loop, then an external command, each stopped with the
+        # shell and its state kept.
+        s.start(nonce_of(2), "echo start; while :; do :; done")
+        s.interrupt(nonce_of(9))
+        time.sleep(0.3)
+        check(s.p.poll() is None, "the runner ended")
+        s.interrupt(nonce_of(2))
+        cell_ok(s.record(nonce_of(2)), b"start\n", code=130, session={"interrupted": True})
+        s.start(nonce_of(3), "echo start; sleep 60; echo never")
+        s.interrupt(nonce_of(3))
+        cell_ok(s.record(nonce_of(3)), b"start\n", code=130, session={"interrupted": True})
+        s.interrupt(nonce_of(3))
+        cell_ok(s.call(nonce_of(4), "echo $kept"), b"state\n")
+        # A cell that makes the shell ignore SIGINT is not stopped: no
+        # record (the daemon's grace ends the sandbox).
+        s.start(nonce_of(5), "trap '' INT; echo start; while :; do :; done")
+        s.interrupt(nonce_of(5))
+        time.sleep(1)
+        with s.cond:
+            check(PREFIX + nonce_of(5).encode() not in s.out, "a record: %r" % s.out[-200:])
+        check(s.p.poll() is None, "the runner ended")
+        t0 = time.monotonic()
+        eq(s.end(timeout=20), 0, "exit status at the end of stdin")
+        check(time.monotonic() - t0 < 20, "the cell was not stopped")
+
+
+# ---- the Node runner's interpreter mode: one REPL for the whole session ----
+JS_LOOP = "console.log('start'); for (;;) {}"
+
+
+def js_begin(warm=None):
+    return session_begin("js", warm=warm, mode="interpreter")
+
+
+@case("js")
+def t_session_repl_cells(lang):
+    with js_begin(warm="fs") as s:
+        # Top-level let, class, function and await persist; the last value
+        # is shown as the REPL shows it, unless undefined.
+        cell_ok(s.call(nonce_of(1), "let x = 41; class A { f() { return 'a' } }; function g() { return x + 1 }"),
+                b"")
+        cell_ok(s.call(nonce_of(2), "const y = await Promise.resolve(g()); y"), b"42\n")
+        cell_ok(s.call(nonce_of(3), "console.log(new A().f()); ({a: 1, b: [y]})"), b"a\n{ a: 1, b: [ 42 ] }\n")
+        cell_ok(s.call(nonce_of(4), "'s'"), b"'s'\n")
+        # A throw fails the cell (the REPL's "Uncaught" on stderr), the state stays.
+        o, rec = s.call(nonce_of(5), "x = 7; null.x")
+        eq((o, rec), (b"", {"exit_code": 1, "memory_error": False}), "throwing cell")
+        with s.cond:
+            check(s.cond.wait_for(lambda: b"Uncaught TypeError" in s.err, 30), "stderr: %r" % s.err[-300:])
+            check(b"[eval]" not in s.err and b"node:repl" not in s.err, "runner frames: %r" % s.err[-600:])
+        o, rec = s.call(nonce_of(6), "let x = 2")
+        eq(rec["exit_code"], 1, "a second let")
+        cell_ok(s.call(nonce_of(7), "x"), b"7\n")
+        # Per cell: stdin, variables (writable globals, given again later),
+        # files (an earlier one replaced), the begin request's env.
+        cell_ok(s.call(nonce_of(8), "V + ' ' + process.env.MCPSBX_T_KEPT + ' ' + require('fs').readFileSync(0, 'utf8')"
+                       " + require('fs').readFileSync('f.txt', 'utf8')", variables={"V": "v8"}, stdin="in8",
+                       files=[{"path": "f.txt", "content": "a", "encoding": "utf-8"}]), b"'v8 kept in8a'\n")
+        cell_ok(s.call(nonce_of(9), "V = V + '!'; let t = ''; for await (const b of process.stdin) t += b;"
+                       " console.log(V, t, require('fs').readFileSync('f.txt', 'utf8'))",
+                       variables={"V": "v9"}, stdin="in9",
+                       files=[{"path": "f.txt", "content": "b", "encoding": "utf-8"}]), b"v9! in9 b\n")
+        # cwd persists; files still come from the session's directory.
+        cell_ok(s.call(nonce_of(10), "require('fs').mkdirSync('sub'); process.chdir('sub')"), b"")
+        o, rec = s.call(nonce_of(11), "require('fs').writeFileSync('../outputs/r.txt', 'r'); process.cwd()",
+                        outputs={"paths": [], "max_files": 5, "max_file_bytes": 100, "max_total_bytes": 100})
+        eq(rec, {"exit_code": 0, "memory_error": False, "files": {"sent": 1, "left_out": 0}}, "record")
+        check(o.startswith(("'%s/sub'\n" % os.path.realpath(s.dir)).encode() + PREFIX + nonce_of(11).encode()
+                           + b':F{"path":"outputs/r.txt"'), "stdout: %r" % o)
+        cell_ok(s.call(nonce_of(12), "process.cwd().endsWith('/sub')"), b"true\n")
+        # A check-only cell runs nothing.
+        cell_ok(s.call(nonce_of(13), "x = 100", check=True), b"", check={"ok": True})
+        o, rec = s.call(nonce_of(14), "let (", check=True)
+        eq(rec["check"]["ok"], False, "check of bad code")
+        cell_ok(s.call(nonce_of(15), "x"), b"7\n")
+        # A bad variable name is the cell's runner failure.
+        o, rec = s.call(nonce_of(16), "1", variables={"fs": 1})
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("is not allowed" in rec.get("runner_error", ""), "record: %r" % rec)
+        eq(s.end(), 0, "exit status at the end of stdin")
+
+
+@case("js")
+def t_session_repl_interrupt(lang):
+    with js_begin() as s:
+        cell_ok(s.call(nonce_of(1), "let kept = 'state'"), b"")
+        # Synchronous code, twice in two cells (the REPL's SIGINT watchdog
+        # must be ready again after each evaluation).
+        for i in (2, 3):
+            s.start(nonce_of(i), JS_LOOP)
+            # Another nonce (a late interrupt of an earlier cell) is ignored.
+            s.interrupt(nonce_of(9))
+            time.sleep(0.3)
+            check(s.p.poll() is None, "the runner ended")
+            s.interrupt(nonce_of(i))
+            cell_ok(s.record(nonce_of(i)), b"start\n", code=130, session={"interrupted": True})
+        # A pending top-level await.
+        s.start(nonce_of(4), "console.log('start'); await new Promise(() => {})")
+        s.interrupt(nonce_of(4))
+        cell_ok(s.record(nonce_of(4)), b"start\n", code=130, session={"interrupted": True})
+        # An interrupt with no cell running is ignored; the state is kept.
+        s.interrupt(nonce_of(4))
+        time.sleep(0.2)
+        cell_ok(s.call(nonce_of(5), "kept"), b"'state'\n")
+        s.start(nonce_of(6), JS_LOOP)
+        s.interrupt(nonce_of(6))
+        cell_ok(s.record(nonce_of(6)), b"start\n", code=130, session={"interrupted": True})
+        cell_ok(s.call(nonce_of(7), "kept"), b"'state'\n")
+        eq(s.end(), 0, "exit status at the end of stdin")
+
+
+@case("js")
+def t_session_repl_wrong_nonce_and_exit(lang):
+    with js_begin() as s:
+        s.start(nonce_of(1), "console.log('start'); await new Promise((r) => setTimeout(r, 1000)); 'done'")
+        s.interrupt(nonce_of(2))
+        cell_ok(s.record(nonce_of(1)), b"start\n'done'\n")
+        # process.exit() ends the session: the record, then the end.
+        o, rec = s.call(nonce_of(3), "console.log('bye'); process.exit(4)")
+        eq((o, rec), (b"bye\n", {"exit_code": 4, "memory_error": False,
+                                 "session": {"ended": "the program exited"}}), "record")
+        eq(s.p.wait(timeout=30), 4, "exit status")
+    # The end of stdin while a cell runs ends the runner, even in a loop.
+    with js_begin() as s:
+        s.start(nonce_of(1), "console.log('start'); await new Promise(() => {})")
+        eq(s.end(timeout=20), 0, "exit status at the end of stdin")
+    with js_begin() as s:
+        s.start(nonce_of(1), JS_LOOP)
+        rc = s.end(timeout=20)
+        check(rc in (-9, 137), "exit status at the end of stdin: %r" % rc)  # 137: through a container
+
+
+@case("js")
+def t_session_repl_bad_requests(lang):
+    req = frame("1", extra={"session": {"cell": True}})
+    expect_runner_failure(run(lang, request=req), True, "session cell without a session")
+    req = frame("1", extra={"session": {"begin": False}})
+    expect_runner_failure(run(lang, request=req), True, "neither begin nor cell")
+    with js_begin() as s:
+        s.request(nonce_of(1), "1", kind="begin")
+        o, rec = s.record(nonce_of(1))
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("not a cell" in rec.get("runner_error", ""), "record: %r" % rec)
+        s.request(nonce_of(2), 5)
+        o, rec = s.record(nonce_of(2))
+        check("code/stdin must be strings" in rec.get("runner_error", ""), "record: %r" % rec)
+        cell_ok(s.call(nonce_of(3), "'fine'"), b"'fine'\n")
+        s.send(b"mcpsbx/1 interrupt xyz\n")
+        eq(s.end(), RUNNER_EXIT, "exit status after a bad frame")
+        check("bad request header" in s.err.decode(), "stderr: %r" % s.err[-200:])
+    with js_begin() as s:
+        s.start(nonce_of(1), "console.log('start'); await new Promise(() => {})")
+        s.request(nonce_of(2), "1")
+        s.request(nonce_of(3), "1")
+        o, rec = s.record(nonce_of(1))
         check("more than one request" in rec.get("runner_error", ""), "record: %r" % rec)
         eq(s.p.wait(timeout=30), RUNNER_EXIT, "exit status after two requests")
 

@@ -121,9 +121,19 @@
  *   Control: "mcpsbx/1 interrupt <32 hex>\n", a header and no body (so a
  *     session runner takes headers of up to RUNNER_MAX_CONTROL bytes). It
  *     interrupts the running cell when the nonce is that cell's (SIGINT to
- *     what runs it; in "process" mode, which all three runners have, to
- *     the cell process's group, SIGKILL 500 ms later); any other nonce, or
- *     no running cell, and it is ignored.
+ *     what runs it: in "process" mode (runner.py, runner.pl) to the cell
+ *     process's group, SIGKILL 500 ms later; in Node's "interpreter" mode
+ *     to the runner, whose REPL stops the cell's code and stays); any other
+ *     nonce, or no running cell, and it is ignored. The generic runner
+ *     is in "shell" mode when the begin request's program runs the source
+ *     file with bash alone: one interactive bash sources each cell's file
+ *     (variables, functions and cwd persist); an interrupt is SIGINT to
+ *     the shell's group and no SIGKILL (a cell that made the shell ignore
+ *     SIGINT gets no record); `exit` gives the record with "ended", then
+ *     the runner's exit. Node's interpreter
+ *     shows the last value of a cell as its REPL does; a throw is exit
+ *     code 1, an interrupt 130, and process.exit() the record with
+ *     "ended", then the runner's exit.
  *   The runner ends (exit 0) at the end of its request descriptor.
  * The daemon trusts a record's "session" for those words only: the mode is
  * one of the three, interrupted a boolean, ended a short text it escapes. */
