@@ -83,7 +83,7 @@ const HOST_PY = 'import socket; print(socket.gethostname())';
 test('preflight: binary present, engine answers; the daemon starts', async (tc) => {
   await preflight(tc);
   d = await HttpDaemon.start('sessions', {
-    args: ['--code-session-idle-ms', String(IDLE_MS), '--max-code-sessions-per-owner', '2'],
+    args: ['--languages', 'python,javascript,bash', '--code-session-idle-ms', String(IDLE_MS), '--max-code-sessions-per-owner', '2'],
   });
 });
 
@@ -109,7 +109,7 @@ test('code sessions: state lasts, calls keep order, owners are apart, close and 
     assert.equal(checkRun(await second, { status: 'ok', exit_code: 0 }).sc.stdout, '12\n');
 
     // A timeout interrupts the call and keeps the session.
-    const slow = await a.call('run_python_code', { session_id: sid, code: 'import time\ntime.sleep(120)', timeout_ms: SHORT_TIMEOUT_MS });
+    const slow = await a.call('execute_code', { session_id: sid, code: 'import time\ntime.sleep(120)', timeout_ms: SHORT_TIMEOUT_MS });
     assert.equal(checkRun(slow, { status: 'timeout' }).sc.session_lost, undefined, JSON.stringify(slow.structuredContent));
     await ok(a, 'run_python_code', { session_id: sid, code: "print(open('state.txt').read())" }, 'kept\n');
 
@@ -137,6 +137,12 @@ test('code sessions: state lasts, calls keep order, owners are apart, close and 
     for (const k of ['language', 'name', 'created_at', 'last_used_at', 'idle_timeout_ms', 'expires_at']) assert.ok(k in mine, `${k} missing: ${JSON.stringify(mine)}`);
     assert.deepEqual((await a.call('close_session', { session_id: sh.session_id })).structuredContent, { closed: true });
     refused(await a.call('execute_code', { session_id: sh.session_id, code: 'cat f' }), NO_SUCH);
+
+    // JavaScript keeps its bindings (Node's own REPL); the last value is shown.
+    const js = await create(b, { language: 'javascript' });
+    assert.equal(js.persistence, 'interpreter');
+    await ok(b, 'run_js_code', { session_id: js.session_id, code: 'let z = 41;\nclass K { get v() { return z + 1; } }' }, '');
+    await ok(b, 'run_js_code', { session_id: js.session_id, code: 'new K().v' }, '42\n');
 
     // Ending the MCP session (DELETE) ends its code sessions.
     await a.close();

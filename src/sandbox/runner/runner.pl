@@ -92,14 +92,47 @@ my $cwd;
 $SIG{PIPE} = 'IGNORE';
 
 # ---- low-level I/O ---------------------------------------------------------
+# gVisor (runsc 2022) answers select() with EPERM whatever the descriptors;
+# poll() works everywhere. IO::Poll is libperl's; where only perl-base is
+# installed, select() it is.
+my $HAVE_POLL = eval { require IO::Poll; 1 };
+
+# select() for one direction, on poll(): bits (a vec() set of descriptors,
+# changed in place to the ready ones, as select changes it), a timeout in
+# seconds (undef: none), and whether to wait for writing. Returns what
+# select returns.
+sub wait_bits {
+    my (undef, $timeout, $write) = @_;
+    if (!$HAVE_POLL) {
+        my ($r, $w) = $write ? (undef, $_[0]) : ($_[0], undef);
+        my $n = select($r, $w, undef, $timeout);
+        $_[0] = $write ? $w : $r;
+        return $n;
+    }
+    my $want = $write ? IO::Poll::POLLOUT() : IO::Poll::POLLIN();
+    my @args;
+    for my $fd (0 .. 8 * length($_[0]) - 1) {
+        push @args, $fd, $want if vec($_[0], $fd, 1);
+    }
+    my $ms = !defined $timeout ? -1 : $timeout <= 0 ? 0 : int($timeout * 1000) + 1;
+    my $n = IO::Poll::_poll($ms, @args);
+    return $n if $n <= 0;
+    my $done = $want | IO::Poll::POLLHUP() | IO::Poll::POLLERR() | IO::Poll::POLLNVAL();
+    my $ready = "\0" x length $_[0];
+    for (my $i = 0; $i < @args; $i += 2) {
+        vec($ready, $args[$i], 1) = 1 if $args[$i + 1] & $done;
+    }
+    $_[0] = $ready;
+    return $n;
+}
+
 sub wait_fd {
     # Only reached if someone made a standard descriptor non-blocking (the
     # program shares them with the runner).
     my ($fd, $write) = @_;
     my $bits = '';
     vec($bits, $fd, 1) = 1;
-    my ($r, $w) = $write ? (undef, $bits) : ($bits, undef);
-    select($r, $w, undef, undef);
+    wait_bits($bits, undef, $write);
 }
 
 # Writes all of data; dies with the error.
@@ -521,7 +554,7 @@ sub warm_check {
         }
         my $bits = '';
         vec($bits, fileno($out), 1) = 1;
-        my $ready = select($bits, undef, undef, $left);
+        my $ready = wait_bits($bits, $left);
         next if $ready <= 0;    # EINTR, or the deadline: looked at above
         my $buf = '';
         my $got = sysread($out, $buf, 65536);
@@ -1159,7 +1192,7 @@ sub wait_cell {
         my $bits = '';
         vec($bits, fileno($ctl), 1) = 1 unless $ctl_eof;
         my $ready = $bits;
-        next if select($ready, undef, undef, $timeout) <= 0 || $ready eq "\0" x length $ready;
+        next if wait_bits($ready, $timeout) <= 0 || $ready eq "\0" x length $ready;
         my ($kind, $what) = read_frame($ctl, $MAX_CONTROL);
         if ($kind eq 'eof') {
             $ctl_eof = 1;
@@ -1307,7 +1340,7 @@ sub shell_wait {
         vec($bits, fileno($shell_status), 1) = 1;
         vec($bits, fileno($ctl), 1) = 1 unless $ctl_eof;
         my $ready = $bits;
-        next if select($ready, undef, undef, $CHILD_NAP) <= 0;
+        next if wait_bits($ready, $CHILD_NAP) <= 0;
         if (vec($ready, fileno($shell_status), 1)) {
             my $got = sysread($shell_status, $shell_buf, 4096, length $shell_buf);
             if (defined $got && $got == 0) {

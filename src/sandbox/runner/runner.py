@@ -47,14 +47,22 @@ def _mcpsbx_runner():
     class CellEnd(Exception):
         """finish's way out of a cell in a session runner."""
 
-    def wait_fd(fd, write):
-        # Only reached if someone made a stdio fd non-blocking.
+    def wait_readable(fds, timeout=None, write=False):
+        # The fds ready to read (or write), within timeout seconds (None:
+        # no limit). poll(), not select(): gVisor (runsc 2022) answers
+        # select() with EPERM whatever the descriptors.
         import select
 
-        if write:
-            select.select([], [fd], [])
-        else:
-            select.select([fd], [], [])
+        p = select.poll()
+        want = select.POLLOUT if write else select.POLLIN
+        for fd in fds:
+            p.register(fd, want)
+        ms = None if timeout is None else max(0, int(timeout * 1000) + 1)
+        return [fd for fd, _ in p.poll(ms)]
+
+    def wait_fd(fd, write):
+        # Only reached if someone made a stdio fd non-blocking.
+        wait_readable([fd], None, write)
 
     def write_all(fd, data):
         view = memoryview(data)
@@ -794,7 +802,6 @@ def _mcpsbx_runner():
         # SIGKILL after int_grace), the end of the request stream (SIGKILL).
         # Then writes the cell's record: the child's, or one made from its
         # wait status when it handed none over.
-        import select
         import signal
         from time import monotonic
 
@@ -812,7 +819,7 @@ def _mcpsbx_runner():
                 else:
                     timeout = min(timeout, left)
             fds = [wake_r] + ([done_r] if done_open else []) + ([] if state["eof"] else [ctl])
-            ready = select.select(fds, [], [], timeout)[0]
+            ready = wait_readable(fds, timeout)
             if wake_r in ready:
                 try:
                     while os.read(wake_r, 512):
