@@ -259,8 +259,7 @@ static void call_finish(struct call *c, json_object *result)
     pthread_mutex_lock(&s->lock);
     call_unlink_locked(s, c);
     bool cancelled = atomic_load(&c->cancelled);
-    struct call *next =
-        c->submitted ? unpark_next_locked(s, tools_run_session(&c->args)) : NULL;
+    struct call *next = c->submitted ? unpark_next_locked(s, tools_run_session(&c->args)) : NULL;
     pthread_mutex_unlock(&s->lock);
 
     if (cancelled || !result) {

@@ -28,8 +28,8 @@ static void session_free(struct session *s)
     free(s);
 }
 
-struct session *http_session_create(struct transport_http *t, const struct request *rq,
-                                    bool legacy, unsigned *status, const char **why)
+struct session *http_session_create(struct transport_http *t, const struct request *rq, bool legacy,
+                                    unsigned *status, const char **why)
 {
     unsigned char raw[SESSION_ID_BYTES];
     if (util_random_bytes(raw, sizeof(raw)) < 0) {
