@@ -5,8 +5,10 @@
 #define MCPSBX_TEST_MCP_SINK_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/util.h"
 #include "mcp/jsonrpc.h"
@@ -45,8 +47,16 @@ static inline void sink_init(struct sink *k)
     util_cond_init_monotonic(&k->cond);
 }
 
+/* Waits (a hang guard of 20 s) until no call holds the channel: a worker
+ * lets go of it just after its answer was sent. */
 static inline void sink_free(struct sink *k)
 {
+    double until = util_now_ms() + 20000;
+    while (atomic_load(&k->ch.refs) > 1 && util_now_ms() < until) {
+        const struct timespec pause = {0, 1000000L};
+        nanosleep(&pause, NULL);
+    }
+    assert_int_equal(atomic_load(&k->ch.refs), 1);
     for (size_t i = 0; i < k->n; i++)
         free(k->texts[i]);
     pthread_mutex_destroy(&k->lock);
