@@ -2839,12 +2839,15 @@ def t_session_ipython_background_output(lang):
     # Output of a thread between cells comes at the start of the next cell,
     # up to 64 KiB; the rest is dropped, and a note says how much.
     with ipython_begin() as s:
-        code = ("import threading, sys\nev = threading.Event()\n"
-                "def bg():\n    ev.wait()\n    print('from the thread')\n"
+        # The thread writes once the test made "go", after the cell's record.
+        code = ("import threading, sys, os, time\n"
+                "def bg():\n    while not os.path.exists('go'):\n        time.sleep(0.01)\n"
+                "    print('from the thread')\n"
                 "    sys.stderr.write('e' * 70000)\n    open('bg-done', 'w').close()\n"
                 "threading.Thread(target=bg).start()")
         cell_ok(s.call(nonce_of(1), code), b"")
-        cell_ok(s.call(nonce_of(2), "ev.set()"), b"")
+        cell_ok(s.call(nonce_of(2), "1;"), b"")
+        open(os.path.join(s.dir, "go"), "w").close()
         deadline = time.monotonic() + 30
         while not os.path.exists(os.path.join(s.dir, "bg-done")):
             check(time.monotonic() < deadline, "the thread did not finish")
