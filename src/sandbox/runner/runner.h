@@ -105,7 +105,10 @@
  *
  * Session mode (a runner kept between calls; one-shot runs never see it):
  *   Begin: a request whose JSON carries "session": {"begin": true} (code
- *     "", env as on every call). A warm runner writes RUNNER_GO after
+ *     "", env as on every call; Python's also "source": the text of
+ *     runner_session.py, which runner.py runs, as "interpreter" mode in
+ *     one IPython shell, when the image has IPython; without it, or
+ *     without IPython, it keeps "process" mode). A warm runner writes RUNNER_GO after
  *     reading it as usual. The runner keeps the env, answers with a record
  *     {"exit_code": 0, "memory_error": false, "session": {"mode": M}},
  *     M being "interpreter" (one live interpreter), "shell" (one
@@ -153,6 +156,9 @@ extern const char runner_generic_src[];
  * it before the request so a pooled run's typecheck skips loading the
  * compiler and the standard declarations (langtable.h, typecheck_warm). */
 extern const char runner_tscheck_src[];
+/* runner.py's "interpreter" session mode (src/sandbox/runner/runner_session.py),
+ * sent as a Python begin request's session "source". */
+extern const char runner_python_session_src[];
 
 #define RUNNER_PROTOCOL          "mcpsbx/1"
 #define RUNNER_RECORD_PREFIX     "\0\036mcpsbx-done:"
@@ -208,6 +214,9 @@ enum runner_session_kind {
 struct runner_request {
     const char *nonce_hex; /* RUNNER_NONCE_HEX_LEN hex digits */
     enum runner_session_kind session;
+    /* A begin request's session "source" (runner_python_session_src), or
+     * NULL; ignored in other requests. */
+    const char *session_source;
     const char *code;
     size_t code_len;
     const char *stdin_data; /* may be NULL */

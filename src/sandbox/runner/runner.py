@@ -12,7 +12,10 @@
 # same working directory, until that descriptor ends; an interrupt frame for
 # the running cell stops the child's process group (SIGINT, then SIGKILL
 # after int_grace). The child hands its record to the runner on a pipe; the
-# runner adds what only it knows (the interrupt) and writes it out.
+# runner adds what only it knows (the interrupt) and writes it out. When the
+# begin request carries session.source (runner_session.py) and the image has
+# IPython, it runs that instead ("interpreter" mode: one IPython shell, whose
+# state persists across cells) with the helpers below.
 # Everything lives inside one function so that the program's namespace
 # (a fresh __main__ module) sees none of the runner's names.
 
@@ -214,12 +217,13 @@ def _mcpsbx_runner():
                 pass
         write_all(1, ready)
 
-    def check_syntax(source):
+    def check_syntax(source, name="main.py", flags=0):
         # compile() of the bytes, as running main.py would: the first
         # error with its 1-based line and column (None when it has none).
+        # (An interpreter session passes the cell as IPython transformed it.)
         result = {"ok": True}
         try:
-            compile(source, "main.py", "exec", dont_inherit=True)
+            compile(source, name, "exec", flags=flags, dont_inherit=True)
         except SyntaxError as e:
             result = {
                 "ok": False,
@@ -283,7 +287,7 @@ def _mcpsbx_runner():
         # A new file; in a session's cell, where an earlier cell may have
         # left one of that name, written beside it and renamed over it
         # (rename replaces a symlink itself, never its target).
-        if cell_done[0] is None:
+        if cell_done[0] is None and not in_session[0]:
             return write_new_file(p, data, mode)
         tmp = os.path.join(os.path.dirname(p), ".mcpsbx-new-%d" % os_getpid())
         try:
@@ -423,10 +427,13 @@ def _mcpsbx_runner():
                 self.use(mpl)
             sys.meta_path.insert(0, self)
 
-    def send_outputs(spec, plots):
+    def send_outputs(spec, plots, unchanged=None):
         # Plots, then the files of outputs/ and of the output_files
         # patterns, as frames before the completion record. hashlib is
-        # imported only when there is a file to send.
+        # imported only when there is a file to send. unchanged(rel, st):
+        # a file of outputs/ to leave out (an interpreter session's cell
+        # returns only what it made or changed there; a pattern's match
+        # comes back anyway).
         from binascii import b2a_base64
         from stat import S_ISLNK, S_ISREG
 
@@ -537,12 +544,15 @@ def _mcpsbx_runner():
 
         if os.path.isdir("outputs") and not os.path.islink("outputs"):
             walk_all("outputs")
+        in_outputs = len(found)
         for pattern in spec.get("paths", ()):
             walk_glob("", [c for c in pattern.split("/") if c])
 
         done = set()
-        for rel, st in found:
+        for i, (rel, st) in enumerate(found):
             if rel in done:
+                continue
+            if i < in_outputs and unchanged is not None and unchanged(rel, st):
                 continue
             done.add(rel)
             try:
@@ -712,6 +722,55 @@ def _mcpsbx_runner():
         except OSError:
             pass
 
+    def ipython_found():
+        # Whether the image has IPython, without importing it (a second).
+        try:
+            from importlib.util import find_spec
+
+            return find_spec("IPython") is not None
+        except Exception:
+            return False
+
+    def interpreter_session(source):
+        # "interpreter" mode: runner_session.py, which the daemon sends
+        # with the begin request, runs the cells in one IPython shell with
+        # these helpers; it never returns.
+        helpers = {
+            "os": os,
+            "sys": sys,
+            "dumps": dumps,
+            "os_exit": os_exit,
+            "write_all": write_all,
+            "finish": finish,
+            "runner_fail": runner_fail,
+            "CellEnd": CellEnd,
+            "read_frame": read_frame,
+            "take_request": take_request,
+            "session_kind": session_kind,
+            "set_env": set_env,
+            "write_inputs": write_inputs,
+            "send_outputs": send_outputs,
+            "check_syntax": check_syntax,
+            "Plots": Plots,
+            "seed_mpl_cache": seed_mpl_cache,
+            "nonce": nonce,
+            "in_session": in_session,
+            "own_pid": own_pid,
+            "outputs_done": outputs_done,
+            "max_control": max_control,
+            "runner_exit": runner_exit,
+            "walk_limit": walk_limit,
+            "cwd": cwd,
+        }
+        ns = {"__name__": "_mcpsbx_session", "__builtins__": __builtins__}
+        try:
+            exec(compile(source, "<mcpsbx-session>", "exec", dont_inherit=True), ns)
+            main = ns["interpreter_main"]
+        except Exception as e:
+            runner_fail("the session runner does not compile: %s: %s" % (type(e).__name__, e))
+        main(helpers)
+        os_exit(0)
+
     def session_main(req):
         # The begin request: keeps env, says the mode, then runs cells until
         # the request descriptor ends. Returns only in a cell's child, with
@@ -720,6 +779,9 @@ def _mcpsbx_runner():
         import warnings
 
         set_env(req.get("env") if req.get("env") is not None else {})
+        source = req["session"].get("source")
+        if isinstance(source, str) and ipython_found():
+            interpreter_session(source)
         # The cells get their stdin files on fd 0; the frames come on a
         # copy of the request descriptor no child keeps (os.dup's copy is
         # close-on-exec, and each cell's child closes it).
@@ -887,6 +949,8 @@ def _mcpsbx_runner():
             rec["session"] = {"interrupted": True}
         write_record(rec)
 
+    # The working directory (a session's cells share it).
+    cwd = os.getcwd()
     warm = len(sys.argv) > 1
     if warm:
         warm_up(sys.argv[1])
@@ -936,7 +1000,6 @@ def _mcpsbx_runner():
 
     # ---- files: the caller's, outputs/, main.py (tracebacks, inspect,
     # multiprocessing) and stdin --------------------------------------------
-    cwd = os.getcwd()
     write_inputs(files)
     del files
     if outputs is not None:
