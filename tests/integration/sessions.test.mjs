@@ -100,7 +100,9 @@ test('code sessions: state lasts, calls keep order, owners are apart, close and 
     const sid = py.session_id;
     const host = (await ok(a, 'run_python_code', { session_id: sid, code: `${HOST_PY}\nopen('state.txt', 'w').write('kept')\nx = 41` })).stdout.trim();
     await ok(a, 'execute_code', { session_id: sid, code: "print(open('state.txt').read())" }, 'kept\n');
-    if (py.persistence === 'interpreter') await ok(a, 'run_python_code', { session_id: sid, code: 'print(x + 1)' }, '42\n');
+    // The image has IPython: variables last, and the last value is shown.
+    assert.equal(py.persistence, 'interpreter');
+    await ok(a, 'run_python_code', { session_id: sid, code: 'x + 1' }, '42\n');
 
     // Two calls at once run one after the other, in the order sent.
     const first = a.call('run_python_code', { session_id: sid, code: "import time\ntime.sleep(1)\nopen('order', 'a').write('1')" });
@@ -111,7 +113,7 @@ test('code sessions: state lasts, calls keep order, owners are apart, close and 
     // A timeout interrupts the call and keeps the session.
     const slow = await a.call('execute_code', { session_id: sid, code: 'import time\ntime.sleep(120)', timeout_ms: SHORT_TIMEOUT_MS });
     assert.equal(checkRun(slow, { status: 'timeout' }).sc.session_lost, undefined, JSON.stringify(slow.structuredContent));
-    await ok(a, 'run_python_code', { session_id: sid, code: "print(open('state.txt').read())" }, 'kept\n');
+    await ok(a, 'run_python_code', { session_id: sid, code: "print(open('state.txt').read(), x)" }, 'kept 41\n');
 
     // Another owner, an ended session and a made-up id read alike.
     const theirs = refused(await b.call('run_python_code', { session_id: sid, code: 'print(1)' }), NO_SUCH);
