@@ -124,20 +124,6 @@ int sessions_parse_create(const struct tools_env *env, const tools_tool *t, json
 
 /* ---- answers ------------------------------------------------------------- */
 
-static const char *persistence_name(enum runner_session_mode m)
-{
-    switch (m) {
-    case RUNNER_SESSION_MODE_INTERPRETER:
-        return "interpreter";
-    case RUNNER_SESSION_MODE_SHELL:
-        return "shell";
-    case RUNNER_SESSION_MODE_PROCESS:
-    case RUNNER_SESSION_MODE_NONE:
-        break;
-    }
-    return "process";
-}
-
 static json_object *time_json(long long wall_ms)
 {
     char text[UTIL_RFC3339_CAP];
@@ -184,7 +170,7 @@ json_object *sessions_create(const struct tools_env *env, const struct tools_run
     json_object_object_add(sc, "name", json_object_new_string(info.name));
     json_object_object_add(sc, "idle_timeout_ms", json_object_new_int64(info.idle_timeout_ms));
     json_object_object_add(sc, "expires_at", time_json(info.expires_at));
-    json_object_object_add(sc, "persistence", json_object_new_string(persistence_name(mode)));
+    json_object_object_add(sc, "persistence", json_object_new_string(code_session_mode_name(mode)));
     code_session_put(env->exec, cs);
     return object_result(sc, f);
 }

@@ -21,6 +21,7 @@
 
 
 def _mcpsbx_runner():
+    import io
     import os
     import sys
 
@@ -76,6 +77,29 @@ def _mcpsbx_runner():
                 wait_fd(fd, True)
                 continue
             view = view[n:]
+
+    # A raw stream that never drops part of a write: a pipe may take only
+    # part of a large write (gVisor's take 64 KiB at a time), and the
+    # interpreter's unbuffered (-u) text streams ignore what was left over.
+    class FullWriter(io.RawIOBase):
+        def __init__(self, fd):
+            self._fd = fd
+
+        def writable(self):
+            return True
+
+        def fileno(self):
+            return self._fd
+
+        def isatty(self):
+            return False
+
+        def write(self, b):
+            if self.closed:
+                raise ValueError("I/O operation on closed file")
+            view = memoryview(b).cast("B")
+            write_all(self._fd, view)
+            return len(view)
 
     def read_some(n, fd=0):
         while True:
@@ -741,6 +765,7 @@ def _mcpsbx_runner():
             "dumps": dumps,
             "os_exit": os_exit,
             "write_all": write_all,
+            "FullWriter": FullWriter,
             "finish": finish,
             "runner_fail": runner_fail,
             "CellEnd": CellEnd,
@@ -1040,7 +1065,6 @@ def _mcpsbx_runner():
     seed_mpl_cache()
 
     import builtins
-    import io
     from importlib.machinery import SourceFileLoader
 
     # A fresh sys.stdin, built the way the interpreter builds it, so nothing
@@ -1064,26 +1088,6 @@ def _mcpsbx_runner():
     # pipe may take only part of a large write (gVisor's take 64 KiB at a
     # time), and the interpreter's unbuffered (-u) text streams ignore what
     # was left over. Still unbuffered, so live output leaves at once.
-    class FullWriter(io.RawIOBase):
-        def __init__(self, fd):
-            self._fd = fd
-
-        def writable(self):
-            return True
-
-        def fileno(self):
-            return self._fd
-
-        def isatty(self):
-            return False
-
-        def write(self, b):
-            if self.closed:
-                raise ValueError("I/O operation on closed file")
-            view = memoryview(b).cast("B")
-            write_all(self._fd, view)
-            return len(view)
-
     for fd, name in ((1, "stdout"), (2, "stderr")):
         old = getattr(sys, name)
         if old is None:

@@ -64,24 +64,7 @@ def interpreter_main(h):
     in_session[0] = True
 
     # ---- stdout and stderr -------------------------------------------------
-    class FullWriter(io.RawIOBase):
-        # Never drops part of a write (a pipe may take only part of one).
-        def __init__(self, fd):
-            self._fd = fd
-
-        def writable(self):
-            return True
-
-        def fileno(self):
-            return self._fd
-
-        def isatty(self):
-            return False
-
-        def write(self, b):
-            view = memoryview(b).cast("B")
-            write_all(self._fd, view)
-            return len(view)
+    FullWriter = h["FullWriter"]  # never drops part of a write
 
     held = {"lock": threading.Lock(), 1: bytearray(), 2: bytearray(), "dropped": 0}
 

@@ -55,6 +55,11 @@ struct code_session *code_session_open(struct exec_ctx *ctx, const struct run *r
                                        const char *name, const struct code_session_owner *who,
                                        enum runner_session_mode *mode, struct err *err);
 
+/* What a runner's session mode keeps, as create_session and the logs say
+ * it: "interpreter", "shell", "process" ("none" for a runner that said
+ * none). */
+const char *code_session_mode_name(enum runner_session_mode m);
+
 /* code_sessions_get (sessions.h): id's session if it is who's and open, a
  * held reference; NULL alike for anything else. A session lost while idle
  * comes back once with *lost set: code_session_lost_reason says why. */
