@@ -103,6 +103,7 @@ test('code sessions: state lasts, calls keep order, owners are apart, close and 
     // The image has IPython: variables last, and the last value is shown.
     assert.equal(py.persistence, 'interpreter');
     await ok(a, 'run_python_code', { session_id: sid, code: 'x + 1' }, '42\n');
+    await ok(a, 'run_python_code', { session_id: sid, code: "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': [4, 5, 6]})\ndf.shape" }, '(3, 2)\n');
 
     // Two calls at once run one after the other, in the order sent.
     const first = a.call('run_python_code', { session_id: sid, code: "import time\ntime.sleep(1)\nopen('order', 'a').write('1')" });
@@ -129,8 +130,9 @@ test('code sessions: state lasts, calls keep order, owners are apart, close and 
 
     // The per-owner cap, then close.
     const sh = await create(a, { language: 'bash' });
-    await ok(a, 'execute_code', { session_id: sh.session_id, code: 'echo hi > f' }, '');
-    await ok(a, 'execute_code', { session_id: sh.session_id, code: 'cat f' }, 'hi\n');
+    assert.equal(sh.persistence, 'shell');
+    await ok(a, 'execute_code', { session_id: sh.session_id, code: 'echo hi > f; mkdir -p d; cd d; N=5; f() { echo "fn $N"; }' }, '');
+    await ok(a, 'execute_code', { session_id: sh.session_id, code: 'cat ../f; basename "$PWD"; f' }, 'hi\nd\nfn 5\n');
     refused(await a.call('create_session', { language: 'bash' }), 'max-code-sessions-per-owner');
     const listed = (await a.call('list_sessions', {})).structuredContent.sessions;
     assert.deepEqual(listed.map((s) => s.session_id).sort(), [sid, sh.session_id].sort(), JSON.stringify(listed));
@@ -150,6 +152,27 @@ test('code sessions: state lasts, calls keep order, owners are apart, close and 
     await a.close();
     await waitGone(host);
     await b.close();
+  }),
+);
+
+test('a call that ignores the interrupt, or runs out of memory, ends its session with session_lost', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(d, async () => {
+    const c = await client('sessions-lost');
+    const deaf = await create(c, { language: 'python' });
+    const r = await c.call('execute_code', {
+      session_id: deaf.session_id,
+      code: 'import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)',
+      timeout_ms: SHORT_TIMEOUT_MS,
+    });
+    const lost = checkRun(r, { status: 'timeout' }).sc;
+    assert.equal(lost.session_lost, true, JSON.stringify(lost));
+    refused(await c.call('run_python_code', { session_id: deaf.session_id, code: 'print(1)' }), NO_SUCH);
+
+    const small = await create(c, { language: 'python', memory_mb: 256 });
+    const oom = checkRun(await c.call('execute_code', { session_id: small.session_id, code: 'b = bytearray(1 << 30)' }), { status: 'oom' }).sc;
+    assert.equal(oom.session_lost, true, JSON.stringify(oom));
+    assert.deepEqual((await c.call('list_sessions', {})).structuredContent.sessions, []);
+    await c.close();
   }),
 );
 

@@ -2566,6 +2566,12 @@ def t_session_process_cells(lang):
         # an OOM kill), and the session goes on.
         o, rec = s.call(nonce_of(11), c["die"])
         eq((o, rec.get("exit_code"), sorted(rec)), (b"dying\n", 137, ["exit_code", "memory_error"]), "record")
+        # Its files still come back, counted in the record, as a one-shot
+        # run's do however it ended.
+        o, rec = s.call(nonce_of(12), c["die"], outputs={"paths": [], "max_files": 5, "max_file_bytes": 100,
+                                                          "max_total_bytes": 100})
+        eq((rec.get("exit_code"), rec.get("files")), (137, {"sent": 1, "left_out": 0}), "record of a dying cell")
+        check(b':F{"path":"outputs/r.txt"' in o, "stdout: %r" % o)
         # A request of many reads.
         cell_ok(s.call(nonce_of(10), c["stdin_len"], stdin="x" * (3 << 20)), b"3145728\n")
         eq(s.end(), 0, "exit status at the end of stdin")

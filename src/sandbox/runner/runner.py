@@ -873,6 +873,7 @@ def _mcpsbx_runner():
                 own_pid[0] = os_getpid()
                 cell_done[0] = done_w
                 return cell
+            outputs = cell.get("outputs")
             del cell
             os.close(done_w)
             try:
@@ -880,10 +881,10 @@ def _mcpsbx_runner():
                 os.setpgid(pid, pid)
             except OSError:
                 pass
-            wait_cell(pid, ctl, done_r, wake[0], ooms_before, state)
+            wait_cell(pid, ctl, done_r, wake[0], ooms_before, state, outputs)
         os_exit(0)
 
-    def wait_cell(pid, ctl, done_r, wake_r, ooms_before, state):
+    def wait_cell(pid, ctl, done_r, wake_r, ooms_before, state, outputs):
         # Waits for a cell's child, acting on the frames that come
         # meanwhile: an interrupt for this cell (SIGINT to its group,
         # SIGKILL after int_grace), the end of the request stream (SIGKILL).
@@ -970,6 +971,17 @@ def _mcpsbx_runner():
                 rose = after is not None and ooms_before is not None and after > ooms_before
                 memory_error = rose if interrupted else (rose or after is None or ooms_before is None)
             rec = {"exit_code": status, "memory_error": memory_error}
+            if isinstance(outputs, dict):
+                # The cell's files still come back, as a one-shot run's do
+                # whatever ended it (its plots were its own).
+                outputs_done[0] = None
+                try:
+                    send_outputs(outputs, None)
+                except BaseException as exc:
+                    rec["runner_error"] = "cannot return the output files: %s: %s" % (type(exc).__name__, exc)
+                if outputs_done[0] is not None:
+                    rec["files"] = outputs_done[0]
+                outputs_done[0] = None  # the next cell's child starts from this
         if interrupted:
             rec["session"] = {"interrupted": True}
         write_record(rec)
