@@ -105,8 +105,17 @@ test('code sessions: state lasts, calls keep order, owners are apart, close and 
     await ok(a, 'run_python_code', { session_id: sid, code: 'x + 1' }, '42\n');
     await ok(a, 'run_python_code', { session_id: sid, code: "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': [4, 5, 6]})\ndf.shape" }, '(3, 2)\n');
 
-    // Two calls at once run one after the other, in the order sent.
-    const first = a.call('run_python_code', { session_id: sid, code: "import time\ntime.sleep(1)\nopen('order', 'a').write('1')" });
+    // A second call sent while the first runs waits for it. (Two POSTs
+    // sent at once may arrive in either order: the second goes once the
+    // first's output shows it running.)
+    let running;
+    const isRunning = new Promise((resolve) => (running = resolve));
+    const first = a.call(
+      'run_python_code',
+      { session_id: sid, code: "print('running', flush=True)\nimport time\ntime.sleep(1)\nopen('order', 'a').write('1')" },
+      { onprogress: () => running() },
+    );
+    await isRunning;
     const second = a.call('run_python_code', { session_id: sid, code: "open('order', 'a').write('2')\nprint(open('order').read())" });
     checkRun(await first, { status: 'ok', exit_code: 0 });
     assert.equal(checkRun(await second, { status: 'ok', exit_code: 0 }).sc.stdout, '12\n');
