@@ -113,13 +113,14 @@ $(B)/obj/runner_scripts.o: $(GEN)
 
 # The runners are real files (tested on their own) embedded as C strings.
 RUNNERS := src/sandbox/runner/runner.py src/sandbox/runner/runner.js src/sandbox/runner/runner.pl \
-           src/sandbox/runner/tscheck.js
+           src/sandbox/runner/tscheck.js src/sandbox/runner/runner_session.py
 $(GEN): $(RUNNERS) scripts/embed.sh
 	@mkdir -p $(dir $@)
 	scripts/embed.sh $@ runner_python_src=src/sandbox/runner/runner.py \
 	    runner_node_src=src/sandbox/runner/runner.js \
 	    runner_generic_src=src/sandbox/runner/runner.pl \
-	    runner_tscheck_src=src/sandbox/runner/tscheck.js
+	    runner_tscheck_src=src/sandbox/runner/tscheck.js \
+	    runner_python_session_src=src/sandbox/runner/runner_session.py
 
 $(CONNECTOR_GEN): $(CONNECTOR) scripts/embed.sh
 	@mkdir -p $(dir $@)

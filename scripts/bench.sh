@@ -6,7 +6,8 @@
 #   scripts/bench.sh            (make bench [ENGINE=docker|podman] [RUNTIME=runsc])
 #
 #   1. tools/list throughput: wrk -t2 -c16 (POST /mcp, tests/bench/tools-list.lua)
-#      at build/mcp-sandboxd --http --pool-size 0 (one session, initialized
+#      at build/mcp-sandboxd --http --pool-size 0 --max-code-sessions 0 (the
+#      SDK server's five tools; one session, initialized
 #      with curl; no pool filling in the background), then
 #      the same at the official TypeScript SDK's stateless streamable HTTP
 #      server (tests/bench/sdk-server.mjs); reports both and ours/SDK (the
@@ -267,12 +268,13 @@ start_daemon() {
 
 start_daemon_1() {
 	local port code from f=$work/init.body
-	printf '\n==== %s: %s --http 127.0.0.1:0 --pool-size 0 --engine %s\n' "$(date -u +%FT%TZ)" "$BIN" "$ENGINE_URL" >>"$LOGS/daemon.log"
+	printf '\n==== %s: %s --http 127.0.0.1:0 --pool-size 0 --max-code-sessions 0 --engine %s\n' "$(date -u +%FT%TZ)" "$BIN" "$ENGINE_URL" >>"$LOGS/daemon.log"
 	from=$(stat -c %s "$LOGS/daemon.log")
 	# No warm pool: these sections measure the HTTP front end, which a pool
 	# filling in the background (the engine busy starting sandboxes) would
 	# slow down as it would any server on the machine.
-	"$BIN" --http 127.0.0.1:0 --pool-size 0 --engine "$ENGINE_URL" 2>>"$LOGS/daemon.log" &
+	# No code sessions: the same five tools as the SDK server it is compared with.
+	"$BIN" --http 127.0.0.1:0 --pool-size 0 --max-code-sessions 0 --engine "$ENGINE_URL" 2>>"$LOGS/daemon.log" &
 	daemon_pid=$!
 	# Port 0: the kernel picks a free port; the daemon logs the bound one.
 	if ! port=$(wait_log_line "$LOGS/daemon.log" "$daemon_pid" \

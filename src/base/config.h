@@ -63,6 +63,12 @@ struct config {
      * whole daemon's. */
     long long max_session_inflight;
     long long max_session_queued;
+    /* Code sessions (sandbox/session/): daemon-wide (0: off), per MCP
+     * session, and their idle time and age, ms. */
+    long long max_code_sessions;
+    long long max_code_sessions_per_owner;
+    long long code_session_idle_ms;
+    long long code_session_max_age_ms;
     long long max_connections;             /* HTTP connections at once */
     long long max_connections_per_address; /* from one client address */
     long long http_head_timeout_ms;        /* a request head must arrive within */

@@ -252,6 +252,14 @@ int config_check(struct config *cfg, struct err *err)
             if (!(isalnum((unsigned char)*p) || *p == '-' || *p == '_' || *p == '.'))
                 return err_set(err, ERR_INVALID, "--%s: '%.64s' is not a valid runtime name",
                                runtimes[i].opt, runtimes[i].val);
+    if (cfg->max_code_sessions > 0 && cfg->max_code_sessions_per_owner > cfg->max_code_sessions)
+        return err_set(err, ERR_INVALID,
+                       "--max-code-sessions-per-owner (%lld) exceeds --max-code-sessions (%lld)",
+                       cfg->max_code_sessions_per_owner, cfg->max_code_sessions);
+    if (cfg->code_session_idle_ms > cfg->code_session_max_age_ms)
+        return err_set(err, ERR_INVALID,
+                       "--code-session-idle-ms (%lld) exceeds --code-session-max-age-ms (%lld)",
+                       cfg->code_session_idle_ms, cfg->code_session_max_age_ms);
     if (*cfg->http_listen && parse_listen(cfg, err) < 0)
         return -1;
     /* Over stdio the daemon has one client, who shares with nobody: its

@@ -56,6 +56,13 @@ const struct config_opt config_opts[] = {
     STR("backend", backend, "NAME", "docker",
         "what runs the sandboxes: docker, the Docker Engine API of Docker or Podman (see "
         "--engine)"),
+    INT("code-session-idle-ms", code_session_idle_ms, 1000, WEEK_MS, "MS", 900000,
+        "a code session (create_session) with no call running ends after this long unused; its "
+        "sandbox is removed"),
+    INT("code-session-max-age-ms", code_session_max_age_ms, 1000, WEEK_MS, "MS", 2 * HOUR_MS,
+        "a code session ends this long after it was created, used or not (a call running then "
+        "finishes first); pooled sandboxes are labelled to live this much longer, so any can "
+        "become a session"),
     STR("config", config_file, "FILE", NULL,
         "read options from FILE (lines 'name = value'; see config/mcp-sandboxd.conf)",
         .cli_only = true),
@@ -117,6 +124,12 @@ const struct config_opt config_opts[] = {
         "and the answers of one batch together stay under --max-message-bytes"),
     INT("max-code-bytes", max_code_bytes, 1, 64LL << 20, "N", 4 << 20,
         "largest accepted code or stdin argument"),
+    INT("max-code-sessions", max_code_sessions, 0, 1024, "N", 16,
+        "code sessions (a sandbox kept between calls, create_session) at once, all clients "
+        "together; each holds its sandbox's memory while idle, outside --max-concurrent; 0 "
+        "turns sessions off and their tools are not listed"),
+    INT("max-code-sessions-per-owner", max_code_sessions_per_owner, 1, 1024, "N", 4,
+        "code sessions one MCP session may have open at once"),
     INT("max-concurrent", max_concurrent, 1, 1024, "N", 8,
         "runs at once, each on a worker thread started with the daemon; more wait in a queue"),
     INT("max-connections", max_connections, 8, 100000, "N", 2048,

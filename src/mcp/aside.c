@@ -43,7 +43,9 @@ static void aside_run(struct admission_job *job)
 {
     struct aside_call *c = of_job(job);
     json_object *args = c->args ? json_tokener_parse(c->args) : NULL;
-    json_object *result = tools_answer(&c->s->srv->env, tools_find(c->tool), args, &c->features);
+    struct tools_caller who = mcp_caller_of(c->s);
+    json_object *result =
+        tools_answer(&c->s->srv->env, tools_find(c->tool), args, &who, &c->features);
     json_object_put(args);
     aside_finish(c, result);
 }

@@ -37,9 +37,73 @@ struct call {
     long long progress;
     struct call *next;
     struct call *withdrawn_next; /* taken back out of the queue, to finish unlocked */
+    /* Waiting behind an earlier call of the same code session (s->parked,
+     * oldest first): a code session runs one call at a time. */
+    bool parked;
+    struct call *parked_next;
+    bool submitted; /* went to the run queue: its end lets the next one go */
 };
 
 static void call_finish(struct call *c, json_object *result);
+static void call_submit(struct call *c);
+static void call_deadlines(struct call *c, double now);
+
+static void parked_unlink_locked(struct mcp_session *s, struct call *c)
+{
+    for (struct call **pp = &s->parked; *pp; pp = &(*pp)->parked_next) {
+        if (*pp == c) {
+            *pp = c->parked_next;
+            break;
+        }
+    }
+    c->parked = false;
+    c->parked_next = NULL;
+}
+
+/* Whether c must wait for another call of its code session (s->lock
+ * held): any other unfinished call of that session, parked or running. */
+static bool must_park_locked(struct mcp_session *s, const struct call *c)
+{
+    const void *cs = tools_run_session(&c->args);
+    if (!cs)
+        return false;
+    for (const struct call *o = s->calls; o; o = o->next)
+        if (o != c && tools_run_session(&o->args) == cs)
+            return true;
+    return false;
+}
+
+static size_t parked_for_locked(const struct mcp_session *s, const void *cs)
+{
+    size_t n = 0;
+    for (const struct call *o = s->parked; o; o = o->parked_next)
+        n += tools_run_session(&o->args) == cs;
+    return n;
+}
+
+static void park_locked(struct mcp_session *s, struct call *c)
+{
+    struct call **pp = &s->parked;
+    while (*pp)
+        pp = &(*pp)->parked_next;
+    *pp = c;
+    c->parked = true;
+}
+
+/* The oldest call parked behind the one that just ended (s->lock held),
+ * taken off the parked list, or NULL. */
+static struct call *unpark_next_locked(struct mcp_session *s, const void *cs)
+{
+    if (!cs || s->closing)
+        return NULL;
+    for (struct call *o = s->parked; o; o = o->parked_next) {
+        if (tools_run_session(&o->args) == cs) {
+            parked_unlink_locked(s, o);
+            return o;
+        }
+    }
+    return NULL;
+}
 
 /* Cancels a call (s->lock held): one still waiting for a run slot is taken
  * back and added to *withdrawn, to be finished once the lock is released;
@@ -47,7 +111,11 @@ static void call_finish(struct call *c, json_object *result);
 static void call_cancel_locked(struct call *c, struct call **withdrawn)
 {
     atomic_store(&c->cancelled, true);
-    if (admission_withdraw(c->s->srv->admission, &c->job)) {
+    if (c->parked) {
+        parked_unlink_locked(c->s, c);
+        c->withdrawn_next = *withdrawn;
+        *withdrawn = c;
+    } else if (admission_withdraw(c->s->srv->admission, &c->job)) {
         c->withdrawn_next = *withdrawn;
         *withdrawn = c;
     } else {
@@ -191,6 +259,7 @@ static void call_finish(struct call *c, json_object *result)
     pthread_mutex_lock(&s->lock);
     call_unlink_locked(s, c);
     bool cancelled = atomic_load(&c->cancelled);
+    struct call *next = c->submitted ? unpark_next_locked(s, tools_run_session(&c->args)) : NULL;
     pthread_mutex_unlock(&s->lock);
 
     if (cancelled || !result) {
@@ -202,6 +271,11 @@ static void call_finish(struct call *c, json_object *result)
     call_free(c);
 
     session_call_ended(s);
+    if (next) {
+        /* Time spent parked is not the call's: its deadlines start now. */
+        call_deadlines(next, util_now_ms());
+        call_submit(next);
+    }
 }
 
 static void call_run(struct admission_job *job)
@@ -272,7 +346,32 @@ static void answer_now(struct mcp_session *s, const struct jsonrpc_msg *m, struc
     pthread_mutex_lock(&s->lock);
     struct tools_features f = mcp_features_of(s->version);
     pthread_mutex_unlock(&s->lock);
-    reply_result(r, m->id, tools_answer(&s->srv->env, t, args, &f));
+    struct tools_caller who = mcp_caller_of(s);
+    reply_result(r, m->id, tools_answer(&s->srv->env, t, args, &who, &f));
+}
+
+/* Waiting for a slot and starting the sandbox both count against the
+ * call's own timeout, from now; the program then gets its whole timeout. */
+static void call_deadlines(struct call *c, double now)
+{
+    double wait_ms = (double)c->s->srv->cfg->queue_timeout_ms;
+    if ((double)c->args.run.timeout_ms < wait_ms)
+        wait_ms = (double)c->args.run.timeout_ms;
+    c->received_ms = now;
+    c->job.deadline_ms = now + wait_ms;
+    c->args.run.start_by_ms = now + (double)c->args.run.timeout_ms;
+}
+
+/* To the run queue; a call that cannot even wait there ends busy. */
+static void call_submit(struct call *c)
+{
+    c->submitted = true;
+    enum admission_verdict v = admission_submit(c->s->srv->admission, &c->job);
+    if (v != ADMISSION_QUEUED) {
+        char *msg = busy_message(c->s->srv->cfg, v, false);
+        call_finish(c, tools_busy_result(&c->args, &c->features, msg, 0.0));
+        free(msg);
+    }
 }
 
 /* The call's identity, its progress token and its deadlines, once its
@@ -281,25 +380,18 @@ static void call_init(struct call *c, struct mcp_session *s, const struct jsonrp
                       const struct reply *r)
 {
     c->s = s;
-    memcpy(c->args.owner, s->owner, sizeof(s->owner));
     jsonrpc_id_copy(&c->id, m->id);
     c->reply = *r;
     atomic_init(&c->cancelled, false);
-    c->received_ms = util_now_ms();
     json_object *meta = NULL;
     json_object *token = NULL;
     if (json_object_object_get_ex(m->params, "_meta", &meta) &&
         json_object_object_get_ex(meta, "progressToken", &token) && jsonrpc_valid_id(token))
         jsonrpc_id_copy(&c->progress_token, token);
-    /* Waiting for a slot and starting the sandbox both count against the
-     * call's own timeout; the program then gets its whole timeout. */
-    double wait_ms = (double)s->srv->cfg->queue_timeout_ms;
-    if ((double)c->args.run.timeout_ms < wait_ms)
-        wait_ms = (double)c->args.run.timeout_ms;
     c->job.run = call_run;
     c->job.refuse = call_refuse;
-    c->job.deadline_ms = c->received_ms + wait_ms;
-    c->args.run.start_by_ms = c->received_ms + (double)c->args.run.timeout_ms;
+    c->job.owner = &s->runs;
+    call_deadlines(c, util_now_ms());
 }
 
 void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
@@ -330,7 +422,8 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     struct call *c = xcalloc(1, sizeof(*c));
     json_object *bad = NULL;
     /* Bad arguments are answered at once, without taking a run slot. */
-    if (tools_prepare(&s->srv->env, t, args, &c->args, &bad) < 0) {
+    struct tools_caller who = mcp_caller_of(s);
+    if (tools_prepare(&s->srv->env, t, args, &who, &c->args, &bad) < 0) {
         free(c);
         reply_result(r, m->id, bad);
         return;
@@ -351,15 +444,24 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     /* Counted even when over: call_finish takes it off again. */
     bool over = s->inflight >= cfg->max_session_inflight;
     s->inflight++;
+    bool park = !over && must_park_locked(s, c);
+    /* Parked calls wait in no queue of admission's: they have their own cap. */
+    bool park_full = park && parked_for_locked(s, tools_run_session(&c->args)) >=
+                                 (size_t)cfg->max_session_queued;
+    if (park && !park_full)
+        park_locked(s, c);
     pthread_mutex_unlock(&s->lock);
 
-    c->job.owner = &s->runs;
-    enum admission_verdict v =
-        over ? ADMISSION_OWNER_FULL : admission_submit(s->srv->admission, &c->job);
-    if (v != ADMISSION_QUEUED) {
-        char *msg = busy_message(cfg, v, over);
+    if (over || park_full) {
+        char *msg = over ? busy_message(cfg, ADMISSION_OWNER_FULL, true)
+                         : xasprintf("server busy: this code session already has %lld calls "
+                                     "waiting for it to finish the one it runs "
+                                     "(--max-session-queued); try again when one has started",
+                                     cfg->max_session_queued);
         call_finish(c, tools_busy_result(&c->args, &c->features, msg, 0.0));
         free(msg);
+    } else if (!park) {
+        call_submit(c);
     }
 }
 

@@ -28,6 +28,8 @@ static const char versions_text[] = MCP_VERSIONS(VERSION_TEXT);
     "operator allowed it; the environment resource says). Use run_python_code or run_js_code "     \
     "for a quick run, execute_code for any language, stdin and per-call limits, list_languages "   \
     "for the languages, compilers' and interpreters' versions and installed packages. "            \
+    "Where offered, create_session keeps one sandbox for later calls (pass its session_id to "     \
+    "the run tools; list_sessions, close_session). "                                               \
     "Results carry stdout, stderr, exit_code and status."
 
 const char *mcp_version_name(enum mcp_version v)
@@ -98,10 +100,11 @@ void mcp_server_free(struct mcp_server *srv)
     free(srv);
 }
 
-struct mcp_session *mcp_session_new(struct mcp_server *srv)
+struct mcp_session *mcp_session_new(struct mcp_server *srv, const char *principal)
 {
     struct mcp_session *s = xcalloc(1, sizeof(*s));
     s->srv = srv;
+    snprintf(s->principal, sizeof(s->principal), "%s", principal);
     unsigned char raw[16];
     if (util_random_bytes(raw, sizeof(raw)) < 0)
         abort(); /* util_random_bytes falls back to nothing: no token, no session */
@@ -125,6 +128,9 @@ void mcp_session_close(struct mcp_session *s)
     while (s->inflight > 0)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
+    /* Its code sessions end with it: no call of theirs is left. */
+    struct tools_caller who = mcp_caller_of(s);
+    tools_sessions_end_owner(&s->srv->env, &who);
 }
 
 void mcp_session_free(struct mcp_session *s)

@@ -93,7 +93,13 @@ int mcp_server_backend_ping(struct mcp_server *srv, const char **address, struct
 
 struct mcp_session;
 
-struct mcp_session *mcp_session_new(struct mcp_server *srv);
+/* Room for a principal and its NUL: "token:" and 16 hex digits. */
+#define MCP_PRINCIPAL_CAP 24
+
+/* A session for whoever the transport says holds it (principal, copied,
+ * cut to MCP_PRINCIPAL_CAP - 1 bytes): "stdio", "token:<16 hex>" (the
+ * start of the bearer token's SHA-256) or "anonymous". */
+struct mcp_session *mcp_session_new(struct mcp_server *srv, const char *principal);
 
 /* Parses and dispatches one message (or batch) of len bytes. Replies go to
  * ch, possibly later from another thread. */

@@ -124,7 +124,8 @@ void resources_read(struct mcp_session *s, const struct jsonrpc_msg *m, struct r
         reply_done(r, jsonrpc_error(m->id, MCP_RESOURCE_NOT_FOUND, "Resource not found", NULL));
         return;
     }
-    json_object *env = tools_environment_json(&s->srv->env);
+    struct tools_caller who = mcp_caller_of(s);
+    json_object *env = tools_environment_json(&s->srv->env, &who);
     json_object *c = json_object_new_object();
     json_object_object_add(c, "uri", json_object_new_string(ENVIRONMENT_URI));
     json_object_object_add(c, "mimeType", json_object_new_string("application/json"));

@@ -26,12 +26,17 @@ struct mcp_session {
     /* Random, set once at creation: whose files in the run store are
      * this session's (read without the lock). */
     char owner[33];
+    /* Who the transport says holds it ("stdio", "token:<16 hex>",
+     * "anonymous"), set once before its first call: code sessions belong
+     * to the owner and the principal together. */
+    char principal[MCP_PRINCIPAL_CAP];
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool initialize_done;
     enum mcp_version version;
     int log_level; /* index into mcp_log_levels, -1 when never set */
     struct call *calls;
+    struct call *parked; /* calls waiting for their code session, oldest first */
     atomic_int inflight; /* written under the lock; mcp_session_inflight reads it without */
     bool closing;
     /* Its place in the run queue (the admission pool's, under its lock):
@@ -46,6 +51,14 @@ extern const char *const mcp_log_levels[MCP_LOG_LEVELS];
 /* One of s's calls has answered: one fewer in flight, and a close that
  * waits for none in flight (mcp_session_close) looks again. */
 void session_call_ended(struct mcp_session *s);
+
+/* Who calls, as the tools see it: s's owner token and principal (both
+ * set once at creation, so read without the lock). */
+static inline struct tools_caller mcp_caller_of(const struct mcp_session *s)
+{
+    struct tools_caller who = {.owner = s->owner, .principal = s->principal};
+    return who;
+}
 
 /* What the negotiated version allows in tool shapes. */
 struct tools_features mcp_features_of(enum mcp_version v);

@@ -21,6 +21,7 @@
 #include "sandbox/run/policy.h"
 #include "sandbox/run/run.h"
 #include "sandbox/session/code_session.h"
+#include "sandbox/session/session_check.h"
 #include "sandbox/session/sessions.h"
 
 #endif

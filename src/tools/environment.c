@@ -4,6 +4,7 @@
 #include "sandbox/sandbox.h"
 #include "tools/languages.h"
 #include "tools/registry.h"
+#include "tools/session_tools.h"
 
 static json_object *preload_json(const struct langtable_strv *v)
 {
@@ -57,7 +58,7 @@ static json_object *pool_json(const struct tools_env *tenv)
     return pool;
 }
 
-json_object *tools_environment_json(const struct tools_env *tenv)
+json_object *tools_environment_json(const struct tools_env *tenv, const struct tools_caller *who)
 {
     const struct config *cfg = tenv->cfg;
     json_object *env = json_object_new_object();
@@ -99,5 +100,8 @@ json_object *tools_environment_json(const struct tools_env *tenv)
     json_object_object_add(env, "working_directory", json_object_new_string(POLICY_WORKDIR));
     json_object_object_add(env, "persistent", json_object_new_boolean(0));
     json_object_object_add(env, "pool", pool_json(tenv));
+    /* Code sessions keep their sandboxes between calls (persistent above
+     * is about one-shot runs); with who's share. */
+    json_object_object_add(env, "code_sessions", sessions_environment_json(tenv, who));
     return env;
 }

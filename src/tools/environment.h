@@ -10,6 +10,6 @@
 #include "tools/tools.h"
 
 /* A new object (caller owns). */
-json_object *tools_environment_json(const struct tools_env *env);
+json_object *tools_environment_json(const struct tools_env *env, const struct tools_caller *who);
 
 #endif

@@ -21,15 +21,23 @@ extern const char languages_probe_python[];
 extern const char languages_probe_node[];
 
 /* What every call has; one row per feature, in the order listed. */
-enum feature_when { ALWAYS, WITH_POOL, WITH_PLOTS };
+enum feature_when { ALWAYS, WITH_POOL, WITH_PLOTS, WITH_SESSIONS };
 static const struct {
     const char *name;
-    enum feature_when when; /* a pool; a language with plots and --max-plots > 0 */
+    /* a pool; a language with plots and --max-plots > 0; --max-code-sessions > 0 */
+    enum feature_when when;
 } features[] = {
-    {"stdin", ALWAYS},         {"variables", ALWAYS},   {"per_call_limits", ALWAYS},
-    {"files_in", ALWAYS},      {"files_out", ALWAYS},   {"plots", WITH_PLOTS},
-    {"validate_code", ALWAYS}, {"live_output", ALWAYS}, {"cancellation", ALWAYS},
+    {"stdin", ALWAYS},
+    {"variables", ALWAYS},
+    {"per_call_limits", ALWAYS},
+    {"files_in", ALWAYS},
+    {"files_out", ALWAYS},
+    {"plots", WITH_PLOTS},
+    {"validate_code", ALWAYS},
+    {"live_output", ALWAYS},
+    {"cancellation", ALWAYS},
     {"warm_pool", WITH_POOL},
+    {"code_sessions", WITH_SESSIONS},
 };
 
 struct lang_state {
@@ -471,6 +479,10 @@ json_object *languages_limits_json(const struct config *cfg)
         {"run_store_ttl_ms", cfg->run_store_ttl_ms},
         {"run_store_max_bytes", cfg->run_store_max_bytes},
         {"run_store_session_max_bytes", cfg->run_store_session_max_bytes},
+        {"max_code_sessions", cfg->max_code_sessions},
+        {"max_code_sessions_per_owner", cfg->max_code_sessions_per_owner},
+        {"code_session_idle_ms", cfg->code_session_idle_ms},
+        {"code_session_max_age_ms", cfg->code_session_max_age_ms},
     };
     json_add_ints(lim, rows, ARRAY_SIZE(rows));
     json_object_object_add(lim, "cpus", json_object_new_double(cfg->cpus));
@@ -478,12 +490,13 @@ json_object *languages_limits_json(const struct config *cfg)
 }
 
 /* The tools that take lang: its own, and those with a language argument
- * (validate_code only for the in-process runners, which parse the code). */
-static json_object *tools_of(const struct langtable_lang *lang)
+ * (validate_code only for the in-process runners, which parse the code),
+ * of those cfg offers. */
+static json_object *tools_of(const struct config *cfg, const struct langtable_lang *lang)
 {
     json_object *a = json_object_new_array();
     for (size_t i = 0; registry_at(i); i++)
-        if (registry_takes(registry_at(i), lang))
+        if (registry_offered(registry_at(i), cfg) && registry_takes(registry_at(i), lang))
             json_object_array_add(a, json_object_new_string(registry_at(i)->name));
     return a;
 }
@@ -508,7 +521,7 @@ json_object *languages_json(struct languages *l, const struct config *cfg, struc
         json_object *x = json_object_new_object();
         json_object_object_add(x, "language", json_object_new_string(lang->name));
         json_object_object_add(x, "aliases", strv_json(&lang->aliases));
-        json_object_object_add(x, "tools", tools_of(lang));
+        json_object_object_add(x, "tools", tools_of(cfg, lang));
         json_object_object_add(x, "image", json_object_new_string(lang->image));
         json_object_object_add(x, "runner",
                                json_object_new_string(langtable_runner_name(lang->runner)));
@@ -541,7 +554,8 @@ json_object *languages_json(struct languages *l, const struct config *cfg, struc
     json_object *f = json_object_new_array();
     for (size_t i = 0; i < ARRAY_SIZE(features); i++)
         if (features[i].when == ALWAYS || (features[i].when == WITH_POOL && any_pool) ||
-            (features[i].when == WITH_PLOTS && any_plots && cfg->max_plots > 0))
+            (features[i].when == WITH_PLOTS && any_plots && cfg->max_plots > 0) ||
+            (features[i].when == WITH_SESSIONS && cfg->max_code_sessions > 0))
             json_object_array_add(f, json_object_new_string(features[i].name));
     json_object_object_add(o, "features", f);
     return o;

@@ -16,6 +16,9 @@ static const struct registry_entry tools[] = {
     {"execute_code", tooldef_execute_code, .kind = TOOL_EXECUTE},
     {"validate_code", tooldef_validate_code, .kind = TOOL_VALIDATE},
     {"list_languages", tooldef_list_languages, .kind = TOOL_LIST_LANGUAGES},
+    {"create_session", tooldef_create_session, .kind = TOOL_CREATE_SESSION},
+    {"list_sessions", tooldef_list_sessions, .kind = TOOL_LIST_SESSIONS},
+    {"close_session", tooldef_close_session, .kind = TOOL_CLOSE_SESSION},
 };
 
 _Static_assert(ARRAY_SIZE(tools) == REGISTRY_TOOLS, "REGISTRY_TOOLS counts the tools");
@@ -52,13 +55,27 @@ bool registry_takes(const struct registry_entry *t, const struct langtable_lang 
     case TOOL_LANGUAGE:
         return strcmp(t->language, l->name) == 0 && l->runner == t->runner;
     case TOOL_EXECUTE:
+    case TOOL_CREATE_SESSION:
         return true;
     case TOOL_VALIDATE:
         return l->runner != LANGTABLE_RUNNER_GENERIC;
     case TOOL_LIST_LANGUAGES:
+    case TOOL_LIST_SESSIONS:
+    case TOOL_CLOSE_SESSION:
         break;
     }
     return false;
+}
+
+bool registry_is_session_tool(const struct registry_entry *t)
+{
+    return t->kind == TOOL_CREATE_SESSION || t->kind == TOOL_LIST_SESSIONS ||
+           t->kind == TOOL_CLOSE_SESSION;
+}
+
+bool registry_offered(const struct registry_entry *t, const struct config *cfg)
+{
+    return !registry_is_session_tool(t) || cfg->max_code_sessions > 0;
 }
 
 const struct registry_entry *registry_own_tool(const struct langtable_lang *l)
@@ -104,7 +121,9 @@ static json_object *tool_json(const struct tooldef_checked *t, enum tool_kind ki
                               json_object *output_schema, const struct config *cfg,
                               const struct langtable *langs, const struct tools_features *f)
 {
-    bool runs = kind != TOOL_VALIDATE && kind != TOOL_LIST_LANGUAGES;
+    bool runs = kind == TOOL_LANGUAGE || kind == TOOL_EXECUTE;
+    /* A check or a listing changes nothing anywhere. */
+    bool read_only = !runs && kind != TOOL_CREATE_SESSION && kind != TOOL_CLOSE_SESSION;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "name", json_object_new_string(t->name));
     if (f->structured)
@@ -116,7 +135,12 @@ static json_object *tool_json(const struct tooldef_checked *t, enum tool_kind ki
                                   "%lld bytes.",
                                   t->description, net, cfg->timeout_ms, cfg->memory_mb,
                                   cfg->max_timeout_ms, cfg->max_memory_mb, cfg->max_output_bytes)
-                      : xstrdup(t->description);
+                 : kind == TOOL_CREATE_SESSION
+                     ? xasprintf("%s At most %lld open sessions per client; a session ends after "
+                                 "%lld ms without a call, and %lld ms after it was created.",
+                                 t->description, cfg->max_code_sessions_per_owner,
+                                 cfg->code_session_idle_ms, cfg->code_session_max_age_ms)
+                     : xstrdup(t->description);
     json_object_object_add(o, "description", json_object_new_string(desc));
     free(desc);
     free(net);
@@ -126,13 +150,14 @@ static json_object *tool_json(const struct tooldef_checked *t, enum tool_kind ki
             o, "outputSchema",
             json_object_get(t->output_schema ? t->output_schema : output_schema));
     if (f->annotations) {
-        /* Each run is a fresh sandbox; a check or a listing changes
-         * nothing anywhere. */
+        /* Each run is a fresh sandbox (or its session's); closing a
+         * session removes what its calls left. */
         json_object *a = json_object_new_object();
         json_object_object_add(a, "title", json_object_new_string(t->title));
-        json_object_object_add(a, "readOnlyHint", json_object_new_boolean(!runs));
-        json_object_object_add(a, "destructiveHint", json_object_new_boolean(0));
-        json_object_object_add(a, "idempotentHint", json_object_new_boolean(!runs));
+        json_object_object_add(a, "readOnlyHint", json_object_new_boolean(read_only));
+        json_object_object_add(a, "destructiveHint",
+                               json_object_new_boolean(kind == TOOL_CLOSE_SESSION));
+        json_object_object_add(a, "idempotentHint", json_object_new_boolean(read_only));
         /* Open only where the operator gave sandboxes a network. */
         json_object_object_add(a, "openWorldHint", json_object_new_boolean(runs && any_net));
         json_object_object_add(o, "annotations", a);
@@ -187,7 +212,8 @@ json_object *registry_definition(const struct registry_entry *t, const struct la
 {
     json_object *def = builtin(t->def, t->name, err);
     json_object *e = NULL;
-    if (def && t->kind == TOOL_EXECUTE && (e = names_taken(t, langs, true)))
+    if (def && (t->kind == TOOL_EXECUTE || t->kind == TOOL_CREATE_SESSION) &&
+        (e = names_taken(t, langs, true)))
         set_enum(def, "inputSchema", e);
     if (def && t->kind == TOOL_VALIDATE && (e = names_taken(t, langs, false))) {
         set_enum(def, "inputSchema", e);
@@ -235,8 +261,9 @@ int registry_serialize(const struct config *cfg, const struct langtable *langs,
         struct tools_features f = {.annotations = (v & 1u) != 0, .structured = (v & 2u) != 0};
         json_object *arr = json_object_new_array();
         for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
-            json_object_array_add(arr,
-                                  tool_json(&parsed[i], tools[i].kind, output, cfg, langs, &f));
+            if (registry_offered(&tools[i], cfg))
+                json_object_array_add(arr,
+                                      tool_json(&parsed[i], tools[i].kind, output, cfg, langs, &f));
         size_t n = 0;
         const char *text = json_object_to_json_string_length(
             arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);

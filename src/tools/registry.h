@@ -23,8 +23,19 @@ struct tools_features {
 
 /* TOOL_LANGUAGE runs code of one language, TOOL_EXECUTE of any;
  * TOOL_VALIDATE only parses it, with an in-process runner;
- * TOOL_LIST_LANGUAGES runs nothing and is answered without a run slot. */
-enum tool_kind { TOOL_LANGUAGE, TOOL_EXECUTE, TOOL_VALIDATE, TOOL_LIST_LANGUAGES };
+ * TOOL_LIST_LANGUAGES runs nothing and is answered without a run slot.
+ * The code sessions' tools (listed only while --max-code-sessions is above
+ * 0): TOOL_CREATE_SESSION starts a sandbox, so it is admitted as a run;
+ * TOOL_LIST_SESSIONS and TOOL_CLOSE_SESSION are answered at once. */
+enum tool_kind {
+    TOOL_LANGUAGE,
+    TOOL_EXECUTE,
+    TOOL_VALIDATE,
+    TOOL_LIST_LANGUAGES,
+    TOOL_CREATE_SESSION,
+    TOOL_LIST_SESSIONS,
+    TOOL_CLOSE_SESSION,
+};
 
 /* A row of the registry: what a tool does is code (its kind); what it
  * looks like (title, description, schemas) is its definition file,
@@ -42,7 +53,7 @@ struct registry_entry {
 };
 
 /* How many tools there are. */
-#define REGISTRY_TOOLS 5
+#define REGISTRY_TOOLS 8
 
 /* NULL when there is no such tool. */
 const struct registry_entry *registry_find(const char *name);
@@ -61,6 +72,13 @@ const struct registry_entry *registry_for_kind(enum tool_kind kind);
  * runners (python, node), which parse the code. */
 bool registry_takes(const struct registry_entry *t, const struct langtable_lang *l);
 
+/* Whether t is one of the code sessions' tools. */
+bool registry_is_session_tool(const struct registry_entry *t);
+
+/* Whether cfg offers t: the code sessions' tools only while
+ * --max-code-sessions is above 0. */
+bool registry_offered(const struct registry_entry *t, const struct config *cfg);
+
 /* The one-language tool of l, or NULL. */
 const struct registry_entry *registry_own_tool(const struct langtable_lang *l);
 
@@ -68,8 +86,8 @@ const struct registry_entry *registry_own_tool(const struct langtable_lang *l);
 size_t registry_variant(const struct tools_features *f);
 
 /* Builds the tools/list array for every feature variant, as JSON text
- * (json[v] allocated, len[v] its length), with cfg's limits in the
- * descriptions, and each tool's inputSchema compiled (inputs[i], by
+ * (json[v] allocated, len[v] its length), of the tools cfg offers, with
+ * cfg's limits in the descriptions, and each tool's inputSchema compiled (inputs[i], by
  * registry_index; execute_code's language enum made of langs' names and
  * aliases). Fails only on a bad built-in definition (ERR_INTERNAL). Free
  * with registry_serialized_free and registry_inputs_free. */
@@ -79,8 +97,8 @@ int registry_serialize(const struct config *cfg, const struct langtable *langs,
                        struct schema_node *inputs[REGISTRY_TOOLS], struct err *err);
 void registry_inputs_free(struct schema_node *inputs[REGISTRY_TOOLS]);
 
-/* t's definition, parsed (caller puts it), with execute_code's language
- * enum made of langs' names and aliases, and validate_code's of the names
+/* t's definition, parsed (caller puts it), with execute_code's and
+ * create_session's language enum made of langs' names and aliases, and validate_code's of the names
  * of those it takes (left as the file has it when langs has none); NULL
  * with err when it does not parse. */
 json_object *registry_definition(const struct registry_entry *t, const struct langtable *langs,

@@ -9,6 +9,7 @@
 #include "tools/languages.h"
 #include "tools/registry.h"
 #include "tools/schema.h"
+#include "tools/session_tools.h"
 #include "tools/tooldef.h"
 #include "tools/variables.h"
 
@@ -82,7 +83,8 @@ const tools_tool *tools_find(const char *name)
 
 bool tools_answers_at_once(const tools_tool *t)
 {
-    return t && t->kind == TOOL_LIST_LANGUAGES;
+    return t && (t->kind == TOOL_LIST_LANGUAGES || t->kind == TOOL_LIST_SESSIONS ||
+                 t->kind == TOOL_CLOSE_SESSION);
 }
 
 /* ---- arguments ----------------------------------------------------------- */
@@ -149,17 +151,41 @@ static void set_outputs(const struct config *cfg, struct run *run)
     };
 }
 
-int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_object *args,
-                     struct tools_run_args *out, struct err *err)
+/* The run's language and limits, for a call in no session: the tool's
+ * language or the language argument, the operator's default limits or
+ * the call's. */
+static int one_shot(const struct tools_env *env, const tools_tool *t, json_object *args,
+                    struct run *run, struct err *err)
 {
     const struct config *cfg = env->cfg;
-    const struct langtable *langs = env->langs;
+    json_object *lang = NULL;
+    if (t->kind != TOOL_LANGUAGE && (!json_object_object_get_ex(args, "language", &lang) || !lang))
+        return err_set(err, ERR_INVALID, "%s needs a language, or a session_id", t->name);
+    const char *name = t->kind == TOOL_LANGUAGE ? t->language : json_object_get_string(lang);
+    if (language_of(env->langs, name, t, &run->language, err) < 0)
+        return -1;
+    /* The schemas hold the lower bounds; the maximums are the operator's. */
+    run->timeout_ms = cfg->timeout_ms;
+    get_clamped(args, "timeout_ms", cfg->max_timeout_ms, &run->timeout_ms);
+    run->memory_mb = cfg->memory_mb;
+    get_clamped(args, "memory_mb", cfg->max_memory_mb, &run->memory_mb);
+    return 0;
+}
+
+int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_object *args,
+                     const struct tools_caller *who, struct tools_run_args *out, struct err *err)
+{
+    const struct config *cfg = env->cfg;
     memset(out, 0, sizeof(*out));
     struct run *run = &out->run;
     run_init(run);
     out->tool = t->name;
+    out->kind = t->kind;
+    out->exec = env->exec;
+    sessions_owner_of(who, &out->who);
+    memcpy(out->owner, out->who.owner, sizeof(out->who.owner));
     run->check_only = t->kind == TOOL_VALIDATE;
-    if (t->kind == TOOL_LIST_LANGUAGES)
+    if (tools_answers_at_once(t))
         return err_set(err, ERR_INVALID, "%s runs no code: it is answered at once", t->name);
     json_object *empty = NULL;
     if (!args)
@@ -167,30 +193,18 @@ int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_obje
     int rc = -1;
     if (schema_node_validate(env->inputs[registry_index(t)], args, SCHEMA_NULL_IS_ABSENT, err) < 0)
         goto out;
-
-    switch (t->kind) {
-    case TOOL_LANGUAGE:
-        if (language_of(langs, t->language, t, &run->language, err) < 0)
-            goto out;
-        break;
-    case TOOL_EXECUTE:
-    case TOOL_VALIDATE: {
-        json_object *lang = NULL;
-        if (!json_object_object_get_ex(args, "language", &lang)) {
-            err_set(err, ERR_INTERNAL, "the schema of %s does not require a language", t->name);
-            goto out;
-        }
-        if (language_of(langs, json_object_get_string(lang), t, &run->language, err) < 0)
-            goto out;
-        json_object *ft = NULL;
-        run->typecheck_blocks = json_object_object_get_ex(args, "fail_on_type_errors", &ft) &&
-                                json_object_get_boolean(ft);
-        break;
-    }
-    case TOOL_LIST_LANGUAGES:
-        err_set(err, ERR_INTERNAL, "%s takes no run", t->name);
+    if (t->kind == TOOL_CREATE_SESSION) {
+        rc = sessions_parse_create(env, t, args, out, err);
         goto out;
     }
+    json_object *sid = NULL;
+    bool in_session = json_object_object_get_ex(args, "session_id", &sid) && sid;
+    if ((in_session ? sessions_parse_call(env, t, args, out, err)
+                    : one_shot(env, t, args, run, err)) < 0)
+        goto out;
+    json_object *ft = NULL;
+    run->typecheck_blocks =
+        json_object_object_get_ex(args, "fail_on_type_errors", &ft) && json_object_get_boolean(ft);
     if (get_string(args, "code", cfg->max_code_bytes, &run->code, &run->code_len, err) < 0)
         goto out;
     if (!run->code) {
@@ -199,11 +213,6 @@ int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_obje
     }
     if (get_string(args, "stdin", cfg->max_code_bytes, &run->stdin_data, &run->stdin_len, err) < 0)
         goto out;
-    /* The schemas hold the lower bounds; the maximums are the operator's. */
-    run->timeout_ms = cfg->timeout_ms;
-    get_clamped(args, "timeout_ms", cfg->max_timeout_ms, &run->timeout_ms);
-    run->memory_mb = cfg->memory_mb;
-    get_clamped(args, "memory_mb", cfg->max_memory_mb, &run->memory_mb);
     json_object *vars = NULL;
     if (json_object_object_get_ex(args, "variables", &vars) && vars &&
         variables_encode(vars, run->language, cfg->max_variables_bytes, &run->variables,
@@ -260,6 +269,12 @@ static json_object *error_result_json(const char *message)
     return call_result(message, strlen(message), NULL, NULL, NULL, true);
 }
 
+json_object *tools_text_result(const char *text, size_t len, json_object *sc,
+                               const struct tools_features *f, bool is_error)
+{
+    return call_result(text, len, NULL, sc, f, is_error);
+}
+
 json_object *tools_error_result(const char *message, const struct tools_features *f)
 {
     (void)f;
@@ -290,10 +305,27 @@ static json_object *duration_json(double ms)
     return json_object_new_double_s(strtod(text, NULL), text);
 }
 
+/* The result's message: the run's, and why its code session was lost
+ * when it was (*owned is what to free). */
+static const char *result_message(const struct exec_result *res, char **owned)
+{
+    *owned = NULL;
+    const char *m = res->message;
+    const char *why = res->lost_reason;
+    if (!res->session_lost || !why || (m && strcmp(m, why) == 0))
+        return m;
+    *owned = m ? xasprintf("%s; the session was lost: %s", m, why)
+               : xasprintf("the session was lost: %s", why);
+    return *owned;
+}
+
 json_object *tools_result(const struct exec_result *res, const struct langtable_lang *lang,
                           const struct tools_features *f, const struct files_result_ctx *fc)
 {
-    bool is_error = res->status != EXEC_OK || !res->has_exit_code || res->exit_code != 0;
+    bool is_error =
+        res->status != EXEC_OK || !res->has_exit_code || res->exit_code != 0 || res->session_lost;
+    char *own_message = NULL;
+    const char *message = result_message(res, &own_message);
     json_object *sc = json_object_new_object();
     json_object_object_add(sc, "status", json_object_new_string(exec_status_name(res->status)));
     json_object_object_add(sc, "exit_code",
@@ -305,8 +337,8 @@ json_object *tools_result(const struct exec_result *res, const struct langtable_
     json_object_object_add(sc, "duration_ms", duration_json(res->duration_ms));
     json_object_object_add(sc, "truncated", json_object_new_boolean(res->truncated));
     json_object_object_add(sc, "language", json_object_new_string(lang->name));
-    if (res->message)
-        json_object_object_add(sc, "message", safe_string(res->message, strlen(res->message)));
+    if (message)
+        json_object_object_add(sc, "message", safe_string(message, strlen(message)));
 
     /* The readable text: the output itself, then stderr and the outcome
      * when there is something to say; its cap is all of those and what
@@ -316,7 +348,7 @@ json_object *tools_result(const struct exec_result *res, const struct langtable_
     const char *se = json_object_get_string(errs);
     size_t se_len = (size_t)json_object_get_string_len(errs);
     struct buf text;
-    buf_init(&text, so_len + se_len + (res->message ? strlen(res->message) : 0) + TEXT_WORDS_MAX +
+    buf_init(&text, so_len + se_len + (message ? strlen(message) : 0) + TEXT_WORDS_MAX +
                         files_result_text_max(&res->files));
     int rc = buf_add(&text, so, so_len);
     if (se_len) {
@@ -331,8 +363,8 @@ json_object *tools_result(const struct exec_result *res, const struct langtable_
             rc |= buf_addf(&text, ", exit code %d", res->exit_code);
         if (res->truncated)
             rc |= buf_addf(&text, ", output truncated");
-        if (res->message)
-            rc |= buf_addf(&text, " (%s)", res->message);
+        if (message)
+            rc |= buf_addf(&text, " (%s)", message);
         rc |= buf_add(&text, " ---", 4);
     }
     json_object *blocks = json_object_new_array();
@@ -353,6 +385,7 @@ json_object *tools_result(const struct exec_result *res, const struct langtable_
     }
     err_clear(&err);
     buf_free(&text);
+    free(own_message);
     return r;
 }
 
@@ -401,12 +434,17 @@ json_object *tools_check_result(const struct exec_result *res, const struct lang
 }
 
 int tools_prepare(const struct tools_env *env, const tools_tool *t, json_object *args,
-                  struct tools_run_args *out, json_object **error_result)
+                  const struct tools_caller *who, struct tools_run_args *out,
+                  json_object **error_result)
 {
     struct err err = ERR_INIT;
     *error_result = NULL;
-    if (tools_parse_args(env, t, args, out, &err) < 0) {
-        char *msg = xasprintf("Invalid arguments for %s: %s", t->name, err_msg(&err));
+    if (tools_parse_args(env, t, args, who, out, &err) < 0) {
+        /* A session id that is not the caller's reads the same whatever
+         * the tool: SESSIONS_NO_SUCH alone. */
+        char *msg = strcmp(err_msg(&err), SESSIONS_NO_SUCH) == 0
+                        ? xstrdup(SESSIONS_NO_SUCH)
+                        : xasprintf("Invalid arguments for %s: %s", t->name, err_msg(&err));
         *error_result = error_result_json(msg);
         free(msg);
         err_clear(&err);
@@ -432,22 +470,45 @@ int tools_prepare(const struct tools_env *env, const tools_tool *t, json_object 
 
 void tools_run_args_release(struct tools_run_args *a)
 {
+    if (a->session)
+        code_session_put(a->exec, a->session);
     run_free(&a->run);
     memset(a, 0, sizeof(*a));
+}
+
+const void *tools_run_session(const struct tools_run_args *a)
+{
+    return a->session;
+}
+
+void tools_sessions_end_owner(const struct tools_env *env, const struct tools_caller *who)
+{
+    if (!env->exec || env->cfg->max_code_sessions <= 0)
+        return;
+    struct code_session_owner o;
+    sessions_owner_of(who, &o);
+    size_t n = code_session_end_owner(env->exec, &o);
+    if (n)
+        log_debug("ended %zu code sessions of a closing MCP session", n);
 }
 
 json_object *tools_run(const struct tools_env *env, const struct tools_run_args *a,
                        const struct tools_features *f)
 {
+    if (a->kind == TOOL_CREATE_SESSION)
+        return sessions_create(env, a, f);
     struct err err = ERR_INIT;
     const struct run *run = &a->run;
     struct exec_result res;
     exec_result_init(&res);
-    if (exec_run(env->exec, run, &res, &err) < 0)
+    if (a->session)
+        sessions_run(env, a, &res);
+    else if (exec_run(env->exec, run, &res, &err) < 0)
         log_warn("%s failed: %s", a->tool, LOG_FIELD(err_msg(&err)));
     struct files_result_ctx fc = {.cfg = env->cfg, .store = env->store, .owner = a->owner};
     json_object *r = run->check_only ? tools_check_result(&res, run->language, f)
                                      : tools_result(&res, run->language, f, &fc);
+    sessions_decorate(r, a, &res);
     exec_result_free(&res);
     err_clear(&err);
     return r;
@@ -456,6 +517,9 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
 json_object *tools_busy_result(const struct tools_run_args *a, const struct tools_features *f,
                                const char *message, double waited_ms)
 {
+    /* create_session's result is no run's: its words only. */
+    if (a->kind == TOOL_CREATE_SESSION)
+        return error_result_json(message);
     struct exec_result res;
     exec_result_init(&res);
     res.status = EXEC_BUSY;
@@ -463,6 +527,7 @@ json_object *tools_busy_result(const struct tools_run_args *a, const struct tool
     res.duration_ms = waited_ms;
     json_object *r = a->run.check_only ? tools_check_result(&res, a->run.language, f)
                                        : tools_result(&res, a->run.language, f, NULL);
+    sessions_decorate(r, a, &res);
     exec_result_free(&res);
     return r;
 }
@@ -487,13 +552,15 @@ static json_object *check_args(const struct tools_env *env, const tools_tool *t,
 }
 
 json_object *tools_answer(const struct tools_env *env, const tools_tool *t, json_object *args,
-                          const struct tools_features *f)
+                          const struct tools_caller *who, const struct tools_features *f)
 {
-    if (!t || t->kind != TOOL_LIST_LANGUAGES)
+    if (!tools_answers_at_once(t))
         return error_result_json("this tool is not answered at once");
     json_object *bad = check_args(env, t, args);
     if (bad)
         return bad;
+    if (t->kind != TOOL_LIST_LANGUAGES)
+        return sessions_answer(env, t, args, who, f);
     /* The first question starts the probes: a daemon that is never asked
      * makes no container for them, and its pool's counters stay its runs'. */
     languages_start(env->languages, NULL);
@@ -510,13 +577,13 @@ bool tools_answer_may_wait(const struct tools_env *env, const tools_tool *t)
 }
 
 json_object *tools_call(const struct tools_env *env, const tools_tool *t, json_object *args,
-                        const struct tools_features *f)
+                        const struct tools_caller *who, const struct tools_features *f)
 {
     if (tools_answers_at_once(t))
-        return tools_answer(env, t, args, f);
+        return tools_answer(env, t, args, who, f);
     struct tools_run_args a;
     json_object *bad = NULL;
-    if (tools_prepare(env, t, args, &a, &bad) < 0)
+    if (tools_prepare(env, t, args, who, &a, &bad) < 0)
         return bad;
     json_object *r = tools_run(env, &a, f);
     tools_run_args_release(&a);

@@ -9,7 +9,8 @@
  * program that checks defs/ with it), schema.c (the JSON Schema subset,
  * compiled once and validated against) and schema_check.c (its checker), variables.c (the variables
  * argument's names), languages.c (the languages' facts, versions read from the images),
- * environment.c (the environment resource). */
+ * environment.c (the environment resource), session_tools.c (code sessions: the
+ * session tools and a run tool's call in a session). */
 #ifndef MCPSBX_TOOLS_H
 #define MCPSBX_TOOLS_H
 
@@ -39,6 +40,13 @@ static inline void tools_cancel_call(tools_cancel *c)
 }
 
 struct languages;
+
+/* Who calls: the MCP session's owner token and the transport's principal
+ * ("stdio", "token:<16 hex>", "anonymous"); both NUL-terminated, borrowed. */
+struct tools_caller {
+    const char *owner;
+    const char *principal;
+};
 
 /* The tools of one server. Read-only once tools_env_init returns, so any
  * thread may use it: the tools/list arrays are kept as serialized bytes,
@@ -82,14 +90,16 @@ typedef struct registry_entry tools_tool;
 const tools_tool *tools_find(const char *name);
 
 /* Whether tool t (may be NULL) runs nothing and is answered in the
- * calling thread with tools_answer, without a run slot (list_languages). */
+ * calling thread with tools_answer, without a run slot (list_languages,
+ * list_sessions, close_session). */
 bool tools_answers_at_once(const tools_tool *t);
 
-/* Answers such a tool (args borrowed, may be NULL) in the calling thread;
- * may wait a bounded time (LANGUAGES_WAIT_MS) for a probe in flight.
- * Returns a new CallToolResult; bad arguments are an isError result. */
+/* Answers such a tool (args borrowed, may be NULL) for who in the calling
+ * thread; may wait a bounded time (LANGUAGES_WAIT_MS) for a probe in
+ * flight. Returns a new CallToolResult; bad arguments are an isError
+ * result. */
 json_object *tools_answer(const struct tools_env *env, const tools_tool *t, json_object *args,
-                          const struct tools_features *f);
+                          const struct tools_caller *who, const struct tools_features *f);
 
 /* Whether tools_answer for t may wait (the versions' probe has not
  * answered for every language yet): then it belongs off a thread that
@@ -104,41 +114,74 @@ json_object *tools_error_result(const char *message, const struct tools_features
  * where it is. */
 int tools_backend_ping(const struct tools_env *env, const char **address, struct err *err);
 
-/* Runs tool t with args (borrowed, may be NULL) in the calling thread:
- * tools_prepare then tools_run, with no cancel handle and no live output.
- * Returns a new CallToolResult: bad arguments and failed runs are results
- * with isError set, never protocol errors. */
+/* Runs tool t with args (borrowed, may be NULL) for who in the calling
+ * thread: tools_prepare then tools_run (or tools_answer), with no cancel
+ * handle and no live output. who NULL is the fixed caller TOOLS_INTERNAL
+ * (tests, tools: all such calls share one owner's code sessions). Returns a
+ * new CallToolResult: bad arguments and failed runs are results with
+ * isError set, never protocol errors. */
 json_object *tools_call(const struct tools_env *env, const tools_tool *t, json_object *args,
-                        const struct tools_features *f);
+                        const struct tools_caller *who, const struct tools_features *f);
 
-/* A call of a run tool: the tool's part around the run it asks for
- * (sandbox/run/run.h), which owns everything the run needs. */
+/* The caller tools_call and the others take for who NULL. */
+#define TOOLS_INTERNAL "internal"
+
+/* A call of a run tool, or create_session: the tool's part around the run
+ * it asks for (sandbox/run/run.h), which owns everything the run needs. */
 struct tools_run_args {
     const char *tool; /* static name */
-    /* The calling session's token for the run store (tools/runstore.h);
-     * set by the caller after tools_prepare. */
+    enum tool_kind kind;
+    /* The calling MCP session's token for the run store
+     * (tools/runstore.h), copied from the caller by tools_prepare. */
     char owner[40];
+    /* Whom the call's code sessions answer to (the caller's owner and
+     * principal). */
+    struct code_session_owner who;
+    /* The code session the call runs in, a held reference (NULL: a
+     * one-shot run); lost when it is a tombstone of who's, which the call
+     * reports instead of running. exec is what it is held from. */
+    struct code_session *session;
+    bool lost;
+    struct exec_ctx *exec;
+    char name[CODE_SESSION_NAME_MAX + 1]; /* create_session's; "" for none */
     struct run run;
 };
 
 /* Returns 0, or -1 with an ERR_INVALID (or ERR_TOO_BIG) message fit to
- * show the caller (ERR_INVALID too for a tool that runs nothing). The
+ * show the caller (ERR_INVALID too for a tool that runs nothing; "no such
+ * session" for a session_id that is not who's, whatever the reason). The
  * run's code and stdin_data point into args; what it owns (variables,
- * files) is the caller's: release it with tools_run_args_release, whatever
- * the result. The limits and output caps are the operator's, decided here. */
+ * files, the session) is the caller's: release it with
+ * tools_run_args_release, whatever the result. The limits and output caps
+ * are the operator's, or the session's, decided here. */
 int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_object *args,
-                     struct tools_run_args *out, struct err *err);
+                     const struct tools_caller *who, struct tools_run_args *out, struct err *err);
 
-/* Admits a call: validates args (borrowed) in the caller's thread and
- * makes its run, with copies of what it needs out of them (so it may go
- * to another thread with no json-c object) and a cancel handle
- * (tools_cancel_call(out->run.cancel)). The caller sets the start
- * deadline and the output sink before tools_run. Returns 0, or -1 with
- * *error_result a CallToolResult (isError) naming the bad argument.
+/* Admits a call of who's: validates args (borrowed) in the caller's
+ * thread and makes its run, with copies of what it needs out of them (so
+ * it may go to another thread with no json-c object), who's owner and a
+ * cancel handle (tools_cancel_call(out->run.cancel)). The caller sets the
+ * start deadline and the output sink before tools_run. Returns 0, or -1
+ * with *error_result a CallToolResult (isError) naming the bad argument.
  * Release a prepared call with tools_run_args_release. */
 int tools_prepare(const struct tools_env *env, const tools_tool *t, json_object *args,
-                  struct tools_run_args *out, json_object **error_result);
+                  const struct tools_caller *who, struct tools_run_args *out,
+                  json_object **error_result);
 void tools_run_args_release(struct tools_run_args *a);
+
+/* The code session a prepared call runs in (an identity to compare, held
+ * until tools_run_args_release), or NULL for a one-shot call. */
+const void *tools_run_session(const struct tools_run_args *a);
+
+/* Ends every code session of who's owner (their containers go to the
+ * reaper); a no-op when sessions are off. Any thread. */
+void tools_sessions_end_owner(const struct tools_env *env, const struct tools_caller *who);
+
+/* A CallToolResult with text (made valid UTF-8 here) and structuredContent
+ * sc (taken; dropped for versions without it; may be NULL): for the
+ * modules of tools/. */
+json_object *tools_text_result(const char *text, size_t len, json_object *sc,
+                               const struct tools_features *f, bool is_error);
 
 /* Runs a prepared call; returns a new CallToolResult. */
 json_object *tools_run(const struct tools_env *env, const struct tools_run_args *a,

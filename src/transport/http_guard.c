@@ -1,8 +1,10 @@
 #include "transport/http_guard.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "base/codec.h"
 #include "transport/http_headers.h"
 
 #define AUTH_REALM "Bearer realm=\"" MCP_SERVER_NAME "\""
@@ -67,6 +69,18 @@ static bool auth_ok(const struct transport_http *t, const char *value)
     size_t len = 0;
     const char *given = http_bearer_token(value, &len);
     return given && http_secret_equal(given, len, secret);
+}
+
+void http_principal(const struct transport_http *t, const struct request *rq,
+                    char out[MCP_PRINCIPAL_CAP])
+{
+    if (!rq->authenticated) {
+        snprintf(out, MCP_PRINCIPAL_CAP, "anonymous");
+        return;
+    }
+    char hex[CODEC_SHA256_HEX_LEN + 1];
+    codec_sha256_hex(t->cfg->auth_token, strlen(t->cfg->auth_token), hex);
+    snprintf(out, MCP_PRINCIPAL_CAP, "token:%.16s", hex);
 }
 
 bool http_guard_admit(const struct transport_http *t, struct MHD_Connection *c, struct request *rq,

@@ -9,6 +9,12 @@
  * differ. */
 bool http_secret_equal(const char *given, size_t given_len, const char *secret);
 
+/* Who sent rq, once http_guard_admit let it in: "token:" and the first
+ * 16 hex digits of the configured bearer token's SHA-256, or "anonymous"
+ * when no token is configured (the name of a secret, never the secret). */
+void http_principal(const struct transport_http *t, const struct request *rq,
+                    char out[MCP_PRINCIPAL_CAP]);
+
 /* True when the request may go on (rq->origin is then an allowed Origin
  * or NULL); otherwise it has been answered with 403 or 401, *ret being
  * MHD's result. Preflights and /healthz need no token. */

@@ -17,7 +17,7 @@ enum MHD_Result http_legacy_sse(struct transport_http *t, struct MHD_Connection 
                                 "Not Acceptable: Accept must list text/event-stream");
     unsigned status = 0;
     const char *why = NULL;
-    struct session *s = http_session_create(t, true, &status, &why);
+    struct session *s = http_session_create(t, rq, true, &status, &why);
     if (!s)
         return http_reply_busy(c, rq, status, why);
     pthread_mutex_lock(&t->lock);

@@ -226,7 +226,7 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
         }
         unsigned status = 0;
         const char *why = NULL;
-        rq->sess = http_session_create(t, false, &status, &why);
+        rq->sess = http_session_create(t, rq, false, &status, &why);
         if (!rq->sess) {
             ret = http_reply_busy(c, rq, status, why);
             goto out;

@@ -28,8 +28,8 @@ static void session_free(struct session *s)
     free(s);
 }
 
-struct session *http_session_create(struct transport_http *t, bool legacy, unsigned *status,
-                                    const char **why)
+struct session *http_session_create(struct transport_http *t, const struct request *rq, bool legacy,
+                                    unsigned *status, const char **why)
 {
     unsigned char raw[SESSION_ID_BYTES];
     if (util_random_bytes(raw, sizeof(raw)) < 0) {
@@ -43,7 +43,9 @@ struct session *http_session_create(struct transport_http *t, bool legacy, unsig
     s->legacy = legacy;
     s->refs = 2;
     s->created = s->last_active = util_now_ms();
-    s->mcp = mcp_session_new(t->srv);
+    char principal[MCP_PRINCIPAL_CAP];
+    http_principal(t, rq, principal);
+    s->mcp = mcp_session_new(t->srv, principal);
     if (legacy)
         s->legacy_stream = http_stream_new(s, STREAM_LEGACY);
 

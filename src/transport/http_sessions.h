@@ -43,8 +43,8 @@ struct session {
  * caller's); NULL with an HTTP status and message when it cannot. A
  * legacy session is pending (not counted against --max-sessions) until
  * http_session_count succeeds. */
-struct session *http_session_create(struct transport_http *t, bool legacy, unsigned *status,
-                                    const char **why);
+struct session *http_session_create(struct transport_http *t, const struct request *rq, bool legacy,
+                                    unsigned *status, const char **why);
 
 /* Counts a pending legacy session against --max-sessions (its client is
  * initializing); false when the table is full. */

@@ -54,7 +54,7 @@ int transport_stdio_run(struct mcp_server *srv, const struct config *cfg, int in
     sc.fd = out_fd;
     pthread_mutex_init(&sc.lock, NULL);
 
-    struct mcp_session *s = mcp_session_new(srv);
+    struct mcp_session *s = mcp_session_new(srv, "stdio");
     size_t max = (size_t)cfg->max_message_bytes;
     struct buf in;
     buf_init(&in, max + READ_CHUNK);

@@ -95,7 +95,7 @@ static void check_args(const struct tools_env *e, const char *name, json_object 
     struct err err = ERR_INIT;
     const struct config *cfg = e->cfg;
     const struct langtable *langs = e->langs;
-    if (tools_parse_args(e, tools_find(name), args, &a, &err) < 0) {
+    if (tools_parse_args(e, tools_find(name), args, NULL, &a, &err) < 0) {
         CHECK(err.msg != NULL);
         CHECK(err.code == ERR_INVALID || err.code == ERR_TOO_BIG);
         err_clear(&err);
@@ -322,7 +322,7 @@ static void check_version_text(const uint8_t *data, size_t size)
 static void check_list_languages(json_object *args)
 {
     struct tools_features f = {.annotations = true, .structured = true};
-    json_object *r = tools_call(&env, tools_find("list_languages"), args, &f);
+    json_object *r = tools_call(&env, tools_find("list_languages"), args, NULL, &f);
     json_object *v = NULL;
     CHECK(json_object_object_get_ex(r, "isError", &v));
     bool failed = json_object_get_boolean(v);
@@ -343,8 +343,9 @@ static void check_list_languages(json_object *args)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    /* create_session too: with no backend, refused (sessions are off). */
     static const char *const names[] = {"run_python_code", "run_js_code", "execute_code",
-                                        "validate_code"};
+                                        "validate_code", "create_session"};
 
     if (size <= (size_t)INT32_MAX) {
         json_tokener *tok = json_tokener_new_ex(JSONRPC_MAX_DEPTH);

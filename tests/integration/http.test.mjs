@@ -280,7 +280,7 @@ async function basicRoundTrip(c) {
   assert.ok(caps?.tools, `capabilities.tools missing: ${JSON.stringify(caps)}`);
   assert.ok(caps?.logging, `capabilities.logging missing: ${JSON.stringify(caps)}`);
   const { tools } = await c.client.listTools();
-  assert.deepEqual(tools.map((t) => t.name).sort(), ['execute_code', 'list_languages', 'run_js_code', 'run_python_code', 'validate_code']);
+  assert.deepEqual(tools.map((t) => t.name).sort(), ['close_session', 'create_session', 'execute_code', 'list_languages', 'list_sessions', 'run_js_code', 'run_python_code', 'validate_code']);
   for (const t of tools) assert.equal(t.inputSchema.type, 'object', t.name);
   const tag = randomBytes(4).toString('hex');
   checkOk(await c.call('run_python_code', { code: `print('py ${tag}')` }), `py ${tag}\n`, 'python');
@@ -813,7 +813,7 @@ describe('HTTP rules (raw requests)', { timeout: 300_000 }, () => {
     assert.equal(r.status, 404, `tools/list with an unknown session: ${show(r)}`);
     r = await s.request('tools/list');
     assert.equal(r.status, 200, show(r));
-    assert.equal(r.reply?.result?.tools?.length, 5, show(r));
+    assert.equal(r.reply?.result?.tools?.length, 8, show(r));
     const del = await s.delete();
     assert.ok(del.status >= 200 && del.status < 300, `DELETE: ${show(del)}`);
     r = await s.request('ping');

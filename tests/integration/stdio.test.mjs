@@ -65,16 +65,23 @@ describe('over the SDK client', { timeout: 900_000 }, () => {
     await d.client.ping();
   });
 
-  t('tools/list: three run tools with description, inputSchema, the run outputSchema; validate_code and list_languages their own', async () => {
+  t('tools/list: three run tools with description, inputSchema, the run outputSchema; validate_code, list_languages and the session tools their own', async () => {
     const names = d.tools.map((x) => x.name).sort();
-    assert.deepEqual(names, ['execute_code', 'list_languages', 'run_js_code', 'run_python_code', 'validate_code']);
+    assert.deepEqual(names, ['close_session', 'create_session', 'execute_code', 'list_languages', 'list_sessions', 'run_js_code', 'run_python_code', 'validate_code']);
     const check = d.tools.find((x) => x.name === 'validate_code');
     assert.deepEqual([...check.inputSchema.required].sort(), ['code', 'language']);
     assert.deepEqual([...check.outputSchema.required].sort(), ['duration_ms', 'error', 'language', 'valid']);
     const listing = d.tools.find((x) => x.name === 'list_languages');
     assert.deepEqual(listing.inputSchema.properties, {});
     assert.deepEqual([...listing.outputSchema.required].sort(), ['features', 'languages', 'limits']);
-    for (const tool of d.tools.filter((x) => x !== check && x !== listing)) {
+    // The code sessions' tools: their own inputs and results.
+    const sessionTools = { create_session: ['language'], list_sessions: [], close_session: ['session_id'] };
+    for (const [name, required] of Object.entries(sessionTools)) {
+      const tool = d.tools.find((x) => x.name === name);
+      assert.deepEqual([...(tool.inputSchema.required ?? [])].sort(), required, name);
+      assert.equal(tool.outputSchema?.type, 'object', `${name}: outputSchema missing`);
+    }
+    for (const tool of d.tools.filter((x) => x !== check && x !== listing && !(x.name in sessionTools))) {
       assert.equal(typeof tool.description, 'string', tool.name);
       assert.ok(tool.description.length > 20, `${tool.name}: description too short`);
       assert.equal(tool.inputSchema.type, 'object', tool.name);
@@ -85,7 +92,9 @@ describe('over the SDK client', { timeout: 900_000 }, () => {
       }
     }
     const exec = d.tools.find((x) => x.name === 'execute_code');
-    assert.deepEqual([...exec.inputSchema.required].sort(), ['code', 'language']);
+    // The language may be left out for a call in a code session (session_id).
+    assert.deepEqual([...exec.inputSchema.required].sort(), ['code']);
+    assert.ok(exec.inputSchema.properties.session_id, 'execute_code lacks session_id');
     for (const k of ['language', 'code', 'stdin', 'timeout_ms', 'memory_mb']) {
       assert.ok(exec.inputSchema.properties[k], `execute_code lacks ${k}`);
     }
@@ -529,13 +538,14 @@ describe('daemon options', { timeout: 600_000 }, () => {
         const env = JSON.parse((await d.client.readResource({ uri: 'mcp-sandboxd://environment' })).contents[0].text);
         assert.deepEqual(env.network, { python: 'bridge', javascript: 'none' });
         const all = (await d.client.listTools()).tools;
-        const tools = all.filter((t) => t.name !== 'validate_code' && t.name !== 'list_languages');
+        const tools = all.filter((t) => ['run_python_code', 'run_js_code', 'execute_code'].includes(t.name));
         assert.equal(tools.length, 3);
         assert.ok(tools.every((t) => t.annotations?.openWorldHint === true), JSON.stringify(tools.map((t) => t.annotations)));
         assert.ok(tools.every((t) => /a call cannot change that/.test(t.description)), tools[0].description);
         // A syntax check runs nothing: closed to the world whatever the operator allows.
         assert.equal(all.find((t) => t.name === 'validate_code').annotations.openWorldHint, false);
         assert.equal(all.find((t) => t.name === 'list_languages').annotations.openWorldHint, false);
+        for (const name of ['create_session', 'list_sessions', 'close_session']) assert.equal(all.find((t) => t.name === name).annotations.openWorldHint, false, name);
         // No argument turns it on.
         checkInvalid(await d.call('execute_code', { language: 'javascript', code: '1', network: true }), 'network');
       });
@@ -611,7 +621,7 @@ describe('daemon options', { timeout: 600_000 }, () => {
     const d = await SdkDaemon.start('unreachable', { args: ['--engine', `unix://${sock}`] });
     try {
       await withDaemon(d, async () => {
-        assert.equal(d.tools.length, 5);
+        assert.equal(d.tools.length, 8);
         // Facts without versions, not a failure; no probe blocks the answer.
         const facts = await d.call('list_languages', {});
         assert.equal(facts.isError, false, JSON.stringify(facts));
@@ -662,7 +672,7 @@ describe('raw JSON-RPC on stdio', { timeout: 600_000 }, () => {
     assert.ok(init.result.capabilities.tools);
     assert.ok(init.result.capabilities.logging);
     const list = await d.request('tools/list', {}, 2);
-    assert.equal(list.result.tools.length, 5);
+    assert.equal(list.result.tools.length, 8);
     for (const tool of list.result.tools) {
       assert.equal(tool.outputSchema, undefined, `${tool.name} has outputSchema in 2024-11-05`);
       assert.equal(tool.title, undefined, `${tool.name} has title in 2024-11-05`);
@@ -757,7 +767,7 @@ describe('raw JSON-RPC on stdio', { timeout: 600_000 }, () => {
     assert.deepEqual(r.map((x) => x.id).sort(), [10, 11, 12]);
     const byId = Object.fromEntries(r.map((x) => [x.id, x]));
     assert.deepEqual(byId[10].result, {});
-    assert.equal(byId[11].result.tools.length, 5);
+    assert.equal(byId[11].result.tools.length, 8);
     assert.ok(textOf(byId[12].result).includes('in batch'));
     assert.equal(byId[12].result.isError, false);
   });

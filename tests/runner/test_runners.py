@@ -31,6 +31,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PY_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner.py")).read()
 JS_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner.js")).read()
 PL_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner.pl")).read()
+# What the daemon sends with a Python session's begin request (runner.h).
+SESSION_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner_session.py")).read()
 PYTHON = os.environ.get("PYTHON", "python3")
 NODE = os.environ.get("NODE", "node")
 PERL = os.environ.get("PERL", "perl")
@@ -2251,13 +2253,13 @@ class PlSession:
     """A runner fed one frame at a time, as the daemon feeds a session:
     begin, cells, interrupts, then the end of its stdin."""
 
-    def __init__(self, lang, warm=None):
+    def __init__(self, lang, warm=None, env=None):
         self.lang = lang
         self.dir = tempfile.mkdtemp(prefix="mcpsbx-rt-")
         r, self.w = os.pipe()
         self.p = subprocess.Popen(runner_cmd(lang, warm), cwd=self.dir, stdin=r,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  env=pp_env() if lang == "pp" else None)
+                                  env=pp_env() if lang == "pp" else env)
         os.close(r)
         self.out, self.err, self.seen = b"", b"", 0
         self.cond = threading.Condition()
@@ -2346,6 +2348,14 @@ class PlSession:
             shutil.rmtree(self.dir, ignore_errors=True)
         return rc
 
+    def exited(self, timeout=30):
+        """The exit status of a runner that ends by itself, once all its
+        output was read."""
+        rc = self.p.wait(timeout=timeout)
+        for t in self.readers:
+            t.join()
+        return rc
+
     def __enter__(self):
         return self
 
@@ -2368,15 +2378,21 @@ def nonce_of(i):
     return "%032x" % (0xC0FFEE00 + i)
 
 
-def session_begin(lang, warm=None):
-    s = PlSession(lang, warm)
+def session_begin(lang, warm=None, source=None, mode="process", env=None, program=None):
+    """source: the begin request's session source (Python's interpreter
+    mode); mode: the one the begin record must say; program: the begin
+    request's (the generic runner's shell mode)."""
+    s = PlSession(lang, warm, env)
     try:
-        s.request(nonce_of(0), kind="begin", program=None, env={"MCPSBX_T_KEPT": "kept"})
+        begin = {"begin": True}
+        if source is not None:
+            begin["source"] = source
+        s.request(nonce_of(0), kind="begin", program=program, env={"MCPSBX_T_KEPT": "kept"}, session=begin)
         if warm:
             s.wait_for(lambda b: b.startswith(READY + GO), "ready and go")
             s.seen = len(READY + GO)
         out, rec = s.record(nonce_of(0))
-        eq((out, rec), (b"", {"exit_code": 0, "memory_error": False, "session": {"mode": "process"}}),
+        eq((out, rec), (b"", {"exit_code": 0, "memory_error": False, "session": {"mode": mode}}),
            "begin record")
     except BaseException:
         s.kill()
@@ -2490,8 +2506,8 @@ def t_session_bad_requests(lang):
         check("bad request header" in s.err.decode(), "stderr: %r" % s.err[-200:])
 
 
-# The Python and Node runners' process mode: each cell a fresh process
-# (Python: a fork of the runner; Node: a new node) in the same directory.
+# The Python runner's process mode: each cell a fresh process (a fork of
+# the runner) in the same directory.
 PJ_CODE = {
     "py": {
         "write": "open('state.txt', 'w').write('one\\n'); print('wrote')",
@@ -2513,30 +2529,10 @@ PJ_CODE = {
         "stdin_len": "import sys; print(len(sys.stdin.buffer.read()))",
         "die": "import os; print('dying', flush=True); os.kill(os.getpid(), 9)",
     },
-    "js": {
-        "write": "require('fs').writeFileSync('state.txt', 'one\\n'); console.log('wrote')",
-        "read": "process.stdout.write('found ' + require('fs').readFileSync('state.txt', 'utf8'))",
-        "env": "console.log(process.env.MCPSBX_T_KEPT, typeof V === 'undefined' ? 'unset' : V,"
-               " require('fs').readFileSync(0, 'utf8'))\n"
-               "process.stdout.write(require('fs').readFileSync('f.txt', 'utf8'))",
-        "exit3": "console.error('bad'); process.exit(3)",
-        "raise": "null.x",
-        "pwd": "console.log(process.cwd())",
-        "output": "require('fs').writeFileSync('outputs/r.txt', 'r'); console.log('out')",
-        "sleep": "console.log('start'); require('fs').writeFileSync('kept.txt', 'state')\n"
-                 "setTimeout(() => console.log('never'), 60000)",
-        "deaf": "process.on('SIGINT', () => {}); console.log('start'); setTimeout(() => {}, 60000)",
-        "kept": "console.log(require('fs').readFileSync('kept.txt', 'utf8'))",
-        "short": "console.log('start'); setTimeout(() => console.log('done'), 1000)",
-        "long": "console.log('start'); setTimeout(() => {}, 60000)",
-        "fine": "console.log('fine')",
-        "stdin_len": "console.log(require('fs').readFileSync(0).length)",
-        "die": "console.log('dying'); process.kill(process.pid, 'SIGKILL')",
-    },
 }
 
 
-@case("py", "js")
+@case("py")
 def t_session_process_cells(lang):
     c = PJ_CODE[lang]
     # A warm runner: its preloads stay loaded for each cell.
@@ -2570,12 +2566,18 @@ def t_session_process_cells(lang):
         # an OOM kill), and the session goes on.
         o, rec = s.call(nonce_of(11), c["die"])
         eq((o, rec.get("exit_code"), sorted(rec)), (b"dying\n", 137, ["exit_code", "memory_error"]), "record")
+        # Its files still come back, counted in the record, as a one-shot
+        # run's do however it ended.
+        o, rec = s.call(nonce_of(12), c["die"], outputs={"paths": [], "max_files": 5, "max_file_bytes": 100,
+                                                          "max_total_bytes": 100})
+        eq((rec.get("exit_code"), rec.get("files")), (137, {"sent": 1, "left_out": 0}), "record of a dying cell")
+        check(b':F{"path":"outputs/r.txt"' in o, "stdout: %r" % o)
         # A request of many reads.
         cell_ok(s.call(nonce_of(10), c["stdin_len"], stdin="x" * (3 << 20)), b"3145728\n")
         eq(s.end(), 0, "exit status at the end of stdin")
 
 
-@case("py", "js")
+@case("py")
 def t_session_process_interrupt(lang):
     c = PJ_CODE[lang]
     with session_begin(lang) as s:
@@ -2596,7 +2598,7 @@ def t_session_process_interrupt(lang):
         eq(s.end(), 0, "exit status at the end of stdin")
 
 
-@case("py", "js")
+@case("py")
 def t_session_process_wrong_nonce_ignored(lang):
     c = PJ_CODE[lang]
     with session_begin(lang) as s:
@@ -2610,7 +2612,7 @@ def t_session_process_wrong_nonce_ignored(lang):
         check(time.monotonic() - t0 < 20, "the cell was not stopped")
 
 
-@case("py", "js")
+@case("py")
 def t_session_process_bad_requests(lang):
     # A cell with no session is the runner's failure, as any bad request.
     req = frame("1", extra={"session": {"cell": True}})
@@ -2637,7 +2639,7 @@ def t_session_process_bad_requests(lang):
     # So does a request with no nonce to answer, the runner reading on.
     with session_begin(lang) as s:
         s.send(b"mcpsbx/1 3\n{x}")
-        eq(s.p.wait(timeout=30), RUNNER_EXIT, "exit status after a request that is not JSON")
+        eq(s.exited(), RUNNER_EXIT, "exit status after a request that is not JSON")
         check("not JSON" in s.err.decode(), "stderr: %r" % s.err[-200:])
     # Two requests while a cell runs: the cell ends, and the session.
     with session_begin(lang) as s:
@@ -2646,6 +2648,470 @@ def t_session_process_bad_requests(lang):
         s.request(nonce_of(3), PJ_CODE[lang]["fine"])
         o, rec = s.record(nonce_of(1))
         eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("more than one request" in rec.get("runner_error", ""), "record: %r" % rec)
+        eq(s.exited(), RUNNER_EXIT, "exit status after two requests")
+
+
+# Python's interpreter mode (runner_session.py): one IPython shell for every
+# cell. The "session_ipython" cases are skipped, saying so, when PYTHON has
+# no IPython (main()).
+def ipython_begin(warm=None, env=None):
+    return session_begin("py", warm=warm, source=SESSION_SRC, mode="interpreter", env=env)
+
+
+def err_of(s, nonce, since=None):
+    """stderr up to the record of nonce (the stream is read on its own, so
+    it may lag behind stdout's record), from the end of since's record."""
+    end = PREFIX + nonce.encode() + b":"
+    with s.cond:
+        check(s.cond.wait_for(lambda: end in s.err, 30), "no record of %s on stderr" % nonce)
+        start = 0
+        if since is not None:
+            start = s.err.index(b"\n", s.err.index(PREFIX + since.encode() + b":")) + 1
+        return s.err[start:s.err.index(end)]
+
+
+IPY_OUTPUTS = {"paths": [], "max_files": 10, "max_file_bytes": 1000, "max_total_bytes": 100000,
+               "plots": True, "max_plots": 3, "max_plot_bytes": 100000}
+
+
+def file_frames(o, nonce):
+    """{path: (kind, bytes)} of the F/D/E frames in o."""
+    import base64
+
+    marker = PREFIX + nonce.encode() + b":"
+    got, cur = {}, None
+    for line in o.split(b"\n"):
+        i = line.find(marker)
+        if i < 0:
+            continue
+        body = line[i + len(marker):]
+        if body[:1] == b"F":
+            meta = json.loads(body[1:])
+            cur = meta["path"]
+            got[cur] = (meta["kind"], b"")
+        elif body[:1] == b"D":
+            got[cur] = (got[cur][0], got[cur][1] + base64.b64decode(body[1:]))
+    return got
+
+
+def plain_output(o, nonce):
+    """o without its file frames."""
+    marker = PREFIX + nonce.encode() + b":"
+    return b"".join(l for l in o.splitlines(True) if marker not in l)
+
+
+@case("py")
+def t_session_ipython_state(lang):
+    # A warm runner: its preloads stay loaded for the shell.
+    with ipython_begin(warm="json") as s:
+        cell_ok(s.call(nonce_of(1), "x = 1"), b"")
+        # The last expression's value, with no Out[n]: prompt; none after ";".
+        cell_ok(s.call(nonce_of(2), "x + 1"), b"2\n")
+        cell_ok(s.call(nonce_of(3), "x + 1;"), b"")
+        cell_ok(s.call(nonce_of(4), "import collections\nc = collections.Counter('abca')\nc.most_common(1)"),
+                b"[('a', 2)]\n")
+        cell_ok(s.call(nonce_of(5), "from IPython.display import display\ndisplay({'k': x}); print('after')"),
+                b"{'k': 1}\nafter\n")
+        # An error is the cell's (exit 1, the traceback on stderr); state stays.
+        cell_ok(s.call(nonce_of(6), "def f():\n    return 1 / 0\nf()"), b"", code=1)
+        err = err_of(s, nonce_of(6), nonce_of(5))
+        check(b"ZeroDivisionError" in err, "stderr: %r" % err)
+        cell_ok(s.call(nonce_of(7), "f.__name__, x"), b"('f', 1)\n")
+        # SystemExit(n) is the exit code, and the session lives on, quietly.
+        cell_ok(s.call(nonce_of(8), "import sys\ny = 5\nsys.exit(3)"), b"", code=3)
+        cell_ok(s.call(nonce_of(9), "y"), b"5\n")
+        eq(err_of(s, nonce_of(8), nonce_of(7)), b"", "stderr of SystemExit")
+        # Variables, stdin and the begin request's env, per cell.
+        cell_ok(s.call(nonce_of(10), "import os\nprint(v['a'], x, input(), os.environ['MCPSBX_T_KEPT'])",
+                       variables={"v": {"a": [1, 2]}, "x": 7}, stdin="line\n"), b"[1, 2] 7 line kept\n")
+        cell_ok(s.call(nonce_of(11), "x"), b"7\n")
+        o, rec = s.call(nonce_of(12), "1", variables={"get_ipython": 1})
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record of a hidden name")
+        check("not allowed" in rec.get("runner_error", ""), "record: %r" % rec)
+        # Magics and shell escapes.
+        cell_ok(s.call(nonce_of(13), "%cd -q .\n!echo from-shell"), b"from-shell\n")
+        # Top-level await.
+        cell_ok(s.call(nonce_of(14), "import asyncio\nawait asyncio.sleep(0)\n'awaited'"), b"'awaited'\n")
+        # Only a check (as IPython reads the cell: magics are valid); nothing runs.
+        cell_ok(s.call(nonce_of(15), "%time z = 1\n!ls\nawait asyncio.sleep(0)", check=True), b"",
+                check={"ok": True})
+        o, rec = s.call(nonce_of(16), "z = 2\ndef g(:\n    pass", check=True)
+        eq(rec.get("check", {}).get("line"), 2, "check line: %r" % rec)
+        cell_ok(s.call(nonce_of(17), "'z' in dir()"), b"False\n")
+        # exit() ends the session: its record says so, and the runner exits.
+        cell_ok(s.call(nonce_of(18), "print('bye')\nexit()"), b"bye\n", session={"ended": "exit() was called"})
+        eq(s.exited(), 0, "exit status after exit()")
+
+
+@case("py")
+def t_session_ipython_interrupt(lang):
+    with ipython_begin() as s:
+        cell_ok(s.call(nonce_of(1), "x = 1"), b"")
+        s.start(nonce_of(2), "print('start', flush=True)\nwhile True:\n    x += 1")
+        # Another nonce (a late interrupt of an earlier cell) is ignored.
+        s.interrupt(nonce_of(1))
+        time.sleep(0.3)
+        check(s.p.poll() is None, "the runner ended")
+        with s.cond:
+            check(PREFIX + nonce_of(2).encode() not in s.out[s.seen:], "the cell ended early")
+        s.interrupt(nonce_of(2))
+        cell_ok(s.record(nonce_of(2)), b"start\n", code=130, session={"interrupted": True})
+        err = err_of(s, nonce_of(2), nonce_of(1))
+        check(b"KeyboardInterrupt" in err, "stderr: %r" % err)
+        # The loop's state is kept; an interrupt with no cell running is ignored.
+        s.interrupt(nonce_of(2))
+        cell_ok(s.call(nonce_of(3), "x > 1"), b"True\n")
+        # A blocking call is interrupted too.
+        s.start(nonce_of(4), "import time\nprint('start', flush=True)\ntime.sleep(60)")
+        s.interrupt(nonce_of(4))
+        cell_ok(s.record(nonce_of(4)), b"start\n", code=130, session={"interrupted": True})
+        cell_ok(s.call(nonce_of(5), "x > 1"), b"True\n")
+        # The end of stdin while a cell runs ends the runner.
+        s.start(nonce_of(6), "print('start', flush=True)\nwhile True: pass")
+        eq(s.end(timeout=20), 0, "exit status at the end of stdin")
+
+
+@case("py")
+def t_session_ipython_sigint_ignored(lang):
+    # A cell that ignores SIGINT gets nothing more from the runner: no
+    # record, the daemon's grace then ends the container (here: the test).
+    with ipython_begin() as s:
+        s.start(nonce_of(1), "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                             "print('start', flush=True)\nwhile True: pass")
+        s.interrupt(nonce_of(1))
+        time.sleep(1)
+        with s.cond:
+            check(PREFIX + nonce_of(1).encode() not in s.out[s.seen:], "a record came")
+        check(s.p.poll() is None, "the runner ended")
+
+
+@case("py")
+def t_session_ipython_files(lang):
+    with ipython_begin() as s:
+        out = dict(IPY_OUTPUTS)
+        o, rec = s.call(nonce_of(1), "open('outputs/a.txt', 'w').write('a')\nopen('outputs/b.txt', 'w').write('b');",
+                        outputs=out)
+        eq(rec, {"exit_code": 0, "memory_error": False, "files": {"sent": 2, "left_out": 0}}, "record")
+        eq(file_frames(o, nonce_of(1)), {"outputs/a.txt": ("file", b"a"), "outputs/b.txt": ("file", b"b")},
+           "files")
+        # Only what changed comes back; a pattern's match comes back anyway.
+        o, rec = s.call(nonce_of(2), "open('outputs/b.txt', 'w').write('bb')\nopen('outputs/c.txt', 'w').write('c');",
+                        outputs=dict(out, paths=["outputs/a.txt"]))
+        eq(file_frames(o, nonce_of(2)), {"outputs/a.txt": ("file", b"a"), "outputs/b.txt": ("file", b"bb"),
+                                         "outputs/c.txt": ("file", b"c")}, "files")
+        o, rec = s.call(nonce_of(3), "pass", outputs=out)
+        eq((file_frames(o, nonce_of(3)), rec.get("files")), ({}, {"sent": 0, "left_out": 0}), "files")
+        # Request files replace an earlier cell's; a symlink is replaced, not followed.
+        os.symlink("/nonexistent-target", os.path.join(s.dir, "f.txt"))
+        cell_ok(s.call(nonce_of(4), "print(open('f.txt').read())",
+                       files=[{"path": "f.txt", "content": "one", "encoding": "utf-8"}]), b"one\n")
+        cell_ok(s.call(nonce_of(5), "print(open('f.txt').read())",
+                       files=[{"path": "f.txt", "content": "two", "encoding": "utf-8"}]), b"two\n")
+        # A display() of anything with a PNG is a plot; without plots asked, its text.
+        png = "class P:\n    def _repr_png_(self): return b'\\x89PNG-fake'\n    def __repr__(self): return 'P()'\n"
+        o, rec = s.call(nonce_of(6), png + "display(P())\nP()", outputs=out)
+        eq(file_frames(o, nonce_of(6)), {"plot-1.png": ("plot", b"\x89PNG-fake"),
+                                         "plot-2.png": ("plot", b"\x89PNG-fake")}, "plots")
+        eq(rec.get("files"), {"sent": 2, "left_out": 0}, "record")
+        cell_ok(s.call(nonce_of(7), "display(P())\nP()"), b"P()\nP()\n")
+        # The directory a cell moved to is where the next starts; files stay the session's.
+        cell_ok(s.call(nonce_of(8), "import os\nos.makedirs('sub', exist_ok=True)\n%cd -q sub"), b"")
+        cell_ok(s.call(nonce_of(9), "print(os.path.basename(os.getcwd()), open('../f.txt').read())",
+                       files=[{"path": "f.txt", "content": "three", "encoding": "utf-8"}]), b"sub three\n")
+
+
+@case("py")
+def t_session_ipython_background_output(lang):
+    # Output of a thread between cells comes at the start of the next cell,
+    # up to 64 KiB; the rest is dropped, and a note says how much.
+    with ipython_begin() as s:
+        # The thread writes once the test made "go", after the cell's record.
+        code = ("import threading, sys, os, time\n"
+                "def bg():\n    while not os.path.exists('go'):\n        time.sleep(0.01)\n"
+                "    print('from the thread')\n"
+                "    sys.stderr.write('e' * 70000)\n    open('bg-done', 'w').close()\n"
+                "threading.Thread(target=bg).start()")
+        cell_ok(s.call(nonce_of(1), code), b"")
+        cell_ok(s.call(nonce_of(2), "1;"), b"")
+        open(os.path.join(s.dir, "go"), "w").close()
+        deadline = time.monotonic() + 30
+        while not os.path.exists(os.path.join(s.dir, "bg-done")):
+            check(time.monotonic() < deadline, "the thread did not finish")
+            time.sleep(0.05)
+        cell_ok(s.call(nonce_of(3), "print('next')"), b"from the thread\nnext\n")
+        err = err_of(s, nonce_of(3), nonce_of(2))
+        check(err.startswith(b"e" * (65536 - 16)) and b"[4480 bytes of output written between cells were dropped]"
+              in err, "stderr: %r" % err[-200:])
+
+
+@case("py")
+def t_session_ipython_plot(lang):
+    # matplotlib: figures left open are taken at the cell's end, a Figure as
+    # the last value once; MPLBACKEND=Agg as in the image.
+    env = dict(os.environ, MPLBACKEND="Agg")
+    with ipython_begin(env=env) as s:
+        o, rec = s.call(nonce_of(1), "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]);", outputs=IPY_OUTPUTS)
+        got = file_frames(o, nonce_of(1))
+        eq(sorted(got), ["plot-1.png"], "plots")
+        check(got["plot-1.png"][1].startswith(b"\x89PNG"), "not a PNG")
+        o, rec = s.call(nonce_of(2), "fig, ax = plt.subplots()\nax.plot([1, 2])\nfig", outputs=IPY_OUTPUTS)
+        eq(sorted(file_frames(o, nonce_of(2))), ["plot-1.png"], "plots")
+        # The figures were closed: none is left for the next cell.
+        o, rec = s.call(nonce_of(3), "len(plt.get_fignums())", outputs=IPY_OUTPUTS)
+        eq((plain_output(o, nonce_of(3)), file_frames(o, nonce_of(3))), (b"0\n", {}), "next cell")
+
+
+@case("py")
+def t_session_ipython_unavailable(lang):
+    # Without IPython the begin request's source is not used: process mode.
+    hide = tempfile.mkdtemp(prefix="mcpsbx-rt-hide-")
+    try:
+        with open(os.path.join(hide, "sitecustomize.py"), "w") as f:
+            f.write("import sys\nclass Hide:\n    def find_spec(self, name, path=None, target=None):\n"
+                    "        if name.split('.')[0] == 'IPython':\n            raise ModuleNotFoundError(name)\n"
+                    "sys.meta_path.insert(0, Hide())\n")
+        with session_begin("py", source=SESSION_SRC, mode="process", env=dict(os.environ, PYTHONPATH=hide)) as s:
+            cell_ok(s.call(nonce_of(1), "x = 1"), b"")
+            cell_ok(s.call(nonce_of(2), "print(globals().get('x', 'gone'))"), b"gone\n")
+            eq(s.end(), 0, "exit status at the end of stdin")
+        # An IPython that cannot be loaded: the first cell says so and ends the session.
+        with open(os.path.join(hide, "sitecustomize.py"), "w") as f:
+            f.write("")
+        with open(os.path.join(hide, "IPython.py"), "w") as f:
+            f.write("raise ImportError('broken on purpose')\n")
+        with ipython_begin(env=dict(os.environ, PYTHONPATH=hide)) as s:
+            o, rec = s.call(nonce_of(1), "1")
+            eq((rec.get("exit_code"), rec.get("session")), (RUNNER_EXIT, {"ended": "IPython could not be loaded"}),
+               "record")
+            check("broken on purpose" in rec.get("runner_error", ""), "record: %r" % rec)
+            eq(s.exited(), RUNNER_EXIT, "exit status")
+    finally:
+        shutil.rmtree(hide, ignore_errors=True)
+
+
+@case("py")
+def t_session_ipython_bad_requests(lang):
+    with ipython_begin() as s:
+        o, rec = s.call(nonce_of(1), 5)
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("code/stdin must be strings" in rec.get("runner_error", ""), "record: %r" % rec)
+        s.request(nonce_of(2), "1", kind="begin")
+        o, rec = s.record(nonce_of(2))
+        check("not a cell" in rec.get("runner_error", ""), "record: %r" % rec)
+        cell_ok(s.call(nonce_of(3), "'fine'"), b"'fine'\n")
+        # Two requests while a cell runs: the cell ends, and the session.
+        s.start(nonce_of(4), "print('start', flush=True)\nwhile True: pass")
+        s.request(nonce_of(5), "1")
+        s.request(nonce_of(6), "1")
+        o, rec = s.record(nonce_of(4))
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("more than one request" in rec.get("runner_error", ""), "record: %r" % rec)
+        eq(s.exited(), RUNNER_EXIT, "exit status after two requests")
+    with ipython_begin() as s:
+        # A bad frame while idle: no cell to answer.
+        s.send(b"mcpsbx/1 interrupt xyz\n")
+        eq(s.end(), RUNNER_EXIT, "exit status after a bad frame")
+        check("bad request header" in s.err.decode(), "stderr: %r" % s.err[-200:])
+
+
+# ---- the generic runner's shell mode: one bash for a bash session ----------
+def sh_begin(warm=None):
+    # The daemon's begin request for bash carries its program.
+    return session_begin("pl", warm=warm, mode="shell", program=BASH)
+
+
+@case("pl")
+def t_session_shell_cells(lang):
+    with sh_begin(warm="warm") as s:
+        # Variables, functions and cd persist; the begin request's env stays.
+        cell_ok(s.call(nonce_of(1), "x=41; f() { echo \"f $1 $x\"; }; mkdir -p sub; cd sub; pwd"),
+                (os.path.realpath(s.dir) + "/sub\n").encode())
+        cell_ok(s.call(nonce_of(2), "x=$((x + 1)); f a; pwd; echo $MCPSBX_T_KEPT"),
+                ("f a 42\n%s/sub\nkept\n" % os.path.realpath(s.dir)).encode())
+        # Stdin, files and variables per cell; an earlier file is replaced.
+        cell_ok(s.call(nonce_of(3), "cat; cat ../f.txt; echo \" $V\"", stdin="in3\n",
+                       files=[{"path": "f.txt", "content": "a", "encoding": "utf-8"}],
+                       **generic_variables({"V": "it's v3"})), b"in3\na it's v3\n")
+        cell_ok(s.call(nonce_of(4), "cat; cat ../f.txt; echo", stdin="in4\n",
+                       files=[{"path": "f.txt", "content": "b", "encoding": "utf-8"}]), b"in4\nb\n")
+        # A failing command is the cell's status; the shell goes on.
+        cell_ok(s.call(nonce_of(5), "echo bad >&2; false"), b"", code=1)
+        cell_ok(s.call(nonce_of(6), "(exit 7)"), b"", code=7)
+        # Output files come back from the session's directory.
+        o, rec = s.call(nonce_of(7), "echo r > ../outputs/r.txt; echo out",
+                        outputs={"paths": [], "max_files": 5, "max_file_bytes": 100, "max_total_bytes": 100})
+        eq(rec, {"exit_code": 0, "memory_error": False, "files": {"sent": 1, "left_out": 0}}, "record")
+        check(o.startswith(b"out\n" + PREFIX + nonce_of(7).encode() + b':F{"path":"outputs/r.txt"'), "stdout: %r" % o)
+        with s.cond:
+            check(s.cond.wait_for(lambda: b"bad\n" in s.err, 30), "stderr: %r" % s.err[-200:])
+            check(b"job control" not in s.err, "start-up warnings: %r" % s.err[-300:])
+        # exit ends the session: the record, then the runner.
+        o, rec = s.call(nonce_of(8), "echo bye; exit 3")
+        eq((o, rec), (b"bye\n", {"exit_code": 3, "memory_error": False,
+                                 "session": {"ended": "the shell exited"}}), "record")
+        eq(s.p.wait(timeout=30), 0, "exit status")
+
+
+@case("pl")
+def t_session_shell_interrupt(lang):
+    with sh_begin() as s:
+        cell_ok(s.call(nonce_of(1), "kept=state"), b"")
+        # A pure-bash loop, then an external command, each stopped with the
+        # shell and its state kept.
+        s.start(nonce_of(2), "echo start; while :; do :; done")
+        s.interrupt(nonce_of(9))
+        time.sleep(0.3)
+        check(s.p.poll() is None, "the runner ended")
+        s.interrupt(nonce_of(2))
+        cell_ok(s.record(nonce_of(2)), b"start\n", code=130, session={"interrupted": True})
+        s.start(nonce_of(3), "echo start; sleep 60; echo never")
+        s.interrupt(nonce_of(3))
+        cell_ok(s.record(nonce_of(3)), b"start\n", code=130, session={"interrupted": True})
+        s.interrupt(nonce_of(3))
+        cell_ok(s.call(nonce_of(4), "echo $kept"), b"state\n")
+        # A cell that makes the shell ignore SIGINT is not stopped: no
+        # record (the daemon's grace ends the sandbox).
+        s.start(nonce_of(5), "trap '' INT; echo start; while :; do :; done")
+        s.interrupt(nonce_of(5))
+        time.sleep(1)
+        with s.cond:
+            check(PREFIX + nonce_of(5).encode() not in s.out, "a record: %r" % s.out[-200:])
+        check(s.p.poll() is None, "the runner ended")
+        t0 = time.monotonic()
+        eq(s.end(timeout=20), 0, "exit status at the end of stdin")
+        check(time.monotonic() - t0 < 20, "the cell was not stopped")
+
+
+# ---- the Node runner's interpreter mode: one REPL for the whole session ----
+JS_LOOP = "console.log('start'); for (;;) {}"
+
+
+def js_begin(warm=None):
+    return session_begin("js", warm=warm, mode="interpreter")
+
+
+@case("js")
+def t_session_repl_cells(lang):
+    with js_begin(warm="fs") as s:
+        # Top-level let, class, function and await persist; the last value
+        # is shown as the REPL shows it, unless undefined.
+        cell_ok(s.call(nonce_of(1), "let x = 41; class A { f() { return 'a' } }; function g() { return x + 1 }"),
+                b"")
+        cell_ok(s.call(nonce_of(2), "const y = await Promise.resolve(g()); y"), b"42\n")
+        cell_ok(s.call(nonce_of(3), "console.log(new A().f()); ({a: 1, b: [y]})"), b"a\n{ a: 1, b: [ 42 ] }\n")
+        cell_ok(s.call(nonce_of(4), "'s'"), b"'s'\n")
+        # A throw fails the cell (the REPL's "Uncaught" on stderr), the state stays.
+        o, rec = s.call(nonce_of(5), "x = 7; null.x")
+        eq((o, rec), (b"", {"exit_code": 1, "memory_error": False}), "throwing cell")
+        with s.cond:
+            check(s.cond.wait_for(lambda: b"Uncaught TypeError" in s.err, 30), "stderr: %r" % s.err[-300:])
+            check(b"[eval]" not in s.err and b"node:repl" not in s.err, "runner frames: %r" % s.err[-600:])
+        o, rec = s.call(nonce_of(6), "let x = 2")
+        eq(rec["exit_code"], 1, "a second let")
+        cell_ok(s.call(nonce_of(7), "x"), b"7\n")
+        # Per cell: stdin, variables (writable globals, given again later),
+        # files (an earlier one replaced), the begin request's env.
+        cell_ok(s.call(nonce_of(8), "V + ' ' + process.env.MCPSBX_T_KEPT + ' ' + require('fs').readFileSync(0, 'utf8')"
+                       " + require('fs').readFileSync('f.txt', 'utf8')", variables={"V": "v8"}, stdin="in8",
+                       files=[{"path": "f.txt", "content": "a", "encoding": "utf-8"}]), b"'v8 kept in8a'\n")
+        cell_ok(s.call(nonce_of(9), "V = V + '!'; let t = ''; for await (const b of process.stdin) t += b;"
+                       " console.log(V, t, require('fs').readFileSync('f.txt', 'utf8'))",
+                       variables={"V": "v9"}, stdin="in9",
+                       files=[{"path": "f.txt", "content": "b", "encoding": "utf-8"}]), b"v9! in9 b\n")
+        # cwd persists; files still come from the session's directory.
+        cell_ok(s.call(nonce_of(10), "require('fs').mkdirSync('sub'); process.chdir('sub')"), b"")
+        o, rec = s.call(nonce_of(11), "require('fs').writeFileSync('../outputs/r.txt', 'r'); process.cwd()",
+                        outputs={"paths": [], "max_files": 5, "max_file_bytes": 100, "max_total_bytes": 100})
+        eq(rec, {"exit_code": 0, "memory_error": False, "files": {"sent": 1, "left_out": 0}}, "record")
+        check(o.startswith(("'%s/sub'\n" % os.path.realpath(s.dir)).encode() + PREFIX + nonce_of(11).encode()
+                           + b':F{"path":"outputs/r.txt"'), "stdout: %r" % o)
+        cell_ok(s.call(nonce_of(12), "process.cwd().endsWith('/sub')"), b"true\n")
+        # A check-only cell runs nothing.
+        cell_ok(s.call(nonce_of(13), "x = 100", check=True), b"", check={"ok": True})
+        o, rec = s.call(nonce_of(14), "let (", check=True)
+        eq(rec["check"]["ok"], False, "check of bad code")
+        cell_ok(s.call(nonce_of(15), "x"), b"7\n")
+        # A bad variable name is the cell's runner failure.
+        o, rec = s.call(nonce_of(16), "1", variables={"fs": 1})
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("is not allowed" in rec.get("runner_error", ""), "record: %r" % rec)
+        eq(s.end(), 0, "exit status at the end of stdin")
+
+
+@case("js")
+def t_session_repl_interrupt(lang):
+    with js_begin() as s:
+        cell_ok(s.call(nonce_of(1), "let kept = 'state'"), b"")
+        # Synchronous code, twice in two cells (the REPL's SIGINT watchdog
+        # must be ready again after each evaluation).
+        for i in (2, 3):
+            s.start(nonce_of(i), JS_LOOP)
+            # Another nonce (a late interrupt of an earlier cell) is ignored.
+            s.interrupt(nonce_of(9))
+            time.sleep(0.3)
+            check(s.p.poll() is None, "the runner ended")
+            s.interrupt(nonce_of(i))
+            cell_ok(s.record(nonce_of(i)), b"start\n", code=130, session={"interrupted": True})
+        # A pending top-level await.
+        s.start(nonce_of(4), "console.log('start'); await new Promise(() => {})")
+        s.interrupt(nonce_of(4))
+        cell_ok(s.record(nonce_of(4)), b"start\n", code=130, session={"interrupted": True})
+        # An interrupt with no cell running is ignored; the state is kept.
+        s.interrupt(nonce_of(4))
+        time.sleep(0.2)
+        cell_ok(s.call(nonce_of(5), "kept"), b"'state'\n")
+        s.start(nonce_of(6), JS_LOOP)
+        s.interrupt(nonce_of(6))
+        cell_ok(s.record(nonce_of(6)), b"start\n", code=130, session={"interrupted": True})
+        cell_ok(s.call(nonce_of(7), "kept"), b"'state'\n")
+        eq(s.end(), 0, "exit status at the end of stdin")
+
+
+@case("js")
+def t_session_repl_wrong_nonce_and_exit(lang):
+    with js_begin() as s:
+        s.start(nonce_of(1), "console.log('start'); await new Promise((r) => setTimeout(r, 1000)); 'done'")
+        s.interrupt(nonce_of(2))
+        cell_ok(s.record(nonce_of(1)), b"start\n'done'\n")
+        # process.exit() ends the session: the record, then the end.
+        o, rec = s.call(nonce_of(3), "console.log('bye'); process.exit(4)")
+        eq((o, rec), (b"bye\n", {"exit_code": 4, "memory_error": False,
+                                 "session": {"ended": "the program exited"}}), "record")
+        eq(s.p.wait(timeout=30), 4, "exit status")
+    # The end of stdin while a cell runs ends the runner, even in a loop.
+    with js_begin() as s:
+        s.start(nonce_of(1), "console.log('start'); await new Promise(() => {})")
+        eq(s.end(timeout=20), 0, "exit status at the end of stdin")
+    with js_begin() as s:
+        s.start(nonce_of(1), JS_LOOP)
+        rc = s.end(timeout=20)
+        check(rc in (-9, 137), "exit status at the end of stdin: %r" % rc)  # 137: through a container
+
+
+@case("js")
+def t_session_repl_bad_requests(lang):
+    req = frame("1", extra={"session": {"cell": True}})
+    expect_runner_failure(run(lang, request=req), True, "session cell without a session")
+    req = frame("1", extra={"session": {"begin": False}})
+    expect_runner_failure(run(lang, request=req), True, "neither begin nor cell")
+    with js_begin() as s:
+        s.request(nonce_of(1), "1", kind="begin")
+        o, rec = s.record(nonce_of(1))
+        eq(rec.get("exit_code"), RUNNER_EXIT, "record")
+        check("not a cell" in rec.get("runner_error", ""), "record: %r" % rec)
+        s.request(nonce_of(2), 5)
+        o, rec = s.record(nonce_of(2))
+        check("code/stdin must be strings" in rec.get("runner_error", ""), "record: %r" % rec)
+        cell_ok(s.call(nonce_of(3), "'fine'"), b"'fine'\n")
+        s.send(b"mcpsbx/1 interrupt xyz\n")
+        eq(s.end(), RUNNER_EXIT, "exit status after a bad frame")
+        check("bad request header" in s.err.decode(), "stderr: %r" % s.err[-200:])
+    with js_begin() as s:
+        s.start(nonce_of(1), "console.log('start'); await new Promise(() => {})")
+        s.request(nonce_of(2), "1")
+        s.request(nonce_of(3), "1")
+        o, rec = s.record(nonce_of(1))
         check("more than one request" in rec.get("runner_error", ""), "record: %r" % rec)
         eq(s.p.wait(timeout=30), RUNNER_EXIT, "exit status after two requests")
 
@@ -2657,7 +3123,7 @@ def t_perl_syntax(lang):
     p = subprocess.run([PERL, "-c", "-e", PL_SRC], capture_output=True, text=True, timeout=30)
     eq((p.returncode, p.stderr.strip()), (0, "-e syntax OK"), "perl -c")
     mods = set(re.findall(r"(?:^\s*use|\brequire)\s+([A-Z][\w:]*)", PL_SRC, re.M))
-    allowed = {"POSIX", "Fcntl", "Errno", "B", "Time::HiRes", "Digest::SHA", "MIME::Base64", "JSON::PP",
+    allowed = {"POSIX", "Fcntl", "Errno", "B", "Time::HiRes", "Digest::SHA", "MIME::Base64", "JSON::PP", "IO::Poll",
                "JSON::XS"}
     check({"POSIX", "JSON::PP", "JSON::XS"} <= mods and not mods - allowed, "modules: %r" % sorted(mods))
 
@@ -2671,6 +3137,16 @@ def main():
         except (OSError, subprocess.CalledProcessError):
             print("runner: %s not found; skipping %s cases" % (tool, lang))
             cases = [c for c in cases if c[1] != lang and not (lang == "pl" and c[1] == "pp")]
+    has = {}
+    for mod in ("IPython", "matplotlib"):
+        has[mod] = any(c[1] == "py" for c in cases) and subprocess.run(
+            [PYTHON, "-c", "import " + mod], capture_output=True).returncode == 0
+    if not has["IPython"]:
+        print("runner: %s cannot import IPython; skipping py:session_ipython cases" % PYTHON)
+        cases = [c for c in cases if not c[0].startswith("py:session_ipython")]
+    elif not has["matplotlib"]:
+        print("runner: %s cannot import matplotlib; skipping py:session_ipython_plot" % PYTHON)
+        cases = [c for c in cases if c[0] != "py:session_ipython_plot"]
     if shutil.which("gcc") is None:
         print("runner: gcc not found; skipping pl:c_ cases")
         cases = [c for c in cases if not c[0].startswith(("pl:c_", "pp:c_"))]

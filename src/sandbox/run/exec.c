@@ -166,13 +166,30 @@ static void warn_missing_env(const char *name)
 }
 
 /* Every sandbox that can be alive at once but those being removed: the
- * runs, and the pools' waiting ones. */
+ * runs, the pools' waiting ones and the code sessions' (idle ones hold
+ * theirs outside the runs' slots). */
 static long long sandboxes_alive_max(const struct exec_ctx *ctx)
 {
-    long long n = ctx->cfg->max_concurrent;
+    long long n = ctx->cfg->max_concurrent + ctx->cfg->max_code_sessions;
     for (size_t i = 0; i < langtable_count(ctx->langs); i++)
         n += langtable_get(ctx->langs, i)->pool_size;
     return n;
+}
+
+/* Code sessions, when the operator allows any: after the pool, whose
+ * labels decide whether a pooled sandbox may become one. */
+static int sessions_start(struct exec_ctx *ctx, struct err *err)
+{
+    const struct config *cfg = ctx->cfg;
+    if (cfg->max_code_sessions <= 0)
+        return 0;
+    struct code_sessions_limits lim = {
+        .max_sessions = (int)cfg->max_code_sessions,
+        .max_per_owner = (int)cfg->max_code_sessions_per_owner,
+        .idle_ms = cfg->code_session_idle_ms,
+        .max_age_ms = cfg->code_session_max_age_ms,
+    };
+    return code_sessions_start(ctx, &lim, err);
 }
 
 struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *langs,
@@ -202,7 +219,8 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
     ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, ctx->uids, err);
     if (ctx->reaper)
         ctx->launcher = launcher_new(backend, ctx->reaper, ctx->uids);
-    if (!ctx->reaper || (pool_wanted(langs) && pool_start(ctx, err) < 0)) {
+    if (!ctx->reaper || (pool_wanted(langs) && pool_start(ctx, err) < 0) ||
+        sessions_start(ctx, err) < 0) {
         exec_ctx_free(ctx);
         return NULL;
     }
@@ -290,8 +308,11 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
         prof[i].lean = prof[i].spec;
         prof[i].lean.cmd = ctx->cmds[i].lean;
     }
-    ctx->pool_expiry_extra_s =
-        (cfg->max_timeout_ms + SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS) / 1000 + EXPIRY_MARGIN_S;
+    /* While sessions are on, any waiting sandbox may become one: its label
+     * covers a session's whole age too. */
+    long long life_ms = cfg->max_code_sessions > 0 ? cfg->code_session_max_age_ms : 0;
+    life_ms += cfg->max_timeout_ms + SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS;
+    ctx->pool_expiry_extra_s = life_ms / 1000 + EXPIRY_MARGIN_S;
     struct pool_timing timing = {
         .max_age_ms = cfg->pool_max_age_ms,
         .expiry_extra_s = ctx->pool_expiry_extra_s,

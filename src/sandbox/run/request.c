@@ -14,6 +14,9 @@ size_t request_cap(const struct exec_ctx *ctx, const struct run *req)
     const struct runner_outputs *outputs = run_outputs(req);
     for (size_t i = 0; outputs && i < outputs->n_patterns; i++)
         n += strlen(outputs->patterns[i]) + 8;
+    /* A Python session's begin request carries the interpreter mode. */
+    if (req->language->runner == LANGTABLE_RUNNER_PYTHON)
+        n += strlen(runner_python_session_src);
     return n * 6 + 4096;
 }
 
@@ -29,8 +32,11 @@ int encode_request(const struct exec_ctx *ctx, const struct run *req, const char
                                      .run = lang->run.v};
     if (req->version_probe)
         program = (struct runner_program){.source_file = lang->source_file, .run = lang->version.v};
+    /* Sent with a begin request only (runner.h). */
+    const char *source = lang->runner == LANGTABLE_RUNNER_PYTHON ? runner_python_session_src : NULL;
     struct runner_request rreq = {.nonce_hex = nonce,
                                   .session = kind,
+                                  .session_source = source,
                                   .code = req->code,
                                   .code_len = req->code_len,
                                   .stdin_data = req->stdin_data,

@@ -226,6 +226,8 @@ int runner_encode_request(const struct runner_request *req, struct buf *out, str
         json_object *session = json_object_new_object();
         json_object_object_add(session, req->session == RUNNER_SESSION_BEGIN ? "begin" : "cell",
                                json_object_new_boolean(1));
+        if (req->session == RUNNER_SESSION_BEGIN && req->session_source)
+            json_object_object_add(session, "source", json_object_new_string(req->session_source));
         json_object_object_add(obj, "session", session);
     }
     if (rc == 0)

@@ -105,7 +105,10 @@
  *
  * Session mode (a runner kept between calls; one-shot runs never see it):
  *   Begin: a request whose JSON carries "session": {"begin": true} (code
- *     "", env as on every call). A warm runner writes RUNNER_GO after
+ *     "", env as on every call; Python's also "source": the text of
+ *     runner_session.py, which runner.py runs, as "interpreter" mode in
+ *     one IPython shell, when the image has IPython; without it, or
+ *     without IPython, it keeps "process" mode). A warm runner writes RUNNER_GO after
  *     reading it as usual. The runner keeps the env, answers with a record
  *     {"exit_code": 0, "memory_error": false, "session": {"mode": M}},
  *     M being "interpreter" (one live interpreter), "shell" (one
@@ -121,9 +124,19 @@
  *   Control: "mcpsbx/1 interrupt <32 hex>\n", a header and no body (so a
  *     session runner takes headers of up to RUNNER_MAX_CONTROL bytes). It
  *     interrupts the running cell when the nonce is that cell's (SIGINT to
- *     what runs it; in "process" mode, which all three runners have, to
- *     the cell process's group, SIGKILL 500 ms later); any other nonce, or
- *     no running cell, and it is ignored.
+ *     what runs it: in "process" mode (runner.py, runner.pl) to the cell
+ *     process's group, SIGKILL 500 ms later; in Node's "interpreter" mode
+ *     to the runner, whose REPL stops the cell's code and stays); any other
+ *     nonce, or no running cell, and it is ignored. The generic runner
+ *     is in "shell" mode when the begin request's program runs the source
+ *     file with bash alone: one interactive bash sources each cell's file
+ *     (variables, functions and cwd persist); an interrupt is SIGINT to
+ *     the shell's group and no SIGKILL (a cell that made the shell ignore
+ *     SIGINT gets no record); `exit` gives the record with "ended", then
+ *     the runner's exit. Node's interpreter
+ *     shows the last value of a cell as its REPL does; a throw is exit
+ *     code 1, an interrupt 130, and process.exit() the record with
+ *     "ended", then the runner's exit.
  *   The runner ends (exit 0) at the end of its request descriptor.
  * The daemon trusts a record's "session" for those words only: the mode is
  * one of the three, interrupted a boolean, ended a short text it escapes. */
@@ -143,6 +156,9 @@ extern const char runner_generic_src[];
  * it before the request so a pooled run's typecheck skips loading the
  * compiler and the standard declarations (langtable.h, typecheck_warm). */
 extern const char runner_tscheck_src[];
+/* runner.py's "interpreter" session mode (src/sandbox/runner/runner_session.py),
+ * sent as a Python begin request's session "source". */
+extern const char runner_python_session_src[];
 
 #define RUNNER_PROTOCOL          "mcpsbx/1"
 #define RUNNER_RECORD_PREFIX     "\0\036mcpsbx-done:"
@@ -198,6 +214,9 @@ enum runner_session_kind {
 struct runner_request {
     const char *nonce_hex; /* RUNNER_NONCE_HEX_LEN hex digits */
     enum runner_session_kind session;
+    /* A begin request's session "source" (runner_python_session_src), or
+     * NULL; ignored in other requests. */
+    const char *session_source;
     const char *code;
     size_t code_len;
     const char *stdin_data; /* may be NULL */

@@ -6,13 +6,12 @@
 // `node -e <this file> <modules>` it is a warm runner: it loads the
 // comma-separated built-in modules first, says it is ready, then waits.
 // A request with "session": {"begin": true} makes it a session runner
-// (runner.h, "process" mode): it answers with a record, then runs each cell
-// request as a fresh `node -e <this file>` in its own process group, in the
-// same working directory, until its stdin ends; an interrupt frame for the
-// running cell stops that group (SIGINT, then SIGKILL after INT_GRACE_MS).
-// The cell's runner hands its record over on the descriptor named by
-// MCPSBX_DONE_FD; the session runner adds what only it knows (the
-// interrupt) and writes it out, or makes one from the exit status.
+// (runner.h, "interpreter" mode): it answers with a record, then evaluates
+// each cell request's code in one REPL of Node's own (`repl`) in this
+// process, as if typed at its prompt, until its stdin ends. A small copier
+// process reads the requests; an interrupt frame for the running cell
+// becomes a SIGINT that the REPL turns into an exception in the cell's
+// code, or ends the cell's top-level await.
 // Node >= 18, built-ins only.
 // Everything is inside one function so the program sees none of it.
 (function (require) {
@@ -29,10 +28,14 @@
   const MAX_REQUEST = 64 << 20;
   const RUNNER_EXIT = 76; // EX_PROTOCOL: the runner itself failed
   const MAX_CONTROL = 64; // in a session: "mcpsbx/1 interrupt <nonce>" too
-  const MAX_CELL_RECORD = 64 << 10; // bytes a cell's runner may hand over as its record
-  const INT_GRACE_MS = 500; // from a cell's SIGINT to its SIGKILL
-  const CELL_CLOSE_MS = 2000; // after a cell's exit, the longest wait for its record's end
   const CJS_PARAMS = ['exports', 'require', 'module', '__filename', '__dirname'];
+  const ACK_MS = 50; // a session runner's longest wait to take an interrupt itself (requestCopier)
+  // SyntaxError messages only ES module syntax explains (see needsESM).
+  const ESM_ONLY = [
+    'Cannot use import statement outside a module',
+    "Unexpected token 'export'",
+    "Cannot use 'import.meta' outside a module",
+  ];
 
   // Bound now: the program may replace any of these.
   const proc = process;
@@ -48,14 +51,7 @@
   let spareFds = []; // kept back for returning the files (see below)
   let recorded = false;
   let fatal = null; // {err, origin} once an exception is known to be fatal
-  // A session's cell (started by a session runner): the descriptor its
-  // record goes to, instead of stderr and stdout. Gone from the
-  // environment before the program can see it.
-  let cellDoneFd = null;
-  if (process.env.MCPSBX_DONE_FD !== undefined) {
-    if (/^[0-9]{1,4}$/.test(process.env.MCPSBX_DONE_FD)) cellDoneFd = Number(process.env.MCPSBX_DONE_FD);
-    delete process.env.MCPSBX_DONE_FD;
-  }
+  let inCells = false; // a session runner running cells: failures are a cell's
 
   const sleepCell = new Int32Array(new SharedArrayBuffer(4));
   function sleep(ms) {
@@ -109,14 +105,6 @@
         rec.exit_code = RUNNER_EXIT;
         rec.runner_error = 'cannot return the output files: ' + String(e && e.message ? e.message : e).slice(0, 300);
       }
-    }
-    if (cellDoneFd !== null) {
-      try {
-        writeAll(cellDoneFd, Buffer.from(stringify(rec)));
-      } catch (e) {
-        // the session runner makes one from the exit status
-      }
-      return;
     }
     emitRecord(rec);
   }
@@ -179,7 +167,7 @@
   // one of that name, written beside it and renamed over it (rename
   // replaces a symlink itself, never its target).
   function writeFile(p, data, mode) {
-    if (cellDoneFd === null) return writeNewFile(p, data, mode);
+    if (!inCells) return writeNewFile(p, data, mode);
     const tmp = path.join(path.dirname(p), '.mcpsbx-new-' + proc.pid);
     fs.rmSync(tmp, { force: true });
     writeNewFile(tmp, data, mode);
@@ -421,6 +409,7 @@
   }
 
   function runnerFail(msg) {
+    if (inCells) throw new CellFail(msg);
     if (nonce === null) {
       try {
         writeAll(2, Buffer.from('mcpsbx runner: ' + msg + '\n'));
@@ -670,11 +659,75 @@
   // descriptor's mode (it may share its file description with stdout); a
   // cell may leave it non-blocking, and then naps that grow while idle
   // stand in for a poll.
-  function requestCopier() {
+  // It also follows the frames, because the runner cannot while a cell's
+  // synchronous code runs: an interrupt naming the nonce of the last
+  // request (the running cell's, or one that just ended: the daemon sends
+  // the next request only after a record) that the runner has not
+  // acknowledged within ackMs (one byte per interrupt frame appended to
+  // the file on fd 3) becomes a SIGINT to the runner, which the REPL's
+  // watchdog turns into an exception in that code. A runner that is free
+  // acknowledges at once and acts on the frame itself: a SIGINT just after
+  // the watchdog stops would end the runner (see sessionMain). The nonce
+  // is read from the body's start, where the daemon puts it (runner.c); a
+  // request that does not start so cannot be interrupted that way.
+  // maxControl: the longest header.
+  function requestCopier(maxControl, ackMs) {
     const fs = require('fs');
+    const runner = process.ppid;
     const cell = new Int32Array(new SharedArrayBuffer(4));
     const buf = Buffer.alloc(1 << 16);
     let nap = 1;
+    let header = '';
+    let skip = 0; // body bytes still to pass over
+    let head = ''; // the body's first bytes, while under 64
+    let current = null; // the last request's nonce
+    let lost = false; // a frame it could not follow: no more interrupts
+    let interrupts = 0; // interrupt frames copied
+    const acked = () => {
+      try {
+        return fs.fstatSync(3).size >= interrupts;
+      } catch (e) {
+        return true; // no way to know: never a signal
+      }
+    };
+    const follow = (b) => {
+      for (let i = 0; i < b.length && !lost; ) {
+        if (skip > 0) {
+          const n = Math.min(skip, b.length - i);
+          if (head.length < 64) {
+            head += b.subarray(i, i + Math.min(n, 64 - head.length)).toString('latin1');
+            const m = /^\{\s*"nonce"\s*:\s*"([0-9a-f]{32})"/.exec(head);
+            if (m !== null) current = m[1];
+          }
+          skip -= n;
+          i += n;
+          continue;
+        }
+        const nl = b.indexOf(0x0a, i);
+        header += b.subarray(i, nl < 0 ? b.length : nl).toString('latin1');
+        if (header.length > maxControl) lost = true;
+        if (nl < 0) return;
+        i = nl + 1;
+        const im = /^mcpsbx\/1 interrupt ([0-9a-f]{32})$/.exec(header);
+        const hm = /^mcpsbx\/1 ([0-9]{1,10})$/.exec(header);
+        header = '';
+        if (im !== null) {
+          interrupts++;
+          for (let waited = 0; waited < ackMs && !acked(); waited += 2) Atomics.wait(cell, 0, 0, 2);
+          if (im[1] === current && !acked() && process.ppid === runner) {
+            try {
+              process.kill(runner, 'SIGINT');
+            } catch (e) {
+              // the runner is gone
+            }
+          }
+        } else if (hm !== null) {
+          current = null;
+          head = '';
+          skip = Number(hm[1]);
+        } else lost = true;
+      }
+    };
     const retry = (e) => {
       if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') {
         Atomics.wait(cell, 0, 0, nap);
@@ -699,7 +752,13 @@
           retry(e);
         }
       }
+      follow(buf.subarray(0, n));
     }
+    // The session is over: a runner held by a cell's synchronous code
+    // cannot see that, so it is ended after a while.
+    fs.closeSync(1);
+    for (let waited = 0; waited < 1000 && process.ppid === runner; waited += 10) Atomics.wait(cell, 0, 0, 10);
+    if (process.ppid === runner) process.kill(runner, 'SIGKILL');
   }
 
   // Splits the copied stream into frames: onFrame gets {kind: 'request',
@@ -767,47 +826,37 @@
     };
   }
 
-  // The sandbox cgroup's OOM kills so far (cgroup v2, else v1), or null.
-  function oomKills() {
-    for (const f of ['/sys/fs/cgroup/memory.events', '/sys/fs/cgroup/memory/memory.oom_control']) {
-      try {
-        const m = /^oom_kill (\d+)$/m.exec(fs.readFileSync(f, 'latin1'));
-        if (m !== null) return Number(m[1]);
-      } catch (e) {
-        // the next one
-      }
-    }
-    return null;
-  }
+  // A failure of the runner inside a session's cell: that cell's record.
+  class CellFail extends Error {}
 
-  function killGroup(pid, sig) {
-    try {
-      proc.kill(-pid, sig);
-    } catch (e) {
-      // gone already
-    }
-  }
-
-  // The begin request (env already set): says the mode, then runs cells
-  // until the request descriptor ends. Only the copier reads that
-  // descriptor; the cells' runners get their own stdin (the request, then
-  // their stdin file), so none of them, nor anything they start, reads the
-  // frames.
+  // The begin request (env already set): one REPL (Node's own `repl`) in
+  // this process, said in the begin record as "interpreter"; each cell's
+  // code is evaluated in it as a line typed at its prompt, so top-level
+  // let/const/class/function and await persist, until the request
+  // descriptor ends. Only the copier reads that descriptor.
   function sessionMain() {
-    const src = proc._eval;
-    if (typeof src !== 'string') return runnerFail('cannot find the runner source');
-    const argv = [];
-    for (let i = 0; i < proc.execArgv.length; i++) {
-      const a = proc.execArgv[i];
-      if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
-      else if (!a.startsWith('--eval=') && !a.startsWith('--print=')) argv.push(a);
-    }
-    argv.push('-e', src);
     const spawn = require('child_process').spawn;
-    const copier = spawn(proc.execPath, ['-e', '(' + requestCopier.toString() + ')()'], {
-      stdio: ['inherit', 'pipe', 'ignore'],
-      env: {},
-    });
+    const repl = require('repl');
+    const stream = require('stream');
+    const root = proc.cwd();
+    // The copier's acknowledgements: an unlinked file of its own.
+    let ackFd;
+    try {
+      const ackPath = path.join(root, '.mcpsbx-ack-' + proc.pid);
+      fs.rmSync(ackPath, { force: true });
+      ackFd = fs.openSync(ackPath, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
+      fs.unlinkSync(ackPath);
+    } catch (e) {
+      return runnerFail('cannot begin the session: ' + e.message);
+    }
+    const copier = spawn(
+      proc.execPath,
+      ['-e', '(' + requestCopier.toString() + ')(' + MAX_CONTROL + ', ' + ACK_MS + ')'],
+      { stdio: ['inherit', 'pipe', 'ignore', ackFd], env: {} },
+    );
+    let cell = null; // the running cell: {nonce, interrupted, ended, outputs}
+    let evals = 0;
+    const given = new Set(); // names of variables set by earlier cells
     // Exits, as the session ends, without anything left reading.
     const exit = (code) => {
       try {
@@ -829,50 +878,146 @@
       } else emitRecord({ exit_code: RUNNER_EXIT, memory_error: false, runner_error: msg });
       return exit(RUNNER_EXIT);
     };
-    emitRecord({ exit_code: 0, memory_error: false, session: { mode: 'process' } });
-    nonce = null;
-    const queue = [];
-    let cell = null; // the running cell: {nonce, child, ...}
 
-    const endCell = (c, status) => {
+    // The program's stdout and stderr write at once, blocking while the
+    // daemon is behind (see the one-shot path), and keep no state of their
+    // own: an interrupt that stops the code inside a stream's bookkeeping
+    // would leave the stream waiting forever for its write to end.
+    for (const [s, fd] of [
+      [proc.stdout, 1],
+      [proc.stderr, 2],
+    ]) {
+      s.write = function write(chunk, encoding, cb) {
+        if (typeof encoding === 'function') {
+          cb = encoding;
+          encoding = undefined;
+        }
+        let err = null;
+        try {
+          if (typeof chunk === 'string') writeAll(fd, Buffer.from(chunk, encoding || 'utf8'));
+          else writeAll(fd, Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        } catch (e) {
+          err = e;
+        }
+        if (typeof cb === 'function') proc.nextTick(cb, err);
+        return err === null;
+      };
+    }
+    // What the REPL prints (errors, as "Uncaught ...") goes to stderr,
+    // without the stack frames of the REPL's and this runner's own code.
+    const internal = /^\s+at (?:.* \()?(?:node:(?:vm|repl|domain):|\[eval[^\]]*\])/;
+    const errOut = new stream.Writable({
+      write(chunk, encoding, cb) {
+        const text = String(chunk)
+          .split('\n')
+          .filter((l) => !internal.test(l))
+          .join('\n');
+        try {
+          writeAll(2, Buffer.from(text));
+        } catch (e) {
+          // stderr is gone
+        }
+        cb();
+      },
+    });
+    // Looks like the REPL's own globals, not `node -e`'s.
+    for (const g of ['exports', '__filename', '__dirname']) delete globalThis[g];
+    delete proc._eval;
+    const execArgv = [];
+    for (let i = 0; i < proc.execArgv.length; i++) {
+      const a = proc.execArgv[i];
+      if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
+      else if (!a.startsWith('--eval=') && !a.startsWith('--print=')) execArgv.push(a);
+    }
+    proc.execArgv = execArgv;
+    proc.argv.length = 1;
+    const r = repl.start({
+      input: new stream.PassThrough(),
+      output: errOut,
+      terminal: false,
+      useGlobal: true,
+      prompt: '',
+      ignoreUndefined: true,
+      breakEvalOnSigint: true,
+    });
+    // The REPL ends a line that threw (it printed the error) by showing
+    // its prompt: here that ends the cell, a turn later, so that what an
+    // interrupted await prints comes first.
+    r.displayPrompt = function displayPrompt() {
+      const c = cell;
+      if (c !== null && !c.ending) {
+        c.ending = true;
+        setImmediate(() => endCell(c, 1));
+      }
+    };
+    // An interrupt of synchronous code ends in an error of this code.
+    if (r._domain && typeof r._domain.prependListener === 'function') {
+      r._domain.prependListener('error', (e) => {
+        if (cell !== null && e && e.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED') cell.interrupted = true;
+      });
+    }
+    // A SIGINT outside a cell's synchronous code (the watchdog's time) must
+    // not end the runner: the copier sends one when the runner did not
+    // take an interrupt frame in time, which may also be a cell's timer
+    // callback holding the event loop. The listener is off while the REPL
+    // evaluates: Node's vm takes the SIGINT listeners away around
+    // breakOnSigint code, and that stops libuv's handler over the
+    // watchdog's, so a SIGINT then would end the process; and after the
+    // evaluation the watchdog leaves its own exiting handler behind, which
+    // adding the listener again replaces (a SIGINT in between still ends
+    // the runner: hence the copier's wait for an acknowledgement).
+    const onSigint = () => {};
+    proc.on('SIGINT', onSigint);
+    // process.exit() in a cell ends the session: the cell's record, then
+    // the end of the stream.
+    proc.reallyExit = function reallyExit(code) {
+      const c = cell;
+      if (c !== null && !c.ended) {
+        c.ended = true;
+        nonce = c.nonce;
+        emitRecord({
+          exit_code: (Number(code) | 0) & 0xff,
+          memory_error: false,
+          session: { ended: 'the program exited' },
+        });
+      }
+      return exit(Number(code) | 0);
+    };
+
+    emitRecord({ exit_code: 0, memory_error: false, session: { mode: 'interpreter' } });
+    nonce = null;
+    inCells = true;
+    const queue = [];
+
+    const endCell = (c, code, extra) => {
       if (c.ended) return;
       c.ended = true;
-      clearTimeout(c.graceTimer);
-      clearTimeout(c.closeTimer);
-      let rec = null;
-      if (c.size <= MAX_CELL_RECORD) {
+      nonce = c.nonce;
+      const rec = { exit_code: c.interrupted ? 130 : code, memory_error: false };
+      Object.assign(rec, extra);
+      if (c.outputs !== null && code !== RUNNER_EXIT) {
+        const here = proc.cwd();
         try {
-          rec = JSON.parse(Buffer.concat(c.chunks).toString('utf8'));
+          outputsCwd = root;
+          rec.files = sendOutputs(c.outputs);
         } catch (e) {
-          rec = null;
-        }
-      }
-      if (rec === null || typeof rec !== 'object' || Array.isArray(rec) || !Number.isInteger(rec.exit_code)) {
-        // A SIGKILL nobody here sent is the kernel's OOM killer when the
-        // cgroup counted one (or, where the count cannot be read, by far
-        // the likeliest); after an interrupt only a count that rose says so.
-        let memoryError = false;
-        if (status === 128 + 9) {
-          const after = oomKills();
-          const rose = after !== null && c.oomsBefore !== null && after > c.oomsBefore;
-          memoryError = c.interrupted ? rose : rose || after === null || c.oomsBefore === null;
-        }
-        rec = { exit_code: status, memory_error: memoryError };
-        if (c.runnerError !== undefined) {
           rec.exit_code = RUNNER_EXIT;
-          rec.runner_error = c.runnerError;
+          rec.runner_error = 'cannot return the output files: ' + String(e && e.message ? e.message : e).slice(0, 300);
+        }
+        try {
+          proc.chdir(here);
+        } catch (e) {
+          // gone: the cell stays where sending the files left it
         }
       }
       if (c.interrupted) rec.session = { interrupted: true };
-      nonce = c.nonce;
       emitRecord(rec);
       nonce = null;
       cell = null;
-      for (const s of [c.child.stdin, c.child.stdio[3]]) if (s) s.destroy();
       pump();
     };
 
-    const startCell = (body) => {
+    const runCell = (body) => {
       let req;
       try {
         req = JSON.parse(body.toString('utf8'));
@@ -882,46 +1027,41 @@
       if (req === null || typeof req !== 'object' || Array.isArray(req)) return fail('request is not a JSON object');
       if (typeof req.nonce !== 'string' || !/^[0-9a-f]{32}$/.test(req.nonce))
         return fail('request has no valid nonce');
-      nonce = req.nonce;
-      const kind = sessionKind(req.session);
-      req = null;
-      const refuse = kind === 'cell' ? null : kind.error || 'a session request that is not a cell';
-      if (refuse !== null) {
-        emitRecord({ exit_code: RUNNER_EXIT, memory_error: false, runner_error: refuse });
-        nonce = null;
-        return false;
-      }
-      const c = { nonce, chunks: [], size: 0, interrupted: false, ended: false, oomsBefore: oomKills() };
-      nonce = null;
-      c.child = spawn(proc.execPath, argv, {
-        stdio: ['pipe', 'inherit', 'inherit', 'pipe'],
-        detached: true, // its own process group, for the group kills
-        env: Object.assign({}, proc.env, { MCPSBX_DONE_FD: '3' }),
-      });
+      const c = { nonce: req.nonce, interrupted: false, ended: false, ending: false, outputs: null };
       cell = c;
-      c.child.on('error', (e) => {
-        c.runnerError = 'cannot start the cell: ' + String(e && e.message ? e.message : e).slice(0, 300);
-        endCell(c, RUNNER_EXIT);
-      });
-      if (c.child.pid === undefined) return true;
-      c.child.stdin.on('error', () => {});
-      c.child.stdin.end(Buffer.concat([Buffer.from('mcpsbx/1 ' + body.length + '\n'), body]));
-      const done = c.child.stdio[3];
-      done.on('error', () => {});
-      done.on('data', (b) => {
-        c.size += b.length;
-        if (c.size <= MAX_CELL_RECORD) c.chunks.push(b);
-      });
-      let status = null;
-      c.child.on('exit', (code, signal) => {
-        status = signal ? 128 + (require('os').constants.signals[signal] || 0) : code & 0xff;
-        // What it left running in its group must not write after the record.
-        killGroup(c.child.pid, 'SIGKILL');
-        // Something outside the group may hold the record's descriptor.
-        c.closeTimer = setTimeout(() => endCell(c, status), CELL_CLOSE_MS);
-      });
-      c.child.on('close', () => endCell(c, status));
-      return true;
+      let code;
+      try {
+        code = prepareCell(req, c, root, given);
+      } catch (e) {
+        if (!(e instanceof CellFail)) throw e;
+        return endCell(c, RUNNER_EXIT, { runner_error: e.message });
+      }
+      req = null;
+      if (typeof code === 'object') return endCell(c, 0, { check: code.check });
+      evals++;
+      proc.removeListener('SIGINT', onSigint);
+      try {
+        r.eval(code, r.context, 'REPL' + evals, (err, value) => {
+          if (c.ended || c.ending) return;
+          if (err) {
+            // Input the REPL would wait for more of (a Recoverable).
+            const e = err.err !== undefined ? err.err : err;
+            errOut.write('Uncaught ' + util.inspect(e) + '\n');
+            c.ending = true;
+            return setImmediate(() => endCell(c, 1));
+          }
+          if (value !== undefined) {
+            try {
+              writeAll(1, Buffer.from(r.writer(value) + '\n'));
+            } catch (e) {
+              // stdout is gone
+            }
+          }
+          endCell(c, 0);
+        });
+      } finally {
+        proc.on('SIGINT', onSigint);
+      }
     };
 
     const pump = () => {
@@ -929,33 +1069,39 @@
         const m = queue.shift();
         if (m.kind === 'eof') return exit(0);
         if (m.kind === 'bad') return fail(m.why);
-        if (m.kind === 'request' && startCell(m.body)) return;
+        if (m.kind === 'request') return runCell(m.body);
         // an interrupt with no cell running: nothing to stop
       }
     };
 
     const onFrame = (m) => {
       const c = cell;
+      if (m.kind === 'interrupt') {
+        try {
+          writeAll(ackFd, Buffer.from('a'));
+        } catch (e) {
+          // the copier signals after its wait
+        }
+      }
       if (c === null) {
         queue.push(m);
         return pump();
       }
       if (m.kind === 'interrupt') {
-        // Another nonce is a late interrupt of an earlier cell: ignored.
-        if (m.nonce === c.nonce && !c.interrupted) {
+        // The cell awaits (its synchronous code is over, or this would not
+        // run): the REPL's SIGINT ends its wait. Another nonce is a late
+        // interrupt of an earlier cell: ignored.
+        if (m.nonce === c.nonce && !c.interrupted && !c.ending) {
           c.interrupted = true;
-          killGroup(c.child.pid, 'SIGINT');
-          c.graceTimer = setTimeout(() => killGroup(c.child.pid, 'SIGKILL'), INT_GRACE_MS);
+          r.emit('SIGINT');
         }
       } else if (m.kind === 'eof') {
-        killGroup(c.child.pid, 'SIGKILL');
-        queue.push(m);
+        exit(0);
       } else if (m.kind === 'request' && !queue.some((q) => q.kind === 'request')) {
         queue.push(m);
       } else {
         // A bad frame, or more than one request while a cell runs: the
-        // cell ends, and the session with it.
-        killGroup(c.child.pid, 'SIGKILL');
+        // session ends.
         nonce = c.nonce;
         fail(m.kind === 'bad' ? m.why : 'more than one request came while a cell ran');
       }
@@ -963,9 +1109,116 @@
     const parser = frameParser(onFrame);
     copier.on('error', (e) => fail('cannot read the requests: ' + String(e && e.message ? e.message : e).slice(0, 300)));
     copier.stdout.on('data', (b) => parser.data(b));
-    copier.on('close', (code, signal) =>
-      parser.end(code === 0 ? undefined : 'cannot read the requests: the reader ended with ' + (signal || code)),
-    );
+    // Its end, not its exit: at the end of the requests it waits for the
+    // runner to end.
+    copier.stdout.on('end', () => parser.end());
+    copier.on('exit', (code, signal) => {
+      if (code !== 0) parser.end('cannot read the requests: the reader ended with ' + (signal || code));
+    });
+  }
+
+  // A cell's request made ready to run in the session's REPL: env, files
+  // (from the session's directory, whatever the cell's cwd), outputs/, the
+  // stdin file as fd 0 and process.stdin, the variables as globals. Returns
+  // the code, or {check} for a check-only cell; throws CellFail.
+  function prepareCell(req, c, root, given) {
+    const kind = sessionKind(req.session);
+    if (kind !== 'cell') throw new CellFail(kind.error || 'a session request that is not a cell');
+    const code = req.code;
+    const stdin = req.stdin === undefined || req.stdin === null ? '' : req.stdin;
+    const env = req.env === undefined || req.env === null ? {} : req.env;
+    const variables = req.variables === undefined || req.variables === null ? {} : req.variables;
+    const files = req.files === undefined || req.files === null ? [] : req.files;
+    const outputs = req.outputs === undefined || req.outputs === null ? null : req.outputs;
+    if (!Array.isArray(files) || (outputs !== null && (typeof outputs !== 'object' || Array.isArray(outputs))))
+      runnerFail('request files must be a list and outputs an object');
+    if (typeof code !== 'string' || typeof stdin !== 'string') runnerFail('request code/stdin must be strings');
+    if (typeof env !== 'object' || Array.isArray(env)) runnerFail('request env must be an object');
+    if (typeof variables !== 'object' || Array.isArray(variables)) runnerFail('request variables must be an object');
+    for (const k of Object.keys(env)) {
+      const v = env[k];
+      if (typeof v !== 'string' || k === '' || k.includes('=') || k.includes('\0') || v.includes('\0'))
+        runnerFail('request env: bad variable ' + stringify(k.slice(0, 64)));
+    }
+    const names = Object.keys(variables);
+    for (const name of names) {
+      let bad = !/^[A-Za-z_$][A-Za-z0-9_$]{0,127}$/.test(name) || name.startsWith('__');
+      bad = bad || ['require', 'module', 'exports', '__filename', '__dirname'].includes(name);
+      bad = bad || (name in globalThis && !given.has(name)) || name in Object.prototype;
+      if (!bad) {
+        try {
+          vm.compileFunction('"use strict"; let ' + name + ';');
+        } catch (e) {
+          bad = true;
+        }
+      }
+      if (bad) runnerFail('variable ' + stringify(name.slice(0, 128)) + ' is not allowed');
+    }
+    if (req.check === true) {
+      const check = syntaxCheck(code, root, '.mcpsbx-check.mjs');
+      if (typeof check === 'string') runnerFail(check);
+      return { check };
+    }
+    for (const k of Object.keys(env)) proc.env[k] = env[k];
+    const here = proc.cwd();
+    try {
+      proc.chdir(root);
+    } catch (e) {
+      runnerFail('cannot enter the working directory: ' + e.message);
+    }
+    try {
+      if (writeInputs(files) !== true) runnerFail('request files');
+      try {
+        if (outputs !== null) {
+          try {
+            fs.mkdirSync('outputs', 0o755);
+          } catch (e) {
+            if (e.code !== 'EEXIST') throw e;
+          }
+        }
+        // An unlinked regular file as fd 0, as in a one-shot run, and a
+        // process.stdin of its own per cell (the last one is at its end).
+        const stdinPath = path.join(root, '.mcpsbx-stdin');
+        fs.rmSync(stdinPath, { force: true }); // an earlier cell's, never followed
+        fs.writeFileSync(stdinPath, stdin, { mode: 0o600 });
+        try {
+          fs.closeSync(0);
+        } catch (e) {
+          // already closed: openSync below still gets 0
+        }
+        const fd = fs.openSync(stdinPath, 'r');
+        fs.unlinkSync(stdinPath);
+        let s = null;
+        Object.defineProperty(proc, 'stdin', {
+          configurable: true,
+          enumerable: true,
+          get() {
+            if (s === null) s = fs.createReadStream('', { fd, autoClose: false });
+            return s;
+          },
+        });
+      } catch (e) {
+        runnerFail('cannot prepare the working directory: ' + e.message);
+      }
+    } finally {
+      try {
+        proc.chdir(here);
+      } catch (e) {
+        // gone: the cell starts in the session's directory
+      }
+    }
+    // Writable globals: a later cell may be given the same name again.
+    for (const name of names) {
+      Object.defineProperty(globalThis, name, {
+        value: variables[name],
+        writable: true,
+        configurable: true,
+        enumerable: true,
+      });
+      given.add(name);
+    }
+    c.outputs = outputs;
+    return code;
   }
 
   // ---- read the request: "mcpsbx/1 <len>\n" + <len> bytes of JSON -----
@@ -1007,7 +1260,7 @@
   nonce = req.nonce;
   const session = sessionKind(req.session);
   if (session.error !== undefined) return runnerFail(session.error);
-  if (session === 'cell' && cellDoneFd === null) return runnerFail('a session cell without a session');
+  if (session === 'cell') return runnerFail('a session cell without a session');
   const code = req.code;
   const stdin = req.stdin === undefined || req.stdin === null ? '' : req.stdin;
   const env = req.env === undefined || req.env === null ? {} : req.env;
@@ -1037,11 +1290,6 @@
   // Like Node 22's module detection: only a SyntaxError that ESM syntax
   // would explain switches to ESM; any other error is left for the CJS
   // loader to report as usual.
-  const ESM_ONLY = [
-    'Cannot use import statement outside a module',
-    "Unexpected token 'export'",
-    "Cannot use 'import.meta' outside a module",
-  ];
   function needsESM(src, filename) {
     try {
       vm.compileFunction(src, CJS_PARAMS, { filename });
@@ -1088,14 +1336,15 @@
       column: at && caret >= 0 ? caret + 1 : null,
     };
   }
-  function checkSyntax(src) {
+  // The check's result, or a string: why it could not be made. esmName:
+  // the file node --check reads.
+  function syntaxCheck(src, cwd, esmName) {
     let result = { ok: true };
-    const cwd = proc.cwd();
     try {
       if (needsESM(src, path.join(cwd, 'main.js'))) {
         // ES module syntax: only node --check parses it without running it
         // (a second Node, with none of the run's environment).
-        const file = path.join(cwd, 'main.mjs');
+        const file = path.join(cwd, esmName);
         fs.writeFileSync(file, src);
         const r = require('child_process').spawnSync(proc.execPath, ['--check', file], {
           encoding: 'utf8',
@@ -1107,8 +1356,7 @@
         if (r.error) throw r.error;
         if (r.status !== 0) {
           result = r.status === 1 ? syntaxResult(r.stderr) : null;
-          if (result === null)
-            return runnerFail('node --check failed: ' + (r.signal || r.status) + ': ' + String(r.stderr).slice(0, 300));
+          if (result === null) return 'node --check failed: ' + (r.signal || r.status) + ': ' + String(r.stderr).slice(0, 300);
         }
       } else {
         // A #! line is the loader's to strip; "//" keeps the columns.
@@ -1121,8 +1369,13 @@
         }
       }
     } catch (e) {
-      return runnerFail('cannot check the code: ' + String(e && e.message ? e.message : e).slice(0, 300));
+      return 'cannot check the code: ' + String(e && e.message ? e.message : e).slice(0, 300);
     }
+    return result;
+  }
+  function checkSyntax(src) {
+    const result = syntaxCheck(src, proc.cwd(), 'main.mjs');
+    if (typeof result === 'string') return runnerFail(result);
     writeRecord(0, false, undefined, result);
     origReallyExit.call(proc, 0);
   }
@@ -1142,13 +1395,11 @@
     }
     const esm = needsESM(code, path.join(cwd, 'main.js'));
     mainPath = path.join(cwd, esm ? 'main.mjs' : 'main.js');
-    if (cellDoneFd === null) fs.writeFileSync(mainPath, code);
-    else writeFile(mainPath, Buffer.from(code), 0o644);
+    fs.writeFileSync(mainPath, code);
     // An unlinked regular file as fd 0: the program reads exactly the given
     // bytes, then EOF, through any API (process.stdin, fs.readFileSync(0),
     // /dev/stdin, child processes). closeSync(0) makes 0 the lowest free fd.
     const stdinPath = path.join(cwd, '.mcpsbx-stdin');
-    if (cellDoneFd !== null) fs.rmSync(stdinPath, { force: true }); // an earlier cell's, never followed
     fs.writeFileSync(stdinPath, stdin, { mode: 0o600 });
     try {
       fs.closeSync(0);

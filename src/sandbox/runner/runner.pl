@@ -14,6 +14,11 @@
 # only for a changed source), until that descriptor ends; an interrupt frame
 # for the running cell stops the cell's process group (SIGINT, then SIGKILL
 # after $INT_GRACE).
+# A bash session (the begin request's program runs the source file with
+# bash alone) is "shell" mode instead: one interactive bash takes each
+# cell's source file as a command line, so its variables, functions and
+# cwd persist; an interrupt is a SIGINT to its process group, and `exit`
+# ends the session after the cell's record.
 # `perl -e <this file> warm <argv...>` also starts argv, a checker kept
 # ready for the typecheck (see warm_check), before it says ready.
 # One file past the usual ~600 lines because it travels as one `perl -e`
@@ -87,14 +92,47 @@ my $cwd;
 $SIG{PIPE} = 'IGNORE';
 
 # ---- low-level I/O ---------------------------------------------------------
+# gVisor (runsc 2022) answers select() with EPERM whatever the descriptors;
+# poll() works everywhere. IO::Poll is libperl's; where only perl-base is
+# installed, select() it is.
+my $HAVE_POLL = eval { require IO::Poll; 1 };
+
+# select() for one direction, on poll(): bits (a vec() set of descriptors,
+# changed in place to the ready ones, as select changes it), a timeout in
+# seconds (undef: none), and whether to wait for writing. Returns what
+# select returns.
+sub wait_bits {
+    my (undef, $timeout, $write) = @_;
+    if (!$HAVE_POLL) {
+        my ($r, $w) = $write ? (undef, $_[0]) : ($_[0], undef);
+        my $n = select($r, $w, undef, $timeout);
+        $_[0] = $write ? $w : $r;
+        return $n;
+    }
+    my $want = $write ? IO::Poll::POLLOUT() : IO::Poll::POLLIN();
+    my @args;
+    for my $fd (0 .. 8 * length($_[0]) - 1) {
+        push @args, $fd, $want if vec($_[0], $fd, 1);
+    }
+    my $ms = !defined $timeout ? -1 : $timeout <= 0 ? 0 : int($timeout * 1000) + 1;
+    my $n = IO::Poll::_poll($ms, @args);
+    return $n if $n <= 0;
+    my $done = $want | IO::Poll::POLLHUP() | IO::Poll::POLLERR() | IO::Poll::POLLNVAL();
+    my $ready = "\0" x length $_[0];
+    for (my $i = 0; $i < @args; $i += 2) {
+        vec($ready, $args[$i], 1) = 1 if $args[$i + 1] & $done;
+    }
+    $_[0] = $ready;
+    return $n;
+}
+
 sub wait_fd {
     # Only reached if someone made a standard descriptor non-blocking (the
     # program shares them with the runner).
     my ($fd, $write) = @_;
     my $bits = '';
     vec($bits, $fd, 1) = 1;
-    my ($r, $w) = $write ? (undef, $bits) : ($bits, undef);
-    select($r, $w, undef, undef);
+    wait_bits($bits, undef, $write);
 }
 
 # Writes all of data; dies with the error.
@@ -516,7 +554,7 @@ sub warm_check {
         }
         my $bits = '';
         vec($bits, fileno($out), 1) = 1;
-        my $ready = select($bits, undef, undef, $left);
+        my $ready = wait_bits($bits, $left);
         next if $ready <= 0;    # EINTR, or the deadline: looked at above
         my $buf = '';
         my $got = sysread($out, $buf, 65536);
@@ -807,6 +845,38 @@ sub set_env {
     }
 }
 
+# The request's files, written (the daemon checked every path,
+# sandbox/output/workpath.h; this is the same rule again).
+sub write_inputs {
+    my ($files) = @_;
+    for my $f (@$files) {
+        runner_fail('request files: an entry is not an object') unless ref $f eq 'HASH';
+        my ($p, $content, $enc) = @{$f}{qw(path content encoding)};
+        if (   !is_str($p)
+            || !is_str($content)
+            || !is_str($enc)
+            || ($enc ne 'utf-8' && $enc ne 'base64')
+            || $p eq ''
+            || $p =~ m{\A/}
+            || $p =~ /\0/
+            || grep { $_ eq '' || $_ eq '.' || $_ eq '..' } split(m{/}, $p, -1))
+        {
+            runner_fail('request files: bad entry ' . (is_str($p) ? quote($p) : 'null'));
+        }
+        or_fail(
+            'cannot write the file ' . quote($p),
+            sub {
+                my $data = $content;
+                if ($enc eq 'base64') {
+                    require MIME::Base64;
+                    $data = MIME::Base64::decode_base64($content);
+                }
+                make_dirs($1) if $p =~ m{\A(.*)/};
+                write_file($p, $data, 0644);
+            });
+    }
+}
+
 # ---- one run: a one-shot request, or a session's cell ----------------------
 # Ends in finish: the runner exits, or in a session dies with $CELL_END.
 sub run_cell {
@@ -875,34 +945,7 @@ sub run_cell {
     runner_fail("cannot find the working directory: $!") unless defined $cwd;
     @cwd_id = (stat '.')[0, 1];
 
-    # The daemon checked every path (sandbox/output/workpath.h); this is the same rule
-    # again.
-    for my $f (@$files) {
-        runner_fail('request files: an entry is not an object') unless ref $f eq 'HASH';
-        my ($p, $content, $enc) = @{$f}{qw(path content encoding)};
-        if (   !is_str($p)
-            || !is_str($content)
-            || !is_str($enc)
-            || ($enc ne 'utf-8' && $enc ne 'base64')
-            || $p eq ''
-            || $p =~ m{\A/}
-            || $p =~ /\0/
-            || grep { $_ eq '' || $_ eq '.' || $_ eq '..' } split(m{/}, $p, -1))
-        {
-            runner_fail('request files: bad entry ' . (is_str($p) ? quote($p) : 'null'));
-        }
-        or_fail(
-            'cannot write the file ' . quote($p),
-            sub {
-                my $data = $content;
-                if ($enc eq 'base64') {
-                    require MIME::Base64;
-                    $data = MIME::Base64::decode_base64($content);
-                }
-                make_dirs($1) if $p =~ m{\A(.*)/};
-                write_file($p, $data, 0644);
-            });
-    }
+    write_inputs($files);
     $files = undef;
     if (defined $outputs && !mkdir('outputs', 0755) && !$!{EEXIST}) {
         runner_fail("cannot make outputs/: $!");
@@ -1149,7 +1192,7 @@ sub wait_cell {
         my $bits = '';
         vec($bits, fileno($ctl), 1) = 1 unless $ctl_eof;
         my $ready = $bits;
-        next if select($ready, undef, undef, $timeout) <= 0 || $ready eq "\0" x length $ready;
+        next if wait_bits($ready, $timeout) <= 0 || $ready eq "\0" x length $ready;
         my ($kind, $what) = read_frame($ctl, $MAX_CONTROL);
         if ($kind eq 'eof') {
             $ctl_eof = 1;
@@ -1184,13 +1227,15 @@ sub as_cell {
 sub session_main {
     my ($req) = @_;
     set_env($req->{env} // {});
-    $req = undef;
     # The cells' programs get their stdin files on fd 0; the frames come
     # on a copy of the request descriptor none of them inherits.
     open($ctl, '<&', \*STDIN) or runner_fail("cannot keep the request descriptor: $!");
     open(STDIN, '<', '/dev/null') or runner_fail("cannot reopen stdin: $!");
     $session  = 1;
     %base_env = %ENV;
+    my $shell = shell_program($req->{program});
+    $req = undef;
+    shell_main($shell) if defined $shell;
     as_cell(sub { finish(0, undef, '"session":{"mode":"process"}') });
     while (!$ctl_eof) {
         ($nonce, $files_json, $memory_error, $interrupted) = (undef, undef, 0, 0);
@@ -1213,6 +1258,214 @@ sub session_main {
             $checker_pid = undef;
         }
     }
+    POSIX::_exit(0);
+}
+
+# ---- shell mode: one persistent bash for a bash session ----------------------
+# The begin request's program runs the source file with bash and nothing
+# else (the language table's bash: ["bash", "main.sh"]): the session keeps
+# one interactive bash, so variables, functions and cd persist. Interactive
+# is what makes a SIGINT abort the running command line, loops included, and
+# go back to reading commands. Its stdin is a pipe from this runner, which
+# writes one line per cell; it reports each line's end on a status pipe
+# ($SHELL_STATUS_FD, high so a cell's own `exec 3<file` cannot take it).
+my $SHELL_STATUS_FD = 63;
+my $SHELL_ERR_FD    = 62;    # its stderr until its first line takes it back
+
+sub shell_program {
+    my ($program) = @_;
+    return undef unless ref $program eq 'HASH' && argv_ok($program->{run});
+    my $run = $program->{run};
+    my $src = $program->{source_file};
+    return undef if defined $program->{compile} || defined $program->{typecheck};
+    return undef unless @$run == 2 && $run->[0] =~ m{(?:\A|/)bash\z} && is_str($src) && $run->[1] eq $src;
+    return undef unless $src =~ /\A[A-Za-z0-9_+-][A-Za-z0-9._+-]{0,63}\z/;
+    return $program;
+}
+
+# A shell-quoted word.
+sub sh_quote {
+    my ($s) = @_;
+    $s =~ s/'/'\\''/g;
+    return "'$s'";
+}
+
+my ($shell_pid, $shell_in, $shell_status, $shell_buf) = (undef, undef, undef, '');
+
+sub start_shell {
+    my ($in_r, $in_w, $st_r, $st_w);
+    pipe($in_r, $in_w) && pipe($st_r, $st_w) or runner_fail("cannot start the shell: $!");
+    my $pid = fork;
+    runner_fail("cannot start the shell: $!") unless defined $pid;
+    if ($pid == 0) {
+        @SIG{qw(PIPE INT QUIT)} = ('DEFAULT') x 3;
+        POSIX::setpgid(0, 0);
+        # Its start-up warnings (no job control without a terminal) go to
+        # /dev/null; stderr is kept on $SHELL_ERR_FD for its first line.
+        my $ok = defined POSIX::dup2(fileno($in_r), 0)
+            && defined POSIX::dup2(fileno($st_w), $SHELL_STATUS_FD)
+            && defined POSIX::dup2(2, $SHELL_ERR_FD);
+        my $null = POSIX::open('/dev/null', POSIX::O_WRONLY());
+        $ok &&= defined $null && defined POSIX::dup2($null, 2);
+        if ($ok) {
+            @ENV{qw(PS1 PS2 PS4)} = ('', '', '');
+            no warnings 'exec';
+            exec { 'bash' } 'bash', '--noprofile', '--norc', '--noediting', '-i';
+        }
+        POSIX::_exit(127);
+    }
+    POSIX::setpgid($pid, $pid);
+    close($in_r);
+    close($st_w);
+    ($shell_pid, $shell_in, $shell_status) = ($pid, $in_w, $st_r);
+    write_all($shell_in, "exec 2>&$SHELL_ERR_FD $SHELL_ERR_FD>&-; set +H; PS0=; PROMPT_COMMAND=;"
+          . ' mcpsbx_cell() { . "$1"; }' . "\n");
+}
+
+# Waits for the shell's "done <n> <status>" line of cell n, acting on the
+# frames that come meanwhile. Returns the status, or (undef, wait status)
+# when the shell ended.
+sub shell_wait {
+    my ($n) = @_;
+    local $SIG{CHLD} = sub { };
+    while (1) {
+        while ($shell_buf =~ s/\A([^\n]*)\n//) {
+            my $l = $1;
+            # Another n: a line of an earlier, interrupted cell.
+            return 0 + $2 if $l =~ /\Adone (\d+) (\d+)\z/ && $1 == $n;
+        }
+        my $r = waitpid($shell_pid, POSIX::WNOHANG());
+        return (undef, $?) if $r == $shell_pid;
+        my $bits = '';
+        vec($bits, fileno($shell_status), 1) = 1;
+        vec($bits, fileno($ctl), 1) = 1 unless $ctl_eof;
+        my $ready = $bits;
+        next if wait_bits($ready, $CHILD_NAP) <= 0;
+        if (vec($ready, fileno($shell_status), 1)) {
+            my $got = sysread($shell_status, $shell_buf, 4096, length $shell_buf);
+            if (defined $got && $got == 0) {
+                # Nothing holds the status pipe: the shell is gone.
+                1 while waitpid($shell_pid, 0) < 0 && $!{EINTR};
+                return (undef, $?);
+            }
+            substr($shell_buf, 0, length($shell_buf) - 4096) = '' if length($shell_buf) > 8192;
+        }
+        next unless !$ctl_eof && vec($ready, fileno($ctl), 1);
+        my ($kind, $what) = read_frame($ctl, $MAX_CONTROL);
+        if ($kind eq 'eof') {
+            $ctl_eof = 1;
+            kill('KILL', -$shell_pid);
+            POSIX::_exit(0);
+        } elsif ($kind eq 'interrupt') {
+            # Another nonce is a late interrupt of an earlier cell: ignored.
+            # The aborted line's echo never runs: the runner sends its own,
+            # which the shell reads once it is back at its prompt (never,
+            # if the cell made it ignore SIGINT).
+            if ($what eq $nonce && !$interrupted) {
+                kill('INT', -$shell_pid);
+                $interrupted = 1;
+                eval { write_all($shell_in, "echo \"done $n 130\" >&$SHELL_STATUS_FD\n") };
+            }
+        } elsif (!defined $pending) {
+            $pending = $what;
+        } else {
+            kill('KILL', -$shell_pid);
+            runner_fail('more than one request came while a cell ran');
+        }
+    }
+}
+
+# One cell in the shell: its files, stdin and variables, one command line,
+# its outputs and record.
+my $shell_cells = 0;
+
+sub shell_cell {
+    my ($req, $program) = @_;
+    my $code  = delete $req->{code};
+    my $stdin = delete($req->{stdin}) // '';
+    runner_fail('request code/stdin must be strings') unless is_str($code) && is_str($stdin);
+    runner_fail('request variables are not for the generic runner') if exists $req->{variables};
+    my $variables_file = delete $req->{variables_file};
+    my $variables_env  = $req->{variables_env};
+    runner_fail('request variables_file must be a string') if defined $variables_file && !is_str($variables_file);
+    runner_fail('request variables_env must be an object') if defined $variables_env  && ref $variables_env ne 'HASH';
+    my $files   = $req->{files} // [];
+    my $outputs = $req->{outputs};
+    if (ref $files ne 'ARRAY' || (defined $outputs && ref $outputs ne 'HASH')) {
+        runner_fail('request files must be a list and outputs an object');
+    }
+    runner_fail('check is not supported by the generic runner') if is_bool($req->{check}) && $req->{check};
+    my $dir = $cwd eq '/' ? '' : $cwd;
+    my $line = '';
+    if (defined $variables_env) {
+        for my $name (sort keys %$variables_env) {
+            if ($name !~ /\A[A-Za-z_][A-Za-z0-9_]*\z/ || length($name) > 128 || $name =~ /\AMCPSBX_/) {
+                runner_fail('variable ' . quote($name, 128) . ' is not allowed');
+            }
+            my $v = $variables_env->{$name};
+            runner_fail('request variables_env: bad value of ' . quote($name, 128)) if !is_str($v) || $v =~ /\0/;
+            $line .= "export $name=" . sh_quote($v) . '; ';
+        }
+    }
+    write_inputs($files);
+    if (defined $outputs && !mkdir('outputs', 0755) && !$!{EEXIST}) {
+        runner_fail("cannot make outputs/: $!");
+    }
+    or_fail("cannot write the source file $program->{source_file}",
+        sub { write_file($program->{source_file}, $code, 0644) });
+    or_fail('cannot prepare the working directory', sub { write_file($STDIN_NAME, $stdin, 0600) });
+    if (defined $variables_file) {
+        or_fail('cannot write the variables', sub { write_file($VARS_NAME, $variables_file, 0400) });
+        $line .= 'export MCPSBX_VARIABLES=' . sh_quote("$dir/$VARS_NAME") . '; ';
+    }
+    my $n = ++$shell_cells;
+    $line .= 'mcpsbx_cell ' . sh_quote("$dir/$program->{source_file}") . ' <' . sh_quote("$dir/$STDIN_NAME")
+        . "; echo \"done $n \$?\" >&$SHELL_STATUS_FD\n";
+    my $ooms_before = oom_kills();
+    or_fail('cannot reach the shell', sub { write_all($shell_in, $line) });
+    my ($status, $ended) = shell_wait($n);
+    unlink($STDIN_NAME);
+    my $after = oom_kills();
+    $memory_error = 1 if defined $after && defined $ooms_before && $after > $ooms_before;
+    my @notes;
+    if (!defined $status) {
+        # The shell ended (`exit`, a signal): the session with it.
+        $status = status_of($ended);
+        kill('KILL', -$shell_pid);
+        push @notes, '"session":{"ended":"the shell exited"}';
+        $session = 0;    # finish exits after this record
+    } elsif ($interrupted) {
+        push @notes, '"session":{"interrupted":true}';
+    }
+    if (defined $outputs) {
+        or_fail('cannot return the output files', sub { send_outputs($outputs) });
+    }
+    finish($status, undef, @notes);
+}
+
+# The begin request's session, in the shell: says so, then runs cells
+# until the request descriptor ends or the shell does.
+sub shell_main {
+    my ($program) = @_;
+    $cwd = POSIX::getcwd();
+    runner_fail("cannot find the working directory: $!") unless defined $cwd;
+    @cwd_id = (stat '.')[0, 1];
+    start_shell();
+    as_cell(sub { finish(0, undef, '"session":{"mode":"shell"}') });
+    while (!$ctl_eof) {
+        ($nonce, $files_json, $memory_error, $interrupted) = (undef, undef, 0, 0);
+        my ($kind, $what) = defined $pending ? ('request', $pending) : read_frame($ctl, $MAX_CONTROL);
+        $pending = undef;
+        last if $kind eq 'eof';
+        next if $kind eq 'interrupt';    # no cell runs: nothing to stop
+        as_cell(
+            sub {
+                my $cell = take_request(\$what);
+                runner_fail('a session request that is not a cell') if session_kind($cell) ne 'cell';
+                shell_cell($cell, $program);
+            });
+    }
+    kill('KILL', -$shell_pid);
     POSIX::_exit(0);
 }
 

@@ -12,12 +12,16 @@
 # same working directory, until that descriptor ends; an interrupt frame for
 # the running cell stops the child's process group (SIGINT, then SIGKILL
 # after int_grace). The child hands its record to the runner on a pipe; the
-# runner adds what only it knows (the interrupt) and writes it out.
+# runner adds what only it knows (the interrupt) and writes it out. When the
+# begin request carries session.source (runner_session.py) and the image has
+# IPython, it runs that instead ("interpreter" mode: one IPython shell, whose
+# state persists across cells) with the helpers below.
 # Everything lives inside one function so that the program's namespace
 # (a fresh __main__ module) sees none of the runner's names.
 
 
 def _mcpsbx_runner():
+    import io
     import os
     import sys
 
@@ -47,14 +51,22 @@ def _mcpsbx_runner():
     class CellEnd(Exception):
         """finish's way out of a cell in a session runner."""
 
-    def wait_fd(fd, write):
-        # Only reached if someone made a stdio fd non-blocking.
+    def wait_readable(fds, timeout=None, write=False):
+        # The fds ready to read (or write), within timeout seconds (None:
+        # no limit). poll(), not select(): gVisor (runsc 2022) answers
+        # select() with EPERM whatever the descriptors.
         import select
 
-        if write:
-            select.select([], [fd], [])
-        else:
-            select.select([fd], [], [])
+        p = select.poll()
+        want = select.POLLOUT if write else select.POLLIN
+        for fd in fds:
+            p.register(fd, want)
+        ms = None if timeout is None else max(0, int(timeout * 1000) + 1)
+        return [fd for fd, _ in p.poll(ms)]
+
+    def wait_fd(fd, write):
+        # Only reached if someone made a stdio fd non-blocking.
+        wait_readable([fd], None, write)
 
     def write_all(fd, data):
         view = memoryview(data)
@@ -65,6 +77,29 @@ def _mcpsbx_runner():
                 wait_fd(fd, True)
                 continue
             view = view[n:]
+
+    # A raw stream that never drops part of a write: a pipe may take only
+    # part of a large write (gVisor's take 64 KiB at a time), and the
+    # interpreter's unbuffered (-u) text streams ignore what was left over.
+    class FullWriter(io.RawIOBase):
+        def __init__(self, fd):
+            self._fd = fd
+
+        def writable(self):
+            return True
+
+        def fileno(self):
+            return self._fd
+
+        def isatty(self):
+            return False
+
+        def write(self, b):
+            if self.closed:
+                raise ValueError("I/O operation on closed file")
+            view = memoryview(b).cast("B")
+            write_all(self._fd, view)
+            return len(view)
 
     def read_some(n, fd=0):
         while True:
@@ -206,12 +241,13 @@ def _mcpsbx_runner():
                 pass
         write_all(1, ready)
 
-    def check_syntax(source):
+    def check_syntax(source, name="main.py", flags=0):
         # compile() of the bytes, as running main.py would: the first
         # error with its 1-based line and column (None when it has none).
+        # (An interpreter session passes the cell as IPython transformed it.)
         result = {"ok": True}
         try:
-            compile(source, "main.py", "exec", dont_inherit=True)
+            compile(source, name, "exec", flags=flags, dont_inherit=True)
         except SyntaxError as e:
             result = {
                 "ok": False,
@@ -275,7 +311,7 @@ def _mcpsbx_runner():
         # A new file; in a session's cell, where an earlier cell may have
         # left one of that name, written beside it and renamed over it
         # (rename replaces a symlink itself, never its target).
-        if cell_done[0] is None:
+        if cell_done[0] is None and not in_session[0]:
             return write_new_file(p, data, mode)
         tmp = os.path.join(os.path.dirname(p), ".mcpsbx-new-%d" % os_getpid())
         try:
@@ -415,10 +451,13 @@ def _mcpsbx_runner():
                 self.use(mpl)
             sys.meta_path.insert(0, self)
 
-    def send_outputs(spec, plots):
+    def send_outputs(spec, plots, unchanged=None):
         # Plots, then the files of outputs/ and of the output_files
         # patterns, as frames before the completion record. hashlib is
-        # imported only when there is a file to send.
+        # imported only when there is a file to send. unchanged(rel, st):
+        # a file of outputs/ to leave out (an interpreter session's cell
+        # returns only what it made or changed there; a pattern's match
+        # comes back anyway).
         from binascii import b2a_base64
         from stat import S_ISLNK, S_ISREG
 
@@ -529,12 +568,15 @@ def _mcpsbx_runner():
 
         if os.path.isdir("outputs") and not os.path.islink("outputs"):
             walk_all("outputs")
+        in_outputs = len(found)
         for pattern in spec.get("paths", ()):
             walk_glob("", [c for c in pattern.split("/") if c])
 
         done = set()
-        for rel, st in found:
+        for i, (rel, st) in enumerate(found):
             if rel in done:
+                continue
+            if i < in_outputs and unchanged is not None and unchanged(rel, st):
                 continue
             done.add(rel)
             try:
@@ -704,6 +746,56 @@ def _mcpsbx_runner():
         except OSError:
             pass
 
+    def ipython_found():
+        # Whether the image has IPython, without importing it (a second).
+        try:
+            from importlib.util import find_spec
+
+            return find_spec("IPython") is not None
+        except Exception:
+            return False
+
+    def interpreter_session(source):
+        # "interpreter" mode: runner_session.py, which the daemon sends
+        # with the begin request, runs the cells in one IPython shell with
+        # these helpers; it never returns.
+        helpers = {
+            "os": os,
+            "sys": sys,
+            "dumps": dumps,
+            "os_exit": os_exit,
+            "write_all": write_all,
+            "FullWriter": FullWriter,
+            "finish": finish,
+            "runner_fail": runner_fail,
+            "CellEnd": CellEnd,
+            "read_frame": read_frame,
+            "take_request": take_request,
+            "session_kind": session_kind,
+            "set_env": set_env,
+            "write_inputs": write_inputs,
+            "send_outputs": send_outputs,
+            "check_syntax": check_syntax,
+            "Plots": Plots,
+            "seed_mpl_cache": seed_mpl_cache,
+            "nonce": nonce,
+            "in_session": in_session,
+            "own_pid": own_pid,
+            "outputs_done": outputs_done,
+            "max_control": max_control,
+            "runner_exit": runner_exit,
+            "walk_limit": walk_limit,
+            "cwd": cwd,
+        }
+        ns = {"__name__": "_mcpsbx_session", "__builtins__": __builtins__}
+        try:
+            exec(compile(source, "<mcpsbx-session>", "exec", dont_inherit=True), ns)
+            main = ns["interpreter_main"]
+        except Exception as e:
+            runner_fail("the session runner does not compile: %s: %s" % (type(e).__name__, e))
+        main(helpers)
+        os_exit(0)
+
     def session_main(req):
         # The begin request: keeps env, says the mode, then runs cells until
         # the request descriptor ends. Returns only in a cell's child, with
@@ -712,6 +804,9 @@ def _mcpsbx_runner():
         import warnings
 
         set_env(req.get("env") if req.get("env") is not None else {})
+        source = req["session"].get("source")
+        if isinstance(source, str) and ipython_found():
+            interpreter_session(source)
         # The cells get their stdin files on fd 0; the frames come on a
         # copy of the request descriptor no child keeps (os.dup's copy is
         # close-on-exec, and each cell's child closes it).
@@ -778,6 +873,7 @@ def _mcpsbx_runner():
                 own_pid[0] = os_getpid()
                 cell_done[0] = done_w
                 return cell
+            outputs = cell.get("outputs")
             del cell
             os.close(done_w)
             try:
@@ -785,16 +881,15 @@ def _mcpsbx_runner():
                 os.setpgid(pid, pid)
             except OSError:
                 pass
-            wait_cell(pid, ctl, done_r, wake[0], ooms_before, state)
+            wait_cell(pid, ctl, done_r, wake[0], ooms_before, state, outputs)
         os_exit(0)
 
-    def wait_cell(pid, ctl, done_r, wake_r, ooms_before, state):
+    def wait_cell(pid, ctl, done_r, wake_r, ooms_before, state, outputs):
         # Waits for a cell's child, acting on the frames that come
         # meanwhile: an interrupt for this cell (SIGINT to its group,
         # SIGKILL after int_grace), the end of the request stream (SIGKILL).
         # Then writes the cell's record: the child's, or one made from its
         # wait status when it handed none over.
-        import select
         import signal
         from time import monotonic
 
@@ -812,7 +907,7 @@ def _mcpsbx_runner():
                 else:
                     timeout = min(timeout, left)
             fds = [wake_r] + ([done_r] if done_open else []) + ([] if state["eof"] else [ctl])
-            ready = select.select(fds, [], [], timeout)[0]
+            ready = wait_readable(fds, timeout)
             if wake_r in ready:
                 try:
                     while os.read(wake_r, 512):
@@ -876,10 +971,23 @@ def _mcpsbx_runner():
                 rose = after is not None and ooms_before is not None and after > ooms_before
                 memory_error = rose if interrupted else (rose or after is None or ooms_before is None)
             rec = {"exit_code": status, "memory_error": memory_error}
+            if isinstance(outputs, dict):
+                # The cell's files still come back, as a one-shot run's do
+                # whatever ended it (its plots were its own).
+                outputs_done[0] = None
+                try:
+                    send_outputs(outputs, None)
+                except BaseException as exc:
+                    rec["runner_error"] = "cannot return the output files: %s: %s" % (type(exc).__name__, exc)
+                if outputs_done[0] is not None:
+                    rec["files"] = outputs_done[0]
+                outputs_done[0] = None  # the next cell's child starts from this
         if interrupted:
             rec["session"] = {"interrupted": True}
         write_record(rec)
 
+    # The working directory (a session's cells share it).
+    cwd = os.getcwd()
     warm = len(sys.argv) > 1
     if warm:
         warm_up(sys.argv[1])
@@ -929,7 +1037,6 @@ def _mcpsbx_runner():
 
     # ---- files: the caller's, outputs/, main.py (tracebacks, inspect,
     # multiprocessing) and stdin --------------------------------------------
-    cwd = os.getcwd()
     write_inputs(files)
     del files
     if outputs is not None:
@@ -970,7 +1077,6 @@ def _mcpsbx_runner():
     seed_mpl_cache()
 
     import builtins
-    import io
     from importlib.machinery import SourceFileLoader
 
     # A fresh sys.stdin, built the way the interpreter builds it, so nothing
@@ -994,26 +1100,6 @@ def _mcpsbx_runner():
     # pipe may take only part of a large write (gVisor's take 64 KiB at a
     # time), and the interpreter's unbuffered (-u) text streams ignore what
     # was left over. Still unbuffered, so live output leaves at once.
-    class FullWriter(io.RawIOBase):
-        def __init__(self, fd):
-            self._fd = fd
-
-        def writable(self):
-            return True
-
-        def fileno(self):
-            return self._fd
-
-        def isatty(self):
-            return False
-
-        def write(self, b):
-            if self.closed:
-                raise ValueError("I/O operation on closed file")
-            view = memoryview(b).cast("B")
-            write_all(self._fd, view)
-            return len(view)
-
     for fd, name in ((1, "stdout"), (2, "stderr")):
         old = getattr(sys, name)
         if old is None:

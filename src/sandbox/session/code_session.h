@@ -55,6 +55,11 @@ struct code_session *code_session_open(struct exec_ctx *ctx, const struct run *r
                                        const char *name, const struct code_session_owner *who,
                                        enum runner_session_mode *mode, struct err *err);
 
+/* What a runner's session mode keeps, as create_session and the logs say
+ * it: "interpreter", "shell", "process" ("none" for a runner that said
+ * none). */
+const char *code_session_mode_name(enum runner_session_mode m);
+
 /* code_sessions_get (sessions.h): id's session if it is who's and open, a
  * held reference; NULL alike for anything else. A session lost while idle
  * comes back once with *lost set: code_session_lost_reason says why. */
@@ -79,6 +84,12 @@ int code_session_run(struct exec_ctx *ctx, struct code_session *cs, const struct
 /* Ends the session: an idle one's sandbox goes now; a busy one's call is
  * cancelled and its sandbox goes when the call ends. */
 enum code_session_closed code_session_close(struct exec_ctx *ctx, struct code_session *cs);
+
+/* The limits the session was opened with (its open request's): every
+ * call's memory_mb, and the timeout_ms of a call that gives none. Zeros
+ * for a session that never had a sandbox. No lock: they never change. */
+void code_session_limits(const struct code_session *cs, long long *timeout_ms,
+                         long long *memory_mb);
 
 /* who's open sessions (sessions.h's code_sessions_list); 0 when sessions
  * are off. */

@@ -8,7 +8,7 @@
 #include "sandbox/run/request.h"
 #include "sandbox/session/space.h"
 
-static const char *mode_name(enum runner_session_mode m)
+const char *code_session_mode_name(enum runner_session_mode m)
 {
     switch (m) {
     case RUNNER_SESSION_MODE_INTERPRETER:
@@ -103,6 +103,7 @@ struct code_session *code_session_open(struct exec_ctx *ctx, const struct run *r
     pthread_mutex_init(&k->lock, NULL);
     k->cs = cs;
     k->memory_mb = req->memory_mb;
+    k->timeout_ms = req->timeout_ms;
     if (begin(sp, req, k, err) < 0) {
         log_info("code session %.8s (%s) did not open: %s", code_session_id(cs),
                  req->language->name, err_msg(err));
@@ -112,7 +113,8 @@ struct code_session *code_session_open(struct exec_ctx *ctx, const struct run *r
         return NULL;
     }
     log_info("code session %.8s began: %s, %s mode, sandbox %.12s%s", code_session_id(cs),
-             req->language->name, mode_name(k->mode), k->sb.id, k->sb.pooled ? " (pooled)" : "");
+             req->language->name, code_session_mode_name(k->mode), k->sb.id,
+             k->sb.pooled ? " (pooled)" : "");
     if (code_sessions_open(sp->reg, cs, k, err) < 0) {
         /* Ended while it started: the registry dropped it, not k. */
         code_sessions_put(sp->reg, cs);

@@ -6,57 +6,10 @@
 #include <sys/queue.h>
 
 #include "sandbox/session/session_check.h"
+#include "sandbox/session/sessions_impl.h"
 
-/* Lookup by id: a fixed table, as the sessions it holds are capped. */
-#define BUCKETS 256u
 /* Tries for an id no session has (a clash of 128 random bits never comes). */
 #define ID_TRIES 4
-
-enum state {
-    STARTING, /* reserved, its sandbox being made */
-    IDLE,
-    BUSY,
-    LOST,  /* tombstone: lost while IDLE, its sandbox already torn down */
-    ENDED, /* out of the registry; only its holders' references keep it */
-};
-
-struct code_session {
-    /* Fixed from reserve on. */
-    char id[CODE_SESSION_ID_LEN + 1];
-    struct code_session_owner who;
-    char language[CODE_SESSION_LANGUAGE_MAX + 1];
-    char name[CODE_SESSION_NAME_MAX + 1];
-    /* Set once: at open and at lose, under the lock. */
-    void *handle;
-    char reason[CODE_SESSION_REASON_MAX + 1];
-    /* Under the registry's lock. */
-    enum state state;
-    bool closing; /* BUSY or STARTING, ended: it goes when its call or start ends */
-    int refs;
-    void *call; /* the running call's token, while BUSY */
-    double created_mono, last_used_mono, lost_mono;
-    long long created_wall, last_used_wall;
-    TAILQ_ENTRY(code_session) order; /* r->all: opening order */
-    LIST_ENTRY(code_session) bucket;
-    struct code_session *next_free; /* on a list of sessions to free */
-};
-
-TAILQ_HEAD(session_order, code_session);
-LIST_HEAD(session_bucket, code_session);
-
-struct code_sessions {
-    struct code_sessions_limits lim;
-    pthread_mutex_t lock;
-    struct session_order all; /* every session in the registry, tombstones too */
-    struct session_bucket buckets[BUCKETS];
-    size_t live;       /* STARTING, IDLE, BUSY: what the caps count */
-    size_t tombstones; /* LOST */
-};
-
-static bool same_owner(const struct code_session_owner *a, const struct code_session_owner *b)
-{
-    return strcmp(a->owner, b->owner) == 0 && strcmp(a->principal, b->principal) == 0;
-}
 
 /* Compares in a time that does not depend on where ids differ, so timing a
  * guess tells nothing of an id. Both are well-formed. */
@@ -125,7 +78,7 @@ void code_sessions_free(struct code_sessions *r)
 
 /* Takes cs out of the registry (lock held): ENDED, off the caps. Its
  * reference from the registry is the caller's to move or drop. */
-static void unlink_locked(struct code_sessions *r, struct code_session *cs)
+void reg_unlink_locked(struct code_sessions *r, struct code_session *cs)
 {
     if (cs->state == ENDED)
         return;
@@ -140,19 +93,19 @@ static void unlink_locked(struct code_sessions *r, struct code_session *cs)
     cs->call = NULL;
 }
 
-/* unlink_locked and the registry's reference dropped; a session whose
+/* reg_unlink_locked and the registry's reference dropped; a session whose
  * last reference that was goes on *to_free. */
-static void drop_locked(struct code_sessions *r, struct code_session *cs,
-                        struct code_session **to_free)
+void reg_drop_locked(struct code_sessions *r, struct code_session *cs,
+                     struct code_session **to_free)
 {
-    unlink_locked(r, cs);
+    reg_unlink_locked(r, cs);
     if (--cs->refs == 0) {
         cs->next_free = *to_free;
         *to_free = cs;
     }
 }
 
-static void free_list(const struct code_sessions *r, struct code_session *to_free)
+void reg_free_list(const struct code_sessions *r, struct code_session *to_free)
 {
     while (to_free) {
         struct code_session *next = to_free->next_free;
@@ -161,7 +114,7 @@ static void free_list(const struct code_sessions *r, struct code_session *to_fre
     }
 }
 
-static double deadline_of(const struct code_sessions *r, const struct code_session *cs)
+double reg_deadline_of(const struct code_sessions *r, const struct code_session *cs)
 {
     if (cs->state == LOST)
         return cs->lost_mono + (double)r->lim.idle_ms;
@@ -261,7 +214,7 @@ int code_sessions_open(struct code_sessions *r, struct code_session *cs, void *h
     if (cs->state != STARTING) {
         rc = err_set(err, ERR_INTERNAL, "code session %.8s: opened twice", cs->id);
     } else if (cs->closing) {
-        drop_locked(r, cs, &to_free);
+        reg_drop_locked(r, cs, &to_free);
         rc = err_set(err, ERR_CANCELLED, "the session was ended while it started");
     } else {
         cs->state = IDLE;
@@ -273,7 +226,7 @@ int code_sessions_open(struct code_sessions *r, struct code_session *cs, void *h
         TAILQ_INSERT_TAIL(&r->all, cs, order);
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(r, to_free);
+    reg_free_list(r, to_free);
     return rc;
 }
 
@@ -282,9 +235,9 @@ void code_sessions_abandon(struct code_sessions *r, struct code_session *cs)
     struct code_session *to_free = NULL;
     pthread_mutex_lock(&r->lock);
     if (cs->state == STARTING)
-        drop_locked(r, cs, &to_free);
+        reg_drop_locked(r, cs, &to_free);
     pthread_mutex_unlock(&r->lock);
-    free_list(r, to_free);
+    reg_free_list(r, to_free);
 }
 
 /* A session its owner may reach (lock held): open, not ending, not past
@@ -295,7 +248,7 @@ static bool reachable_locked(struct code_sessions *r, const struct code_session 
         return false;
     if (cs->state == BUSY)
         return true;
-    return cs->state == IDLE && deadline_of(r, cs) > r->lim.now_ms();
+    return cs->state == IDLE && reg_deadline_of(r, cs) > r->lim.now_ms();
 }
 
 struct code_session *code_sessions_get(struct code_sessions *r, const char *id,
@@ -311,7 +264,7 @@ struct code_session *code_sessions_get(struct code_sessions *r, const char *id,
         cs = NULL;
     if (cs && cs->state == LOST) {
         /* Shown once: the registry's reference becomes the caller's. */
-        unlink_locked(r, cs);
+        reg_unlink_locked(r, cs);
         if (lost)
             *lost = true;
     } else if (cs && reachable_locked(r, cs)) {
@@ -352,7 +305,7 @@ int code_sessions_begin_call(struct code_sessions *r, struct code_session *cs, v
     if (cs->state == BUSY && !cs->closing) {
         rc = err_set(err, ERR_INVALID, "the session is busy with another call");
     } else if (cs->state == LOST) {
-        drop_locked(r, cs, &to_free);
+        reg_drop_locked(r, cs, &to_free);
         if (lost)
             *lost = true;
         rc = err_set(err, ERR_NOT_FOUND, "the session was lost: %s", cs->reason);
@@ -363,7 +316,7 @@ int code_sessions_begin_call(struct code_sessions *r, struct code_session *cs, v
         cs->call = call;
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(r, to_free);
+    reg_free_list(r, to_free);
     return rc;
 }
 
@@ -373,7 +326,7 @@ bool code_sessions_end_call(struct code_sessions *r, struct code_session *cs)
     bool ended = false;
     pthread_mutex_lock(&r->lock);
     if (cs->state == BUSY && cs->closing) {
-        drop_locked(r, cs, &to_free);
+        reg_drop_locked(r, cs, &to_free);
         ended = true;
     } else if (cs->state == BUSY) {
         cs->state = IDLE;
@@ -382,7 +335,7 @@ bool code_sessions_end_call(struct code_sessions *r, struct code_session *cs)
         cs->last_used_wall = r->lim.wall_ms();
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(r, to_free);
+    reg_free_list(r, to_free);
     return ended;
 }
 
@@ -406,9 +359,9 @@ static void trim_tombstones_locked(struct code_sessions *r, const struct code_se
         }
     }
     if (oldest_mine && mine >= CODE_SESSION_TOMBSTONES_PER_OWNER)
-        drop_locked(r, oldest_mine, to_free);
+        reg_drop_locked(r, oldest_mine, to_free);
     else if (oldest && r->tombstones >= CODE_SESSION_TOMBSTONES_MAX)
-        drop_locked(r, oldest, to_free);
+        reg_drop_locked(r, oldest, to_free);
 }
 
 bool code_sessions_lose(struct code_sessions *r, struct code_session *cs, const char *reason)
@@ -426,10 +379,10 @@ bool code_sessions_lose(struct code_sessions *r, struct code_session *cs, const 
         r->live--;
         r->tombstones++;
     } else if (cs->state == BUSY || cs->state == STARTING) {
-        drop_locked(r, cs, &to_free);
+        reg_drop_locked(r, cs, &to_free);
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(r, to_free);
+    reg_free_list(r, to_free);
     return found;
 }
 
@@ -439,7 +392,7 @@ enum code_session_closed code_sessions_close(struct code_sessions *r, struct cod
     enum code_session_closed what = CODE_SESSION_GONE;
     pthread_mutex_lock(&r->lock);
     if (cs->state == IDLE) {
-        drop_locked(r, cs, &to_free);
+        reg_drop_locked(r, cs, &to_free);
         what = CODE_SESSION_CLOSED;
     } else if (cs->state == BUSY && !cs->closing) {
         cs->closing = true;
@@ -448,92 +401,8 @@ enum code_session_closed code_sessions_close(struct code_sessions *r, struct cod
         what = CODE_SESSION_CLOSING;
     }
     pthread_mutex_unlock(&r->lock);
-    free_list(r, to_free);
+    reg_free_list(r, to_free);
     return what;
-}
-
-/* ---- many at once ------------------------------------------------------------ */
-
-/* Moves an IDLE session out of the registry into out, with the registry's
- * reference (lock held). out->v has room for every session counted now. */
-static void hand_over_locked(struct code_sessions *r, struct code_session *cs,
-                             struct code_session_set *out)
-{
-    if (!out->v)
-        out->v = xcalloc(r->live, sizeof(struct code_session *));
-    unlink_locked(r, cs);
-    out->v[out->n++] = cs;
-}
-
-size_t code_sessions_end_owner(struct code_sessions *r, const struct code_session_owner *who,
-                               struct code_session_set *out)
-{
-    struct code_session *to_free = NULL, *cs, *next;
-    pthread_mutex_lock(&r->lock);
-    *out = (struct code_session_set){NULL, 0};
-    for (cs = TAILQ_FIRST(&r->all); cs; cs = next) {
-        next = TAILQ_NEXT(cs, order);
-        if (who && !same_owner(&cs->who, who))
-            continue;
-        switch (cs->state) {
-        case LOST:
-            drop_locked(r, cs, &to_free);
-            break;
-        case IDLE:
-            hand_over_locked(r, cs, out);
-            break;
-        case BUSY:
-            if (!cs->closing && r->lim.cancel_call && cs->call)
-                r->lim.cancel_call(cs->call);
-            cs->closing = true;
-            break;
-        case STARTING:
-            cs->closing = true;
-            break;
-        case ENDED:
-            break;
-        }
-    }
-    pthread_mutex_unlock(&r->lock);
-    free_list(r, to_free);
-    return out->n;
-}
-
-size_t code_sessions_expire(struct code_sessions *r, double now_ms, struct code_session_set *out,
-                            double *next_ms)
-{
-    struct code_session *to_free = NULL, *cs, *next;
-    double soonest = -1;
-    pthread_mutex_lock(&r->lock);
-    *out = (struct code_session_set){NULL, 0};
-    for (cs = TAILQ_FIRST(&r->all); cs; cs = next) {
-        next = TAILQ_NEXT(cs, order);
-        if (cs->state != IDLE && cs->state != LOST)
-            continue;
-        double due = deadline_of(r, cs);
-        if (due > now_ms) {
-            if (soonest < 0 || due < soonest)
-                soonest = due;
-        } else if (cs->state == LOST) {
-            drop_locked(r, cs, &to_free);
-        } else {
-            hand_over_locked(r, cs, out);
-        }
-    }
-    pthread_mutex_unlock(&r->lock);
-    free_list(r, to_free);
-    if (next_ms)
-        *next_ms = soonest;
-    return out->n;
-}
-
-void code_sessions_set_put(struct code_sessions *r, struct code_session_set *set)
-{
-    for (size_t i = 0; i < set->n; i++)
-        code_sessions_put(r, set->v[i]);
-    free(set->v);
-    set->v = NULL;
-    set->n = 0;
 }
 
 /* ---- what is there ------------------------------------------------------------ */

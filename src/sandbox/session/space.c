@@ -145,6 +145,13 @@ enum code_session_closed code_session_close(struct exec_ctx *ctx, struct code_se
     return what;
 }
 
+void code_session_limits(const struct code_session *cs, long long *timeout_ms, long long *memory_mb)
+{
+    const struct kept *k = code_session_handle(cs);
+    *timeout_ms = k ? k->timeout_ms : 0;
+    *memory_mb = k ? k->memory_mb : 0;
+}
+
 size_t code_session_list(struct exec_ctx *ctx, const struct code_session_owner *who,
                          struct code_session_info **out)
 {

@@ -21,7 +21,8 @@ struct kept {
     bool busy;               /* a call owns the stream (from begin_call to its end) */
     struct code_session *cs; /* not a reference: it outlives this */
     enum runner_session_mode mode;
-    long long memory_mb;
+    long long memory_mb;  /* fixed at open: every call's */
+    long long timeout_ms; /* fixed at open: a call's unless it gives one */
     /* Under the space's lock: */
     LIST_ENTRY(kept) watched; /* holds a reference to cs while linked */
     bool linked, torn;

@@ -636,6 +636,50 @@ static void test_session_shares(void **state)
     expect_error(bad, none, "--max-session-inflight");
 }
 
+/* Code sessions: the defaults, the bounds, and the two rules between the
+ * options (per-owner within the daemon's, idle within the age), which hold
+ * only while sessions are on. */
+static void test_code_sessions(void **state)
+{
+    (void)state;
+    char *none[] = {NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    char *defaults[] = {"d", NULL};
+    assert_int_equal(load(&cfg, defaults, none, &err), 0);
+    assert_int_equal(cfg.max_code_sessions, 16);
+    assert_int_equal(cfg.max_code_sessions_per_owner, 4);
+    assert_int_equal(cfg.code_session_idle_ms, 900000);
+    assert_int_equal(cfg.code_session_max_age_ms, 7200000);
+    config_free(&cfg);
+    char *envp[] = {"MCPSANDBOXD_MAX_CODE_SESSIONS=3", "MCPSANDBOXD_CODE_SESSION_IDLE_MS=5000",
+                    NULL};
+    char *given[] = {"d", "--max-code-sessions-per-owner", "2", "--code-session-idle-ms", "4000",
+                     NULL};
+    assert_int_equal(load(&cfg, given, envp, &err), 0);
+    assert_int_equal(cfg.max_code_sessions, 3);
+    assert_int_equal(cfg.max_code_sessions_per_owner, 2);
+    assert_int_equal(cfg.code_session_idle_ms, 4000); /* CLI beats environment */
+    config_free(&cfg);
+    /* Off: the per-owner cap is not compared with 0. */
+    char *off[] = {"d", "--max-code-sessions", "0", NULL};
+    assert_int_equal(load(&cfg, off, none, &err), 0);
+    assert_int_equal(cfg.max_code_sessions, 0);
+    config_free(&cfg);
+    char *a1[] = {"d", "--max-code-sessions", "2", NULL};
+    expect_error(a1, none, "--max-code-sessions-per-owner (4) exceeds --max-code-sessions (2)");
+    char *a2[] = {"d", "--code-session-idle-ms", "7200001", NULL};
+    expect_error(a2, none, "--code-session-idle-ms (7200001) exceeds --code-session-max-age-ms");
+    char *a3[] = {"d", "--max-code-sessions", "1025", NULL};
+    expect_error(a3, none, "out of range");
+    char *a4[] = {"d", "--max-code-sessions-per-owner", "0", NULL};
+    expect_error(a4, none, "out of range");
+    char *a5[] = {"d", "--code-session-max-age-ms", "999", NULL};
+    expect_error(a5, none, "out of range");
+    char *a6[] = {"d", "--code-session-max-age-ms", "604800001", NULL};
+    expect_error(a6, none, "out of range");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -654,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_languages_option),
         cmocka_unit_test(test_listen_needs_token_off_loopback),
         cmocka_unit_test(test_session_shares),
+        cmocka_unit_test(test_code_sessions),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -54,7 +54,7 @@ static int setup(void **state)
     struct fixture *f = xcalloc(1, sizeof(*f));
     rig_init(&f->g, RIG_DOWN);
     rig_start(&f->g);
-    f->s = mcp_session_new(f->g.srv);
+    f->s = mcp_session_new(f->g.srv, "stdio");
     mcp_channel_init(&f->cap.ch, capture_send, NULL);
     pthread_mutex_init(&f->cap.lock, NULL);
     util_cond_init_monotonic(&f->cap.cond);
@@ -332,7 +332,7 @@ static void test_network_declared(void **state)
     struct err err = ERR_INIT;
     f->g.srv = mcp_server_new(&f->g.cfg, f->g.exec, &err);
     assert_non_null(f->g.srv);
-    f->s = mcp_session_new(f->g.srv);
+    f->s = mcp_session_new(f->g.srv, "stdio");
     init(f, "2025-06-18");
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
     tool = json_object_array_get_idx(json_get(json_get(r, "result"), "tools"), 0);
@@ -359,7 +359,7 @@ static void test_network_declared(void **state)
     set_list(&f->g.cfg.allow_network, (const char *const[]){"SH"}, 1);
     f->g.srv = mcp_server_new(&f->g.cfg, f->g.exec, &err);
     assert_non_null(f->g.srv);
-    f->s = mcp_session_new(f->g.srv);
+    f->s = mcp_session_new(f->g.srv, "stdio");
     init(f, "2025-06-18");
     r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}");
     tool = json_object_array_get_idx(json_get(json_get(r, "result"), "tools"), 0);

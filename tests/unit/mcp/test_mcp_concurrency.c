@@ -32,94 +32,10 @@
 #include "unit/langs.h"
 #include "unit/server_rig.h"
 #include "unit/json_get.h"
+#include "unit/mcp/sink.h"
 
 /* ---- a channel that keeps every reply as text ----------------------------- */
 
-#define MAX_REPLIES 4096
-
-struct sink {
-    struct mcp_channel ch;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    char *texts[MAX_REPLIES];
-    size_t n;
-    bool overflow;
-};
-
-static int sink_send(struct mcp_channel *ch, const char *json, size_t len)
-{
-    struct sink *k = (struct sink *)ch;
-    pthread_mutex_lock(&k->lock);
-    if (k->n < MAX_REPLIES)
-        k->texts[k->n++] = xstrndup(json, len);
-    else
-        k->overflow = true;
-    pthread_cond_broadcast(&k->cond);
-    pthread_mutex_unlock(&k->lock);
-    return 0;
-}
-
-static void sink_init(struct sink *k)
-{
-    memset(k, 0, sizeof(*k));
-    mcp_channel_init(&k->ch, sink_send, NULL);
-    pthread_mutex_init(&k->lock, NULL);
-    util_cond_init_monotonic(&k->cond);
-}
-
-static void sink_free(struct sink *k)
-{
-    for (size_t i = 0; i < k->n; i++)
-        free(k->texts[i]);
-    pthread_mutex_destroy(&k->lock);
-    pthread_cond_destroy(&k->cond);
-}
-
-/* Waits (up to 20 s) until the sink holds want replies. */
-static size_t sink_wait(struct sink *k, size_t want)
-{
-    double until = util_now_ms() + 20000;
-    pthread_mutex_lock(&k->lock);
-    while (k->n < want && util_now_ms() < until)
-        util_cond_wait_ms(&k->cond, &k->lock, until - util_now_ms());
-    size_t n = k->n;
-    pthread_mutex_unlock(&k->lock);
-    return n;
-}
-
-static json_object *parsed(struct sink *k, size_t i)
-{
-    char what[32];
-    snprintf(what, sizeof(what), "reply %zu", i);
-    return json_parse_or_fail(what, k->texts[i]);
-}
-
-/* The reply with this integer id, parsed (caller puts), or NULL. */
-static json_object *reply_for(struct sink *k, int id)
-{
-    for (size_t i = 0; i < k->n; i++) {
-        json_object *o = parsed(k, i);
-        json_object *v = NULL;
-        if (json_object_object_get_ex(o, "id", &v) && json_object_is_type(v, json_type_int) &&
-            json_object_get_int(v) == id)
-            return o;
-        json_object_put(o);
-    }
-    return NULL;
-}
-
-static const char *status_of(json_object *reply)
-{
-    return json_object_get_string(
-        json_get(json_get(json_get(reply, "result"), "structuredContent"), "status"));
-}
-
-/* ---- a server ------------------------------------------------------------ */
-
-/* engine: "missing" (calls fail at once) or "stalled" (every backend
- * operation hangs until its deadline, so runs hold their slot for
- * timeout_ms). session_inflight, session_queued: one session's caps (-1:
- * the whole daemon's, as over stdio). */
 static struct rig *rig_new_shared(const char *engine, long long max_concurrent,
                                   long long max_queued, long long queue_timeout_ms,
                                   long long session_inflight, long long session_queued)
@@ -146,23 +62,6 @@ static void rig_free(struct rig *g)
 {
     rig_fini(g);
     free(g);
-}
-
-static void send_text(struct mcp_session *s, struct sink *k, const char *text)
-{
-    mcp_session_receive(s, text, strlen(text), &k->ch);
-}
-
-static void initialize(struct mcp_session *s)
-{
-    struct sink k;
-    sink_init(&k);
-    send_text(s, &k,
-              "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{"
-              "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{"
-              "\"name\":\"t\",\"version\":\"1\"}}}");
-    assert_int_equal(sink_wait(&k, 1), 1);
-    sink_free(&k);
 }
 
 static void send_call(struct mcp_session *s, struct sink *k, int id, long long timeout_ms)
@@ -202,7 +101,7 @@ static void test_tools_list_many_threads(void **state)
 {
     (void)state;
     struct rig *g = rig_new("missing", 8, 64, 60000);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct lister *ls = xcalloc(LIST_THREADS, sizeof(*ls));
     pthread_t th[LIST_THREADS];
@@ -220,7 +119,7 @@ static void test_tools_list_many_threads(void **state)
     assert_non_null(res0);
     char *first = xstrdup(res0);
     json_object *o = parsed(&ls[0].k, 0);
-    assert_int_equal(json_object_array_length(json_get(json_get(o, "result"), "tools")), 5);
+    assert_int_equal(json_object_array_length(json_get(json_get(o, "result"), "tools")), 8);
     json_object_put(o);
     for (int t = 0; t < LIST_THREADS; t++) {
         assert_int_equal(ls[t].k.n, LIST_ROUNDS);
@@ -267,7 +166,7 @@ static void test_call_burst_answered_once(void **state)
     (void)state;
     struct rig *g = rig_new("missing", 8, 64, 60000);
     int before = count_threads();
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);
@@ -307,7 +206,7 @@ static void test_calls_beyond_slots_wait(void **state)
     (void)state;
     /* Two slots; runs hold theirs until the stalled engine's deadline. */
     struct rig *g = rig_new("stalled", 2, 8, 60000);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);
@@ -343,7 +242,7 @@ static void test_busy_past_the_queue(void **state)
 {
     (void)state;
     struct rig *g = rig_new("stalled", 2, 1, 60000);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);
@@ -374,7 +273,7 @@ static void test_queue_timeout_and_cancel(void **state)
 {
     (void)state;
     struct rig *g = rig_new("stalled", 1, 4, 150);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);
@@ -409,7 +308,7 @@ static void test_close_with_queued_calls(void **state)
 {
     (void)state;
     struct rig *g = rig_new("stalled", 1, 8, 60000);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);
@@ -425,29 +324,13 @@ static void test_close_with_queued_calls(void **state)
 
 /* ---- sharing between sessions ---------------------------------------------- */
 
-/* The id of reply i, and whether it is a busy result naming option. */
-static int id_at(struct sink *k, size_t i, const char *option)
-{
-    json_object *o = parsed(k, i);
-    int id = json_object_get_int(json_get(o, "id"));
-    if (option) {
-        assert_string_equal(status_of(o), "busy");
-        const char *msg = json_object_get_string(
-            json_get(json_get(json_get(o, "result"), "structuredContent"), "message"));
-        if (!strstr(msg, option))
-            fail_msg("call %d: busy for another reason than %s: %s", id, option, msg);
-    }
-    json_object_put(o);
-    return id;
-}
-
 /* One slot, a queue of 8; a session may have 1 call waiting. */
 static void test_session_queued_cap(void **state)
 {
     (void)state;
     struct rig *g = rig_new_shared("stalled", 1, 8, 60000, 16, 1);
-    struct mcp_session *a = mcp_session_new(g->srv);
-    struct mcp_session *b = mcp_session_new(g->srv);
+    struct mcp_session *a = mcp_session_new(g->srv, "stdio");
+    struct mcp_session *b = mcp_session_new(g->srv, "stdio");
     initialize(a);
     initialize(b);
     struct sink k;
@@ -473,8 +356,8 @@ static void test_session_inflight_cap(void **state)
 {
     (void)state;
     struct rig *g = rig_new_shared("stalled", 4, 8, 60000, 3, 8);
-    struct mcp_session *a = mcp_session_new(g->srv);
-    struct mcp_session *b = mcp_session_new(g->srv);
+    struct mcp_session *a = mcp_session_new(g->srv, "stdio");
+    struct mcp_session *b = mcp_session_new(g->srv, "stdio");
     initialize(a);
     initialize(b);
     struct sink k;
@@ -503,8 +386,8 @@ static void test_sessions_take_turns(void **state)
 {
     (void)state;
     struct rig *g = rig_new_shared("stalled", 1, 8, 60000, 16, 8);
-    struct mcp_session *a = mcp_session_new(g->srv);
-    struct mcp_session *b = mcp_session_new(g->srv);
+    struct mcp_session *a = mcp_session_new(g->srv, "stdio");
+    struct mcp_session *b = mcp_session_new(g->srv, "stdio");
     initialize(a);
     initialize(b);
     struct sink k;
@@ -539,7 +422,7 @@ static void test_list_languages_aside(void **state)
 {
     (void)state;
     struct rig *g = rig_new("stalled", 2, 8, 60000);
-    struct mcp_session *s = mcp_session_new(g->srv);
+    struct mcp_session *s = mcp_session_new(g->srv, "stdio");
     initialize(s);
     struct sink k;
     sink_init(&k);

@@ -464,14 +464,14 @@ static void test_all_languages(void **state)
         bool compiles;
         size_t n_tools;
     } want[] = {
-        {"python", "python", "main.py", "3.11.2", "py", 2, false, 3},
-        {"javascript", "node", "main.js", "v18.20.4", "js", 2, false, 3},
-        {"typescript", "generic", "main.ts", "4.8.4", "ts", 1, true, 1},
-        {"bash", "generic", "main.sh", "5.2.15", "sh", 1, false, 1},
-        {"c", "generic", "main.c", "12.2.0-14", NULL, 1, true, 1},
-        {"cpp", "generic", "main.cpp", "12.2.0-14", "c++", 1, true, 1},
-        {"ruby", "generic", "main.rb", "3.1.2p20", "rb", 1, false, 1},
-        {"php", "generic", "main.php", "8.2.26", NULL, 1, false, 1},
+        {"python", "python", "main.py", "3.11.2", "py", 2, false, 4},
+        {"javascript", "node", "main.js", "v18.20.4", "js", 2, false, 4},
+        {"typescript", "generic", "main.ts", "4.8.4", "ts", 1, true, 2},
+        {"bash", "generic", "main.sh", "5.2.15", "sh", 1, false, 2},
+        {"c", "generic", "main.c", "12.2.0-14", NULL, 1, true, 2},
+        {"cpp", "generic", "main.cpp", "12.2.0-14", "c++", 1, true, 2},
+        {"ruby", "generic", "main.rb", "3.1.2p20", "rb", 1, false, 2},
+        {"php", "generic", "main.php", "8.2.26", NULL, 1, false, 2},
     };
     for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
         json_object *x = lang_of(facts, i);
@@ -496,9 +496,14 @@ static void test_all_languages(void **state)
         assert_true(json_object_array_length(json_get(x, "run")) > 0);
         json_object *tools = json_get(x, "tools");
         assert_int_equal(json_object_array_length(tools), want[i].n_tools);
-        if (want[i].n_tools == 1)
+        /* The generic ones: execute_code, and create_session (sessions
+         * are on by default). */
+        if (want[i].n_tools == 2) {
             assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 0)),
                                 "execute_code");
+            assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 1)),
+                                "create_session");
+        }
         assert_string_equal(json_object_get_string(json_get(x, "network")), "none");
         assert_false(json_object_object_get_ex(x, "version_error", NULL));
         /* The table's plots and environment: python's alone. */

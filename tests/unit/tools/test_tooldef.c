@@ -4,6 +4,7 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "tools/registry.h"
 #include "tools/tooldef.h"
 
 #define SCHEMA "{\"type\":\"object\",\"properties\":{\"code\":{\"type\":\"string\"}}}"
@@ -129,8 +130,11 @@ static void test_embedded(void **state)
     } tools[] = {
         {"run_python_code", tooldef_run_python_code}, {"run_js_code", tooldef_run_js_code},
         {"execute_code", tooldef_execute_code},       {"validate_code", tooldef_validate_code},
-        {"list_languages", tooldef_list_languages},
+        {"list_languages", tooldef_list_languages},   {"create_session", tooldef_create_session},
+        {"list_sessions", tooldef_list_sessions},     {"close_session", tooldef_close_session},
     };
+    /* Every tool the registry has, and each with its own file. */
+    assert_int_equal(ARRAY_SIZE(tools), REGISTRY_TOOLS);
     for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
         json_object *o = parse_ok(tools[i].text);
         struct tooldef_checked def;
@@ -138,6 +142,10 @@ static void test_embedded(void **state)
         if (tooldef_check(o, &def, &err) < 0)
             fail_msg("%s: %s", tools[i].name, err_msg(&err));
         assert_string_equal(def.name, tools[i].name);
+        assert_ptr_equal(registry_at(i)->def, tools[i].text);
+        /* The session tools' results are their own, not a run's. */
+        if (registry_is_session_tool(registry_at(i)))
+            assert_non_null(def.output_schema);
         json_object_put(o);
     }
     json_object *o = parse_ok(tooldef_output_schema);

@@ -46,7 +46,7 @@ static int parse_in(const struct tools_env *e, const char *tool, const char *jso
     json_object *args = json ? json_tokener_parse(json) : NULL;
     const tools_tool *t = tools_find(tool);
     assert_non_null(t);
-    int rc = tools_parse_args(e, t, args, a, err);
+    int rc = tools_parse_args(e, t, args, NULL, a, err);
     json_object_put(args);
     return rc;
 }
@@ -128,7 +128,8 @@ static void test_execute_code(void **state)
                            &err),
                      0);
     assert_int_equal(a.run.timeout_ms, 2000);
-    expect_invalid("execute_code", "{\"code\":\"x\"}", "'language'");
+    expect_invalid("execute_code", "{\"code\":\"x\"}",
+                   "execute_code needs a language, or a session_id");
     expect_invalid("execute_code", "{\"language\":\"cobol\",\"code\":\"x\"}", "\"cobol\"");
     expect_invalid("execute_code", "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":0}",
                    "at least 1");
@@ -189,7 +190,7 @@ static void test_invalid_result_is_utf8(void **state)
     assert_non_null(args);
     struct tools_run_args a;
     json_object *bad = NULL;
-    assert_int_equal(tools_prepare(&ENV, tools_find("run_python_code"), args, &a, &bad), -1);
+    assert_int_equal(tools_prepare(&ENV, tools_find("run_python_code"), args, NULL, &a, &bad), -1);
     assert_non_null(bad);
     size_t len = 0;
     const char *text = json_object_to_json_string_length(bad, JSON_C_TO_STRING_PLAIN, &len);
@@ -215,7 +216,7 @@ static void test_null_arguments(void **state)
     assert_int_equal(a.run.memory_mb, cfg.memory_mb);
     expect_invalid("run_python_code", "{\"code\":null}", "missing required argument 'code'");
     expect_invalid("execute_code", "{\"language\":null,\"code\":\"x\"}",
-                   "missing required argument 'language'");
+                   "execute_code needs a language, or a session_id");
     expect_invalid("run_python_code", "{\"code\":\"x\",\"stdin\":null}",
                    "unknown argument 'stdin'");
 }
@@ -230,7 +231,7 @@ static void test_prepare_makes_the_run(void **state)
                            "\"output_files\":[\"*.txt\"]}");
     struct tools_run_args a;
     json_object *bad = NULL;
-    assert_int_equal(tools_prepare(&ENV, tools_find("execute_code"), args, &a, &bad), 0);
+    assert_int_equal(tools_prepare(&ENV, tools_find("execute_code"), args, NULL, &a, &bad), 0);
     assert_null(bad);
     json_object_put(args); /* the run holds copies */
     const struct run *run = &a.run;
@@ -252,7 +253,7 @@ static void test_prepare_makes_the_run(void **state)
     assert_null(a.run.cancel);
 
     args = json_tokener_parse("{\"language\":\"python\",\"code\":\"x\"}");
-    assert_int_equal(tools_prepare(&ENV, tools_find("validate_code"), args, &a, &bad), 0);
+    assert_int_equal(tools_prepare(&ENV, tools_find("validate_code"), args, NULL, &a, &bad), 0);
     json_object_put(args);
     assert_null(run_outputs(&a.run)); /* a check returns no files */
     tools_run_args_release(&a);
@@ -715,8 +716,8 @@ static void test_list(void **state)
     assert_int_equal(tools_env_init(&env, &cfg, NULL, NULL, &err), 0);
     struct tools_features modern = {.annotations = true, .structured = true};
     json_object *l = list_of(&env, &modern);
-    assert_int_equal(json_object_array_length(l), 5);
-    for (size_t i = 0; i < 5; i++) {
+    assert_int_equal(json_object_array_length(l), REGISTRY_TOOLS);
+    for (size_t i = 0; i < REGISTRY_TOOLS; i++) {
         json_object *t = json_object_array_get_idx(l, i);
         assert_non_null(tools_find(json_object_get_string(json_get(t, "name"))));
         assert_non_null(json_get(t, "description"));
@@ -734,6 +735,95 @@ static void test_list(void **state)
     assert_false(json_object_object_get_ex(t, "annotations", NULL));
     json_object_put(l);
     tools_env_cleanup(&env);
+}
+
+/* The code sessions' tools: listed while sessions are on, with their own
+ * output schemas and honest hints; the run tools take a session_id; with
+ * --max-code-sessions 0 the three are not listed and a session_id, or a
+ * call of one of them, is refused saying so. */
+static void test_session_tools_listed(void **state)
+{
+    (void)state;
+    struct tools_env env;
+    struct err err = ERR_INIT;
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, NULL, &err), 0);
+    struct tools_features modern = {.annotations = true, .structured = true};
+    json_object *l = list_of(&env, &modern);
+    static const struct {
+        const char *name;
+        bool read_only, destructive;
+        const char *output_field;
+    } want[] = {
+        {"create_session", false, false, "persistence"},
+        {"list_sessions", true, false, "sessions"},
+        {"close_session", false, true, "closed"},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+        json_object *t = tool_in(l, want[i].name);
+        json_object *a = json_get(t, "annotations");
+        assert_int_equal(json_object_get_boolean(json_get(a, "readOnlyHint")), want[i].read_only);
+        assert_int_equal(json_object_get_boolean(json_get(a, "destructiveHint")),
+                         want[i].destructive);
+        assert_false(json_object_get_boolean(json_get(a, "openWorldHint")));
+        assert_non_null(
+            json_get(json_get(json_get(t, "outputSchema"), "properties"), want[i].output_field));
+    }
+    /* create_session takes the table's names and aliases, and says the
+     * operator's session limits. */
+    json_object *create = tool_in(l, "create_session");
+    json_object *names = json_get(
+        json_get(json_get(json_get(create, "inputSchema"), "properties"), "language"), "enum");
+    assert_int_equal(
+        json_object_array_length(names),
+        json_object_array_length(json_get(
+            json_get(json_get(json_get(tool_in(l, "execute_code"), "inputSchema"), "properties"),
+                     "language"),
+            "enum")));
+    assert_non_null(strstr(json_object_get_string(json_get(create, "description")),
+                           "At most 4 open sessions per client"));
+    const char *runs[] = {"run_python_code", "run_js_code", "execute_code", "validate_code"};
+    for (size_t i = 0; i < ARRAY_SIZE(runs); i++) {
+        json_object *sid = json_get(
+            json_get(json_get(tool_in(l, runs[i]), "inputSchema"), "properties"), "session_id");
+        assert_int_equal(json_object_get_int(json_get(sid, "maxLength")), 64);
+    }
+    json_object *req = json_get(json_get(tool_in(l, "execute_code"), "inputSchema"), "required");
+    assert_int_equal(json_object_array_length(req), 1);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(req, 0)), "code");
+    json_object_put(l);
+    tools_env_cleanup(&env);
+
+    /* Off. */
+    cfg.max_code_sessions = 0;
+    assert_int_equal(tools_env_init(&env, &cfg, NULL, NULL, &err), 0);
+    l = list_of(&env, &modern);
+    assert_int_equal(json_object_array_length(l), REGISTRY_TOOLS - 3);
+    for (size_t i = 0; i < json_object_array_length(l); i++)
+        assert_null(strstr(
+            json_object_get_string(json_get(json_object_array_get_idx(l, i), "name")), "session"));
+    json_object_put(l);
+    struct tools_run_args a;
+    json_object *args =
+        json_tokener_parse("{\"code\":\"x\",\"session_id\":\"0123456789abcdef0123456789abcdef\"}");
+    assert_int_equal(tools_parse_args(&env, tools_find("run_python_code"), args, NULL, &a, &err),
+                     -1);
+    assert_non_null(strstr(err_msg(&err), "code sessions are off"));
+    err_clear(&err);
+    tools_run_args_release(&a);
+    json_object *r = tools_call(&env, tools_find("list_sessions"), NULL, NULL, &modern);
+    assert_true(json_object_get_boolean(json_get(r, "isError")));
+    assert_non_null(strstr(json_object_get_string(json_get(
+                               json_object_array_get_idx(json_get(r, "content"), 0), "text")),
+                           "code sessions are off"));
+    json_object_put(r);
+    json_object_put(args);
+    args = json_tokener_parse("{\"language\":\"python\"}");
+    r = tools_call(&env, tools_find("create_session"), args, NULL, &modern);
+    assert_true(json_object_get_boolean(json_get(r, "isError")));
+    json_object_put(r);
+    json_object_put(args);
+    tools_env_cleanup(&env);
+    cfg.max_code_sessions = 16;
 }
 
 static void test_validate_code_arguments(void **state)
@@ -875,7 +965,7 @@ static void test_list_languages(void **state)
     assert_null(strstr(json_object_get_string(json_get(t, "description")), "Default limits"));
     json_object *schema = json_get(t, "outputSchema");
 
-    json_object *r = tools_call(&env, tools_find("list_languages"), NULL, &modern);
+    json_object *r = tools_call(&env, tools_find("list_languages"), NULL, NULL, &modern);
     assert_false(json_object_get_boolean(json_get(r, "isError")));
     json_object *sc = json_get(r, "structuredContent");
     if (schema_validate(schema, sc, 0, &err) < 0)
@@ -891,16 +981,18 @@ static void test_list_languages(void **state)
                         "no sandbox backend to read it from");
     assert_string_equal(json_object_get_string(json_get(py, "network")), "none");
     json_object *tools = json_get(py, "tools");
-    assert_int_equal(json_object_array_length(tools), 3);
+    assert_int_equal(json_object_array_length(tools), 4);
     assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 0)),
                         "run_python_code");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 3)),
+                        "create_session");
     assert_int_equal(json_object_get_int64(json_get(json_get(sc, "limits"), "timeout_ms")),
                      cfg.timeout_ms);
     json_object_put(r);
 
     /* Older clients: the same JSON, as text only. */
     struct tools_features old = {0};
-    r = tools_answer(&env, tools_find("list_languages"), NULL, &old);
+    r = tools_answer(&env, tools_find("list_languages"), NULL, NULL, &old);
     assert_false(json_object_get_boolean(json_get(r, "isError")));
     assert_false(json_object_object_get_ex(r, "structuredContent", NULL));
     text = json_get(json_object_array_get_idx(json_get(r, "content"), 0), "text");
@@ -912,12 +1004,12 @@ static void test_list_languages(void **state)
 
     /* {} and null arguments are none; anything else is refused. */
     json_object *args = json_tokener_parse("{}");
-    r = tools_answer(&env, tools_find("list_languages"), args, &modern);
+    r = tools_answer(&env, tools_find("list_languages"), args, NULL, &modern);
     assert_false(json_object_get_boolean(json_get(r, "isError")));
     json_object_put(r);
     json_object_put(args);
     args = json_tokener_parse("{\"language\":\"python\"}");
-    r = tools_answer(&env, tools_find("list_languages"), args, &modern);
+    r = tools_answer(&env, tools_find("list_languages"), args, NULL, &modern);
     assert_true(json_object_get_boolean(json_get(r, "isError")));
     assert_string_equal(json_object_get_string(
                             json_get(json_object_array_get_idx(json_get(r, "content"), 0), "text")),
@@ -932,7 +1024,7 @@ static void test_list_languages(void **state)
     err_clear(&err);
     tools_run_args_release(&ra);
     json_object *bad = NULL;
-    assert_int_equal(tools_prepare(&ENV, tools_find("list_languages"), NULL, &ra, &bad), -1);
+    assert_int_equal(tools_prepare(&ENV, tools_find("list_languages"), NULL, NULL, &ra, &bad), -1);
     assert_true(json_object_get_boolean(json_get(bad, "isError")));
     json_object_put(bad);
     json_object_put(l);
@@ -959,6 +1051,7 @@ int main(void)
         cmocka_unit_test(test_validate_code_arguments),
         cmocka_unit_test(test_check_result),
         cmocka_unit_test(test_list_languages),
+        cmocka_unit_test(test_session_tools_listed),
     };
     return cmocka_run_group_tests_name("tools", tests, setup, teardown);
 }

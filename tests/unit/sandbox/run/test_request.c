@@ -37,8 +37,10 @@ static int teardown(void **state)
 
 /* Every byte of the code, stdin, files and variables is one JSON escapes
  * to six (\u0001); the variables' text is mostly escapes already; the
- * pass-through secret's value is secret (NULL: a short one). */
-static void encode_worst(const struct langtable_lang *lang, char *secret)
+ * pass-through secret's value is secret (NULL: a short one); kind: the
+ * session part (a Python begin request also carries the session runner). */
+static void encode_worst_as(const struct langtable_lang *lang, char *secret,
+                            enum runner_session_kind kind)
 {
     static char ctl[N], vars[6 * N + 16];
     memset(ctl, 1, sizeof(ctl));
@@ -65,12 +67,16 @@ static void encode_worst(const struct langtable_lang *lang, char *secret)
     struct buf request;
     buf_init(&request, request_cap(&ctx, &req));
     struct err err = ERR_INIT;
-    if (encode_request(&ctx, &req, "0123456789abcdef0123456789abcdef", RUNNER_SESSION_NONE,
-                       &request, &err) < 0)
+    if (encode_request(&ctx, &req, "0123456789abcdef0123456789abcdef", kind, &request, &err) < 0)
         fail_msg("%s: %s", lang->name, err_msg(&err));
     /* The escapes were made: the cap was not met by a short request. */
     assert_true(request.len > 6 * N);
     buf_free(&request);
+}
+
+static void encode_worst(const struct langtable_lang *lang, char *secret)
+{
+    encode_worst_as(lang, secret, RUNNER_SESSION_NONE);
 }
 
 static void test_cap_in_process(void **state)
@@ -96,12 +102,46 @@ static void test_cap_long_secret(void **state)
     encode_worst(test_lang(f->langs, "bash"), secret);
 }
 
+/* A Python session's begin request carries runner_session.py as its
+ * session "source" (and the cap holds it); cells, one-shot runs and the
+ * other runners' begin requests do not. */
+static void test_session_source(void **state)
+{
+    struct fixture *f = *state;
+    encode_worst_as(test_lang(f->langs, "python"), NULL, RUNNER_SESSION_BEGIN);
+    static const struct {
+        const char *lang;
+        enum runner_session_kind kind;
+        bool source;
+    } cases[] = {
+        {"python", RUNNER_SESSION_BEGIN, true}, {"python", RUNNER_SESSION_CELL, false},
+        {"python", RUNNER_SESSION_NONE, false}, {"javascript", RUNNER_SESSION_BEGIN, false},
+        {"bash", RUNNER_SESSION_BEGIN, false},
+    };
+    struct exec_ctx ctx = {0};
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        struct run req = {.language = test_lang(f->langs, cases[i].lang), .code = ""};
+        struct buf request;
+        buf_init(&request, request_cap(&ctx, &req));
+        struct err err = ERR_INIT;
+        if (encode_request(&ctx, &req, "0123456789abcdef0123456789abcdef", cases[i].kind, &request,
+                           &err) < 0)
+            fail_msg("%s: %s", cases[i].lang, err_msg(&err));
+        /* The source's first line, JSON-escaped as the request holds it. */
+        const char *mark = "# mcp-sandboxd session runner for Python";
+        assert_int_equal(strstr(buf_cstr(&request), mark) != NULL, cases[i].source);
+        assert_int_equal(strstr(buf_cstr(&request), "\"source\":") != NULL, cases[i].source);
+        buf_free(&request);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cap_in_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_generic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_long_secret, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_session_source, setup, teardown),
     };
     return cmocka_run_group_tests_name("request", tests, NULL, NULL);
 }

@@ -1267,6 +1267,39 @@ static void test_encode_session(void **state)
     }
 }
 
+/* A begin request's session "source" goes with it as given; a cell, or a
+ * one-shot run, never carries it. */
+static void test_encode_session_source(void **state)
+{
+    (void)state;
+    static const enum runner_session_kind kinds[] = {RUNNER_SESSION_NONE, RUNNER_SESSION_BEGIN,
+                                                     RUNNER_SESSION_CELL};
+    static const char source[] = "def interpreter_main(h):\n    \"\u00e9\\\x01\"\n";
+    for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+        struct buf out;
+        buf_init(&out, 1 << 20);
+        struct runner_request req = {.nonce_hex = NONCE,
+                                     .session = kinds[i],
+                                     .session_source = source,
+                                     .code = "",
+                                     .code_len = 0};
+        assert_int_equal(runner_encode_request(&req, &out, NULL), 0);
+        json_object *obj = decode_request(out.data, out.len);
+        json_object *session = NULL, *src = NULL;
+        bool has = json_object_object_get_ex(obj, "session", &session);
+        assert_int_equal(has, kinds[i] != RUNNER_SESSION_NONE);
+        bool has_src = has && json_object_object_get_ex(session, "source", &src);
+        assert_int_equal(has_src, kinds[i] == RUNNER_SESSION_BEGIN);
+        if (has_src) {
+            assert_true(json_object_is_type(src, json_type_string));
+            assert_string_equal(json_object_get_string(src), source);
+            assert_int_equal(json_object_object_length(session), 2);
+        }
+        json_object_put(obj);
+        buf_free(&out);
+    }
+}
+
 /* The control frame: a header alone, the nonce checked, all or nothing. */
 static void test_encode_interrupt(void **state)
 {
@@ -1494,6 +1527,7 @@ int main(void)
         cmocka_unit_test(test_encode_random_round_trip),
         cmocka_unit_test(test_encode_rejects),
         cmocka_unit_test(test_encode_session),
+        cmocka_unit_test(test_encode_session_source),
         cmocka_unit_test(test_encode_interrupt),
         cmocka_unit_test(test_e2e_python),
         cmocka_unit_test(test_e2e_node),

@@ -31,6 +31,7 @@ static double test_now(void)
  * test's clock. */
 static void open_sessions(struct rig *g)
 {
+    g->cfg.max_code_sessions = 0; /* started here, on the test's clock */
     rig_open(g);
     atomic_store(&clock_ms, 1000000);
     struct code_sessions_limits lim = {.max_sessions = 4,
