@@ -54,6 +54,21 @@
   let inCells = false; // a session runner running cells: failures are a cell's
 
   const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+  // The program must not see the runner: no source in process._eval, no
+  // -e/-p in execArgv (a child it forks would run the runner), argv only
+  // the node binary.
+  function forgetEval() {
+    delete proc._eval;
+    const execArgv = [];
+    for (let i = 0; i < proc.execArgv.length; i++) {
+      const a = proc.execArgv[i];
+      if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
+      else if (!a.startsWith('--eval=') && !a.startsWith('--print=')) execArgv.push(a);
+    }
+    proc.execArgv = execArgv;
+    proc.argv.length = 1;
+  }
+
   function sleep(ms) {
     Atomics.wait(sleepCell, 0, 0, ms);
   }
@@ -922,15 +937,7 @@
     });
     // Looks like the REPL's own globals, not `node -e`'s.
     for (const g of ['exports', '__filename', '__dirname']) delete globalThis[g];
-    delete proc._eval;
-    const execArgv = [];
-    for (let i = 0; i < proc.execArgv.length; i++) {
-      const a = proc.execArgv[i];
-      if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
-      else if (!a.startsWith('--eval=') && !a.startsWith('--print=')) execArgv.push(a);
-    }
-    proc.execArgv = execArgv;
-    proc.argv.length = 1;
+    forgetEval();
     const r = repl.start({
       input: new stream.PassThrough(),
       output: errOut,
@@ -1434,15 +1441,7 @@
     const d = Object.getOwnPropertyDescriptor(globalThis, g);
     if (d.configurable && d.set !== undefined && d.set.name === 'setReal') delete globalThis[g];
   }
-  delete proc._eval;
-  const execArgv = [];
-  for (let i = 0; i < proc.execArgv.length; i++) {
-    const a = proc.execArgv[i];
-    if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') i++;
-    else if (!a.startsWith('--eval=') && !a.startsWith('--print=')) execArgv.push(a);
-  }
-  proc.execArgv = execArgv;
-  proc.argv.length = 1;
+  forgetEval();
   proc.argv.push(mainPath);
 
   // ---- variables: global constants ------------------------------------

@@ -879,14 +879,14 @@ sub write_inputs {
 
 # ---- one run: a one-shot request, or a session's cell ----------------------
 # Ends in finish: the runner exits, or in a session dies with $CELL_END.
-sub run_cell {
+# A request's parts every mode takes alike, checked: code, stdin, the
+# variables as the daemon made them for this runner (the file's bytes and
+# the environment's strings; their JSON is not read here), files, outputs.
+sub request_parts {
     my ($req) = @_;
     my $code  = delete $req->{code};
     my $stdin = delete($req->{stdin}) // '';
     runner_fail('request code/stdin must be strings') unless is_str($code) && is_str($stdin);
-    my $env = $req->{env} // {};
-    # The variables come as the daemon made them for this runner: the file's
-    # bytes and the environment's strings; their JSON is not read here.
     runner_fail('request variables are not for the generic runner') if exists $req->{variables};
     my $variables_file = delete $req->{variables_file};
     my $variables_env  = $req->{variables_env};
@@ -897,9 +897,14 @@ sub run_cell {
     if (ref $files ne 'ARRAY' || (defined $outputs && ref $outputs ne 'HASH')) {
         runner_fail('request files must be a list and outputs an object');
     }
-    if (is_bool($req->{check}) && $req->{check}) {
-        runner_fail('check is not supported by the generic runner');
-    }
+    runner_fail('check is not supported by the generic runner') if is_bool($req->{check}) && $req->{check};
+    return ($code, $stdin, $variables_file, $variables_env, $files, $outputs);
+}
+
+sub run_cell {
+    my ($req) = @_;
+    my $env = $req->{env} // {};
+    my ($code, $stdin, $variables_file, $variables_env, $files, $outputs) = request_parts($req);
     set_env($env);
 
     my $program = $req->{program};
@@ -1381,20 +1386,7 @@ my $shell_cells = 0;
 
 sub shell_cell {
     my ($req, $program) = @_;
-    my $code  = delete $req->{code};
-    my $stdin = delete($req->{stdin}) // '';
-    runner_fail('request code/stdin must be strings') unless is_str($code) && is_str($stdin);
-    runner_fail('request variables are not for the generic runner') if exists $req->{variables};
-    my $variables_file = delete $req->{variables_file};
-    my $variables_env  = $req->{variables_env};
-    runner_fail('request variables_file must be a string') if defined $variables_file && !is_str($variables_file);
-    runner_fail('request variables_env must be an object') if defined $variables_env  && ref $variables_env ne 'HASH';
-    my $files   = $req->{files} // [];
-    my $outputs = $req->{outputs};
-    if (ref $files ne 'ARRAY' || (defined $outputs && ref $outputs ne 'HASH')) {
-        runner_fail('request files must be a list and outputs an object');
-    }
-    runner_fail('check is not supported by the generic runner') if is_bool($req->{check}) && $req->{check};
+    my ($code, $stdin, $variables_file, $variables_env, $files, $outputs) = request_parts($req);
     my $dir = $cwd eq '/' ? '' : $cwd;
     my $line = '';
     if (defined $variables_env) {

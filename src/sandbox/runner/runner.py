@@ -78,6 +78,25 @@ def _mcpsbx_runner():
                 continue
             view = view[n:]
 
+    def check_variable_names(variables, hidden=()):
+        # The daemon checked the names (src/tools/variables.h); this is the
+        # same rule against the live interpreter, plus hidden: names an
+        # interpreter session keeps for itself.
+        import builtins
+        import keyword
+
+        for name in variables:
+            if (
+                not name.isascii()
+                or not name.isidentifier()
+                or len(name) > 128
+                or name.startswith("__")
+                or keyword.iskeyword(name)
+                or hasattr(builtins, name)
+                or name in hidden
+            ):
+                runner_fail("variable %r is not allowed" % name[:128])
+
     # A raw stream that never drops part of a write: a pipe may take only
     # part of a large write (gVisor's take 64 KiB at a time), and the
     # interpreter's unbuffered (-u) text streams ignore what was left over.
@@ -766,6 +785,7 @@ def _mcpsbx_runner():
             "os_exit": os_exit,
             "write_all": write_all,
             "FullWriter": FullWriter,
+            "check_variable_names": check_variable_names,
             "finish": finish,
             "runner_fail": runner_fail,
             "CellEnd": CellEnd,
@@ -1126,21 +1146,8 @@ def _mcpsbx_runner():
     mod.__builtins__ = builtins
     mod.__annotations__ = {}
     mod.__loader__ = SourceFileLoader("__main__", main_path)
-    # The daemon checked the names (src/tools/variables.h); this is the
-    # same rule against the live interpreter. Not against sys.modules: a
-    # pooled runner has more loaded than a cold one.
-    import keyword
-
-    for name in variables:
-        if (
-            not name.isascii()
-            or not name.isidentifier()
-            or len(name) > 128
-            or name.startswith("__")
-            or keyword.iskeyword(name)
-            or hasattr(builtins, name)
-        ):
-            runner_fail("variable %r is not allowed" % name[:128])
+    # Not against sys.modules: a pooled runner has more loaded than a cold one.
+    check_variable_names(variables)
     mod.__dict__.update(variables)
     del variables
     sys.modules["__main__"] = mod

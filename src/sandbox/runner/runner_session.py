@@ -343,22 +343,8 @@ def interpreter_main(h):
         sys.stdin = sys.__stdin__ = new
 
     def bind(sh, variables):
-        # The daemon checked the names (src/tools/variables.h); the same rule
-        # against the live shell, whose own names count as built in.
-        import builtins
-        import keyword
-
-        for name in variables:
-            if (
-                not name.isascii()
-                or not name.isidentifier()
-                or len(name) > 128
-                or name.startswith("__")
-                or keyword.iskeyword(name)
-                or hasattr(builtins, name)
-                or name in sh.user_ns_hidden
-            ):
-                runner_fail("variable %r is not allowed" % name[:128])
+        # The shell's own names count as built in.
+        h["check_variable_names"](variables, sh.user_ns_hidden)
         sh.user_ns.update(variables)
 
     def prepare(req):
