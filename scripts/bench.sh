@@ -32,9 +32,17 @@
 #      daemon's VmRSS and fds before and after BENCH_POOL_RUNS runs. Prints
 #      the ratios and their targets (reported, not enforced). Skipped when
 #      the engine does not answer or RUNTIME is not configured in it.
+#   5. languages: tests/bench/languages.mjs, hello world in every language.
+#   6. code sessions: tests/bench/sessions.mjs on the same engine:
+#      create_session p50 with the pool full; print(1) in a session next to
+#      the same one-shot warm call (the ratio, target <= 1.2); a CSV of
+#      BENCH_SESSIONS_CSV_MB loaded once in a session and asked again vs
+#      re-read by one-shot runs; the daemon's VmRSS and fds before and after
+#      BENCH_SESSIONS_CALLS session calls.
 #   After every wrk run the daemon must be alive and answer a fresh tools/list
 #   correctly. Results: build/bench/http-tools-list.json, survival.json,
-#   latency.json, pool.json, plus logs in build/bench/logs/; the summary goes to stdout,
+#   latency.json, pool.json, languages.json, sessions.json, plus logs in
+#   build/bench/logs/; the summary goes to stdout,
 #   progress to stderr. Exits non-zero only when something broke (the daemon
 #   died, a wrong answer, a tool missing, a server that would not start),
 #   never because a figure is low.
@@ -50,9 +58,15 @@
 #   BENCH_POOL_SECONDS      each warm-pool throughput and churn run (default 10)
 #   BENCH_POOL_RUNS         runs between the daemon's two VmRSS/fd readings
 #                           (default 2000)
-#   BENCH_SECTIONS          which sections run (default http,survival,latency,pool,languages)
+#   BENCH_SECTIONS          which sections run (default
+#                           http,survival,latency,pool,languages,sessions)
 #   BENCH_LANGUAGES_SAMPLES samples per language in the languages section
 #                           (tests/bench/languages.mjs; default 20)
+#   BENCH_SESSIONS_SAMPLES  samples per item of the sessions section
+#                           (tests/bench/sessions.mjs; default 30)
+#   BENCH_SESSIONS_CALLS    session calls between the daemon's two VmRSS/fd
+#                           readings (default 1000)
+#   BENCH_SESSIONS_CSV_MB   the data file loaded once (default 200)
 #   BENCH_BIN               daemon binary (default build/mcp-sandboxd)
 #   ENGINE                  docker, podman or unix:///path: that engine for
 #                           every section (started when it does not answer);
@@ -75,10 +89,13 @@ readonly WARMUP_SECS=${BENCH_WARMUP_SECONDS:-2}
 readonly LATENCY_CALLS=${BENCH_LATENCY_CALLS:-20}
 readonly POOL_SAMPLES=${BENCH_POOL_SAMPLES:-30}
 readonly LANGUAGES_SAMPLES=${BENCH_LANGUAGES_SAMPLES:-20}
+readonly SESSIONS_SAMPLES=${BENCH_SESSIONS_SAMPLES:-30}
+readonly SESSIONS_CALLS=${BENCH_SESSIONS_CALLS:-1000}
+readonly SESSIONS_CSV_MB=${BENCH_SESSIONS_CSV_MB:-200}
 readonly POOL_FRESH=${BENCH_POOL_FRESH:-3}
 readonly POOL_SECONDS=${BENCH_POOL_SECONDS:-10}
 readonly POOL_RUNS=${BENCH_POOL_RUNS:-2000}
-readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool,languages}
+readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool,languages,sessions}
 readonly RUNTIME=${RUNTIME:-}
 readonly THREADS=2
 readonly CONNS=16
@@ -97,19 +114,20 @@ die() { log "error: $*"; exit 1; }
 
 case ${1:-} in
 -h | --help)
-	sed -n '2,54s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2
 	exit 0
 	;;
 '') ;;
 *) die "unknown argument: $1 (settings are environment variables, see --help)" ;;
 esac
-for v in "$SECS" "$SURVIVAL_SECS" "$WARMUP_SECS" "$LATENCY_CALLS" "$POOL_SAMPLES" "$POOL_FRESH" "$POOL_SECONDS" "$POOL_RUNS"; do
+for v in "$SECS" "$SURVIVAL_SECS" "$WARMUP_SECS" "$LATENCY_CALLS" "$POOL_SAMPLES" "$POOL_FRESH" "$POOL_SECONDS" "$POOL_RUNS" \
+	"$SESSIONS_SAMPLES" "$SESSIONS_CALLS" "$SESSIONS_CSV_MB"; do
 	[[ $v =~ ^[0-9]+$ ]] || die "durations and counts must be whole numbers, got '$v'"
 done
 ((SECS > 0 && SURVIVAL_SECS > 0 && LATENCY_CALLS > 0)) || die "BENCH_SECONDS, BENCH_SURVIVAL_SECONDS and BENCH_LATENCY_CALLS must be > 0"
 ((POOL_SAMPLES > 0 && POOL_SECONDS > 0 && POOL_RUNS > 0)) || die "BENCH_POOL_SAMPLES, BENCH_POOL_SECONDS and BENCH_POOL_RUNS must be > 0"
 for s in ${SECTIONS//,/ }; do
-	case $s in http | survival | latency | pool | languages) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool, languages)" ;; esac
+	case $s in http | survival | latency | pool | languages | sessions) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool, languages, sessions)" ;; esac
 done
 [[ $RUNTIME =~ ^[A-Za-z0-9._-]*$ ]] || die "RUNTIME must be a runtime name such as runsc, not '$RUNTIME'"
 
@@ -589,6 +607,26 @@ if want languages; then
 	fi
 fi
 
+# ==== 6. code sessions ========================================================
+if want sessions; then
+	log "6/6 code sessions on $ENGINE_URL"
+	: >"$LOGS/sessions.txt"
+	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
+		sess_line=$(node "$BENCH_DIR/sessions.mjs" --skip "engine $ENGINE_URL does not answer" --out "$OUT/sessions.json")
+	elif ! "$ROOT/scripts/images.sh" --engine "$ENGINE_URL" python >&2; then
+		sess_line=$(node "$BENCH_DIR/sessions.mjs" --skip "the python image could not be built on $ENGINE_URL" --out "$OUT/sessions.json")
+	else
+		rc=0
+		sess_line=$(timeout --kill-after=15 "$POOL_TIMEOUT" node "$BENCH_DIR/sessions.mjs" --engine "$ENGINE_URL" \
+			--bin "$BIN" --out "$OUT/sessions.json" --log-dir "$LOGS" --samples "$SESSIONS_SAMPLES" \
+			--calls "$SESSIONS_CALLS" --csv-mb "$SESSIONS_CSV_MB" 2> >(tee -a "$LOGS/sessions.txt" >&2)) || rc=$?
+		if ((rc != 0)); then
+			fail "tests/bench/sessions.mjs exited with status $rc (see $LOGS/sessions.txt and ${OUT#"$ROOT"/}/sessions.json \"problems\")"
+		fi
+	fi
+	summary+=("${sess_line:-code sessions: FAILED - no table}")
+fi
+
 # ==== summary ================================================================
 echo
 echo "=== bench ($(date -u +%FT%TZ), nproc $(nproc)) ==="
@@ -599,6 +637,7 @@ want survival && results+=(survival.json)
 want latency && results+=(latency.json)
 want pool && results+=(pool.json)
 want languages && results+=(languages.json)
+want sessions && results+=(sessions.json)
 echo "results in ${OUT#"$ROOT"/}/: ${results[*]} (logs in ${LOGS#"$ROOT"/}/)"
 if ((${#broken[@]})); then
 	echo "bench: FAILED (${#broken[@]} problem(s)):"
