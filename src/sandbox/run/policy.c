@@ -13,8 +13,11 @@
  * (SHARED_NPROC_LIMIT), since every sandbox counts against it. */
 #define NOFILE_LIMIT       1024
 #define SHARED_NPROC_LIMIT 4096
-#define FSIZE_LIMIT        (64LL << 20)
-#define SHM_BYTES          (16LL << 20)
+/* A file may grow as large as the working directory that holds it (the
+ * tmpfs bounds it anyway; a data session's CSV may be hundreds of MB), and
+ * at least FSIZE_LIMIT. */
+#define FSIZE_LIMIT (64LL << 20)
+#define SHM_BYTES   (16LL << 20)
 
 /* Every sandbox's; a language adds its own (its table row's environment). */
 static const char *const base_env[] = {"HOME=" POLICY_WORKDIR, "TMPDIR=" POLICY_WORKDIR,
@@ -68,7 +71,7 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
         .pids_limit = cfg->pids_limit,
         .nofile = NOFILE_LIMIT,
         .nproc = own_uids ? cfg->pids_limit : SHARED_NPROC_LIMIT,
-        .fsize = FSIZE_LIMIT,
+        .fsize = cfg->tmpfs_mb << 20 > FSIZE_LIMIT ? cfg->tmpfs_mb << 20 : FSIZE_LIMIT,
         .shm_bytes = SHM_BYTES,
         .runtime = runtime,
         .syscalls = BACKEND_SYSCALLS_SANDBOX,

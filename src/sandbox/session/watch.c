@@ -96,7 +96,9 @@ static void check_one(struct code_space *sp, struct kept *k)
                   code_session_id(k->cs), dropped);
     char *why = NULL;
     bool gone = false;
-    if (n == 0 || n < 0) {
+    /* BACKEND_AGAIN: what poll saw was a call's output, read by that call
+     * before this lock was taken. */
+    if (n == 0 || n == -1) {
         why = why_ended(sp, k, n, &err);
         gone = code_sessions_lose(sp->reg, k->cs, why);
     }

@@ -47,6 +47,15 @@ static void test_spec(void **state)
     policy_spec(cfg, &run, &spec);
     assert_string_equal(spec.runtime, "runsc");
 
+    /* A file may be as large as the working directory holds, 64 MiB at
+     * least. */
+    assert_int_equal(spec.fsize, 64LL << 20);
+    long long tmpfs_mb = cfg->tmpfs_mb;
+    cfg->tmpfs_mb = 512;
+    policy_spec(cfg, &run, &spec);
+    assert_int_equal(spec.fsize, 512LL << 20);
+    cfg->tmpfs_mb = tmpfs_mb;
+
     /* One user for all (--sandbox-uid-count 0): --sandbox-user's, and
      * nproc a loose backstop above the pids limit, since all count. */
     cfg->sandbox_uid_count = 0;

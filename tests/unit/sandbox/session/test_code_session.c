@@ -492,6 +492,55 @@ static void test_end_owner(void **state)
     assert_int_equal(fake_backend_live(g->fb), 1);
 }
 
+/* Stress: calls back to back in two sessions at once, each going busy and
+ * idle 300 times while the watcher polls the idle streams between them;
+ * every call answers and no session is lost. */
+#define STRESS_CALLS 300
+
+struct stresser {
+    struct rig *g;
+    struct code_session *cs;
+    atomic_int *bad;
+};
+
+static void *stress_main(void *arg)
+{
+    struct stresser *t = arg;
+    for (int i = 0; i < STRESS_CALLS; i++) {
+        struct run req = request("x");
+        struct exec_result res;
+        exec_result_init(&res);
+        struct err err = ERR_INIT;
+        if (code_session_run(t->g->exec, t->cs, &req, &res, &err) < 0 || res.status != EXEC_OK ||
+            res.session_lost)
+            atomic_fetch_add(t->bad, 1);
+        err_clear(&err);
+        exec_result_free(&res);
+    }
+    return NULL;
+}
+
+static void test_back_to_back_calls_stay(void **state)
+{
+    struct rig *g = *state;
+    script(g, NULL, 0);
+    open_sessions(g);
+    atomic_int bad = 0;
+    struct stresser t[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        t[i] = (struct stresser){.g = g, .cs = open_ok(g, &ALICE), .bad = &bad};
+        assert_int_equal(pthread_create(&th[i], NULL, stress_main, &t[i]), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(atomic_load(&bad), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(code_session_close(g->exec, t[i].cs), CODE_SESSION_CLOSED);
+        code_session_put(g->exec, t[i].cs);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +558,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idle_stray_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_end_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_back_to_back_calls_stay, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
