@@ -2263,8 +2263,10 @@ class PlSession:
         os.close(r)
         self.out, self.err, self.seen = b"", b"", 0
         self.cond = threading.Condition()
-        self.readers = [threading.Thread(target=self._read, args=(self.p.stdout, "out")),
-                        threading.Thread(target=self._read, args=(self.p.stderr, "err"))]
+        # Daemons: a failed case's orphans (a session shell's commands) may
+        # hold the pipes open after the runner is killed.
+        self.readers = [threading.Thread(target=self._read, args=(self.p.stdout, "out"), daemon=True),
+                        threading.Thread(target=self._read, args=(self.p.stderr, "err"), daemon=True)]
         for t in self.readers:
             t.start()
 
@@ -2370,7 +2372,7 @@ class PlSession:
             self.w = None
         self.p.wait()
         for t in self.readers:
-            t.join()
+            t.join(timeout=10)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -2969,6 +2971,12 @@ def t_session_shell_interrupt(lang):
         s.interrupt(nonce_of(3))
         cell_ok(s.record(nonce_of(3)), b"start\n", code=130, session={"interrupted": True})
         s.interrupt(nonce_of(3))
+        # A command the first SIGINT misses (as one between fork and exec
+        # does) gets another; the rest of the line does not run.
+        s.start(nonce_of(6), "perl -e '$| = 1; $SIG{INT} = sub { $SIG{INT} = q(DEFAULT) }; print qq(start\\n);"
+                " sleep 1 for 1 .. 60'; echo never")
+        s.interrupt(nonce_of(6))
+        cell_ok(s.record(nonce_of(6)), b"start\n", code=130, session={"interrupted": True})
         cell_ok(s.call(nonce_of(4), "echo $kept"), b"state\n")
         # A cell that makes the shell ignore SIGINT is not stopped: no
         # record (the daemon's grace ends the sandbox).

@@ -1327,11 +1327,28 @@ sub start_shell {
           . ' mcpsbx_cell() { . "$1"; }' . "\n");
 }
 
+# The members of the shell's process group but the shell: the commands of
+# this cell and the background jobs of earlier ones.
+sub shell_children {
+    my @pids;
+    opendir(my $d, '/proc') or return ();
+    for my $p (grep { /\A[0-9]+\z/ && $_ != $shell_pid } readdir $d) {
+        open(my $fh, '<', "/proc/$p/stat") or next;
+        my $stat = <$fh> // '';
+        close($fh);
+        # After the name, which may hold anything: state, ppid, pgrp.
+        push @pids, 0 + $p if $stat =~ /\) \S+ \d+ (\d+) / && $1 == $shell_pid;
+    }
+    closedir($d);
+    return @pids;
+}
+
 # Waits for the shell's "done <n> <status>" line of cell n, acting on the
-# frames that come meanwhile. Returns the status, or (undef, wait status)
-# when the shell ended.
+# frames that come meanwhile; before: the group's members when the cell
+# began. Returns the status, or (undef, wait status) when the shell ended.
 sub shell_wait {
-    my ($n) = @_;
+    my ($n, $before) = @_;
+    my $int_at;
     local $SIG{CHLD} = sub { };
     while (1) {
         while ($shell_buf =~ s/\A([^\n]*)\n//) {
@@ -1341,6 +1358,16 @@ sub shell_wait {
         }
         my $r = waitpid($shell_pid, POSIX::WNOHANG());
         return (undef, $?) if $r == $shell_pid;
+        # A SIGINT that meets a command between fork and exec misses it (the
+        # child still has bash's handler) while bash abandons the line, and
+        # bash then waits for that command before its next one. Until the
+        # runner's line says the shell is free, each grace sends one more to
+        # the commands this cell started: never to the shell, which may be
+        # reading that line, nor to earlier cells' background jobs.
+        if (defined $int_at && Time::HiRes::time() - $int_at >= $INT_GRACE) {
+            kill('INT', grep { !$before->{$_} } shell_children());
+            $int_at = Time::HiRes::time();
+        }
         my $bits = '';
         vec($bits, fileno($shell_status), 1) = 1;
         vec($bits, fileno($ctl), 1) = 1 unless $ctl_eof;
@@ -1365,11 +1392,14 @@ sub shell_wait {
             # Another nonce is a late interrupt of an earlier cell: ignored.
             # The aborted line's echo never runs: the runner sends its own,
             # which the shell reads once it is back at its prompt (never,
-            # if the cell made it ignore SIGINT).
+            # if the cell made it ignore SIGINT). The `:` first: bash waits
+            # for a missed command at the end of the next one, so the echo
+            # runs only once the cell's foreground command is gone.
             if ($what eq $nonce && !$interrupted) {
                 kill('INT', -$shell_pid);
+                $int_at      = Time::HiRes::time();
                 $interrupted = 1;
-                eval { write_all($shell_in, "echo \"done $n 130\" >&$SHELL_STATUS_FD\n") };
+                eval { write_all($shell_in, ":; echo \"done $n 130\" >&$SHELL_STATUS_FD\n") };
             }
         } elsif (!defined $pending) {
             $pending = $what;
@@ -1414,8 +1444,9 @@ sub shell_cell {
     $line .= 'mcpsbx_cell ' . sh_quote("$dir/$program->{source_file}") . ' <' . sh_quote("$dir/$STDIN_NAME")
         . "; echo \"done $n \$?\" >&$SHELL_STATUS_FD\n";
     my $ooms_before = oom_kills();
+    my %before      = map { $_ => 1 } shell_children();
     or_fail('cannot reach the shell', sub { write_all($shell_in, $line) });
-    my ($status, $ended) = shell_wait($n);
+    my ($status, $ended) = shell_wait($n, \%before);
     unlink($STDIN_NAME);
     my $after = oom_kills();
     $memory_error = 1 if defined $after && defined $ooms_before && $after > $ooms_before;
