@@ -126,6 +126,13 @@ void exec_result_init(struct exec_result *r)
     outfiles_init(&r->files, &(struct outfiles_caps){0}, NULL);
 }
 
+double exec_result_restart(struct exec_result *r)
+{
+    exec_result_free(r);
+    exec_result_init(r);
+    return util_now_ms();
+}
+
 void exec_result_free(struct exec_result *r)
 {
     buf_free(&r->out);
@@ -427,9 +434,7 @@ int exec_run(struct exec_ctx *ctx, const struct run *req, struct exec_result *re
     struct err local = ERR_INIT;
     if (!err)
         err = &local;
-    double t0 = util_now_ms();
-    exec_result_free(res);
-    exec_result_init(res);
+    double t0 = exec_result_restart(res);
     struct backend_spec spec;
     run_spec(ctx, req, t0, req->timeout_ms, &spec);
     char nonce[RUNNER_NONCE_HEX_LEN + 1] = "";

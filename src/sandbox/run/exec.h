@@ -121,6 +121,8 @@ struct exec_result {
 
 void exec_result_init(struct exec_result *r);
 void exec_result_free(struct exec_result *r);
+/* r emptied for a run that starts now; returns the time (util_now_ms). */
+double exec_result_restart(struct exec_result *r);
 /* r->message, replacing any. */
 void exec_result_set_message(struct exec_result *r, const char *fmt, ...) ATTR_PRINTF(2, 3);
 

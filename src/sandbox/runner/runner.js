@@ -1128,6 +1128,37 @@
   // (from the session's directory, whatever the cell's cwd), outputs/, the
   // stdin file as fd 0 and process.stdin, the variables as globals. Returns
   // the code, or {check} for a check-only cell; throws CellFail.
+  // An unlinked regular file of the stdin bytes in dir as fd 0: the program
+  // reads exactly them, then EOF, through any API (process.stdin,
+  // fs.readFileSync(0), /dev/stdin, child processes). closeSync(0) makes 0
+  // the lowest free fd. Returns the fd the file got. Throws.
+  function stdinAsFd0(dir, stdin) {
+    const stdinPath = path.join(dir, '.mcpsbx-stdin');
+    fs.rmSync(stdinPath, { force: true }); // an earlier cell's, never followed
+    fs.writeFileSync(stdinPath, stdin, { mode: 0o600 });
+    try {
+      fs.closeSync(0);
+    } catch (e) {
+      // already closed: openSync below still gets 0
+    }
+    const fd = fs.openSync(stdinPath, 'r');
+    fs.unlinkSync(stdinPath);
+    return fd;
+  }
+
+  // process.stdin as a stream of fd, made when first asked for.
+  function serveStdin(fd, autoClose) {
+    let stream = null;
+    Object.defineProperty(proc, 'stdin', {
+      configurable: true,
+      enumerable: true,
+      get() {
+        if (stream === null) stream = fs.createReadStream('', { fd, autoClose });
+        return stream;
+      },
+    });
+  }
+
   function prepareCell(req, c, root, given) {
     const kind = sessionKind(req.session);
     if (kind !== 'cell') throw new CellFail(kind.error || 'a session request that is not a cell');
@@ -1183,27 +1214,9 @@
             if (e.code !== 'EEXIST') throw e;
           }
         }
-        // An unlinked regular file as fd 0, as in a one-shot run, and a
-        // process.stdin of its own per cell (the last one is at its end).
-        const stdinPath = path.join(root, '.mcpsbx-stdin');
-        fs.rmSync(stdinPath, { force: true }); // an earlier cell's, never followed
-        fs.writeFileSync(stdinPath, stdin, { mode: 0o600 });
-        try {
-          fs.closeSync(0);
-        } catch (e) {
-          // already closed: openSync below still gets 0
-        }
-        const fd = fs.openSync(stdinPath, 'r');
-        fs.unlinkSync(stdinPath);
-        let s = null;
-        Object.defineProperty(proc, 'stdin', {
-          configurable: true,
-          enumerable: true,
-          get() {
-            if (s === null) s = fs.createReadStream('', { fd, autoClose: false });
-            return s;
-          },
-        });
+        // As in a one-shot run, and a process.stdin of its own per cell
+        // (the last one is at its end).
+        serveStdin(stdinAsFd0(root, stdin), false);
       } catch (e) {
         runnerFail('cannot prepare the working directory: ' + e.message);
       }
@@ -1403,30 +1416,9 @@
     const esm = needsESM(code, path.join(cwd, 'main.js'));
     mainPath = path.join(cwd, esm ? 'main.mjs' : 'main.js');
     fs.writeFileSync(mainPath, code);
-    // An unlinked regular file as fd 0: the program reads exactly the given
-    // bytes, then EOF, through any API (process.stdin, fs.readFileSync(0),
-    // /dev/stdin, child processes). closeSync(0) makes 0 the lowest free fd.
-    const stdinPath = path.join(cwd, '.mcpsbx-stdin');
-    fs.writeFileSync(stdinPath, stdin, { mode: 0o600 });
-    try {
-      fs.closeSync(0);
-    } catch (e) {
-      // already closed: openSync below still gets 0
-    }
-    const fd = fs.openSync(stdinPath, 'r');
-    fs.unlinkSync(stdinPath);
-    if (fd !== 0) {
-      // fd 0 could not be taken over: serve process.stdin from the file.
-      let stream = null;
-      Object.defineProperty(proc, 'stdin', {
-        configurable: true,
-        enumerable: true,
-        get() {
-          if (stream === null) stream = fs.createReadStream('', { fd });
-          return stream;
-        },
-      });
-    }
+    const fd = stdinAsFd0(cwd, stdin);
+    // fd 0 could not be taken over: serve process.stdin from the file.
+    if (fd !== 0) serveStdin(fd, true);
   } catch (e) {
     return runnerFail('cannot prepare the working directory: ' + e.message);
   }

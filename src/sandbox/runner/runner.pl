@@ -877,6 +877,24 @@ sub write_inputs {
     }
 }
 
+# Variable names: the daemon checked them (tools/variables.h); this is the
+# part of its rule that makes them environment names, and MCPSBX_* is the
+# runner's own. The values are strings without NUL (the daemon leaves such a
+# string in the file only). Returns the names, sorted (none for undef).
+sub check_variables_env {
+    my ($variables_env) = @_;
+    return () unless defined $variables_env;
+    my @names = sort keys %$variables_env;
+    for my $name (@names) {
+        if ($name !~ /\A[A-Za-z_][A-Za-z0-9_]*\z/ || length($name) > 128 || $name =~ /\AMCPSBX_/) {
+            runner_fail('variable ' . quote($name, 128) . ' is not allowed');
+        }
+        my $v = $variables_env->{$name};
+        runner_fail('request variables_env: bad value of ' . quote($name, 128)) if !is_str($v) || $v =~ /\0/;
+    }
+    return @names;
+}
+
 # ---- one run: a one-shot request, or a session's cell ----------------------
 # Ends in finish: the runner exits, or in a session dies with $CELL_END.
 # A request's parts every mode takes alike, checked: code, stdin, the
@@ -931,19 +949,7 @@ sub run_cell {
         $step_ms = 0 + $t;
     }
 
-    # Variable names: the daemon checked them (tools/variables.h); this is the
-    # part of its rule that makes them environment names, and MCPSBX_* is the
-    # runner's own. The values are strings without NUL (the daemon leaves such
-    # a string in the file only).
-    if (defined $variables_env) {
-        for my $name (sort keys %$variables_env) {
-            if ($name !~ /\A[A-Za-z_][A-Za-z0-9_]*\z/ || length($name) > 128 || $name =~ /\AMCPSBX_/) {
-                runner_fail('variable ' . quote($name, 128) . ' is not allowed');
-            }
-            my $v = $variables_env->{$name};
-            runner_fail('request variables_env: bad value of ' . quote($name, 128)) if !is_str($v) || $v =~ /\0/;
-        }
-    }
+    check_variables_env($variables_env);
 
     # The caller's files, outputs/, the source, stdin, the variables.
     $cwd = POSIX::getcwd();
@@ -1242,10 +1248,28 @@ sub session_main {
     $req = undef;
     shell_main($shell) if defined $shell;
     as_cell(sub { finish(0, undef, '"session":{"mode":"process"}') });
+    each_cell(
+        sub {
+            # Each cell's env and variables are its own.
+            %ENV = %base_env;
+            run_cell($_[0]);
+        },
+        sub {
+            return unless defined $checker_pid;
+            close($checker_in);
+            close($checker_out);
+            end_checker($checker_pid);
+            $checker_pid = undef;
+        });
+    POSIX::_exit(0);
+}
+
+# Runs each cell request with $run until the request descriptor ends (or
+# $run ends the session), then $after (if any) once the cell's record is out.
+sub each_cell {
+    my ($run, $after) = @_;
     while (!$ctl_eof) {
         ($nonce, $files_json, $memory_error, $interrupted) = (undef, undef, 0, 0);
-        # Each cell's env and variables are its own.
-        %ENV = %base_env;
         my ($kind, $what) = defined $pending ? ('request', $pending) : read_frame($ctl, $MAX_CONTROL);
         $pending = undef;
         last if $kind eq 'eof';
@@ -1254,16 +1278,10 @@ sub session_main {
             sub {
                 my $cell = take_request(\$what);
                 runner_fail('a session request that is not a cell') if session_kind($cell) ne 'cell';
-                run_cell($cell);
+                $run->($cell);
             });
-        if (defined $checker_pid) {
-            close($checker_in);
-            close($checker_out);
-            end_checker($checker_pid);
-            $checker_pid = undef;
-        }
+        $after->() if $after;
     }
-    POSIX::_exit(0);
 }
 
 # ---- shell mode: one persistent bash for a bash session ----------------------
@@ -1419,15 +1437,8 @@ sub shell_cell {
     my ($code, $stdin, $variables_file, $variables_env, $files, $outputs) = request_parts($req);
     my $dir = $cwd eq '/' ? '' : $cwd;
     my $line = '';
-    if (defined $variables_env) {
-        for my $name (sort keys %$variables_env) {
-            if ($name !~ /\A[A-Za-z_][A-Za-z0-9_]*\z/ || length($name) > 128 || $name =~ /\AMCPSBX_/) {
-                runner_fail('variable ' . quote($name, 128) . ' is not allowed');
-            }
-            my $v = $variables_env->{$name};
-            runner_fail('request variables_env: bad value of ' . quote($name, 128)) if !is_str($v) || $v =~ /\0/;
-            $line .= "export $name=" . sh_quote($v) . '; ';
-        }
+    for my $name (check_variables_env($variables_env)) {
+        $line .= "export $name=" . sh_quote($variables_env->{$name}) . '; ';
     }
     write_inputs($files);
     if (defined $outputs && !mkdir('outputs', 0755) && !$!{EEXIST}) {
@@ -1475,19 +1486,7 @@ sub shell_main {
     @cwd_id = (stat '.')[0, 1];
     start_shell();
     as_cell(sub { finish(0, undef, '"session":{"mode":"shell"}') });
-    while (!$ctl_eof) {
-        ($nonce, $files_json, $memory_error, $interrupted) = (undef, undef, 0, 0);
-        my ($kind, $what) = defined $pending ? ('request', $pending) : read_frame($ctl, $MAX_CONTROL);
-        $pending = undef;
-        last if $kind eq 'eof';
-        next if $kind eq 'interrupt';    # no cell runs: nothing to stop
-        as_cell(
-            sub {
-                my $cell = take_request(\$what);
-                runner_fail('a session request that is not a cell') if session_kind($cell) ne 'cell';
-                shell_cell($cell, $program);
-            });
-    }
+    each_cell(sub { shell_cell($_[0], $program) });
     kill('KILL', -$shell_pid);
     POSIX::_exit(0);
 }

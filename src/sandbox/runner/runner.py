@@ -774,6 +774,21 @@ def _mcpsbx_runner():
         except Exception:
             return False
 
+    def exit_status(exc):
+        # What the interpreter does with an uncaught SystemExit.
+        c = exc.code
+        if c is None:
+            return 0
+        if isinstance(c, int):
+            return c & 0xFF if -(1 << 63) <= c < (1 << 63) else 0xFF
+        try:
+            err = sys.stderr
+            if err is not None:
+                err.write(str(c) + "\n")
+        except BaseException:
+            pass
+        return 1
+
     def interpreter_session(source):
         # "interpreter" mode: runner_session.py, which the daemon sends
         # with the begin request, runs the cells in one IPython shell with
@@ -804,6 +819,7 @@ def _mcpsbx_runner():
             "outputs_done": outputs_done,
             "max_control": max_control,
             "runner_exit": runner_exit,
+            "exit_status": exit_status,
             "walk_limit": walk_limit,
             "cwd": cwd,
         }
@@ -1178,21 +1194,6 @@ def _mcpsbx_runner():
                 sys.__excepthook__(type(exc), exc, tb)
             except BaseException:
                 pass
-
-    def exit_status(exc):
-        # What the interpreter does with an uncaught SystemExit.
-        c = exc.code
-        if c is None:
-            return 0
-        if isinstance(c, int):
-            return c & 0xFF if -(1 << 63) <= c < (1 << 63) else 0xFF
-        try:
-            err = sys.stderr
-            if err is not None:
-                err.write(str(c) + "\n")
-        except BaseException:
-            pass
-        return 1
 
     # Python 3.13+ keeps the -c source in linecache as "<string>", which
     # would show runner lines for the program's own exec()'d strings.

@@ -46,6 +46,7 @@ def interpreter_main(h):
     write_all, finish, runner_fail, CellEnd = h["write_all"], h["finish"], h["runner_fail"], h["CellEnd"]
     nonce, in_session, own_pid, outputs_done = h["nonce"], h["in_session"], h["own_pid"], h["outputs_done"]
     cwd, os_exit, os_getpid, runner_exit = h["cwd"], h["os_exit"], os.getpid, h["runner_exit"]
+    exit_status = h["exit_status"]
     held_max = 64 << 10  # bytes of between-cell output kept for the next cell
     ended_why = "exit() was called"
 
@@ -301,18 +302,18 @@ def interpreter_main(h):
     # ---- one cell -----------------------------------------------------------
     def snapshot():
         # outputs/: (device, inode, size, mtime) of each file, no link followed.
-        snap, seen, todo = {}, 0, ["outputs"]
+        snap, seen, dirs = {}, 0, ["outputs"]
         if not os.path.isdir("outputs") or os.path.islink("outputs"):
             return snap
-        while todo and seen < h["walk_limit"]:
-            d = todo.pop()
+        while dirs and seen < h["walk_limit"]:
+            d = dirs.pop()
             try:
                 with os.scandir(d) as it:
                     for e in it:
                         seen += 1
                         rel = d + "/" + e.name
                         if e.is_dir(follow_symlinks=False):
-                            todo.append(rel)
+                            dirs.append(rel)
                             continue
                         s = e.stat(follow_symlinks=False)
                         snap[rel] = (s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns)
@@ -400,19 +401,6 @@ def interpreter_main(h):
         cell["plots"] = plots if wants else None
         cell["shown"] = set()
         return sh, code, outputs, snap
-
-    def exit_status(exc):
-        # What the interpreter does with an uncaught SystemExit.
-        c = exc.code
-        if c is None:
-            return 0
-        if isinstance(c, int):
-            return c & 0xFF if -(1 << 63) <= c < (1 << 63) else 0xFF
-        try:
-            sys.stderr.write(str(c) + "\n")
-        except BaseException:
-            pass
-        return 1
 
     def run_code(sh, code):
         # (exit status, memory_error); SIGINT raises only in here.

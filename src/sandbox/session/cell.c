@@ -146,9 +146,7 @@ int code_session_run(struct exec_ctx *ctx, struct code_session *cs, const struct
     struct err local = ERR_INIT;
     if (!err)
         err = &local;
-    double t0 = util_now_ms();
-    exec_result_free(res);
-    exec_result_init(res);
+    double t0 = exec_result_restart(res);
     struct code_space *sp = ctx->sessions;
     struct kept *k = sp ? code_session_handle(cs) : NULL;
     int rc = 0;

@@ -122,8 +122,16 @@ struct code_session *code_session_open(struct exec_ctx *ctx, const struct run *r
         return NULL;
     }
     /* From here on k is the session's: torn down by whoever ends it. */
+    watch_add(sp, k);
+    if (req->cancel && exec_cancelled(req->cancel)) {
+        /* Cancelled once the runner had begun: nobody will learn the id,
+         * so nobody would close it before its idle end. */
+        code_session_close(ctx, cs);
+        code_sessions_put(sp->reg, cs);
+        err_set(err, ERR_CANCELLED, "the session's start was cancelled");
+        return NULL;
+    }
     if (mode)
         *mode = k->mode;
-    watch_add(sp, k);
     return cs;
 }
