@@ -83,7 +83,7 @@ const HOST_PY = 'import socket; print(socket.gethostname())';
 test('preflight: binary present, engine answers; the daemon starts', async (tc) => {
   await preflight(tc);
   d = await HttpDaemon.start('sessions', {
-    args: ['--languages', 'python,javascript,bash', '--code-session-idle-ms', String(IDLE_MS), '--max-code-sessions-per-owner', '2'],
+    args: ['--languages', 'python,javascript,bash,c', '--code-session-idle-ms', String(IDLE_MS), '--max-code-sessions-per-owner', '2'],
   });
 });
 
@@ -181,6 +181,44 @@ test('a call that ignores the interrupt, or runs out of memory, ends its session
     const oom = checkRun(await c.call('execute_code', { session_id: small.session_id, code: 'b = bytearray(1 << 30)' }), { status: 'oom' }).sc;
     assert.equal(oom.session_lost, true, JSON.stringify(oom));
     assert.deepEqual((await c.call('list_sessions', {})).structuredContent.sessions, []);
+    await c.close();
+  }),
+);
+
+test('a cancelled call and an interrupted bash loop keep their state; a C session keeps its files', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(d, async () => {
+    const c = await client('sessions-keep');
+    const py = await create(c, { language: 'python' });
+    await ok(c, 'run_python_code', { session_id: py.session_id, code: 'kept = 7' }, '');
+    // Cancelled once it shows it runs: no answer comes, the state stays.
+    const abort = new AbortController();
+    let running;
+    const isRunning = new Promise((resolve) => (running = resolve));
+    const cancelled = c
+      .call('run_python_code', { session_id: py.session_id, code: "print('running', flush=True)\nimport time\ntime.sleep(120)" }, { signal: abort.signal, onprogress: () => running() })
+      .then(
+        () => 'answered',
+        () => 'aborted',
+      );
+    await isRunning;
+    abort.abort();
+    assert.equal(await cancelled, 'aborted');
+    await ok(c, 'run_python_code', { session_id: py.session_id, code: 'print(kept)' }, '7\n');
+    assert.equal((await c.call('close_session', { session_id: py.session_id })).structuredContent.closed, true);
+
+    const sh = await create(c, { language: 'bash' });
+    await ok(c, 'execute_code', { session_id: sh.session_id, code: 'N=7' }, '');
+    const loop = checkRun(await c.call('execute_code', { session_id: sh.session_id, code: 'while :; do :; done', timeout_ms: SHORT_TIMEOUT_MS }), { status: 'timeout' }).sc;
+    assert.equal(loop.session_lost, undefined, JSON.stringify(loop));
+    await ok(c, 'execute_code', { session_id: sh.session_id, code: 'echo $N' }, '7\n');
+    assert.equal((await c.call('close_session', { session_id: sh.session_id })).structuredContent.closed, true);
+
+    const cs = await create(c, { language: 'c' });
+    assert.equal(cs.persistence, 'process');
+    const prog = (body) => `#include <stdio.h>\nint main(void) {\n${body}\nreturn 0;\n}\n`;
+    await ok(c, 'execute_code', { session_id: cs.session_id, code: prog('FILE *f = fopen("n", "a"); fputs("x", f); fclose(f); puts("wrote");') }, 'wrote\n');
+    await ok(c, 'execute_code', { session_id: cs.session_id, code: prog('FILE *f = fopen("n", "a"); fputs("x", f); fclose(f); puts("wrote");') }, 'wrote\n');
+    await ok(c, 'execute_code', { session_id: cs.session_id, code: prog('char b[8] = {0}; FILE *f = fopen("n", "r"); fread(b, 1, 7, f); puts(b);') }, 'xx\n');
     await c.close();
   }),
 );
