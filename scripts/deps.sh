@@ -58,9 +58,10 @@ if ((want_test)); then
 	# `clang -fsanitize=fuzzer` needs on bookworm (no libfuzzer-14-dev).
 	# iproute2's ss tells the fault tests which process listens on an
 	# engine socket. perl and libjson-xs-perl run the generic runner's host
-	# tests (tests/runner) as its images run it; python3-ipython runs the
-	# Python runner's interpreter-mode sessions there.
-	pkgs+=(python3 python3-ipython nodejs npm valgrind clang clang-format clang-tidy cppcheck
+	# tests (tests/runner) as its images run it; python3-ipython and
+	# python3-matplotlib run the Python runner's interpreter-mode sessions,
+	# figures included, there.
+	pkgs+=(python3 python3-ipython python3-matplotlib nodejs npm valgrind clang clang-format clang-tidy cppcheck
 		shellcheck libclang-rt-14-dev curl wrk iproute2 perl libjson-xs-perl)
 fi
 

@@ -104,6 +104,14 @@ test('code sessions: state lasts, calls keep order, owners are apart, close and 
     assert.equal(py.persistence, 'interpreter');
     await ok(a, 'run_python_code', { session_id: sid, code: 'x + 1' }, '42\n');
     await ok(a, 'run_python_code', { session_id: sid, code: "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': [4, 5, 6]})\ndf.shape" }, '(3, 2)\n');
+    // display() and a figure, as in a one-shot run.
+    const drawn = await a.call('run_python_code', {
+      session_id: sid,
+      code: "import matplotlib.pyplot as plt\nfrom IPython.display import display\ndisplay({'k': x})\nplt.figure(figsize=(2, 2), dpi=50); plt.plot([1, 2]); plt.show()",
+    });
+    const drawnSc = checkRun(drawn, { status: 'ok', exit_code: 0, stdout: "{'k': 41}\n" }).sc;
+    assert.deepEqual((drawnSc.files ?? []).map((f) => [f.path, f.kind]), [['plot-1.png', 'plot']], JSON.stringify(drawnSc.files));
+    assert.equal(drawn.content.filter((c) => c.type === 'image' && c.mimeType === 'image/png').length, 1);
 
     // A second call sent while the first runs waits for it. (Two POSTs
     // sent at once may arrive in either order: the second goes once the
@@ -205,6 +213,24 @@ test('a cancelled call and an interrupted bash loop keep their state; a C sessio
     assert.equal(await cancelled, 'aborted');
     await ok(c, 'run_python_code', { session_id: py.session_id, code: 'print(kept)' }, '7\n');
     assert.equal((await c.call('close_session', { session_id: py.session_id })).structuredContent.closed, true);
+
+    // A create_session cancelled while its sandbox starts (not a pooled
+    // one: its memory differs) leaves no session and no container.
+    const abortCreate = new AbortController();
+    const creating = c.call('create_session', { language: 'python', memory_mb: 192 }, { signal: abortCreate.signal }).then(
+      (r) => r.structuredContent?.session_id,
+      () => null,
+    );
+    await sleep(30);
+    abortCreate.abort();
+    const madeAnyway = await creating;
+    if (madeAnyway) await c.call('close_session', { session_id: madeAnyway }); // it answered first
+    let left = null;
+    for (const t0 = Date.now(); Date.now() - t0 < GONE_GUARD_MS; await sleep(50)) {
+      left = (await c.call('list_sessions', {})).structuredContent.sessions;
+      if (left.length === 0) break;
+    }
+    assert.deepEqual(left, [], 'a cancelled create_session left a session');
 
     const sh = await create(c, { language: 'bash' });
     await ok(c, 'execute_code', { session_id: sh.session_id, code: 'N=7' }, '');
