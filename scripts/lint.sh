@@ -269,7 +269,7 @@ check_systemd_unit() {
 # headers of its own folder's layer or a lower one, so dependencies point
 # down only. Includes name headers by their path under src/ (the folder is
 # in the include). A folder not in this table fails the check.
-LAYERS=(base backend sandbox tools mcp transport)
+LAYERS=(base backend egress sandbox tools mcp transport)
 
 # layer_of PATH (under src/, e.g. "mcp/mcp.h" or "main.c"): its layer number,
 # or nothing when its folder is not a layer. The daemon's main.c, the only
