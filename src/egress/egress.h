@@ -5,14 +5,22 @@
  * narrowing of them), addr.c (the address ranges the gateway refuses, and
  * the CIDRs that allow some anyway), resolve.c (the gateway's resolver:
  * pins, literals, getaddrinfo, each address judged), proxy_req.c (the head
- * of a forward-proxy request, parsed as it arrives). It includes only
- * base/ headers. */
+ * of a forward-proxy request, parsed as it arrives), and the gateway's
+ * connection engine: policy.c (one run's policy, caps and usage),
+ * summary.c (the run's egress summary), body.c (where a request's body
+ * ends), relay.c (the byte pump) and gateway.c (one client connection
+ * served to its end). It includes only base/ headers. */
 #ifndef MCPSBX_EGRESS_H
 #define MCPSBX_EGRESS_H
 
 #include "egress/addr.h"
+#include "egress/body.h"
+#include "egress/gateway.h"
 #include "egress/pattern.h"
+#include "egress/policy.h"
 #include "egress/proxy_req.h"
+#include "egress/relay.h"
 #include "egress/resolve.h"
+#include "egress/summary.h"
 
 #endif
