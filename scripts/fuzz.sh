@@ -93,9 +93,11 @@ build() {
     srcs+=("${GEN[@]}")
     rm -f "$OUT"/obj/*.o
     export FUZZ_CC OUT
+    # Objects are named for the whole path (src/egress/policy.c is
+    # src_egress_policy.o): two folders may hold files of the same name.
     # shellcheck disable=SC2016 # expanded by the inner sh
     if ! printf '%s\0' "${srcs[@]}" | xargs -0 -P "$FUZZ_JOBS" -I{} sh -c \
-        '"$FUZZ_CC" "$@" -c -o "$OUT/obj/$(basename "$0" .c).o" "$0" || exit 255' \
+        '"$FUZZ_CC" "$@" -c -o "$OUT/obj/$(printf %s "${0%.c}" | tr / _).o" "$0" || exit 255' \
         {} -fsanitize=fuzzer-no-link "${cflags[@]}"; then
         echo "fuzz: compiling the daemon's sources failed" >&2
         return 1
