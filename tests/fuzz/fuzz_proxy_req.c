@@ -13,6 +13,10 @@
  *     tokens and values hold no CR, LF or NUL, Content-Length and
  *     Transfer-Encoding are never both there;
  *   - a refusal has one of the documented statuses and a reason;
+ *   - what follows a finished head, scanned for the end of the body it
+ *     announces (src/egress/body.h) whole and in pieces, ends at the same
+ *     byte the same way; a Content-Length body is exactly its length (or
+ *     all there is), a finished chunked body ends in a CRLF;
  *   - a parsed pattern list renders to text that parses to the same list,
  *     narrows to itself, and each exact pattern matches its own host;
  *   - a parsed CIDR renders to text that parses to the same CIDR.
@@ -24,6 +28,7 @@
 #include <string.h>
 
 #include "egress/addr.h"
+#include "egress/body.h"
 #include "egress/pattern.h"
 #include "egress/proxy_req.h"
 #include "fuzz.h"
@@ -94,6 +99,51 @@ static void check_same(const struct proxy_req *a, const struct proxy_req *b)
     CHECK(memcmp(a->fields, b->fields, a->nfields * sizeof(a->fields[0])) == 0);
 }
 
+/* The body after a finished head, as the gateway would forward it. */
+static void check_body(const struct proxy_req *r, const uint8_t *rest, size_t n)
+{
+    if (proxy_req_method(r) == PROXY_CONNECT)
+        return;
+    enum egress_body_kind kind = proxy_req_chunked(r)              ? EGRESS_BODY_CHUNKED
+                                 : proxy_req_has_content_length(r) ? EGRESS_BODY_LENGTH
+                                                                   : EGRESS_BODY_NONE;
+    struct egress_body whole_body;
+    struct egress_body piece_body;
+    egress_body_init(&whole_body, kind, proxy_req_content_length(r));
+    egress_body_init(&piece_body, kind, proxy_req_content_length(r));
+    const char *p = (const char *)rest;
+    size_t took = egress_body_take(&whole_body, p, n);
+    CHECK(took <= n);
+    size_t at = 0;
+    size_t piece_took = 0;
+    for (size_t k = 0; at < n; k++) {
+        size_t len = k % 5 + 1;
+        if (len > n - at)
+            len = n - at;
+        size_t t = egress_body_take(&piece_body, p + at, len);
+        CHECK(t <= len);
+        piece_took += t;
+        if (t < len)
+            break;
+        at += len;
+    }
+    CHECK(took == piece_took);
+    CHECK(egress_body_done(&whole_body) == egress_body_done(&piece_body));
+    CHECK((egress_body_error(&whole_body) == NULL) == (egress_body_error(&piece_body) == NULL));
+    CHECK(!(egress_body_done(&whole_body) && egress_body_error(&whole_body)));
+    if (kind == EGRESS_BODY_NONE)
+        CHECK(took == 0 && egress_body_done(&whole_body));
+    if (kind == EGRESS_BODY_LENGTH) {
+        unsigned long long want = proxy_req_content_length(r);
+        CHECK(took == (want < n ? want : n));
+        CHECK(egress_body_done(&whole_body) == (want <= n));
+    }
+    if (kind == EGRESS_BODY_CHUNKED && egress_body_done(&whole_body))
+        CHECK(took >= 5 && p[took - 2] == '\r' && p[took - 1] == '\n');
+    if (!egress_body_done(&whole_body) && !egress_body_error(&whole_body))
+        CHECK(took == n);
+}
+
 static void check_request(const uint8_t *data, size_t size)
 {
     size_t consumed = 0;
@@ -107,6 +157,7 @@ static void check_request(const uint8_t *data, size_t size)
         break;
     case PROXY_REQ_DONE:
         check_done(whole, consumed);
+        check_body(whole, data + consumed, size - consumed);
         break;
     case PROXY_REQ_ERROR: {
         int s = proxy_req_status(whole);
