@@ -303,15 +303,12 @@ size_t egress_pattern_format(const struct egress_pattern *p, char *buf, size_t c
     char port[8] = "";
     if (p->port)
         snprintf(port, sizeof(port), ":%u", (unsigned)p->port);
-    char text[EGRESS_PATTERN_TEXT_MAX + 1];
-    snprintf(text, sizeof(text), "%s%s%s%s%s", p->wildcard ? "*." : "", brackets ? "[" : "",
-             p->host.text, brackets ? "]" : "", port);
-    size_t n = strlen(text);
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(buf, text, n);
-    buf[n] = '\0';
-    return n;
+    int r = snprintf(buf, cap, "%s%s%s%s%s", p->wildcard ? "*." : "", brackets ? "[" : "",
+                     p->host.text, brackets ? "]" : "", port);
+    /* snprintf cuts to cap - 1 bytes; its answer is the uncut length. */
+    if (r < 0)
+        r = 0;
+    return (size_t)r < cap ? (size_t)r : cap - 1;
 }
 
 char *egress_patterns_format(const struct egress_patterns *list)
