@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "tools/egress_result.h"
 #include "tools/languages.h"
 #include "tools/registry.h"
 #include "tools/schema.h"
@@ -349,11 +350,15 @@ json_object *tools_result(const struct exec_result *res, const struct langtable_
     size_t se_len = (size_t)json_object_get_string_len(errs);
     struct buf text;
     buf_init(&text, so_len + se_len + (message ? strlen(message) : 0) + TEXT_WORDS_MAX +
-                        files_result_text_max(&res->files));
+                        files_result_text_max(&res->files) + EGRESS_RESULT_TEXT_MAX);
     int rc = buf_add(&text, so, so_len);
     if (se_len) {
         rc |= buf_addf(&text, "%s--- stderr ---\n", text.len && so[so_len - 1] != '\n' ? "\n" : "");
         rc |= buf_add(&text, se, se_len);
+    }
+    if (res->egress) {
+        egress_result_add(res->egress, sc);
+        rc |= egress_result_text(res->egress, &text);
     }
     if (is_error || res->truncated) {
         if (text.len && text.data[text.len - 1] != '\n')

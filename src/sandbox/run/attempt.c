@@ -3,6 +3,7 @@
 #include "sandbox/run/attempt.h"
 
 #include "base/log.h"
+#include "sandbox/run/egress_run.h"
 #include "sandbox/run/exec.h"
 #include "sandbox/run/follow.h"
 
@@ -87,13 +88,17 @@ int attempt(struct exec_ctx *ctx, const struct run *req, const struct backend_sp
         }
         if (sb->pooled)
             output_expect_go(o);
-        rc = send_request(sb->stream, req, request, err);
+        struct egress_acceptor *gw = NULL;
+        rc = egress_run_begin(ctx, req, sb->stream, sb->id, &gw, err);
+        if (rc == 0)
+            rc = send_request(sb->stream, req, request, err);
         if (rc == 0) {
             *sent = true;
             double deadline = util_now_ms() + (double)req->timeout_ms;
             rc = follow(ctx->backend, o, sb->stream, sb->id, cancel ? cancel->fd : -1, deadline,
                         err);
         }
+        egress_run_end(gw, o->res);
         if (!discard_unstarted(ctx, profile, sb, o, rc, err))
             return rc;
         *sent = false;

@@ -82,7 +82,7 @@ struct lang_cmds *commands_new(const struct langtable *langs)
         c[i].cmd = lang_cmd(l, NULL);
         c[i].warm = lang_cmd(l, generic ? "warm" : l->preload_joined);
         c[i].lean = !generic && *l->preload_joined ? lang_cmd(l, "") : NULL;
-        c[i].env = policy_env_new((const char *const *)l->environment.v);
+        c[i].env = policy_env_new((const char *const *)l->environment.v, l->egress != NULL);
     }
     return c;
 }

@@ -144,6 +144,8 @@ void exec_result_free(struct exec_result *r)
     free(r->check.message);
     memset(&r->check, 0, sizeof(r->check));
     outfiles_free(&r->files);
+    free(r->egress);
+    r->egress = NULL;
 }
 
 void exec_result_set_message(struct exec_result *r, const char *fmt, ...)
@@ -278,6 +280,7 @@ static void policy_run_for(const struct exec_ctx *ctx, const struct langtable_la
         .runtime = langtable_runtime(lang, ctx->cfg),
         .env = env,
         .network = langtable_network(lang, ctx->cfg),
+        .egress = lang->egress != NULL,
         .workdir_exec = lang->compile.n > 0,
         .image = lang->image,
         .cmd = cmd,
@@ -358,7 +361,7 @@ char *exec_describe_create(const struct config *cfg, struct backend *backend,
 {
     struct exec_ctx dry = {.cfg = cfg, .instance = "dry-run"};
     const char **cmd = commands_on_demand(lang);
-    const char **env = policy_env_new((const char *const *)lang->environment.v);
+    const char **env = policy_env_new((const char *const *)lang->environment.v, lang->egress != NULL);
     struct policy_run run;
     policy_run_for(&dry, lang, cmd, env, cfg->memory_mb, &run);
     struct backend_spec spec;

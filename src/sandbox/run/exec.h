@@ -30,6 +30,7 @@
 #include "base/buf.h"
 #include "base/config.h"
 #include "base/err.h"
+#include "egress/summary.h"
 #include "sandbox/languages/langtable.h"
 #include "sandbox/output/outfiles.h"
 #include "sandbox/run/run.h"
@@ -117,6 +118,9 @@ struct exec_result {
      * the session its sandbox: why, in lost_reason (also the message). */
     bool session_lost;
     char *lost_reason;
+    /* A run with egress (run.egress): the connections its sandbox made
+     * through the gateway; NULL for a run without. */
+    struct egress_report *egress;
 };
 
 void exec_result_init(struct exec_result *r);

@@ -23,6 +23,19 @@
 static const char *const base_env[] = {"HOME=" POLICY_WORKDIR, "TMPDIR=" POLICY_WORKDIR,
                                        "LANG=C.UTF-8", NULL};
 
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x)  STRINGIFY_(x)
+#define EGRESS_PROXY  "http://127.0.0.1:" STRINGIFY(BACKEND_EGRESS_PORT)
+/* Where a sandbox with egress finds the gateway (backend.h: the proxy the
+ * backend puts inside it). Both spellings: curl reads only the lower-case
+ * http_proxy, some tools only the upper-case ones. Loopback stays direct:
+ * a server the program starts itself is its own. */
+static const char *const egress_env[] = {
+    "HTTP_PROXY=" EGRESS_PROXY,          "HTTPS_PROXY=" EGRESS_PROXY,
+    "http_proxy=" EGRESS_PROXY,          "https_proxy=" EGRESS_PROXY,
+    "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
+    NULL};
+
 bool policy_env_is_base(const char *name, size_t n)
 {
     for (size_t i = 0; base_env[i]; i++)
@@ -31,15 +44,17 @@ bool policy_env_is_base(const char *name, size_t n)
     return false;
 }
 
-const char **policy_env_new(const char *const *own)
+const char **policy_env_new(const char *const *own, bool egress)
 {
     size_t n = 0;
     while (own && own[n])
         n++;
-    const char **env = xcalloc(ARRAY_SIZE(base_env) + n, sizeof(char *));
+    const char **env = xcalloc(ARRAY_SIZE(base_env) + ARRAY_SIZE(egress_env) + n, sizeof(char *));
     size_t k = 0;
     for (size_t i = 0; base_env[i]; i++)
         env[k++] = base_env[i];
+    for (size_t i = 0; egress && egress_env[i]; i++)
+        env[k++] = egress_env[i];
     for (size_t i = 0; i < n; i++)
         env[k++] = own[i];
     env[k] = NULL;
@@ -76,6 +91,7 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
         .runtime = runtime,
         .syscalls = BACKEND_SYSCALLS_SANDBOX,
         .network = run->network,
+        .egress = run->egress,
         .labels = (const char *const *)cfg->labels.items,
         .instance = run->instance,
         .owner = run->owner,

@@ -26,6 +26,7 @@ struct policy_run {
     const char *runtime;    /* its language's (langtable_runtime); NULL: the engine's */
     const char *const *env; /* from policy_env_new; NULL: the daemon's own alone */
     bool network;           /* langtable_network: the operator allowed it */
+    bool egress;            /* its language has an egress allow-list */
     bool workdir_exec;      /* its compile step makes a program run from the workdir */
     const char *image;
     const char *const *cmd; /* NULL-terminated argv */
@@ -46,10 +47,12 @@ struct policy_run {
 void policy_spec(const struct config *cfg, const struct policy_run *run, struct backend_spec *spec);
 
 /* A sandbox's whole environment: the daemon's own base (HOME, TMPDIR,
- * LANG), then own's "NAME=value" items (a language's, NULL-terminated; may
- * be NULL). NULL-terminated; the strings are borrowed from own and static
+ * LANG), with egress the proxy variables that lead to the gateway
+ * (HTTP_PROXY, HTTPS_PROXY, their lower-case twins, NO_PROXY for
+ * loopback), then own's "NAME=value" items (a language's, NULL-terminated;
+ * may be NULL). NULL-terminated; the strings are borrowed from own and static
  * data, the array is the caller's to free. */
-const char **policy_env_new(const char *const *own);
+const char **policy_env_new(const char *const *own, bool egress);
 
 /* Whether the base sets the variable name[0..n): a language may not. */
 bool policy_env_is_base(const char *name, size_t n);

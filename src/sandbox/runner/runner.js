@@ -593,6 +593,145 @@
     origReallyExit.call(proc, code);
   }
 
+  // ---- egress --------------------------------------------------------------
+  // With egress the sandbox's one way out is the daemon's gateway, an HTTP
+  // proxy on loopback (HTTPS_PROXY). Node's http and https modules and its
+  // fetch ignore the proxy variables by themselves, so the global agents
+  // become ones that open each connection as a CONNECT tunnel through the
+  // proxy (TLS runs inside it, end to end), and fetch one over them.
+  // Loopback stays direct (NO_PROXY). A refusal is an error that quotes the
+  // gateway's one-line reason.
+  function routeThroughProxy() {
+    const m = /^http:\/\/127\.0\.0\.1:(\d+)\/?$/.exec(proc.env.HTTPS_PROXY || '');
+    if (!m) return;
+    const proxyPort = Number(m[1]);
+    const http = require('http');
+    const https = require('https');
+    const net = require('net');
+    const tls = require('tls');
+    const HEAD_MAX = 16384;
+    const REASON_MAX = 1024;
+    const direct = (h) => ['localhost', '127.0.0.1', '::1', '[::1]'].includes(String(h).toLowerCase());
+
+    function tunnel(host, port, cb) {
+      const target = net.isIPv6(host) ? `[${host}]:${port}` : `${host}:${port}`;
+      const sock = net.connect(proxyPort, '127.0.0.1');
+      let got = Buffer.alloc(0);
+      let status = 0;
+      let done = false;
+      const finish = (err) => {
+        if (done) return;
+        done = true;
+        sock.removeListener('data', onData);
+        if (err) {
+          sock.destroy();
+          cb(err);
+          return;
+        }
+        cb(null, sock);
+      };
+      const refused = () => {
+        const text = got.toString('utf8', 0, REASON_MAX).trim();
+        finish(new Error(`egress gateway refused ${target}: ${status} ${text}`));
+      };
+      function onData(chunk) {
+        got = Buffer.concat([got, chunk]);
+        if (status) {
+          if (got.length >= REASON_MAX) refused();
+          return;
+        }
+        const end = got.indexOf('\r\n\r\n');
+        if (end < 0) {
+          if (got.length > HEAD_MAX) finish(new Error('egress gateway: its answer is too long'));
+          return;
+        }
+        const line = /^HTTP\/1\.[01] (\d{3})/.exec(got.toString('latin1', 0, end));
+        status = line ? Number(line[1]) : 502;
+        const rest = got.subarray(end + 4);
+        if (status === 200) {
+          if (rest.length) sock.unshift(rest);
+          finish(null);
+          return;
+        }
+        got = rest;
+        if (got.length >= REASON_MAX) refused();
+      }
+      sock.on('data', onData);
+      sock.once('connect', () =>
+        sock.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`));
+      sock.once('end', () => (status ? refused() : finish(new Error('egress gateway closed'))));
+      sock.once('error', (e) => finish(new Error(`egress gateway: ${e.message}`)));
+    }
+
+    function agentClass(Base, secure) {
+      return class extends Base {
+        createConnection(options, cb) {
+          const host = options.host || 'localhost';
+          if (direct(host)) return super.createConnection(options, cb);
+          tunnel(host, options.port || (secure ? 443 : 80), (err, sock) => {
+            if (err) return cb(err);
+            if (!secure) return cb(null, sock);
+            return cb(null, tls.connect({ ...options, socket: sock }));
+          });
+          return undefined;
+        }
+      };
+    }
+    http.globalAgent = new (agentClass(http.Agent, false))();
+    https.globalAgent = new (agentClass(https.Agent, true))();
+
+    const origFetch = globalThis.fetch;
+    if (typeof origFetch !== 'function') return;
+    const REDIRECTS = [301, 302, 303, 307, 308];
+    const send = (url, method, headers, body, signal) =>
+      new Promise((resolve, reject) => {
+        const h = {};
+        headers.forEach((v, k) => {
+          h[k] = v;
+        });
+        if (body) h['content-length'] = String(body.length);
+        const mod = url.protocol === 'https:' ? https : http;
+        const r = mod.request(url, { method, headers: h, signal }, resolve);
+        r.on('error', (e) => reject(new TypeError('fetch failed', { cause: e })));
+        r.end(body || undefined);
+      });
+    const toResponse = (res, url, method, redirected) => {
+      const headers = new Headers();
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2)
+        headers.append(res.rawHeaders[i], res.rawHeaders[i + 1]);
+      const empty = method === 'HEAD' || [204, 205, 304].includes(res.statusCode);
+      if (empty) res.resume();
+      const body = empty ? null : require('stream').Readable.toWeb(res);
+      const r = new Response(body, { status: res.statusCode, statusText: res.statusMessage, headers });
+      Object.defineProperty(r, 'url', { value: url.href });
+      Object.defineProperty(r, 'redirected', { value: redirected });
+      return r;
+    };
+    globalThis.fetch = async function fetch(input, init) {
+      const req = new Request(input, init);
+      let url = new URL(req.url);
+      if ((url.protocol !== 'http:' && url.protocol !== 'https:') || direct(url.hostname))
+        return origFetch(input, init);
+      let method = req.method;
+      let body = req.body ? Buffer.from(await req.arrayBuffer()) : null;
+      for (let hops = 0; ; hops++) {
+        const res = await send(url, method, req.headers, body, req.signal);
+        const to = res.headers.location;
+        if (!REDIRECTS.includes(res.statusCode) || !to || req.redirect === 'manual')
+          return toResponse(res, url, method, hops > 0);
+        res.resume();
+        if (req.redirect === 'error') throw new TypeError('fetch failed: a redirect');
+        if (hops >= 20) throw new TypeError('fetch failed: too many redirects');
+        url = new URL(to, url);
+        if (res.statusCode === 303 || (res.statusCode <= 302 && method === 'POST')) {
+          method = 'GET';
+          body = null;
+        }
+      }
+    };
+  }
+  routeThroughProxy();
+
   // Load now, while waiting, what the program's first stdio use needs
   // (stdout/stderr pipes are net.Sockets; stdin, a file, is a ReadStream).
   // Only modules: creating the streams would make fd 1/2 non-blocking early.

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "sandbox/output/output.h"
 #include "sandbox/output/redact.h"
+#include "sandbox/run/egress_run.h"
 #include "sandbox/run/follow.h"
 #include "sandbox/run/request.h"
 #include "sandbox/session/space.h"
@@ -122,22 +123,27 @@ static void clean_error(const struct redactor *red, struct err *err)
 static int run_cell(struct exec_ctx *ctx, struct kept *k, const struct run *req, struct output *o,
                     const char *nonce, struct err *err)
 {
+    struct egress_acceptor *gw = NULL;
     struct buf request;
     buf_init(&request, request_cap(ctx, req));
-    int rc = encode_request(ctx, req, nonce, RUNNER_SESSION_CELL, &request, err);
+    int rc = egress_run_begin(ctx, req, k->sb.stream, k->sb.id, &gw, err);
+    if (rc == 0)
+        rc = encode_request(ctx, req, nonce, RUNNER_SESSION_CELL, &request, err);
     if (rc == 0)
         rc = send_request(k->sb.stream, req, &request, err);
     if (request.data)
         explicit_bzero(request.data, request.len); /* it holds the secrets */
     buf_free(&request);
-    if (rc < 0)
-        return -1;
-    struct interrupt_ctx ic = {.stream = k->sb.stream, .nonce = nonce};
-    struct follow_interrupt intr = {
-        .send = send_interrupt, .ctx = &ic, .grace_ms = CODE_SESSION_GRACE_MS};
-    double deadline = util_now_ms() + (double)req->timeout_ms;
-    return follow_interrupted(ctx->backend, o, k->sb.stream, k->sb.id,
-                              req->cancel ? req->cancel->fd : -1, deadline, &intr, err);
+    if (rc == 0) {
+        struct interrupt_ctx ic = {.stream = k->sb.stream, .nonce = nonce};
+        struct follow_interrupt intr = {
+            .send = send_interrupt, .ctx = &ic, .grace_ms = CODE_SESSION_GRACE_MS};
+        double deadline = util_now_ms() + (double)req->timeout_ms;
+        rc = follow_interrupted(ctx->backend, o, k->sb.stream, k->sb.id,
+                                req->cancel ? req->cancel->fd : -1, deadline, &intr, err);
+    }
+    egress_run_end(gw, o->res);
+    return rc;
 }
 
 int code_session_run(struct exec_ctx *ctx, struct code_session *cs, const struct run *req,

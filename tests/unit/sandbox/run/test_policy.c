@@ -153,7 +153,7 @@ static void test_language_env(void **state)
 {
     struct config *cfg = *state;
     const char *own[] = {"MPLBACKEND=Agg", "X=1=2", NULL};
-    const char **env = policy_env_new(own);
+    const char **env = policy_env_new(own, false);
     struct policy_run run = {.image = "i", .memory_mb = 1, .instance = "x", .env = env};
     struct backend_spec spec;
     policy_spec(cfg, &run, &spec);
@@ -164,7 +164,7 @@ static void test_language_env(void **state)
     assert_null(spec.env[ARRAY_SIZE(want)]);
     free(env);
     /* None of its own: the base alone, as without any. */
-    env = policy_env_new(NULL);
+    env = policy_env_new(NULL, false);
     run.env = env;
     policy_spec(cfg, &run, &spec);
     assert_null(spec.env[3]);
@@ -179,13 +179,40 @@ static void test_language_env(void **state)
     assert_false(policy_env_is_base("MPLBACKEND", 10));
 }
 
+/* With egress: the proxy variables between the base and the language's
+ * own, pointing at the backend's loopback proxy; and the spec says so. */
+static void test_egress_env(void **state)
+{
+    struct config *cfg = *state;
+    const char *own[] = {"X=1", NULL};
+    const char **env = policy_env_new(own, true);
+    struct policy_run run = {.image = "i", .memory_mb = 1, .instance = "x", .env = env, .egress = true};
+    struct backend_spec spec;
+    policy_spec(cfg, &run, &spec);
+    assert_true(spec.egress);
+    assert_false(spec.network);
+    char want[64];
+    snprintf(want, sizeof(want), "HTTPS_PROXY=http://127.0.0.1:%d", BACKEND_EGRESS_PORT);
+    bool https = false, lower = false, no_proxy = false;
+    size_t i = 3;
+    for (; spec.env[i] && strcmp(spec.env[i], "X=1") != 0; i++) {
+        https |= strcmp(spec.env[i], want) == 0;
+        lower |= strncmp(spec.env[i], "http_proxy=http://127.0.0.1:", 28) == 0;
+        no_proxy |= strcmp(spec.env[i], "NO_PROXY=localhost,127.0.0.1,::1") == 0;
+    }
+    assert_true(https && lower && no_proxy);
+    assert_string_equal(spec.env[i], "X=1");
+    assert_null(spec.env[i + 1]);
+    free(env);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, options_setup, options_teardown)
     const struct CMUnitTest tests[] = {
         T(test_spec),         T(test_network_is_the_callers),
         T(test_pass_through), T(test_syscalls_and_runtime),
-        T(test_language_env),
+        T(test_language_env), T(test_egress_env),
     };
 #undef T
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);

@@ -1,0 +1,24 @@
+/* A run's way out through the daemon's egress gateway (egress/acceptor.h):
+ * begun once its sandbox is there and before its code is sent, ended once
+ * the run is followed to its end, for a one-shot run and a session's call
+ * alike. The result carries the run's egress summary. */
+#ifndef MCPSBX_EGRESS_RUN_H
+#define MCPSBX_EGRESS_RUN_H
+
+#include "egress/acceptor.h"
+#include "sandbox/run/exec_ctx.h"
+
+/* For req with egress (req->egress), the gateway of the sandbox id on
+ * stream under req's patterns and the daemon's pins, allow CIDRs and
+ * caps: *a to pass to egress_run_end. *a is NULL for a run without
+ * egress. A sandbox that should have a way out and has none fails the
+ * run (it never goes on without its gateway, nor with more). */
+int egress_run_begin(const struct exec_ctx *ctx, const struct run *req,
+                     struct backend_stream *stream, const char *id, struct egress_acceptor **a,
+                     struct err *err);
+
+/* Ends a's connections and puts the run's summary in res (replacing one
+ * an earlier attempt left). NULL is fine. */
+void egress_run_end(struct egress_acceptor *a, struct exec_result *res);
+
+#endif
