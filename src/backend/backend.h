@@ -71,7 +71,8 @@ struct backend_spec {
     /* The sandbox reaches the daemon's egress gateway: inside, an HTTP
      * proxy listens at 127.0.0.1:BACKEND_EGRESS_PORT and passes every
      * connection to the daemon (backend_stream_egress_*); it still has
-     * no network. */
+     * no network. Telling its programs so (HTTP_PROXY and the like) is
+     * env's business. */
     bool egress;
     /* Marks, listed back by backend_list: */
     const char *instance;      /* this daemon's run of containers */

@@ -180,7 +180,9 @@ const char **sandbox_io_command(const struct backend_spec *spec, bool channel)
     size_t n = 0;
     while (spec->cmd[n])
         n++;
-    const char **argv = xcalloc(n + 9, sizeof(*argv));
+    /* "perl -e <src> SOCKET" for the connector, "perl -e <src> SOCKET
+     * PORT" for the forwarder, then the command and its NULL. */
+    const char **argv = xcalloc(4 + 5 + n + 1, sizeof(*argv));
     size_t k = 0;
     if (channel) {
         argv[k++] = "perl";
