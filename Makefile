@@ -68,6 +68,10 @@ OBJS          += $(B)/obj/seccomp_profile_json.o
 CONNECTOR     := src/backend/docker/connect.pl
 CONNECTOR_GEN := build/gen/channel_connect.c
 OBJS          += $(B)/obj/channel_connect.o
+# The docker backend's egress forwarder (backend/docker/egress_sock.h).
+FORWARDER     := src/backend/docker/forward.pl
+FORWARDER_GEN := build/gen/egress_forward.c
+OBJS          += $(B)/obj/egress_forward.o
 # The names a `variables` argument may not bind, per language
 # (src/tools/variables/, made by scripts/variable-names.sh), embedded as
 # variables_<language>_names (tools/variables.h).
@@ -84,7 +88,7 @@ LANGUAGES_GEN := build/gen/languages_builtin.c
 OBJS          += $(B)/obj/languages_builtin.o
 # Every generated source, for builds outside this Makefile (scripts/fuzz.sh
 # asks with `make -s gen-srcs`).
-GEN_SRCS := $(GEN) $(TOOL_DEFS_GEN) $(SECCOMP_GEN) $(CONNECTOR_GEN) $(VARIABLE_NAMES_GEN) \
+GEN_SRCS := $(GEN) $(TOOL_DEFS_GEN) $(SECCOMP_GEN) $(CONNECTOR_GEN) $(FORWARDER_GEN) $(VARIABLE_NAMES_GEN) \
             $(LANGUAGES_GEN)
 # tests/unit mirrors src/: tests/unit/<layer>/[<folder>/]test_<module>.c
 UNIT_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
@@ -127,6 +131,14 @@ $(CONNECTOR_GEN): $(CONNECTOR) scripts/embed.sh
 	scripts/embed.sh $@ channel_connect_src=$(CONNECTOR)
 
 $(B)/obj/channel_connect.o: $(CONNECTOR_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
+
+$(FORWARDER_GEN): $(FORWARDER) scripts/embed.sh
+	@mkdir -p $(dir $@)
+	scripts/embed.sh $@ egress_forward_src=$(FORWARDER)
+
+$(B)/obj/egress_forward.o: $(FORWARDER_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE_CFLAGS) -c -o $@ $<
 

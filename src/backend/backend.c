@@ -33,6 +33,15 @@ int backend_gone(struct backend *b, struct err *err)
     return b->ops->gone ? b->ops->gone(b, err) : 0;
 }
 
+int backend_egress_check(struct backend *b, const struct backend_spec *spec, struct err *err)
+{
+    if (!spec->egress)
+        return 0;
+    if (!b->ops->egress_check)
+        return err_set(err, ERR_INVALID, "the %s backend has no egress", b->ops->kind);
+    return b->ops->egress_check(b, spec, err);
+}
+
 int backend_version(struct backend *b, char **name, char **version, struct err *err)
 {
     return b->ops->version(b, name, version, err);
@@ -132,4 +141,15 @@ void backend_stream_close(struct backend_stream *s)
 {
     if (s)
         s->ops->stream_close(s);
+}
+
+int backend_stream_egress_fd(const struct backend_stream *s)
+{
+    return s->ops->stream_egress_fd ? s->ops->stream_egress_fd(s) : -1;
+}
+
+int backend_stream_egress_accept(struct backend_stream *s, int *fd, struct err *err)
+{
+    *fd = -1;
+    return s->ops->stream_egress_accept ? s->ops->stream_egress_accept(s, fd, err) : 0;
 }

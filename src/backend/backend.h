@@ -5,7 +5,8 @@
  * (backend/docker/); layers above this folder see only this header.
  *
  * Every backend applies the same hardening to every container, whatever
- * the spec says: no network (unless spec.network), a read-only root filesystem with one
+ * the spec says: no network (unless spec.network; spec.egress gives none
+ * either), a read-only root filesystem with one
  * size-capped writable tmpfs (spec.workdir), every capability dropped, no
  * new privileges, an init process as PID 1, a private IPC namespace, no
  * logs kept by the engine, and the spec's resource limits. A backend that
@@ -67,6 +68,12 @@ struct backend_spec {
     const char *runtime;
     enum backend_syscalls syscalls; /* which system calls its processes may make */
     bool network;                   /* the engine's default network instead of none */
+    /* The sandbox reaches the daemon's egress gateway: inside, an HTTP
+     * proxy listens at 127.0.0.1:BACKEND_EGRESS_PORT and passes every
+     * connection to the daemon (backend_stream_egress_*); it still has
+     * no network. Telling its programs so (HTTP_PROXY and the like) is
+     * env's business. */
+    bool egress;
     /* Marks, listed back by backend_list: */
     const char *instance;      /* this daemon's run of containers */
     const char *owner;         /* the daemon process; may be NULL */
@@ -92,6 +99,10 @@ struct backend_container {
 };
 
 enum backend_fd { BACKEND_STDOUT = 1, BACKEND_STDERR = 2 };
+
+/* Where a sandbox with spec.egress finds the gateway's proxy, on its own
+ * loopback (the port Squid made the usual one). */
+#define BACKEND_EGRESS_PORT 3128
 
 /* Output as it is read: stream is BACKEND_STDOUT or BACKEND_STDERR.
  * Returns 0 to go on, a positive value to drop the rest of this read (not
@@ -123,6 +134,8 @@ struct backend_ops {
      * a default), for messages. May be NULL. */
     const char *(*address_source)(const struct backend *b);
     int (*ping)(struct backend *b, struct err *err);
+    /* backend_egress_check; NULL: this backend has no egress. */
+    int (*egress_check)(struct backend *b, const struct backend_spec *spec, struct err *err);
     /* 1 with err when the engine is certainly gone, 0 otherwise; never
      * waits on the engine. May be NULL (never gone). */
     int (*gone)(struct backend *b, struct err *err);
@@ -150,6 +163,10 @@ struct backend_ops {
                        struct err *err);
     long (*stream_read)(struct backend_stream *s, backend_output_cb cb, void *ctx, struct err *err);
     void (*stream_close)(struct backend_stream *s);
+    /* backend_stream_egress_fd and _accept; NULL: no stream of this kind
+     * has egress. */
+    int (*stream_egress_fd)(const struct backend_stream *s);
+    int (*stream_egress_accept)(struct backend_stream *s, int *fd, struct err *err);
 };
 
 /* Implementations put this first in their own structs. */
@@ -185,6 +202,13 @@ int backend_version(struct backend *b, char **name, char **version, struct err *
  * is sent. Caller frees. */
 char *backend_describe_create(const struct backend *b, const struct backend_spec *spec);
 
+/* 0 when a sandbox of spec can reach the daemon's egress gateway on this
+ * backend, its runtime and this host (always, without spec.egress); else
+ * -1 with err (ERR_INVALID) saying why, for an operator: a runtime or a
+ * host where the way in cannot be made (a backend may try it once). For
+ * a daemon's start, for every language that has egress. */
+int backend_egress_check(struct backend *b, const struct backend_spec *spec, struct err *err);
+
 /* Setting a sandbox up is create, then start. Both take deadline_ms, a
  * util_now_ms() time their requests must end by (0 = the backend's usual
  * timeouts only), so a stalled engine cannot hold a run past its time
@@ -195,7 +219,9 @@ char *backend_describe_create(const struct backend *b, const struct backend_spec
  * the image and the host, after BACKEND_RETRY). *id is allocated;
  * *pending (NULL or not) goes to backend_start or backend_pending_free.
  * A missing image fails with ERR_NOT_FOUND and a message naming the
- * image. */
+ * image. With spec.egress it fails when the way to the gateway cannot be
+ * made (ERR_INVALID when that lasts): never a sandbox without it, nor one
+ * with a network. */
 int backend_create(struct backend *b, const struct backend_spec *spec, bool fallback,
                    double deadline_ms, char **id, struct backend_pending **pending,
                    struct err *err);
@@ -254,7 +280,26 @@ int backend_stream_send(struct backend_stream *s, const void *data, size_t n, lo
 long backend_stream_read(struct backend_stream *s, backend_output_cb cb, void *ctx,
                          struct err *err);
 
-/* Closes and frees; NULL is fine. */
+/* Closes and frees; NULL is fine. For a sandbox with egress, its egress
+ * listener closes with it and its socket is removed. */
 void backend_stream_close(struct backend_stream *s);
+
+/* The stream of a sandbox created with spec.egress carries its way to the
+ * gateway: connections its processes made to the proxy inside, one by one.
+ * These two may be called from one thread other than the stream's owner
+ * (a run's gateway acceptor) while the owner reads and writes the stream;
+ * the owner closes the stream only after that thread stopped using them. */
+
+/* A descriptor for poll(2), readable when a connection waits; -1 when the
+ * sandbox has no egress. */
+int backend_stream_egress_fd(const struct backend_stream *s);
+
+/* Takes one waiting connection: 0 with *fd, a connected stream socket
+ * (close-on-exec; the caller owns it); 0 with *fd -1 when nothing waited
+ * (or the sandbox has no egress); -1 with err when a connection was
+ * refused by the peer checks (it is closed; the caller logs it and goes
+ * on) or accept failed (the connection may still wait: the caller pauses
+ * before it polls again). */
+int backend_stream_egress_accept(struct backend_stream *s, int *fd, struct err *err);
 
 #endif

@@ -233,8 +233,9 @@ const struct config_opt config_opts[] = {
         "attach by itself), or attach, the engine's attach stream. gVisor runtimes always "
         "attach"),
     STR("sandbox-io-dir", sandbox_io_dir, "DIR", "/run/mcp-sandboxd-io",
-        "where --sandbox-io socket makes its sockets, one fresh directory per sandbox, removed "
-        "once it connected; must be the engine's host's path"),
+        "where the sandboxes' sockets are made (--sandbox-io socket's, and the egress "
+        "gateway's), one fresh directory each, removed once the sandbox connected (an egress "
+        "socket's: with the sandbox); must be the engine's host's path"),
     /* Far from the host's users and from the subordinate ids useradd hands
      * out (100000 up to 600100000 by default), and from systemd-nspawn's
      * container range (524288 up to 1879048191). */

@@ -500,12 +500,16 @@ static void read_cmd(json_object *body, struct container *c)
     if (hc && json_object_object_get_ex(hc, "Runtime", &rt))
         snprintf(c->runtime, sizeof(c->runtime), "%s", json_object_get_string(rt));
     json_object *binds = NULL;
+    /* The channel's bind; another (the egress socket's) says nothing of
+     * the streams. */
     if (hc && json_object_object_get_ex(hc, "Binds", &binds) &&
-        json_object_is_type(binds, json_type_array) && json_object_array_length(binds) > 0) {
-        const char *b = json_object_get_string(json_object_array_get_idx(binds, 0));
-        const char *colon = b ? strchr(b, ':') : NULL;
-        if (colon)
-            c->io_dir = xstrndup(b, (size_t)(colon - b));
+        json_object_is_type(binds, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(binds) && !c->io_dir; i++) {
+            const char *b = json_object_get_string(json_object_array_get_idx(binds, i));
+            const char *colon = b ? strchr(b, ':') : NULL;
+            if (colon && strncmp(colon + 1, CHANNEL_TARGET ":", strlen(CHANNEL_TARGET) + 1) == 0)
+                c->io_dir = xstrndup(b, (size_t)(colon - b));
+        }
     }
     if (hc && json_object_object_get_ex(hc, "SecurityOpt", &opts) &&
         json_object_is_type(opts, json_type_array)) {

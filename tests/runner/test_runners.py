@@ -10,6 +10,9 @@ bash, sh and gcc programs; the "pp" cases run some of them again with a
 JSON::XS that cannot be loaded, so that the runner reads with JSON::PP).
 "Fidelity" cases also run the same program the ordinary way (`python3
 main.py` / `node main.js`) and require identical stderr and exit status.
+The "pl:forwarder_" cases run the Docker backend's egress forwarder
+(src/backend/docker/forward.pl) on the host, in front of a unix-socket
+echo server that stands for the daemon's gateway.
 Environment: PYTHON, NODE, PERL pick the interpreters; RUNNER_TESTS=substr
 runs a subset. Prints "runner: N passed, M failed"; exits 1 on failure.
 """
@@ -20,6 +23,8 @@ import os
 import re
 import select
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +36,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PY_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner.py")).read()
 JS_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner.js")).read()
 PL_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner.pl")).read()
+# The Docker backend's egress forwarder (src/backend/docker/egress_sock.h).
+FW_SRC = open(os.path.join(ROOT, "src/backend/docker/forward.pl")).read()
 # What the daemon sends with a Python session's begin request (runner.h).
 SESSION_SRC = open(os.path.join(ROOT, "src/sandbox/runner/runner_session.py")).read()
 PYTHON = os.environ.get("PYTHON", "python3")
@@ -3134,6 +3141,175 @@ def t_perl_syntax(lang):
     allowed = {"POSIX", "Fcntl", "Errno", "B", "Time::HiRes", "Digest::SHA", "MIME::Base64", "JSON::PP", "IO::Poll",
                "JSON::XS"}
     check({"POSIX", "JSON::PP", "JSON::XS"} <= mods and not mods - allowed, "modules: %r" % sorted(mods))
+
+# ---- the egress forwarder ---------------------------------------------------
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class EchoGateway:
+    """A unix socket standing for the daemon's gateway: each connection is
+    echoed; once the client's end comes, "<end>" follows and it closes."""
+
+    def __init__(self, path):
+        self.path = path
+        self.ends = 0
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.bind(path)
+        self.sock.listen(8)
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._echo, args=(c,), daemon=True).start()
+
+    def _echo(self, c):
+        with c:
+            while True:
+                data = c.recv(65536)
+                if not data:
+                    break
+                c.sendall(data)
+            self.ends += 1
+            c.sendall(b"<end>")
+
+    def close(self):
+        self.sock.close()
+
+
+def kill_marked(marker):
+    """SIGKILLs the processes whose command line holds marker (a unique
+    socket path: the detached relay and its connections); how many."""
+    n = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in args:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+                n += 1
+            except OSError:
+                pass
+    return n
+
+
+def forwarder(sock, port, *prog):
+    """Runs prog behind the forwarder; its result once its stdout and
+    stderr closed."""
+    try:
+        return subprocess.run([PERL, "-e", FW_SRC, sock, str(port)] + list(prog),
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise Failure("the program's stdout and stderr did not close within 30 s of its end")
+
+
+def read_to_end(c):
+    got = b""
+    while True:
+        data = c.recv(65536)
+        if not data:
+            return got
+        got += data
+
+
+@case("pl")
+def t_forwarder_syntax(lang):
+    # perl-base is all an image is sure to have.
+    p = subprocess.run([PERL, "-c", "-e", FW_SRC], capture_output=True, text=True, timeout=30)
+    eq((p.returncode, p.stderr.strip()), (0, "-e syntax OK"), "perl -c")
+    mods = set(re.findall(r"^\s*use\s+([A-Z][\w:]*)", FW_SRC, re.M))
+    check(mods == {"Socket", "POSIX", "Errno", "Fcntl"}, "modules: %r" % sorted(mods))
+
+
+@case("pl")
+def t_forwarder_relays(lang):
+    # The program runs with its own stdio, which close when it ends (the
+    # relay holds none of them); the relay then passes a TCP connection to
+    # the unix socket and back, more than its buffers hold, and each side's
+    # end to the other.
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-fw-") as d:
+        sock = os.path.join(d, "egress.sock")
+        gw = EchoGateway(sock)
+        try:
+            port = free_port()
+            p = forwarder(sock, port, "sh", "-c", "echo hi; echo oops >&2; exit 3")
+            eq((p.returncode, p.stdout, p.stderr), (3, b"hi\n", b"oops\n"), "the program")
+            data = os.urandom(300 * 1024)
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+                def send():
+                    c.sendall(data)
+                    c.shutdown(socket.SHUT_WR)
+
+                t = threading.Thread(target=send)
+                t.start()
+                got = read_to_end(c)
+                t.join()
+            eq(len(got), len(data) + 5, "bytes back")
+            check(got[:len(data)] == data, "the bytes came back changed")
+            eq(got[len(data):], b"<end>", "after the client's end")
+            eq(gw.ends, 1, "ends the gateway saw")
+        finally:
+            relays = kill_marked(sock)
+            gw.close()
+        check(relays >= 1, "no detached relay was found")
+
+
+@case("pl")
+def t_forwarder_without_gateway(lang):
+    # Nothing at the socket: a connection is closed at once (reset, when
+    # what it sent was never read), never kept or answered.
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-fw-") as d:
+        sock = os.path.join(d, "egress.sock")
+        port = free_port()
+        try:
+            p = forwarder(sock, port, "true")
+            eq(p.returncode, 0, "exit status")
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+                c.sendall(b"CONNECT example.com:443 HTTP/1.1\r\n\r\n")
+                try:
+                    got = read_to_end(c)
+                except ConnectionResetError:
+                    got = b""
+                eq(got, b"", "answer")
+        finally:
+            kill_marked(sock)
+
+
+@case("pl")
+def t_forwarder_port_taken(lang):
+    # It cannot listen: it says so and the program never runs (a sandbox
+    # that asked for egress does not start without it).
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-fw-") as d:
+        sock = os.path.join(d, "egress.sock")
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        try:
+            p = forwarder(sock, port, "sh", "-c", "echo ran")
+        finally:
+            taken.close()
+            left = kill_marked(sock)
+        check(p.returncode != 0, "exit status 0")
+        eq(p.stdout, b"", "stdout")
+        msg = "mcpsbx egress forwarder: cannot listen on 127.0.0.1:%d: " % port
+        check(p.stderr.decode().startswith(msg), "stderr: %r" % p.stderr)
+        eq(left, 0, "processes left")
 
 
 def main():

@@ -1,28 +1,22 @@
 #include "backend/docker/channel.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include "backend/docker/peer.h"
+#include "backend/docker/sock_dir.h"
 #include "base/util.h"
 
 #define READ_CHUNK (64 * 1024)
-/* "<pid>.<16 hex digits>" */
-#define NAME_RANDOM_BYTES 8
+/* How many connections may wait: the connector makes two. */
+#define CHANNEL_BACKLOG 2
 
 struct channel {
-    char *dir;  /* on the host; NULL once removed */
-    char *path; /* dir/io.sock */
-    int listen_fd;
+    struct sock_dir sd; /* its directory and socket, until accept ends */
     uid_t uid;
     unsigned accepted; /* connections taken, good or not */
 };
@@ -34,124 +28,29 @@ struct channel_stream {
     int ep;     /* epoll over the open ones: what poll(2) waits on */
     bool io_eof, err_eof;
     char *chunk;
+    struct egress_sock *egress; /* NULL: the sandbox has no egress */
 };
 
 static const struct backend_ops channel_stream_ops;
 
 /* ---- the place to connect to -------------------------------------------- */
 
-/* Every failure here lasts (ERR_INVALID): the caller stops trying. */
-static int base_dir_check(const char *base, struct err *err)
-{
-    struct stat st;
-    int rc = util_own_dir(base, 0711, &st);
-    if (rc == UTIL_DIR_NOT_OURS)
-        return err_set(err, ERR_INVALID,
-                       "the sandbox I/O directory %s must be a directory of uid %u that no one "
-                       "else may write",
-                       base, (unsigned)geteuid());
-    if (rc < 0)
-        return err_set(err, ERR_INVALID, "cannot make the sandbox I/O directory %s: %s", base,
-                       strerror(errno));
-    /* Whatever the umask made it or it was: listing it would show the
-     * names of the sockets waiting for a sandbox. */
-    if ((st.st_mode & 07777) != 0711 && chmod(base, 0711) < 0)
-        return err_set(err, ERR_INVALID, "cannot close %s to others: %s", base, strerror(errno));
-    return 0;
-}
-
-/* Socket and directory go; the listener closes. Idempotent. */
-static void channel_remove(struct channel *c)
-{
-    if (c->listen_fd >= 0) {
-        close(c->listen_fd);
-        c->listen_fd = -1;
-    }
-    if (c->path) {
-        unlink(c->path);
-        free(c->path);
-        c->path = NULL;
-    }
-    if (c->dir) {
-        rmdir(c->dir);
-        free(c->dir);
-        c->dir = NULL;
-    }
-}
-
 int channel_open(const char *base_dir, uid_t uid, gid_t gid, struct channel **out, struct err *err)
 {
     *out = NULL;
-    if (base_dir_check(base_dir, err) < 0)
-        return -1;
-    unsigned char rnd[NAME_RANDOM_BYTES];
-    char hex[2 * NAME_RANDOM_BYTES + 1];
-    if (util_random_bytes(rnd, sizeof(rnd)) < 0)
-        return err_set(err, ERR_INTERNAL, "no random bytes for a socket directory's name");
-    util_hex(rnd, sizeof(rnd), hex);
-
     struct channel *c = xcalloc(1, sizeof(*c));
-    c->listen_fd = -1;
+    if (sock_dir_open(base_dir, CHANNEL_SOCKET_NAME, uid, gid, CHANNEL_BACKLOG, &c->sd, err) < 0) {
+        free(c);
+        return -1;
+    }
     c->uid = uid;
-    c->dir = xasprintf("%s/%ld.%s", base_dir, (long)getpid(), hex);
-    char *path = xasprintf("%s/%s", c->dir, CHANNEL_SOCKET_NAME);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    int rc = -1;
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        err_set(err, ERR_INVALID, "the sandbox I/O directory %s is too deep for a socket path",
-                base_dir);
-        free(path);
-        goto out;
-    }
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    /* This process's, searchable by all (whatever the umask): only the
-     * socket is the sandbox's. */
-    if (mkdir(c->dir, 0711) < 0) {
-        err_set(err, ERR_IO, "cannot make %s: %s", c->dir, strerror(errno));
-        free(c->dir);
-        c->dir = NULL;
-        free(path);
-        goto out;
-    }
-    if (chmod(c->dir, 0711) < 0) {
-        err_set(err, ERR_IO, "cannot open %s to the sandbox: %s", c->dir, strerror(errno));
-        free(path);
-        goto out;
-    }
-    c->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (c->listen_fd < 0) {
-        err_set(err, ERR_IO, "socket: %s", strerror(errno));
-        free(path);
-        goto out;
-    }
-    if (bind(c->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        err_set(err, ERR_IO, "bind %s: %s", path, strerror(errno));
-        free(path);
-        goto out;
-    }
-    c->path = path;
-    /* Only the sandbox's uid (and root) may connect. */
-    if (chmod(path, 0600) < 0 || (uid != geteuid() && chown(path, uid, gid) < 0)) {
-        /* Without CAP_CHOWN that is so for every sandbox. */
-        err_set(err, errno == EPERM ? ERR_INVALID : ERR_IO, "cannot give %s to uid %u: %s", path,
-                (unsigned)uid, strerror(errno));
-        goto out;
-    }
-    if (listen(c->listen_fd, 2) < 0) {
-        err_set(err, ERR_IO, "listen %s: %s", path, strerror(errno));
-        goto out;
-    }
     *out = c;
-    rc = 0;
-out:
-    if (rc < 0)
-        channel_close(c);
-    return rc;
+    return 0;
 }
 
 const char *channel_dir(const struct channel *c)
 {
-    return c->dir;
+    return c->sd.dir;
 }
 
 unsigned channel_accepted(const struct channel *c)
@@ -163,7 +62,7 @@ void channel_close(struct channel *c)
 {
     if (!c)
         return;
-    channel_remove(c);
+    sock_dir_remove(&c->sd);
     free(c);
 }
 
@@ -194,59 +93,21 @@ static int read_tag(int fd, double deadline_ms, int stop_fd, char *tag, struct e
     }
 }
 
-/* Whether process pid is in the container's cgroup: Docker's and Podman's
- * cgroup paths carry the container's full id ("/docker/<id>",
- * ".../libpod-<id>.scope"). Another process of the same uid is not. */
-static bool in_container(pid_t pid, const char *container_id)
-{
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%ld/cgroup", (long)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    char buf[8192];
-    size_t have = 0;
-    ssize_t n;
-    while (have < sizeof(buf) - 1 && (n = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0)
-        have += (size_t)n;
-    close(fd);
-    buf[have] = '\0';
-    return strstr(buf, container_id) != NULL;
-}
-
 /* One connection in, checked and tagged; *fd for its tag's place.
  * Returns 0, 1 when stop_fd became readable, or -1. */
 static int take_one(struct channel *c, const char *container_id, double deadline_ms, int stop_fd,
                     int *io_fd, int *err_fd, struct err *err)
 {
-    int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    int fd = accept4(c->sd.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
         if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
             return 0;
         return err_set(err, ERR_IO, "accept on the sandbox I/O socket: %s", strerror(errno));
     }
     c->accepted++;
-    struct ucred cred;
-    socklen_t len = sizeof(cred);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred)) {
+    if (peer_check(fd, c->uid, container_id, "its I/O socket", err) < 0) {
         close(fd);
-        return err_set(err, ERR_IO, "no peer credentials on the sandbox I/O socket");
-    }
-    /* The daemon's own uid could read this process's memory anyway; any
-     * other peer must be the sandbox's uid inside the sandbox. */
-    if (cred.uid != geteuid()) {
-        if (cred.uid != c->uid) {
-            close(fd);
-            return err_set(err, ERR_PROTOCOL,
-                           "a process of uid %u, not the sandbox's %u, connected to its I/O socket",
-                           (unsigned)cred.uid, (unsigned)c->uid);
-        }
-        if (!in_container(cred.pid, container_id)) {
-            close(fd);
-            return err_set(err, ERR_PROTOCOL,
-                           "a process outside the sandbox (pid %ld) connected to its I/O socket",
-                           (long)cred.pid);
-        }
+        return -1;
     }
     char tag = 0;
     int rc = read_tag(fd, deadline_ms, stop_fd, &tag, err);
@@ -303,7 +164,7 @@ int channel_accept(struct channel *c, const char *container_id, double deadline_
             goto out;
         }
         int wait_ms = left < CHANNEL_CHECK_MS ? (int)left + 1 : CHANNEL_CHECK_MS;
-        struct pollfd p[2] = {{.fd = c->listen_fd, .events = POLLIN},
+        struct pollfd p[2] = {{.fd = c->sd.fd, .events = POLLIN},
                               {.fd = stop_fd, .events = POLLIN}};
         int pr = poll(p, 2, wait_ms);
         if (pr < 0 && errno != EINTR) {
@@ -317,7 +178,7 @@ int channel_accept(struct channel *c, const char *container_id, double deadline_
         if (pr == 0) {
             if (alive && alive(alive_ctx, err) < 0) {
                 /* It may have connected just before it ended: take that. */
-                struct pollfd q = {.fd = c->listen_fd, .events = POLLIN};
+                struct pollfd q = {.fd = c->sd.fd, .events = POLLIN};
                 if (poll(&q, 1, 0) > 0) {
                     err_clear(err);
                     continue;
@@ -340,51 +201,12 @@ int channel_accept(struct channel *c, const char *container_id, double deadline_
         rc = 0;
     }
 out:
-    channel_remove(c);
+    sock_dir_remove(&c->sd);
     if (io_fd >= 0)
         close(io_fd);
     if (err_fd >= 0)
         close(err_fd);
     return rc;
-}
-
-/* ---- sweeping what a killed daemon left ---------------------------------- */
-
-static bool owner_gone(const char *name)
-{
-    char *end = NULL;
-    errno = 0;
-    long pid = strtol(name, &end, 10);
-    if (errno || end == name || *end != '.' || pid <= 0 || strlen(end + 1) != 2 * NAME_RANDOM_BYTES)
-        return false;
-    return pid != (long)getpid() && kill((pid_t)pid, 0) < 0 && errno == ESRCH;
-}
-
-void channel_sweep(const char *base_dir)
-{
-    int dfd = open(base_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0)
-        return;
-    DIR *d = fdopendir(dfd);
-    if (!d) {
-        close(dfd);
-        return;
-    }
-    const struct dirent *e;
-    /* readdir is safe on a stream no other thread sees (readdir_r is the
-     * deprecated one). */
-    // cppcheck-suppress readdirCalled
-    while ((e = readdir(d)) != NULL) {
-        if (!owner_gone(e->d_name))
-            continue;
-        int sub = openat(dfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (sub >= 0) {
-            unlinkat(sub, CHANNEL_SOCKET_NAME, 0);
-            close(sub);
-        }
-        unlinkat(dfd, e->d_name, AT_REMOVEDIR);
-    }
-    closedir(d);
 }
 
 /* ---- the stream ------------------------------------------------------------ */
@@ -483,7 +305,26 @@ static void cs_close(struct backend_stream *bs)
     close(s->err_fd);
     close(s->ep);
     free(s->chunk);
+    egress_sock_close(s->egress);
     free(s);
+}
+
+void channel_stream_set_egress(struct backend_stream *bs, struct egress_sock *egress)
+{
+    cs(bs)->egress = egress;
+}
+
+static int cs_egress_fd(const struct backend_stream *s)
+{
+    const struct channel_stream *c = (const struct channel_stream *)s;
+    return c->egress ? egress_sock_fd(c->egress) : -1;
+}
+
+static int cs_egress_accept(struct backend_stream *bs, int *fd, struct err *err)
+{
+    struct channel_stream *s = cs(bs);
+    *fd = -1;
+    return s->egress ? egress_sock_accept(s->egress, fd, err) : 0;
 }
 
 /* Only the stream operations: a channel is not a backend. */
@@ -494,4 +335,6 @@ static const struct backend_ops channel_stream_ops = {
     .stream_send = cs_send,
     .stream_read = cs_read,
     .stream_close = cs_close,
+    .stream_egress_fd = cs_egress_fd,
+    .stream_egress_accept = cs_egress_accept,
 };

@@ -33,7 +33,8 @@
  * never received: the stream reads with recv, and the kernel closes them.
  *
  * Thread-safe as backend.h says: a channel and its stream have one owner
- * at a time. */
+ * at a time; a stream's egress (egress_sock.h) may be used by one more
+ * thread. */
 #ifndef MCPSBX_DOCKER_CHANNEL_H
 #define MCPSBX_DOCKER_CHANNEL_H
 
@@ -41,6 +42,7 @@
 #include <sys/types.h>
 
 #include "backend/backend.h"
+#include "backend/docker/egress_sock.h"
 #include "base/err.h"
 
 /* The connector (src/backend/docker/connect.pl, a perl -e program):
@@ -62,15 +64,10 @@ extern const char channel_connect_src[];
 
 struct channel;
 
-/* Makes base_dir (0711, when missing) and a fresh directory in it (this
- * process's, 0711, named "<pid>.<random>") for one sandbox whose
- * processes run as uid:gid, and listens on a socket there that only uid
- * (and this process's user) may connect to (0600). base_dir must be a
- * directory of this process's user that nobody else may write (else
- * ERR_INVALID: someone else could swap what the engine binds); one others
- * may list is made 0711, so the names cannot be watched for. ERR_INVALID
- * says the failure lasts (the directory, or no right to chown the socket
- * to uid); any other code that it may pass (no descriptors left). */
+/* Makes a fresh directory under base_dir for one sandbox whose processes
+ * run as uid:gid, and listens on a socket there that only uid (and this
+ * process's user) may connect to: sock_dir_open's rules and error codes
+ * (sock_dir.h; ERR_INVALID says the failure lasts). */
 int channel_open(const char *base_dir, uid_t uid, gid_t gid, struct channel **out, struct err *err);
 
 /* The host directory to bind at CHANNEL_TARGET. */
@@ -98,10 +95,8 @@ unsigned channel_accepted(const struct channel *c);
 /* Removes what is left (socket, directory), closes, frees. NULL is fine. */
 void channel_close(struct channel *c);
 
-/* Removes the directories channel_open made in base_dir for processes
- * that no longer run (a daemon that was killed). Best effort. Pids are
- * this pid namespace's: daemons in different ones need different
- * base_dirs. */
-void channel_sweep(const char *base_dir);
+/* Hands a stream channel_accept made the sandbox's egress socket
+ * (egress_sock.h; NULL: none), which it closes with itself. */
+void channel_stream_set_egress(struct backend_stream *s, struct egress_sock *egress);
 
 #endif

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend/docker/create_body.h"
+#include "backend/docker/egress_sock.h"
 #include "backend/docker/engine.h"
 #include "backend/docker/engine_http.h"
 #include "backend/docker/engine_stream.h"
@@ -34,9 +36,10 @@ struct docker {
 };
 
 /* Between create and start: the channel the sandbox connects to, or
- * none (it attaches). */
+ * none (it attaches); its egress socket, or none. */
 struct backend_pending {
     struct channel *channel;
+    struct egress_sock *egress;
     char *image;
 };
 
@@ -46,6 +49,7 @@ struct docker_stream {
     struct engine_http_conn *conn;
     struct engine_stream demux;
     char *chunk;
+    struct egress_sock *egress; /* NULL: the sandbox has no egress */
 };
 
 static struct engine *engine_of(struct backend *b)
@@ -53,150 +57,9 @@ static struct engine *engine_of(struct backend *b)
     return ((struct docker *)b)->engine;
 }
 
-/* ---- the create body --------------------------------------------------- */
-
-static json_object *ulimit(const char *name, long long soft, long long hard)
+static struct docker_stream *stream_of(struct backend_stream *s)
 {
-    json_object *u = json_object_new_object();
-    json_object_object_add(u, "Name", json_object_new_string(name));
-    json_object_object_add(u, "Soft", json_object_new_int64(soft));
-    json_object_object_add(u, "Hard", json_object_new_int64(hard));
-    return u;
-}
-
-static json_object *string_array(const char *const *items)
-{
-    json_object *a = json_object_new_array();
-    for (const char *const *p = items; p && *p; p++)
-        json_object_array_add(a, json_object_new_string(*p));
-    return a;
-}
-
-static json_object *labels(const struct backend_spec *spec)
-{
-    json_object *l = json_object_new_object();
-    /* The operator's first, so the daemon's own always win. */
-    for (const char *const *p = spec->labels; p && *p; p++) {
-        const char *eq = strchr(*p, '=');
-        if (!eq)
-            continue;
-        char *key = xstrndup(*p, (size_t)(eq - *p));
-        json_object_object_add(l, key, json_object_new_string(eq + 1));
-        free(key);
-    }
-    json_object_object_add(l, ENGINE_LABEL_MANAGED, json_object_new_string("1"));
-    json_object_object_add(l, ENGINE_LABEL_INSTANCE, json_object_new_string(spec->instance));
-    if (spec->owner)
-        json_object_object_add(l, ENGINE_LABEL_OWNER, json_object_new_string(spec->owner));
-    if (spec->pool)
-        json_object_object_add(l, ENGINE_LABEL_POOL, json_object_new_string(spec->pool));
-    char uid[16];
-    snprintf(uid, sizeof(uid), "%u", (unsigned)spec->uid);
-    json_object_object_add(l, ENGINE_LABEL_UID, json_object_new_string(uid));
-    if (spec->expires > 0) {
-        char when[24];
-        snprintf(when, sizeof(when), "%lld", spec->expires);
-        json_object_object_add(l, ENGINE_LABEL_EXPIRES, json_object_new_string(when));
-    }
-    return l;
-}
-
-/* The hardening every backend promises (backend.h), in Docker's terms. */
-static json_object *host_config(const struct backend_spec *spec, const char *seccomp,
-                                const char *io_dir)
-{
-    json_object *hc = json_object_new_object();
-    json_object_object_add(hc, "NetworkMode",
-                           json_object_new_string(spec->network ? "bridge" : "none"));
-    json_object_object_add(hc, "ReadonlyRootfs", json_object_new_boolean(1));
-    json_object *tmpfs = json_object_new_object();
-    /* The engines mount a tmpfs noexec unless told: a compiled program
-     * runs from the working directory, so its language asks for exec. */
-    char *opts = xasprintf("rw,%snosuid,nodev,size=%lldm,mode=1777",
-                           spec->workdir_exec ? "exec," : "noexec,", spec->workdir_mb);
-    json_object_object_add(tmpfs, spec->workdir, json_object_new_string(opts));
-    free(opts);
-    /* Podman mounts writable, uncapped tmpfs on these under a read-only
-     * root unless told otherwise (its --read-only-tmpfs, which its Docker
-     * API cannot switch off): empty read-only ones take their place, on
-     * every engine alike. */
-    static const char *const shut[] = {"/run", "/var/tmp"};
-    for (size_t i = 0; i < ARRAY_SIZE(shut); i++)
-        if (strcmp(spec->workdir, shut[i]) != 0)
-            json_object_object_add(tmpfs, shut[i],
-                                   json_object_new_string("ro,nosuid,nodev,noexec,size=64k"));
-    json_object_object_add(hc, "Tmpfs", tmpfs);
-    json_object *capdrop = json_object_new_array();
-    json_object_array_add(capdrop, json_object_new_string("ALL"));
-    json_object_object_add(hc, "CapDrop", capdrop);
-    json_object *secopt = json_object_new_array();
-    json_object_array_add(secopt, json_object_new_string("no-new-privileges:true"));
-    if (seccomp) {
-        char *opt = xasprintf("seccomp=%s", seccomp);
-        json_object_array_add(secopt, json_object_new_string(opt));
-        free(opt);
-    }
-    json_object_object_add(hc, "SecurityOpt", secopt);
-    json_object_object_add(hc, "Memory", json_object_new_int64(spec->memory_bytes));
-    json_object_object_add(hc, "MemorySwap", json_object_new_int64(spec->memory_bytes));
-    json_object_object_add(hc, "NanoCpus", json_object_new_int64(spec->nano_cpus));
-    json_object_object_add(hc, "PidsLimit", json_object_new_int64(spec->pids_limit));
-    json_object *ul = json_object_new_array();
-    json_object_array_add(ul, ulimit("nofile", spec->nofile, spec->nofile));
-    json_object_array_add(ul, ulimit("nproc", spec->nproc, spec->nproc));
-    json_object_array_add(ul, ulimit("fsize", spec->fsize, spec->fsize));
-    json_object_array_add(ul, ulimit("core", 0, 0));
-    json_object_object_add(hc, "Ulimits", ul);
-    json_object_object_add(hc, "Init", json_object_new_boolean(1));
-    json_object_object_add(hc, "AutoRemove", json_object_new_boolean(0));
-    json_object_object_add(hc, "Privileged", json_object_new_boolean(0));
-    json_object_object_add(hc, "IpcMode", json_object_new_string("private"));
-    json_object_object_add(hc, "ShmSize", json_object_new_int64(spec->shm_bytes));
-    json_object_object_add(hc, "OomScoreAdj", json_object_new_int(1000));
-    json_object *logcfg = json_object_new_object();
-    json_object_object_add(logcfg, "Type", json_object_new_string("none"));
-    json_object_object_add(hc, "LogConfig", logcfg);
-    if (spec->runtime && *spec->runtime)
-        json_object_object_add(hc, "Runtime", json_object_new_string(spec->runtime));
-    if (io_dir) {
-        json_object *binds = json_object_new_array();
-        char *bind = xasprintf("%s:%s:ro", io_dir, CHANNEL_TARGET);
-        json_object_array_add(binds, json_object_new_string(bind));
-        free(bind);
-        json_object_object_add(hc, "Binds", binds);
-    }
-    return hc;
-}
-
-json_object *docker_create_body(const struct backend_spec *spec, const char *seccomp,
-                                const char *io_dir)
-{
-    json_object *b = json_object_new_object();
-    json_object_object_add(b, "Image", json_object_new_string(spec->image));
-    json_object_object_add(b, "Cmd", string_array(spec->cmd));
-    /* Some images set an ENTRYPOINT; the command must be the whole command. */
-    json_object_object_add(b, "Entrypoint", json_object_new_array());
-    /* Numeric: no passwd entry needed in the image (HOME and the working
-     * directory are the tmpfs, mode 1777). */
-    char user[32];
-    snprintf(user, sizeof(user), "%u:%u", (unsigned)spec->uid, (unsigned)spec->gid);
-    json_object_object_add(b, "User", json_object_new_string(user));
-    json_object_object_add(b, "WorkingDir", json_object_new_string(spec->workdir));
-    json_object_object_add(b, "Env", string_array(spec->env));
-    json_object_object_add(b, "Labels", labels(spec));
-    /* With io_dir the streams are a socket's (channel.h): nothing to
-     * attach, and no stdin for the engine to hold open. */
-    bool attached = io_dir == NULL;
-    json_object_object_add(b, "AttachStdin", json_object_new_boolean(attached));
-    json_object_object_add(b, "AttachStdout", json_object_new_boolean(attached));
-    json_object_object_add(b, "AttachStderr", json_object_new_boolean(attached));
-    json_object_object_add(b, "OpenStdin", json_object_new_boolean(attached));
-    /* If the daemon disappears, the program sees EOF and the container ends. */
-    json_object_object_add(b, "StdinOnce", json_object_new_boolean(attached));
-    json_object_object_add(b, "Tty", json_object_new_boolean(0));
-    json_object_object_add(b, "NetworkDisabled", json_object_new_boolean(!spec->network));
-    json_object_object_add(b, "HostConfig", host_config(spec, seccomp, io_dir));
-    return b;
+    return (struct docker_stream *)s;
 }
 
 /* ---- operations -------------------------------------------------------- */
@@ -292,14 +155,19 @@ static int docker_version(struct backend *b, char **name, char **version, struct
     return engine_version(engine_of(b), name, version, err);
 }
 
-/* The create body, attached, with the profile inline as Docker takes it. */
+/* The create body, attached, with the profile inline as Docker takes it;
+ * with egress, the forwarder in the command, its socket's bind left out. */
 static char *docker_describe_create(const struct backend *b, const struct backend_spec *spec)
 {
     const char *seccomp = NULL;
     struct err err = ERR_INIT;
     seccomp_text((const struct docker *)b, spec, &seccomp, &err);
     err_clear(&err);
-    json_object *body = docker_create_body(spec, seccomp, NULL);
+    struct backend_spec shown = *spec;
+    cleanup_free const char **argv = spec->egress ? sandbox_io_command(spec, false) : NULL;
+    if (argv)
+        shown.cmd = argv;
+    json_object *body = create_body_new(&shown, seccomp, NULL);
     char *s = xstrdup(json_object_to_json_string_ext(body, JSON_C_TO_STRING_PRETTY |
                                                                JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(body);
@@ -330,13 +198,15 @@ static void docker_pending_free(struct backend_pending *p)
     if (!p)
         return;
     channel_close(p->channel);
+    egress_sock_close(p->egress);
     free(p->image);
     free(p);
 }
 
 /* The streams go the way sandbox_io.h chooses: a sandbox on a channel
  * runs its command through the connector, with the channel's directory
- * bound in. */
+ * bound in; one with egress through the forwarder, with its socket's
+ * directory bound in. */
 static int docker_create(struct backend *b, const struct backend_spec *spec, bool fallback,
                          double deadline_ms, char **id, struct backend_pending **pending,
                          struct err *err)
@@ -347,13 +217,18 @@ static int docker_create(struct backend *b, const struct backend_spec *spec, boo
         seccomp_ref(d, spec, deadline_ms, &seccomp, err) < 0)
         return -1;
     struct backend_pending *p = xcalloc(1, sizeof(*p));
+    if (sandbox_io_egress(d->io, spec, &p->egress, err) < 0) {
+        docker_pending_free(p);
+        return -1;
+    }
     p->channel = sandbox_io_channel(d->io, spec, fallback);
     struct backend_spec s = *spec;
-    const char **argv = p->channel ? sandbox_io_command(spec) : NULL;
+    const char **argv = p->channel || p->egress ? sandbox_io_command(spec, p->channel) : NULL;
     if (argv)
         s.cmd = argv;
-    json_object *body =
-        docker_create_body(&s, seccomp, p->channel ? channel_dir(p->channel) : NULL);
+    struct create_binds binds = {.io_dir = p->channel ? channel_dir(p->channel) : NULL,
+                                 .egress_dir = p->egress ? egress_sock_dir(p->egress) : NULL};
+    json_object *body = create_body_new(&s, seccomp, &binds);
     int rc = engine_create(d->engine, body, deadline_ms, id, err);
     json_object_put(body);
     free(argv);
@@ -361,6 +236,8 @@ static int docker_create(struct backend *b, const struct backend_spec *spec, boo
         docker_pending_free(p);
         return -1;
     }
+    if (p->egress)
+        egress_sock_set_container(p->egress, *id);
     p->image = xstrdup(spec->image);
     *pending = p;
     return 0;
@@ -392,7 +269,8 @@ static int docker_start(struct backend *b, const char *id, struct backend_pendin
 {
     struct docker *d = (struct docker *)b;
     int rc;
-    if (pending && pending->channel) {
+    bool channel = pending && pending->channel;
+    if (channel) {
         rc = sandbox_io_start(d->io, d->engine, id, pending->image, pending->channel, deadline_ms,
                               stop_fd, out, err);
     } else {
@@ -404,9 +282,21 @@ static int docker_start(struct backend *b, const char *id, struct backend_pendin
     if (rc != 0) {
         backend_stream_close(*out);
         *out = NULL;
+    } else if (pending && pending->egress) {
+        /* The stream holds it from now on, for the container's life. */
+        if (channel)
+            channel_stream_set_egress(*out, pending->egress);
+        else
+            stream_of(*out)->egress = pending->egress;
+        pending->egress = NULL;
     }
     docker_pending_free(pending);
     return rc;
+}
+
+static int docker_egress_check(struct backend *b, const struct backend_spec *spec, struct err *err)
+{
+    return sandbox_io_egress_check(((struct docker *)b)->io, spec, err);
 }
 
 static const char *docker_io_name(struct backend *b, const struct backend_spec *spec)
@@ -486,11 +376,6 @@ static int docker_list(struct backend *b, long timeout_ms, struct backend_contai
 
 /* ---- the attach stream -------------------------------------------------- */
 
-static struct docker_stream *stream_of(struct backend_stream *s)
-{
-    return (struct docker_stream *)s;
-}
-
 static int docker_stream_fd(const struct backend_stream *s)
 {
     return engine_http_conn_fd(((const struct docker_stream *)s)->conn);
@@ -548,7 +433,21 @@ static void docker_stream_close(struct backend_stream *bs)
     struct docker_stream *s = stream_of(bs);
     engine_http_conn_close(s->conn);
     free(s->chunk);
+    egress_sock_close(s->egress);
     free(s);
+}
+
+static int docker_stream_egress_fd(const struct backend_stream *s)
+{
+    const struct docker_stream *ds = (const struct docker_stream *)s;
+    return ds->egress ? egress_sock_fd(ds->egress) : -1;
+}
+
+static int docker_stream_egress_accept(struct backend_stream *bs, int *fd, struct err *err)
+{
+    struct docker_stream *s = stream_of(bs);
+    *fd = -1;
+    return s->egress ? egress_sock_accept(s->egress, fd, err) : 0;
 }
 
 static const struct backend_ops docker_ops = {
@@ -557,6 +456,7 @@ static const struct backend_ops docker_ops = {
     .address = docker_address,
     .address_source = docker_address_source,
     .ping = docker_ping,
+    .egress_check = docker_egress_check,
     .gone = docker_gone,
     .version = docker_version,
     .describe_create = docker_describe_create,
@@ -574,6 +474,8 @@ static const struct backend_ops docker_ops = {
     .stream_send = docker_stream_send,
     .stream_read = docker_stream_read,
     .stream_close = docker_stream_close,
+    .stream_egress_fd = docker_stream_egress_fd,
+    .stream_egress_accept = docker_stream_egress_accept,
 };
 
 struct backend *docker_backend_new(const char *socket_path, const char *source,

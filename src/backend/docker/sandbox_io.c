@@ -5,8 +5,14 @@
 #include <string.h>
 
 #include "backend/docker/seccomp_profile.h"
+#include "backend/docker/sock_dir.h"
 #include "base/log.h"
 #include "base/util.h"
+
+/* BACKEND_EGRESS_PORT as the forwarder's argument. */
+#define TEXT_OF(x)      #x
+#define DECIMAL_TEXT(x) TEXT_OF(x)
+#define EGRESS_PORT_ARG DECIMAL_TEXT(BACKEND_EGRESS_PORT)
 
 /* What a container killed by SIGKILL exits with: someone stopped it,
  * which says nothing about its image. */
@@ -14,6 +20,7 @@
 
 struct sandbox_io {
     char *dir;
+    bool has_dir; /* dir names one: else no socket can be made */
     pthread_mutex_t lock;
     bool socket_off;      /* --sandbox-io attach, or this host cannot make the sockets */
     bool swept;           /* what a killed daemon left in dir is gone */
@@ -25,6 +32,7 @@ struct sandbox_io *sandbox_io_new(const char *mode, const char *dir)
 {
     struct sandbox_io *io = xcalloc(1, sizeof(*io));
     io->dir = xstrdup(dir ? dir : "");
+    io->has_dir = dir && *dir;
     io->socket_off = !mode || strcmp(mode, "socket") != 0 || !dir;
     pthread_mutex_init(&io->lock, NULL);
     return io;
@@ -50,16 +58,23 @@ static bool image_attaches_locked(const struct sandbox_io *io, const char *image
     return false;
 }
 
+/* Before the first socket is made. */
+static void sweep_locked(struct sandbox_io *io)
+{
+    if (!io->swept) {
+        sock_dir_sweep(io->dir);
+        io->swept = true;
+    }
+}
+
 static bool wants_socket(struct sandbox_io *io, const struct backend_spec *spec)
 {
     if (seccomp_runtime_is_gvisor(spec->runtime))
         return false;
     pthread_mutex_lock(&io->lock);
     bool yes = !io->socket_off && !image_attaches_locked(io, spec->image);
-    if (yes && !io->swept) {
-        channel_sweep(io->dir);
-        io->swept = true;
-    }
+    if (yes)
+        sweep_locked(io);
     pthread_mutex_unlock(&io->lock);
     return yes;
 }
@@ -115,17 +130,74 @@ struct channel *sandbox_io_channel(struct sandbox_io *io, const struct backend_s
     return ch;
 }
 
-const char **sandbox_io_command(const struct backend_spec *spec)
+/* Whether a sandbox of spec could reach the gateway at all: -1 with err
+ * when not. */
+static int egress_possible(const struct sandbox_io *io, const struct backend_spec *spec,
+                           struct err *err)
+{
+    if (seccomp_runtime_is_gvisor(spec->runtime))
+        return err_set(err, ERR_INVALID,
+                       "gVisor's file proxy does not pass host unix sockets to a sandbox; a "
+                       "sandbox under runtime '%s' cannot reach the egress gateway: run the "
+                       "languages with egress under the engine's default runtime, or turn "
+                       "their egress off",
+                       spec->runtime);
+    if (!io->has_dir)
+        return err_set(err, ERR_INVALID,
+                       "no directory for the sandboxes' sockets (--sandbox-io-dir): a sandbox "
+                       "cannot reach the egress gateway");
+    return 0;
+}
+
+int sandbox_io_egress(struct sandbox_io *io, const struct backend_spec *spec,
+                      struct egress_sock **out, struct err *err)
+{
+    *out = NULL;
+    if (!spec->egress)
+        return 0;
+    if (egress_possible(io, spec, err) < 0)
+        return -1;
+    pthread_mutex_lock(&io->lock);
+    sweep_locked(io);
+    pthread_mutex_unlock(&io->lock);
+    return egress_sock_open(io->dir, spec->uid, spec->gid, out, err);
+}
+
+int sandbox_io_egress_check(struct sandbox_io *io, const struct backend_spec *spec, struct err *err)
+{
+    if (egress_possible(io, spec, err) < 0)
+        return -1;
+    struct egress_sock *trial = NULL;
+    if (sandbox_io_egress(io, spec, &trial, err) < 0)
+        return err_wrap(err, "a sandbox of uid %u cannot reach the egress gateway",
+                        (unsigned)spec->uid);
+    egress_sock_close(trial);
+    return 0;
+}
+
+const char **sandbox_io_command(const struct backend_spec *spec, bool channel)
 {
     size_t n = 0;
     while (spec->cmd[n])
         n++;
-    const char **argv = xcalloc(n + 5, sizeof(*argv));
-    argv[0] = "perl";
-    argv[1] = "-e";
-    argv[2] = channel_connect_src;
-    argv[3] = CHANNEL_SOCKET;
-    memcpy(argv + 4, spec->cmd, n * sizeof(*argv));
+    /* "perl -e <src> SOCKET" for the connector, "perl -e <src> SOCKET
+     * PORT" for the forwarder, then the command and its NULL. */
+    const char **argv = xcalloc(4 + 5 + n + 1, sizeof(*argv));
+    size_t k = 0;
+    if (channel) {
+        argv[k++] = "perl";
+        argv[k++] = "-e";
+        argv[k++] = channel_connect_src;
+        argv[k++] = CHANNEL_SOCKET;
+    }
+    if (spec->egress) {
+        argv[k++] = "perl";
+        argv[k++] = "-e";
+        argv[k++] = egress_forward_src;
+        argv[k++] = EGRESS_SOCK_PATH;
+        argv[k++] = EGRESS_PORT_ARG;
+    }
+    memcpy(argv + k, spec->cmd, n * sizeof(*argv));
     return argv;
 }
 

@@ -12,6 +12,11 @@
  * (BACKEND_RETRY, backend/backend.h), since its code never reached it,
  * and its image attaches from then on (said once in the log).
  *
+ * A sandbox whose spec asks for egress also gets its egress socket
+ * (egress_sock.h) in the same directory, whichever way its streams go;
+ * its command then starts with the forwarder. There is no fallback for
+ * that one: a sandbox that cannot have it is not made.
+ *
  * Thread-safe: any thread may set a sandbox up at any time. */
 #ifndef MCPSBX_SANDBOX_IO_H
 #define MCPSBX_SANDBOX_IO_H
@@ -20,6 +25,7 @@
 
 #include "backend/backend.h"
 #include "backend/docker/channel.h"
+#include "backend/docker/egress_sock.h"
 #include "backend/docker/engine.h"
 
 /* A run's own deadline aside, how long a sandbox may take to connect to
@@ -29,7 +35,8 @@
 struct sandbox_io;
 
 /* mode is --sandbox-io ("socket" or "attach"; NULL: attach), dir
- * --sandbox-io-dir, where the sockets are made; both copied. Nothing is
+ * --sandbox-io-dir, where the sockets are made (the egress sockets too,
+ * whatever mode says; NULL: none can be); both copied. Nothing is
  * touched yet: the socket directories a killed daemon left are removed
  * before the first socket is made. */
 struct sandbox_io *sandbox_io_new(const char *mode, const char *dir);
@@ -46,10 +53,25 @@ const char *sandbox_io_name(struct sandbox_io *io, const struct backend_spec *sp
 struct channel *sandbox_io_channel(struct sandbox_io *io, const struct backend_spec *spec,
                                    bool fallback);
 
-/* spec's command run by the connector to the channel's socket, as the
- * container sees it: NULL-terminated; the caller frees the array (the
- * strings are borrowed). */
-const char **sandbox_io_command(const struct backend_spec *spec);
+/* backend_egress_check for this backend: no egress under gVisor (its file
+ * proxy does not pass host sockets), nor without a directory for the
+ * socket or the right to give it to spec's uid (tried once, made and
+ * removed). */
+int sandbox_io_egress_check(struct sandbox_io *io, const struct backend_spec *spec,
+                            struct err *err);
+
+/* The egress socket for a sandbox of spec, in *out: NULL without
+ * spec.egress. -1 with err when it cannot be made (ERR_INVALID: for
+ * any sandbox of spec). */
+int sandbox_io_egress(struct sandbox_io *io, const struct backend_spec *spec,
+                      struct egress_sock **out, struct err *err);
+
+/* spec's command as the container runs it: after the connector to the
+ * channel's socket (channel true), so that what follows has the
+ * channel's stdio, then after the egress forwarder (spec.egress);
+ * NULL-terminated; the caller frees the array (the strings are
+ * borrowed). */
+const char **sandbox_io_command(const struct backend_spec *spec, bool channel);
 
 /* Starts container id (of image) and takes its connections on ch, until
  * deadline_ms (0: none; at most SANDBOX_IO_CONNECT_MS from now anyway)

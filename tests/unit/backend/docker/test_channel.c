@@ -8,7 +8,6 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -417,39 +416,6 @@ static void test_unsafe_base(void **state)
     free(fresh);
 }
 
-/* What a killed daemon left is removed; a live process's is not, nor
- * anything not named like ours. */
-static void test_sweep(void **state)
-{
-    struct rig *g = *state;
-    pid_t dead = fork();
-    assert_true(dead >= 0);
-    if (dead == 0)
-        _exit(0);
-    waitpid(dead, NULL, 0);
-    char *stale = xasprintf("%s/%ld.0123456789abcdef", g->base, (long)dead);
-    char *live = xasprintf("%s/%ld.0123456789abcdef", g->base, (long)getpid());
-    char *other = xasprintf("%s/notours", g->base);
-    assert_int_equal(mkdir(stale, 0711), 0);
-    assert_int_equal(mkdir(live, 0711), 0);
-    assert_int_equal(mkdir(other, 0711), 0);
-    char *sock = xasprintf("%s/%s", stale, CHANNEL_SOCKET_NAME);
-    int fd = open(sock, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
-    assert_true(fd >= 0);
-    close(fd);
-    channel_sweep(g->base);
-    struct stat st;
-    assert_int_equal(stat(stale, &st), -1);
-    assert_int_equal(stat(live, &st), 0);
-    assert_int_equal(stat(other, &st), 0);
-    rmdir(live);
-    rmdir(other);
-    free(sock);
-    free(stale);
-    free(live);
-    free(other);
-}
-
 /* The real connector under perl: the program it runs has the
  * connections as its stdin, stdout and stderr. */
 static void test_connector(void **state)
@@ -498,8 +464,7 @@ int main(void)
         T(test_bad_tags),         T(test_stranger_refused),
         T(test_outsider_refused), T(test_stop_while_tagless),
         T(test_sandbox_gone),     T(test_stop),
-        T(test_unsafe_base),      T(test_sweep),
-        T(test_connector),
+        T(test_unsafe_base),      T(test_connector),
     };
 #undef T
     return cmocka_run_group_tests_name("channel", tests, NULL, NULL);

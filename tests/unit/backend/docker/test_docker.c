@@ -6,7 +6,9 @@
 
 #include "backend/backends.h"
 #include "backend/docker/channel.h"
+#include "backend/docker/create_body.h"
 #include "backend/docker/discover.h"
+#include "backend/docker/egress_sock.h"
 #include "backend/docker/docker.h"
 #include "backend/docker/engine.h"
 #include "backend/docker/seccomp_profile.h"
@@ -45,7 +47,7 @@ static void test_create_body_hardening(void **state)
 {
     (void)state;
     struct backend_spec spec = spec_of();
-    json_object *b = docker_create_body(&spec, NULL, NULL);
+    json_object *b = create_body_new(&spec, NULL, NULL);
     assert_string_equal(json_object_get_string(json_get(b, "Image")), "img:1");
     assert_string_equal(json_object_get_string(json_get(b, "User")), "10001:10001");
     assert_string_equal(json_object_get_string(json_get(b, "WorkingDir")), "/tmp");
@@ -101,8 +103,8 @@ static void test_create_body_users(void **state)
     a.nproc = 256;
     c.uid = 2000004095;
     c.gid = 2000004095;
-    json_object *ba = docker_create_body(&a, NULL, NULL);
-    json_object *bc = docker_create_body(&c, NULL, NULL);
+    json_object *ba = create_body_new(&a, NULL, NULL);
+    json_object *bc = create_body_new(&c, NULL, NULL);
     assert_string_equal(json_object_get_string(json_get(ba, "User")), "2000000000:2000000000");
     assert_string_equal(json_object_get_string(json_get(bc, "User")), "2000004095:2000004095");
     assert_string_equal(json_object_get_string(json_get(json_get(ba, "Labels"), ENGINE_LABEL_UID)),
@@ -133,7 +135,7 @@ static void test_create_body_options(void **state)
     spec.expires = 0;
     static const char *const extra[] = {"team=ml", "empty=", NULL};
     spec.labels = extra;
-    json_object *b = docker_create_body(&spec, NULL, NULL);
+    json_object *b = create_body_new(&spec, NULL, NULL);
     assert_string_equal(json_object_get_string(json_get(json_get(b, "Labels"), "team")), "ml");
     assert_string_equal(json_object_get_string(json_get(json_get(b, "Labels"), "empty")), "");
     assert_string_equal(json_object_get_string(json_get(json_get(b, "HostConfig"), "Runtime")),
@@ -150,7 +152,7 @@ static void test_create_body_channel(void **state)
 {
     (void)state;
     struct backend_spec spec = spec_of();
-    json_object *b = docker_create_body(&spec, NULL, "/run/io/1.ab");
+    json_object *b = create_body_new(&spec, NULL, &(struct create_binds){.io_dir = "/run/io/1.ab"});
     json_object *binds = json_get(json_get(b, "HostConfig"), "Binds");
     assert_int_equal(json_object_array_length(binds), 1);
     assert_string_equal(json_object_get_string(json_object_array_get_idx(binds, 0)),
@@ -162,18 +164,50 @@ static void test_create_body_channel(void **state)
     json_object_put(b);
 }
 
+/* A sandbox with egress: the egress socket's directory bound read-only
+ * at EGRESS_SOCK_TARGET, beside the channel's or alone (its streams then
+ * attached); never a network. */
+static void test_create_body_egress(void **state)
+{
+    (void)state;
+    struct backend_spec spec = spec_of();
+    spec.egress = true;
+    json_object *b = create_body_new(
+        &spec, NULL,
+        &(struct create_binds){.io_dir = "/run/io/1.ab", .egress_dir = "/run/io/1.cd"});
+    json_object *hc = json_get(b, "HostConfig");
+    json_object *binds = json_get(hc, "Binds");
+    assert_int_equal(json_object_array_length(binds), 2);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(binds, 0)),
+                        "/run/io/1.ab:" CHANNEL_TARGET ":ro");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(binds, 1)),
+                        "/run/io/1.cd:" EGRESS_SOCK_TARGET ":ro");
+    assert_string_equal(json_object_get_string(json_get(hc, "NetworkMode")), "none");
+    assert_true(json_object_get_boolean(json_get(b, "NetworkDisabled")));
+    json_object_put(b);
+
+    b = create_body_new(&spec, NULL, &(struct create_binds){.egress_dir = "/run/io/1.cd"});
+    binds = json_get(json_get(b, "HostConfig"), "Binds");
+    assert_int_equal(json_object_array_length(binds), 1);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(binds, 0)),
+                        "/run/io/1.cd:" EGRESS_SOCK_TARGET ":ro");
+    assert_true(json_object_get_boolean(json_get(b, "OpenStdin")));
+    assert_true(json_object_get_boolean(json_get(b, "AttachStdout")));
+    json_object_put(b);
+}
+
 /* The seccomp profile: inline for Docker, a path for Podman, and no
  * option at all without one (the engine's default). */
 static void test_create_body_seccomp(void **state)
 {
     (void)state;
     struct backend_spec spec = spec_of();
-    json_object *b = docker_create_body(&spec, NULL, NULL);
+    json_object *b = create_body_new(&spec, NULL, NULL);
     json_object *opts = json_get(json_get(b, "HostConfig"), "SecurityOpt");
     assert_int_equal(json_object_array_length(opts), 1);
     json_object_put(b);
 
-    b = docker_create_body(&spec, "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}", NULL);
+    b = create_body_new(&spec, "{\"defaultAction\":\"SCMP_ACT_ERRNO\"}", NULL);
     opts = json_get(json_get(b, "HostConfig"), "SecurityOpt");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 0)),
                         "no-new-privileges:true");
@@ -181,7 +215,7 @@ static void test_create_body_seccomp(void **state)
                         "seccomp={\"defaultAction\":\"SCMP_ACT_ERRNO\"}");
     json_object_put(b);
 
-    b = docker_create_body(&spec, "/run/x/seccomp-1.json", NULL);
+    b = create_body_new(&spec, "/run/x/seccomp-1.json", NULL);
     opts = json_get(json_get(b, "HostConfig"), "SecurityOpt");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(opts, 1)),
                         "seccomp=/run/x/seccomp-1.json");
@@ -251,6 +285,23 @@ static void test_describe_create(void **state)
     json_object *o = json_tokener_parse(text);
     assert_non_null(o);
     assert_string_equal(json_object_get_string(json_get(o, "Image")), "img:1");
+    json_object_put(o);
+    free(text);
+    /* With egress: the forwarder first in the command, no bind shown. */
+    spec.egress = true;
+    text = backend_describe_create(b, &spec);
+    o = json_tokener_parse(text);
+    assert_non_null(o);
+    json_object *cmd = json_get(o, "Cmd");
+    assert_int_equal(json_object_array_length(cmd), 8);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 0)), "perl");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 2)),
+                        egress_forward_src);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 3)),
+                        EGRESS_SOCK_PATH);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 4)), "3128");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 5)), "python3");
+    assert_false(json_object_object_get_ex(json_get(o, "HostConfig"), "Binds", NULL));
     json_object_put(o);
     free(text);
     assert_string_equal(backend_kind(b), "docker");
@@ -328,7 +379,7 @@ int main(void)
         cmocka_unit_test(test_create_body_users),     cmocka_unit_test(test_create_body_seccomp),
         cmocka_unit_test(test_describe_create),       cmocka_unit_test(test_discover),
         cmocka_unit_test(test_backends_open),         cmocka_unit_test(test_syscall_policy),
-        cmocka_unit_test(test_create_body_channel),
+        cmocka_unit_test(test_create_body_channel),   cmocka_unit_test(test_create_body_egress),
     };
     return cmocka_run_group_tests_name("docker", tests, NULL, NULL);
 }

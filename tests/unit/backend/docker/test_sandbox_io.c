@@ -9,11 +9,15 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <dirent.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include "backend/docker/egress_sock.h"
 #include "backend/docker/engine_http.h"
 #include "backend/docker/seccomp_profile.h"
 #include "unit/backend/docker/docker_rig.h"
@@ -192,6 +196,37 @@ static void test_socket_dir_unsafe(void **state)
     backend_free(b);
 }
 
+/* The egress socket in the sandbox I/O directory (there must be one
+ * only), or NULL. */
+static char *find_egress_socket(const struct rig *g)
+{
+    DIR *d = opendir(g->io_dir);
+    assert_non_null(d);
+    char *found = NULL;
+    for (const struct dirent *e; (e = readdir(d));) {
+        char *path = xasprintf("%s/%s/%s", g->io_dir, e->d_name, EGRESS_SOCK_NAME);
+        struct stat st;
+        if (e->d_name[0] != '.' && lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+            assert_null(found);
+            found = path;
+        } else {
+            free(path);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+static int connect_unix(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
 /* A pending set-up dropped before start leaves no socket directory. */
 static void test_pending_free(void **state)
 {
@@ -204,6 +239,15 @@ static void test_pending_free(void **state)
     assert_int_equal(backend_create(b, &spec, false, 0, &id, &pending, &err), 0);
     assert_non_null(pending);
     backend_pending_free(b, pending);
+    remove_container(b, id);
+    /* Its egress socket too. */
+    spec.egress = true;
+    assert_int_equal(backend_create(b, &spec, false, 0, &id, &pending, &err), 0);
+    char *path = find_egress_socket(g);
+    assert_non_null(path);
+    free(path);
+    backend_pending_free(b, pending);
+    assert_null(find_egress_socket(g));
     remove_container(b, id);
     backend_free(b);
 }
@@ -235,6 +279,134 @@ static void test_killed_while_waiting(void **state)
         remove_container(b, id);
         backend_free(b);
     }
+}
+
+/* A started sandbox with egress, its streams on a channel or attached:
+ * the create body binds the socket's directory and runs the forwarder
+ * (after the connector, on a channel), the stream carries the listener,
+ * a connection made to the socket is handed over, and closing the
+ * stream removes the socket and its directory. */
+static void test_egress(void **state)
+{
+    struct rig *g = *state;
+    static const char *const modes[] = {"socket", "attach"};
+    for (size_t m = 0; m < ARRAY_SIZE(modes); m++) {
+        struct backend *b = open_backend(g, modes[m]);
+        struct backend_spec spec = docker_rig_spec("img:1");
+        spec.egress = true;
+        struct err err = ERR_INIT;
+        if (backend_egress_check(b, &spec, &err) < 0)
+            fail_msg("backend_egress_check: %s", err_msg(&err));
+        struct backend_stream *s = NULL;
+        char *id = NULL;
+        if (docker_rig_create_start(b, &spec, false, 0, &id, &s, &err) != 0)
+            fail_msg("%s: %s", modes[m], err_msg(&err));
+        struct fake_request create;
+        assert_true(fake_engine_last(g->fe, FAKE_OP_CREATE, &create));
+        assert_non_null(strstr(create.body, ":\\/run\\/mcpsbx-egress:ro\""));
+        assert_non_null(strstr(create.body, "\"NetworkMode\":\"none\""));
+        assert_non_null(
+            strstr(create.body, "\\/run\\/mcpsbx-egress\\/egress.sock\",\"3128\",\"python3\""));
+        bool channel = m == 0;
+        assert_int_equal(
+            strstr(create.body, "\\/run\\/mcpsbx-io\\/io.sock\",\"perl\",\"-e\"") != NULL, channel);
+        assert_int_equal(fake_engine_count(g->fe, FAKE_OP_ATTACH, id), channel ? 0 : 1);
+
+        char *path = find_egress_socket(g);
+        assert_non_null(path);
+        int fd = 7;
+        assert_int_equal(backend_stream_egress_accept(s, &fd, &err), 0);
+        assert_int_equal(fd, -1);
+        int peer = connect_unix(path);
+        struct pollfd p = {.fd = backend_stream_egress_fd(s), .events = POLLIN};
+        assert_true(p.fd >= 0);
+        assert_int_equal(poll(&p, 1, 10000), 1);
+        if (backend_stream_egress_accept(s, &fd, &err) < 0)
+            fail_msg("accept: %s", err_msg(&err));
+        assert_true(fd >= 0);
+        assert_int_equal(send(peer, "x", 1, 0), 1);
+        char c = 0;
+        assert_int_equal(recv(fd, &c, 1, 0), 1);
+        assert_int_equal(c, 'x');
+        close(fd);
+        close(peer);
+        backend_stream_close(s);
+        struct stat st;
+        assert_int_equal(lstat(path, &st), -1);
+        *strrchr(path, '/') = '\0';
+        assert_int_equal(lstat(path, &st), -1);
+        free(path);
+        remove_container(b, id);
+        backend_free(b);
+    }
+}
+
+/* A stream without egress has none to give. */
+static void test_no_egress(void **state)
+{
+    struct rig *g = *state;
+    struct backend *b = open_backend(g, "socket");
+    struct backend_spec spec = docker_rig_spec("img:1");
+    struct backend_stream *s = NULL;
+    char *id = NULL;
+    struct err err = ERR_INIT;
+    assert_int_equal(docker_rig_create_start(b, &spec, false, 0, &id, &s, &err), 0);
+    assert_int_equal(backend_stream_egress_fd(s), -1);
+    int fd = 7;
+    assert_int_equal(backend_stream_egress_accept(s, &fd, &err), 0);
+    assert_int_equal(fd, -1);
+    /* Nothing to check for a spec without egress, wherever it runs. */
+    spec.runtime = "runsc";
+    assert_int_equal(backend_egress_check(b, &spec, &err), 0);
+    backend_stream_close(s);
+    remove_container(b, id);
+    backend_free(b);
+}
+
+/* Where a sandbox cannot reach the gateway, egress_check says why and
+ * create makes nothing (no container, no socket): under gVisor, without
+ * a directory for sockets, in a directory others may write. */
+static void expect_no_egress(struct rig *g, struct backend *b, const struct backend_spec *spec,
+                             const char *needle)
+{
+    struct err err = ERR_INIT;
+    assert_int_equal(backend_egress_check(b, spec, &err), -1);
+    assert_int_equal(err.code, ERR_INVALID);
+    if (!strstr(err_msg(&err), needle))
+        fail_msg("\"%s\" does not say \"%s\"", err_msg(&err), needle);
+    err_clear(&err);
+    int before = fake_engine_count(g->fe, FAKE_OP_CREATE, NULL);
+    struct backend_pending *pending = NULL;
+    char *id = NULL;
+    assert_int_equal(backend_create(b, spec, false, 0, &id, &pending, &err), -1);
+    assert_int_equal(err.code, ERR_INVALID);
+    assert_null(pending);
+    err_clear(&err);
+    assert_int_equal(fake_engine_count(g->fe, FAKE_OP_CREATE, NULL), before);
+    assert_null(find_egress_socket(g));
+}
+
+static void test_egress_refused(void **state)
+{
+    struct rig *g = *state;
+    struct backend_spec spec = docker_rig_spec("img:1");
+    spec.egress = true;
+    static const char *const modes[] = {"socket", "attach"};
+    for (size_t m = 0; m < ARRAY_SIZE(modes); m++) {
+        struct backend *b = open_backend(g, modes[m]);
+        spec.runtime = "runsc";
+        expect_no_egress(g, b, &spec, "gVisor's file proxy does not pass host unix sockets");
+        spec.runtime = NULL;
+        backend_free(b);
+    }
+    struct backend *b = docker_backend_new(fake_engine_socket(g->fe), NULL, NULL);
+    expect_no_egress(g, b, &spec, "--sandbox-io-dir");
+    backend_free(b);
+    assert_int_equal(chmod(g->io_dir, 0777), 0);
+    b = open_backend(g, "attach");
+    expect_no_egress(g, b, &spec, "no one else may write");
+    backend_free(b);
+    assert_int_equal(chmod(g->io_dir, 0700), 0);
 }
 
 static char *read_all(const char *path)
@@ -296,6 +468,9 @@ int main(void)
         T(test_pending_free),
         T(test_seccomp_delivery),
         T(test_killed_while_waiting),
+        T(test_egress),
+        T(test_no_egress),
+        T(test_egress_refused),
     };
 #undef T
     return cmocka_run_group_tests_name("sandbox_io", tests, rig_group_setup, rig_group_teardown);
