@@ -29,12 +29,12 @@ struct config_opt {
      * (e.g. "the language table's"). --help shows it instead. */
     const char *def_doc;
     int (*check_item)(const char *s, size_t n); /* OPT_LIST items */
-    /* OPT_LIST: what separates items in one value; 0 is ','. */
-    char sep;
     enum config_opt_type type;
     /* An action rather than a setting: a config file or a variable left
      * in the environment must never turn a daemon into a one-shot command. */
     bool cli_only;
+    /* OPT_LIST: what separates items in one value; 0 is ','. */
+    char sep;
 };
 
 extern const struct config_opt config_opts[];
