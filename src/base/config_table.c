@@ -41,7 +41,9 @@ const struct config_opt config_opts[] = {
     LIST("allow-network", allow_network, "LANGUAGE[,...]", config_item_language,
          "give the sandboxes of these languages (names or aliases of the language table whose "
          "network_allowed is true) the engine's default network instead of none; callers can "
-         "never turn it on",
+         "never turn it on. That network reaches services on the host, the cloud metadata "
+         "address 169.254.169.254 and the other sandboxes (the daemon warns at start); --egress "
+         "allows named hosts only, and a language takes one or the other",
          .def_doc = "none"),
     LIST("allowed-hosts", allowed_hosts, "HOST[:PORT],...", config_item_token,
          "Host header values accepted besides localhost, 127.0.0.1 and [::1]"),

@@ -106,10 +106,12 @@
  * its runner by kind (python/node: run + the runner + preload_joined;
  * generic: the generic runner with source_file, compile, typecheck and run
  * in its request), keeps one pool per language sized by pool_size, gives
- * its sandboxes its environment and runtime (sandbox/run/policy.h), and gives
+ * its sandboxes its environment and runtime (sandbox/run/policy.h), gives
  * a network only to a language that allows it and the operator names in
- * --allow-network; scripts/images.sh builds the images of the languages
- * enabled (mcp-sandboxd --list-images).
+ * --allow-network, and the egress gateway to one with an egress list (a
+ * run's own copy, narrowed by its call: sandbox/run/run.h);
+ * scripts/images.sh builds the images of the languages enabled
+ * (mcp-sandboxd --list-images).
  *
  * The code: langtable_read.c reads one file (json-c parses, base/jsonpos.h
  * finds the lines), langtable_merge.c puts the two files together and
