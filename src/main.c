@@ -80,12 +80,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
 #include "base/config.h"
 #include "base/config_doc.h"
 #include "backend/backends.h"
+#include "egress/settings.h"
 #include "sandbox/sandbox.h"
 #include "base/log.h"
 #include "mcp/mcp.h"
@@ -204,10 +206,12 @@ static int print_and_exit(const struct config *cfg, const struct langtable *lang
     return 0;
 }
 
-/* The configuration, the language table and the backend, checked before
- * anything starts: a bad one stops the start (exit status 2) naming it. */
+/* The configuration, the language table, the egress settings and the
+ * backend, checked before anything starts: a bad one stops the start
+ * (exit status 2) naming it. */
 static int setup(struct config *cfg, int argc, char **argv, char **envp,
-                 struct langtable **languages, struct backend **backend)
+                 struct langtable **languages, struct egress_settings **egress,
+                 struct backend **backend)
 {
     struct err err = ERR_INIT;
     int rc = -1;
@@ -219,7 +223,8 @@ static int setup(struct config *cfg, int argc, char **argv, char **envp,
     rc = -1;
     /* A bad --languages-file stops the start with its FILE:LINE. */
     if (langtable_load(cfg->languages_file, languages, &err) < 0 ||
-        langtable_configure(*languages, cfg, &err) < 0)
+        langtable_configure(*languages, cfg, &err) < 0 ||
+        egress_settings_new(cfg, egress, &err) < 0)
         goto out;
     *backend = backends_open(cfg, envp, &err);
     if (*backend)
@@ -231,9 +236,30 @@ out:
     return rc;
 }
 
+/* Each language's line at start; a warning for each that the operator
+ * gave the engine's network, which reaches far more than named hosts. */
+static void log_languages(const struct config *cfg, const struct langtable *languages)
+{
+    for (size_t i = 0; i < langtable_count(languages); i++) {
+        const struct langtable_lang *l = langtable_get(languages, i);
+        log_info("language %s: image %s, %s runner, pool %lld", l->name, l->image,
+                 langtable_runner_name(l->runner), l->pool_size);
+        if (l->egress) {
+            char *list = egress_patterns_format(l->egress);
+            log_info("language %s: egress to %s", l->name, list);
+            free(list);
+        }
+        if (langtable_network(l, cfg))
+            log_warn("--allow-network: %s sandboxes get the engine's bridge network: services "
+                     "on the host, the cloud metadata address 169.254.169.254, the other "
+                     "sandboxes; --egress allows named hosts only",
+                     l->name);
+    }
+}
+
 /* Serves MCP until a signal or the end of stdin; 0 on a clean stop. */
 static int serve(const struct config *cfg, const struct langtable *languages,
-                 struct backend *backend, char **envp)
+                 const struct egress_settings *egress, struct backend *backend, char **envp)
 {
     struct err err = ERR_INIT;
     struct exec_ctx *exec = NULL;
@@ -248,7 +274,7 @@ static int serve(const struct config *cfg, const struct langtable *languages,
     if (backends_init(&err) < 0)
         goto out;
     check_engine(backend);
-    exec = exec_ctx_new(cfg, languages, backend, envp, &err);
+    exec = exec_ctx_new(cfg, languages, backend, egress, envp, &err);
     if (!exec)
         goto out;
     for (size_t i = 0; i < cfg->pass_through_env.n; i++)
@@ -256,11 +282,7 @@ static int serve(const struct config *cfg, const struct langtable *languages,
     srv = mcp_server_new(cfg, exec, &err);
     if (!srv)
         goto out;
-    for (size_t i = 0; i < langtable_count(languages); i++) {
-        const struct langtable_lang *l = langtable_get(languages, i);
-        log_info("language %s: image %s, %s runner, pool %lld", l->name, l->image,
-                 langtable_runner_name(l->runner), l->pool_size);
-    }
+    log_languages(cfg, languages);
     if (*cfg->http_listen) {
         if (serve_http(srv, cfg, &err) < 0)
             goto out;
@@ -284,10 +306,11 @@ int main(int argc, char **argv, char **envp)
 {
     struct config cfg;
     struct langtable *languages = NULL;
+    struct egress_settings *egress = NULL;
     struct backend *backend = NULL;
     int status = 2;
     config_init(&cfg);
-    if (setup(&cfg, argc, argv, envp, &languages, &backend) < 0)
+    if (setup(&cfg, argc, argv, envp, &languages, &egress, &backend) < 0)
         goto out;
     status = 0;
     if (cfg.help) {
@@ -303,10 +326,11 @@ int main(int argc, char **argv, char **envp)
     if (cfg.print_engine || cfg.list_images || *cfg.dry_run_create)
         status = print_and_exit(&cfg, languages, backend);
     else
-        status = serve(&cfg, languages, backend, envp);
+        status = serve(&cfg, languages, egress, backend, envp);
     log_debug("exited cleanly");
 out:
     backend_free(backend);
+    egress_settings_free(egress);
     langtable_free(languages);
     config_free(&cfg);
     return status;

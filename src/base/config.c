@@ -24,7 +24,7 @@ static int add_list(struct config_list *list, const struct config_opt *o, const 
 {
     const char *p = value;
     while (*p) {
-        const char *comma = strchr(p, ',');
+        const char *comma = strchr(p, o->sep ? o->sep : ',');
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
         /* Tolerate "A, B" as operators write it. */
         while (n && isspace((unsigned char)*p))
@@ -33,8 +33,8 @@ static int add_list(struct config_list *list, const struct config_opt *o, const 
             n--;
         if (n) {
             if (o->check_item && !o->check_item(p, n))
-                return err_set(err, ERR_INVALID, "--%s: '%.*s' is not valid", o->name,
-                               (int)(n > 64 ? 64 : n), p);
+                return err_set(err, ERR_INVALID, "--%s: '%.*s' is not valid (%s)", o->name,
+                               (int)(n > 64 ? 64 : n), p, o->arg);
             int dup = 0;
             for (size_t i = 0; i < list->n; i++)
                 if (strlen(list->items[i]) == n && memcmp(list->items[i], p, n) == 0)

@@ -35,6 +35,19 @@ struct config {
     struct config_list labels;           /* "KEY=VALUE" for every container */
     struct config_list allow_network;    /* languages whose sandboxes get a network */
     struct config_list languages;        /* the enabled subset of the table; none = all */
+    /* Egress through the daemon's gateway (src/egress/): per language
+     * "LANGUAGE=PATTERN,..." (items split at ';'; langtable_configure
+     * reads them), the CIDRs the gateway may reach anyway and the names
+     * pinned to an address (egress/settings.h reads both), and every
+     * run's caps. */
+    struct config_list egress;
+    struct config_list egress_allow_cidr;
+    struct config_list egress_resolve;
+    long long egress_max_connections;       /* open at once */
+    long long egress_max_connections_total; /* over a run */
+    long long egress_max_bytes_up;
+    long long egress_max_bytes_down;
+    long long egress_connection_timeout_ms; /* one connection's life */
     long long timeout_ms;
     long long max_timeout_ms;
     long long memory_mb;

@@ -43,6 +43,25 @@ int config_item_language(const char *s, size_t n)
     return 1;
 }
 
+/* LANGUAGE=PATTERNS: the language's form here, the patterns' once the
+ * table is loaded (langtable_configure, with the egress/ rules); here
+ * only printable ASCII, blanks allowed. */
+int config_item_egress(const char *s, size_t n)
+{
+    const char *eq = memchr(s, '=', n);
+    if (!eq)
+        return 0;
+    size_t kn = (size_t)(eq - s);
+    while (kn && isblank((unsigned char)s[kn - 1]))
+        kn--;
+    if (!config_item_language(s, kn))
+        return 0;
+    for (size_t i = kn; i < n; i++)
+        if (s[i] != '\t' && (s[i] < 0x20 || s[i] > 0x7e))
+            return 0;
+    return 1;
+}
+
 int config_item_env_name(const char *s, size_t n)
 {
     if (n == 0 || n > 128 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))

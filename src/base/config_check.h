@@ -25,5 +25,6 @@ int config_item_env_name(const char *s, size_t n); /* a variable's name */
 int config_item_token(const char *s, size_t n);    /* 1 to 256 visible ASCII */
 int config_item_label(const char *s, size_t n);    /* KEY=VALUE, not the daemon's key */
 int config_item_language(const char *s, size_t n); /* a language's name or alias */
+int config_item_egress(const char *s, size_t n);   /* LANGUAGE=text, printable */
 
 #endif

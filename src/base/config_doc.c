@@ -19,7 +19,9 @@ static const char sample_header[] =
     "# long command-line options without the dashes. Precedence:\n"
     "# built-in defaults < this file < MCPSANDBOXD_* environment < command line.\n"
     "# Every setting below shows its default; where the default is not one\n"
-    "# value, the line shows the form a value takes. Lists are comma-separated.\n"
+    "# value, the line shows the form a value takes. Lists are comma-separated\n"
+    "# (egress's items: ';'), and a list option given on several lines adds\n"
+    "# them up.\n"
     "#\n"
     "# Generated from the option table (src/base/config_table.c): change the\n"
     "# table, then run `make config-sample`.\n";
@@ -65,13 +67,16 @@ static void put_wrapped(FILE *fp, const char *text, const char *indent, size_t w
     fputc('\n', fp);
 }
 
-/* " = 256 KiB" for a byte count that is a whole number of KiB or more. */
+/* " = 256 KiB" for a byte count (an option named *-bytes or *-bytes-*)
+ * that is a whole number of KiB or more. */
 static void bytes_note(const struct config_opt *o, long long v, char *out, size_t cap)
 {
     static const char *const units[] = {"KiB", "MiB", "GiB"};
     size_t len = strlen(o->name);
+    bool named = (len >= 6 && strcmp(o->name + len - 6, "-bytes") == 0) ||
+                 strstr(o->name, "-bytes-") != NULL;
     out[0] = '\0';
-    if (len < 6 || strcmp(o->name + len - 6, "-bytes") != 0 || v < 1024 || v % 1024)
+    if (!named || v < 1024 || v % 1024)
         return;
     size_t u = 0;
     v /= 1024;

@@ -41,7 +41,9 @@ const struct config_opt config_opts[] = {
     LIST("allow-network", allow_network, "LANGUAGE[,...]", config_item_language,
          "give the sandboxes of these languages (names or aliases of the language table whose "
          "network_allowed is true) the engine's default network instead of none; callers can "
-         "never turn it on",
+         "never turn it on. That network reaches services on the host, the cloud metadata "
+         "address 169.254.169.254 and the other sandboxes (the daemon warns at start); --egress "
+         "allows named hosts only, and a language takes one or the other",
          .def_doc = "none"),
     LIST("allowed-hosts", allowed_hosts, "HOST[:PORT],...", config_item_token,
          "Host header values accepted besides localhost, 127.0.0.1 and [::1]"),
@@ -77,6 +79,44 @@ const struct config_opt config_opts[] = {
         "print the container create request a run of this language would send, and exit "
         "(it never holds pass-through values: runs send them in their request)",
         .cli_only = true),
+    LIST("egress", egress, "LANGUAGE=PATTERN[,PATTERN...]", config_item_egress,
+         "let LANGUAGE's sandboxes (a name or alias of the language table) reach these hosts, "
+         "and no other, through the daemon's egress gateway, an HTTP proxy (they still have no "
+         "network of their own). A pattern is a DNS name, *.SUFFIX (any name under SUFFIX, not "
+         "SUFFIX itself) or an IP address, each with :PORT or else ports 443 and 80. It replaces "
+         "the language table's egress list; LANGUAGE= with no pattern removes it, and of two "
+         "items for one language the later wins. Repeatable; in one value (the environment, the "
+         "config file) ';' separates the items. A call may narrow its language's list, never "
+         "widen it; the gateway still refuses private, loopback, link-local and metadata "
+         "addresses (see --egress-allow-cidr)",
+         .def_doc = "the language table's; the built-in one has none", .sep = ';'),
+    LIST("egress-allow-cidr", egress_allow_cidr, "CIDR[,CIDR...]", config_item_token,
+         "let the egress gateway connect to addresses in these CIDRs (ADDRESS/PREFIX, or one "
+         "ADDRESS) although they are loopback, private, link-local (the cloud metadata address "
+         "169.254.169.254 among them), carrier-grade NAT, multicast or IPv6 unique-local or "
+         "link-local, which it refuses otherwise; list only what is meant: 0.0.0.0/0 lets the "
+         "metadata address through too. Repeatable",
+         .def_doc = "none"),
+    INT("egress-connection-timeout-ms", egress_connection_timeout_ms, 100, DAY_MS, "MS",
+        10LL * 60 * 1000,
+        "one connection through the egress gateway is closed this long after it was accepted, "
+        "however busy"),
+    INT("egress-max-bytes-down", egress_max_bytes_down, 1, 1LL << 40, "N", 512LL << 20,
+        "bytes one run may receive from upstream through the egress gateway, all its "
+        "connections together; past it they are cut"),
+    INT("egress-max-bytes-up", egress_max_bytes_up, 1, 1LL << 40, "N", 64LL << 20,
+        "bytes one run may send upstream through the egress gateway, all its connections "
+        "together; past it they are cut"),
+    INT("egress-max-connections", egress_max_connections, 1, 100000, "N", 16,
+        "connections one run may have open through the egress gateway at once; more are "
+        "refused (429)"),
+    INT("egress-max-connections-total", egress_max_connections_total, 1, 100000, "N", 256,
+        "connections one run may make through the egress gateway in all; more are refused (429)"),
+    LIST("egress-resolve", egress_resolve, "NAME=ADDRESS[,...]", config_item_token,
+         "the egress gateway's resolver answers NAME with ADDRESS (IPv4 or IPv6) and never asks "
+         "DNS for it, like curl's --resolve; the address is still judged as any other (see "
+         "--egress-allow-cidr). Repeatable",
+         .def_doc = "none"),
     STR("engine", engine, "unix:///PATH", NULL,
         "the docker backend's engine socket: Docker's, or Podman's Docker-compatible API",
         .def_doc = "DOCKER_HOST, else CONTAINER_HOST, else the first of /var/run/docker.sock "

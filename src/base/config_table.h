@@ -33,6 +33,8 @@ struct config_opt {
     /* An action rather than a setting: a config file or a variable left
      * in the environment must never turn a daemon into a one-shot command. */
     bool cli_only;
+    /* OPT_LIST: what separates items in one value; 0 is ','. */
+    char sep;
 };
 
 extern const struct config_opt config_opts[];

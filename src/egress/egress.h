@@ -9,7 +9,8 @@
  * connection engine: policy.c (one run's policy, caps and usage),
  * summary.c (the run's egress summary), body.c (where a request's body
  * ends), relay.c (the byte pump) and gateway.c (one client connection
- * served to its end). It includes only base/ headers. */
+ * served to its end); settings.c (the daemon-wide pins, allowed CIDRs
+ * and caps, from the options). It includes only base/ headers. */
 #ifndef MCPSBX_EGRESS_H
 #define MCPSBX_EGRESS_H
 
@@ -21,6 +22,7 @@
 #include "egress/proxy_req.h"
 #include "egress/relay.h"
 #include "egress/resolve.h"
+#include "egress/settings.h"
 #include "egress/summary.h"
 
 #endif

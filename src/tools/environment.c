@@ -2,6 +2,7 @@
 
 #include "base/util.h"
 #include "sandbox/sandbox.h"
+#include "tools/egress_arg.h"
 #include "tools/languages.h"
 #include "tools/registry.h"
 #include "tools/session_tools.h"
@@ -87,16 +88,20 @@ json_object *tools_environment_json(const struct tools_env *tenv, const struct t
     json_object_object_add(env, "languages", langs);
     json_object_object_add(env, "limits", languages_limits_json(cfg));
     /* Per language: what its sandboxes can reach (none unless the operator
-     * allowed it; a call never can). */
+     * allowed it; a call never can), and which hosts through the egress
+     * gateway (a call may narrow that, never widen it). */
     json_object *net = json_object_new_object();
+    json_object *egress = json_object_new_object();
     for (size_t i = 0; i < langtable_count(lt); i++) {
         const struct langtable_lang *lang = langtable_get(lt, i);
         json_object_object_add(net, lang->name,
                                json_object_new_string(langtable_network(lang, cfg)
                                                           ? POLICY_NETWORK_ALLOWED
                                                           : POLICY_NETWORK));
+        json_object_object_add(egress, lang->name, egress_arg_list_json(lang->egress));
     }
     json_object_object_add(env, "network", net);
+    json_object_object_add(env, "egress", egress);
     json_object_object_add(env, "working_directory", json_object_new_string(POLICY_WORKDIR));
     json_object_object_add(env, "persistent", json_object_new_boolean(0));
     json_object_object_add(env, "pool", pool_json(tenv));

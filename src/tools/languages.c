@@ -11,6 +11,7 @@
 #include "base/threads.h"
 #include "base/util.h"
 #include "sandbox/sandbox.h"
+#include "tools/egress_arg.h"
 #include "tools/registry.h"
 
 /* The python and node runners' probes (src/tools/probes/, embedded at
@@ -483,6 +484,11 @@ json_object *languages_limits_json(const struct config *cfg)
         {"max_code_sessions_per_owner", cfg->max_code_sessions_per_owner},
         {"code_session_idle_ms", cfg->code_session_idle_ms},
         {"code_session_max_age_ms", cfg->code_session_max_age_ms},
+        {"egress_max_connections", cfg->egress_max_connections},
+        {"egress_max_connections_total", cfg->egress_max_connections_total},
+        {"egress_max_bytes_up", cfg->egress_max_bytes_up},
+        {"egress_max_bytes_down", cfg->egress_max_bytes_down},
+        {"egress_connection_timeout_ms", cfg->egress_connection_timeout_ms},
     };
     json_add_ints(lim, rows, ARRAY_SIZE(rows));
     json_object_object_add(lim, "cpus", json_object_new_double(cfg->cpus));
@@ -541,6 +547,7 @@ json_object *languages_json(struct languages *l, const struct config *cfg, struc
                                json_object_new_string(langtable_network(lang, cfg)
                                                           ? POLICY_NETWORK_ALLOWED
                                                           : POLICY_NETWORK));
+        json_object_object_add(x, "egress", egress_arg_list_json(lang->egress));
         if (exec)
             json_object_object_add(x, "sandbox_io",
                                    json_object_new_string(exec_sandbox_io(exec, lang)));

@@ -95,25 +95,47 @@ size_t registry_variant(const struct tools_features *f)
  * (reference counts: everything here stays on the calling thread). A tool
  * that runs code gets the limits in its description and the runs' output
  * schema; a check or a listing is read-only and closed to the world. */
-/* "No network access", or which languages have one. */
-static char *network_text(const struct config *cfg, const struct langtable *langs, bool *any)
+/* The names of the languages that have a network (egress false) or an
+ * egress list (true), ", "-separated; *n counts them. */
+static char *names_with(const struct config *cfg, const struct langtable *langs, bool egress,
+                        size_t *n)
 {
     struct buf b;
     buf_init(&b, 4096);
-    size_t n = 0, total = langtable_count(langs);
-    for (size_t i = 0; i < total; i++) {
+    *n = 0;
+    for (size_t i = 0; i < langtable_count(langs); i++) {
         const struct langtable_lang *l = langtable_get(langs, i);
+        bool has = egress ? l->egress != NULL : langtable_network(l, cfg);
         /* 64 names of 32 bytes fit the buffer. */
-        if (langtable_network(l, cfg) && buf_addf(&b, "%s%s", n++ ? ", " : "", l->name) < 0)
+        if (has && buf_addf(&b, "%s%s", (*n)++ ? ", " : "", l->name) < 0)
             break;
     }
-    *any = n > 0;
     char *list = buf_take(&b, NULL);
-    char *text = n == 0       ? xstrdup("No network access")
-                 : n == total ? xstrdup("Network access (the operator allows it)")
-                              : xasprintf("Network access for %s only (the operator allows it)",
-                                          list ? list : "");
+    return list ? list : xstrdup("");
+}
+
+/* "No network access; a call cannot change that", or which languages
+ * have one, and which reach named hosts through the egress gateway; *any
+ * when some do either. */
+static char *network_text(const struct config *cfg, const struct langtable *langs, bool *any)
+{
+    size_t n = 0, n_egress = 0, total = langtable_count(langs);
+    char *list = names_with(cfg, langs, false, &n);
+    char *egress = names_with(cfg, langs, true, &n_egress);
+    char *net = n == 0 ? xstrdup("No network access")
+                : n == total
+                    ? xstrdup("Network access (the operator allows it)")
+                    : xasprintf("Network access for %s only (the operator allows it)", list);
+    char *text = n_egress == 0
+                     ? xasprintf("%s; a call cannot change that", net)
+                     : xasprintf("%s but through the daemon's HTTP proxy, to the hosts of the "
+                                 "egress allow-list list_languages shows for %s; a call can "
+                                 "narrow that list (egress), never widen it, nor change the rest",
+                                 net, egress);
+    *any = n > 0 || n_egress > 0;
     free(list);
+    free(egress);
+    free(net);
     return text;
 }
 
@@ -130,7 +152,7 @@ static json_object *tool_json(const struct tooldef_checked *t, enum tool_kind ki
         json_object_object_add(o, "title", json_object_new_string(t->title));
     bool any_net = false;
     char *net = network_text(cfg, langs, &any_net);
-    char *desc = runs ? xasprintf("%s %s; a call cannot change that. Default limits: %lld ms, "
+    char *desc = runs ? xasprintf("%s %s. Default limits: %lld ms, "
                                   "%lld MiB memory (at most %lld ms, %lld MiB); output kept up to "
                                   "%lld bytes.",
                                   t->description, net, cfg->timeout_ms, cfg->memory_mb,
@@ -158,7 +180,8 @@ static json_object *tool_json(const struct tooldef_checked *t, enum tool_kind ki
         json_object_object_add(a, "destructiveHint",
                                json_object_new_boolean(kind == TOOL_CLOSE_SESSION));
         json_object_object_add(a, "idempotentHint", json_object_new_boolean(read_only));
-        /* Open only where the operator gave sandboxes a network. */
+        /* Open only where the operator gave sandboxes a network or
+         * named hosts. */
         json_object_object_add(a, "openWorldHint", json_object_new_boolean(runs && any_net));
         json_object_object_add(o, "annotations", a);
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "tools/egress_arg.h"
 #include "tools/egress_result.h"
 #include "tools/languages.h"
 #include "tools/registry.h"
@@ -201,7 +202,8 @@ int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_obje
     json_object *sid = NULL;
     bool in_session = json_object_object_get_ex(args, "session_id", &sid) && sid;
     if ((in_session ? sessions_parse_call(env, t, args, out, err)
-                    : one_shot(env, t, args, run, err)) < 0)
+                    : one_shot(env, t, args, run, err)) < 0 ||
+        egress_arg_parse(args, run, err) < 0)
         goto out;
     json_object *ft = NULL;
     run->typecheck_blocks =

@@ -8,9 +8,9 @@
  * (reading and checking a definition; tooldefs_check.c is the build's
  * program that checks defs/ with it), schema.c (the JSON Schema subset,
  * compiled once and validated against) and schema_check.c (its checker), variables.c (the variables
- * argument's names), languages.c (the languages' facts, versions read from the images),
- * environment.c (the environment resource), session_tools.c (code sessions: the
- * session tools and a run tool's call in a session). */
+ * argument's names), egress_arg.c (the egress argument, narrowing the language's list), languages.c
+ * (the languages' facts, versions read from the images), environment.c (the environment resource),
+ * session_tools.c (code sessions: the session tools and a run tool's call in a session). */
 #ifndef MCPSBX_TOOLS_H
 #define MCPSBX_TOOLS_H
 

@@ -12,15 +12,17 @@
  *     runners and within the runner's argument cap, a typecheck step only
  *     for the generic runner, plots only for the python runner, the
  *     environment's items NAME=value with each name once and none of the
- *     daemon's own, a runtime in its form;
+ *     daemon's own, a runtime in its form, an egress list NULL or of 1 to
+ *     EGRESS_PATTERNS_MAX patterns;
  *   - langtable_configure over an accepted table, with options the input's
  *     first bytes pick (a subset named by the table's own names and
  *     aliases, the images, the preloads, the runtimes, a pool size, a
  *     network), keeps the same invariants, with indexes 0..n-1 in order,
  *     only languages the subset named, and the options applied to the
  *     rows config_legacy names (image and preload where the runner is
- *     theirs); one naming a language the table lacks is refused with a
- *     message naming the option.
+ *     theirs), and no language with both a network and an egress list;
+ *     one naming a language the table lacks is refused with a message
+ *     naming the option.
  *
  * Replay one input: build/fuzz/fuzz_langtable FILE */
 #include <stdint.h>
@@ -116,6 +118,7 @@ static void check_table(const struct langtable *t)
         CHECK(l->pool_size >= 0 && l->pool_size <= LANGTABLE_POOL_MAX);
         CHECK(!l->plots || l->runner == LANGTABLE_RUNNER_PYTHON);
         check_environment(&l->environment);
+        CHECK(!l->egress || (l->egress->n >= 1 && l->egress->n <= EGRESS_PATTERNS_MAX));
         CHECK(!l->runtime || (l->runtime[0] && strlen(l->runtime) <= LANGTABLE_RUNTIME_MAX &&
                               strspn(l->runtime, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST"
                                                  "UVWXYZ0123456789._-") == strlen(l->runtime)));
@@ -229,6 +232,8 @@ static void check_configure(const uint8_t *data, size_t size, const struct langt
             else
                 CHECK(runtimes ? rt && strcmp(rt, "runc") == 0 : rt == NULL);
             CHECK(langtable_network(l, &cfg) == false || l->network_allowed);
+            CHECK(!(langtable_network(l, &cfg) && l->egress));
+            CHECK((l->egress == NULL) == (b->egress == NULL));
         }
     }
     config_free(&cfg);

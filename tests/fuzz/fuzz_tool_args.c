@@ -10,11 +10,12 @@
  * bounds, typecheck_blocks only from execute_code, and variables (when
  * given) within their cap, named as the language allows, that the runner
  * request accepts, and files (when given) within their
- * caps with normalized paths none inside another. Then the input bytes are used as a
- * program's stdout and stderr for tools_result (any status, compile_error
- * too, and any language of the table), whose CallToolResult must
- * serialize to valid UTF-8 JSON whatever bytes the program wrote, with a
- * structuredContent valid against the served outputSchema. The bytes are
+ * caps with normalized paths none inside another, and an egress list
+ * only for a language with one (python under the tight configuration),
+ * never for a check, each of its patterns allowed by the language's. Then the input bytes are used
+ * as a program's stdout and stderr for tools_result (any status, compile_error too, and any
+ * language of the table), whose CallToolResult must serialize to valid UTF-8 JSON whatever bytes
+ * the program wrote, with a structuredContent valid against the served outputSchema. The bytes are
  * also a version command's output (languages_version_from_text): refused,
  * or a probe answer the probe parser takes back. The same bytes
  * are a language probe's output (languages_parse_probe): refused, or every
@@ -47,7 +48,7 @@ static json_object *output_schema; /* execute_code's, as tools/list serves it */
 static json_object *check_def;     /* validate_code's definition, for its outputSchema */
 static json_object *list_def;      /* list_languages' */
 static struct tools_env env;       /* no backend: no probe, no thread */
-static struct tools_env env_tight; /* the same table under cfg_tight */
+static struct tools_env env_tight; /* the built-in table under cfg_tight */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -64,10 +65,17 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     cfg_tight.max_files_in = 2;
     cfg_tight.max_file_in_bytes = 8;
     cfg_tight.max_files_in_bytes = 12;
+    /* Python with an egress list for a call to narrow. */
+    cfg_tight.egress.items = xrealloc(cfg_tight.egress.items, 2 * sizeof(char *));
+    cfg_tight.egress.items[0] = xstrdup("python=pypi.org,*.pythonhosted.org:443,10.0.0.1:8080");
+    cfg_tight.egress.items[1] = NULL;
+    cfg_tight.egress.n = 1;
     /* The built-in table, configured by cfg_default (tools_env_init). */
     CHECK(tools_env_init(&env, &cfg_default, NULL, NULL, NULL) == 0);
     CHECK(langtable_count(env.langs) >= 2);
-    CHECK(tools_env_init(&env_tight, &cfg_tight, env.langs, NULL, NULL) == 0);
+    /* Its own table: the built-in one configured by cfg_tight. */
+    CHECK(tools_env_init(&env_tight, &cfg_tight, NULL, NULL, NULL) == 0);
+    CHECK(langtable_find(env_tight.langs, "python")->egress != NULL);
     struct tools_features modern = {.annotations = true, .structured = true};
     size_t len = 0;
     json_object *list = json_tokener_parse(tools_list_json(&env, &modern, &len));
@@ -175,6 +183,17 @@ static void check_args(const struct tools_env *e, const char *name, json_object 
         CHECK(strcmp(norm, a.run.patterns[i]) == 0);
         free(norm);
     }
+    /* Egress: the run's own non-empty copy, each pattern one the
+     * language's list allows. */
+    const struct egress_patterns *base = a.run.language->egress;
+    CHECK(!a.run.egress || (base && !a.run.check_only && a.run.egress != base));
+    for (size_t i = 0; a.run.egress && i < a.run.egress->n; i++) {
+        static struct egress_patterns one;
+        one.n = 1;
+        one.items[0] = a.run.egress->items[i];
+        CHECK(egress_patterns_narrow(base, &one, &one, NULL) == 0);
+    }
+    CHECK(!a.run.egress || a.run.egress->n >= 1);
     tools_run_args_release(&a);
 }
 

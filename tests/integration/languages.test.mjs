@@ -55,6 +55,8 @@ function checkFacts(sc, { pool }) {
   for (const v of Object.values(js.packages)) assert.match(v, PACKAGE_VERSION, ctx);
   for (const l of sc.languages) {
     assert.equal(l.network, 'none', ctx);
+    // No egress allow-list unless the operator sets one (--egress).
+    assert.deepEqual(l.egress, [], ctx);
     assert.equal(l.pool_size, pool, ctx);
     assert.equal(l.probing, undefined, ctx);
     assert.equal(l.version_error, undefined, ctx);

@@ -95,7 +95,7 @@ describe('over the SDK client', { timeout: 900_000 }, () => {
     // The language may be left out for a call in a code session (session_id).
     assert.deepEqual([...exec.inputSchema.required].sort(), ['code']);
     assert.ok(exec.inputSchema.properties.session_id, 'execute_code lacks session_id');
-    for (const k of ['language', 'code', 'stdin', 'timeout_ms', 'memory_mb']) {
+    for (const k of ['language', 'code', 'stdin', 'timeout_ms', 'memory_mb', 'egress']) {
       assert.ok(exec.inputSchema.properties[k], `execute_code lacks ${k}`);
     }
   });

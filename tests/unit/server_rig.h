@@ -42,7 +42,7 @@ static inline void rig_start(struct rig *g)
 {
     struct err err = ERR_INIT;
     g->langs = test_langs(&g->cfg);
-    g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, NULL, &err);
+    g->exec = exec_ctx_new(&g->cfg, g->langs, g->backend, NULL, NULL, &err);
     if (!g->exec)
         fail_msg("exec_ctx_new: %s", err_msg(&err));
     g->srv = mcp_server_new(&g->cfg, g->exec, &err);

@@ -241,6 +241,54 @@ static int check_network(const struct langtable *t, const struct config *cfg, st
     return 0;
 }
 
+/* One --egress item, "LANGUAGE=PATTERN,...", into its language's row:
+ * the list replaces the table's, an empty one removes it. */
+static int configure_egress_item(struct langtable *t, const char *item, struct err *err)
+{
+    const char *eq = strchr(item, '=');
+    size_t n = eq ? (size_t)(eq - item) : strlen(item);
+    while (n && (item[n - 1] == ' ' || item[n - 1] == '\t'))
+        n--;
+    /* config_item_egress checked the name's form: it fits. */
+    char name[LANGTABLE_NAME_MAX + 1];
+    size_t cut = n < LANGTABLE_NAME_MAX ? n : LANGTABLE_NAME_MAX;
+    memcpy(name, item, cut);
+    name[cut] = '\0';
+    const struct langtable_lang *found = langtable_find(t, name);
+    struct langtable_lang *l = found ? &t->langs[found->index] : NULL;
+    if (!eq || !l)
+        return err_set(err, ERR_INVALID,
+                       "--egress: '%s' is not a language of the table (or not enabled)", name);
+    struct egress_patterns *list = xcalloc(1, sizeof(*list));
+    if (egress_patterns_parse(eq + 1, list, err) < 0) {
+        free(list);
+        return err_wrap(err, "--egress %s", l->name);
+    }
+    free(l->egress);
+    l->egress = list->n ? list : NULL;
+    if (!l->egress)
+        free(list);
+    return 0;
+}
+
+/* --egress's items in order, so of two for one language the later holds
+ * (the command line's over the environment's over the file's); then no
+ * language may have both an egress list and the engine's network. */
+static int configure_egress(struct langtable *t, const struct config *cfg, struct err *err)
+{
+    for (size_t i = 0; i < cfg->egress.n; i++)
+        if (configure_egress_item(t, cfg->egress.items[i], err) < 0)
+            return -1;
+    for (size_t i = 0; i < t->n; i++)
+        if (t->langs[i].egress && langtable_network(&t->langs[i], cfg))
+            return err_set(err, ERR_INVALID,
+                           "--allow-network and --egress: language '%s' has both the engine's "
+                           "network (--allow-network) and an egress allow-list (--egress, or "
+                           "the languages file's 'egress'); choose one",
+                           t->langs[i].name);
+    return 0;
+}
+
 int langtable_configure(struct langtable *t, const struct config *cfg, struct err *err)
 {
     if (configure_subset(t, &cfg->languages, err) < 0)
@@ -252,7 +300,7 @@ int langtable_configure(struct langtable *t, const struct config *cfg, struct er
     }
     for (size_t i = 0; cfg->pool_size >= 0 && i < t->n; i++)
         t->langs[i].pool_size = cfg->pool_size;
-    if (check_network(t, cfg, err) < 0)
+    if (check_network(t, cfg, err) < 0 || configure_egress(t, cfg, err) < 0)
         return -1;
     if (cfg->dry_run_create && *cfg->dry_run_create && !langtable_find(t, cfg->dry_run_create))
         return err_set(err, ERR_INVALID, "--dry-run-create: '%.64s' is not a language of the table",

@@ -74,6 +74,16 @@
  *                    [A-Za-z0-9._-]; null or absent: --runtime's.
  *   network_allowed  whether --allow-network may give this language a
  *                    network at all (default false for a new language).
+ *   egress           the hosts its sandboxes may reach through the
+ *                    daemon's egress gateway (src/egress/), with no
+ *                    network of their own: an array of patterns, each an
+ *                    exact DNS name, "*.SUFFIX" or an IP literal, with
+ *                    ":PORT" or else ports 443 and 80 (egress/pattern.h),
+ *                    at most EGRESS_PATTERNS_MAX; [] or null: none (the
+ *                    default; the built-in table gives none). --egress
+ *                    replaces it; a call may narrow it, never widen it.
+ *                    A language with a list is never also given the
+ *                    engine's network (--allow-network): choose one.
  *   packages         the notable Debian packages in its image, shown by
  *                    list_languages (the image's Dockerfile installs them).
  *   disabled         true: remove the language.
@@ -96,10 +106,12 @@
  * its runner by kind (python/node: run + the runner + preload_joined;
  * generic: the generic runner with source_file, compile, typecheck and run
  * in its request), keeps one pool per language sized by pool_size, gives
- * its sandboxes its environment and runtime (sandbox/run/policy.h), and gives
+ * its sandboxes its environment and runtime (sandbox/run/policy.h), gives
  * a network only to a language that allows it and the operator names in
- * --allow-network; scripts/images.sh builds the images of the languages
- * enabled (mcp-sandboxd --list-images).
+ * --allow-network, and the egress gateway to one with an egress list (a
+ * run's own copy, narrowed by its call: sandbox/run/run.h);
+ * scripts/images.sh builds the images of the languages enabled
+ * (mcp-sandboxd --list-images).
  *
  * The code: langtable_read.c reads one file (json-c parses, base/jsonpos.h
  * finds the lines), langtable_merge.c puts the two files together and
@@ -114,6 +126,7 @@
 #include <stddef.h>
 
 #include "base/err.h"
+#include "egress/pattern.h"
 
 #define LANGTABLE_MAX_LANGUAGES              64
 #define LANGTABLE_MAX_ALIASES                8
@@ -178,6 +191,9 @@ struct langtable_lang {
     bool plots;                        /* python runner: figures come back */
     struct langtable_strv environment; /* "NAME=value", after the daemon's own */
     char *runtime;                     /* NULL: --runtime's (langtable_runtime) */
+    /* The hosts its sandboxes may reach through the egress gateway; NULL:
+     * none (never a list of no pattern: the table holds that as NULL). */
+    struct egress_patterns *egress;
 };
 
 struct langtable;
@@ -209,8 +225,10 @@ struct config;
  * checked as its runner's modules even when its language is not enabled),
  * --pool-size when given (every language), and --allow-network /
  * --dry-run-create naming languages the table has (allow-network only for
- * one whose network_allowed is true). Returns 0, or -1 with an
- * ERR_INVALID message naming the option. */
+ * one whose network_allowed is true), --egress's lists (a name or alias,
+ * each item replacing that language's list, "LANGUAGE=" removing it) and
+ * no language with both a network and an egress list. Returns 0, or -1
+ * with an ERR_INVALID message naming the option. */
 int langtable_configure(struct langtable *t, const struct config *cfg, struct err *err);
 
 /* The OCI runtime l's sandboxes run under: its own, else --runtime, else

@@ -37,6 +37,11 @@ static void take_value(const struct field_def *f, void *dst, void *src)
     case K_CHECKER:
         *(enum langtable_checker *)dst = *(enum langtable_checker *)src;
         break;
+    case K_EGRESS:
+        free(*(struct egress_patterns **)dst);
+        *(struct egress_patterns **)dst = *(struct egress_patterns **)src;
+        *(struct egress_patterns **)src = NULL;
+        break;
     case K_DISABLED:
         break;
     }

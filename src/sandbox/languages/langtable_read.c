@@ -60,6 +60,8 @@ void langtable_lang_free(struct langtable_lang *l)
             free(*(char **)at);
         else if (langtable_fields[f].kind == K_LIST)
             langtable_strv_free(at);
+        else if (langtable_fields[f].kind == K_EGRESS)
+            free(*(struct egress_patterns **)at);
     }
     free(l->preload_joined);
     memset(l, 0, sizeof(*l));
@@ -210,6 +212,8 @@ const struct field_def langtable_fields[N_FIELDS] = {
                        .form = "a variable (NAME=value, NAME [A-Za-z_][A-Za-z0-9_]*)"},
     [F_RUNTIME] = {"runtime", AT(runtime), .kind = K_STRING, .nullable = true,
                    .valid = valid_runtime, .form = "a runtime name ([A-Za-z0-9._-], at most 64)"},
+    [F_EGRESS] = {"egress", AT(egress), .kind = K_EGRESS, .nullable = true,
+                  .max = EGRESS_PATTERNS_MAX},
     [F_DISABLED] = {"disabled", 0, .kind = K_DISABLED},
 };
 
@@ -263,6 +267,33 @@ static int get_list(json_object *v, const struct field_def *f, struct langtable_
     }
     langtable_strv_free(out);
     *out = s;
+    return 0;
+}
+
+/* Host patterns (egress/pattern.h), one a string; none is NULL. */
+static int get_egress(json_object *v, const struct field_def *f, struct egress_patterns **out,
+                      struct err *err)
+{
+    if (!json_object_is_type(v, json_type_array))
+        return err_set(err, ERR_INVALID, "'%s' must be an array of host patterns", f->key);
+    size_t n = json_object_array_length(v);
+    if (n > f->max)
+        return err_set(err, ERR_INVALID, "'%s' has more than %zu items", f->key, f->max);
+    struct egress_patterns *list = n ? xcalloc(1, sizeof(*list)) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_object *item = json_object_array_get_idx(v, i);
+        if (!json_object_is_type(item, json_type_string)) {
+            free(list);
+            return err_set(err, ERR_INVALID, "'%s'[%zu] must be a string", f->key, i);
+        }
+        if (egress_patterns_add(list, json_object_get_string(item),
+                                (size_t)json_object_get_string_len(item), err) < 0) {
+            free(list);
+            return err_wrap(err, "'%s'[%zu]", f->key, i);
+        }
+    }
+    free(*out);
+    *out = list;
     return 0;
 }
 
@@ -329,6 +360,9 @@ static int read_field(struct draft *d, enum field f, json_object *v, const struc
         if (def->kind == K_STRING) {
             free(*(char **)at);
             *(char **)at = NULL;
+        } else if (def->kind == K_EGRESS) {
+            free(*(struct egress_patterns **)at);
+            *(struct egress_patterns **)at = NULL;
         } else {
             langtable_strv_free(at);
         }
@@ -351,6 +385,9 @@ static int read_field(struct draft *d, enum field f, json_object *v, const struc
             break;
         case K_CHECKER:
             rc = get_checker(v, at, err);
+            break;
+        case K_EGRESS:
+            rc = get_egress(v, def, at, err);
             break;
         case K_DISABLED:
             rc = get_bool(v, def->key, &disabled, err);

@@ -35,6 +35,7 @@ enum field {
     F_PLOTS,
     F_ENVIRONMENT,
     F_RUNTIME,
+    F_EGRESS,
     F_DISABLED,
     N_FIELDS
 };
@@ -47,6 +48,7 @@ enum field_kind {
     K_BOOL,     /* bool */
     K_RUNNER,   /* enum langtable_runner */
     K_CHECKER,  /* enum langtable_checker; null is "none" */
+    K_EGRESS,   /* struct egress_patterns *; [] and null are NULL, none */
     K_DISABLED, /* kept in the draft only */
 };
 

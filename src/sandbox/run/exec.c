@@ -202,12 +202,20 @@ static int sessions_start(struct exec_ctx *ctx, struct err *err)
 }
 
 struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *langs,
-                              struct backend *backend, char **envp, struct err *err)
+                              struct backend *backend, const struct egress_settings *egress,
+                              char **envp, struct err *err)
 {
     struct exec_ctx *ctx = xcalloc(1, sizeof(*ctx));
     ctx->cfg = cfg;
     ctx->langs = langs;
     ctx->backend = backend;
+    if (egress) {
+        ctx->egress_pins = &egress->pins;
+        ctx->egress_allow = &egress->allow;
+        ctx->egress_caps = egress->caps;
+    } else {
+        egress_caps_default(&ctx->egress_caps);
+    }
     ctx->cmds = commands_new(langs);
     if (runner_new_nonce(ctx->instance, err) < 0) {
         exec_ctx_free(ctx);

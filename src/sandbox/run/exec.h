@@ -30,6 +30,7 @@
 #include "base/buf.h"
 #include "base/config.h"
 #include "base/err.h"
+#include "egress/settings.h"
 #include "egress/summary.h"
 #include "sandbox/languages/langtable.h"
 #include "sandbox/output/outfiles.h"
@@ -51,11 +52,13 @@ const char *exec_status_name(enum exec_status st);
 
 struct exec_ctx;
 
-/* cfg, langs (configured: langtable_configure) and backend are borrowed and
- * must outlive the context. envp is the daemon's environment, read once
- * here for --pass-through-env. */
+/* cfg, langs (configured: langtable_configure), backend and egress are
+ * borrowed and must outlive the context; egress may be NULL: no pins, no
+ * allowed CIDRs, the default caps. envp is the daemon's environment, read
+ * once here for --pass-through-env. */
 struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *langs,
-                              struct backend *backend, char **envp, struct err *err);
+                              struct backend *backend, const struct egress_settings *egress,
+                              char **envp, struct err *err);
 
 /* The languages it runs (borrowed). */
 const struct langtable *exec_languages(const struct exec_ctx *ctx);

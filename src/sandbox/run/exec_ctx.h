@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "base/config.h"
+#include "egress/policy.h"
 #include "sandbox/languages/langtable.h"
 #include "sandbox/output/redact.h"
 #include "sandbox/pool/pool.h"
@@ -45,6 +46,12 @@ struct exec_ctx {
      * limit, in seconds (0: no pool). */
     long long pool_expiry_extra_s;
     struct code_space *sessions; /* NULL until code_sessions_start */
+    /* The egress gateway's daemon-wide settings (egress/settings.h),
+     * shared read-only by every run: the pinned names and the allowed
+     * CIDRs (NULL: none) and each run's caps. */
+    const struct egress_pins *egress_pins;
+    const struct egress_cidrs *egress_allow;
+    struct egress_caps egress_caps;
 };
 
 /* The container for req (exec.c): the policy's limits, and labels that let

@@ -34,6 +34,7 @@ void run_free(struct run *r)
     run_files_free(r);
     free(r->text);
     free(r->variables);
+    free(r->egress);
     exec_cancel_free(r->cancel);
     run_init(r);
 }

@@ -5,8 +5,8 @@
  * thread: the code, stdin, variables and files are copies.
  *
  * What it owns: text (the copy code and stdin_data point into), variables,
- * files (and what they point into, file_data), the output patterns and
- * the cancel handle. A run made on the stack with
+ * files (and what they point into, file_data), the output patterns, the
+ * egress list and the cancel handle. A run made on the stack with
  * borrowed strings (a probe, a test) owns nothing and needs no run_free. */
 #ifndef MCPSBX_RUN_H
 #define MCPSBX_RUN_H
@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "egress/pattern.h"
 #include "sandbox/languages/langtable.h"
 #include "sandbox/runner/runner.h"
 
@@ -60,6 +61,12 @@ struct run {
      * patterns and the operator's caps, decided at admission. */
     bool returns;
     struct runner_outputs outputs;
+    /* The hosts the run may reach through the egress gateway: a copy of
+     * its language's list, narrowed by the call's egress argument, decided
+     * at admission (tools/egress_arg.h). NULL: no egress at all (the
+     * language has none, or the call narrowed it to nothing); never an
+     * empty list. */
+    struct egress_patterns *egress;
     long long timeout_ms; /* already clamped */
     long long memory_mb;  /* already clamped */
     /* util_now_ms() time by which the program must have started: engine

@@ -680,6 +680,85 @@ static void test_code_sessions(void **state)
     expect_error(a6, none, "out of range");
 }
 
+/* The egress options: --egress keeps whole "LANGUAGE=PATTERN,..." items
+ * (';' between items in one value, as the environment and the file give
+ * them), in the order file < environment < command line, so the table
+ * applies the later over the earlier (test_langtable_egress); the CIDRs
+ * and pins are lists of their own (egress/settings.h parses them:
+ * test_settings); the caps' defaults are policy.h's (test_settings too). */
+static void test_egress_options(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/mcpsbx-test-conf-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs("egress = python=pypi.org, *.pythonhosted.org:443\n"
+          "egress = ruby=rubygems.org\n"
+          "egress-allow-cidr = 10.0.0.0/8\n",
+          fp);
+    fclose(fp);
+    char *argv[] = {"d",
+                    "--config",
+                    path,
+                    "--egress",
+                    "python=example.com,[2001:db8::1]:8443",
+                    "--egress=c=",
+                    "--egress-allow-cidr",
+                    "192.168.1.0/24,fd00::/8",
+                    "--egress-resolve",
+                    "db.example=10.1.2.3,api.example=[2001:db8::2]",
+                    "--egress-max-connections",
+                    "4",
+                    "--egress-max-bytes-up=1024",
+                    NULL};
+    char *envp[] = {"MCPSANDBOXD_EGRESS=javascript=registry.npmjs.org,*.npmjs.com;bash = a.example",
+                    "MCPSANDBOXD_EGRESS_MAX_CONNECTIONS=9",
+                    "MCPSANDBOXD_EGRESS_CONNECTION_TIMEOUT_MS=5000", NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    assert_int_equal(load(&cfg, argv, envp, &err), 0);
+    const char *want[] = {"python=pypi.org, *.pythonhosted.org:443",   "ruby=rubygems.org",
+                          "javascript=registry.npmjs.org,*.npmjs.com", "bash = a.example",
+                          "python=example.com,[2001:db8::1]:8443",     "c="};
+    assert_int_equal(cfg.egress.n, ARRAY_SIZE(want));
+    for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+        assert_string_equal(cfg.egress.items[i], want[i]);
+    assert_null(cfg.egress.items[ARRAY_SIZE(want)]);
+    assert_int_equal(cfg.egress_allow_cidr.n, 3);
+    assert_string_equal(cfg.egress_allow_cidr.items[2], "fd00::/8");
+    assert_int_equal(cfg.egress_resolve.n, 2);
+    assert_string_equal(cfg.egress_resolve.items[1], "api.example=[2001:db8::2]");
+    assert_int_equal(cfg.egress_max_connections, 4); /* CLI beats environment */
+    assert_int_equal(cfg.egress_max_connections_total, 256);
+    assert_int_equal(cfg.egress_max_bytes_up, 1024);
+    assert_int_equal(cfg.egress_max_bytes_down, 512LL << 20);
+    assert_int_equal(cfg.egress_connection_timeout_ms, 5000);
+    config_free(&cfg);
+    unlink(path);
+
+    char *none[] = {NULL};
+    char *e1[] = {"d", "--egress", "pypi.org", NULL};
+    expect_error(e1, none, "--egress: 'pypi.org' is not valid (LANGUAGE=PATTERN");
+    char *e2[] = {"d", "--egress", "1py=pypi.org", NULL};
+    expect_error(e2, none, "'1py=pypi.org'");
+    char *e3[] = {"d", "--egress", "python=pypi.org\x01", NULL};
+    expect_error(e3, none, "--egress");
+    char *e4[] = {"d", "--egress-allow-cidr", "10.0.0.0/8 x", NULL};
+    expect_error(e4, none, "--egress-allow-cidr");
+    char *e5[] = {"d", "--egress-max-connections", "0", NULL};
+    expect_error(e5, none, "--egress-max-connections: 0 is out of range");
+    char *e6[] = {"d", "--egress-max-connections-total", "100001", NULL};
+    expect_error(e6, none, "out of range");
+    char *e7[] = {"d", "--egress-max-bytes-down", "0", NULL};
+    expect_error(e7, none, "--egress-max-bytes-down");
+    char *e8[] = {"d", "--egress-connection-timeout-ms", "86400001", NULL};
+    expect_error(e8, none, "--egress-connection-timeout-ms");
+    char *env_bad[] = {"MCPSANDBOXD_EGRESS=python=a.example;nolanguage", NULL};
+    char *plain[] = {"d", NULL};
+    expect_error(plain, env_bad, "MCPSANDBOXD_EGRESS");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -699,6 +778,7 @@ int main(void)
         cmocka_unit_test(test_listen_needs_token_off_loopback),
         cmocka_unit_test(test_session_shares),
         cmocka_unit_test(test_code_sessions),
+        cmocka_unit_test(test_egress_options),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

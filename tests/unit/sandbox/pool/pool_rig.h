@@ -38,7 +38,7 @@ static inline void rig_open(struct rig *g)
     g->langs = test_langs_text(&g->cfg, g->languages_text);
     PY = test_lang(g->langs, "python");
     JS = test_lang(g->langs, "javascript");
-    g->exec = exec_ctx_new(&g->cfg, g->langs, fake_backend_get(g->fake), NULL, &err);
+    g->exec = exec_ctx_new(&g->cfg, g->langs, fake_backend_get(g->fake), NULL, NULL, &err);
     if (!g->exec)
         fail_msg("exec_ctx_new: %s", err_msg(&err));
 }

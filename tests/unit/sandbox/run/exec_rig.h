@@ -50,7 +50,7 @@ static inline int setup(void **state)
 static inline void rig_open_env(struct rig *g, char **envp)
 {
     struct err err = ERR_INIT;
-    g->exec = exec_ctx_new(&g->cfg, g->langs, fake_backend_get(g->fb), envp, &err);
+    g->exec = exec_ctx_new(&g->cfg, g->langs, fake_backend_get(g->fb), NULL, envp, &err);
     if (!g->exec)
         fail_msg("exec_ctx_new: %s", err_msg(&err));
 }

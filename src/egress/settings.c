@@ -1,0 +1,53 @@
+#include "egress/settings.h"
+
+#include <stdlib.h>
+
+#include "base/util.h"
+
+/* The caps the options give; the connect and head times stay the
+ * defaults (no option sets them). The option table's bounds keep every
+ * value within its field. */
+static void caps_of(const struct config *cfg, struct egress_caps *caps)
+{
+    egress_caps_default(caps);
+    caps->conns_open = (unsigned)cfg->egress_max_connections;
+    caps->conns_total = (unsigned)cfg->egress_max_connections_total;
+    caps->bytes_up = (unsigned long long)cfg->egress_max_bytes_up;
+    caps->bytes_down = (unsigned long long)cfg->egress_max_bytes_down;
+    caps->conn_ms = cfg->egress_connection_timeout_ms;
+}
+
+int egress_settings_new(const struct config *cfg, struct egress_settings **out, struct err *err)
+{
+    struct egress_settings *s = xcalloc(1, sizeof(*s));
+    int rc = -1;
+    *out = NULL;
+    for (size_t i = 0; i < cfg->egress_resolve.n; i++)
+        if (egress_pins_add(&s->pins, cfg->egress_resolve.items[i], err) < 0) {
+            err_wrap(err, "--egress-resolve");
+            goto out;
+        }
+    for (size_t i = 0; i < cfg->egress_allow_cidr.n; i++)
+        if (egress_cidrs_add(&s->allow, cfg->egress_allow_cidr.items[i], err) < 0) {
+            err_wrap(err, "--egress-allow-cidr");
+            goto out;
+        }
+    caps_of(cfg, &s->caps);
+    if (egress_caps_check(&s->caps, err) < 0) {
+        err_wrap(err, "--egress-max-connections, --egress-max-connections-total, "
+                      "--egress-max-bytes-up, --egress-max-bytes-down or "
+                      "--egress-connection-timeout-ms");
+        goto out;
+    }
+    *out = s;
+    s = NULL;
+    rc = 0;
+out:
+    free(s);
+    return rc;
+}
+
+void egress_settings_free(struct egress_settings *s)
+{
+    free(s);
+}
