@@ -20,8 +20,8 @@
 struct slot {
     struct egress_acceptor *a;
     pthread_t thread;
-    bool used;         /* a thread runs or ended unjoined (acceptor's) */
-    atomic_bool done;  /* its connection ended (the thread's) */
+    bool used;        /* a thread runs or ended unjoined (acceptor's) */
+    atomic_bool done; /* its connection ended (the thread's) */
     int fd;
 };
 

@@ -49,8 +49,8 @@ int egress_result_text(const struct egress_report *r, struct buf *text)
         const struct egress_entry *e = &r->entries[i];
         if (e->allowed)
             continue;
-        rc |= buf_addf(text, "%s %s:%u (%s)", named ? ";" : "", e->host[0] ? e->host : "-",
-                       e->port, e->reason);
+        rc |= buf_addf(text, "%s %s:%u (%s)", named ? ";" : "", e->host[0] ? e->host : "-", e->port,
+                       e->reason);
         named++;
     }
     if (r->refused > named)

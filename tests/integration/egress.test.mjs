@@ -15,10 +15,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import https from 'node:https';
+import tls from 'node:tls';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
+import dns from 'node:dns/promises';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -38,6 +40,8 @@ let ca;
 let httpPort;
 let httpsPort;
 let registryHost;
+let registryAllow = []; // --egress-allow-cidr for the registry's address
+let registryCa = ''; // the CAs npm here trusts for it
 const servers = [];
 const seen = []; // what the upstreams received: {server, method, url, host, auth, body}
 
@@ -101,6 +105,7 @@ function egressArgs() {
     '--egress-resolve', 'private.test=10.1.2.3',
     '--egress-allow-cidr', '127.0.0.0/8',
     '--egress-max-connections-total', String(CONNS_TOTAL),
+    ...registryAllow,
   ];
 }
 
@@ -118,6 +123,18 @@ test('preflight: upstreams on loopback; the daemon starts with egress', async (t
   httpPort = await listen(http.createServer(handler('http')));
   httpsPort = await listen(https.createServer(tlsOpts, handler('https')));
   registryHost = new URL(execFileSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8' }).trim()).hostname;
+  // Some hosts reach the registry through a local mirror under an address
+  // the gateway refuses by default (a documentation or private range): the
+  // registry's address as this host resolves it is allowed explicitly, as
+  // the operator of such a host would.
+  const { address, family } = await dns.lookup(registryHost);
+  registryAllow = ['--egress-allow-cidr', `${address}/${family === 6 ? 128 : 32}`];
+  // The same hosts' mirrors present certificates of a CA of their own:
+  // the sandbox's client trusts what npm here trusts (its cafile, else
+  // Node's extra CAs) besides Node's own roots.
+  const cafile = [execFileSync('npm', ['config', 'get', 'cafile'], { encoding: 'utf8' }).trim(), process.env.NODE_EXTRA_CA_CERTS]
+    .find((f) => f && f !== 'null' && fs.existsSync(f));
+  registryCa = [...tls.rootCertificates, cafile ? fs.readFileSync(cafile, 'utf8') : ''].join('\n');
   if (GVISOR) return;
   d = await HttpDaemon.start('egress', { args: egressArgs() });
   c = await client('egress');
@@ -275,7 +292,7 @@ curl -s -o /dev/null -w '%{http_code}\\n' http://other.test:${httpPort}/`,
 test('list_languages shows each language\'s list; a session call has its own summary', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(d, async () => {
     const langs = (await c.call('list_languages', {})).structuredContent.languages;
-    const py = langs.find((l) => l.name === 'python');
+    const py = langs.find((l) => l.language === 'python');
     assert.deepEqual(py.egress, [`allowed.test:${httpPort}`, `allowed.test:${httpsPort}`, `private.test:${httpPort}`, '169.254.169.254:80'], JSON.stringify(py));
     const s = await c.call('create_session', { language: 'python' });
     const sid = s.structuredContent.session_id;
@@ -294,10 +311,12 @@ test('list_languages shows each language\'s list; a session call has its own sum
 test('the public npm registry is reachable as an allowed host; another public host is refused', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(d, async () => {
     const sc = await run('run_js_code', {
+      files: [{ path: 'ca.pem', content: registryCa }],
       code: `
 const https = require('https');
+const ca = require('fs').readFileSync('ca.pem');
 const get = (u) => new Promise((res) =>
-  https.get(u, (r) => { r.resume(); r.on('end', () => res(r.statusCode)); }).on('error', (e) => res(e.message)));
+  https.get(u, { ca }, (r) => { r.resume(); r.on('end', () => res(r.statusCode)); }).on('error', (e) => res(e.message)));
 (async () => {
   console.log(JSON.stringify([await get('https://${registryHost}/-/ping'), await get('https://example.com/')]));
 })();

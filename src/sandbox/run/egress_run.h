@@ -8,6 +8,8 @@
 #include "egress/acceptor.h"
 #include "sandbox/run/exec_ctx.h"
 
+struct exec_result;
+
 /* For req with egress (req->egress), the gateway of the sandbox id on
  * stream under req's patterns and the daemon's pins, allow CIDRs and
  * caps: *a to pass to egress_run_end. *a is NULL for a run without

@@ -158,6 +158,9 @@ void exec_result_set_message(struct exec_result *r, const char *fmt, ...)
 }
 
 static int pool_start(struct exec_ctx *ctx, struct err *err);
+static void policy_run_for(const struct exec_ctx *ctx, const struct langtable_lang *lang,
+                           const char **cmd, const char **env, long long memory_mb,
+                           struct policy_run *run);
 
 /* A failed run's error as it is returned and logged: any part of it may
  * quote the sandbox (the runner's words, a file's name). */
@@ -201,6 +204,25 @@ static int sessions_start(struct exec_ctx *ctx, struct err *err)
     return code_sessions_start(ctx, &lim, err);
 }
 
+/* Every language with egress must be able to reach the gateway under its
+ * runtime on this host: one that cannot refuses to start, never runs
+ * without its gateway nor with more. */
+static int egress_check(const struct exec_ctx *ctx, struct err *err)
+{
+    for (size_t i = 0; i < langtable_count(ctx->langs); i++) {
+        const struct langtable_lang *lang = langtable_get(ctx->langs, i);
+        if (!lang->egress)
+            continue;
+        struct policy_run run;
+        policy_run_for(ctx, lang, ctx->cmds[i].cmd, ctx->cmds[i].env, ctx->cfg->memory_mb, &run);
+        struct backend_spec spec;
+        policy_spec(ctx->cfg, &run, &spec);
+        if (backend_egress_check(ctx->backend, &spec, err) < 0)
+            return err_wrap(err, "%s has an egress allow-list (--egress)", lang->name);
+    }
+    return 0;
+}
+
 struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *langs,
                               struct backend *backend, const struct egress_settings *egress,
                               char **envp, struct err *err)
@@ -236,8 +258,8 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
     ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, ctx->uids, err);
     if (ctx->reaper)
         ctx->launcher = launcher_new(backend, ctx->reaper, ctx->uids);
-    if (!ctx->reaper || (pool_wanted(langs) && pool_start(ctx, err) < 0) ||
-        sessions_start(ctx, err) < 0) {
+    if (!ctx->reaper || egress_check(ctx, err) < 0 ||
+        (pool_wanted(langs) && pool_start(ctx, err) < 0) || sessions_start(ctx, err) < 0) {
         exec_ctx_free(ctx);
         return NULL;
     }
@@ -369,7 +391,8 @@ char *exec_describe_create(const struct config *cfg, struct backend *backend,
 {
     struct exec_ctx dry = {.cfg = cfg, .instance = "dry-run"};
     const char **cmd = commands_on_demand(lang);
-    const char **env = policy_env_new((const char *const *)lang->environment.v, lang->egress != NULL);
+    const char **env =
+        policy_env_new((const char *const *)lang->environment.v, lang->egress != NULL);
     struct policy_run run;
     policy_run_for(&dry, lang, cmd, env, cfg->memory_mb, &run);
     struct backend_spec spec;

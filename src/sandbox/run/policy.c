@@ -30,11 +30,13 @@ static const char *const base_env[] = {"HOME=" POLICY_WORKDIR, "TMPDIR=" POLICY_
  * backend puts inside it). Both spellings: curl reads only the lower-case
  * http_proxy, some tools only the upper-case ones. Loopback stays direct:
  * a server the program starts itself is its own. */
-static const char *const egress_env[] = {
-    "HTTP_PROXY=" EGRESS_PROXY,          "HTTPS_PROXY=" EGRESS_PROXY,
-    "http_proxy=" EGRESS_PROXY,          "https_proxy=" EGRESS_PROXY,
-    "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
-    NULL};
+static const char *const egress_env[] = {"HTTP_PROXY=" EGRESS_PROXY,
+                                         "HTTPS_PROXY=" EGRESS_PROXY,
+                                         "http_proxy=" EGRESS_PROXY,
+                                         "https_proxy=" EGRESS_PROXY,
+                                         "NO_PROXY=localhost,127.0.0.1,::1",
+                                         "no_proxy=localhost,127.0.0.1,::1",
+                                         NULL};
 
 bool policy_env_is_base(const char *name, size_t n)
 {

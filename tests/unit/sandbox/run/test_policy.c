@@ -186,7 +186,8 @@ static void test_egress_env(void **state)
     struct config *cfg = *state;
     const char *own[] = {"X=1", NULL};
     const char **env = policy_env_new(own, true);
-    struct policy_run run = {.image = "i", .memory_mb = 1, .instance = "x", .env = env, .egress = true};
+    struct policy_run run = {
+        .image = "i", .memory_mb = 1, .instance = "x", .env = env, .egress = true};
     struct backend_spec spec;
     policy_spec(cfg, &run, &spec);
     assert_true(spec.egress);
