@@ -230,6 +230,13 @@ except requests.exceptions.ProxyError as e:
     assert.equal(sc.stdout, '200\nrefused\n', JSON.stringify(sc));
     assert.match(textOf(narrowed), /--- egress refused 1 connection: allowed\.test:\d+ \(/);
 
+    // Narrowed to nothing: refused at once, with the reason, not left to hang.
+    const none = await run('run_python_code', {
+      egress: [],
+      code: `import requests\nr = requests.get('http://allowed.test:${httpPort}/none')\nprint(r.status_code, r.text.strip())`,
+    });
+    assert.match(none.stdout, /^403 .*allowed\.test/, JSON.stringify(none));
+
     const wide = await c.call('run_python_code', { egress: ['evil.test'], code: 'print(1)' });
     assert.equal(wide.isError, true, JSON.stringify(wide));
     assert.match(textOf(wide), /evil\.test/);

@@ -8,17 +8,21 @@ int egress_run_begin(const struct exec_ctx *ctx, const struct run *req,
                      struct backend_stream *stream, const char *id, struct egress_acceptor **a,
                      struct err *err)
 {
+    /* A call that narrowed its list to nothing still gets the gateway:
+     * its requests are refused with a reason, not left to hang. */
+    static const struct egress_patterns none;
     *a = NULL;
-    if (!req->egress)
-        return 0;
-    if (backend_stream_egress_fd(stream) < 0)
+    if (backend_stream_egress_fd(stream) < 0) {
+        if (!req->egress)
+            return 0;
         return err_set(err, ERR_INTERNAL, "this %s sandbox has no way to the egress gateway",
                        req->language->name);
+    }
     char label[EGRESS_LABEL_CAP];
     snprintf(label, sizeof(label), "%s %.12s", req->language->name, id);
     struct egress_run_spec spec = {
         .label = label,
-        .patterns = req->egress,
+        .patterns = req->egress ? req->egress : &none,
         .pins = ctx->egress_pins,
         .allow = ctx->egress_allow,
         .caps = &ctx->egress_caps,

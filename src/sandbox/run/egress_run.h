@@ -10,11 +10,12 @@
 
 struct exec_result;
 
-/* For req with egress (req->egress), the gateway of the sandbox id on
- * stream under req's patterns and the daemon's pins, allow CIDRs and
- * caps: *a to pass to egress_run_end. *a is NULL for a run without
- * egress. A sandbox that should have a way out and has none fails the
- * run (it never goes on without its gateway, nor with more). */
+/* For a sandbox with a way to the gateway (its language has egress), the
+ * gateway of the sandbox id on stream under req's patterns (none when the
+ * call narrowed them to nothing) and the daemon's pins, allow CIDRs and
+ * caps: *a to pass to egress_run_end; NULL for a sandbox without. A run
+ * with patterns on a sandbox without the way fails (it never goes on
+ * without its gateway, nor with more). */
 int egress_run_begin(const struct exec_ctx *ctx, const struct run *req,
                      struct backend_stream *stream, const char *id, struct egress_acceptor **a,
                      struct err *err);
