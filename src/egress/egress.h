@@ -1,5 +1,6 @@
-/* The egress gateway's building blocks, pure and engine-neutral: what a
- * sandbox may reach and how a request to reach it is read.
+/* The egress gateway, engine-neutral: what a sandbox may reach, how a
+ * request to reach it is read and served, and a run's connections taken
+ * from its sandbox's listener (a backend stream's).
  *
  * The egress/ folder: pattern.c (host patterns, --egress and a call's
  * narrowing of them), addr.c (the address ranges the gateway refuses, and
@@ -9,11 +10,14 @@
  * connection engine: policy.c (one run's policy, caps and usage),
  * summary.c (the run's egress summary), body.c (where a request's body
  * ends), relay.c (the byte pump) and gateway.c (one client connection
- * served to its end); settings.c (the daemon-wide pins, allowed CIDRs
- * and caps, from the options). It includes only base/ headers. */
+ * served to its end); acceptor.c (a run's connections, a bounded thread
+ * each); settings.c (the daemon-wide pins, allowed CIDRs and caps, from
+ * the options). It includes base/ headers, and backend/backend.h for the
+ * acceptor's listener. */
 #ifndef MCPSBX_EGRESS_H
 #define MCPSBX_EGRESS_H
 
+#include "egress/acceptor.h"
 #include "egress/addr.h"
 #include "egress/body.h"
 #include "egress/gateway.h"
