@@ -70,6 +70,21 @@ static int dial(const struct fake_stream *s)
     return fd;
 }
 
+/* A CONNECT to up.test:port through the acceptor, sending early right
+ * after the head: the client's end, once the gateway said 200. */
+static int tunnel_through(const struct fake_stream *s, unsigned port, const char *early)
+{
+    int fd = dial(s);
+    char req[128];
+    snprintf(req, sizeof(req), "CONNECT up.test:%u HTTP/1.1\r\n\r\n%s", port, early);
+    send_str(fd, req);
+    static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+    char got[sizeof(ok)] = {0};
+    assert_int_equal(recv_n(fd, got, sizeof(ok) - 1), sizeof(ok) - 1);
+    assert_string_equal(got, ok);
+    return fd;
+}
+
 static struct egress_acceptor *start(struct fake_stream *s, const struct egress_caps *caps)
 {
     struct egress_run_spec spec = {.label = "run a1",
@@ -99,14 +114,10 @@ static void test_serves(void **state)
     assert_int_equal(recv_all(stranger, none, sizeof(none)), 0);
     close(stranger);
 
-    int fd = dial(&s);
-    char req[128];
-    snprintf(req, sizeof(req), "CONNECT up.test:%u HTTP/1.1\r\n\r\nping", up->port);
-    send_str(fd, req);
-    static const char want[] = "HTTP/1.1 200 Connection established\r\n\r\nping";
-    char got[sizeof(want)] = {0};
-    assert_int_equal(recv_n(fd, got, sizeof(want) - 1), sizeof(want) - 1);
-    assert_string_equal(got, want);
+    int fd = tunnel_through(&s, up->port, "ping");
+    char echo[5] = {0};
+    assert_int_equal(recv_n(fd, echo, 4), 4);
+    assert_string_equal(echo, "ping");
     close(fd);
     upstream_join(up);
 
@@ -161,13 +172,7 @@ static void test_finish_cuts(void **state)
     struct fake_stream s;
     fake_open(&s);
     struct egress_acceptor *a = start(&s, NULL);
-    int fd = dial(&s);
-    char req[128];
-    snprintf(req, sizeof(req), "CONNECT up.test:%u HTTP/1.1\r\n\r\n", up->port);
-    send_str(fd, req);
-    static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-    char got[sizeof(ok)] = {0};
-    assert_int_equal(recv_n(fd, got, sizeof(ok) - 1), sizeof(ok) - 1);
+    int fd = tunnel_through(&s, up->port, "");
     int silent = dial(&s);
 
     egress_acceptor_finish(a, report);

@@ -21,58 +21,18 @@
 #include <unistd.h>
 
 #include "backend/docker/channel.h"
+#include "sock_rig.h"
 
 #define GUARD_MS 20000.0
 
-/* Stands for the container's id: a line of this process's own
- * /proc/self/cgroup, so its children (the peers below) are "in" it. */
-struct rig {
-    char cg[256];
-    char base[64];
-    uid_t uid; /* the "sandbox's": 10001 as root, else our own */
-    gid_t gid;
-};
-
-static int dir_entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    int n = 0;
-    for (const struct dirent *e; (e = readdir(d));)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    closedir(d);
-    return n;
-}
-
 static int setup(void **state)
 {
-    struct rig *g = xcalloc(1, sizeof(*g));
-    snprintf(g->base, sizeof(g->base), "/tmp/channel_test.XXXXXX");
-    /* Searchable, as channel_open makes it, so the peers below (of other
-     * users) can reach the socket. */
-    if (!mkdtemp(g->base) || chmod(g->base, 0711) < 0)
-        return -1;
-    FILE *f = fopen("/proc/self/cgroup", "re");
-    if (!f || !fgets(g->cg, sizeof(g->cg), f))
-        return -1;
-    fclose(f);
-    g->cg[strcspn(g->cg, "\n")] = '\0';
-    g->uid = geteuid() == 0 ? 10001 : geteuid();
-    g->gid = geteuid() == 0 ? 10001 : getegid();
-    *state = g;
-    return 0;
+    return rig_setup(state, "channel_test");
 }
 
 static int teardown(void **state)
 {
-    struct rig *g = *state;
-    int left = dir_entries(g->base);
-    rmdir(g->base);
-    free(g);
-    if (left != 0)
-        fail_msg("%d entries left in the base directory", left);
-    return 0;
+    return rig_teardown(*state);
 }
 
 static char *socket_path(struct channel *c)

@@ -15,29 +15,7 @@
 #include "base/config.h"
 #include "sandbox/languages/langtable.h"
 #include "unit/options.h"
-
-static struct langtable *load_ok(const char *text)
-{
-    struct langtable *t = NULL;
-    struct err err = ERR_INIT;
-    if (langtable_load_text(text, text ? strlen(text) : 0, "test.json", &t, &err) < 0)
-        fail_msg("refused: %s", err_msg(&err));
-    return t;
-}
-
-static void load_bad(const char *text, const char *want, const char *needle)
-{
-    struct langtable *t = NULL;
-    struct err err = ERR_INIT;
-    if (langtable_load_text(text, strlen(text), "test.json", &t, &err) == 0) {
-        langtable_free(t);
-        fail_msg("accepted: %s", text);
-    }
-    const char *msg = err_msg(&err);
-    if (strncmp(msg, want, strlen(want)) != 0 || !strstr(msg, needle))
-        fail_msg("message '%s' does not start with '%s' and mention '%s'", msg, want, needle);
-    err_clear(&err);
-}
+#include "langtable_rig.h"
 
 /* l's list as egress_patterns_format writes it; "(none)" for NULL. */
 static void assert_egress(const struct langtable_lang *l, const char *want)
@@ -94,25 +72,25 @@ static void test_key(void **state)
 static void test_key_errors(void **state)
 {
     (void)state;
-    load_bad("{\"languages\": [\n"
-             "  {\"name\": \"python\",\n"
-             "   \"egress\": [\"pypi.org\", \"a..b\"]}\n"
-             "]}\n",
-             "test.json:3: ", "language 'python': 'egress'[1]: egress pattern 'a..b'");
-    load_bad("{\"languages\": [\n"
-             "  {\"name\": \"python\",\n"
-             "\n"
-             "   \"egress\": \"pypi.org\"}\n"
-             "]}\n",
-             "test.json:4: ", "'egress' must be an array of host patterns");
-    load_bad("{\"languages\": [{\"name\": \"python\", \"egress\": [\"pypi.org\", 443]}]}",
-             "test.json:1: ", "'egress'[1] must be a string");
-    load_bad("{\"languages\": [{\"name\": \"python\", \"egress\": [\"pypi.org,npmjs.org\"]}]}",
-             "test.json:1: ", "'egress'[0]: egress pattern 'pypi.org,npmjs.org'");
-    load_bad("{\"languages\": [{\"name\": \"python\", \"egress\": [\"*.org:0\"]}]}",
-             "test.json:1: ", "'egress'[0]");
-    load_bad("{\"languages\": [{\"name\": \"python\", \"egress\": [\"\"]}]}",
-             "test.json:1: ", "cannot be empty");
+    bad("{\"languages\": [\n"
+        "  {\"name\": \"python\",\n"
+        "   \"egress\": [\"pypi.org\", \"a..b\"]}\n"
+        "]}\n",
+        "test.json:3: ", "language 'python': 'egress'[1]: egress pattern 'a..b'");
+    bad("{\"languages\": [\n"
+        "  {\"name\": \"python\",\n"
+        "\n"
+        "   \"egress\": \"pypi.org\"}\n"
+        "]}\n",
+        "test.json:4: ", "'egress' must be an array of host patterns");
+    bad("{\"languages\": [{\"name\": \"python\", \"egress\": [\"pypi.org\", 443]}]}",
+        "test.json:1: ", "'egress'[1] must be a string");
+    bad("{\"languages\": [{\"name\": \"python\", \"egress\": [\"pypi.org,npmjs.org\"]}]}",
+        "test.json:1: ", "'egress'[0]: egress pattern 'pypi.org,npmjs.org'");
+    bad("{\"languages\": [{\"name\": \"python\", \"egress\": [\"*.org:0\"]}]}",
+        "test.json:1: ", "'egress'[0]");
+    bad("{\"languages\": [{\"name\": \"python\", \"egress\": [\"\"]}]}",
+        "test.json:1: ", "cannot be empty");
     /* One pattern more than a list holds. */
     char text[4096];
     size_t k = (size_t)snprintf(text, sizeof(text),
@@ -120,52 +98,13 @@ static void test_key_errors(void **state)
     for (int i = 0; i <= EGRESS_PATTERNS_MAX; i++)
         k += (size_t)snprintf(text + k, sizeof(text) - k, "%s\"h%d.example\"", i ? ", " : "", i);
     snprintf(text + k, sizeof(text) - k, "]}]}");
-    load_bad(text, "test.json:1: ", "'egress' has more than 64 items");
+    bad(text, "test.json:1: ", "'egress' has more than 64 items");
     /* A disabled language takes no other key, egress neither. */
-    load_bad("{\"languages\": [{\"name\": \"php\", \"disabled\": true, \"egress\": []}]}",
-             "test.json:1: ", "a disabled language takes no other key");
+    bad("{\"languages\": [{\"name\": \"php\", \"disabled\": true, \"egress\": []}]}",
+        "test.json:1: ", "a disabled language takes no other key");
 }
 
 /* ---- --egress --------------------------------------------------------------------- */
-
-static int configure(char **argv, const char *text, struct langtable **out, struct err *err)
-{
-    struct config cfg;
-    options_load(&cfg, argv);
-    struct langtable *t = load_ok(text);
-    int rc = langtable_configure(t, &cfg, err);
-    config_free(&cfg);
-    if (rc < 0) {
-        langtable_free(t);
-        t = NULL;
-    }
-    *out = t;
-    return rc;
-}
-
-static struct langtable *configure_ok(char **argv, const char *text)
-{
-    struct langtable *t = NULL;
-    struct err err = ERR_INIT;
-    if (configure(argv, text, &t, &err) < 0)
-        fail_msg("langtable_configure: %s", err_msg(&err));
-    return t;
-}
-
-static void configure_bad(char **argv, const char *text, const char *needle1, const char *needle2)
-{
-    struct langtable *t = NULL;
-    struct err err = ERR_INIT;
-    if (configure(argv, text, &t, &err) == 0) {
-        langtable_free(t);
-        fail_msg("accepted: %s %s", argv[1], argv[2]);
-    }
-    assert_int_equal(err.code, ERR_INVALID);
-    const char *msg = err_msg(&err);
-    if (!strstr(msg, needle1) || !strstr(msg, needle2))
-        fail_msg("message '%s' does not mention '%s' and '%s'", msg, needle1, needle2);
-    err_clear(&err);
-}
 
 static void test_option_replaces_and_removes(void **state)
 {
