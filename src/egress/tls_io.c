@@ -9,6 +9,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -190,8 +191,11 @@ static int expect_host(SSL *ssl, const char *host)
     unsigned char addr[16];
     if (inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1)
         return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 : -1;
+    /* SSL_set_tlsext_host_name's macro casts const away: give it a copy. */
+    char name[EGRESS_TLS_HOST_MAX + 1];
+    snprintf(name, sizeof(name), "%s", host);
     SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-    if (SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1)
+    if (SSL_set_tlsext_host_name(ssl, name) != 1 || SSL_set1_host(ssl, host) != 1)
         return -1;
     return 0;
 }

@@ -181,7 +181,9 @@ static void *client_main(void *arg)
         SSL_CTX_set_alpn_protos(ctx, c->alpn, c->alpn_len);
     SSL *ssl = SSL_new(ctx);
     SSL_set_fd(ssl, c->fd);
-    SSL_set_tlsext_host_name(ssl, c->name);
+    char sni[64];
+    snprintf(sni, sizeof(sni), "%s", c->name);
+    SSL_set_tlsext_host_name(ssl, sni);
     SSL_set1_host(ssl, c->name);
     c->connected = SSL_connect(ssl) == 1;
     c->verify = SSL_get_verify_result(ssl);
@@ -189,7 +191,7 @@ static void *client_main(void *arg)
         const unsigned char *p = NULL;
         unsigned n = 0;
         SSL_get0_alpn_selected(ssl, &p, &n);
-        if (n < sizeof(c->alpn_got))
+        if (n > 0 && n < sizeof(c->alpn_got))
             memcpy(c->alpn_got, p, n);
         SSL_write(ssl, "ping", 4);
         int n2 = SSL_read(ssl, c->reply, sizeof(c->reply) - 1);
