@@ -48,6 +48,7 @@ struct config {
     long long egress_max_bytes_up;
     long long egress_max_bytes_down;
     long long egress_connection_timeout_ms; /* one connection's life */
+    char *egress_upstream_ca;               /* more CAs trusted upstream; NULL or "" none */
     long long timeout_ms;
     long long max_timeout_ms;
     long long memory_mb;

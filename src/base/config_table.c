@@ -117,6 +117,11 @@ const struct config_opt config_opts[] = {
          "DNS for it, like curl's --resolve; the address is still judged as any other (see "
          "--egress-allow-cidr). Repeatable",
          .def_doc = "none"),
+    STR("egress-upstream-ca", egress_upstream_ca, "FILE", NULL,
+        "PEM certificates (a corporate proxy's CA, a test's) the egress gateway trusts, besides "
+        "the host's trust store, when it verifies an upstream's TLS certificate; checked at start "
+        "(it must hold at least one)",
+        .def_doc = "none"),
     STR("engine", engine, "unix:///PATH", NULL,
         "the docker backend's engine socket: Docker's, or Podman's Docker-compatible API",
         .def_doc = "DOCKER_HOST, else CONTAINER_HOST, else the first of /var/run/docker.sock "

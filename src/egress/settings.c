@@ -32,6 +32,14 @@ int egress_settings_new(const struct config *cfg, struct egress_settings **out, 
             err_wrap(err, "--egress-allow-cidr");
             goto out;
         }
+    const char *extra = cfg->egress_upstream_ca;
+    if (extra && !*extra)
+        extra = NULL;
+    if (egress_tls_client_new(extra, &s->upstream_tls, err) < 0) {
+        if (extra)
+            err_wrap(err, "--egress-upstream-ca");
+        goto out;
+    }
     caps_of(cfg, &s->caps);
     if (egress_caps_check(&s->caps, err) < 0) {
         err_wrap(err, "--egress-max-connections, --egress-max-connections-total, "
@@ -43,11 +51,22 @@ int egress_settings_new(const struct config *cfg, struct egress_settings **out, 
     s = NULL;
     rc = 0;
 out:
-    free(s);
+    egress_settings_free(s);
     return rc;
+}
+
+int egress_settings_tls_ca(struct egress_settings *s, const char *dir, struct err *err)
+{
+    if (s->ca)
+        return 0;
+    return egress_tls_ca_new(dir, NULL, &s->ca, err);
 }
 
 void egress_settings_free(struct egress_settings *s)
 {
+    if (!s)
+        return;
+    SSL_CTX_free(s->upstream_tls);
+    egress_tls_ca_free(s->ca);
     free(s);
 }

@@ -711,10 +711,12 @@ static void test_egress_options(void **state)
                     "--egress-max-connections",
                     "4",
                     "--egress-max-bytes-up=1024",
+                    "--egress-upstream-ca=/etc/cli-ca.pem",
                     NULL};
     char *envp[] = {"MCPSANDBOXD_EGRESS=javascript=registry.npmjs.org,*.npmjs.com;bash = a.example",
                     "MCPSANDBOXD_EGRESS_MAX_CONNECTIONS=9",
-                    "MCPSANDBOXD_EGRESS_CONNECTION_TIMEOUT_MS=5000", NULL};
+                    "MCPSANDBOXD_EGRESS_CONNECTION_TIMEOUT_MS=5000",
+                    "MCPSANDBOXD_EGRESS_UPSTREAM_CA=/etc/env-ca.pem", NULL};
     struct config cfg;
     struct err err = ERR_INIT;
     assert_int_equal(load(&cfg, argv, envp, &err), 0);
@@ -734,8 +736,17 @@ static void test_egress_options(void **state)
     assert_int_equal(cfg.egress_max_bytes_up, 1024);
     assert_int_equal(cfg.egress_max_bytes_down, 512LL << 20);
     assert_int_equal(cfg.egress_connection_timeout_ms, 5000);
+    assert_string_equal(cfg.egress_upstream_ca, "/etc/cli-ca.pem"); /* CLI beats environment */
     config_free(&cfg);
     unlink(path);
+    char *only_env[] = {"d", NULL};
+    assert_int_equal(load(&cfg, only_env, envp, &err), 0);
+    assert_string_equal(cfg.egress_upstream_ca, "/etc/env-ca.pem");
+    config_free(&cfg);
+    char *no_env[] = {NULL};
+    assert_int_equal(load(&cfg, only_env, no_env, &err), 0);
+    assert_null(cfg.egress_upstream_ca);
+    config_free(&cfg);
 
     char *none[] = {NULL};
     char *e1[] = {"d", "--egress", "pypi.org", NULL};

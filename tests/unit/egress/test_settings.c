@@ -8,7 +8,10 @@
 #include <cmocka.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "egress/settings.h"
 #include "unit/options.h"
@@ -124,12 +127,56 @@ static void test_errors_name_the_option(void **state)
     expect_refused(a6, "--egress-allow-cidr: ", "example.com");
 }
 
+static void test_upstream_ca_and_the_daemon_ca(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_settings-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct err err = ERR_INIT;
+    /* An upstream CA file: a CA's certificate (this module's own). */
+    struct egress_tls_ca *up = NULL;
+    assert_int_equal(egress_tls_ca_new(dir, "", &up, &err), 0);
+    struct config cfg;
+    char ca_path[128];
+    snprintf(ca_path, sizeof(ca_path), "%s", egress_tls_ca_path(up));
+    char *argv[] = {"d", "--egress-upstream-ca", ca_path, NULL};
+    options_load(&cfg, argv);
+    struct egress_settings *s = NULL;
+    assert_int_equal(egress_settings_new(&cfg, &s, &err), 0);
+    assert_non_null(s->upstream_tls);
+    assert_null(s->ca);
+    char sub[64];
+    snprintf(sub, sizeof(sub), "%s/daemon", dir);
+    assert_int_equal(egress_settings_tls_ca(s, sub, &err), 0);
+    assert_non_null(s->ca);
+    struct egress_tls_ca *first = s->ca;
+    assert_int_equal(egress_settings_tls_ca(s, sub, &err), 0);
+    assert_ptr_equal(s->ca, first);
+    assert_int_equal(access(egress_tls_ca_bundle_path(s->ca), R_OK), 0);
+    egress_settings_free(s);
+    config_free(&cfg);
+    assert_int_equal(rmdir(sub), 0); /* its files went with it */
+
+    char missing[64];
+    snprintf(missing, sizeof(missing), "%s/none.pem", dir);
+    char *bad[] = {"d", "--egress-upstream-ca", missing, NULL};
+    options_load(&cfg, bad);
+    assert_int_equal(egress_settings_new(&cfg, &s, &err), -1);
+    assert_null(s);
+    assert_non_null(strstr(err_msg(&err), "--egress-upstream-ca: cannot open"));
+    err_clear(&err);
+    config_free(&cfg);
+    egress_tls_ca_free(up);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_are_the_policy_defaults),
         cmocka_unit_test(test_from_options),
         cmocka_unit_test(test_errors_name_the_option),
+        cmocka_unit_test(test_upstream_ca_and_the_daemon_ca),
     };
     return cmocka_run_group_tests_name("egress_settings", tests, NULL, NULL);
 }
