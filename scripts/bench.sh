@@ -39,9 +39,15 @@
 #      BENCH_SESSIONS_CSV_MB loaded once in a session and asked again vs
 #      re-read by one-shot runs; the daemon's VmRSS and fds before and after
 #      BENCH_SESSIONS_CALLS session calls.
+#   7. egress gateway: tests/bench/egress.mjs on the same engine: a warm
+#      print(1) with an egress list next to one without (target <= 1.1);
+#      in-program GETs through the gateway next to the sandbox's own
+#      loopback, idle and while other runs load the gateway; a download
+#      through a CONNECT tunnel; the daemon's VmRSS, threads and fds over
+#      the section's gateway connections.
 #   After every wrk run the daemon must be alive and answer a fresh tools/list
 #   correctly. Results: build/bench/http-tools-list.json, survival.json,
-#   latency.json, pool.json, languages.json, sessions.json, plus logs in
+#   latency.json, pool.json, languages.json, sessions.json, egress.json, plus logs in
 #   build/bench/logs/; the summary goes to stdout,
 #   progress to stderr. Exits non-zero only when something broke (the daemon
 #   died, a wrong answer, a tool missing, a server that would not start),
@@ -59,7 +65,7 @@
 #   BENCH_POOL_RUNS         runs between the daemon's two VmRSS/fd readings
 #                           (default 2000)
 #   BENCH_SECTIONS          which sections run (default
-#                           http,survival,latency,pool,languages,sessions)
+#                           http,survival,latency,pool,languages,sessions,egress)
 #   BENCH_LANGUAGES_SAMPLES samples per language in the languages section
 #                           (tests/bench/languages.mjs; default 20)
 #   BENCH_SESSIONS_SAMPLES  samples per item of the sessions section
@@ -67,6 +73,8 @@
 #   BENCH_SESSIONS_CALLS    session calls between the daemon's two VmRSS/fd
 #                           readings (default 1000)
 #   BENCH_SESSIONS_CSV_MB   the data file loaded once (default 200)
+#   BENCH_EGRESS_REQUESTS   GETs per in-program series of the egress section
+#                           (tests/bench/egress.mjs; default 200)
 #   BENCH_BIN               daemon binary (default build/mcp-sandboxd)
 #   ENGINE                  docker, podman or unix:///path: that engine for
 #                           every section (started when it does not answer);
@@ -92,10 +100,11 @@ readonly LANGUAGES_SAMPLES=${BENCH_LANGUAGES_SAMPLES:-20}
 readonly SESSIONS_SAMPLES=${BENCH_SESSIONS_SAMPLES:-30}
 readonly SESSIONS_CALLS=${BENCH_SESSIONS_CALLS:-1000}
 readonly SESSIONS_CSV_MB=${BENCH_SESSIONS_CSV_MB:-200}
+readonly EGRESS_REQUESTS=${BENCH_EGRESS_REQUESTS:-200}
 readonly POOL_FRESH=${BENCH_POOL_FRESH:-3}
 readonly POOL_SECONDS=${BENCH_POOL_SECONDS:-10}
 readonly POOL_RUNS=${BENCH_POOL_RUNS:-2000}
-readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool,languages,sessions}
+readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool,languages,sessions,egress}
 readonly RUNTIME=${RUNTIME:-}
 readonly THREADS=2
 readonly CONNS=16
@@ -121,13 +130,13 @@ case ${1:-} in
 *) die "unknown argument: $1 (settings are environment variables, see --help)" ;;
 esac
 for v in "$SECS" "$SURVIVAL_SECS" "$WARMUP_SECS" "$LATENCY_CALLS" "$POOL_SAMPLES" "$POOL_FRESH" "$POOL_SECONDS" "$POOL_RUNS" \
-	"$SESSIONS_SAMPLES" "$SESSIONS_CALLS" "$SESSIONS_CSV_MB"; do
+	"$SESSIONS_SAMPLES" "$SESSIONS_CALLS" "$SESSIONS_CSV_MB" "$EGRESS_REQUESTS"; do
 	[[ $v =~ ^[0-9]+$ ]] || die "durations and counts must be whole numbers, got '$v'"
 done
 ((SECS > 0 && SURVIVAL_SECS > 0 && LATENCY_CALLS > 0)) || die "BENCH_SECONDS, BENCH_SURVIVAL_SECONDS and BENCH_LATENCY_CALLS must be > 0"
 ((POOL_SAMPLES > 0 && POOL_SECONDS > 0 && POOL_RUNS > 0)) || die "BENCH_POOL_SAMPLES, BENCH_POOL_SECONDS and BENCH_POOL_RUNS must be > 0"
 for s in ${SECTIONS//,/ }; do
-	case $s in http | survival | latency | pool | languages | sessions) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool, languages, sessions)" ;; esac
+	case $s in http | survival | latency | pool | languages | sessions | egress) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool, languages, sessions, egress)" ;; esac
 done
 [[ $RUNTIME =~ ^[A-Za-z0-9._-]*$ ]] || die "RUNTIME must be a runtime name such as runsc, not '$RUNTIME'"
 
@@ -365,7 +374,7 @@ summary=()
 
 # ==== 1. tools/list throughput: ours, then the SDK ==========================
 if want http; then
-	log "1/4 tools/list throughput (${SECS}s each)"
+	log "1/7 tools/list throughput (${SECS}s each)"
 	# Other work on the machine skews every figure: the load is recorded.
 	load1=$(cut -d' ' -f1-3 /proc/loadavg)
 	ours_daemon="not started"
@@ -486,7 +495,7 @@ fi
 
 # ==== 2. survival ===========================================================
 if want survival; then
-	log "2/4 survival (${SURVIVAL_SECS}s at -c$SURVIVAL_CONNS)"
+	log "2/7 survival (${SURVIVAL_SECS}s at -c$SURVIVAL_CONNS)"
 	load2=$(cut -d' ' -f1-3 /proc/loadavg)
 	restarted=false
 	if [ -z "$daemon_pid" ] || ! is_alive "$daemon_pid"; then
@@ -526,7 +535,7 @@ fi
 
 # ==== 3. hello-world latency =================================================
 if want latency; then
-	log "3/4 hello-world latency on $ENGINE_URL"
+	log "3/7 hello-world latency on $ENGINE_URL"
 	lat_args=("${common[@]}" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)" "engine=$ENGINE_URL" "calls=$LATENCY_CALLS")
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		lat_args+=(result=skipped "reason=engine $ENGINE_URL does not answer (scripts/engine.sh start docker|podman)")
@@ -556,7 +565,7 @@ fi
 
 # ==== 4. warm pool ===========================================================
 if want pool; then
-	log "4/4 warm pool on $ENGINE_URL${RUNTIME:+ (runtime $RUNTIME)}"
+	log "4/7 warm pool on $ENGINE_URL${RUNTIME:+ (runtime $RUNTIME)}"
 	pool_args=(--engine "$ENGINE_URL" --bin "$BIN" --out "$OUT/pool.json" --log-dir "$LOGS"
 		--samples "$POOL_SAMPLES" --fresh "$POOL_FRESH" --seconds "$POOL_SECONDS" --runs "$POOL_RUNS"
 		--run-id "$pool_run_id" --pidfile "$work/pool.pids")
@@ -587,7 +596,7 @@ fi
 
 # ==== 5. languages ===========================================================
 if want languages; then
-	log "5/5 languages on $ENGINE_URL"
+	log "5/7 languages on $ENGINE_URL"
 	: >"$LOGS/languages.txt"
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		fail "languages: engine $ENGINE_URL does not answer"
@@ -609,7 +618,7 @@ fi
 
 # ==== 6. code sessions ========================================================
 if want sessions; then
-	log "6/6 code sessions on $ENGINE_URL"
+	log "6/7 code sessions on $ENGINE_URL"
 	: >"$LOGS/sessions.txt"
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		sess_line=$(node "$BENCH_DIR/sessions.mjs" --skip "engine $ENGINE_URL does not answer" --out "$OUT/sessions.json")
@@ -627,6 +636,26 @@ if want sessions; then
 	summary+=("${sess_line:-code sessions: FAILED - no table}")
 fi
 
+# ==== 7. egress gateway =======================================================
+if want egress; then
+	log "7/7 egress gateway on $ENGINE_URL"
+	: >"$LOGS/egress.txt"
+	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
+		egress_line=$(node "$BENCH_DIR/egress.mjs" --skip "engine $ENGINE_URL does not answer" --out "$OUT/egress.json")
+	elif ! "$ROOT/scripts/images.sh" --engine "$ENGINE_URL" python >&2; then
+		egress_line=$(node "$BENCH_DIR/egress.mjs" --skip "the python image could not be built on $ENGINE_URL" --out "$OUT/egress.json")
+	else
+		rc=0
+		egress_line=$(timeout --kill-after=15 "$POOL_TIMEOUT" node "$BENCH_DIR/egress.mjs" --engine "$ENGINE_URL" \
+			--bin "$BIN" --out "$OUT/egress.json" --log-dir "$LOGS" --samples "$SESSIONS_SAMPLES" \
+			--requests "$EGRESS_REQUESTS" 2> >(tee -a "$LOGS/egress.txt" >&2)) || rc=$?
+		if ((rc != 0)); then
+			fail "tests/bench/egress.mjs exited with status $rc (see $LOGS/egress.txt and ${OUT#"$ROOT"/}/egress.json \"problems\")"
+		fi
+	fi
+	summary+=("${egress_line:-egress gateway: FAILED - no table}")
+fi
+
 # ==== summary ================================================================
 echo
 echo "=== bench ($(date -u +%FT%TZ), nproc $(nproc)) ==="
@@ -638,6 +667,7 @@ want latency && results+=(latency.json)
 want pool && results+=(pool.json)
 want languages && results+=(languages.json)
 want sessions && results+=(sessions.json)
+want egress && results+=(egress.json)
 echo "results in ${OUT#"$ROOT"/}/: ${results[*]} (logs in ${LOGS#"$ROOT"/}/)"
 if ((${#broken[@]})); then
 	echo "bench: FAILED (${#broken[@]} problem(s)):"

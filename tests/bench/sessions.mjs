@@ -28,21 +28,16 @@
 //      calls (4 sessions, one call at a time each)
 // Ratios and targets are reported, never asserted.
 
-import { createWriteStream, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-
-import { sleep, stats } from './engine.mjs';
+import { stats } from './engine.mjs';
+import { StdioDaemon, procStats } from './stdio_daemon.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
-const ENV_URI = 'mcp-sandboxd://environment';
-const CALL_TIMEOUT_MS = 300_000;
-const POOL_WAIT_MS = 60_000;
 const RSS_SESSIONS = 4;
 const DF_SESSION_MB = 3072;
 const DF_SAMPLES = 5;
@@ -74,65 +69,10 @@ function count(name, min) {
   return v;
 }
 
-// ---- the daemon ---------------------------------------------------------------
-
-class Daemon {
-  static async start(name, args) {
-    const d = new Daemon();
-    mkdirSync(opt['log-dir'], { recursive: true });
-    const logStream = createWriteStream(path.join(opt['log-dir'], `sessions-daemon-${name}.log`));
-    const env = {};
-    for (const k of ['PATH', 'HOME', 'LANG']) if (process.env[k] !== undefined) env[k] = process.env[k];
-    d.transport = new StdioClientTransport({
-      command: opt.bin,
-      args: ['--engine', opt.engine, ...args],
-      env,
-      stderr: 'pipe',
-    });
-    d.tail = '';
-    d.transport.stderr.on('data', (c) => {
-      logStream.write(c);
-      d.tail = (d.tail + c.toString('utf8')).slice(-4000);
-    });
-    d.logStream = logStream;
-    d.client = new Client({ name: 'mcp-sandboxd-bench-sessions', version: '1.0.0' });
-    await d.client.connect(d.transport, { timeout: 30_000 });
-    d.pid = d.transport.pid;
-    await d.client.listTools(); // arms the SDK's output-schema validation
-    log(`daemon '${name}' pid ${d.pid}: ${args.join(' ')}`);
-    return d;
-  }
-
-  async call(tool, args) {
-    const t0 = performance.now();
-    const r = await this.client.callTool({ name: tool, arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS });
-    const ms = performance.now() - t0;
-    if (r.isError) throw new Error(`${tool}: ${JSON.stringify(r).slice(0, 600)}\n${this.tail}`);
-    return { ms, sc: r.structuredContent };
-  }
-
-  async poolFull(language = 'python') {
-    const deadline = Date.now() + POOL_WAIT_MS;
-    while (Date.now() < deadline) {
-      const r = await this.client.readResource({ uri: ENV_URI });
-      const p = JSON.parse(r.contents[0].text).pool.profiles.find((x) => x.language === language);
-      if (p && p.ready === p.size && p.starting === 0) return;
-      await sleep(50);
-    }
-    throw new Error(`the ${language} pool did not fill within ${POOL_WAIT_MS} ms`);
-  }
-
-  async close() {
-    await this.client.close().catch(() => {});
-    this.logStream.end();
-  }
-}
-
-function procStats(pid) {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
-  return { rss_kib: kb('VmRSS'), threads: kb('Threads'), fds: readdirSync(`/proc/${pid}/fd`).length };
-}
+const Daemon = {
+  start: (name, args) =>
+    StdioDaemon.start('sessions', name, args, { bin: opt.bin, engine: opt.engine, logDir: opt['log-dir'] }, log),
+};
 
 function expect(sc, stdout, what) {
   if (sc?.status !== 'ok' || sc.stdout !== stdout) throw new Error(`${what}: ${JSON.stringify(sc).slice(0, 600)}`);
