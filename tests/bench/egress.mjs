@@ -158,25 +158,28 @@ print('%.1f' % (MB / dt))
 
 // ---- the items ----------------------------------------------------------------------------
 
+// Both pools full before each call: neither call shares the machine with
+// the other daemon's refill.
 async function warmRuns(plain, egress, n) {
   const a = [];
   const b = [];
+  const full = () => Promise.all([plain.poolFull(), egress.poolFull()]);
   for (let i = 0; i < n; i++) {
-    await plain.poolFull();
+    await full();
     a.push((await plain.call('run_python_code', { code: 'print(1)' })).ms);
-    await egress.poolFull();
+    await full();
     b.push((await egress.call('run_python_code', { code: 'print(1)' })).ms);
   }
   return { plain: stats(a), egress: stats(b) };
 }
 
 async function series(d, url, n, local) {
-  const { sc } = await d.call('run_python_code', { code: SERIES(url, n, local), timeout_ms: 300_000 });
+  const { sc } = await d.call('execute_code', { language: 'python', code: SERIES(url, n, local), timeout_ms: 300_000 });
   return stats(JSON.parse(expectOk(sc, 'series').stdout));
 }
 
 async function download(d, port, mb, local) {
-  const { sc } = await d.call('run_python_code', { code: DOWNLOAD(port, mb, local), timeout_ms: 300_000 });
+  const { sc } = await d.call('execute_code', { language: 'python', code: DOWNLOAD(port, mb, local), timeout_ms: 300_000 });
   return Number(expectOk(sc, 'download').stdout);
 }
 
@@ -186,7 +189,7 @@ async function underLoad(d, url, n, load) {
   for (let i = 0; i < load; i++) {
     loops.push(
       (async () => {
-        while (!stop) await d.call('run_python_code', { code: SERIES(url, 20, false), timeout_ms: 300_000 });
+        while (!stop) await d.call('execute_code', { language: 'python', code: SERIES(url, 20, false), timeout_ms: 300_000 });
       })(),
     );
   }
