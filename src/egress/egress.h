@@ -13,8 +13,8 @@
  * served to its end); acceptor.c (a run's connections, a bounded thread
  * each); settings.c (the daemon-wide pins, allowed CIDRs and caps, from
  * the options); secrets.c (--secret: the values, a run's placeholders
- * and their substitution in a request's head). It includes base/ headers, and backend/backend.h for the
- * acceptor's listener. */
+ * and their substitution in a request's head). It includes base/ headers, and backend/backend.h for
+ * the acceptor's listener. */
 #ifndef MCPSBX_EGRESS_H
 #define MCPSBX_EGRESS_H
 
