@@ -32,9 +32,13 @@ struct config {
     char *python_image;
     char *js_image;
     struct config_list pass_through_env; /* variable names */
-    struct config_list labels;           /* "KEY=VALUE" for every container */
-    struct config_list allow_network;    /* languages whose sandboxes get a network */
-    struct config_list languages;        /* the enabled subset of the table; none = all */
+    /* --secret: "NAME=HOST[,HOST...]" items (split at ';'; egress/secrets.h
+     * reads them): NAME's value is inserted by the egress gateway for
+     * those hosts only, and the sandbox holds a placeholder. */
+    struct config_list secret;
+    struct config_list labels;        /* "KEY=VALUE" for every container */
+    struct config_list allow_network; /* languages whose sandboxes get a network */
+    struct config_list languages;     /* the enabled subset of the table; none = all */
     /* Egress through the daemon's gateway (src/egress/): per language
      * "LANGUAGE=PATTERN,..." (items split at ';'; langtable_configure
      * reads them), the CIDRs the gateway may reach anyway and the names

@@ -62,6 +62,47 @@ int config_item_egress(const char *s, size_t n)
     return 1;
 }
 
+/* NAME=HOSTS: a variable's name, then printable ASCII (the hosts are
+ * egress patterns, which egress/secrets.h checks). */
+int config_item_secret(const char *s, size_t n)
+{
+    const char *eq = memchr(s, '=', n);
+    if (!eq)
+        return 0;
+    size_t kn = (size_t)(eq - s);
+    while (kn && isblank((unsigned char)s[kn - 1]))
+        kn--;
+    size_t k0 = 0;
+    while (k0 < kn && isblank((unsigned char)s[k0]))
+        k0++;
+    if (!config_item_env_name(s + k0, kn - k0))
+        return 0;
+    for (size_t i = kn; i < n; i++)
+        if (s[i] != '\t' && (s[i] < 0x20 || s[i] > 0x7e))
+            return 0;
+    return 1;
+}
+
+/* A variable may be passed through as it is or bound as a secret, not
+ * both: the sandbox would hold the value, which --secret keeps out. */
+static int check_secret_names(const struct config *cfg, struct err *err)
+{
+    for (size_t i = 0; i < cfg->secret.n; i++) {
+        const char *item = cfg->secret.items[i];
+        item += strspn(item, " \t");
+        size_t kn = strcspn(item, "= \t");
+        for (size_t j = 0; j < cfg->pass_through_env.n; j++) {
+            const char *name = cfg->pass_through_env.items[j];
+            if (strlen(name) == kn && strncmp(item, name, kn) == 0)
+                return err_set(err, ERR_INVALID,
+                               "%s is in both --pass-through-env and --secret: choose one "
+                               "(--secret keeps the value out of the sandbox)",
+                               name);
+        }
+    }
+    return 0;
+}
+
 int config_item_env_name(const char *s, size_t n)
 {
     if (n == 0 || n > 128 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
@@ -280,6 +321,8 @@ int config_check(struct config *cfg, struct err *err)
                        "--code-session-idle-ms (%lld) exceeds --code-session-max-age-ms (%lld)",
                        cfg->code_session_idle_ms, cfg->code_session_max_age_ms);
     if (*cfg->http_listen && parse_listen(cfg, err) < 0)
+        return -1;
+    if (check_secret_names(cfg, err) < 0)
         return -1;
     /* Over stdio the daemon has one client, who shares with nobody: its
      * session may use every slot, the whole queue and the whole store. */

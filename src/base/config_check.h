@@ -26,5 +26,6 @@ int config_item_token(const char *s, size_t n);    /* 1 to 256 visible ASCII */
 int config_item_label(const char *s, size_t n);    /* KEY=VALUE, not the daemon's key */
 int config_item_language(const char *s, size_t n); /* a language's name or alias */
 int config_item_egress(const char *s, size_t n);   /* LANGUAGE=text, printable */
+int config_item_secret(const char *s, size_t n);   /* NAME=text, printable */
 
 #endif

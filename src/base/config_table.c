@@ -296,6 +296,15 @@ const struct config_opt config_opts[] = {
         "says how many); 0 runs every sandbox as --sandbox-user, all counted together by nproc"),
     STR("sandbox-user", sandbox_user, "UID:GID", "10001:10001",
         "the numeric user every sandbox runs as when --sandbox-uid-count is 0"),
+    LIST("secret", secret, "NAME=HOST[,HOST...]", config_item_secret,
+         "bind the daemon's variable NAME to these hosts (egress patterns, as --egress's): a "
+         "sandbox with egress gets a placeholder of the value's length in NAME instead of the "
+         "value, and the egress gateway puts the value in its place in request field values and "
+         "the URL's query, only on plain-HTTP requests to these hosts; anywhere else the "
+         "placeholder stays. The value is never in the sandbox, a log line or a result (an echo "
+         "of it is redacted). Not with --pass-through-env for the same NAME. Repeatable; in one "
+         "value (the environment, the config file) ';' separates the items",
+         .def_doc = "none", .sep = ';'),
     INT("session-idle-ms", session_idle_ms, 1000, WEEK_MS, "MS", 30LL * 60 * 1000,
         "an HTTP session with nothing running ends after this long unused"),
     INT("timeout-ms", timeout_ms, 100, DAY_MS, "MS", 30000,

@@ -172,6 +172,7 @@ int egress_acceptor_start(struct backend_stream *stream, const struct egress_run
                            spec->caps, err) < 0 ||
         egress_cancel_init(&a->stop, err) < 0)
         goto out;
+    a->policy.secrets = spec->secrets;
     a->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (a->wake < 0) {
         err_set(err, ERR_INTERNAL, "eventfd for a run's egress: %s", strerror(errno));

@@ -39,6 +39,8 @@ struct egress_run_spec {
     const struct egress_pins *pins;   /* may be NULL */
     const struct egress_cidrs *allow; /* may be NULL */
     const struct egress_caps *caps;   /* NULL: the defaults */
+    /* The run's --secret placeholders (NULL: none); must outlive the run. */
+    const struct egress_run_secrets *secrets;
 };
 
 struct egress_acceptor;

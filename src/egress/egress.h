@@ -12,10 +12,11 @@
  * ends), relay.c (the byte pump) and gateway.c (one client connection
  * served to its end); acceptor.c (a run's connections, a bounded thread
  * each); settings.c (the daemon-wide pins, allowed CIDRs and caps, from
- * the options); tls_ca.c and tls_io.c (tls.h: the daemon's CA and its
- * leaves, and TLS connections to a sandbox and to an upstream, on
- * OpenSSL). It includes base/ headers, and backend/backend.h for the
- * acceptor's listener. */
+ * the options); secrets.c (--secret: the values, a run's placeholders
+ * and their substitution in a request's head); tls_ca.c and tls_io.c
+ * (tls.h: the daemon's CA and its leaves, and TLS connections to a
+ * sandbox and to an upstream, on OpenSSL). It includes base/ headers,
+ * and backend/backend.h for the acceptor's listener. */
 #ifndef MCPSBX_EGRESS_H
 #define MCPSBX_EGRESS_H
 
@@ -28,6 +29,7 @@
 #include "egress/proxy_req.h"
 #include "egress/relay.h"
 #include "egress/resolve.h"
+#include "egress/secrets.h"
 #include "egress/settings.h"
 #include "egress/summary.h"
 #include "egress/tls.h"

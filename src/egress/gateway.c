@@ -18,6 +18,7 @@
 #include "egress/proxy_req.h"
 #include "egress/relay.h"
 #include "egress/resolve.h"
+#include "egress/secrets.h"
 
 /* Room for one of the gateway's own answers: status line, fields, and
  * the reason as its one-line body. */
@@ -383,21 +384,17 @@ static size_t upstream_head(struct conn *c)
     return o.over ? 0 : o.n;
 }
 
-/* Sends the head upstream. 0, or -1 when the connection ends here. */
-static int send_head(struct conn *c)
+/* Sends head[0..len) upstream, counted against the upload cap. 0, or -1
+ * when the connection ends here. */
+static int send_upstream(struct conn *c, const char *head, size_t len)
 {
-    size_t len = upstream_head(c);
-    if (len == 0) {
-        answer(c, 431, "the request's head is too large to pass on");
-        return -1;
-    }
     unsigned long long got = egress_usage_take(c->u, &c->p->caps, EGRESS_UP, len);
     if (got < len) {
         egress_usage_give_back(c->u, EGRESS_UP, got);
         answer(c, 429, "this run's upload cap (%llu bytes) is used up", c->p->caps.bytes_up);
         return -1;
     }
-    int rc = egress_send_all(c->upstream, c->head, len, c->stop_fd, c->deadline);
+    int rc = egress_send_all(c->upstream, head, len, c->stop_fd, c->deadline);
     if (rc == 0) {
         c->e.up += len;
         return 0;
@@ -410,6 +407,54 @@ static int send_head(struct conn *c)
         answer(c, 502, "cannot send the request to %s (%s): %s", c->target, c->addr,
                strerror(errno));
     return -1;
+}
+
+/* The head with the run's --secret values in place of their placeholders
+ * for this host and port (egress/secrets.h): in *out (allocated, zero it
+ * before freeing: it may hold a value) when any was put in, else *out is
+ * NULL and the head goes as the client's. Its length, or 0 when it is
+ * refused (answered). */
+static size_t insert_secrets(struct conn *c, size_t len, char **out)
+{
+    *out = NULL;
+    if (!c->p->secrets)
+        return len;
+    char *buf = xmalloc(EGRESS_SECRETS_HEAD_MAX);
+    size_t n = 0;
+    struct err err = ERR_INIT;
+    int count = egress_secrets_substitute_head(c->p->secrets, c->e.host, c->e.port, c->head, len,
+                                               buf, EGRESS_SECRETS_HEAD_MAX, &n, &err);
+    if (count <= 0) {
+        free(buf); /* no value in it: none was put in, or it was zeroed */
+        if (count < 0)
+            answer(c, 431, "%s", err_msg(&err));
+        err_clear(&err);
+        return count < 0 ? 0 : len;
+    }
+    c->e.secrets = (unsigned)count;
+    *out = buf;
+    return n;
+}
+
+/* Sends the head upstream. 0, or -1 when the connection ends here. */
+static int send_head(struct conn *c)
+{
+    size_t len = upstream_head(c);
+    if (len == 0) {
+        answer(c, 431, "the request's head is too large to pass on");
+        return -1;
+    }
+    char *with_secrets = NULL;
+    len = insert_secrets(c, len, &with_secrets);
+    if (len == 0)
+        return -1;
+    const char *head = with_secrets ? with_secrets : c->head;
+    int rc = send_upstream(c, head, len);
+    if (with_secrets) {
+        explicit_bzero(with_secrets, len);
+        free(with_secrets);
+    }
+    return rc;
 }
 
 /* ---- relaying ----------------------------------------------------------- */
@@ -456,6 +501,10 @@ static void relay(struct conn *c, struct egress_body *body)
     relay_ended(c, end);
 }
 
+/* A tunnel is relayed untouched, to a host bound to a --secret too: its
+ * bytes are TLS the gateway cannot read, so a placeholder in them stays
+ * one. Terminating TLS for the bound hosts, to insert the values there
+ * as serve_request does, belongs here. */
 static void serve_tunnel(struct conn *c)
 {
     static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -481,6 +530,16 @@ static void serve_request(struct conn *c)
 
 /* ---- one connection ------------------------------------------------------ */
 
+/* "; N secret(s) inserted" into buf, or "" (a count: never a name's
+ * value). */
+static const char *secrets_note(const struct conn *c, char *buf, size_t cap)
+{
+    if (!c->e.secrets)
+        return "";
+    snprintf(buf, cap, "; %u secret%s inserted", c->e.secrets, c->e.secrets == 1 ? "" : "s");
+    return buf;
+}
+
 /* The summary's entry and the log line. */
 static void record(struct conn *c)
 {
@@ -488,6 +547,7 @@ static void record(struct conn *c)
     const char *sep = *c->p->label ? " " : "";
     const char *label = c->p->label;
     char status[16] = "";
+    char inserted[48];
     if (c->e.status >= 400)
         snprintf(status, sizeof(status), " (%d)", c->e.status);
     if (!c->have_head) {
@@ -499,9 +559,10 @@ static void record(struct conn *c)
         log_info("egress%s%s: %s %s %s%s: %s", sep, label, method, LOG_FIELD(c->target),
                  c->e.allowed ? "failed" : "refused", status, LOG_FIELD(c->e.reason));
     else
-        log_info("egress%s%s: %s %s allowed via %s: %llu bytes up, %llu down%s%s", sep, label,
+        log_info("egress%s%s: %s %s allowed via %s: %llu bytes up, %llu down%s%s%s", sep, label,
                  method, LOG_FIELD(c->target), c->addr, c->e.up, c->e.down,
-                 *c->e.reason ? "; " : "", LOG_FIELD(c->e.reason));
+                 secrets_note(c, inserted, sizeof(inserted)), *c->e.reason ? "; " : "",
+                 LOG_FIELD(c->e.reason));
 }
 
 void egress_serve(const struct egress_policy *p, struct egress_usage *u, struct egress_summary *s,

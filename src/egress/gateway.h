@@ -19,13 +19,16 @@
  *   - absolute-form HTTP: connects likewise and sends a head it writes
  *     itself ("METHOD /target HTTP/1.x", Host, the client's fields but
  *     Host, the hop-by-hop ones and any Proxy-*, and "Connection: close"),
- *     then exactly the request's body, and relays the response as it comes
+ *     with the run's --secret values in place of their placeholders where
+ *     the host and port are bound to them (egress/secrets.h), then
+ *     exactly the request's body, and relays the response as it comes
  *     until the upstream closes. One request per connection: the gateway
  *     closes the client's connection after it.
  * Each connection's bytes count against the run's caps, and its life
  * against the connection time cap. Every connection adds one entry to the
  * run's summary and writes one log line (the host escaped; never a
- * payload or a field's value).
+ * payload or a field's value; how many secrets were inserted, never
+ * which value).
  *
  * The run's end stops its connections at once through a struct
  * egress_cancel: every wait of the gateway polls its descriptor with the

@@ -3,9 +3,9 @@
  *
  * The policy holds the run's own host patterns (its language's list,
  * already narrowed by the call), pointers to the daemon-wide pins and
- * allow CIDRs (read-only, shared by every run and thread), and the run's
- * caps. It is read-only once the run starts: connection threads share it
- * without a lock.
+ * allow CIDRs (read-only, shared by every run and thread), the run's
+ * caps, and its --secret placeholders (egress/secrets.h). It is read-only once the run starts:
+ * connection threads share it without a lock.
  *
  * The usage is the run's counters, shared by its connection threads:
  * connections open and made (under a lock, for the caps' decisions) and
@@ -22,6 +22,7 @@
 #include "egress/addr.h"
 #include "egress/pattern.h"
 #include "egress/resolve.h"
+#include "egress/secrets.h"
 
 /* Defaults of the per-run caps. */
 #define EGRESS_CONNS_OPEN_DEFAULT  16                     /* connections open at once */
@@ -61,6 +62,9 @@ struct egress_policy {
     const struct egress_pins *pins;   /* may be NULL: none */
     const struct egress_cidrs *allow; /* may be NULL: none */
     struct egress_caps caps;
+    /* The run's placeholders for --secret (NULL: none), which must
+     * outlive the run; egress_policy_init leaves it NULL. */
+    const struct egress_run_secrets *secrets;
 };
 
 /* Fills *p: label (may be NULL; shown escaped in log lines), a copy of

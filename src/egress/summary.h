@@ -33,6 +33,7 @@ struct egress_entry {
     char reason[EGRESS_SUMMARY_REASON_CAP];
     unsigned long long up;   /* bytes sent upstream */
     unsigned long long down; /* bytes relayed back */
+    unsigned secrets;        /* --secret values the gateway inserted (a count, never a value) */
 };
 
 /* The copy handed to the result's builder. Large (about 40 KiB): allocate

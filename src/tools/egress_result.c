@@ -17,6 +17,8 @@ static json_object *entry_json(const struct egress_entry *e)
         json_object_object_add(o, "reason", json_object_new_string(e->reason));
     json_object_object_add(o, "bytes_up", count(e->up));
     json_object_object_add(o, "bytes_down", count(e->down));
+    if (e->secrets)
+        json_object_object_add(o, "secrets", json_object_new_int((int)e->secrets));
     return o;
 }
 

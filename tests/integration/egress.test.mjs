@@ -4,7 +4,8 @@
 // reached under names the daemon pins to 127.0.0.1 (--egress-resolve) with
 // loopback allowed explicitly (--egress-allow-cidr 127.0.0.0/8). The one
 // request that leaves the machine goes to the public npm registry, whose
-// address comes from npm's own configuration.
+// address comes from npm's own configuration. A --secret is bound to
+// allowed.test's plain-HTTP port; other2.test is allowed but not bound.
 //
 //   node --test tests/integration/egress.test.mjs
 //
@@ -27,11 +28,16 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 import {
   CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, GVISOR, withDaemon, HttpDaemon, preflight, checkRun, textOf,
-  spawnDaemon, daemonArgs, daemonEnv, awaitExit, annotate,
+  spawnDaemon, daemonArgs, daemonEnv, awaitExit, annotate, engineFilesContaining,
 } from './lib.mjs';
+import crypto from 'node:crypto';
 
 // Total connections a run may make: low enough for one run to pass it.
 const CONNS_TOTAL = 12;
+// A --secret value bound to allowed.test's plain-HTTP port; its '/' is
+// percent-encoded in a query.
+const SECRET_NAME = 'MCPSBX_EGRESS_KEY';
+const SECRET = `sk/test-${crypto.randomBytes(12).toString('hex')}`;
 
 let d;
 let c;
@@ -97,12 +103,14 @@ function egressArgs() {
   const up = `allowed.test:${httpPort},allowed.test:${httpsPort}`;
   return [
     '--languages', 'python,javascript,bash',
-    '--egress', `python=${up},private.test:${httpPort},169.254.169.254:80`,
+    '--egress', `python=${up},private.test:${httpPort},169.254.169.254:80,other2.test:${httpPort}`,
     '--egress', `javascript=${up},${registryHost}`,
     '--egress', `bash=${up}`,
     '--egress-resolve', 'allowed.test=127.0.0.1',
     '--egress-resolve', 'other.test=127.0.0.1',
     '--egress-resolve', 'private.test=10.1.2.3',
+    '--egress-resolve', 'other2.test=127.0.0.1',
+    '--secret', `${SECRET_NAME}=allowed.test:${httpPort}`,
     '--egress-allow-cidr', '127.0.0.0/8',
     '--egress-max-connections-total', String(CONNS_TOTAL),
     ...registryAllow,
@@ -136,7 +144,7 @@ test('preflight: upstreams on loopback; the daemon starts with egress', async (t
     .find((f) => f && f !== 'null' && fs.existsSync(f));
   registryCa = [...tls.rootCertificates, cafile ? fs.readFileSync(cafile, 'utf8') : ''].join('\n');
   if (GVISOR) return;
-  d = await HttpDaemon.start('egress', { args: egressArgs() });
+  d = await HttpDaemon.start('egress', { args: egressArgs(), env: { [SECRET_NAME]: SECRET } });
   c = await client('egress');
 });
 
@@ -300,7 +308,7 @@ test('list_languages shows each language\'s list; a session call has its own sum
   withDaemon(d, async () => {
     const langs = (await c.call('list_languages', {})).structuredContent.languages;
     const py = langs.find((l) => l.language === 'python');
-    assert.deepEqual(py.egress, [`allowed.test:${httpPort}`, `allowed.test:${httpsPort}`, `private.test:${httpPort}`, '169.254.169.254:80'], JSON.stringify(py));
+    assert.deepEqual(py.egress, [`allowed.test:${httpPort}`, `allowed.test:${httpsPort}`, `private.test:${httpPort}`, '169.254.169.254:80', `other2.test:${httpPort}`], JSON.stringify(py));
     const s = await c.call('create_session', { language: 'python' });
     const sid = s.structuredContent.session_id;
     try {
@@ -332,6 +340,44 @@ const get = (u) => new Promise((res) =>
     const [ping, other] = JSON.parse(sc.stdout);
     assert.equal(ping, 200, sc.stdout);
     assert.match(String(other), /refused example\.com:443: 403/, sc.stdout);
+  }));
+
+test('python: a --secret is a placeholder in the sandbox and the real value only at its bound host', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(d, async () => {
+    const sc = await run('run_python_code', {
+      code: `
+import json, os, requests
+ph = os.environ['${SECRET_NAME}']
+out = {'ph': ph}
+for k, host in [('bound', 'allowed.test'), ('unbound', 'other2.test')]:
+    r = requests.get('http://%s:${httpPort}/sec-%s?key=%s' % (host, k, ph), headers={'Authorization': 'Bearer ' + ph})
+    out[k] = r.json()
+print(json.dumps(out))
+`,
+    });
+    const out = JSON.parse(sc.stdout);
+    const ctx = JSON.stringify({ out, egress: sc.egress });
+    // The sandbox holds a placeholder of the value's length, never the value.
+    assert.match(out.ph, /^mcpsbx_[A-Za-z0-9]+$/, ctx);
+    assert.equal(out.ph.length, SECRET.length, ctx);
+    // The bound host got the value in the query and the header; its echo
+    // of it came back to the program, and the output has it redacted.
+    const bound = seen.find((s) => s.url.startsWith('/sec-bound'));
+    assert.equal(new URL(bound.url, 'http://x').searchParams.get('key'), SECRET, ctx);
+    assert.equal(bound.auth, `Bearer ${SECRET}`, ctx);
+    assert.equal(out.bound.auth, 'Bearer [REDACTED:MCPSBX_EGRESS_KEY]', ctx);
+    // An allowed but unbound host got the placeholder.
+    const unbound = seen.find((s) => s.url.startsWith('/sec-unbound'));
+    assert.equal(new URL(unbound.url, 'http://x').searchParams.get('key'), out.ph, ctx);
+    assert.equal(unbound.auth, `Bearer ${out.ph}`, ctx);
+    // The summary counts the insertions; nothing anywhere holds the value.
+    assert.deepEqual(entries(sc, 'allowed.test').map((e) => e.secrets), [2], ctx);
+    assert.deepEqual(entries(sc, 'other2.test').map((e) => e.secrets), [undefined], ctx);
+    assert.ok(!JSON.stringify(sc).includes(SECRET.slice(3)), ctx);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.match(d.stderr, /allowed\.test.*2 secrets inserted/, d.stderr.slice(-3000));
+    assert.ok(!d.stderr.includes(SECRET.slice(3)), 'the secret reached the log');
+    assert.deepEqual(await engineFilesContaining(SECRET.slice(3)), [], 'the engine state holds the secret');
   }));
 
 test('stop', async () => {

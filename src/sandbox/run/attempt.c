@@ -71,9 +71,10 @@ static bool discard_unstarted(struct exec_ctx *ctx, int profile, struct sandbox 
     return true;
 }
 
-int attempt(struct exec_ctx *ctx, const struct run *req, const struct backend_spec *spec,
-            bool may_pool, const struct buf *request, struct exec_cancel *cancel, struct output *o,
-            struct sandbox *sb, bool *sent, struct err *err)
+int attempt(struct exec_ctx *ctx, const struct run *req, const struct egress_run_secrets *secrets,
+            const struct backend_spec *spec, bool may_pool, const struct buf *request,
+            struct exec_cancel *cancel, struct output *o, struct sandbox *sb, bool *sent,
+            struct err *err)
 {
     int profile = may_pool ? pool_profile_for(ctx, req) : -1;
     unsigned tries = 2;
@@ -89,7 +90,7 @@ int attempt(struct exec_ctx *ctx, const struct run *req, const struct backend_sp
         if (sb->pooled)
             output_expect_go(o);
         struct egress_acceptor *gw = NULL;
-        rc = egress_run_begin(ctx, req, sb->stream, sb->id, &gw, err);
+        rc = egress_run_begin(ctx, req, secrets, sb->stream, sb->id, &gw, err);
         if (rc == 0)
             rc = send_request(sb->stream, req, request, err);
         if (rc == 0) {

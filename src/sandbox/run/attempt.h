@@ -36,13 +36,15 @@ int send_request(struct backend_stream *stream, const struct run *req, const str
  * one only when may_pool and the run's limits are the pool's), request
  * sent, the output read into o until the program ends (follow.h): a
  * pooled sandbox that fails before the code reached it is replaced by
- * another, once, then one is made on demand. Returns as exec_run (a
+ * another, once, then one is made on demand; its gateway gets secrets,
+ * the placeholders request holds (NULL: none). Returns as exec_run (a
  * cancel before the start is 0 with status EXEC_CANCELLED); *sent once
  * the code reached a sandbox. *sb is the caller's on every return: its
  * id and stream (either may be NULL when none was had) to close and
  * remove, and, when pooled, pool_run_end to call. */
-int attempt(struct exec_ctx *ctx, const struct run *req, const struct backend_spec *spec,
-            bool may_pool, const struct buf *request, struct exec_cancel *cancel, struct output *o,
-            struct sandbox *sb, bool *sent, struct err *err);
+int attempt(struct exec_ctx *ctx, const struct run *req, const struct egress_run_secrets *secrets,
+            const struct backend_spec *spec, bool may_pool, const struct buf *request,
+            struct exec_cancel *cancel, struct output *o, struct sandbox *sb, bool *sent,
+            struct err *err);
 
 #endif

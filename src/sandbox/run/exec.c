@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "sandbox/run/attempt.h"
 #include "sandbox/run/commands.h"
+#include "sandbox/run/egress_run.h"
 #include "sandbox/run/exec_ctx.h"
 #include "sandbox/run/follow.h"
 #include "sandbox/run/launch.h"
@@ -177,6 +178,39 @@ static void warn_missing_env(const char *name)
     log_warn("--pass-through-env: %s is not set in the daemon's environment; skipped", name);
 }
 
+static void warn_missing_secret(const char *name)
+{
+    log_warn("--secret: %s is not set in the daemon's environment; skipped", name);
+}
+
+/* The values redacted from output: --pass-through-env's, which the
+ * sandbox holds, and --secret's, which an upstream may echo back. */
+static int secrets_start(struct exec_ctx *ctx, char **envp, struct err *err)
+{
+    const struct config *cfg = ctx->cfg;
+    policy_secrets_init(&ctx->secrets, cfg, envp, warn_missing_env);
+    if (egress_secrets_new(cfg->secret.items, cfg->secret.n, envp, warn_missing_secret,
+                           &ctx->egress_secrets, err) < 0)
+        return -1;
+    egress_run_check_secrets(ctx);
+    const struct egress_secrets *t = ctx->egress_secrets;
+    size_t n = ctx->secrets.n + t->n;
+    const char **names = xcalloc(n + 1, sizeof(char *));
+    const char **values = xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < ctx->secrets.n; i++) {
+        names[i] = ctx->secrets.names[i];
+        values[i] = ctx->secrets.values[i];
+    }
+    for (size_t i = 0; i < t->n; i++) {
+        names[ctx->secrets.n + i] = t->items[i].name;
+        values[ctx->secrets.n + i] = t->items[i].value;
+    }
+    int rc = redactor_new(names, values, n, &ctx->redactor, err);
+    free(names);
+    free(values);
+    return rc;
+}
+
 /* Every sandbox that can be alive at once but those being removed: the
  * runs, the pools' waiting ones and the code sessions' (idle ones hold
  * theirs outside the runs' slots). */
@@ -243,10 +277,7 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
         exec_ctx_free(ctx);
         return NULL;
     }
-    policy_secrets_init(&ctx->secrets, cfg, envp, warn_missing_env);
-    if (redactor_new((const char *const *)ctx->secrets.names,
-                     (const char *const *)ctx->secrets.values, ctx->secrets.n, &ctx->redactor,
-                     err) < 0) {
+    if (secrets_start(ctx, envp, err) < 0) {
         exec_ctx_free(ctx);
         return NULL;
     }
@@ -279,6 +310,7 @@ void exec_ctx_free(struct exec_ctx *ctx)
     uids_free(ctx->uids);
     redactor_free(ctx->redactor);
     policy_secrets_free(&ctx->secrets);
+    egress_secrets_free(ctx->egress_secrets);
     commands_free(ctx->cmds, langtable_count(ctx->langs));
     free(ctx);
 }
@@ -473,17 +505,21 @@ int exec_run(struct exec_ctx *ctx, const struct run *req, struct exec_result *re
     run_spec(ctx, req, t0, req->timeout_ms, &spec);
     char nonce[RUNNER_NONCE_HEX_LEN + 1] = "";
     int rc = runner_new_nonce(nonce, err);
+    struct egress_run_secrets *secrets = NULL;
+    if (rc == 0)
+        rc = egress_run_secrets_for(ctx, req, &secrets, err);
     struct output o;
     output_init(&o, req, res, ctx->redactor, nonce, (size_t)ctx->cfg->max_output_bytes);
     struct buf request;
-    buf_init(&request, request_cap(ctx, req));
+    buf_init(&request, request_cap(ctx, req, secrets));
     struct sandbox sb = {0};
     bool sent = false;
     if (rc == 0)
-        rc = encode_request(ctx, req, nonce, RUNNER_SESSION_NONE, &request, err);
+        rc = encode_request(ctx, req, secrets, nonce, RUNNER_SESSION_NONE, &request, err);
     if (rc == 0)
-        rc = attempt(ctx, req, &spec, true, &request, cancel, &o, &sb, &sent, err);
+        rc = attempt(ctx, req, secrets, &spec, true, &request, cancel, &o, &sb, &sent, err);
     run_end(ctx, req, &o, &sb, rc, sent, err);
+    egress_run_secrets_free(secrets);
     output_free(&o);
     if (request.data)
         explicit_bzero(request.data, request.len); /* it holds the secrets */

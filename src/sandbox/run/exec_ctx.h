@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "base/config.h"
 #include "egress/policy.h"
+#include "egress/secrets.h"
 #include "sandbox/languages/langtable.h"
 #include "sandbox/output/redact.h"
 #include "sandbox/pool/pool.h"
@@ -37,8 +38,11 @@ struct exec_ctx {
     struct backend *backend;
     char instance[RUNNER_NONCE_HEX_LEN + 1];
     struct policy_secrets secrets; /* --pass-through-env, for the requests */
-    struct redactor *redactor;     /* their values in output; NULL: none */
-    struct uids *uids;             /* each sandbox's own uid; NULL: all run as --sandbox-user */
+    /* --secret's values and hosts (never sent to a sandbox: a run gets
+     * placeholders, sandbox/run/egress_run.h). */
+    struct egress_secrets *egress_secrets;
+    struct redactor *redactor; /* both kinds of values in output; NULL: none */
+    struct uids *uids;         /* each sandbox's own uid; NULL: all run as --sandbox-user */
     struct reaper *reaper;
     struct launcher *launcher;
     struct pool *pool; /* NULL when no language keeps a pool */

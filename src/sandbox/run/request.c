@@ -1,14 +1,18 @@
 /* Encoding a run's request for its runner (request.h). */
 #include "sandbox/run/request.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-size_t request_cap(const struct exec_ctx *ctx, const struct run *req)
+size_t request_cap(const struct exec_ctx *ctx, const struct run *req,
+                   const struct egress_run_secrets *placeholders)
 {
     size_t n = req->code_len + req->stdin_len + req->variables_len;
     /* Every request carries the --pass-through-env secrets. */
     for (size_t i = 0; i < ctx->secrets.n; i++)
         n += strlen(ctx->secrets.names[i]) + strlen(ctx->secrets.values[i]) + 8;
+    for (size_t i = 0; placeholders && i < placeholders->n; i++)
+        n += strlen(placeholders->names[i]) + strlen(placeholders->placeholders[i]) + 8;
     for (size_t i = 0; i < req->n_files; i++)
         n += req->files[i].content_len + strlen(req->files[i].path) + 64;
     const struct runner_outputs *outputs = run_outputs(req);
@@ -20,7 +24,8 @@ size_t request_cap(const struct exec_ctx *ctx, const struct run *req)
     return n * 6 + 4096;
 }
 
-int encode_request(const struct exec_ctx *ctx, const struct run *req, const char *nonce,
+int encode_request(const struct exec_ctx *ctx, const struct run *req,
+                   const struct egress_run_secrets *placeholders, const char *nonce,
                    enum runner_session_kind kind, struct buf *request, struct err *err)
 {
     const struct langtable_lang *lang = req->language;
@@ -52,5 +57,27 @@ int encode_request(const struct exec_ctx *ctx, const struct run *req, const char
                                   .env_names = ctx->secrets.names,
                                   .env_values = ctx->secrets.values,
                                   .n_env = ctx->secrets.n};
-    return runner_encode_request(&rreq, request, err);
+    size_t n_ph = placeholders ? placeholders->n : 0;
+    if (n_ph == 0)
+        return runner_encode_request(&rreq, request, err);
+    /* The pass-through values, then the placeholders; the arrays borrow
+     * their strings. */
+    size_t n = ctx->secrets.n + n_ph;
+    char **names = xcalloc(n, sizeof(char *));
+    char **values = xcalloc(n, sizeof(char *));
+    for (size_t i = 0; i < ctx->secrets.n; i++) {
+        names[i] = ctx->secrets.names[i];
+        values[i] = ctx->secrets.values[i];
+    }
+    for (size_t i = 0; i < n_ph; i++) {
+        names[ctx->secrets.n + i] = placeholders->names[i];
+        values[ctx->secrets.n + i] = placeholders->placeholders[i];
+    }
+    rreq.env_names = names;
+    rreq.env_values = values;
+    rreq.n_env = n;
+    int rc = runner_encode_request(&rreq, request, err);
+    free(names);
+    free(values);
+    return rc;
 }

@@ -1,6 +1,7 @@
 /* A run's request as its runner reads it (sandbox/runner/runner.h): the
  * call's code, inputs and expected outputs, its language's program for
- * the generic runner, and the pass-through secrets. Apart from exec.c so
+ * the generic runner, the pass-through secrets and the run's --secret
+ * placeholders (set in the program's environment alike). Apart from exec.c so
  * that a sandbox kept between calls can be sent requests the same way. */
 #ifndef MCPSBX_REQUEST_H
 #define MCPSBX_REQUEST_H
@@ -13,14 +14,18 @@
 #include "sandbox/run/run.h"
 
 /* The most bytes req's framed request can take, ctx's pass-through
- * secrets included: JSON escaping grows a byte to at most six (\u0000). */
-size_t request_cap(const struct exec_ctx *ctx, const struct run *req);
+ * secrets and the placeholders (NULL: none) included: JSON escaping grows
+ * a byte to at most six (\u0000). */
+size_t request_cap(const struct exec_ctx *ctx, const struct run *req,
+                   const struct egress_run_secrets *placeholders);
 
-/* req as the runner reads it (sandbox/runner/runner.h), under nonce,
+/* req as the runner reads it (sandbox/runner/runner.h), with the
+ * placeholders' variables after the pass-through ones, under nonce,
  * as the session part kind (RUNNER_SESSION_NONE: a one-shot run),
  * appended to request. Returns 0, or -1 with err. The request holds the
  * secrets: the caller zeroes it before freeing it. */
-int encode_request(const struct exec_ctx *ctx, const struct run *req, const char *nonce,
+int encode_request(const struct exec_ctx *ctx, const struct run *req,
+                   const struct egress_run_secrets *placeholders, const char *nonce,
                    enum runner_session_kind kind, struct buf *request, struct err *err);
 
 #endif

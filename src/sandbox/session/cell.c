@@ -125,10 +125,10 @@ static int run_cell(struct exec_ctx *ctx, struct kept *k, const struct run *req,
 {
     struct egress_acceptor *gw = NULL;
     struct buf request;
-    buf_init(&request, request_cap(ctx, req));
-    int rc = egress_run_begin(ctx, req, k->sb.stream, k->sb.id, &gw, err);
+    buf_init(&request, request_cap(ctx, req, k->secrets));
+    int rc = egress_run_begin(ctx, req, k->secrets, k->sb.stream, k->sb.id, &gw, err);
     if (rc == 0)
-        rc = encode_request(ctx, req, nonce, RUNNER_SESSION_CELL, &request, err);
+        rc = encode_request(ctx, req, k->secrets, nonce, RUNNER_SESSION_CELL, &request, err);
     if (rc == 0)
         rc = send_request(k->sb.stream, req, &request, err);
     if (request.data)

@@ -5,6 +5,7 @@
 
 #include "base/log.h"
 #include "sandbox/output/output.h"
+#include "sandbox/run/egress_run.h"
 #include "sandbox/run/request.h"
 #include "sandbox/session/space.h"
 
@@ -53,15 +54,18 @@ static int begin(struct code_space *sp, const struct run *req, struct kept *k, s
     exec_result_init(&res);
     char nonce[RUNNER_NONCE_HEX_LEN + 1] = "";
     int rc = runner_new_nonce(nonce, err);
+    if (rc == 0)
+        rc = egress_run_secrets_for(ctx, req, &k->secrets, err);
     struct output o;
     output_init(&o, req, &res, ctx->redactor, nonce, (size_t)ctx->cfg->max_output_bytes);
     struct buf request;
-    buf_init(&request, request_cap(ctx, req));
+    buf_init(&request, request_cap(ctx, req, k->secrets));
     bool sent = false;
     if (rc == 0)
-        rc = encode_request(ctx, req, nonce, RUNNER_SESSION_BEGIN, &request, err);
+        rc = encode_request(ctx, req, k->secrets, nonce, RUNNER_SESSION_BEGIN, &request, err);
     if (rc == 0)
-        rc = attempt(ctx, req, &spec, sp->pool_fits, &request, req->cancel, &o, &k->sb, &sent, err);
+        rc = attempt(ctx, req, k->secrets, &spec, sp->pool_fits, &request, req->cancel, &o, &k->sb,
+                     &sent, err);
     if (k->sb.pooled)
         pool_run_end(ctx->pool);
     rc = begin_outcome(&o, rc, err);
@@ -84,6 +88,7 @@ static void discard(struct code_space *sp, struct kept *k)
         free(k->sb.id);
     }
     pthread_mutex_destroy(&k->lock);
+    egress_run_secrets_free(k->secrets);
     free(k);
 }
 

@@ -21,6 +21,7 @@ static void kept_free(void *handle)
     struct kept *k = handle;
     /* Torn down before its session's last reference went. */
     pthread_mutex_destroy(&k->lock);
+    egress_run_secrets_free(k->secrets);
     free(k);
 }
 

@@ -23,6 +23,9 @@ struct kept {
     enum runner_session_mode mode;
     long long memory_mb;  /* fixed at open: every call's */
     long long timeout_ms; /* fixed at open: a call's unless it gives one */
+    /* The session's --secret placeholders, made at open for all its calls
+     * (a value kept in the interpreter stays valid); NULL: none. */
+    struct egress_run_secrets *secrets;
     /* Under the space's lock: */
     LIST_ENTRY(kept) watched; /* holds a reference to cs while linked */
     bool linked, torn;

@@ -770,6 +770,49 @@ static void test_egress_options(void **state)
     expect_error(plain, env_bad, "MCPSANDBOXD_EGRESS");
 }
 
+/* --secret: whole "NAME=HOST,..." items (';' between items in one value),
+ * file < environment < command line; a NAME must be a variable's and may
+ * not also be passed through as it is. The hosts are egress/secrets.h's
+ * to check (test_secrets). */
+static void test_secret_option(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/mcpsbx-test-conf-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs("secret = FILE_KEY=a.example, b.example:8443\n", fp);
+    fclose(fp);
+    char *argv[] = {"d", "--config", path, "--secret", "CLI_KEY=*.example.org", NULL};
+    char *envp[] = {"MCPSANDBOXD_SECRET=ENV_A=a.example;ENV_B = c.example", NULL};
+    struct config cfg;
+    struct err err = ERR_INIT;
+    assert_int_equal(load(&cfg, argv, envp, &err), 0);
+    const char *want[] = {"FILE_KEY=a.example, b.example:8443", "ENV_A=a.example",
+                          "ENV_B = c.example", "CLI_KEY=*.example.org"};
+    assert_int_equal(cfg.secret.n, ARRAY_SIZE(want));
+    for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+        assert_string_equal(cfg.secret.items[i], want[i]);
+    config_free(&cfg);
+    unlink(path);
+
+    char *none[] = {NULL};
+    char *e1[] = {"d", "--secret", "a.example", NULL};
+    expect_error(e1, none, "--secret");
+    char *e2[] = {"d", "--secret", "1KEY=a.example", NULL};
+    expect_error(e2, none, "--secret");
+    char *e3[] = {"d", "--secret", "KEY=a.example\x01", NULL};
+    expect_error(e3, none, "--secret");
+    char *e4[] = {"d", "--pass-through-env", "A,KEY", "--secret", "KEY=a.example", NULL};
+    expect_error(e4, none, "KEY is in both --pass-through-env and --secret");
+    char *e5[] = {"d", "--pass-through-env", "KEY", "--secret", " KEY = a.example", NULL};
+    expect_error(e5, none, "KEY is in both");
+    char *e6[] = {"d", "--pass-through-env", "KEY2", "--secret", " KEY = a.example", NULL};
+    struct config ok;
+    assert_int_equal(load(&ok, e6, none, &err), 0);
+    config_free(&ok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -790,6 +833,7 @@ int main(void)
         cmocka_unit_test(test_session_shares),
         cmocka_unit_test(test_code_sessions),
         cmocka_unit_test(test_egress_options),
+        cmocka_unit_test(test_secret_option),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

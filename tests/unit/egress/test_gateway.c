@@ -5,7 +5,8 @@
  * by Content-Length and chunked, nothing past a body passed on), each
  * refusal with its status and reason (but a name that does not resolve:
  * that would ask DNS; a head that does not come in time among them), and
- * 16 tunnels at once. test_gateway_limits.c has
+ * 16 tunnels at once; --secret values put in place of their
+ * placeholders for a bound host only. test_gateway_limits.c has
  * the caps, the stop signal and the log lines. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -315,6 +316,76 @@ static void test_many_tunnels(void **state)
     assert_int_equal(total, STRESS_TUNNELS);
 }
 
+/* ---- --secret ------------------------------------------------------------ */
+
+#define GW_VALUE "real-value/0123456789" /* '/' is percent-encoded in a query */
+
+/* One request with the placeholder in the query and a field to an
+ * upstream on its own port; what the upstream got, in got. */
+static void secret_request(const struct egress_run_secrets *rs, struct upstream *up, char *got,
+                           size_t cap)
+{
+    up->until = "\r\n\r\n";
+    up->reply = http_reply;
+    char req[512];
+    char answer[256];
+    snprintf(req, sizeof(req),
+             "GET http://up.test:%u/%s?k=%s HTTP/1.1\r\nAuthorization: Bearer %s\r\n\r\n", up->port,
+             rs->placeholders[0], rs->placeholders[0], rs->placeholders[0]);
+    exchange(req, answer, sizeof(answer));
+    pthread_join(up->t, NULL);
+    assert_string_equal(answer, http_reply);
+    size_t n = up->conns[0].got_len < cap - 1 ? up->conns[0].got_len : cap - 1;
+    memcpy(got, up->conns[0].got, n);
+    got[n] = '\0';
+    close(up->lfd);
+    free(up);
+}
+
+static void test_secret_inserted(void **state)
+{
+    (void)state;
+    struct upstream *bound = upstream_start(UP_HTTP, 1);
+    struct upstream *other = upstream_start(UP_HTTP, 1);
+    char item[64];
+    snprintf(item, sizeof(item), "GW_KEY=up.test:%u", bound->port);
+    char *items[] = {item};
+    char *env[] = {"GW_KEY=" GW_VALUE, NULL};
+    struct egress_secrets *t = NULL;
+    struct egress_run_secrets *rs = NULL;
+    struct err err = ERR_INIT;
+    assert_int_equal(egress_secrets_new(items, 1, env, NULL, &t, &err), 0);
+    assert_int_equal(egress_run_secrets_new(t, &rs, &err), 0);
+    policy->secrets = rs;
+    const char *ph = rs->placeholders[0];
+    unsigned bound_port = bound->port;
+
+    char got[1024];
+    char want[1024];
+    secret_request(rs, bound, got, sizeof(got));
+    snprintf(want, sizeof(want),
+             "GET /%s?k=real-value%%2F0123456789 HTTP/1.1\r\nHost: up.test:%u\r\n"
+             "Authorization: Bearer " GW_VALUE "\r\nConnection: close\r\n\r\n",
+             ph, bound_port);
+    assert_string_equal(got, want);
+    const struct egress_entry *e = entry(0);
+    assert_int_equal(e->secrets, 2);
+    assert_int_equal(e->up, strlen(want));
+
+    /* Allowed but not bound: the placeholder goes as it is. */
+    unsigned other_port = other->port;
+    secret_request(rs, other, got, sizeof(got));
+    snprintf(want, sizeof(want),
+             "GET /%s?k=%s HTTP/1.1\r\nHost: up.test:%u\r\nAuthorization: Bearer %s\r\n"
+             "Connection: close\r\n\r\n",
+             ph, ph, other_port, ph);
+    assert_string_equal(got, want);
+    assert_int_equal(entry(1)->secrets, 0);
+    policy->secrets = NULL;
+    egress_run_secrets_free(rs);
+    egress_secrets_free(t);
+}
+
 #define GW_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -322,10 +393,11 @@ int main(void)
     /* One line per connection at info: shown only where a test reads them. */
     log_set_threshold(LOG_LVL_WARN);
     const struct CMUnitTest tests[] = {
-        GW_TEST(test_connect_relay), GW_TEST(test_get),       GW_TEST(test_post_length),
-        GW_TEST(test_post_chunked),  GW_TEST(test_http10),    GW_TEST(test_not_listed),
-        GW_TEST(test_private_pin),   GW_TEST(test_metadata),  GW_TEST(test_connect_refused),
-        GW_TEST(test_malformed),     GW_TEST(test_head_time), GW_TEST(test_many_tunnels),
+        GW_TEST(test_connect_relay),   GW_TEST(test_get),       GW_TEST(test_post_length),
+        GW_TEST(test_post_chunked),    GW_TEST(test_http10),    GW_TEST(test_not_listed),
+        GW_TEST(test_private_pin),     GW_TEST(test_metadata),  GW_TEST(test_connect_refused),
+        GW_TEST(test_malformed),       GW_TEST(test_head_time), GW_TEST(test_many_tunnels),
+        GW_TEST(test_secret_inserted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -190,6 +190,50 @@ static void test_secrets(void **state)
     exec_result_free(&res);
 }
 
+/* --secret: a run of a language with egress gets a placeholder of the
+ * value's length in its request, never the value; a language without
+ * egress gets nothing; a value the program prints (an upstream's echo) is
+ * redacted like a pass-through one. */
+static void test_bound_secret(void **state)
+{
+    struct rig *g = *state;
+    static const char *const egress[] = {"python=api.example.com"};
+    static const char *const secret[] = {"API_KEY=api.example.com"};
+    set_list(&g->cfg.egress, egress, 1);
+    set_list(&g->cfg.secret, secret, 1);
+    reconfigure(g);
+    char *envp[] = {"API_KEY=key-0123456789abcdefXYZ", NULL};
+    static const char out[] = "echoed: key-0123456789abcdefXYZ\n";
+    struct fake_program p = {.out = out, .out_len = sizeof(out) - 1};
+    fake_backend_set_program(g->fb, &p);
+    rig_open_env(g, envp);
+    const struct langtable_lang *langs[] = {PY, JS};
+    for (size_t i = 0; i < 2; i++) {
+        struct run req = request("print(1)");
+        req.language = langs[i];
+        struct exec_result res;
+        exec_result_init(&res);
+        struct err err = ERR_INIT;
+        if (exec_run(g->exec, &req, &res, &err) < 0)
+            fail_msg("exec_run: %s", err_msg(&err));
+        assert_string_equal(buf_cstr(&res.out), "echoed: [REDACTED:API_KEY]\n");
+        struct fake_sandbox_info info;
+        last_info(g, &info);
+        assert_null(strstr(info.env, "key-0123"));
+        assert_null(strstr(info.request_env, "key-0123"));
+        if (i == 0) {
+            /* {"API_KEY":"mcpsbx_..."}, as long as the value */
+            assert_int_equal(strlen(info.request_env),
+                             strlen("{\"API_KEY\":\"\"}") + strlen("key-0123456789abcdefXYZ"));
+            assert_contains(info.request_env, "{\"API_KEY\":\"" EGRESS_PLACEHOLDER_PREFIX);
+        } else {
+            assert_string_equal(info.request_env, "{}");
+        }
+        assert_last_removed(g);
+        exec_result_free(&res);
+    }
+}
+
 /* A program can write a completion record of its own (it runs in the
  * runner's process, where the nonce is): what the record says is data.
  * Its runner_error, carrying the secret, a newline that would forge a log
@@ -330,6 +374,7 @@ int main(void)
         T(test_retry_with_fallback),
         T(test_language_environment),
         T(test_secrets),
+        T(test_bound_secret),
         T(test_forged_record),
         T(test_network_per_language),
         T(test_describe_create),

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "sandbox/run/request.h"
@@ -65,9 +66,10 @@ static void encode_worst_as(const struct langtable_lang *lang, char *secret,
                       .returns = true,
                       .outputs = {.patterns = patterns, .n_patterns = ARRAY_SIZE(patterns)}};
     struct buf request;
-    buf_init(&request, request_cap(&ctx, &req));
+    buf_init(&request, request_cap(&ctx, &req, NULL));
     struct err err = ERR_INIT;
-    if (encode_request(&ctx, &req, "0123456789abcdef0123456789abcdef", kind, &request, &err) < 0)
+    if (encode_request(&ctx, &req, NULL, "0123456789abcdef0123456789abcdef", kind, &request, &err) <
+        0)
         fail_msg("%s: %s", lang->name, err_msg(&err));
     /* The escapes were made: the cap was not met by a short request. */
     assert_true(request.len > 6 * N);
@@ -122,10 +124,10 @@ static void test_session_source(void **state)
     for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         struct run req = {.language = test_lang(f->langs, cases[i].lang), .code = ""};
         struct buf request;
-        buf_init(&request, request_cap(&ctx, &req));
+        buf_init(&request, request_cap(&ctx, &req, NULL));
         struct err err = ERR_INIT;
-        if (encode_request(&ctx, &req, "0123456789abcdef0123456789abcdef", cases[i].kind, &request,
-                           &err) < 0)
+        if (encode_request(&ctx, &req, NULL, "0123456789abcdef0123456789abcdef", cases[i].kind,
+                           &request, &err) < 0)
             fail_msg("%s: %s", cases[i].lang, err_msg(&err));
         /* The source's first line, JSON-escaped as the request holds it. */
         const char *mark = "# mcp-sandboxd session runner for Python";
@@ -135,6 +137,37 @@ static void test_session_source(void **state)
     }
 }
 
+/* A run's --secret placeholders go in its env after the pass-through
+ * variables, within the cap; the real value never does. */
+static void test_placeholders(void **state)
+{
+    struct fixture *f = *state;
+    char *env[] = {"API_KEY=the-real-value-0123456789", NULL};
+    char *items[] = {"API_KEY=api.example.com"};
+    struct egress_secrets *t = NULL;
+    struct egress_run_secrets *rs = NULL;
+    struct err err = ERR_INIT;
+    assert_int_equal(egress_secrets_new(items, 1, env, NULL, &t, &err), 0);
+    assert_int_equal(egress_run_secrets_new(t, &rs, &err), 0);
+    char *names[] = {"TOKEN", NULL}, *values[] = {"s3cret", NULL};
+    struct exec_ctx ctx = {.secrets = {.n = 1, .names = names, .values = values}};
+    struct run req = {.language = test_lang(f->langs, "python"), .code = ""};
+    struct buf request;
+    buf_init(&request, request_cap(&ctx, &req, rs));
+    assert_int_equal(encode_request(&ctx, &req, rs, "0123456789abcdef0123456789abcdef",
+                                    RUNNER_SESSION_NONE, &request, &err),
+                     0);
+    char want[128];
+    snprintf(want, sizeof(want), "\"env\":{\"TOKEN\":\"s3cret\",\"API_KEY\":\"%s\"}",
+             rs->placeholders[0]);
+    if (!strstr(buf_cstr(&request), want))
+        fail_msg("no '%s' in '%s'", want, buf_cstr(&request));
+    assert_null(strstr(buf_cstr(&request), "the-real-value"));
+    buf_free(&request);
+    egress_run_secrets_free(rs);
+    egress_secrets_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -142,6 +175,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cap_generic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap_long_secret, setup, teardown),
         cmocka_unit_test_setup_teardown(test_session_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_placeholders, setup, teardown),
     };
     return cmocka_run_group_tests_name("request", tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
  * sandboxes running the fake program's session mode: opening from the
  * pool and on demand, calls in order in one sandbox, interrupts honoured
  * and ignored, a sandbox that ends while idle, the idle timer, close and
- * an owner's end. The registry's own rules are test_sessions.c's. Every
+ * an owner's end, one --secret placeholder for a session's every call.
+ * The registry's own rules are test_sessions.c's. Every
  * test ends with no sandbox left (the rig's teardown). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,12 +29,12 @@ static double test_now(void)
     return (double)atomic_load(&clock_ms);
 }
 
-/* The rig's context with sessions on: idle 10 s and age 60 s on the
- * test's clock. */
-static void open_sessions(struct rig *g)
+/* The rig's context with sessions on, the daemon's environment envp:
+ * idle 10 s and age 60 s on the test's clock. */
+static void open_sessions_env(struct rig *g, char **envp)
 {
     g->cfg.max_code_sessions = 0; /* started here, on the test's clock */
-    rig_open(g);
+    rig_open_env(g, envp);
     atomic_store(&clock_ms, 1000000);
     struct code_sessions_limits lim = {.max_sessions = 4,
                                        .max_per_owner = 2,
@@ -42,6 +44,11 @@ static void open_sessions(struct rig *g)
     struct err err = ERR_INIT;
     if (code_sessions_start(g->exec, &lim, &err) < 0)
         fail_msg("code_sessions_start: %s", err_msg(&err));
+}
+
+static void open_sessions(struct rig *g)
+{
+    open_sessions_env(g, NULL);
 }
 
 /* The fake's sandboxes answer as session runners, cells as script says. */
@@ -131,6 +138,38 @@ static void test_on_demand_two_cells(void **state)
     assert_null(code_session_get(g->exec, code_session_id(cs), &ALICE, NULL));
     code_session_put(g->exec, cs);
     assert_int_equal(code_session_counts(g->exec, &ALICE).active, 0);
+}
+
+/* A session's --secret placeholder is made at its open and sent with its
+ * begin request and every call's: a value kept in the interpreter stays
+ * the one the gateway knows. */
+static void test_placeholder_per_session(void **state)
+{
+    struct rig *g = *state;
+    static const char *const egress[] = {"python=api.example.com"};
+    static const char *const secret[] = {"API_KEY=api.example.com"};
+    set_list(&g->cfg.egress, egress, 1);
+    set_list(&g->cfg.secret, secret, 1);
+    reconfigure(g);
+    char *envp[] = {"API_KEY=key-0123456789abcdefXYZ", NULL};
+    script(g, NULL, 0);
+    open_sessions_env(g, envp);
+    struct code_session *cs = open_ok(g, &ALICE);
+    char id[FAKE_BACKEND_ID_MAX + 1];
+    only_sandbox(g, id);
+    struct fake_sandbox_info info;
+    assert_true(fake_backend_info(g->fb, id, &info));
+    char begun[sizeof(info.request_env)];
+    snprintf(begun, sizeof(begun), "%s", info.request_env);
+    assert_non_null(strstr(begun, "\"API_KEY\":\"" EGRESS_PLACEHOLDER_PREFIX));
+    assert_null(strstr(begun, "key-0123"));
+    cell_echo(g, cs, "first");
+    cell_echo(g, cs, "second");
+    assert_true(fake_backend_info(g->fb, id, &info));
+    assert_string_equal(info.code, "second");
+    assert_string_equal(info.request_env, begun);
+    assert_int_equal(code_session_close(g->exec, cs), CODE_SESSION_CLOSED);
+    code_session_put(g->exec, cs);
 }
 
 static bool pool_ready(struct rig *g)
@@ -545,6 +584,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_on_demand_two_cells, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_placeholder_per_session, setup, teardown),
         cmocka_unit_test_setup_teardown(test_from_pool, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_dies_replaced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_session_runner, setup, teardown),
