@@ -43,28 +43,9 @@ int config_item_language(const char *s, size_t n)
     return 1;
 }
 
-/* LANGUAGE=PATTERNS: the language's form here, the patterns' once the
- * table is loaded (langtable_configure, with the egress/ rules); here
- * only printable ASCII, blanks allowed. */
-int config_item_egress(const char *s, size_t n)
-{
-    const char *eq = memchr(s, '=', n);
-    if (!eq)
-        return 0;
-    size_t kn = (size_t)(eq - s);
-    while (kn && isblank((unsigned char)s[kn - 1]))
-        kn--;
-    if (!config_item_language(s, kn))
-        return 0;
-    for (size_t i = kn; i < n; i++)
-        if (s[i] != '\t' && (s[i] < 0x20 || s[i] > 0x7e))
-            return 0;
-    return 1;
-}
-
-/* NAME=HOSTS: a variable's name, then printable ASCII (the hosts are
- * egress patterns, which egress/secrets.h checks). */
-int config_item_secret(const char *s, size_t n)
+/* KEY=TEXT: KEY (blanks around it allowed) passes key_ok, TEXT is
+ * printable ASCII, tabs and blanks allowed. */
+static int key_then_text(const char *s, size_t n, int (*key_ok)(const char *, size_t))
 {
     const char *eq = memchr(s, '=', n);
     if (!eq)
@@ -75,12 +56,26 @@ int config_item_secret(const char *s, size_t n)
     size_t k0 = 0;
     while (k0 < kn && isblank((unsigned char)s[k0]))
         k0++;
-    if (!config_item_env_name(s + k0, kn - k0))
+    if (!key_ok(s + k0, kn - k0))
         return 0;
     for (size_t i = kn; i < n; i++)
         if (s[i] != '\t' && (s[i] < 0x20 || s[i] > 0x7e))
             return 0;
     return 1;
+}
+
+/* LANGUAGE=PATTERNS: the language's form here, the patterns' once the
+ * table is loaded (langtable_configure, with the egress/ rules). */
+int config_item_egress(const char *s, size_t n)
+{
+    return key_then_text(s, n, config_item_language);
+}
+
+/* NAME=HOSTS: a variable's name, then the hosts (egress patterns, which
+ * egress/secrets.h checks). */
+int config_item_secret(const char *s, size_t n)
+{
+    return key_then_text(s, n, config_item_env_name);
 }
 
 /* A variable may be passed through as it is or bound as a secret, not

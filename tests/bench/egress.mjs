@@ -36,7 +36,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { stats } from './engine.mjs';
-import { StdioDaemon, procStats } from './stdio_daemon.mjs';
+import { StdioDaemon, countOption, procStats } from './stdio_daemon.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -61,14 +61,7 @@ const { values: opt } = parseArgs({
   strict: true,
 });
 
-function count(name, min) {
-  const v = Number(opt[name]);
-  if (!Number.isInteger(v) || v < min) {
-    console.error(`egress.mjs: --${name} must be a whole number >= ${min}, got '${opt[name]}'`);
-    process.exit(2);
-  }
-  return v;
-}
+const count = (name, min) => countOption(opt, name, min, 'egress.mjs');
 
 const start = (name, args) =>
   StdioDaemon.start('egress', name, args, { bin: opt.bin, engine: opt.engine, logDir: opt['log-dir'] }, log);

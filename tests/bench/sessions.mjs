@@ -34,7 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { stats } from './engine.mjs';
-import { StdioDaemon, procStats } from './stdio_daemon.mjs';
+import { StdioDaemon, countOption, procStats } from './stdio_daemon.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -60,14 +60,7 @@ const { values: opt } = parseArgs({
   strict: true,
 });
 
-function count(name, min) {
-  const v = Number(opt[name]);
-  if (!Number.isInteger(v) || v < min) {
-    console.error(`sessions.mjs: --${name} must be a whole number >= ${min}, got '${opt[name]}'`);
-    process.exit(2);
-  }
-  return v;
-}
+const count = (name, min) => countOption(opt, name, min, 'sessions.mjs');
 
 const Daemon = {
   start: (name, args) =>

@@ -1,7 +1,7 @@
-// A daemon under a bench section's control (tests/bench/sessions.mjs,
+// What the bench sections that drive a daemon share (tests/bench/sessions.mjs,
 // egress.mjs): build/mcp-sandboxd over stdio through the official SDK
-// client, its log kept under the section's log directory, and what /proc
-// says of it.
+// client, its log kept under the section's log directory, what /proc says
+// of it, and their count options.
 
 import { createWriteStream, mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -73,4 +73,14 @@ export function procStats(pid) {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? NaN);
   return { rss_kib: kb('VmRSS'), threads: kb('Threads'), fds: readdirSync(`/proc/${pid}/fd`).length };
+}
+
+/** opt[name] as a whole number >= min, or exit 2 naming prog's option. */
+export function countOption(opt, name, min, prog) {
+  const v = Number(opt[name]);
+  if (!Number.isInteger(v) || v < min) {
+    console.error(`${prog}: --${name} must be a whole number >= ${min}, got '${opt[name]}'`);
+    process.exit(2);
+  }
+  return v;
 }
