@@ -60,6 +60,13 @@
  *             streams and ages. Waiting containers (id + stream)
  *             belong to the pool under its lock; a worker that takes one
  *             owns it from then on and hands it to the reaper after its run.
+ * egress      per run of a language with an egress list (egress/acceptor.c):
+ *             1 acceptor taking its sandbox's connections, and 1 thread per
+ *             connection being served, at most --egress-max-connections + 2
+ *             (past that the connections wait in the listener's backlog).
+ *             The run's worker begins and ends them; the policy is
+ *             read-only, the usage counters are atomic or under its lock,
+ *             the summary under its lock, copied out at the run's end.
  * A sandbox's stream socket (backend/docker/channel.c) belongs to the
  * thread setting that sandbox up (a worker or a filler; sandbox/run/launch.c),
  * then travels with its stream: no thread of its own. The docker
@@ -69,7 +76,9 @@
  * session's under its own quota: workers put them, the threads answering
  * resources/read copy them out.
  * So the daemon runs at most 1 + 2 + max-concurrent + 10 threads on stdio,
- * plus the cores (up to 16) + 2 over HTTP, whatever clients send.
+ * plus the cores (up to 16) + 2 over HTTP, whatever clients send, plus
+ * (egress-max-connections + 3) per running run whose language has egress,
+ * whatever its sandbox does.
  *
  * json-c objects never cross threads (Debian's json-c has non-atomic
  * reference counts): see mcp.h. Everything else shared is immutable after
