@@ -36,7 +36,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { stats } from './engine.mjs';
-import { StdioDaemon, countOption, procStats } from './stdio_daemon.mjs';
+import { StdioDaemon, countOption, procStats, sectionBegin } from './stdio_daemon.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -250,19 +250,7 @@ async function measure(res, up) {
 }
 
 async function main() {
-  if (!opt.out) {
-    console.error('egress.mjs: --out FILE.json is required');
-    process.exit(2);
-  }
-  if (opt.skip) {
-    writeFileSync(opt.out, `${JSON.stringify({ skipped: opt.skip }, null, 2)}\n`);
-    console.log(`egress gateway: SKIPPED - ${opt.skip}`);
-    return;
-  }
-  if (!opt.engine) {
-    console.error('egress.mjs: --engine is required');
-    process.exit(2);
-  }
+  if (!sectionBegin(opt, 'egress.mjs', 'egress gateway')) return;
   const res = { engine: opt.engine, targets: TARGETS, problems: [] };
   const up = await upstreams();
   try {

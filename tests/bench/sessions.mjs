@@ -34,7 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 import { stats } from './engine.mjs';
-import { StdioDaemon, countOption, procStats } from './stdio_daemon.mjs';
+import { StdioDaemon, countOption, procStats, sectionBegin } from './stdio_daemon.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
@@ -195,19 +195,7 @@ function table(res) {
 // ---- main ----------------------------------------------------------------------------------
 
 async function main() {
-  if (!opt.out) {
-    console.error('sessions.mjs: --out FILE.json is required');
-    process.exit(2);
-  }
-  if (opt.skip) {
-    writeFileSync(opt.out, `${JSON.stringify({ skipped: opt.skip }, null, 2)}\n`);
-    console.log(`code sessions: SKIPPED - ${opt.skip}`);
-    return;
-  }
-  if (!opt.engine) {
-    console.error('sessions.mjs: --engine is required');
-    process.exit(2);
-  }
+  if (!sectionBegin(opt, 'sessions.mjs', 'code sessions')) return;
   const n = count('samples', 1);
   const calls = count('calls', 1);
   const mb = count('csv-mb', 1);

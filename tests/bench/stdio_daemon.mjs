@@ -3,7 +3,7 @@
 // client, its log kept under the section's log directory, what /proc says
 // of it, and their count options.
 
-import { createWriteStream, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -83,4 +83,20 @@ export function countOption(opt, name, min, prog) {
     process.exit(2);
   }
   return v;
+}
+
+/** A section's start: --out required; with --skip, the reason written to
+ * --out and printed as "TITLE: SKIPPED - why" (returns false: nothing to
+ * measure); else --engine required. Exits 2 on a missing option. */
+export function sectionBegin(opt, prog, title) {
+  for (const name of ['out', ...(opt.skip ? [] : ['engine'])]) {
+    if (!opt[name]) {
+      console.error(`${prog}: --${name}${name === 'out' ? ' FILE.json' : ''} is required`);
+      process.exit(2);
+    }
+  }
+  if (!opt.skip) return true;
+  writeFileSync(opt.out, `${JSON.stringify({ skipped: opt.skip }, null, 2)}\n`);
+  console.log(`${title}: SKIPPED - ${opt.skip}`);
+  return false;
 }
