@@ -3155,42 +3155,64 @@ def free_port():
 
 class EchoGateway:
     """A unix socket standing for the daemon's gateway: each connection is
-    echoed; once the client's end comes, "<end>" follows and it closes."""
+    echoed; once the client's end comes, "<end>" follows and it closes.
+    refuse: the first that many connections are closed at once, unread (a
+    gateway that turns one away). hold: after that many connections it
+    takes no more until resume(), so its backlog (of `backlog`) fills."""
 
-    def __init__(self, path):
+    def __init__(self, path, backlog=8, refuse=0, hold=None):
         self.path = path
+        self.refuse = refuse
+        self.hold = hold
+        self.resumed = threading.Event()
+        self.lock = threading.Lock()
         self.ends = 0
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.bind(path)
-        self.sock.listen(8)
+        self.sock.listen(backlog)
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
+        n = 0
         while True:
+            if self.hold is not None and n >= self.hold:
+                self.resumed.wait()
             try:
                 c, _ = self.sock.accept()
             except OSError:
                 return
+            n += 1
+            if n <= self.refuse:
+                c.close()
+                continue
             threading.Thread(target=self._echo, args=(c,), daemon=True).start()
 
     def _echo(self, c):
         with c:
-            while True:
-                data = c.recv(65536)
-                if not data:
-                    break
-                c.sendall(data)
-            self.ends += 1
-            c.sendall(b"<end>")
+            try:
+                while True:
+                    data = c.recv(65536)
+                    if not data:
+                        break
+                    c.sendall(data)
+                with self.lock:
+                    self.ends += 1
+                c.sendall(b"<end>")
+            except OSError:
+                pass
+
+    def resume(self):
+        self.resumed.set()
 
     def close(self):
         self.sock.close()
+        self.resumed.set()
 
 
-def kill_marked(marker):
-    """SIGKILLs the processes whose command line holds marker (a unique
-    socket path: the detached relay and its connections); how many."""
-    n = 0
+def marked(marker):
+    """The pids whose command line holds marker (a unique socket path: the
+    forwarder's detached relay)."""
+    pids = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -3200,11 +3222,19 @@ def kill_marked(marker):
         except OSError:
             continue
         if marker.encode() in args:
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-                n += 1
-            except OSError:
-                pass
+            pids.append(int(pid))
+    return pids
+
+
+def kill_marked(marker):
+    """SIGKILLs the processes marked(marker); how many."""
+    n = 0
+    for pid in marked(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            n += 1
+        except OSError:
+            pass
     return n
 
 
@@ -3225,6 +3255,26 @@ def read_to_end(c):
         if not data:
             return got
         got += data
+
+
+def recv_exact(c, n):
+    got = b""
+    while len(got) < n:
+        data = c.recv(n - len(got))
+        if not data:
+            raise Failure("the connection ended after %d of %d bytes" % (len(got), n))
+        got += data
+    return got
+
+
+def echo(c, data):
+    """Sends data and reads as much back."""
+    c.sendall(data)
+    return recv_exact(c, len(data))
+
+
+def connect(port):
+    return socket.create_connection(("127.0.0.1", port), timeout=30)
 
 
 @case("pl")
@@ -3310,6 +3360,200 @@ def t_forwarder_port_taken(lang):
         msg = "mcpsbx egress forwarder: cannot listen on 127.0.0.1:%d: " % port
         check(p.stderr.decode().startswith(msg), "stderr: %r" % p.stderr)
         eq(left, 0, "processes left")
+
+
+@case("pl")
+def t_forwarder_many_at_once(lang):
+    # Many connections at once, a few KiB each way: every byte comes back
+    # on its own connection, and one process relays them all (none is
+    # made per connection).
+    n = 50
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-fw-") as d:
+        sock = os.path.join(d, "egress.sock")
+        gw = EchoGateway(sock)
+        try:
+            port = free_port()
+            eq(forwarder(sock, port, "true").returncode, 0, "exit status")
+            all_open = threading.Barrier(n + 1, timeout=60)
+            results = [None] * n
+
+            def client(k):
+                data = os.urandom(4096 + 97 * k)
+                half = len(data) // 2
+                try:
+                    with connect(port) as c:
+                        got = echo(c, data[:half])
+                        all_open.wait()  # every connection open
+                        all_open.wait()  # counted
+                        c.sendall(data[half:])
+                        c.shutdown(socket.SHUT_WR)
+                        got += read_to_end(c)
+                    results[k] = "ok" if got == data + b"<end>" else "%d bytes back, changed" % len(got)
+                except Exception as e:
+                    all_open.abort()
+                    results[k] = "%s: %s" % (type(e).__name__, e)
+
+            threads = [threading.Thread(target=client, args=(k,)) for k in range(n)]
+            for t in threads:
+                t.start()
+            try:
+                all_open.wait()
+                relays = marked(sock)
+                all_open.wait()
+            except threading.BrokenBarrierError:
+                relays = None
+            for t in threads:
+                t.join()
+            bad = ["%d: %s" % (k, r) for k, r in enumerate(results) if r != "ok"]
+            eq(bad, [], "connections that failed")
+            eq(len(relays), 1, "relay processes with %d connections open" % n)
+            eq(gw.ends, n, "ends the gateway saw")
+        finally:
+            kill_marked(sock)
+            gw.close()
+
+
+@case("pl")
+def t_forwarder_half_close_apart(lang):
+    # One connection's end goes to its own gateway connection only: while
+    # its bytes back wait for it (it is not read, so the relay stops
+    # reading it), another connection goes on both ways; the first still
+    # receives after its end.
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-fw-") as d:
+        sock = os.path.join(d, "egress.sock")
+        gw = EchoGateway(sock)
+        try:
+            port = free_port()
+            eq(forwarder(sock, port, "true").returncode, 0, "exit status")
+            with connect(port) as a, connect(port) as b:
+                eq(echo(b, b"b1"), b"b1", "the second's echo")
+                data = os.urandom(1024 * 1024)
+
+                def send():
+                    a.sendall(data)
+                    a.shutdown(socket.SHUT_WR)
+
+                t = threading.Thread(target=send)
+                t.start()
+                for k in range(20):
+                    chunk = os.urandom(8192)
+                    check(echo(b, chunk) == chunk, "the second's echo %d changed" % k)
+                got = read_to_end(a)
+                t.join()
+                eq(len(got), len(data) + 5, "the first's bytes back")
+                check(got[:len(data)] == data, "the first's bytes came back changed")
+                eq(got[len(data):], b"<end>", "after the first's end")
+                eq(gw.ends, 1, "ends the gateway saw")
+                eq(echo(b, b"b2"), b"b2", "the second's echo after the first ended")
+                b.shutdown(socket.SHUT_WR)
+                eq(read_to_end(b), b"<end>", "after the second's end")
+            eq(gw.ends, 2, "ends the gateway saw")
+        finally:
+            kill_marked(sock)
+            gw.close()
+
+
+@case("pl")
+def t_forwarder_gateway_refuses(lang):
+    # The gateway closes a connection unread: its client sees it end, and
+    # the relay goes on with the next.
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-fw-") as d:
+        sock = os.path.join(d, "egress.sock")
+        gw = EchoGateway(sock, refuse=1)
+        try:
+            port = free_port()
+            eq(forwarder(sock, port, "true").returncode, 0, "exit status")
+            with connect(port) as c:
+                c.sendall(b"CONNECT example.com:443 HTTP/1.1\r\n\r\n")
+                try:
+                    got = read_to_end(c)
+                except ConnectionResetError:
+                    got = b""
+                eq(got, b"", "the refused connection's answer")
+            with connect(port) as c:
+                eq(echo(c, b"hello"), b"hello", "the next connection's echo")
+                c.shutdown(socket.SHUT_WR)
+                eq(read_to_end(c), b"<end>", "after the next connection's end")
+            eq(len(marked(sock)), 1, "relay processes")
+        finally:
+            kill_marked(sock)
+            gw.close()
+
+
+@case("pl")
+def t_forwarder_gateway_backlog_full(lang):
+    # The gateway takes one connection, then none while its backlog fills:
+    # the connections beyond it wait in the relay, which meanwhile goes on
+    # relaying the first (one that waited in a connect would stop); once
+    # the gateway takes them, each is served in full.
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-fw-") as d:
+        sock = os.path.join(d, "egress.sock")
+        gw = EchoGateway(sock, backlog=1, hold=1)
+        others = []
+        try:
+            port = free_port()
+            eq(forwarder(sock, port, "true").returncode, 0, "exit status")
+            with connect(port) as a:
+                eq(echo(a, b"a1"), b"a1", "the first's echo")
+                datas = [os.urandom(1000 + k) for k in range(6)]
+                for data in datas:
+                    c = connect(port)
+                    others.append(c)
+                    c.sendall(data)
+                    c.shutdown(socket.SHUT_WR)
+                # Time for the relay to reach them all (not needed to pass).
+                time.sleep(0.3)
+                eq(echo(a, b"a2"), b"a2", "the first's echo while the others wait")
+                gw.resume()
+                for k, (c, data) in enumerate(zip(others, datas)):
+                    eq(read_to_end(c), data + b"<end>", "connection %d" % k)
+                a.shutdown(socket.SHUT_WR)
+                eq(read_to_end(a), b"<end>", "after the first's end")
+            eq(gw.ends, 7, "ends the gateway saw")
+        finally:
+            for c in others:
+                c.close()
+            kill_marked(sock)
+            gw.close()
+
+
+@case("pl")
+def t_forwarder_cap(lang):
+    # CONNS_MAX connections at once are relayed; the next waits in the
+    # kernel's backlog, unanswered, until one of them ends.
+    cap = int(re.search(r"CONNS_MAX\s*=>\s*(\d+)", FW_SRC).group(1))
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-fw-") as d:
+        sock = os.path.join(d, "egress.sock")
+        gw = EchoGateway(sock, backlog=64)
+        conns = []
+        try:
+            port = free_port()
+            eq(forwarder(sock, port, "true").returncode, 0, "exit status")
+            for _ in range(cap):
+                conns.append(connect(port))
+                conns[-1].sendall(b"x")
+            for k, c in enumerate(conns):
+                eq(recv_exact(c, 1), b"x", "connection %d's echo" % k)
+            extra = connect(port)
+            conns.append(extra)
+            extra.sendall(b"y")
+            # Would be answered at once if it were relayed.
+            extra.settimeout(0.5)
+            try:
+                got = extra.recv(1)
+            except socket.timeout:
+                got = None
+            eq(got, None, "the connection over the cap's answer")
+            extra.settimeout(30)
+            conns[0].shutdown(socket.SHUT_WR)
+            eq(read_to_end(conns[0]), b"<end>", "after the first's end")
+            eq(recv_exact(extra, 1), b"y", "the connection over the cap's echo once one ended")
+            eq(len(marked(sock)), 1, "relay processes")
+        finally:
+            for c in conns:
+                c.close()
+            kill_marked(sock)
+            gw.close()
 
 
 def main():

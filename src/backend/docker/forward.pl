@@ -7,16 +7,38 @@
 # cannot listen, PROGRAM never runs. The relay holds none of the program's
 # standard streams (its own are /dev/null), so the program's output ends
 # when the program does. perl-base only: Socket, POSIX, Errno, Fcntl.
+#
+# The relay is one process with one select loop over the listener and
+# every connection: a fork and a perl per connection cost more than the
+# request they carry, and would count against the sandbox's process cap.
 use strict;
 use warnings;
-use Socket qw(PF_INET PF_UNIX SOCK_STREAM SOL_SOCKET SO_REUSEADDR SOMAXCONN INADDR_LOOPBACK
-  SHUT_WR pack_sockaddr_in pack_sockaddr_un);
+use Socket qw(PF_INET PF_UNIX SOCK_STREAM SOL_SOCKET SO_REUSEADDR SO_ERROR SOMAXCONN INADDR_LOOPBACK
+  IPPROTO_TCP TCP_NODELAY SHUT_WR pack_sockaddr_in pack_sockaddr_un);
 use POSIX ();
-use Errno qw(EINTR EAGAIN);
+use Errno qw(EINTR EAGAIN EWOULDBLOCK EINPROGRESS ECONNABORTED);
 use Fcntl qw(F_GETFL F_SETFL O_NONBLOCK);
 
-# What a connection holds per direction, read but not yet written.
+# What a connection holds per direction, read but not yet written: a side
+# is not read while its peer has not taken this much.
 use constant BUF_MAX => 65536;
+# Connections at once (each two descriptors, under the sandbox's nofile
+# limit). Beyond it the relay stops accepting; the kernel's backlog holds
+# the rest until one ends.
+use constant CONNS_MAX => 256;
+# A unix socket's connect cannot be waited for: with the gateway's backlog
+# full it fails with EAGAIN and nothing signals room. So the oldest waiting
+# connection is tried again after a pause that doubles from the first to
+# the last value (seconds) until one gets through.
+use constant RETRY_FIRST => 0.001;
+use constant RETRY_LAST  => 0.05;
+# How long the listener rests after an accept that failed for want of
+# descriptors or memory (it stays readable: without a rest, a busy loop).
+use constant ACCEPT_REST => 0.1;
+
+# A connection's states: waiting for its turn to connect to the gateway,
+# connecting, relaying, closed.
+use constant { WAITING => 0, CONNECTING => 1, OPEN => 2, CLOSED => 3 };
 
 sub fail { die "mcpsbx egress forwarder: $_[0]\n" }
 
@@ -36,74 +58,171 @@ sub nonblocking {
     return defined $flags && fcntl($fh, F_SETFL, $flags | O_NONBLOCK);
 }
 
-# One connection both ways until both ends are done: what one side sends
-# is written to the other as it can take it, and its end (a half-close)
-# passed on with shutdown. Any error ends both.
-sub relay {
-    my ($tcp) = @_;
-    socket(my $unix, PF_UNIX, SOCK_STREAM, 0) or return;
-    connect($unix, pack_sockaddr_un($path)) or return;
-    my @s = ($tcp, $unix);
-    nonblocking($_) or return for @s;
-    my @buf = ('', '');    # $buf[$i]: read from $s[$i], for $s[1 - $i]
-    my @eof = (0, 0);
-    my @shut = (0, 0);     # $s[1 - $i] was told that $s[$i] ended
-    until ($shut[0] && $shut[1]) {
-        my ($rin, $win) = ('', '');
-        for my $i (0, 1) {
-            vec($rin, fileno($s[$i]), 1) = 1 if !$eof[$i] && length($buf[$i]) < BUF_MAX;
-            vec($win, fileno($s[1 - $i]), 1) = 1 if length($buf[$i]);
+sub again { return $! == EAGAIN || $! == EWOULDBLOCK || $! == EINTR }
+
+# A connection: {s => [TCP, UNIX], buf, eof, shut, state}. $buf[$i] was
+# read from $s[$i] for $s[1 - $i]; $eof[$i]: $s[$i] ended; $shut[$i]:
+# $s[1 - $i] was told so.
+my (@conns, @waiting);
+
+sub close_conn {
+    my ($c) = @_;
+    defined $_ && close($_) for @{ $c->{s} };
+    $c->{state} = CLOSED;
+}
+
+# Starts $c's connection to the gateway: false when the gateway's backlog
+# is full (try again later); any other failure closes $c, whose client
+# then sees its connection end.
+sub dial {
+    my ($c) = @_;
+    my $unix;
+    if (!socket($unix, PF_UNIX, SOCK_STREAM, 0) || !nonblocking($unix)) {
+        close_conn($c);
+        return 1;
+    }
+    if (connect($unix, pack_sockaddr_un($path))) {
+        $c->{state} = OPEN;
+    } elsif ($! == EINPROGRESS) {
+        $c->{state} = CONNECTING;
+    } elsif (again()) {
+        # A fresh socket next time: one whose connect failed is not
+        # promised to take another.
+        close($unix);
+        return 0;
+    } else {
+        close($unix);
+        close_conn($c);
+        return 1;
+    }
+    $c->{s}[1] = $unix;
+    return 1;
+}
+
+# Dials the waiting connections oldest first, so none overtakes another;
+# false when the oldest must wait.
+sub dial_waiting {
+    while (@waiting) {
+        dial($waiting[0]) or return 0;
+        shift @waiting;
+    }
+    return 1;
+}
+
+sub accept_some {
+    while (@conns < CONNS_MAX) {
+        my $tcp;
+        if (!accept($tcp, $listener)) {
+            return again() || $! == ECONNABORTED;
         }
-        my ($rout, $wout) = ($rin, $win);
-        if (select($rout, $wout, undef, undef) < 0) {
-            next if $! == EINTR;
-            return;
-        }
+        nonblocking($tcp) or next;    # dropped: its client sees it end
+        # What the relay reads it writes at once: Nagle's wait would only
+        # add to the sender's own.
+        setsockopt($tcp, IPPROTO_TCP, TCP_NODELAY, 1);
+        my $c = { s => [ $tcp, undef ], buf => [ '', '' ], eof => [ 0, 0 ], shut => [ 0, 0 ], state => WAITING };
+        push @conns, $c;
+        push @waiting, $c;
+    }
+    return 1;
+}
+
+# What select should watch for $c.
+sub want {
+    my ($c, $rin, $win) = @_;
+    my $s = $c->{s};
+    if ($c->{state} == CONNECTING) {
+        vec($$win, fileno($s->[1]), 1) = 1;
+    } elsif ($c->{state} == OPEN) {
         for my $i (0, 1) {
-            my ($from, $to) = ($s[$i], $s[1 - $i]);
-            if (vec($rout, fileno($from), 1)) {
-                my $n = sysread($from, $buf[$i], BUF_MAX - length($buf[$i]), length($buf[$i]));
-                if (!defined $n) {
-                    return if $! != EINTR && $! != EAGAIN;
-                } elsif ($n == 0) {
-                    $eof[$i] = 1;
-                }
-            }
-            if (length($buf[$i]) && vec($wout, fileno($to), 1)) {
-                my $n = syswrite($to, $buf[$i]);
-                if (!defined $n) {
-                    return if $! != EINTR && $! != EAGAIN;
-                } else {
-                    substr($buf[$i], 0, $n, '');
-                }
-            }
-            if ($eof[$i] && !length($buf[$i]) && !$shut[$i]) {
-                shutdown($to, SHUT_WR);
-                $shut[$i] = 1;
-            }
+            vec($$rin, fileno($s->[$i]), 1) = 1 if !$c->{eof}[$i] && length($c->{buf}[$i]) < BUF_MAX;
+            vec($$win, fileno($s->[ 1 - $i ]), 1) = 1 if length($c->{buf}[$i]);
         }
     }
 }
 
-# Accepts for as long as the sandbox lives; a process per connection,
-# reaped by the kernel.
+# One connection after select: what each side sent is written to the other
+# as it can take it, and its end (a half-close) passed on with shutdown
+# once its bytes are out. Both closed when both ends are passed on; any
+# error closes both.
+sub step {
+    my ($c, $rout, $wout) = @_;
+    my $s = $c->{s};
+    if ($c->{state} == CONNECTING) {
+        return if !vec($wout, fileno($s->[1]), 1);
+        my $err = getsockopt($s->[1], SOL_SOCKET, SO_ERROR);
+        if (!defined $err || unpack('i', $err)) {
+            close_conn($c);
+        } else {
+            $c->{state} = OPEN;
+        }
+        return;
+    }
+    return if $c->{state} != OPEN;
+    for my $i (0, 1) {
+        my ($from, $to) = ($s->[$i], $s->[ 1 - $i ]);
+        my $read = 0;
+        if (vec($rout, fileno($from), 1)) {
+            my $len = length($c->{buf}[$i]);
+            my $n = sysread($from, $c->{buf}[$i], BUF_MAX - $len, $len);
+            if (!defined $n) {
+                return close_conn($c) if !again();
+            } elsif ($n == 0) {
+                $c->{eof}[$i] = 1;
+            } else {
+                $read = 1;
+            }
+        }
+        # Just read: written at once rather than after another select, as
+        # the peer can nearly always take it.
+        if (length($c->{buf}[$i]) && ($read || vec($wout, fileno($to), 1))) {
+            my $n = syswrite($to, $c->{buf}[$i]);
+            if (!defined $n) {
+                return close_conn($c) if !again();
+            } else {
+                substr($c->{buf}[$i], 0, $n, '');
+            }
+        }
+        if ($c->{eof}[$i] && !length($c->{buf}[$i]) && !$c->{shut}[$i]) {
+            shutdown($to, SHUT_WR);
+            $c->{shut}[$i] = 1;
+        }
+    }
+    close_conn($c) if $c->{shut}[0] && $c->{shut}[1];
+}
+
+# Accepts for as long as the sandbox lives. select waits with no timeout
+# but while a connection waits for the gateway's backlog or the listener
+# rests.
 sub serve {
-    local $SIG{CHLD} = 'IGNORE';
     local $SIG{PIPE} = 'IGNORE';
+    nonblocking($listener) or return;
+    my $retry = RETRY_FIRST;
+    my $rest  = 0;
     for (;;) {
-        my $conn;
-        if (!accept($conn, $listener)) {
-            # Out of descriptors or memory: wait rather than spin.
-            select(undef, undef, undef, 0.1) if $! != EINTR;
+        $retry = RETRY_FIRST if dial_waiting();
+        @conns = grep { $_->{state} != CLOSED } @conns;
+        my ($rin, $win, $timeout) = ('', '', undef);
+        if (@waiting) {
+            $timeout = $retry;
+            $retry = $retry * 2 > RETRY_LAST ? RETRY_LAST : $retry * 2;
+        }
+        if ($rest) {
+            $timeout = ACCEPT_REST if !defined $timeout || $timeout > ACCEPT_REST;
+            $rest = 0;
+        } elsif (@conns < CONNS_MAX) {
+            vec($rin, fileno($listener), 1) = 1;
+        }
+        want($_, \$rin, \$win) for @conns;
+        my ($rout, $wout) = ($rin, $win);
+        my $n = select($rout, $wout, undef, $timeout);
+        if ($n < 0) {
+            # Not a signal (none is handled): a lack of memory; rest.
+            select(undef, undef, undef, ACCEPT_REST) if $! != EINTR;
             next;
         }
-        my $kid = fork();
-        if (defined $kid && $kid == 0) {
-            close($listener);
-            relay($conn);
-            POSIX::_exit(0);
-        }
-        close($conn);    # the child's now; dropped when no child could be made
+        next if $n == 0;
+        $rest = !accept_some() if vec($rout, fileno($listener), 1);
+        step($_, $rout, $wout) for @conns;
     }
 }
 
