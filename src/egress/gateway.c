@@ -529,7 +529,7 @@ static void record(struct conn *c)
                  c->e.allowed ? "failed" : "refused", status, LOG_FIELD(c->e.reason));
     else
         log_info("egress%s%s: %s %s allowed via %s%s: %llu bytes up, %llu down%s%s%s", sep, label,
-                 method, LOG_FIELD(c->target), c->addr, c->e.intercepted ? ", TLS terminated" : "",
+                 method, LOG_FIELD(c->target), c->addr, c->e.intercepted ? ", intercepted" : "",
                  c->e.up, c->e.down, secrets_note(c, inserted, sizeof(inserted)),
                  *c->e.reason ? "; " : "", LOG_FIELD(c->e.reason));
 }

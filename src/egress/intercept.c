@@ -1,10 +1,12 @@
 #include "egress/intercept.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "base/util.h"
 #include "egress/body.h"
@@ -15,6 +17,8 @@
 
 /* Room for the Host field's "host:port" ("[v6]:port"). */
 #define HOST_PORT_CAP (EGRESS_HOST_CAP + 16)
+/* A TLS record's first byte: a handshake. */
+#define TLS_HANDSHAKE_BYTE 0x16
 /* Operations one side tries before the loop polls again (fairness). */
 #define STEP_OPS 8
 
@@ -36,6 +40,7 @@ struct ic {
     struct egress_entry *e;
     struct egress_tls_conn *cs; /* the sandbox's side */
     struct egress_tls_conn *us; /* the upstream's side */
+    bool plain;                 /* plain HTTP in the tunnel: no TLS on either side */
     short want[2];              /* poll events: client, upstream */
     bool progress;
     char host[HOST_PORT_CAP];
@@ -72,6 +77,36 @@ static void ATTR_PRINTF(2, 3) note(struct ic *c, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Side 0 (the sandbox's) or 1 (the upstream's), TLS or plain, with
+ * egress_tls_read's and egress_tls_write's results. */
+static ssize_t io_read(struct ic *c, int side, void *buf, size_t cap, struct err *err)
+{
+    struct egress_tls_conn *t = side ? c->us : c->cs;
+    if (t)
+        return egress_tls_read(t, buf, cap, err);
+    ssize_t n = recv(side ? c->a->upstream : c->a->client, buf, cap, 0);
+    if (n >= 0)
+        return n;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        return EGRESS_TLS_WANT_READ;
+    err_set(err, ERR_IO, "%s", strerror(errno));
+    return EGRESS_TLS_FAILED;
+}
+
+static ssize_t io_write(struct ic *c, int side, const void *buf, size_t n, struct err *err)
+{
+    struct egress_tls_conn *t = side ? c->us : c->cs;
+    if (t)
+        return egress_tls_write(t, buf, n, err);
+    ssize_t w = send(side ? c->a->upstream : c->a->client, buf, n, MSG_NOSIGNAL);
+    if (w >= 0)
+        return w;
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        return EGRESS_TLS_WANT_WRITE;
+    err_set(err, ERR_IO, "%s", strerror(errno));
+    return EGRESS_TLS_FAILED;
+}
+
 static double soon(const struct ic *c, long long ms)
 {
     double d = util_now_ms() + (double)ms;
@@ -84,7 +119,7 @@ static void send_all(struct ic *c, const char *data, size_t n, double deadline)
 {
     while (n > 0) {
         struct err err = ERR_INIT;
-        ssize_t w = egress_tls_write(c->cs, data, n, &err);
+        ssize_t w = io_write(c, 0, data, n, &err);
         err_clear(&err);
         if (w > 0) {
             data += w;
@@ -111,12 +146,38 @@ static void answer(struct ic *c, int status)
 
 /* ---- the handshakes ----------------------------------------------------- */
 
+/* Whether the client's first byte opens a TLS handshake; plain HTTP in
+ * the tunnel (a client that tunnels http:// too) is served in the clear.
+ * 0, or -1 when the connection ends here. */
+static int peek(struct ic *c)
+{
+    const struct egress_intercept *a = c->a;
+    enum egress_wait w = egress_wait_fd(a->client, POLLIN, a->stop_fd, soon(c, a->p->caps.head_ms));
+    if (w != EGRESS_WAIT_READY) {
+        note(c, w == EGRESS_WAIT_STOPPED ? "cut: the run ended"
+                                         : "nothing came through the tunnel in time");
+        return -1;
+    }
+    unsigned char b = 0;
+    ssize_t n = recv(a->client, &b, 1, MSG_PEEK);
+    if (n <= 0) {
+        note(c, "the client closed the tunnel before sending anything");
+        return -1;
+    }
+    c->plain = b != TLS_HANDSHAKE_BYTE;
+    return 0;
+}
+
 static int handshakes(struct ic *c)
 {
     const struct egress_intercept *a = c->a;
     SSL_CTX *leaf = NULL;
     struct err err = ERR_INIT;
     int rc = -1;
+    if (peek(c) < 0)
+        return -1;
+    if (c->plain)
+        return 0;
     if (egress_tls_ca_leaf(a->p->ca, a->host->text, &leaf, &err) < 0) {
         note(c, "no certificate for %s: %s", c->host, err_msg(&err));
         goto out;
@@ -240,7 +301,7 @@ static void wait_for(struct ic *c, int side, ssize_t io)
 static int write_up(struct ic *c)
 {
     struct err err = ERR_INIT;
-    ssize_t w = egress_tls_write(c->us, c->wp + c->woff, c->wlen - c->woff, &err);
+    ssize_t w = io_write(c, 1, c->wp + c->woff, c->wlen - c->woff, &err);
     if (w > 0) {
         c->woff += (size_t)w;
         c->e->up += (unsigned long long)w;
@@ -263,7 +324,7 @@ static int write_up(struct ic *c)
 static int read_client(struct ic *c)
 {
     struct err err = ERR_INIT;
-    ssize_t n = egress_tls_read(c->cs, c->in, sizeof(c->in), &err);
+    ssize_t n = io_read(c, 0, c->in, sizeof(c->in), &err);
     int rc = GO_ON;
     if (n > 0) {
         c->in_off = 0;
@@ -319,7 +380,7 @@ static int step_down(struct ic *c)
     for (int ops = 0; ops < STEP_OPS && rc == GO_ON; ops++) {
         ssize_t n;
         if (c->d_off < c->d_len) {
-            n = egress_tls_write(c->cs, c->down + c->d_off, c->d_len - c->d_off, &err);
+            n = io_write(c, 0, c->down + c->d_off, c->d_len - c->d_off, &err);
             if (n > 0) {
                 c->d_off += (size_t)n;
                 c->e->down += (unsigned long long)n;
@@ -338,7 +399,7 @@ static int step_down(struct ic *c)
             return END_CAP_DOWN;
         if (c->upstream_eof)
             return END_DONE;
-        n = egress_tls_read(c->us, c->down, sizeof(c->down), &err);
+        n = io_read(c, 1, c->down, sizeof(c->down), &err);
         if (n > 0) {
             unsigned long long got =
                 egress_usage_take(c->a->u, &c->a->p->caps, EGRESS_DOWN, (unsigned long long)n);
@@ -426,22 +487,31 @@ static void ended(struct ic *c, enum end end)
     }
 }
 
+/* The Host field's value: the port left out where the scheme implies it. */
+static void name_host(struct ic *c)
+{
+    const struct egress_intercept *a = c->a;
+    bool v6 = a->host->kind == EGRESS_HOST_IPV6;
+    unsigned implied = c->plain ? EGRESS_PORT_HTTP : EGRESS_PORT_HTTPS;
+    if (a->port == implied)
+        snprintf(c->host, sizeof(c->host), "%s%s%s", v6 ? "[" : "", a->host->text, v6 ? "]" : "");
+    else
+        snprintf(c->host, sizeof(c->host), "%s%s%s:%u", v6 ? "[" : "", a->host->text, v6 ? "]" : "",
+                 a->port);
+    c->host_len = strlen(c->host);
+}
+
 void egress_intercept(const struct egress_intercept *a, struct egress_entry *e)
 {
     struct ic *c = xcalloc(1, sizeof(*c));
     c->a = a;
     c->e = e;
     e->intercepted = true;
-    bool v6 = a->host->kind == EGRESS_HOST_IPV6;
-    if (a->port == EGRESS_PORT_HTTPS)
-        snprintf(c->host, sizeof(c->host), "%s%s%s", v6 ? "[" : "", a->host->text, v6 ? "]" : "");
-    else
-        snprintf(c->host, sizeof(c->host), "%s%s%s:%u", v6 ? "[" : "", a->host->text, v6 ? "]" : "",
-                 a->port);
-    c->host_len = strlen(c->host);
     proxy_req_init_origin(&c->req, a->host, a->port);
-    if (handshakes(c) == 0)
+    if (handshakes(c) == 0) {
+        name_host(c);
         ended(c, run(c));
+    }
     egress_tls_free(c->us);
     egress_tls_free(c->cs);
     explicit_bzero(c->head, sizeof(c->head));

@@ -22,6 +22,9 @@
  *     where the body ends, so keep-alive and pipelining work. The
  *     upstream's bytes go back to the sandbox as they come, unparsed:
  *     responses come in the order of the requests.
+ * A client that tunnels plain HTTP (its first byte opens no TLS
+ * handshake: Node's fetch through the runner's agents does so for
+ * http://) is served the same way in the clear, both sides plain.
  * Bytes count against the run's caps; the connection ends when either
  * side closes, at a cap, at the deadline, or at once when stop_fd fires.
  * A buffer that held a value is zeroed before it is reused or freed; no

@@ -390,6 +390,38 @@ static void test_bad_inner_head_answered(void **state)
     tls_up_join(up);
 }
 
+/* Plain HTTP in a tunnel to a bound host (Node's fetch tunnels http://
+ * too) is served in the clear, the value put in. */
+static void test_plain_http_in_a_bound_tunnel(void **state)
+{
+    (void)state;
+    struct upstream *up = upstream_start(UP_HTTP, 1);
+    up->until = "\r\n\r\n";
+    up->reply = RESP;
+    bind_secret(up->port);
+    struct serving sv;
+    int fd = tunnel(&sv, up->port, "");
+    char req[256];
+    snprintf(req, sizeof(req), "GET /p?k=%s HTTP/1.1\r\nHost: up.test\r\nX-Key: %s\r\n\r\n",
+             rs->placeholders[0], rs->placeholders[0]);
+    send_str(fd, req);
+    char answer[ANSWER_SZ];
+    recv_all(fd, answer, sizeof(answer));
+    close(fd);
+    pthread_join(sv.t, NULL);
+    assert_non_null(strstr(answer, "200 OK"));
+    const char *got = up->conns[0].got;
+    char host[64];
+    snprintf(host, sizeof(host), "Host: up.test:%u\r\n", up->port);
+    assert_non_null(strstr(got, host));
+    assert_non_null(strstr(got, "GET /p?k=" VALUE " HTTP/1.1\r\n"));
+    assert_non_null(strstr(got, "X-Key: " VALUE "\r\n"));
+    const struct egress_entry *e = entry(0);
+    assert_true(e->intercepted);
+    assert_int_equal(e->secrets, 2);
+    upstream_join(up);
+}
+
 int main(void)
 {
     log_set_threshold(LOG_LVL_WARN);
@@ -402,6 +434,7 @@ int main(void)
         T(test_client_without_the_ca),
         T(test_stop_ends_interception),
         T(test_bad_inner_head_answered),
+        T(test_plain_http_in_a_bound_tunnel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
