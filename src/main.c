@@ -266,9 +266,28 @@ static void log_languages(const struct config *cfg, const struct langtable *lang
     }
 }
 
+/* The daemon's CA, when a --secret binds hosts that a language may reach
+ * (HTTPS to them is terminated in the gateway), in a fresh directory
+ * under --sandbox-io-dir: the backend shows its public files inside. */
+static int egress_tls_start(const struct config *cfg, const struct langtable *languages,
+                            struct egress_settings *egress, struct err *err)
+{
+    bool any_egress = false;
+    for (size_t i = 0; i < langtable_count(languages); i++)
+        any_egress = any_egress || langtable_get(languages, i)->egress;
+    if (cfg->secret.n == 0 || !any_egress)
+        return 0;
+    if (egress_settings_tls_ca_under(egress, cfg->sandbox_io_dir, err) < 0)
+        return -1;
+    log_info("egress: HTTPS to the hosts bound to a --secret is terminated with the daemon's CA, "
+             "%s",
+             egress_tls_ca_path(egress->ca));
+    return 0;
+}
+
 /* Serves MCP until a signal or the end of stdin; 0 on a clean stop. */
 static int serve(const struct config *cfg, const struct langtable *languages,
-                 const struct egress_settings *egress, struct backend *backend, char **envp)
+                 struct egress_settings *egress, struct backend *backend, char **envp)
 {
     struct err err = ERR_INIT;
     struct exec_ctx *exec = NULL;
@@ -283,6 +302,8 @@ static int serve(const struct config *cfg, const struct langtable *languages,
     if (backends_init(&err) < 0)
         goto out;
     check_engine(backend);
+    if (egress_tls_start(cfg, languages, egress, &err) < 0)
+        goto out;
     exec = exec_ctx_new(cfg, languages, backend, egress, envp, &err);
     if (!exec)
         goto out;

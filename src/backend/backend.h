@@ -74,6 +74,13 @@ struct backend_spec {
      * no network. Telling its programs so (HTTP_PROXY and the like) is
      * env's business. */
     bool egress;
+    /* With egress, the daemon's CA for the TLS its gateway terminates
+     * (egress/tls.h): host files, public, that the backend shows inside,
+     * read-only, at BACKEND_EGRESS_CA_FILE and BACKEND_EGRESS_CA_BUNDLE
+     * (the CA's certificate; the host's public roots and it). NULL: none
+     * (env then names neither). */
+    const char *egress_ca_file;
+    const char *egress_ca_bundle;
     /* Marks, listed back by backend_list: */
     const char *instance;      /* this daemon's run of containers */
     const char *owner;         /* the daemon process; may be NULL */
@@ -103,6 +110,10 @@ enum backend_fd { BACKEND_STDOUT = 1, BACKEND_STDERR = 2 };
 /* Where a sandbox with spec.egress finds the gateway's proxy, on its own
  * loopback (the port Squid made the usual one). */
 #define BACKEND_EGRESS_PORT 3128
+/* Where a sandbox with spec.egress_ca_file finds the CA's files. */
+#define BACKEND_EGRESS_CA_DIR    "/run/mcpsbx-egress"
+#define BACKEND_EGRESS_CA_FILE   BACKEND_EGRESS_CA_DIR "/ca.pem"
+#define BACKEND_EGRESS_CA_BUNDLE BACKEND_EGRESS_CA_DIR "/ca-bundle.pem"
 
 /* Output as it is read: stream is BACKEND_STDOUT or BACKEND_STDERR.
  * Returns 0 to go on, a positive value to drop the rest of this read (not

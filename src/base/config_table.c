@@ -280,7 +280,8 @@ const struct config_opt config_opts[] = {
     STR("sandbox-io-dir", sandbox_io_dir, "DIR", "/run/mcp-sandboxd-io",
         "where the sandboxes' sockets are made (--sandbox-io socket's, and the egress "
         "gateway's), one fresh directory each, removed once the sandbox connected (an egress "
-        "socket's: with the sandbox); must be the engine's host's path"),
+        "socket's: with the sandbox), and with --secret the daemon's CA's public certificate; "
+        "must be the engine's host's path"),
     /* Far from the host's users and from the subordinate ids useradd hands
      * out (100000 up to 600100000 by default), and from systemd-nspawn's
      * container range (524288 up to 1879048191). */

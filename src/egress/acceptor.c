@@ -173,6 +173,8 @@ int egress_acceptor_start(struct backend_stream *stream, const struct egress_run
         egress_cancel_init(&a->stop, err) < 0)
         goto out;
     a->policy.secrets = spec->secrets;
+    a->policy.ca = spec->ca;
+    a->policy.upstream_tls = spec->upstream_tls;
     a->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (a->wake < 0) {
         err_set(err, ERR_INTERNAL, "eventfd for a run's egress: %s", strerror(errno));

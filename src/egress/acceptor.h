@@ -41,6 +41,10 @@ struct egress_run_spec {
     const struct egress_caps *caps;   /* NULL: the defaults */
     /* The run's --secret placeholders (NULL: none); must outlive the run. */
     const struct egress_run_secrets *secrets;
+    /* The daemon's CA and the upstream side's TLS context (NULL: no
+     * interception; egress/policy.h); must outlive the run. */
+    struct egress_tls_ca *ca;
+    SSL_CTX *upstream_tls;
 };
 
 struct egress_acceptor;

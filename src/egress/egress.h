@@ -13,7 +13,8 @@
  * served to its end); acceptor.c (a run's connections, a bounded thread
  * each); settings.c (the daemon-wide pins, allowed CIDRs and caps, from
  * the options); secrets.c (--secret: the values, a run's placeholders
- * and their substitution in a request's head); tls_ca.c and tls_io.c
+ * and their substitution in a request's head); intercept.c (a tunnel
+ * to a host bound to a secret, its TLS terminated); tls_ca.c and tls_io.c
  * (tls.h: the daemon's CA and its leaves, and TLS connections to a
  * sandbox and to an upstream, on OpenSSL). It includes base/ headers,
  * and backend/backend.h for the acceptor's listener. */
@@ -24,6 +25,7 @@
 #include "egress/addr.h"
 #include "egress/body.h"
 #include "egress/gateway.h"
+#include "egress/intercept.h"
 #include "egress/pattern.h"
 #include "egress/policy.h"
 #include "egress/proxy_req.h"

@@ -15,14 +15,12 @@
 
 #include "base/log.h"
 #include "egress/body.h"
+#include "egress/intercept.h"
 #include "egress/proxy_req.h"
 #include "egress/relay.h"
 #include "egress/resolve.h"
 #include "egress/secrets.h"
 
-/* Room for one of the gateway's own answers: status line, fields, and
- * the reason as its one-line body. */
-#define ANSWER_CAP (EGRESS_SUMMARY_REASON_CAP + 256)
 /* Room for "host:port" ("[v6]:port"). */
 #define HOST_PORT_CAP (EGRESS_HOST_CAP + 16)
 
@@ -85,7 +83,7 @@ void egress_cancel_destroy(struct egress_cancel *c)
 
 /* ---- answers ------------------------------------------------------------ */
 
-static const char *status_text(int status)
+const char *egress_status_text(int status)
 {
     switch (status) {
     case 200:
@@ -115,6 +113,19 @@ static const char *status_text(int status)
     }
 }
 
+size_t egress_answer_format(int status, const char *reason, char *out, size_t cap)
+{
+    char body[EGRESS_SUMMARY_REASON_CAP + 32];
+    int bn = snprintf(body, sizeof(body), "mcp-sandboxd egress: %s\n", reason);
+    if (bn < 0 || (size_t)bn >= sizeof(body))
+        return 0;
+    int n = snprintf(out, cap,
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                     "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
+                     status, egress_status_text(status), bn, body);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
 static double answer_deadline(const struct conn *c)
 {
     double d = util_now_ms() + EGRESS_ANSWER_MS;
@@ -138,17 +149,10 @@ static void ATTR_PRINTF(3, 4) answer(struct conn *c, int status, const char *fmt
     vsnprintf(c->e.reason, sizeof(c->e.reason), fmt, ap);
     va_end(ap);
     c->e.status = status;
-    char body[EGRESS_SUMMARY_REASON_CAP + 32];
-    int bn = snprintf(body, sizeof(body), "mcp-sandboxd egress: %s\n", c->e.reason);
-    if (bn < 0 || (size_t)bn >= sizeof(body))
-        return;
-    char out[ANSWER_CAP];
-    int n = snprintf(out, sizeof(out),
-                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                     "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
-                     status, status_text(status), bn, body);
-    if (n > 0 && (size_t)n < sizeof(out))
-        (void)egress_send_all(c->client, out, (size_t)n, c->stop_fd, answer_deadline(c));
+    char out[EGRESS_ANSWER_CAP];
+    size_t n = egress_answer_format(status, c->e.reason, out, sizeof(out));
+    if (n > 0)
+        (void)egress_send_all(c->client, out, n, c->stop_fd, answer_deadline(c));
 }
 
 /* ---- the request's head --------------------------------------------------- */
@@ -310,78 +314,15 @@ static int connect_upstream(struct conn *c)
 
 /* ---- the request upstream ------------------------------------------------- */
 
-struct out {
-    char *p;
-    size_t n;
-    size_t cap;
-    bool over;
-};
-
-static void put(struct out *o, const char *s, size_t n)
-{
-    if (o->over || n > o->cap - o->n) {
-        o->over = true;
-        return;
-    }
-    memcpy(o->p + o->n, s, n);
-    o->n += n;
-}
-
-static void puts0(struct out *o, const char *s)
-{
-    put(o, s, strlen(s));
-}
-
-/* A field the gateway never passes on: the hop-by-hop ones, the proxy's
- * own, and Host (it writes its own). */
-static bool dropped(const struct proxy_req *r, size_t i)
-{
-    const char *name = NULL;
-    const char *value = NULL;
-    size_t nl = 0;
-    size_t vl = 0;
-    proxy_req_field(r, i, &name, &nl, &value, &vl);
-    return proxy_req_field_hop_by_hop(r, i) || (nl == 4 && strncasecmp(name, "host", 4) == 0) ||
-           (nl >= 6 && strncasecmp(name, "proxy-", 6) == 0);
-}
-
 /* The head to send upstream, in c->head; its length, or 0 when it does
  * not fit (it always should: it is at most the client's, plus a little). */
 static size_t upstream_head(struct conn *c)
 {
-    const struct proxy_req *r = &c->req;
-    struct out o = {.p = c->head, .cap = sizeof(c->head)};
-    char line[HOST_PORT_CAP + 32];
-    size_t target_len = 0;
-    const char *target = proxy_req_target(r, &target_len);
-    puts0(&o, proxy_method_name(proxy_req_method(r)));
-    put(&o, " ", 1);
-    put(&o, target, target_len);
-    snprintf(line, sizeof(line), " HTTP/1.%d\r\nHost: ", proxy_req_minor(r));
-    puts0(&o, line);
     /* c->target without ":80", the port a Host field implies. */
     size_t host_len = strlen(c->target);
     if (c->e.port == EGRESS_PORT_HTTP)
         host_len = (size_t)(strrchr(c->target, ':') - c->target);
-    put(&o, c->target, host_len);
-    put(&o, "\r\n", 2);
-    for (size_t i = 0; i < proxy_req_field_count(r); i++) {
-        if (dropped(r, i))
-            continue;
-        const char *name = NULL;
-        const char *value = NULL;
-        size_t nl = 0;
-        size_t vl = 0;
-        proxy_req_field(r, i, &name, &nl, &value, &vl);
-        put(&o, name, nl);
-        put(&o, ": ", 2);
-        put(&o, value, vl);
-        put(&o, "\r\n", 2);
-    }
-    if (proxy_req_chunked(r))
-        puts0(&o, "Transfer-Encoding: chunked\r\n");
-    puts0(&o, "Connection: close\r\n\r\n");
-    return o.over ? 0 : o.n;
+    return proxy_req_upstream_head(&c->req, c->target, host_len, true, c->head, sizeof(c->head));
 }
 
 /* Sends head[0..len) upstream, counted against the upload cap. 0, or -1
@@ -501,19 +442,47 @@ static void relay(struct conn *c, struct egress_body *body)
     relay_ended(c, end);
 }
 
-/* A tunnel is relayed untouched, to a host bound to a --secret too: its
- * bytes are TLS the gateway cannot read, so a placeholder in them stays
- * one. Terminating TLS for the bound hosts, to insert the values there
- * as serve_request does, belongs here. */
+/* Whether the tunnel's TLS is terminated here: its host and port are
+ * bound to one of the run's secrets (and the daemon has its CA). */
+static bool intercepts(const struct conn *c)
+{
+    return c->p->ca && c->p->upstream_tls &&
+           egress_secrets_bound(c->p->secrets, c->e.host, c->e.port);
+}
+
+/* A tunnel to any host no secret is bound to is relayed untouched: a
+ * placeholder in it stays one. One to a bound host is served by
+ * egress/intercept.h, which puts the values in inside its TLS. */
 static void serve_tunnel(struct conn *c)
 {
     static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
     c->e.status = 200;
+    bool intercept = intercepts(c);
+    if (intercept && c->early_len > 0) {
+        /* The handshake reads the socket: bytes already taken from it
+         * would be lost. Clients wait for the answer. */
+        answer(c, 400, "bytes sent before the tunnel was established");
+        return;
+    }
     if (egress_send_all(c->client, ok, sizeof(ok) - 1, c->stop_fd, answer_deadline(c)) != 0) {
         note(c, "the client did not take the gateway's answer");
         return;
     }
-    relay(c, NULL);
+    if (!intercept) {
+        relay(c, NULL);
+        return;
+    }
+    struct egress_intercept ic = {
+        .p = c->p,
+        .u = c->u,
+        .stop_fd = c->stop_fd,
+        .client = c->client,
+        .upstream = c->upstream,
+        .deadline = c->deadline,
+        .host = proxy_req_host(&c->req),
+        .port = c->e.port,
+    };
+    egress_intercept(&ic, &c->e);
 }
 
 static void serve_request(struct conn *c)
@@ -559,10 +528,10 @@ static void record(struct conn *c)
         log_info("egress%s%s: %s %s %s%s: %s", sep, label, method, LOG_FIELD(c->target),
                  c->e.allowed ? "failed" : "refused", status, LOG_FIELD(c->e.reason));
     else
-        log_info("egress%s%s: %s %s allowed via %s: %llu bytes up, %llu down%s%s%s", sep, label,
-                 method, LOG_FIELD(c->target), c->addr, c->e.up, c->e.down,
-                 secrets_note(c, inserted, sizeof(inserted)), *c->e.reason ? "; " : "",
-                 LOG_FIELD(c->e.reason));
+        log_info("egress%s%s: %s %s allowed via %s%s: %llu bytes up, %llu down%s%s%s", sep, label,
+                 method, LOG_FIELD(c->target), c->addr, c->e.intercepted ? ", intercepted" : "",
+                 c->e.up, c->e.down, secrets_note(c, inserted, sizeof(inserted)),
+                 *c->e.reason ? "; " : "", LOG_FIELD(c->e.reason));
 }
 
 void egress_serve(const struct egress_policy *p, struct egress_usage *u, struct egress_summary *s,

@@ -15,7 +15,9 @@
  *     not arrive in time;
  *   - CONNECT: connects to the addresses egress_resolve gave (in order,
  *     never resolving again), answers 200 and relays bytes both ways
- *     untouched (no TLS interception);
+ *     untouched; but to a host:port bound to one of the run's secrets,
+ *     with the daemon's CA, the tunnel's TLS is terminated and its
+ *     requests served with the values in place (egress/intercept.h);
  *   - absolute-form HTTP: connects likewise and sends a head it writes
  *     itself ("METHOD /target HTTP/1.x", Host, the client's fields but
  *     Host, the hop-by-hop ones and any Proxy-*, and "Connection: close"),
@@ -51,6 +53,18 @@
 /* The longest head the gateway writes upstream: the client's head (less
  * what it drops) and its own Host, Transfer-Encoding and Connection. */
 #define EGRESS_UPSTREAM_HEAD_MAX (PROXY_REQ_HEAD_MAX + 1024)
+
+/* Room for one of the gateway's own answers: status line, fields, and
+ * the reason as its one-line body. */
+#define EGRESS_ANSWER_CAP (EGRESS_SUMMARY_REASON_CAP + 256)
+
+/* The reason phrase of a status the gateway answers ("Bad Gateway" for
+ * any it does not know). */
+const char *egress_status_text(int status);
+/* One of the gateway's own answers for status, with reason (text, no
+ * payload) as its one-line body, in out: its length, or 0 when it does
+ * not fit in cap. */
+size_t egress_answer_format(int status, const char *reason, char *out, size_t cap);
 
 /* A run's stop: an eventfd that becomes readable, and stays so, once
  * fired. Fire it from any thread; then join the connection threads. */

@@ -23,6 +23,7 @@
 #include "egress/pattern.h"
 #include "egress/resolve.h"
 #include "egress/secrets.h"
+#include "egress/tls.h"
 
 /* Defaults of the per-run caps. */
 #define EGRESS_CONNS_OPEN_DEFAULT  16                     /* connections open at once */
@@ -65,6 +66,12 @@ struct egress_policy {
     /* The run's placeholders for --secret (NULL: none), which must
      * outlive the run; egress_policy_init leaves it NULL. */
     const struct egress_run_secrets *secrets;
+    /* For the TLS of the hosts bound to a secret, which the gateway
+     * terminates (egress/intercept.h): the daemon's CA and the upstream
+     * side's context, shared and daemon-wide; either NULL: tunnels are
+     * never intercepted. egress_policy_init leaves them NULL. */
+    struct egress_tls_ca *ca;
+    SSL_CTX *upstream_tls;
 };
 
 /* Fills *p: label (may be NULL; shown escaped in log lines), a copy of

@@ -59,6 +59,14 @@ void proxy_req_init(struct proxy_req *r)
     r->target[0] = '\0';
 }
 
+void proxy_req_init_origin(struct proxy_req *r, const struct egress_host *host, unsigned port)
+{
+    proxy_req_init(r);
+    r->origin = true;
+    r->host = *host;
+    r->port = port;
+}
+
 /* host[:port] or [v6][:port], no userinfo. */
 static enum proxy_req_state authority(struct proxy_req *r, const char *s, size_t n,
                                       bool port_required)
@@ -133,6 +141,19 @@ static enum proxy_req_state absolute(struct proxy_req *r, const char *s, size_t 
     return PROXY_REQ_MORE;
 }
 
+/* "/path?query": copied as it is. */
+static enum proxy_req_state origin_form(struct proxy_req *r, const char *s, size_t n)
+{
+    if (n == 0 || s[0] != '/')
+        return fail(r, 400, "inside the tunnel the target must be a path (/...)");
+    if (memchr(s, '#', n))
+        return fail(r, 400, "a fragment (#) has no place in a request's target");
+    memcpy(r->target, s, n);
+    r->target[n] = '\0';
+    r->target_len = n;
+    return PROXY_REQ_MORE;
+}
+
 static enum proxy_req_state request_line(struct proxy_req *r, const char *s, size_t n)
 {
     static const char *const shape = "the request line is not METHOD TARGET HTTP/1.x";
@@ -168,6 +189,10 @@ static enum proxy_req_state request_line(struct proxy_req *r, const char *s, siz
     for (size_t i = 0; i < target_len; i++)
         if ((unsigned char)target[i] < 0x21 || (unsigned char)target[i] > 0x7e)
             return fail(r, 400, "the target holds a byte that is not printable ASCII");
+    if (r->origin && r->method == PROXY_CONNECT)
+        return fail(r, 405, "CONNECT inside a tunnel is refused");
+    if (r->origin)
+        return origin_form(r, target, target_len);
     if (r->method == PROXY_CONNECT)
         return authority(r, target, target_len, true);
     return absolute(r, target, target_len);
@@ -403,4 +428,77 @@ bool proxy_req_chunked(const struct proxy_req *r)
 size_t proxy_req_head_len(const struct proxy_req *r)
 {
     return r->len;
+}
+
+bool proxy_req_wants_close(const struct proxy_req *r)
+{
+    if (r->minor == 0)
+        return true;
+    for (size_t k = 0; k < r->nfields; k++) {
+        const struct proxy_req_field *f = &r->fields[k];
+        if (same_word(r->head + f->name, f->name_len, "connection") &&
+            connection_lists(r->head + f->value, f->value_len, "close", 5))
+            return true;
+    }
+    return false;
+}
+
+struct out {
+    char *p;
+    size_t n;
+    size_t cap;
+    bool over;
+};
+
+static void put(struct out *o, const char *s, size_t n)
+{
+    if (o->over || n > o->cap - o->n) {
+        o->over = true;
+        return;
+    }
+    memcpy(o->p + o->n, s, n);
+    o->n += n;
+}
+
+static void puts0(struct out *o, const char *s)
+{
+    put(o, s, strlen(s));
+}
+
+/* A field the gateway never passes on: the hop-by-hop ones, the proxy's
+ * own, and Host (it writes its own). */
+static bool dropped(const struct proxy_req *r, size_t i)
+{
+    const struct proxy_req_field *f = &r->fields[i];
+    const char *name = r->head + f->name;
+    size_t nl = f->name_len;
+    return proxy_req_field_hop_by_hop(r, i) || same_word(name, nl, "host") ||
+           (nl >= 6 && strncasecmp(name, "proxy-", 6) == 0);
+}
+
+size_t proxy_req_upstream_head(const struct proxy_req *r, const char *host, size_t host_len,
+                               bool close, char *out, size_t cap)
+{
+    struct out o = {.p = out, .cap = cap};
+    puts0(&o, proxy_method_name(r->method));
+    put(&o, " ", 1);
+    put(&o, r->target, r->target_len);
+    puts0(&o, r->minor ? " HTTP/1.1\r\nHost: " : " HTTP/1.0\r\nHost: ");
+    put(&o, host, host_len);
+    put(&o, "\r\n", 2);
+    for (size_t i = 0; i < r->nfields; i++) {
+        if (dropped(r, i))
+            continue;
+        const struct proxy_req_field *f = &r->fields[i];
+        put(&o, r->head + f->name, f->name_len);
+        put(&o, ": ", 2);
+        put(&o, r->head + f->value, f->value_len);
+        put(&o, "\r\n", 2);
+    }
+    if (r->chunked)
+        puts0(&o, "Transfer-Encoding: chunked\r\n");
+    if (close)
+        puts0(&o, "Connection: close\r\n");
+    put(&o, "\r\n", 2);
+    return o.over ? 0 : o.n;
 }

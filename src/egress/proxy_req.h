@@ -27,7 +27,13 @@
  *
  * Caps: PROXY_REQ_HEAD_MAX for the whole head, PROXY_REQ_LINE_MAX for the
  * request line (414 past it), PROXY_REQ_FIELDS_MAX fields (431 past it).
- * A struct proxy_req holds everything in fixed arrays: no allocation. */
+ * A struct proxy_req holds everything in fixed arrays: no allocation.
+ *
+ * Origin mode (proxy_req_init_origin) reads the heads of the requests a
+ * client sends inside a tunnel whose TLS the gateway terminates: there
+ * the host and port are the tunnel's, so the target must be origin form
+ * ("/path?query", printable ASCII, no fragment) and CONNECT is refused
+ * (405); every other rule and cap above holds the same. */
 #ifndef MCPSBX_EGRESS_PROXY_REQ_H
 #define MCPSBX_EGRESS_PROXY_REQ_H
 
@@ -76,6 +82,7 @@ struct proxy_req {
     const char *reason;
     size_t len;        /* bytes of head held */
     size_t line_start; /* where the line being read begins */
+    bool origin;       /* origin mode: host and port given, "/path" targets */
     bool have_line;    /* the request line is parsed */
     enum proxy_method method;
     int minor; /* HTTP/1.<minor> */
@@ -94,6 +101,10 @@ struct proxy_req {
 };
 
 void proxy_req_init(struct proxy_req *r);
+
+/* For origin mode: host and port are the tunnel's (what proxy_req_host
+ * and proxy_req_port give back). */
+void proxy_req_init_origin(struct proxy_req *r, const struct egress_host *host, unsigned port);
 
 /* Takes the next n bytes from the client. *consumed gets how many of them
  * belong to the head: all of them while it says PROXY_REQ_MORE; up to and
@@ -134,6 +145,16 @@ bool proxy_req_field_hop_by_hop(const struct proxy_req *r, size_t i);
 bool proxy_req_has_content_length(const struct proxy_req *r);
 unsigned long long proxy_req_content_length(const struct proxy_req *r);
 bool proxy_req_chunked(const struct proxy_req *r);
+/* Whether the client asked to end the connection after this request:
+ * HTTP/1.0, or a Connection field that lists "close". */
+bool proxy_req_wants_close(const struct proxy_req *r);
+/* Writes to out (cap bytes) the head to send upstream: "METHOD target
+ * HTTP/1.x", "Host: " host[0..host_len), the client's fields but the
+ * hop-by-hop ones, Host and any Proxy-*, "Transfer-Encoding: chunked"
+ * for a chunked body, "Connection: close" when close, and the empty
+ * line. Its length, or 0 when it does not fit. */
+size_t proxy_req_upstream_head(const struct proxy_req *r, const char *host, size_t host_len,
+                               bool close, char *out, size_t cap);
 /* The head's length (all the bytes fed that belong to it). */
 size_t proxy_req_head_len(const struct proxy_req *r);
 

@@ -350,3 +350,11 @@ int egress_secrets_substitute_head(const struct egress_run_secrets *rs, const ch
     *out_len = s.n;
     return s.count;
 }
+
+bool egress_secrets_bound(const struct egress_run_secrets *rs, const char *host, unsigned port)
+{
+    for (size_t i = 0; rs && i < rs->n; i++)
+        if (egress_patterns_match(&rs->table->items[i].hosts, host, port) >= 0)
+            return true;
+    return false;
+}

@@ -29,6 +29,7 @@
 #ifndef MCPSBX_EGRESS_SECRETS_H
 #define MCPSBX_EGRESS_SECRETS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/err.h"
@@ -86,6 +87,9 @@ struct egress_run_secrets {
 int egress_run_secrets_new(const struct egress_secrets *t, struct egress_run_secrets **out,
                            struct err *err);
 void egress_run_secrets_free(struct egress_run_secrets *rs);
+
+/* Whether some secret of rs is bound to host:port (rs NULL: no). */
+bool egress_secrets_bound(const struct egress_run_secrets *rs, const char *host, unsigned port);
 
 /* Writes head[0..len) to out (cap bytes) with the placeholders of the
  * secrets bound to host:port replaced by their values (the rules above);

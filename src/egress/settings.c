@@ -1,6 +1,10 @@
 #include "egress/settings.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/util.h"
 
@@ -62,11 +66,43 @@ int egress_settings_tls_ca(struct egress_settings *s, const char *dir, struct er
     return egress_tls_ca_new(dir, NULL, &s->ca, err);
 }
 
+/* The random part of the CA directory's name, in bytes. */
+#define CA_DIR_RANDOM_BYTES 8
+
+int egress_settings_tls_ca_under(struct egress_settings *s, const char *base_dir, struct err *err)
+{
+    if (s->ca)
+        return 0;
+    int rc = util_own_dir(base_dir, 0711, NULL);
+    if (rc == UTIL_DIR_NOT_OURS)
+        return err_set(err, ERR_INVALID,
+                       "%s must be a directory of uid %u that no one else may write", base_dir,
+                       (unsigned)geteuid());
+    if (rc < 0)
+        return err_set(err, ERR_IO, "cannot make %s: %s", base_dir, strerror(errno));
+    unsigned char rnd[CA_DIR_RANDOM_BYTES];
+    char hex[2 * CA_DIR_RANDOM_BYTES + 1];
+    if (util_random_bytes(rnd, sizeof(rnd)) < 0)
+        return err_set(err, ERR_INTERNAL, "no random bytes for the CA directory's name");
+    util_hex(rnd, sizeof(rnd), hex);
+    char *dir = xasprintf("%s/%ld.%s", base_dir, (long)getpid(), hex);
+    if (egress_tls_ca_new(dir, NULL, &s->ca, err) < 0) {
+        rmdir(dir);
+        free(dir);
+        return err_wrap(err, "the egress gateway's CA");
+    }
+    s->ca_dir = dir;
+    return 0;
+}
+
 void egress_settings_free(struct egress_settings *s)
 {
     if (!s)
         return;
     SSL_CTX_free(s->upstream_tls);
     egress_tls_ca_free(s->ca);
+    if (s->ca_dir)
+        rmdir(s->ca_dir);
+    free(s->ca_dir);
     free(s);
 }

@@ -25,6 +25,7 @@ struct egress_settings {
     struct egress_caps caps;
     SSL_CTX *upstream_tls;    /* verifies upstreams; shared by every connection */
     struct egress_tls_ca *ca; /* NULL until egress_settings_tls_ca */
+    char *ca_dir;             /* the fresh directory egress_settings_tls_ca_under made */
 };
 
 /* Builds *out (allocated; free with egress_settings_free) from cfg's
@@ -36,6 +37,14 @@ int egress_settings_new(const struct config *cfg, struct egress_settings **out, 
  * at start, before any thread reads s: for a daemon that terminates TLS
  * (a host bound to a secret). 0 when s->ca is there already. */
 int egress_settings_tls_ca(struct egress_settings *s, const char *dir, struct err *err);
+
+/* The same in a fresh directory "<pid>.<16 hex>" made under base_dir
+ * (made 0711 when missing; it must be this uid's and writable by no one
+ * else), removed with the CA's files by egress_settings_free. The name's
+ * shape is the one the Docker backend sweeps when its daemon is gone
+ * (--sandbox-io-dir's), so a killed daemon's public files go too; the
+ * CA's key is never there (egress/tls.h). */
+int egress_settings_tls_ca_under(struct egress_settings *s, const char *base_dir, struct err *err);
 
 void egress_settings_free(struct egress_settings *s);
 

@@ -34,6 +34,7 @@ struct egress_entry {
     unsigned long long up;   /* bytes sent upstream */
     unsigned long long down; /* bytes relayed back */
     unsigned secrets;        /* --secret values the gateway inserted (a count, never a value) */
+    bool intercepted;        /* a tunnel whose TLS the gateway terminated (egress/intercept.h) */
 };
 
 /* The copy handed to the result's builder. Large (about 40 KiB): allocate

@@ -117,6 +117,8 @@ static struct egress_tls_conn *conn_new(SSL_CTX *ctx, int fd, struct err *err)
         egress_tls_free(c);
         return NULL;
     }
+    /* Either context's: a write may take part of its bytes. */
+    SSL_set_mode(c->ssl, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     return c;
 }
 

@@ -19,6 +19,8 @@ static json_object *entry_json(const struct egress_entry *e)
     json_object_object_add(o, "bytes_down", count(e->down));
     if (e->secrets)
         json_object_object_add(o, "secrets", json_object_new_int((int)e->secrets));
+    if (e->intercepted)
+        json_object_object_add(o, "intercepted", json_object_new_boolean(true));
     return o;
 }
 

@@ -5,7 +5,10 @@
 // loopback allowed explicitly (--egress-allow-cidr 127.0.0.0/8). The one
 // request that leaves the machine goes to the public npm registry, whose
 // address comes from npm's own configuration. A --secret is bound to
-// allowed.test's plain-HTTP port; other2.test is allowed but not bound.
+// allowed.test's plain-HTTP port and to a second HTTPS port of it, whose
+// TLS the daemon terminates (its CA trusted in the sandbox through the
+// trust variables; the test CA given as --egress-upstream-ca);
+// other2.test is allowed but not bound.
 //
 //   node --test tests/integration/egress.test.mjs
 //
@@ -45,6 +48,7 @@ let dir;
 let ca;
 let httpPort;
 let httpsPort;
+let boundPort; // an HTTPS upstream bound to the --secret
 let registryHost;
 let registryAllow = []; // --egress-allow-cidr for the registry's address
 let registryCa = ''; // the CAs npm here trusts for it
@@ -100,7 +104,7 @@ async function client(name) {
 
 /** The daemon's options, for a given set of upstream ports. */
 function egressArgs() {
-  const up = `allowed.test:${httpPort},allowed.test:${httpsPort}`;
+  const up = `allowed.test:${httpPort},allowed.test:${httpsPort},allowed.test:${boundPort}`;
   return [
     '--languages', 'python,javascript,bash',
     '--egress', `python=${up},private.test:${httpPort},169.254.169.254:80,other2.test:${httpPort}`,
@@ -110,7 +114,8 @@ function egressArgs() {
     '--egress-resolve', 'other.test=127.0.0.1',
     '--egress-resolve', 'private.test=10.1.2.3',
     '--egress-resolve', 'other2.test=127.0.0.1',
-    '--secret', `${SECRET_NAME}=allowed.test:${httpPort}`,
+    '--secret', `${SECRET_NAME}=allowed.test:${httpPort},allowed.test:${boundPort}`,
+    '--egress-upstream-ca', path.join(dir, 'ca.pem'),
     '--egress-allow-cidr', '127.0.0.0/8',
     '--egress-max-connections-total', String(CONNS_TOTAL),
     ...registryAllow,
@@ -130,6 +135,7 @@ test('preflight: upstreams on loopback; the daemon starts with egress', async (t
   const tlsOpts = makeCerts();
   httpPort = await listen(http.createServer(handler('http')));
   httpsPort = await listen(https.createServer(tlsOpts, handler('https')));
+  boundPort = await listen(https.createServer(tlsOpts, handler('bound')));
   registryHost = new URL(execFileSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8' }).trim()).hostname;
   // Some hosts reach the registry through a local mirror under an address
   // the gateway refuses by default (a documentation or private range): the
@@ -274,6 +280,10 @@ const get = (u, o = {}) => new Promise((res, rej) =>
   const out = {};
   const [st, b] = await get('https://allowed.test:${httpsPort}/node-https', { ca: fs.readFileSync('ca.pem') });
   out.https = [st, JSON.parse(b).url];
+  // The bound port: the daemon's CA, trusted through NODE_EXTRA_CA_CERTS.
+  const ph = process.env.${SECRET_NAME};
+  const [st2, b2] = await get('https://allowed.test:${boundPort}/node-sec', { headers: { authorization: 'Bearer ' + ph } });
+  out.bound = [st2, JSON.parse(b2).url];
   const f = await fetch('http://allowed.test:${httpPort}/node-fetch', { method: 'POST', body: 'abc' });
   const j = await f.json();
   out.fetch = [f.status, j.method, j.body];
@@ -285,6 +295,12 @@ const get = (u, o = {}) => new Promise((res, rej) =>
     });
     const out = JSON.parse(sc.stdout);
     assert.deepEqual(out.https, [200, '/node-https'], sc.stdout);
+    assert.deepEqual(out.bound, [200, '/node-sec'], sc.stdout);
+    assert.equal(seen.find((x) => x.url === '/node-sec')?.auth, `Bearer ${SECRET}`, sc.stdout);
+    // Both bound ports are intercepted (fetch tunnels http:// too); only
+    // the request that carried a placeholder had a value put in.
+    assert.deepEqual(entries(sc, 'allowed.test').filter((e) => e.intercepted).map((e) => [e.port, e.secrets]).sort(),
+      [[boundPort, 1], [httpPort, undefined]].sort(), JSON.stringify(sc.egress));
     assert.deepEqual(out.fetch, [200, 'POST', 'abc'], sc.stdout);
     assert.match(out.other, /refused other\.test:\d+: 403/, sc.stdout);
     assert.equal(sc.egress.refused, 1, JSON.stringify(sc.egress));
@@ -296,9 +312,12 @@ test('bash: curl over plain HTTP and through a CONNECT tunnel; a refusal is a 40
       language: 'bash',
       code: `curl -sS http://allowed.test:${httpPort}/curl; echo
 curl -sS --cacert ca.pem https://allowed.test:${httpsPort}/curl-tls; echo
-curl -s -o /dev/null -w '%{http_code}\\n' http://other.test:${httpPort}/`,
+curl -s -o /dev/null -w '%{http_code}\\n' http://other.test:${httpPort}/
+curl -sS -H "Authorization: Bearer $${SECRET_NAME}" https://allowed.test:${boundPort}/curl-sec; echo`,
     });
-    const [plain, tls, other] = sc.stdout.trim().split('\n');
+    const [plain, tls, other, bound] = sc.stdout.trim().split('\n');
+    assert.equal(JSON.parse(bound).url, '/curl-sec', sc.stdout);
+    assert.equal(seen.find((x) => x.url === '/curl-sec')?.auth, `Bearer ${SECRET}`, sc.stdout);
     assert.equal(JSON.parse(plain).url, '/curl', sc.stdout);
     assert.equal(JSON.parse(tls).url, '/curl-tls', sc.stdout);
     assert.equal(other, '403', sc.stdout);
@@ -308,7 +327,7 @@ test('list_languages shows each language\'s list; a session call has its own sum
   withDaemon(d, async () => {
     const langs = (await c.call('list_languages', {})).structuredContent.languages;
     const py = langs.find((l) => l.language === 'python');
-    assert.deepEqual(py.egress, [`allowed.test:${httpPort}`, `allowed.test:${httpsPort}`, `private.test:${httpPort}`, '169.254.169.254:80', `other2.test:${httpPort}`], JSON.stringify(py));
+    assert.deepEqual(py.egress, [`allowed.test:${httpPort}`, `allowed.test:${httpsPort}`, `allowed.test:${boundPort}`, `private.test:${httpPort}`, '169.254.169.254:80', `other2.test:${httpPort}`], JSON.stringify(py));
     const s = await c.call('create_session', { language: 'python' });
     const sid = s.structuredContent.session_id;
     try {
@@ -376,6 +395,39 @@ print(json.dumps(out))
     assert.ok(!JSON.stringify(sc).includes(SECRET.slice(3)), ctx);
     await new Promise((r) => setTimeout(r, 100));
     assert.match(d.stderr, /allowed\.test.*2 secrets inserted/, d.stderr.slice(-3000));
+    assert.ok(!d.stderr.includes(SECRET.slice(3)), 'the secret reached the log');
+    assert.deepEqual(await engineFilesContaining(SECRET.slice(3)), [], 'the engine state holds the secret');
+  }));
+
+test('python: HTTPS to a bound host gets the value inside TLS the daemon terminates; requests trusts its CA by itself', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(d, async () => {
+    const sc = await run('run_python_code', {
+      code: `
+import json, os, requests
+ph = os.environ['${SECRET_NAME}']
+s = requests.Session()
+out = {'env': os.environ.get('REQUESTS_CA_BUNDLE')}
+for i in range(2):
+    r = s.get('https://allowed.test:${boundPort}/tls-py-%d?key=%s' % (i, ph), headers={'Authorization': 'Bearer ' + ph})
+    out[str(i)] = [r.status_code, r.json()['server']]
+print(json.dumps(out))
+`,
+    });
+    const out = JSON.parse(sc.stdout);
+    const ctx = JSON.stringify({ out, egress: sc.egress });
+    assert.equal(out.env, '/run/mcpsbx-egress/ca-bundle.pem', ctx);
+    assert.deepEqual([out['0'], out['1']], [[200, 'bound'], [200, 'bound']], ctx);
+    for (const i of [0, 1]) {
+      const got = seen.find((x) => x.url.startsWith(`/tls-py-${i}`));
+      assert.equal(new URL(got.url, 'http://x').searchParams.get('key'), SECRET, ctx);
+      assert.equal(got.auth, `Bearer ${SECRET}`, ctx);
+    }
+    // One keep-alive connection, intercepted, four insertions.
+    const tlsEntries = entries(sc, 'allowed.test').filter((e) => e.port === boundPort);
+    assert.deepEqual(tlsEntries.map((e) => [e.intercepted, e.secrets]), [[true, 4]], ctx);
+    assert.ok(!JSON.stringify(sc).includes(SECRET.slice(3)), ctx);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.match(d.stderr, /allowed\.test.*intercepted.*4 secrets inserted/, d.stderr.slice(-3000));
     assert.ok(!d.stderr.includes(SECRET.slice(3)), 'the secret reached the log');
     assert.deepEqual(await engineFilesContaining(SECRET.slice(3)), [], 'the engine state holds the secret');
   }));

@@ -24,6 +24,11 @@
  * as the channel does: the sandbox's uid inside the container, or the
  * daemon's own user; anyone else is refused and closed.
  *
+ * With spec.egress_ca_file, the daemon's CA's public files go in the
+ * same directory (egress_sock_add_ca), so the sandbox reads them at
+ * BACKEND_EGRESS_CA_FILE and BACKEND_EGRESS_CA_BUNDLE through the same
+ * read-only bind; they go with the socket.
+ *
  * Thread-safe as backend.h says for a stream's egress: once the container
  * id is set, egress_sock_fd and egress_sock_accept may run on one thread
  * while another owns the stream, which closes it only after that thread
@@ -54,6 +59,14 @@ struct egress_sock;
  * ERR_INVALID for a cause that lasts). */
 int egress_sock_open(const char *base_dir, uid_t uid, gid_t gid, struct egress_sock **out,
                      struct err *err);
+
+_Static_assert(sizeof(EGRESS_SOCK_TARGET) == sizeof(BACKEND_EGRESS_CA_DIR),
+               "the CA's files are in the egress socket's directory");
+
+/* Puts spec's egress_ca_file and egress_ca_bundle (public files of the
+ * daemon's) in s's directory, readable by all: hard links, or copies
+ * when the link fails. 0 when spec names none. */
+int egress_sock_add_ca(struct egress_sock *s, const struct backend_spec *spec, struct err *err);
 
 /* The host directory to bind at EGRESS_SOCK_TARGET. */
 const char *egress_sock_dir(const struct egress_sock *s);

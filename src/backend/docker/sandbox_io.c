@@ -160,7 +160,14 @@ int sandbox_io_egress(struct sandbox_io *io, const struct backend_spec *spec,
     pthread_mutex_lock(&io->lock);
     sweep_locked(io);
     pthread_mutex_unlock(&io->lock);
-    return egress_sock_open(io->dir, spec->uid, spec->gid, out, err);
+    if (egress_sock_open(io->dir, spec->uid, spec->gid, out, err) < 0)
+        return -1;
+    if (egress_sock_add_ca(*out, spec, err) < 0) {
+        egress_sock_close(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 int sandbox_io_egress_check(struct sandbox_io *io, const struct backend_spec *spec, struct err *err)

@@ -72,7 +72,7 @@ void commands_free(struct lang_cmds *c, size_t n)
     free(c);
 }
 
-struct lang_cmds *commands_new(const struct langtable *langs)
+struct lang_cmds *commands_new(const struct langtable *langs, bool egress_ca)
 {
     size_t n = langtable_count(langs);
     struct lang_cmds *c = xcalloc(n ? n : 1, sizeof(*c));
@@ -82,7 +82,8 @@ struct lang_cmds *commands_new(const struct langtable *langs)
         c[i].cmd = lang_cmd(l, NULL);
         c[i].warm = lang_cmd(l, generic ? "warm" : l->preload_joined);
         c[i].lean = !generic && *l->preload_joined ? lang_cmd(l, "") : NULL;
-        c[i].env = policy_env_new((const char *const *)l->environment.v, l->egress != NULL);
+        c[i].env =
+            policy_env_new((const char *const *)l->environment.v, l->egress != NULL, egress_ca);
     }
     return c;
 }

@@ -4,6 +4,8 @@
 #ifndef MCPSBX_COMMANDS_H
 #define MCPSBX_COMMANDS_H
 
+#include <stdbool.h>
+
 #include "sandbox/languages/langtable.h"
 
 /* One language's commands: on demand, and for the pool with and without
@@ -16,8 +18,10 @@ struct lang_cmds {
     const char **env; /* policy_env_new: the base and the language's own */
 };
 
-/* Per language of langs, by index; commands_free with the same count. */
-struct lang_cmds *commands_new(const struct langtable *langs);
+/* Per language of langs, by index; commands_free with the same count.
+ * egress_ca: the daemon has its CA (the trust variables go in the
+ * environments of the languages with egress). */
+struct lang_cmds *commands_new(const struct langtable *langs, bool egress_ca);
 void commands_free(struct lang_cmds *c, size_t n);
 
 /* lang's on-demand command; caller frees the array (not its strings). */

@@ -28,6 +28,8 @@ int egress_run_begin(const struct exec_ctx *ctx, const struct run *req,
         .allow = ctx->egress_allow,
         .caps = &ctx->egress_caps,
         .secrets = secrets,
+        .ca = ctx->egress_ca,
+        .upstream_tls = ctx->egress_upstream_tls,
     };
     if (egress_acceptor_start(stream, &spec, a, err) < 0)
         return err_wrap(err, "starting the run's egress gateway");

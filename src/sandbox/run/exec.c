@@ -269,10 +269,16 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
         ctx->egress_pins = &egress->pins;
         ctx->egress_allow = &egress->allow;
         ctx->egress_caps = egress->caps;
+        ctx->egress_upstream_tls = egress->upstream_tls;
+        ctx->egress_ca = egress->ca;
+        if (egress->ca) {
+            ctx->egress_ca_file = egress_tls_ca_path(egress->ca);
+            ctx->egress_ca_bundle = egress_tls_ca_bundle_path(egress->ca);
+        }
     } else {
         egress_caps_default(&ctx->egress_caps);
     }
-    ctx->cmds = commands_new(langs);
+    ctx->cmds = commands_new(langs, ctx->egress_ca != NULL);
     if (runner_new_nonce(ctx->instance, err) < 0) {
         exec_ctx_free(ctx);
         return NULL;
@@ -343,6 +349,8 @@ static void policy_run_for(const struct exec_ctx *ctx, const struct langtable_la
         .env = env,
         .network = langtable_network(lang, ctx->cfg),
         .egress = lang->egress != NULL,
+        .egress_ca_file = ctx->egress_ca_file,
+        .egress_ca_bundle = ctx->egress_ca_bundle,
         .workdir_exec = lang->compile.n > 0,
         .image = lang->image,
         .cmd = cmd,
@@ -424,7 +432,7 @@ char *exec_describe_create(const struct config *cfg, struct backend *backend,
     struct exec_ctx dry = {.cfg = cfg, .instance = "dry-run"};
     const char **cmd = commands_on_demand(lang);
     const char **env =
-        policy_env_new((const char *const *)lang->environment.v, lang->egress != NULL);
+        policy_env_new((const char *const *)lang->environment.v, lang->egress != NULL, false);
     struct policy_run run;
     policy_run_for(&dry, lang, cmd, env, cfg->memory_mb, &run);
     struct backend_spec spec;

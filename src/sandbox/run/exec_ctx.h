@@ -56,6 +56,13 @@ struct exec_ctx {
     const struct egress_pins *egress_pins;
     const struct egress_cidrs *egress_allow;
     struct egress_caps egress_caps;
+    /* The TLS the gateway terminates for the hosts bound to a --secret:
+     * the daemon's CA (NULL: none, every tunnel is untouched) and its
+     * public files, and the upstream side's context. */
+    struct egress_tls_ca *egress_ca;
+    const char *egress_ca_file;
+    const char *egress_ca_bundle;
+    SSL_CTX *egress_upstream_tls;
 };
 
 /* The container for req (exec.c): the policy's limits, and labels that let

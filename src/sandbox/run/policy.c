@@ -38,6 +38,15 @@ static const char *const egress_env[] = {"HTTP_PROXY=" EGRESS_PROXY,
                                          "no_proxy=localhost,127.0.0.1,::1",
                                          NULL};
 
+/* With the daemon's CA (a host bound to a --secret, whose TLS the
+ * gateway terminates): every client's trust store names the bundle (the
+ * host's public roots and the CA), Node's extra CAs the CA alone. No
+ * secret in them: the files are public. */
+static const char *const egress_ca_env[] = {
+    "SSL_CERT_FILE=" BACKEND_EGRESS_CA_BUNDLE,     "REQUESTS_CA_BUNDLE=" BACKEND_EGRESS_CA_BUNDLE,
+    "CURL_CA_BUNDLE=" BACKEND_EGRESS_CA_BUNDLE,    "PIP_CERT=" BACKEND_EGRESS_CA_BUNDLE,
+    "NODE_EXTRA_CA_CERTS=" BACKEND_EGRESS_CA_FILE, NULL};
+
 bool policy_env_is_base(const char *name, size_t n)
 {
     for (size_t i = 0; base_env[i]; i++)
@@ -46,17 +55,21 @@ bool policy_env_is_base(const char *name, size_t n)
     return false;
 }
 
-const char **policy_env_new(const char *const *own, bool egress)
+const char **policy_env_new(const char *const *own, bool egress, bool egress_ca)
 {
     size_t n = 0;
     while (own && own[n])
         n++;
-    const char **env = xcalloc(ARRAY_SIZE(base_env) + ARRAY_SIZE(egress_env) + n, sizeof(char *));
+    const char **env =
+        xcalloc(ARRAY_SIZE(base_env) + ARRAY_SIZE(egress_env) + ARRAY_SIZE(egress_ca_env) + n,
+                sizeof(char *));
     size_t k = 0;
     for (size_t i = 0; base_env[i]; i++)
         env[k++] = base_env[i];
     for (size_t i = 0; egress && egress_env[i]; i++)
         env[k++] = egress_env[i];
+    for (size_t i = 0; egress && egress_ca && egress_ca_env[i]; i++)
+        env[k++] = egress_ca_env[i];
     for (size_t i = 0; i < n; i++)
         env[k++] = own[i];
     env[k] = NULL;
@@ -94,6 +107,8 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
         .syscalls = BACKEND_SYSCALLS_SANDBOX,
         .network = run->network,
         .egress = run->egress,
+        .egress_ca_file = run->egress ? run->egress_ca_file : NULL,
+        .egress_ca_bundle = run->egress ? run->egress_ca_bundle : NULL,
         .labels = (const char *const *)cfg->labels.items,
         .instance = run->instance,
         .owner = run->owner,

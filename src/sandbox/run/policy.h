@@ -27,7 +27,11 @@ struct policy_run {
     const char *const *env; /* from policy_env_new; NULL: the daemon's own alone */
     bool network;           /* langtable_network: the operator allowed it */
     bool egress;            /* its language has an egress allow-list */
-    bool workdir_exec;      /* its compile step makes a program run from the workdir */
+    /* With egress: the daemon's CA's public files (backend_spec's), or
+     * NULL when the gateway terminates no TLS. */
+    const char *egress_ca_file;
+    const char *egress_ca_bundle;
+    bool workdir_exec; /* its compile step makes a program run from the workdir */
     const char *image;
     const char *const *cmd; /* NULL-terminated argv */
     long long memory_mb;
@@ -49,10 +53,12 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
 /* A sandbox's whole environment: the daemon's own base (HOME, TMPDIR,
  * LANG), with egress the proxy variables that lead to the gateway
  * (HTTP_PROXY, HTTPS_PROXY, their lower-case twins, NO_PROXY for
- * loopback), then own's "NAME=value" items (a language's, NULL-terminated;
- * may be NULL). NULL-terminated; the strings are borrowed from own and static
+ * loopback) and, with egress_ca too, the trust variables that name the
+ * daemon's CA inside (SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,
+ * PIP_CERT: the bundle; NODE_EXTRA_CA_CERTS: the CA), then own's "NAME=value" items (a language's,
+ * NULL-terminated; may be NULL). NULL-terminated; the strings are borrowed from own and static
  * data, the array is the caller's to free. */
-const char **policy_env_new(const char *const *own, bool egress);
+const char **policy_env_new(const char *const *own, bool egress, bool egress_ca);
 
 /* Whether the base sets the variable name[0..n): a language may not. */
 bool policy_env_is_base(const char *name, size_t n);

@@ -446,14 +446,76 @@ static void test_caps(void **state)
     bad(many, 431, "header fields");
 }
 
+/* Origin mode: inside a tunnel, "/path" targets with the tunnel's host
+ * and port; absolute form, CONNECT and a fragment refused; the same
+ * smuggling checks. */
+static enum proxy_req_state origin(const char *s, size_t *used)
+{
+    struct egress_host h;
+    assert_true(egress_host_parse("api.test", 8, &h));
+    proxy_req_init_origin(req, &h, 8443);
+    return proxy_req_feed(req, s, strlen(s), used);
+}
+
+static void test_origin_mode(void **state)
+{
+    (void)state;
+    size_t used = 0;
+    const char *two = "GET /a?b=c HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\n\r\n";
+    assert_int_equal(origin(two, &used), PROXY_REQ_DONE);
+    assert_int_equal(used, strlen("GET /a?b=c HTTP/1.1\r\nHost: x\r\n\r\n"));
+    assert_string_equal(proxy_req_host(req)->text, "api.test");
+    assert_int_equal(proxy_req_port(req), 8443);
+    assert_string_equal(proxy_req_target(req, NULL), "/a?b=c");
+    assert_false(proxy_req_wants_close(req));
+    static const struct {
+        const char *head;
+        int status;
+    } refused[] = {
+        {"GET http://a.test/ HTTP/1.1\r\n\r\n", 400},
+        {"CONNECT a.test:443 HTTP/1.1\r\n\r\n", 405},
+        {"GET * HTTP/1.1\r\n\r\n", 400},
+        {"GET /a#f HTTP/1.1\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+        {"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        assert_int_equal(origin(refused[i].head, &used), PROXY_REQ_ERROR);
+        assert_int_equal(proxy_req_status(req), refused[i].status);
+    }
+}
+
+/* The head written upstream: the gateway's Host, no hop-by-hop or
+ * Proxy-* field, Connection: close only when asked. */
+static void test_upstream_head(void **state)
+{
+    (void)state;
+    size_t used = 0;
+    const char *h = "POST /p HTTP/1.1\r\nHost: evil.test\r\nConnection: close, X-Hop\r\n"
+                    "X-Hop: 1\r\nProxy-Authorization: a\r\nX-Keep: 2\r\n"
+                    "Transfer-Encoding: chunked\r\n\r\n";
+    assert_int_equal(origin(h, &used), PROXY_REQ_DONE);
+    assert_true(proxy_req_wants_close(req));
+    char out[1024];
+    size_t n = proxy_req_upstream_head(req, "api.test:8443", 13, true, out, sizeof(out));
+    assert_true(n > 0);
+    out[n] = '\0';
+    assert_string_equal(out, "POST /p HTTP/1.1\r\nHost: api.test:8443\r\nX-Keep: 2\r\n"
+                             "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+    assert_int_equal(proxy_req_upstream_head(req, "api.test", 8, false, out, 20), 0);
+    assert_int_equal(origin("GET / HTTP/1.0\r\n\r\n", &used), PROXY_REQ_DONE);
+    assert_true(proxy_req_wants_close(req));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_connect),      cmocka_unit_test(test_absolute),
-        cmocka_unit_test(test_bodies),       cmocka_unit_test(test_hop_by_hop),
-        cmocka_unit_test(test_request_line), cmocka_unit_test(test_hosts),
-        cmocka_unit_test(test_fields),       cmocka_unit_test(test_smuggling),
-        cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_connect),       cmocka_unit_test(test_absolute),
+        cmocka_unit_test(test_bodies),        cmocka_unit_test(test_hop_by_hop),
+        cmocka_unit_test(test_request_line),  cmocka_unit_test(test_hosts),
+        cmocka_unit_test(test_fields),        cmocka_unit_test(test_smuggling),
+        cmocka_unit_test(test_caps),          cmocka_unit_test(test_origin_mode),
+        cmocka_unit_test(test_upstream_head),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

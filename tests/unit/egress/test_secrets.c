@@ -242,6 +242,19 @@ static void test_unbound(void **state)
     assert_int_equal(len, 18);
 }
 
+/* Which host:port a tunnel is intercepted for: the bound ones only. */
+static void test_bound_query(void **state)
+{
+    (void)state;
+    assert_true(egress_secrets_bound(rs, "api.example.com", 443));
+    assert_true(egress_secrets_bound(rs, "api.example.com", 80));
+    assert_true(egress_secrets_bound(rs, "a.example.org", 8443));
+    assert_false(egress_secrets_bound(rs, "api.example.com", 8080));
+    assert_false(egress_secrets_bound(rs, "example.org", 8443));
+    assert_false(egress_secrets_bound(rs, "evil.test", 443));
+    assert_false(egress_secrets_bound(NULL, "api.example.com", 443));
+}
+
 static void test_wildcard_and_port(void **state)
 {
     (void)state;
@@ -305,6 +318,7 @@ int main(void)
         cmocka_unit_test(test_placeholders),
         cmocka_unit_test_setup_teardown(test_bound_host, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unbound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bound_query, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wildcard_and_port, setup, teardown),
         cmocka_unit_test_setup_teardown(test_body_untouched, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cap, setup, teardown),

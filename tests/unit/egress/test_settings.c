@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "egress/settings.h"
@@ -170,6 +171,38 @@ static void test_upstream_ca_and_the_daemon_ca(void **state)
     assert_int_equal(rmdir(dir), 0);
 }
 
+/* The CA in a fresh "<pid>.<16 hex>" directory under a base made when
+ * missing (the shape a dead daemon's leftovers are swept by); all of it
+ * gone with the settings. */
+static void test_daemon_ca_under_a_base(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_settings-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char base[64];
+    snprintf(base, sizeof(base), "%s/io", dir);
+    struct config cfg;
+    char *argv[] = {"d", NULL};
+    options_load(&cfg, argv);
+    struct egress_settings *s = NULL;
+    struct err err = ERR_INIT;
+    assert_int_equal(egress_settings_new(&cfg, &s, &err), 0);
+    assert_int_equal(egress_settings_tls_ca_under(s, base, &err), 0);
+    assert_non_null(s->ca);
+    char prefix[96];
+    snprintf(prefix, sizeof(prefix), "%s/%ld.", base, (long)getpid());
+    assert_memory_equal(s->ca_dir, prefix, strlen(prefix));
+    assert_int_equal(strlen(s->ca_dir), strlen(prefix) + 16);
+    assert_int_equal(access(egress_tls_ca_path(s->ca), R_OK), 0);
+    struct stat st;
+    assert_int_equal(stat(base, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0711);
+    egress_settings_free(s);
+    config_free(&cfg);
+    assert_int_equal(rmdir(base), 0); /* empty: the CA's directory went */
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +210,7 @@ int main(void)
         cmocka_unit_test(test_from_options),
         cmocka_unit_test(test_errors_name_the_option),
         cmocka_unit_test(test_upstream_ca_and_the_daemon_ca),
+        cmocka_unit_test(test_daemon_ca_under_a_base),
     };
     return cmocka_run_group_tests_name("egress_settings", tests, NULL, NULL);
 }

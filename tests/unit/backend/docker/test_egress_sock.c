@@ -150,6 +150,54 @@ static void test_open_modes(void **state)
     free(dir_copy);
 }
 
+/* The daemon's CA's public files, in the socket's directory as the
+ * sandbox reads them (0644, the same bytes), gone with the socket. */
+static void test_ca_files(void **state)
+{
+    struct rig *g = *state;
+    char *src = xasprintf("%s/ca-src.pem", g->base);
+    char *bundle = xasprintf("%s/bundle-src.pem", g->base);
+    FILE *f = fopen(src, "we");
+    assert_non_null(f);
+    fputs("-----BEGIN CERTIFICATE-----\nca\n", f);
+    fclose(f);
+    f = fopen(bundle, "we");
+    assert_non_null(f);
+    fputs("roots and ca\n", f);
+    fclose(f);
+    assert_int_equal(chmod(src, 0644), 0);
+    assert_int_equal(chmod(bundle, 0644), 0);
+    struct egress_sock *s = open_ok(g);
+    struct backend_spec spec = {.egress = true, .egress_ca_file = src, .egress_ca_bundle = bundle};
+    struct err err = ERR_INIT;
+    assert_int_equal(egress_sock_add_ca(s, &spec, &err), 0);
+    char *in_ca = xasprintf("%s/ca.pem", egress_sock_dir(s));
+    char *in_bundle = xasprintf("%s/ca-bundle.pem", egress_sock_dir(s));
+    char *dir_copy = xstrdup(egress_sock_dir(s));
+    struct stat st;
+    assert_int_equal(stat(in_ca, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0644);
+    char buf[64] = {0};
+    f = fopen(in_bundle, "re");
+    assert_non_null(f);
+    assert_non_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    assert_string_equal(buf, "roots and ca\n");
+    /* Without CA files there is nothing to add. */
+    struct backend_spec none = {.egress = true};
+    assert_int_equal(egress_sock_add_ca(s, &none, &err), 0);
+    egress_sock_close(s);
+    assert_int_equal(stat(in_ca, &st), -1);
+    assert_int_equal(stat(dir_copy, &st), -1);
+    assert_int_equal(unlink(src), 0);
+    assert_int_equal(unlink(bundle), 0);
+    free(dir_copy);
+    free(in_bundle);
+    free(in_ca);
+    free(bundle);
+    free(src);
+}
+
 static void test_accept_nothing_waiting(void **state)
 {
     struct rig *g = *state;
@@ -450,6 +498,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_open_modes),
+        T(test_ca_files),
         T(test_accept_nothing_waiting),
         T(test_accept_own_user),
         T(test_stranger_refused),

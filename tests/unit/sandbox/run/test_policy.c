@@ -153,7 +153,7 @@ static void test_language_env(void **state)
 {
     struct config *cfg = *state;
     const char *own[] = {"MPLBACKEND=Agg", "X=1=2", NULL};
-    const char **env = policy_env_new(own, false);
+    const char **env = policy_env_new(own, false, false);
     struct policy_run run = {.image = "i", .memory_mb = 1, .instance = "x", .env = env};
     struct backend_spec spec;
     policy_spec(cfg, &run, &spec);
@@ -164,7 +164,7 @@ static void test_language_env(void **state)
     assert_null(spec.env[ARRAY_SIZE(want)]);
     free(env);
     /* None of its own: the base alone, as without any. */
-    env = policy_env_new(NULL, false);
+    env = policy_env_new(NULL, false, false);
     run.env = env;
     policy_spec(cfg, &run, &spec);
     assert_null(spec.env[3]);
@@ -185,7 +185,7 @@ static void test_egress_env(void **state)
 {
     struct config *cfg = *state;
     const char *own[] = {"X=1", NULL};
-    const char **env = policy_env_new(own, true);
+    const char **env = policy_env_new(own, true, false);
     struct policy_run run = {
         .image = "i", .memory_mb = 1, .instance = "x", .env = env, .egress = true};
     struct backend_spec spec;
@@ -207,13 +207,51 @@ static void test_egress_env(void **state)
     free(env);
 }
 
+/* With the daemon's CA: the trust variables name its files inside, and
+ * the spec carries the host's files; without egress, neither. */
+static void test_egress_ca_env(void **state)
+{
+    struct config *cfg = *state;
+    const char **env = policy_env_new(NULL, true, true);
+    struct policy_run run = {.image = "i",
+                             .memory_mb = 1,
+                             .instance = "x",
+                             .env = env,
+                             .egress = true,
+                             .egress_ca_file = "/h/ca.pem",
+                             .egress_ca_bundle = "/h/bundle.pem"};
+    struct backend_spec spec;
+    policy_spec(cfg, &run, &spec);
+    assert_string_equal(spec.egress_ca_file, "/h/ca.pem");
+    assert_string_equal(spec.egress_ca_bundle, "/h/bundle.pem");
+    const char *want[] = {
+        "SSL_CERT_FILE=" BACKEND_EGRESS_CA_BUNDLE, "REQUESTS_CA_BUNDLE=" BACKEND_EGRESS_CA_BUNDLE,
+        "CURL_CA_BUNDLE=" BACKEND_EGRESS_CA_BUNDLE, "PIP_CERT=" BACKEND_EGRESS_CA_BUNDLE,
+        "NODE_EXTRA_CA_CERTS=" BACKEND_EGRESS_CA_FILE};
+    for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+        bool found = false;
+        for (size_t i = 0; spec.env[i]; i++)
+            found |= strcmp(spec.env[i], want[k]) == 0;
+        assert_true(found);
+    }
+    free(env);
+    env = policy_env_new(NULL, false, true);
+    for (size_t i = 0; env[i]; i++)
+        assert_null(strstr(env[i], "SSL_CERT_FILE"));
+    free(env);
+    run.egress = false;
+    policy_spec(cfg, &run, &spec);
+    assert_null(spec.egress_ca_file);
+    assert_null(spec.egress_ca_bundle);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, options_setup, options_teardown)
     const struct CMUnitTest tests[] = {
-        T(test_spec),         T(test_network_is_the_callers),
-        T(test_pass_through), T(test_syscalls_and_runtime),
-        T(test_language_env), T(test_egress_env),
+        T(test_spec),         T(test_network_is_the_callers), T(test_egress_ca_env),
+        T(test_pass_through), T(test_syscalls_and_runtime),   T(test_language_env),
+        T(test_egress_env),
     };
 #undef T
     return cmocka_run_group_tests_name("policy", tests, NULL, NULL);
