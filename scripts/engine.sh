@@ -228,7 +228,10 @@ docker_daemon_json() {
 		# --oci-seccomp: gVisor applies the container's seccomp profile
 		# (the daemon sends a gVisor variant of its own) inside its kernel
 		# too, so the program meets the same denials as under runc.
-		printf '    "runsc": { "path": "/usr/bin/runsc", "runtimeArgs": ["--network=none", "--oci-seccomp"] }\n'
+		# --host-uds=open: a sandbox may connect to a host unix socket
+		# bound into it (never create one), which is how it reaches the
+		# daemon's egress gateway; the daemon checks who connected.
+		printf '    "runsc": { "path": "/usr/bin/runsc", "runtimeArgs": ["--network=none", "--oci-seccomp", "--host-uds=open"] }\n'
 	fi
 	printf '  }\n'
 	printf '}\n'
@@ -285,7 +288,7 @@ reload_docker_config() {
 	kill -HUP "$pid"
 	[[ -x /usr/bin/runsc ]] || return 0
 	for ((i = 0; i < 40; i++)); do
-		api "$DOCKER_SOCK" /info 2>/dev/null | grep -q '"--oci-seccomp"' && return 0
+		api "$DOCKER_SOCK" /info 2>/dev/null | grep -q '"--host-uds=open"' && return 0
 		sleep 0.25
 	done
 	log "warning: dockerd did not take the runsc runtime; see $DOCKERD_LOG"

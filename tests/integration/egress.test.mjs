@@ -12,8 +12,8 @@
 //
 //   node --test tests/integration/egress.test.mjs
 //
-// Environment: as stdio.test.mjs. One daemon for the whole file; under
-// gVisor the daemon must refuse egress at start instead.
+// Environment: as stdio.test.mjs. One daemon for the whole file, under
+// gVisor too (the engine script runs runsc with --host-uds=open).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -30,8 +30,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 import {
-  CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, GVISOR, withDaemon, HttpDaemon, preflight, checkRun, textOf,
-  spawnDaemon, daemonArgs, daemonEnv, awaitExit, annotate, engineFilesContaining,
+  CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, withDaemon, HttpDaemon, preflight, checkRun, textOf,
+  engineFilesContaining,
 } from './lib.mjs';
 import crypto from 'node:crypto';
 
@@ -149,21 +149,11 @@ test('preflight: upstreams on loopback; the daemon starts with egress', async (t
   const cafile = [execFileSync('npm', ['config', 'get', 'cafile'], { encoding: 'utf8' }).trim(), process.env.NODE_EXTRA_CA_CERTS]
     .find((f) => f && f !== 'null' && fs.existsSync(f));
   registryCa = [...tls.rootCertificates, cafile ? fs.readFileSync(cafile, 'utf8') : ''].join('\n');
-  if (GVISOR) return;
   d = await HttpDaemon.start('egress', { args: egressArgs(), env: { [SECRET_NAME]: SECRET } });
   c = await client('egress');
 });
 
-test('under gVisor a language with egress refuses the runtime at start', { skip: !GVISOR }, async () => {
-  const x = { name: 'egress-gvisor', stderr: '', exit: null };
-  spawnDaemon(x, ['--http', '127.0.0.1:0', ...daemonArgs(egressArgs())], daemonEnv(), 'ignore');
-  await awaitExit(x);
-  assert.notEqual(x.exit?.code, 0, annotate(new Error('started'), x).message);
-  assert.match(x.stderr, /egress/i);
-  assert.match(x.stderr, /gVisor|runsc/);
-});
-
-test('python: allowed names work through requests and urllib; everything else is refused', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
+test('python: allowed names work through requests and urllib; everything else is refused', { timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(d, async () => {
     const sc = await run('run_python_code', {
       code: `
@@ -227,7 +217,7 @@ print(json.dumps(out))
     assert.ok(!d.stderr.includes('py-requests'), 'a request path reached the log');
   }));
 
-test('python: the text names refusals; a call narrows its list and may not widen it; the per-run cap holds', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
+test('python: the text names refusals; a call narrows its list and may not widen it; the per-run cap holds', { timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(d, async () => {
     const narrowed = await c.call('run_python_code', {
       egress: [`allowed.test:${httpPort}`],
@@ -268,7 +258,7 @@ print(codes.count(200), codes.count(429))
     assert.equal(capped.egress.refused, 2);
   }));
 
-test('node: https with the CA and fetch go through the gateway; a refused fetch says why', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
+test('node: https with the CA and fetch go through the gateway; a refused fetch says why', { timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(d, async () => {
     const sc = await run('run_js_code', {
       code: `
@@ -306,7 +296,7 @@ const get = (u, o = {}) => new Promise((res, rej) =>
     assert.equal(sc.egress.refused, 1, JSON.stringify(sc.egress));
   }));
 
-test('bash: curl over plain HTTP and through a CONNECT tunnel; a refusal is a 403', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
+test('bash: curl over plain HTTP and through a CONNECT tunnel; a refusal is a 403', { timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(d, async () => {
     const sc = await run('execute_code', {
       language: 'bash',
@@ -323,7 +313,7 @@ curl -sS -H "Authorization: Bearer $${SECRET_NAME}" https://allowed.test:${bound
     assert.equal(other, '403', sc.stdout);
   }));
 
-test('list_languages shows each language\'s list; a session call has its own summary', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
+test('list_languages shows each language\'s list; a session call has its own summary', { timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(d, async () => {
     const langs = (await c.call('list_languages', {})).structuredContent.languages;
     const py = langs.find((l) => l.language === 'python');
@@ -342,7 +332,7 @@ test('list_languages shows each language\'s list; a session call has its own sum
     }
   }));
 
-test('the public npm registry is reachable as an allowed host; another public host is refused', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
+test('the public npm registry is reachable as an allowed host; another public host is refused', { timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(d, async () => {
     const sc = await run('run_js_code', {
       files: [{ path: 'ca.pem', content: registryCa }],
@@ -361,7 +351,7 @@ const get = (u) => new Promise((res) =>
     assert.match(String(other), /refused example\.com:443: 403/, sc.stdout);
   }));
 
-test('python: a --secret is a placeholder in the sandbox and the real value only at its bound host', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
+test('python: a --secret is a placeholder in the sandbox and the real value only at its bound host', { timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(d, async () => {
     const sc = await run('run_python_code', {
       code: `
@@ -399,7 +389,7 @@ print(json.dumps(out))
     assert.deepEqual(await engineFilesContaining(SECRET.slice(3)), [], 'the engine state holds the secret');
   }));
 
-test('python: HTTPS to a bound host gets the value inside TLS the daemon terminates; requests trusts its CA by itself', { skip: GVISOR, timeout: TEST_TIMEOUT_MS }, () =>
+test('python: HTTPS to a bound host gets the value inside TLS the daemon terminates; requests trusts its CA by itself', { timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(d, async () => {
     const sc = await run('run_python_code', {
       code: `

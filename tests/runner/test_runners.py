@@ -3238,11 +3238,12 @@ def kill_marked(marker):
     return n
 
 
-def forwarder(sock, port, *prog):
-    """Runs prog behind the forwarder; its result once its stdout and
-    stderr closed."""
+def forwarder(sock, port, *prog, blocking=False):
+    """Runs prog behind the forwarder (with -b: blocking); its result once
+    its stdout and stderr closed."""
+    mode = ["--", "-b"] if blocking else []
     try:
-        return subprocess.run([PERL, "-e", FW_SRC, sock, str(port)] + list(prog),
+        return subprocess.run([PERL, "-e", FW_SRC] + mode + [sock, str(port)] + list(prog),
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     except subprocess.TimeoutExpired:
         raise Failure("the program's stdout and stderr did not close within 30 s of its end")
@@ -3413,18 +3414,13 @@ def t_forwarder_many_at_once(lang):
             gw.close()
 
 
-@case("pl")
-def t_forwarder_half_close_apart(lang):
-    # One connection's end goes to its own gateway connection only: while
-    # its bytes back wait for it (it is not read, so the relay stops
-    # reading it), another connection goes on both ways; the first still
-    # receives after its end.
+def half_close_apart(blocking):
     with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-fw-") as d:
         sock = os.path.join(d, "egress.sock")
         gw = EchoGateway(sock)
         try:
             port = free_port()
-            eq(forwarder(sock, port, "true").returncode, 0, "exit status")
+            eq(forwarder(sock, port, "true", blocking=blocking).returncode, 0, "exit status")
             with connect(port) as a, connect(port) as b:
                 eq(echo(b, b"b1"), b"b1", "the second's echo")
                 data = os.urandom(1024 * 1024)
@@ -3448,6 +3444,45 @@ def t_forwarder_half_close_apart(lang):
                 b.shutdown(socket.SHUT_WR)
                 eq(read_to_end(b), b"<end>", "after the second's end")
             eq(gw.ends, 2, "ends the gateway saw")
+        finally:
+            kill_marked(sock)
+            gw.close()
+
+
+@case("pl")
+def t_forwarder_half_close_apart(lang):
+    # One connection's end goes to its own gateway connection only: while
+    # its bytes back wait for it (it is not read, so the relay stops
+    # reading it), another connection goes on both ways; the first still
+    # receives after its end.
+    half_close_apart(False)
+
+
+@case("pl")
+def t_forwarder_blocking(lang):
+    # -b (a gateway socket that cannot be polled, as under gVisor): the
+    # same relay with blocking reads, two processes per open connection,
+    # none left once the connections end; the program's output and status
+    # as without it.
+    half_close_apart(True)
+    with tempfile.TemporaryDirectory(prefix="mcpsbx-rt-fw-") as d:
+        sock = os.path.join(d, "egress.sock")
+        gw = EchoGateway(sock)
+        try:
+            port = free_port()
+            p = forwarder(sock, port, "sh", "-c", "echo hi; exit 3", blocking=True)
+            eq((p.returncode, p.stdout), (3, b"hi\n"), "the program's status and output")
+            with connect(port) as a, connect(port) as b:
+                eq(echo(a, b"a1"), b"a1", "the first's echo")
+                eq(echo(b, b"b1"), b"b1", "the second's echo")
+                eq(len(marked(sock)), 1 + 2 * 2, "relay processes with two connections open")
+                for c in (a, b):
+                    c.shutdown(socket.SHUT_WR)
+                    eq(read_to_end(c), b"<end>", "after its end")
+            deadline = time.monotonic() + 10
+            while len(marked(sock)) > 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            eq(len(marked(sock)), 1, "relay processes once the connections ended")
         finally:
             kill_marked(sock)
             gw.close()

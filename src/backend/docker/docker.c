@@ -294,9 +294,33 @@ static int docker_start(struct backend *b, const char *id, struct backend_pendin
     return rc;
 }
 
+/* gVisor's file proxy (the gofer) connects to a host socket for the
+ * sandbox only when runsc runs with --host-uds=open; the engine's /info
+ * says whether it does. Without it the forwarder inside could not reach
+ * the gateway: refuse at start rather than fail every request. */
+static int gvisor_egress_check(struct docker *d, const char *runtime, struct err *err)
+{
+    int yes = engine_runtime_host_uds(d->engine, runtime, err);
+    if (yes < 0)
+        return err_wrap(err, "cannot tell whether runtime '%s' lets a sandbox reach the egress "
+                             "gateway", runtime);
+    if (!yes)
+        return err_set(err, ERR_INVALID,
+                       "the engine at unix://%s does not run runtime '%s' with --host-uds=open, "
+                       "so a sandbox under it cannot reach the egress gateway's socket: add "
+                       "\"--host-uds=open\" to the runtime's runtimeArgs in the engine's "
+                       "daemon.json (scripts/engine.sh writes it so), run the languages with "
+                       "egress under the engine's default runtime, or turn their egress off",
+                       engine_socket(d->engine), runtime);
+    return 0;
+}
+
 static int docker_egress_check(struct backend *b, const struct backend_spec *spec, struct err *err)
 {
-    return sandbox_io_egress_check(((struct docker *)b)->io, spec, err);
+    struct docker *d = (struct docker *)b;
+    if (seccomp_runtime_is_gvisor(spec->runtime) && gvisor_egress_check(d, spec->runtime, err) < 0)
+        return -1;
+    return sandbox_io_egress_check(d->io, spec, err);
 }
 
 static const char *docker_io_name(struct backend *b, const struct backend_spec *spec)

@@ -42,7 +42,8 @@
 #include "base/err.h"
 
 /* The forwarder (src/backend/docker/forward.pl, a perl -e program):
- * started as `perl -e <it> SOCKET PORT PROGRAM ARGS...`. */
+ * started as `perl -e <it> [-- -b] SOCKET PORT PROGRAM ARGS...`, -b where
+ * the socket cannot be polled (gVisor). */
 extern const char egress_forward_src[];
 
 /* Where the container sees the directory, and the socket in it. */

@@ -570,6 +570,40 @@ int engine_is_podman(struct engine *e, double deadline_ms, struct err *err)
     return atomic_load(&e->podman);
 }
 
+/* Whether one of runtime's arguments is a runsc flag that lets a sandbox
+ * connect to a host socket: --host-uds=open or =all (one dash works as
+ * well as two), or the older --fsgofer-host-uds. */
+static bool passes_host_uds(const char *arg)
+{
+    if (arg[0] == '-' && arg[1] == '-')
+        arg++;
+    return strcmp(arg, "-host-uds=open") == 0 || strcmp(arg, "-host-uds=all") == 0 ||
+           strcmp(arg, "-fsgofer-host-uds") == 0 || strcmp(arg, "-fsgofer-host-uds=true") == 0;
+}
+
+int engine_runtime_host_uds(struct engine *e, const char *runtime, struct err *err)
+{
+    json_object *root = call_json(e, "GET", API "/info", ENGINE_TIMEOUT_VERSION_MS,
+                                  "describe itself", "/info", err);
+    if (!root)
+        return -1;
+    json_object *runtimes = NULL, *rt = NULL, *args = NULL;
+    int yes = 0;
+    if (json_object_object_get_ex(root, "Runtimes", &runtimes) &&
+        json_object_object_get_ex(runtimes, runtime, &rt) &&
+        json_object_object_get_ex(rt, "runtimeArgs", &args) &&
+        json_object_is_type(args, json_type_array)) {
+        size_t n = json_object_array_length(args);
+        for (size_t i = 0; i < n && !yes; i++) {
+            json_object *a = json_object_array_get_idx(args, i);
+            yes = json_object_is_type(a, json_type_string) &&
+                  passes_host_uds(json_object_get_string(a));
+        }
+    }
+    json_object_put(root);
+    return yes;
+}
+
 int engine_ping(struct engine *e, struct err *err)
 {
     static const long ok[] = {200};

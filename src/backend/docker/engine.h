@@ -81,6 +81,12 @@ int engine_oom_flag_reliable(const struct engine *e);
  * as create) when no answer to it came yet: 1, 0, or -1 with err. */
 int engine_is_podman(struct engine *e, double deadline_ms, struct err *err);
 
+/* Whether the engine runs runtime (runsc) with an argument that lets a
+ * sandbox connect to a host unix socket bound into it: 1 or 0, by GET
+ * /info's Runtimes; -1 with err when the engine does not answer. A
+ * runtime the engine does not list has no such argument. */
+int engine_runtime_host_uds(struct engine *e, const char *runtime, struct err *err);
+
 /* DELETE /containers/{id}?force=1&v=1, once. A container already gone is
  * not an error. Failures can be brief (Podman refuses with 500 "container
  * state improper" while the container is stopping; a moment later the same

@@ -1,5 +1,5 @@
 # mcp-sandboxd egress forwarder (protocol: src/backend/docker/egress_sock.h).
-# Started as `perl -e <this file> SOCKET PORT PROGRAM ARGS...` in a sandbox
+# Started as `perl -e <this file> [-b] SOCKET PORT PROGRAM ARGS...` in a sandbox
 # that has no network: listens on 127.0.0.1:PORT, leaves a detached relay
 # that passes every TCP connection made there to the daemon's unix socket
 # SOCKET (the egress gateway, an HTTP proxy), and executes PROGRAM in its
@@ -11,6 +11,12 @@
 # The relay is one process with one select loop over the listener and
 # every connection: a fork and a perl per connection cost more than the
 # request they carry, and would count against the sandbox's process cap.
+#
+# -b: the gateway's socket cannot be waited on (gVisor 20221219 passes a
+# host socket through its file proxy as a descriptor that select and poll
+# refuse with EPERM, while blocking reads and writes work). Then each
+# connection is relayed by two processes, one per direction, each
+# blocking in its read; at most CONNS_MAX connections at once.
 use strict;
 use warnings;
 use Socket qw(PF_INET PF_UNIX SOCK_STREAM SOL_SOCKET SO_REUSEADDR SO_ERROR SOMAXCONN INADDR_LOOPBACK
@@ -42,9 +48,10 @@ use constant { WAITING => 0, CONNECTING => 1, OPEN => 2, CLOSED => 3 };
 
 sub fail { die "mcpsbx egress forwarder: $_[0]\n" }
 
+my $blocking = @ARGV && $ARGV[0] eq '-b' ? shift(@ARGV) : 0;
 my ($path, $port) = splice(@ARGV, 0, 2);
 defined $port && $port =~ /\A[0-9]{1,5}\z/ && $port > 0 && $port < 65536 && @ARGV
-  or fail("usage: SOCKET PORT PROGRAM ARGS...");
+  or fail("usage: [-b] SOCKET PORT PROGRAM ARGS...");
 
 socket(my $listener, PF_INET, SOCK_STREAM, 0) or fail("socket: $!");
 setsockopt($listener, SOL_SOCKET, SO_REUSEADDR, 1) or fail("setsockopt: $!");
@@ -226,6 +233,73 @@ sub serve {
     }
 }
 
+# Blocking relay (-b), one direction: what $from sends goes to $to until
+# $from ends, which is passed on with shutdown; any error ends it too.
+sub copy_until_end {
+    my ($from, $to) = @_;
+    my $buf;
+    for (;;) {
+        my $n = sysread($from, $buf, BUF_MAX);
+        if (!defined $n) {
+            next if $! == EINTR;
+            last;
+        }
+        last if $n == 0;
+        for (my $off = 0; $off < $n;) {
+            my $w = syswrite($to, $buf, $n - $off, $off);
+            if (!defined $w) {
+                next if $! == EINTR;
+                shutdown($to, SHUT_WR);
+                return;
+            }
+            $off += $w;
+        }
+    }
+    shutdown($to, SHUT_WR);
+}
+
+# Blocking relay (-b): a process per connection that connects to the
+# gateway and copies toward it, and a child of it that copies back.
+sub relay_blocking {
+    my ($tcp) = @_;
+    socket(my $unix, PF_UNIX, SOCK_STREAM, 0) or return;
+    connect($unix, pack_sockaddr_un($path)) or return;
+    setsockopt($tcp, IPPROTO_TCP, TCP_NODELAY, 1);
+    my $kid = fork();
+    return if !defined $kid;
+    if ($kid == 0) {
+        copy_until_end($unix, $tcp);
+        POSIX::_exit(0);
+    }
+    copy_until_end($tcp, $unix);
+    waitpid($kid, 0);
+}
+
+sub serve_blocking {
+    local $SIG{PIPE} = 'IGNORE';
+    my $open = 0;
+    for (;;) {
+        $open-- while $open > 0 && waitpid(-1, POSIX::WNOHANG()) > 0;
+        if ($open >= CONNS_MAX) {
+            $open-- if waitpid(-1, 0) > 0;
+            next;
+        }
+        my $tcp;
+        if (!accept($tcp, $listener)) {
+            select(undef, undef, undef, ACCEPT_REST) if $! != EINTR && $! != ECONNABORTED;
+            next;
+        }
+        my $kid = fork();
+        if (defined $kid && $kid == 0) {
+            close($listener);
+            relay_blocking($tcp);
+            POSIX::_exit(0);
+        }
+        $open++ if defined $kid;
+        close($tcp);    # the child's now; dropped when no child could be made
+    }
+}
+
 # The relay is a grandchild in a session of its own: not a child the
 # program might wait for, nor in its process group.
 {
@@ -239,7 +313,7 @@ sub serve {
           or POSIX::_exit(1);
         my $relay = fork();
         POSIX::_exit(defined $relay ? 0 : 1) if !defined $relay || $relay > 0;
-        serve();
+        $blocking ? serve_blocking() : serve();
         POSIX::_exit(0);
     }
     (waitpid($pid, 0) == $pid && $? == 0) or fail("cannot start the relay");

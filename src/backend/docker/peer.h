@@ -20,8 +20,9 @@
 
 /* Checks the peer of connected unix socket fd (SO_PEERCRED): 0 for a
  * process of this process's user (it could read the daemon's memory
- * anyway), or of sandbox_uid in the cgroup of container container_id (its
- * full id; NULL: none yet, so only this process's user passes). Else -1
+ * anyway), or of sandbox_uid or root in the cgroup of container
+ * container_id (its full id; NULL: none yet, so only this process's user
+ * passes; root there is gVisor's file proxy). Else -1
  * with err, ERR_PROTOCOL naming the peer and what ("its I/O socket"), or
  * ERR_IO when the kernel gave no credentials. fd stays open. */
 int peer_check(int fd, uid_t sandbox_uid, const char *container_id, const char *what,

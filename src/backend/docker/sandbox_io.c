@@ -132,16 +132,8 @@ struct channel *sandbox_io_channel(struct sandbox_io *io, const struct backend_s
 
 /* Whether a sandbox of spec could reach the gateway at all: -1 with err
  * when not. */
-static int egress_possible(const struct sandbox_io *io, const struct backend_spec *spec,
-                           struct err *err)
+static int egress_possible(const struct sandbox_io *io, struct err *err)
 {
-    if (seccomp_runtime_is_gvisor(spec->runtime))
-        return err_set(err, ERR_INVALID,
-                       "gVisor's file proxy does not pass host unix sockets to a sandbox; a "
-                       "sandbox under runtime '%s' cannot reach the egress gateway: run the "
-                       "languages with egress under the engine's default runtime, or turn "
-                       "their egress off",
-                       spec->runtime);
     if (!io->has_dir)
         return err_set(err, ERR_INVALID,
                        "no directory for the sandboxes' sockets (--sandbox-io-dir): a sandbox "
@@ -155,7 +147,7 @@ int sandbox_io_egress(struct sandbox_io *io, const struct backend_spec *spec,
     *out = NULL;
     if (!spec->egress)
         return 0;
-    if (egress_possible(io, spec, err) < 0)
+    if (egress_possible(io, err) < 0)
         return -1;
     pthread_mutex_lock(&io->lock);
     sweep_locked(io);
@@ -172,7 +164,7 @@ int sandbox_io_egress(struct sandbox_io *io, const struct backend_spec *spec,
 
 int sandbox_io_egress_check(struct sandbox_io *io, const struct backend_spec *spec, struct err *err)
 {
-    if (egress_possible(io, spec, err) < 0)
+    if (egress_possible(io, err) < 0)
         return -1;
     struct egress_sock *trial = NULL;
     if (sandbox_io_egress(io, spec, &trial, err) < 0)
@@ -187,9 +179,9 @@ const char **sandbox_io_command(const struct backend_spec *spec, bool channel)
     size_t n = 0;
     while (spec->cmd[n])
         n++;
-    /* "perl -e <src> SOCKET" for the connector, "perl -e <src> SOCKET
-     * PORT" for the forwarder, then the command and its NULL. */
-    const char **argv = xcalloc(4 + 5 + n + 1, sizeof(*argv));
+    /* "perl -e <src> SOCKET" for the connector, "perl -e <src> [-- -b]
+     * SOCKET PORT" for the forwarder, then the command and its NULL. */
+    const char **argv = xcalloc(4 + 7 + n + 1, sizeof(*argv));
     size_t k = 0;
     if (channel) {
         argv[k++] = "perl";
@@ -201,6 +193,13 @@ const char **sandbox_io_command(const struct backend_spec *spec, bool channel)
         argv[k++] = "perl";
         argv[k++] = "-e";
         argv[k++] = egress_forward_src;
+        /* Under gVisor the socket's descriptor cannot be polled: the
+         * forwarder relays with blocking reads ("--" ends perl's own
+         * switches). */
+        if (seccomp_runtime_is_gvisor(spec->runtime)) {
+            argv[k++] = "--";
+            argv[k++] = "-b";
+        }
         argv[k++] = EGRESS_SOCK_PATH;
         argv[k++] = EGRESS_PORT_ARG;
     }

@@ -53,10 +53,9 @@ const char *sandbox_io_name(struct sandbox_io *io, const struct backend_spec *sp
 struct channel *sandbox_io_channel(struct sandbox_io *io, const struct backend_spec *spec,
                                    bool fallback);
 
-/* backend_egress_check for this backend: no egress under gVisor (its file
- * proxy does not pass host sockets), nor without a directory for the
- * socket or the right to give it to spec's uid (tried once, made and
- * removed). */
+/* The part of backend_egress_check that is this module's: no egress
+ * without a directory for the socket or the right to give it to spec's
+ * uid (tried once, made and removed). */
 int sandbox_io_egress_check(struct sandbox_io *io, const struct backend_spec *spec,
                             struct err *err);
 

@@ -28,6 +28,7 @@
 
 #include "backend/docker/channel.h"
 #include "backend/docker/egress_sock.h"
+#include "backend/docker/peer.h"
 #include "backend/docker/sock_dir.h"
 #include "sock_rig.h"
 
@@ -350,6 +351,49 @@ static void test_sandbox_process_accepted(void **state)
     free(path);
 }
 
+/* What a daemon that is not root (uid 23456) decides about this process,
+ * root, connecting to its listener: a child of that uid accepts and
+ * exits 0 when peer_check passes, 1 when it refuses. */
+static int root_peer_verdict(struct rig *g, const char *container_id)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/root-peer.sock", g->base);
+    int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(lfd >= 0);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(lfd, 1), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(GUARD_MS / 1000);
+        if (setgid(23456) < 0 || setuid(23456) < 0)
+            child_exit(2);
+        int fd = accept(lfd, NULL, NULL);
+        struct err err = ERR_INIT;
+        child_exit(fd < 0 ? 3 : peer_check(fd, g->uid, container_id, "its egress socket", &err) == 0 ? 0 : 1);
+    }
+    int fd = connect_to(sa.sun_path);
+    assert_true(fd >= 0);
+    int verdict = child_status(pid);
+    close(fd);
+    close(lfd);
+    unlink(sa.sun_path);
+    return verdict;
+}
+
+/* gVisor's file proxy connects for the sandbox as root from the
+ * container's cgroup: let in even by a daemon that is not root; root
+ * elsewhere is not. */
+static void test_runtime_proxy_accepted(void **state)
+{
+    struct rig *g = *state;
+    if (geteuid() != 0)
+        skip();
+    assert_int_equal(root_peer_verdict(g, g->cg), 0);
+    assert_int_equal(root_peer_verdict(g, "0123456789abcdef-not-this-container"), 1);
+    assert_int_equal(root_peer_verdict(g, NULL), 1);
+}
+
 /* What a killed daemon left, a channel's and an egress socket's
  * directory alike, is removed; a live process's is not, nor anything
  * not named like ours. */
@@ -504,6 +548,7 @@ int main(void)
         T(test_stranger_refused),
         T(test_outsider_refused),
         T(test_sandbox_process_accepted),
+        T(test_runtime_proxy_accepted),
         T(test_sweep),
         T(test_forwarder_behind_connector),
     };

@@ -364,7 +364,7 @@ static void test_no_egress(void **state)
 }
 
 /* Where a sandbox cannot reach the gateway, egress_check says why and
- * create makes nothing (no container, no socket): under gVisor, without
+ * create makes nothing (no container, no socket): without
  * a directory for sockets, in a directory others may write. */
 static void expect_no_egress(struct rig *g, struct backend *b, const struct backend_spec *spec,
                              const char *needle)
@@ -386,19 +386,79 @@ static void expect_no_egress(struct rig *g, struct backend *b, const struct back
     assert_null(find_egress_socket(g));
 }
 
+/* An engine's description, as GET /info answers it. */
+struct info {
+    const char *body;
+};
+
+/* Answers GET /info with the struct info in ctx. */
+static bool info_hook(struct fake_engine *fe, int fd, const struct fake_request *req, void *ctx)
+{
+    (void)fe;
+    if (strcmp(req->method, "GET") != 0 || !strstr(req->target, "/info"))
+        return false;
+    fake_engine_respond(fd, 200, ((const struct info *)ctx)->body);
+    return true;
+}
+
+#define INFO_RUNSC(args)                                                                           \
+    "{\"Runtimes\":{\"runc\":{\"path\":\"runc\"},\"runsc\":{\"path\":\"/usr/bin/runsc\","  \
+    "\"runtimeArgs\":" args "}}}"
+
+/* Under gVisor a sandbox reaches its socket only when the engine runs
+ * runsc with --host-uds=open (or =all): the engine's /info says. */
+static void test_egress_gvisor(void **state)
+{
+    struct rig *g = *state;
+    struct backend_spec spec = docker_rig_spec("img:1");
+    spec.egress = true;
+    spec.runtime = "runsc";
+    static struct info refused[] = {
+        {INFO_RUNSC("[\"--network=none\"]")},
+        {INFO_RUNSC("[\"--host-uds=none\",\"--host-uds-open\"]")},
+        {"{\"Runtimes\":{\"runc\":{\"path\":\"runc\"}}}"},
+        {"{}"},
+    };
+    struct backend *b = open_backend(g, "socket");
+    struct err err = ERR_INIT;
+    for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+        fake_engine_set_hook(g->fe, info_hook, &refused[i]);
+        assert_int_equal(backend_egress_check(b, &spec, &err), -1);
+        assert_int_equal(err.code, ERR_INVALID);
+        if (!strstr(err_msg(&err), "does not run runtime 'runsc' with --host-uds=open"))
+            fail_msg("%s: %s", refused[i].body, err_msg(&err));
+        err_clear(&err);
+    }
+    /* An engine that cannot say is not taken at its word. */
+    fake_engine_set_hook(g->fe, NULL, NULL);
+    assert_int_equal(backend_egress_check(b, &spec, &err), -1);
+    assert_non_null(strstr(err_msg(&err), "cannot tell whether runtime 'runsc'"));
+    err_clear(&err);
+    static struct info passed[] = {
+        {INFO_RUNSC("[\"--network=none\",\"--oci-seccomp\",\"--host-uds=open\"]")},
+        {INFO_RUNSC("[\"-host-uds=all\"]")},
+        {INFO_RUNSC("[\"--fsgofer-host-uds\"]")},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(passed); i++) {
+        fake_engine_set_hook(g->fe, info_hook, &passed[i]);
+        if (backend_egress_check(b, &spec, &err) < 0)
+            fail_msg("%s: %s", passed[i].body, err_msg(&err));
+    }
+    fake_engine_set_hook(g->fe, NULL, NULL);
+    char *id = NULL;
+    struct backend_stream *s = NULL;
+    assert_int_equal(docker_rig_create_start(b, &spec, false, 0, &id, &s, &err), 0);
+    assert_true(backend_stream_egress_fd(s) >= 0);
+    backend_stream_close(s);
+    remove_container(b, id);
+    backend_free(b);
+}
+
 static void test_egress_refused(void **state)
 {
     struct rig *g = *state;
     struct backend_spec spec = docker_rig_spec("img:1");
     spec.egress = true;
-    static const char *const modes[] = {"socket", "attach"};
-    for (size_t m = 0; m < ARRAY_SIZE(modes); m++) {
-        struct backend *b = open_backend(g, modes[m]);
-        spec.runtime = "runsc";
-        expect_no_egress(g, b, &spec, "gVisor's file proxy does not pass host unix sockets");
-        spec.runtime = NULL;
-        backend_free(b);
-    }
     struct backend *b = docker_backend_new(fake_engine_socket(g->fe), NULL, NULL);
     expect_no_egress(g, b, &spec, "--sandbox-io-dir");
     backend_free(b);
@@ -471,6 +531,7 @@ int main(void)
         T(test_egress),
         T(test_no_egress),
         T(test_egress_refused),
+        T(test_egress_gvisor),
     };
 #undef T
     return cmocka_run_group_tests_name("sandbox_io", tests, rig_group_setup, rig_group_teardown);
