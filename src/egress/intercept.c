@@ -64,6 +64,9 @@ struct ic {
     /* Toward the sandbox. */
     bool down_capped;
     bool upstream_eof;
+    bool upstream_truncated; /* it ended without close_notify: the sandbox must not see a clean end
+                              */
+    bool up_shut;            /* the sandbox's end was passed on to the upstream */
     size_t d_off;
     size_t d_len;
     char down[EGRESS_RELAY_BUF];
@@ -179,7 +182,7 @@ static int handshakes(struct ic *c)
     if (c->plain)
         return 0;
     if (egress_tls_ca_leaf(a->p->ca, a->host->text, &leaf, &err) < 0) {
-        note(c, "no certificate for %s: %s", c->host, err_msg(&err));
+        note(c, "no certificate for %s: %s", a->host->text, err_msg(&err));
         goto out;
     }
     if (egress_tls_accept(leaf, a->client, soon(c, a->p->caps.connect_ms), a->stop_fd, &c->cs,
@@ -344,6 +347,32 @@ static int read_client(struct ic *c)
     return rc;
 }
 
+/* Passes the sandbox's end on to the upstream, once: close_notify, or a
+ * half-close in plain HTTP. GO_ON (blocked or done), or an end. */
+static int shut_up(struct ic *c)
+{
+    if (c->up_shut)
+        return GO_ON - 1;
+    if (!c->us) {
+        shutdown(c->a->upstream, SHUT_WR);
+        c->up_shut = true;
+        return GO_ON - 1;
+    }
+    struct err err = ERR_INIT;
+    int rc = egress_tls_shutdown(c->us, &err);
+    int ret = GO_ON - 1;
+    if (rc == EGRESS_TLS_WANT_READ || rc == EGRESS_TLS_WANT_WRITE) {
+        wait_for(c, 1, rc);
+    } else if (rc < 0) {
+        note(c, "cut: ending the upstream's TLS: %s", err_msg(&err));
+        ret = END_CUT;
+    } else {
+        c->up_shut = true;
+    }
+    err_clear(&err);
+    return ret;
+}
+
 /* Moves the client's bytes on until something blocks. GO_ON, or an end. */
 static int step_up(struct ic *c)
 {
@@ -360,7 +389,12 @@ static int step_up(struct ic *c)
                 note(c, "the sandbox closed in the middle of a request");
                 return END_CLIENT_GONE;
             }
-            return END_DONE;
+            if (c->requests == 0)
+                return END_DONE;
+            /* Its answers may still be coming: the end is passed on (a
+             * server then closes once it has answered) and the upstream
+             * read to its own end. */
+            rc = shut_up(c);
         } else
             rc = read_client(c);
         if (rc < GO_ON)
@@ -409,6 +443,7 @@ static int step_down(struct ic *c)
             c->progress = true;
         } else if (n == 0 || n == EGRESS_TLS_TRUNCATED) {
             c->upstream_eof = true;
+            c->upstream_truncated = n == EGRESS_TLS_TRUNCATED;
             c->progress = true;
         } else if (n == EGRESS_TLS_WANT_READ || n == EGRESS_TLS_WANT_WRITE) {
             wait_for(c, 1, n);
@@ -455,6 +490,10 @@ static enum end run(struct ic *c)
         int k = poll(p, 3, poll_timeout(c));
         if (k > 0 && p[2].revents)
             return END_STOPPED;
+        if (k < 0 && errno != EINTR) {
+            note(c, "cut: poll: %s", strerror(errno));
+            return END_CUT;
+        }
     }
 }
 
@@ -463,7 +502,9 @@ static void ended(struct ic *c, enum end end)
     const struct egress_caps *caps = &c->a->p->caps;
     switch (end) {
     case END_DONE:
-        if (c->cs) {
+        /* A close-delimited answer cut short upstream must not read as
+         * whole: no close_notify to the sandbox then. */
+        if (c->cs && !c->upstream_truncated) {
             struct err err = ERR_INIT;
             (void)egress_tls_shutdown(c->cs, &err); /* best effort, never waited for */
             err_clear(&err);

@@ -258,8 +258,48 @@ static enum proxy_req_state field(struct proxy_req *r, const char *s, size_t n)
     return framing(r, s, name_len, value, value_len);
 }
 
+/* Whether a Connection field's comma-separated value lists name. */
+static bool connection_lists(const char *v, size_t n, const char *name, size_t name_len)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t start = i;
+        while (i < n && v[i] != ',')
+            i++;
+        size_t a = start;
+        size_t b = i;
+        while (a < b && (v[a] == ' ' || v[a] == '\t'))
+            a++;
+        while (b > a && (v[b - 1] == ' ' || v[b - 1] == '\t'))
+            b--;
+        if (b - a == name_len && strncasecmp(v + a, name, name_len) == 0)
+            return true;
+        i++;
+    }
+    return false;
+}
+
+/* Whether a Connection field names a field the request's framing or
+ * routing rests on: dropping it would leave the gateway framing the body
+ * one way and the upstream another (a request smuggled inside it). */
+static bool connection_names_framing(const struct proxy_req *r)
+{
+    static const char *const names[] = {"content-length", "transfer-encoding", "host"};
+    for (size_t k = 0; k < r->nfields; k++) {
+        const struct proxy_req_field *f = &r->fields[k];
+        if (!same_word(r->head + f->name, f->name_len, "connection"))
+            continue;
+        for (size_t j = 0; j < ARRAY_SIZE(names); j++)
+            if (connection_lists(r->head + f->value, f->value_len, names[j], strlen(names[j])))
+                return true;
+    }
+    return false;
+}
+
 static enum proxy_req_state finish(struct proxy_req *r)
 {
+    if (connection_names_framing(r))
+        return fail(r, 400, "a Connection field names Content-Length, Transfer-Encoding or Host");
     if (r->have_content_length && r->have_transfer_encoding)
         return fail(r, 400, "both Content-Length and Transfer-Encoding");
     if (r->have_transfer_encoding && r->minor == 0)
@@ -371,27 +411,6 @@ void proxy_req_field(const struct proxy_req *r, size_t i, const char **name, siz
     *name_len = f->name_len;
     *value = r->head + f->value;
     *value_len = f->value_len;
-}
-
-/* Whether a Connection field's comma-separated value lists name. */
-static bool connection_lists(const char *v, size_t n, const char *name, size_t name_len)
-{
-    size_t i = 0;
-    while (i < n) {
-        size_t start = i;
-        while (i < n && v[i] != ',')
-            i++;
-        size_t a = start;
-        size_t b = i;
-        while (a < b && (v[a] == ' ' || v[a] == '\t'))
-            a++;
-        while (b > a && (v[b - 1] == ' ' || v[b - 1] == '\t'))
-            b--;
-        if (b - a == name_len && strncasecmp(v + a, name, name_len) == 0)
-            return true;
-        i++;
-    }
-    return false;
 }
 
 bool proxy_req_field_hop_by_hop(const struct proxy_req *r, size_t i)

@@ -60,6 +60,11 @@ static int add_item(struct egress_secrets *t, const char *item, char *const *env
         err_set(err, ERR_INVALID, "--secret %s: no host is bound to it", s.name);
         goto fail;
     }
+    /* A host without a port is bound on 443 only: a value goes out in
+     * the clear (port 80) only where the operator names that port. */
+    for (size_t i = 0; i < s.hosts.n; i++)
+        if (s.hosts.items[i].port == 0)
+            s.hosts.items[i].port = EGRESS_PORT_HTTPS;
     const char *found = util_env_entry(envp, s.name);
     if (!found) {
         if (missing_cb)

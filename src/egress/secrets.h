@@ -20,7 +20,9 @@
  * Substitution (egress_secrets_substitute_head) works on a request head as
  * the gateway writes it upstream, for one connection's host and port:
  * only the secrets bound to that host and port (egress_patterns_match over
- * their host patterns) are replaced, only in field values (as they are)
+ * their host patterns; a pattern without a port binds 443 only, so a
+ * value crosses the network in the clear only toward a port the operator
+ * named) are replaced, only in field values (as they are)
  * and in the request target's query (percent-encoded: every byte but RFC
  * 3986's unreserved ones), never in the method, the path, field names or
  * what follows the head. A placeholder sent anywhere else stays what it

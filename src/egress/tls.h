@@ -45,8 +45,10 @@
 /* The longest --egress-upstream-ca file read. */
 #define EGRESS_TLS_EXTRA_CA_MAX (4 * 1024 * 1024)
 /* The CA's life from its start; each leaf's (never past the CA's). Both
- * begin an hour back, for clocks a little behind. */
-#define EGRESS_TLS_CA_DAYS   90
+ * begin an hour back, for clocks a little behind. The CA outlives any
+ * daemon run (its key is the run's, in memory only): a leaf minted late
+ * in a long run must not be born expired. */
+#define EGRESS_TLS_CA_DAYS   3650
 #define EGRESS_TLS_LEAF_DAYS 7
 /* A cached leaf is minted again once this old, well inside its life. */
 #define EGRESS_TLS_LEAF_REUSE_S (24 * 3600)

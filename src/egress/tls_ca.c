@@ -121,7 +121,7 @@ static X509 *make_ca_cert(EVP_PKEY *key, time_t until)
     if (base_fields(x, key, until) < 0 || set_cn(X509_get_subject_name(x), cn) < 0 ||
         X509_set_issuer_name(x, X509_get_subject_name(x)) != 1)
         goto fail;
-    if (add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE") < 0 ||
+    if (add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") < 0 ||
         add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign") < 0 ||
         add_ext(x, x, NID_subject_key_identifier, "hash") < 0 ||
         X509_sign(x, key, EVP_sha256()) <= 0)

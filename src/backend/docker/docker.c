@@ -302,8 +302,10 @@ static int gvisor_egress_check(struct docker *d, const char *runtime, struct err
 {
     int yes = engine_runtime_host_uds(d->engine, runtime, err);
     if (yes < 0)
-        return err_wrap(err, "cannot tell whether runtime '%s' lets a sandbox reach the egress "
-                             "gateway", runtime);
+        return err_wrap(err,
+                        "cannot tell whether runtime '%s' lets a sandbox reach the egress "
+                        "gateway",
+                        runtime);
     if (!yes)
         return err_set(err, ERR_INVALID,
                        "the engine at unix://%s does not run runtime '%s' with --host-uds=open, "

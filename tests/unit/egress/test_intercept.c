@@ -390,6 +390,63 @@ static void test_bad_inner_head_answered(void **state)
     tls_up_join(up);
 }
 
+/* A Connection field that names Content-Length would have the gateway
+ * frame the body by it and the upstream not: the body would reach the
+ * upstream as a request of its own (any Host), whose own length swallows
+ * the next request with the value in it. Refused before anything goes
+ * upstream. */
+static void test_connection_naming_framing_refused(void **state)
+{
+    (void)state;
+    struct tls_up *up = tls_up_start();
+    bind_secret(up->port);
+    struct serving sv;
+    int fd = tunnel(&sv, up->port, "");
+    SSL_CTX *ctx = NULL;
+    SSL *ssl = client_tls(fd, egress_tls_ca_path(ca), &ctx);
+    assert_non_null(ssl);
+    const char *smug = "POST /collect HTTP/1.1\r\nHost: other.test\r\nContent-Length: 120\r\n\r\n";
+    char req[1024];
+    snprintf(req, sizeof(req),
+             "POST /a HTTP/1.1\r\nHost: up.test\r\nConnection: keep-alive, Content-Length\r\n"
+             "Content-Length: %zu\r\n\r\n%sGET /v HTTP/1.1\r\nHost: up.test\r\nX-Key: %s\r\n\r\n",
+             strlen(smug), smug, rs->placeholders[0]);
+    tls_send(ssl, req);
+    char answer[ANSWER_SZ];
+    tls_read_until(ssl, answer, sizeof(answer), "\n\n");
+    assert_non_null(strstr(answer, "HTTP/1.1 400 Bad Request\r\n"));
+    client_close(ssl, ctx, fd);
+    pthread_join(sv.t, NULL);
+    const struct egress_entry *e = entry(0);
+    assert_int_equal(e->status, 400);
+    assert_non_null(strstr(e->reason, "a Connection field names Content-Length"));
+    tls_up_wait(up);
+    assert_int_equal(up->got_len, 0);
+    tls_up_join(up);
+}
+
+/* A sandbox that ends its side after its request still gets the answer:
+ * its end goes on to the upstream, which answers and closes. */
+static void test_half_close_gets_answer(void **state)
+{
+    (void)state;
+    struct upstream *up = upstream_start(UP_HTTP, 1);
+    up->until = "\r\n\r\n";
+    up->reply = RESP;
+    bind_secret(up->port);
+    struct serving sv;
+    int fd = tunnel(&sv, up->port, "");
+    send_str(fd, "GET /p HTTP/1.1\r\nHost: up.test\r\n\r\n");
+    assert_int_equal(shutdown(fd, SHUT_WR), 0);
+    char answer[ANSWER_SZ];
+    recv_all(fd, answer, sizeof(answer));
+    close(fd);
+    pthread_join(sv.t, NULL);
+    upstream_join(up);
+    assert_non_null(strstr(answer, "200 OK"));
+    assert_string_equal(entry(0)->reason, "");
+}
+
 /* Plain HTTP in a tunnel to a bound host (Node's fetch tunnels http://
  * too) is served in the clear, the value put in. */
 static void test_plain_http_in_a_bound_tunnel(void **state)
@@ -435,6 +492,8 @@ int main(void)
         T(test_stop_ends_interception),
         T(test_bad_inner_head_answered),
         T(test_plain_http_in_a_bound_tunnel),
+        T(test_connection_naming_framing_refused),
+        T(test_half_close_gets_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -370,7 +370,9 @@ static int root_peer_verdict(struct rig *g, const char *container_id)
             child_exit(2);
         int fd = accept(lfd, NULL, NULL);
         struct err err = ERR_INIT;
-        child_exit(fd < 0 ? 3 : peer_check(fd, g->uid, container_id, "its egress socket", &err) == 0 ? 0 : 1);
+        child_exit(fd < 0                                                                 ? 3
+                   : peer_check(fd, g->uid, container_id, "its egress socket", &err) == 0 ? 0
+                                                                                          : 1);
     }
     int fd = connect_to(sa.sun_path);
     assert_true(fd >= 0);

@@ -402,7 +402,7 @@ static bool info_hook(struct fake_engine *fe, int fd, const struct fake_request 
 }
 
 #define INFO_RUNSC(args)                                                                           \
-    "{\"Runtimes\":{\"runc\":{\"path\":\"runc\"},\"runsc\":{\"path\":\"/usr/bin/runsc\","  \
+    "{\"Runtimes\":{\"runc\":{\"path\":\"runc\"},\"runsc\":{\"path\":\"/usr/bin/runsc\","          \
     "\"runtimeArgs\":" args "}}}"
 
 /* Under gVisor a sandbox reaches its socket only when the engine runs
