@@ -81,6 +81,13 @@ struct backend_spec {
      * (env then names neither). */
     const char *egress_ca_file;
     const char *egress_ca_bundle;
+    /* Host directories shown inside, by absolute path; NULL: none. A
+     * package cache's sets, read-only at BACKEND_PACKAGES_DIR; and an
+     * installer's target, writable at BACKEND_INSTALL_DIR (the caller
+     * gives it to uid first, and reads it only once the sandbox is
+     * gone). */
+    const char *packages_dir;
+    const char *install_dir;
     /* Marks, listed back by backend_list: */
     const char *instance;      /* this daemon's run of containers */
     const char *owner;         /* the daemon process; may be NULL */
@@ -114,6 +121,10 @@ enum backend_fd { BACKEND_STDOUT = 1, BACKEND_STDERR = 2 };
 #define BACKEND_EGRESS_CA_DIR    "/run/mcpsbx-egress"
 #define BACKEND_EGRESS_CA_FILE   BACKEND_EGRESS_CA_DIR "/ca.pem"
 #define BACKEND_EGRESS_CA_BUNDLE BACKEND_EGRESS_CA_DIR "/ca-bundle.pem"
+
+/* Where a sandbox finds spec.packages_dir and spec.install_dir. */
+#define BACKEND_PACKAGES_DIR "/opt/mcpsbx-packages"
+#define BACKEND_INSTALL_DIR  "/opt/mcpsbx-install"
 
 /* Output as it is read: stream is BACKEND_STDOUT or BACKEND_STDERR.
  * Returns 0 to go on, a positive value to drop the rest of this read (not

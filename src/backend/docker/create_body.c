@@ -54,23 +54,30 @@ static json_object *labels(const struct backend_spec *spec)
     return l;
 }
 
-/* The daemon's directories, read-only: the container can neither add
- * to them nor swap their sockets. */
-static void add_binds(json_object *hc, const struct create_binds *binds)
+static void add_bind(json_object *a, const char *host, const char *target, const char *mode)
 {
-    if (!binds->io_dir && !binds->egress_dir)
+    char *bind = xasprintf("%s:%s:%s", host, target, mode);
+    json_object_array_add(a, json_object_new_string(bind));
+    free(bind);
+}
+
+/* The daemon's directories, read-only: the container can neither add
+ * to them nor swap their sockets; an installer's target alone is
+ * writable. */
+static void add_binds(json_object *hc, const struct backend_spec *spec,
+                      const struct create_binds *binds)
+{
+    if (!binds->io_dir && !binds->egress_dir && !spec->packages_dir && !spec->install_dir)
         return;
     json_object *a = json_object_new_array();
-    if (binds->io_dir) {
-        char *bind = xasprintf("%s:%s:ro", binds->io_dir, CHANNEL_TARGET);
-        json_object_array_add(a, json_object_new_string(bind));
-        free(bind);
-    }
-    if (binds->egress_dir) {
-        char *bind = xasprintf("%s:%s:ro", binds->egress_dir, EGRESS_SOCK_TARGET);
-        json_object_array_add(a, json_object_new_string(bind));
-        free(bind);
-    }
+    if (binds->io_dir)
+        add_bind(a, binds->io_dir, CHANNEL_TARGET, "ro");
+    if (binds->egress_dir)
+        add_bind(a, binds->egress_dir, EGRESS_SOCK_TARGET, "ro");
+    if (spec->packages_dir)
+        add_bind(a, spec->packages_dir, BACKEND_PACKAGES_DIR, "ro");
+    if (spec->install_dir)
+        add_bind(a, spec->install_dir, BACKEND_INSTALL_DIR, "rw");
     json_object_object_add(hc, "Binds", a);
 }
 
@@ -131,7 +138,7 @@ static json_object *host_config(const struct backend_spec *spec, const char *sec
     json_object_object_add(hc, "LogConfig", logcfg);
     if (spec->runtime && *spec->runtime)
         json_object_object_add(hc, "Runtime", json_object_new_string(spec->runtime));
-    add_binds(hc, binds);
+    add_binds(hc, spec, binds);
     return hc;
 }
 

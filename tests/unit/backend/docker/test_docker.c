@@ -196,6 +196,33 @@ static void test_create_body_egress(void **state)
     json_object_put(b);
 }
 
+/* A package cache is shown read-only, an installer's target writable,
+ * with or without the daemon's other directories. */
+static void test_create_body_packages(void **state)
+{
+    (void)state;
+    struct backend_spec spec = spec_of();
+    spec.packages_dir = "/var/cache/pk/sets";
+    json_object *b = create_body_new(&spec, NULL, NULL);
+    json_object *binds = json_get(json_get(b, "HostConfig"), "Binds");
+    assert_int_equal(json_object_array_length(binds), 1);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(binds, 0)),
+                        "/var/cache/pk/sets:" BACKEND_PACKAGES_DIR ":ro");
+    json_object_put(b);
+
+    spec.packages_dir = NULL;
+    spec.install_dir = "/var/cache/pk/tmp/i.1";
+    b = create_body_new(&spec, NULL, &(struct create_binds){.io_dir = "/run/io/1.ab"});
+    binds = json_get(json_get(b, "HostConfig"), "Binds");
+    assert_int_equal(json_object_array_length(binds), 2);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(binds, 0)),
+                        "/run/io/1.ab:" CHANNEL_TARGET ":ro");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(binds, 1)),
+                        "/var/cache/pk/tmp/i.1:" BACKEND_INSTALL_DIR ":rw");
+    assert_true(json_object_get_boolean(json_get(json_get(b, "HostConfig"), "ReadonlyRootfs")));
+    json_object_put(b);
+}
+
 /* The seccomp profile: inline for Docker, a path for Podman, and no
  * option at all without one (the engine's default). */
 static void test_create_body_seccomp(void **state)
@@ -380,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_describe_create),       cmocka_unit_test(test_discover),
         cmocka_unit_test(test_backends_open),         cmocka_unit_test(test_syscall_policy),
         cmocka_unit_test(test_create_body_channel),   cmocka_unit_test(test_create_body_egress),
+        cmocka_unit_test(test_create_body_packages),
     };
     return cmocka_run_group_tests_name("docker", tests, NULL, NULL);
 }
