@@ -28,6 +28,13 @@
 # /var/run/docker.sock already has an image with the same hash, it is copied
 # with `docker save | podman load` instead of being rebuilt.
 #
+# The package installers' images (the package cache's) follow the language
+# image they extend: mcp-sandboxd-python-pip from containers/python-pip/
+# after mcp-sandboxd-python, mcp-sandboxd-node-npm from containers/node-npm/
+# after mcp-sandboxd-node (INSTALLERS below), each FROM that image as just
+# built; their hash label covers their folder and
+# the id of the image they extend, so a rebuilt language image rebuilds them.
+#
 # Prints one summary line per image on stdout; progress on stderr; build
 # output goes to a log file (-v: to stderr).
 #
@@ -183,11 +190,17 @@ remove_old() {
 	eng rmi "$old" >/dev/null 2>&1 || true
 }
 
-# ensure_image LANG NAME
+# ensure_image LANG NAME [PARENT]: PARENT, an image built here, is the one
+# the Dockerfile's BASE names (else the debootstrapped base).
 ensure_image() {
-	local lang=$1 name=$2 dir=$ROOT/containers/$1 hash have old t0 how
+	local lang=$1 name=$2 parent=${3:-} dir=$ROOT/containers/$1 hash have old t0 how base
 	[[ -f $dir/Dockerfile ]] || die "missing $dir/Dockerfile"
 	hash=$(dir_hash "$dir")
+	if [[ -n $parent ]]; then
+		base=$(image_id "$parent")
+		[[ -n $base ]] || die "$name: the image it extends, $parent, is not in $kind"
+		hash=$(printf '%s %s\n' "$hash" "$base" | sha256sum | cut -c1-16)
+	fi
 	have=$(label_of eng "$name")
 	if ((!force)) && [[ $have == "$hash" ]]; then
 		printf '%s: up to date (%s %s, hash %s)\n' "$name" "$kind" "unix://$sock" "$hash"
@@ -202,10 +215,10 @@ ensure_image() {
 		docker_src save "$name" | run_logged "$log_dir/load-$lang-$kind.log" eng load
 		how="loaded from docker"
 	else
-		ensure_base
+		[[ -n $parent ]] || ensure_base
 		t0=$SECONDS
 		log "$name: building containers/$lang (log: $log_dir/build-$lang-$kind.log)"
-		local build_opts=(--network host --build-arg "BASE=$BASE_IMAGE"
+		local build_opts=(--network host --build-arg "BASE=${parent:-$BASE_IMAGE}"
 			--label "$HASH_LABEL=$hash" -t "$name")
 		((force)) && build_opts+=(--no-cache)
 		run_logged "$log_dir/build-$lang-$kind.log" \
@@ -234,7 +247,11 @@ dir_for() {
 	fi
 }
 
+# The installer image each language image's folder has (see the top).
+declare -A INSTALLERS=([python]=python-pip [node]=node-npm)
+
 declare -A done_images=()
+installers=()
 for line in "${wanted[@]}"; do
 	name=${line%% *}
 	image=${line#* }
@@ -243,10 +260,20 @@ for line in "${wanted[@]}"; do
 	dir=$(dir_for "$name" "$image")
 	if [[ -n $dir ]]; then
 		ensure_image "$dir" "$image"
+		inst=${INSTALLERS[$dir]:-}
+		if [[ -n $inst && $image == "mcp-sandboxd-$dir:"* ]]; then
+			installers+=("$inst mcp-sandboxd-$inst:${image#*:} $image")
+		fi
 	elif [[ -n $(image_id "$image") ]]; then
 		printf '%s: present, not built here (language %s; %s %s)\n' "$image" "$name" "$kind" \
 			"unix://$sock"
 	else
 		die "language $name uses image $image, which is not in $kind and has no folder under containers/ to build it from"
 	fi
+done
+
+# After every language image: each installer FROM the image it extends.
+for line in "${installers[@]}"; do
+	read -r inst image parent <<<"$line"
+	ensure_image "$inst" "$image" "$parent"
 done

@@ -3591,6 +3591,212 @@ def t_forwarder_cap(lang):
             gw.close()
 
 
+# ---- package sets (runner.h, "packages" and "add_packages") ------------------
+class PackageRoot:
+    """A stand-in for /opt/mcpsbx-packages: a temp directory the runner is
+    told of through MCPSBX_PACKAGES_ROOT in its own environment (the only
+    way to move the root; the host has no /opt/mcpsbx-packages to write),
+    holding a pip-style set (the set's directory is an import root) and an
+    npm-style one (packages under its node_modules/)."""
+
+    PY = {
+        "mcpsbx_t_pkg/__init__.py": "VALUE = 'from the set'\n",
+        # Names the set must not win: a standard module, the working directory's.
+        "colorsys.py": "raise SystemExit('the set replaced colorsys')\n",
+        "mcpsbx_t_local.py": "WHERE = 'set'\n",
+    }
+    PY2 = {"mcpsbx_t_two.py": "VALUE = 'second set'\n", "mcpsbx_t_pkg/__init__.py": "VALUE = 'loser'\n"}
+    JS = {
+        "node_modules/tpkg/package.json": '{"name": "tpkg", "main": "lib/index.js"}',
+        "node_modules/tpkg/lib/index.js": "module.exports = 'tpkg ' + require('tdep');\n",
+        "node_modules/tdep/index.js": "module.exports = 'with tdep';\n",
+        "node_modules/@tscope/esm/package.json": '{"name": "@tscope/esm", "type": "module", "exports": "./main.js"}',
+        "node_modules/@tscope/esm/main.js": "export const v = 'esm from the set';\n",
+        "node_modules/.package-lock.json": "{}",
+    }
+    JS2 = {"node_modules/tsecond/index.js": "module.exports = 'second set';\n",
+           "node_modules/tpkg/index.js": "module.exports = 'loser';\n"}
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="mcpsbx-rt-pkgs-")
+        self.env = dict(os.environ, MCPSBX_PACKAGES_ROOT=self.dir)
+
+    def set(self, name, files):
+        d = os.path.join(self.dir, name)
+        for rel, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+            with open(os.path.join(d, rel), "w") as f:
+                f.write(text)
+        return d
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+PKG_USE = {
+    "py": "import mcpsbx_t_pkg\nprint(mcpsbx_t_pkg.VALUE)",
+    "js": "console.log(require('tpkg'))",
+}
+PKG_OUT = {"py": "from the set\n", "js": "tpkg with tdep\n"}
+
+
+@case("py", "js")
+def t_packages_import(lang):
+    with PackageRoot() as root:
+        one = root.set("one", root.PY if lang == "py" else root.JS)
+        two = root.set("two", root.PY2 if lang == "py" else root.JS2)
+        res = run(lang, request=frame(PKG_USE[lang], extra={"packages": [one]}), env=root.env)
+        ok_record(res)
+        eq(res.out, PKG_OUT[lang], "stdout with the set")
+        # Without it the program cannot import it.
+        res = run(lang, request=frame(PKG_USE[lang]), env=root.env)
+        eq((res.record or {}).get("exit_code"), 1, "record without the set")
+        want = "No module named 'mcpsbx_t_pkg'" if lang == "py" else "Cannot find module 'tpkg'"
+        check(want in res.stderr, "stderr without the set: %r" % res.stderr[-300:])
+        # Two sets: the first wins a name both have.
+        both = {"py": "import mcpsbx_t_pkg, mcpsbx_t_two\nprint(mcpsbx_t_pkg.VALUE, mcpsbx_t_two.VALUE)",
+                "js": "console.log(require('tpkg'), require('tsecond'))"}[lang]
+        res = run(lang, request=frame(both, extra={"packages": [one, two]}), env=root.env)
+        ok_record(res)
+        eq(res.out, {"py": "from the set second set\n", "js": "tpkg with tdep second set\n"}[lang], "two sets")
+
+
+@case("py")
+def t_packages_path_order(lang):
+    # The set sits after the standard library and before the site
+    # directories: it cannot replace a standard module or the working
+    # directory's, and runs no code of its own on the way.
+    with PackageRoot() as root:
+        one = root.set("one", root.PY)
+        code = ("import sys, colorsys, mcpsbx_t_local\n"
+                "print(mcpsbx_t_local.WHERE, colorsys.__name__)\n"
+                "i = sys.path.index(%r)\n"
+                "print(sys.path[0] == __import__('os').getcwd(), i > sys.path.index(__import__('os').path.dirname(colorsys.__file__)))\n"
+                "print(all(not p.endswith(('site-packages', 'dist-packages')) for p in sys.path[:i]))\n" % one)
+        files = [{"path": "mcpsbx_t_local.py", "content": "WHERE = 'cwd'\n", "encoding": "utf-8"}]
+        res = run(lang, request=frame(code, extra={"packages": [one], "files": files}), env=root.env)
+        ok_record(res)
+        eq(res.out, "cwd colorsys\nTrue True\nTrue\n", "stdout")
+
+
+@case("js")
+def t_packages_esm_and_outputs(lang):
+    # import of a bare name (an ES module and a CommonJS one) resolves from
+    # the set too, and the links are no output files, nor left-out ones.
+    with PackageRoot() as root:
+        one = root.set("one", root.JS)
+        code = "import { v } from '@tscope/esm';\nimport t from 'tpkg';\nconsole.log(v, t);\n"
+        outputs = {"paths": ["node_modules/**", "**/*.js"], "max_files": 5, "max_file_bytes": 1000,
+                   "max_total_bytes": 10000, "plots": False}
+        res = run(lang, request=frame(code, extra={"packages": [one], "outputs": outputs}), env=root.env)
+        check(res.record is not None, "no record: %r" % res.stderr)
+        eq(res.record.get("exit_code"), 0, "exit code; stderr %r" % res.stderr)
+        eq(res.out, "esm from the set tpkg with tdep\n", "stdout")
+        eq(res.record.get("files"), {"sent": 0, "left_out": 0}, "files")
+
+
+@case("py", "js")
+def t_packages_refused(lang):
+    with PackageRoot() as root:
+        one = root.set("one", root.PY if lang == "py" else root.JS)
+        os.makedirs(os.path.join(root.dir, "..x"), exist_ok=True)
+        cases = [
+            ("/usr/lib", "is not a package set directory"),
+            (root.dir, "is not a package set directory"),
+            (root.dir + "/one/../one", "is not a package set directory"),
+            (root.dir + "/../" + os.path.basename(root.dir) + "/one", "is not a package set directory"),
+            (root.dir + "//one", "is not a package set directory"),
+            (root.dir + "/one/", "is not a package set directory"),
+            (root.dir + "/missing", "is not there"),
+            (7, "is not a package set directory"),
+        ]
+        for d, why in cases:
+            res = run(lang, request=frame(PKG_USE[lang], extra={"packages": [d]}), env=root.env)
+            expect_runner_failure(res, True, why)
+        for bad in ("x", [one] * 9):
+            res = run(lang, request=frame(PKG_USE[lang], extra={"packages": bad}), env=root.env)
+            expect_runner_failure(res, True, "must be a list of at most 8 package sets")
+        res = run(lang, request=frame(PKG_USE[lang], extra={"add_packages": [one]}), env=root.env)
+        expect_runner_failure(res, True, "add_packages outside a session cell")
+        # Without the override the root is /opt/mcpsbx-packages, and the
+        # request's env cannot move it.
+        res = run(lang, request=frame(PKG_USE[lang], extra={
+            "packages": [one], "env": {"MCPSBX_PACKAGES_ROOT": root.dir}}))
+        expect_runner_failure(res, True, "is not a package set directory under /opt/mcpsbx-packages/")
+
+
+# The generic runner links them as Node's runner does (TypeScript's program
+# is `node main.js` in the working directory).
+NODE_PROGRAM = {"source_file": "main.js", "run": ["node", "main.js"]}
+
+
+@case("pl")
+def t_packages_generic(lang):
+    with PackageRoot() as root:
+        one = root.set("one", root.JS)
+        two = root.set("two", root.JS2)
+        code = "console.log(require('tpkg'))"
+        outputs = {"paths": ["node_modules/**"], "max_files": 5, "max_file_bytes": 1000,
+                   "max_total_bytes": 10000, "plots": False}
+        res = run(lang, request=pl_frame(code, NODE_PROGRAM, packages=[one], outputs=outputs), env=root.env)
+        pl_ok(res, files={"sent": 0, "left_out": 0})
+        eq(res.out, "tpkg with tdep\n", "stdout with the set")
+        res = run(lang, request=pl_frame(code, NODE_PROGRAM), env=root.env)
+        eq((res.record or {}).get("exit_code"), 1, "record without the set")
+        check("Cannot find module 'tpkg'" in res.stderr, "stderr: %r" % res.stderr[-300:])
+        res = run(lang, request=pl_frame(code, NODE_PROGRAM, packages=[root.dir + "/one/.."]), env=root.env)
+        expect_runner_failure(res, True, "is not a package set directory")
+        res = run(lang, request=pl_frame(code, NODE_PROGRAM, add_packages=[one]), env=root.env)
+        expect_runner_failure(res, True, "add_packages outside a session cell")
+        with session_begin(lang, env=root.env) as s:
+            use_two = "console.log(require('tsecond'))"
+            cell_ok(s.call(nonce_of(1), use_two, program=NODE_PROGRAM, packages=[two]), b"second set\n")
+            cell_ok(s.call(nonce_of(2), "test -e node_modules/tsecond && echo kept || echo gone"), b"gone\n")
+            cell_ok(s.call(nonce_of(3), "", add_packages=[one]), b"")
+            cell_ok(s.call(nonce_of(4), code, program=NODE_PROGRAM), b"tpkg with tdep\n")
+
+
+def packages_session_cells(s, root, lang):
+    """A session: a cell's packages for that cell only; add_packages for
+    the rest of the session (a cell of no code adds them), and the next
+    cell imports them without a restart; a bad set fails its cell only."""
+    one = root.set("one", root.PY if lang == "py" else root.JS)
+    two = root.set("two", root.PY2 if lang == "py" else root.JS2)
+    use_two = {"py": "import mcpsbx_t_two\nprint(mcpsbx_t_two.VALUE)", "js": "console.log(require('tsecond'))"}[lang]
+    # A failed import first: what was looked up must not stay cached.
+    o, rec = s.call(nonce_of(1), PKG_USE[lang])
+    eq(rec.get("exit_code"), 1, "before any set")
+    cell_ok(s.call(nonce_of(2), use_two, packages=[two]), b"second set\n")
+    if lang == "py":
+        probe = "import sys\nprint(%r in sys.path)" % two
+    else:
+        probe = "console.log(require('fs').existsSync('node_modules/tsecond'))"
+    cell_ok(s.call(nonce_of(3), probe), b"False\n" if lang == "py" else b"false\n")
+    cell_ok(s.call(nonce_of(4), "", add_packages=[one]), b"")
+    cell_ok(s.call(nonce_of(5), PKG_USE[lang]), PKG_OUT[lang].encode())
+    o, rec = s.call(nonce_of(6), PKG_USE[lang], add_packages=[root.dir + "/../x"])
+    eq(rec.get("exit_code"), RUNNER_EXIT, "a bad set's cell")
+    check("is not a package set directory" in rec.get("runner_error", ""), "runner_error: %r" % rec)
+    cell_ok(s.call(nonce_of(7), PKG_USE[lang]), PKG_OUT[lang].encode())
+
+
+@case("py", "js")
+def t_packages_session(lang):
+    with PackageRoot() as root:
+        with session_begin(lang, mode="process" if lang == "py" else "interpreter", env=root.env) as s:
+            packages_session_cells(s, root, lang)
+
+
+@case("py")
+def t_session_ipython_packages(lang):
+    with PackageRoot() as root:
+        with ipython_begin(env=root.env) as s:
+            packages_session_cells(s, root, lang)
+
+
 def main():
     sel = os.environ.get("RUNNER_TESTS", "")
     cases = [c for c in CASES if sel in c[0]]

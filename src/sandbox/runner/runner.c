@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 
 #include "base/json.h"
+#include "sandbox/runner/runner_packages.h"
 
 /* The runners refuse larger requests (runner.py / runner.js MAX_REQUEST). */
 #define RUNNER_MAX_REQUEST (64u << 20)
@@ -222,6 +223,15 @@ int runner_encode_request(const struct runner_request *req, struct buf *out, str
         json_object_object_add(obj, "program", program_json(req->program));
     if (rc == 0 && req->outputs)
         json_object_object_add(obj, "outputs", outputs_json(req->outputs));
+    /* A begin request runs nothing for its sets to serve. */
+    if (rc == 0 && req->n_packages && req->session == RUNNER_SESSION_BEGIN)
+        rc = err_set(err, ERR_INVALID, "runner request: packages in a session's begin request");
+    if (rc == 0)
+        rc = runner_packages_add(obj, "packages", req->packages, req->n_packages, err);
+    if (rc == 0 && req->n_add_packages && req->session != RUNNER_SESSION_CELL)
+        rc = err_set(err, ERR_INVALID, "runner request: add_packages outside a session cell");
+    if (rc == 0)
+        rc = runner_packages_add(obj, "add_packages", req->add_packages, req->n_add_packages, err);
     if (rc == 0 && req->session != RUNNER_SESSION_NONE) {
         json_object *session = json_object_new_object();
         json_object_object_add(session, req->session == RUNNER_SESSION_BEGIN ? "begin" : "cell",

@@ -31,6 +31,35 @@
  *     its name); null, arrays and objects are in the file only. The
  *     runner checks the environment names again (an environment name,
  *     not MCPSBX_*).
+ *     "packages": ["/opt/mcpsbx-packages/KEY", ...]? names package sets
+ *     (runner_packages.h: at most RUNNER_MAX_PACKAGE_SETS, each checked
+ *     again by the runner, which refuses the request, naming the set, when
+ *     one breaks the rule or is not a directory) that the program can
+ *     import for this run only (a session: for this cell only; a begin
+ *     request has none). Python puts each set's directory on sys.path
+ *     after the standard library and before the first site directory,
+ *     where a venv's site-packages would be (so no set can replace a
+ *     standard module, which is all the runner imports, or a module in
+ *     the working directory; a set's .pth files are not run), and
+ *     invalidates the import caches. Node and the generic runner
+ *     (TypeScript's) make node_modules/ in the working directory a
+ *     directory of symlinks, one per package (per @scope/name) at the top
+ *     of each set's node_modules/, so that require() and import of a bare
+ *     name from the program's files, and any `node` it starts there, find
+ *     it; what a package requires resolves from its real place in its set.
+ *     An entry already there (the caller's files, an earlier set) is kept,
+ *     and the file walk leaves those links out silently. (The runners'
+ *     host tests move the root with MCPSBX_PACKAGES_ROOT in the runner's
+ *     own environment, read before the request's env is applied.)
+ *     "add_packages": [...]? (a session cell only) the same, for the rest
+ *     of the session, before the cell's code runs (a cell with code "" only
+ *     adds them): Python's interpreter mode adds them to the live
+ *     interpreter's sys.path (the next import finds them: no restart), its
+ *     process mode to the runner whose forks run the cells; Node links
+ *     them into node_modules/ for good. At most RUNNER_MAX_PACKAGE_SETS
+ *     per session; a set added earlier wins a name both have. A cell's
+ *     own "packages" are on the path for that cell only, though what it
+ *     imported from them stays loaded in an interpreter session.
  *     The generic runner reads the request with JSON::XS when the image has
  *     it, else JSON::PP; strings reach the program as the bytes sent (json-c
  *     writes non-ASCII as raw UTF-8 and \u escapes for control characters
@@ -230,6 +259,12 @@ struct runner_request {
     size_t n_files;
     const struct runner_outputs *outputs; /* NULL: return nothing */
     const struct runner_program *program; /* the generic runner's; else NULL */
+    /* Package sets (runner_packages.h) for this run or cell only, and, in
+     * a session cell only, sets added for the rest of the session. */
+    char *const *packages;
+    size_t n_packages;
+    char *const *add_packages;
+    size_t n_add_packages;
     /* Variables for the program's environment (n_env names and values). */
     char *const *env_names;
     char *const *env_values;

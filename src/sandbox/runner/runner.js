@@ -12,6 +12,9 @@
 // process reads the requests; an interrupt frame for the running cell
 // becomes a SIGINT that the REPL turns into an exception in the cell's
 // code, or ends the cell's top-level await.
+// A request's "packages" (runner.h) are linked into node_modules/ of the
+// working directory for its run (a cell's until it ends); a session cell's
+// "add_packages" for the rest of the session.
 // Node >= 18, built-ins only.
 // Everything is inside one function so the program sees none of it.
 (function (require) {
@@ -52,6 +55,12 @@
   let recorded = false;
   let fatal = null; // {err, origin} once an exception is known to be fatal
   let inCells = false; // a session runner running cells: failures are a cell's
+  // Package sets (runner.h, "packages"): where they are. The host tests
+  // move the root with MCPSBX_PACKAGES_ROOT (they cannot make /opt/...); it
+  // is read here, before any request's env is applied, so no caller can.
+  const PACKAGES_ROOT = (proc.env.MCPSBX_PACKAGES_ROOT || '/opt/mcpsbx-packages').replace(/\/+$/, '');
+  const MAX_PACKAGE_SETS = 8; // RUNNER_MAX_PACKAGE_SETS: per request, and per session
+  const MAX_PACKAGE_PATH = 256; // RUNNER_MAX_PACKAGE_PATH, with the real root
 
   const sleepCell = new Int32Array(new SharedArrayBuffer(4));
   // The program must not see the runner: no source in process._eval, no
@@ -134,6 +143,109 @@
       } catch (e) {
         // That stream is gone; the daemon falls back to EOF for it.
       }
+    }
+  }
+
+  // ---- package sets (runner.h, "packages") --------------------------------
+  // The request's list under key, checked as runner_packages.h does, or a
+  // string: why it is refused.
+  function packageSets(v, key) {
+    if (v === undefined || v === null) return [];
+    if (!Array.isArray(v) || v.length > MAX_PACKAGE_SETS)
+      return 'request ' + key + ' must be a list of at most ' + MAX_PACKAGE_SETS + ' package sets';
+    const out = [];
+    for (const d of v) {
+      const ok =
+        typeof d === 'string' &&
+        d.length <= MAX_PACKAGE_PATH &&
+        d.startsWith(PACKAGES_ROOT + '/') &&
+        d
+          .slice(PACKAGES_ROOT.length + 1)
+          .split('/')
+          .every((c) => /^[A-Za-z0-9._-]+$/.test(c) && c !== '.' && c !== '..');
+      if (!ok) {
+        const shown = typeof d === 'string' ? stringify(d.slice(0, 300)) : typeof d;
+        return 'request ' + key + ': ' + shown + ' is not a package set directory under ' + PACKAGES_ROOT +
+          "/ (no empty, '.' or '..' parts)";
+      }
+      let isDir = false;
+      try {
+        isDir = fs.statSync(d).isDirectory();
+      } catch (e) {
+        // not there
+      }
+      if (!isDir) return 'request ' + key + ': the package set ' + d + ' is not there';
+      if (!out.includes(d)) out.push(d);
+    }
+    return out;
+  }
+
+  // Links every package at the top of each set's node_modules/ (each
+  // @scope/name) into dir/node_modules/, a real directory, so bare names
+  // resolve from the program's files whether required or imported (ES
+  // modules have no search path to add to), and a package's own requires
+  // from its real place in its set. An entry already there is kept: the
+  // caller's, or an earlier set's. Returns the links made. Throws.
+  function linkPackages(dir, sets) {
+    const made = [];
+    const list = (d) => {
+      try {
+        return fs.readdirSync(d).sort();
+      } catch (e) {
+        if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return [];
+        throw e;
+      }
+    };
+    const ensureDir = (d) => {
+      try {
+        fs.mkdirSync(d, 0o755);
+      } catch (e) {
+        if (e.code !== 'EEXIST') throw e;
+      }
+      if (!fs.lstatSync(d).isDirectory()) throw new Error(path.relative(dir, d) + ' is not a directory');
+    };
+    const link = (target, at) => {
+      try {
+        fs.symlinkSync(target, at);
+        made.push(at);
+      } catch (e) {
+        if (e.code !== 'EEXIST') throw e;
+      }
+    };
+    const nm = path.join(dir, 'node_modules');
+    for (const set of sets) {
+      const src = path.join(set, 'node_modules');
+      for (const name of list(src)) {
+        if (name.startsWith('.')) continue; // .bin, .package-lock.json
+        ensureDir(nm);
+        if (!name.startsWith('@')) {
+          link(path.join(src, name), path.join(nm, name));
+          continue;
+        }
+        ensureDir(path.join(nm, name));
+        for (const sub of list(path.join(src, name)))
+          if (!sub.startsWith('.')) link(path.join(src, name, sub), path.join(nm, name, sub));
+      }
+    }
+    return made;
+  }
+
+  function unlinkPackages(links) {
+    for (const at of links) {
+      try {
+        fs.unlinkSync(at);
+      } catch (e) {
+        // the program took it away already
+      }
+    }
+  }
+
+  // One of linkPackages' links: not the program's file to return.
+  function isPackageLink(rel) {
+    try {
+      return fs.readlinkSync(rel).startsWith(PACKAGES_ROOT + '/');
+    } catch (e) {
+      return false;
     }
   }
 
@@ -348,7 +460,7 @@
         continue;
       }
       if (st.isSymbolicLink()) {
-        leaveOut(rel, 'a symbolic link (never followed)');
+        if (!isPackageLink(rel)) leaveOut(rel, 'a symbolic link (never followed)');
         continue;
       }
       if (!st.isFile()) {
@@ -1008,7 +1120,8 @@
       ['-e', '(' + requestCopier.toString() + ')(' + MAX_CONTROL + ', ' + ACK_MS + ')'],
       { stdio: ['inherit', 'pipe', 'ignore', ackFd], env: {} },
     );
-    let cell = null; // the running cell: {nonce, interrupted, ended, outputs}
+    let cell = null; // the running cell: {nonce, interrupted, ended, outputs, links}
+    const sessionSets = []; // added for the rest of the session ("add_packages")
     let evals = 0;
     const given = new Set(); // names of variables set by earlier cells
     // Exits, as the session ends, without anything left reading.
@@ -1157,6 +1270,7 @@
         }
       }
       if (c.interrupted) rec.session = { interrupted: true };
+      unlinkPackages(c.links);
       emitRecord(rec);
       nonce = null;
       cell = null;
@@ -1173,11 +1287,11 @@
       if (req === null || typeof req !== 'object' || Array.isArray(req)) return fail('request is not a JSON object');
       if (typeof req.nonce !== 'string' || !/^[0-9a-f]{32}$/.test(req.nonce))
         return fail('request has no valid nonce');
-      const c = { nonce: req.nonce, interrupted: false, ended: false, ending: false, outputs: null };
+      const c = { nonce: req.nonce, interrupted: false, ended: false, ending: false, outputs: null, links: [] };
       cell = c;
       let code;
       try {
-        code = prepareCell(req, c, root, given);
+        code = prepareCell(req, c, root, given, sessionSets);
       } catch (e) {
         if (!(e instanceof CellFail)) throw e;
         return endCell(c, RUNNER_EXIT, { runner_error: e.message });
@@ -1298,7 +1412,7 @@
     });
   }
 
-  function prepareCell(req, c, root, given) {
+  function prepareCell(req, c, root, given, sessionSets) {
     const kind = sessionKind(req.session);
     if (kind !== 'cell') throw new CellFail(kind.error || 'a session request that is not a cell');
     const code = req.code;
@@ -1336,6 +1450,13 @@
       if (typeof check === 'string') runnerFail(check);
       return { check };
     }
+    const sets = packageSets(req.packages, 'packages');
+    const adds = packageSets(req.add_packages, 'add_packages');
+    if (typeof sets === 'string') runnerFail(sets);
+    if (typeof adds === 'string') runnerFail(adds);
+    const newAdds = adds.filter((d) => !sessionSets.includes(d));
+    if (sessionSets.length + newAdds.length > MAX_PACKAGE_SETS)
+      runnerFail('a session takes at most ' + MAX_PACKAGE_SETS + ' package sets');
     for (const k of Object.keys(env)) proc.env[k] = env[k];
     const here = proc.cwd();
     try {
@@ -1353,6 +1474,10 @@
             if (e.code !== 'EEXIST') throw e;
           }
         }
+        // The session's sets for good, the cell's until it ends (endCell).
+        linkPackages(root, newAdds);
+        sessionSets.push(...newAdds);
+        c.links = linkPackages(root, sets);
         // As in a one-shot run, and a process.stdin of its own per cell
         // (the last one is at its end).
         serveStdin(stdinAsFd0(root, stdin), false);
@@ -1427,7 +1552,11 @@
   const check = req.check === true;
   const files = req.files === undefined || req.files === null ? [] : req.files;
   const outputs = req.outputs === undefined || req.outputs === null ? null : req.outputs;
+  const packages = session === '' ? packageSets(req.packages, 'packages') : [];
+  const addsOutside = session === '' && req.add_packages !== undefined && req.add_packages !== null;
   req = null;
+  if (typeof packages === 'string') return runnerFail(packages);
+  if (addsOutside) return runnerFail('request add_packages outside a session cell');
   if (!Array.isArray(files) || (outputs !== null && (typeof outputs !== 'object' || Array.isArray(outputs))))
     return runnerFail('request files must be a list and outputs an object');
   if (typeof code !== 'string' || typeof stdin !== 'string')
@@ -1552,6 +1681,7 @@
       }
       outputsCwd = cwd;
     }
+    linkPackages(cwd, packages);
     const esm = needsESM(code, path.join(cwd, 'main.js'));
     mainPath = path.join(cwd, esm ? 'main.mjs' : 'main.js');
     fs.writeFileSync(mainPath, code);

@@ -19,6 +19,10 @@
 # cell's source file as a command line, so its variables, functions and
 # cwd persist; an interrupt is a SIGINT to its process group, and `exit`
 # ends the session after the cell's record.
+# A request's "packages" (runner.h) are linked into node_modules/ of the
+# working directory for its run (a cell's until it ends), a session cell's
+# "add_packages" for the rest of the session: npm's layout, for a Node
+# program the language runs (TypeScript's).
 # `perl -e <this file> warm <argv...>` also starts argv, a checker kept
 # ready for the typecheck (see warm_check), before it says ready.
 # One file past the usual ~600 lines because it travels as one `perl -e`
@@ -73,6 +77,16 @@ my $warm         = 0;    # a pool runner (started with "warm")
 my $session      = 0;    # a session runner: a record ends the cell, not the runner
 my $interrupted  = 0;    # an interrupt frame stopped this cell
 my $CELL_END     = \'the cell ended';    # finish's exception in a session
+# Package sets (runner.h, "packages"): where they are. The host tests move
+# the root with MCPSBX_PACKAGES_ROOT (they cannot make /opt/...); it is read
+# here, before any request's env is applied, so no caller can.
+my $PACKAGES_ROOT    = ($ENV{MCPSBX_PACKAGES_ROOT} || '/opt/mcpsbx-packages') =~ s{/+\z}{}r;
+my $MAX_PACKAGE_SETS = 8;      # RUNNER_MAX_PACKAGE_SETS: per request, and per session
+my $MAX_PACKAGE_PATH = 256;    # RUNNER_MAX_PACKAGE_PATH, with the real root
+my @session_sets;              # added for the rest of the session ("add_packages")
+my @cell_sets;                 # this request's "packages"
+my @cell_adds;                 # this cell's "add_packages" not added yet
+my @cell_links;                # the links this cell's sets made, taken off after it
 
 # The sandbox cgroup's OOM kills so far (cgroup v2, else v1), or undef.
 sub oom_kills {
@@ -755,7 +769,7 @@ sub send_outputs {
         }
         my ($mode, $nlink, $size) = @{$st}[2, 3, 7];
         if (S_ISLNK($mode)) {
-            $leave_out->($rel, 'a symbolic link (never followed)');
+            $leave_out->($rel, 'a symbolic link (never followed)') unless package_link($rel);
             next;
         }
         if (!S_ISREG($mode)) {
@@ -895,6 +909,99 @@ sub check_variables_env {
     return @names;
 }
 
+# ---- package sets (runner.h, "packages") ------------------------------------
+# The request's list under $key, checked as runner_packages.h does.
+sub package_sets {
+    my ($v, $key) = @_;
+    return () unless defined $v;
+    if (ref $v ne 'ARRAY' || @$v > $MAX_PACKAGE_SETS) {
+        runner_fail("request $key must be a list of at most $MAX_PACKAGE_SETS package sets");
+    }
+    my @out;
+    for my $d (@$v) {
+        my $rest = is_str($d) && index($d, "$PACKAGES_ROOT/") == 0 ? substr($d, length($PACKAGES_ROOT) + 1) : '';
+        if (   $rest eq ''
+            || length($d) > $MAX_PACKAGE_PATH
+            || grep { $_ !~ /\A[A-Za-z0-9._-]+\z/ || $_ eq '.' || $_ eq '..' } split(m{/}, $rest, -1))
+        {
+            runner_fail("request $key: " . (is_str($d) ? quote($d, 300) : 'not a string')
+                    . " is not a package set directory under $PACKAGES_ROOT/ (no empty, '.' or '..' parts)");
+        }
+        runner_fail("request $key: the package set $d is not there") unless -d $d;
+        push @out, $d unless grep { $_ eq $d } @out;
+    }
+    return @out;
+}
+
+# The request's sets, checked before anything is written.
+sub check_packages {
+    my ($req) = @_;
+    @cell_sets = package_sets($req->{packages}, 'packages');
+    runner_fail('request add_packages outside a session cell') if !$session && defined $req->{add_packages};
+    my %had = map { $_ => 1 } @session_sets;
+    @cell_adds = grep { !$had{$_} } package_sets($req->{add_packages}, 'add_packages');
+    if (@session_sets + @cell_adds > $MAX_PACKAGE_SETS) {
+        runner_fail("a session takes at most $MAX_PACKAGE_SETS package sets");
+    }
+}
+
+# Links every package at the top of each set's node_modules/ (each
+# @scope/name) into node_modules/ of the working directory, a real
+# directory, for a Node program the language runs (TypeScript's): bare names
+# resolve from its files, a package's own requires from its real place in
+# its set. An entry already there is kept. Returns the links made. Dies.
+sub link_packages {
+    my @made;
+    my $list = sub {
+        opendir(my $dh, $_[0]) or return ();
+        my @names = sort grep { !/\A\./ } readdir $dh;    # .bin, .package-lock.json
+        closedir $dh;
+        return @names;
+    };
+    my $ensure = sub {
+        mkdir($_[0], 0755) or $!{EEXIST} or die "cannot make $_[0]: $!\n";
+        die "$_[0] is not a directory\n" if -l $_[0] || !-d _;
+    };
+    for my $set (@_) {
+        my $src = "$set/node_modules";
+        for my $name ($list->($src)) {
+            $ensure->('node_modules');
+            my @rel = ($name);
+            if ($name =~ /\A@/) {
+                $ensure->("node_modules/$name");
+                @rel = map {"$name/$_"} $list->("$src/$name");
+            }
+            for my $r (@rel) {
+                if (symlink("$src/$r", "node_modules/$r")) {
+                    push @made, "node_modules/$r";
+                } elsif (!$!{EEXIST}) {
+                    die "cannot link node_modules/$r: $!\n";
+                }
+            }
+        }
+    }
+    return @made;
+}
+
+# After write_inputs: the session's new sets for good, the request's own
+# for this run (a cell's until each_cell takes them off).
+sub use_packages {
+    or_fail(
+        'cannot link the package sets',
+        sub {
+            link_packages(@cell_adds);
+            push @session_sets, @cell_adds;
+            @cell_adds  = ();
+            @cell_links = link_packages(@cell_sets);
+        });
+}
+
+# One of link_packages' links: not the program's file to return.
+sub package_link {
+    my $t = readlink($_[0]);
+    return defined $t && index($t, "$PACKAGES_ROOT/") == 0;
+}
+
 # ---- one run: a one-shot request, or a session's cell ----------------------
 # Ends in finish: the runner exits, or in a session dies with $CELL_END.
 # A request's parts every mode takes alike, checked: code, stdin, the
@@ -916,6 +1023,7 @@ sub request_parts {
         runner_fail('request files must be a list and outputs an object');
     }
     runner_fail('check is not supported by the generic runner') if is_bool($req->{check}) && $req->{check};
+    check_packages($req);
     return ($code, $stdin, $variables_file, $variables_env, $files, $outputs);
 }
 
@@ -958,6 +1066,7 @@ sub run_cell {
 
     write_inputs($files);
     $files = undef;
+    use_packages();
     if (defined $outputs && !mkdir('outputs', 0755) && !$!{EEXIST}) {
         runner_fail("cannot make outputs/: $!");
     }
@@ -1280,6 +1389,8 @@ sub each_cell {
                 runner_fail('a session request that is not a cell') if session_kind($cell) ne 'cell';
                 $run->($cell);
             });
+        unlink @cell_links;
+        @cell_links = ();
         $after->() if $after;
     }
 }
@@ -1441,6 +1552,7 @@ sub shell_cell {
         $line .= "export $name=" . sh_quote($variables_env->{$name}) . '; ';
     }
     write_inputs($files);
+    use_packages();
     if (defined $outputs && !mkdir('outputs', 0755) && !$!{EEXIST}) {
         runner_fail("cannot make outputs/: $!");
     }

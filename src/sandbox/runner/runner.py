@@ -16,6 +16,9 @@
 # begin request carries session.source (runner_session.py) and the image has
 # IPython, it runs that instead ("interpreter" mode: one IPython shell, whose
 # state persists across cells) with the helpers below.
+# A request's "packages" (runner.h) go on sys.path for its run (a cell's,
+# in its fork); a session cell's "add_packages" join the session runner's
+# own path before it forks, so every later cell has them.
 # Everything lives inside one function so that the program's namespace
 # (a fresh __main__ module) sees none of the runner's names.
 
@@ -47,6 +50,13 @@ def _mcpsbx_runner():
     # its record goes to.
     in_session = [False]
     cell_done = [None]
+    # Package sets (runner.h, "packages"): where they are. The host tests
+    # move the root with MCPSBX_PACKAGES_ROOT (they cannot make /opt/...);
+    # it is read here, before any request's env is applied, so no caller can.
+    packages_root = (os.environ.get("MCPSBX_PACKAGES_ROOT") or "/opt/mcpsbx-packages").rstrip("/")
+    max_package_sets = 8  # RUNNER_MAX_PACKAGE_SETS: per request, and per session
+    max_package_path = 256  # RUNNER_MAX_PACKAGE_PATH, with the real root
+    session_sets = []  # added for the rest of the session ("add_packages")
 
     class CellEnd(Exception):
         """finish's way out of a cell in a session runner."""
@@ -285,6 +295,77 @@ def _mcpsbx_runner():
         if result["ok"]:
             del result["message"]
         finish(0, check=result)
+
+    # ---- package sets (runner.h, "packages") ------------------------------
+    def package_dir_valid(d):
+        # runner_packages.h's rule: under the root, components of
+        # [A-Za-z0-9._-] that are not "." or "..", nothing empty.
+        from re import fullmatch
+
+        if not isinstance(d, str) or len(d) > max_package_path or not d.startswith(packages_root + "/"):
+            return False
+        parts = d[len(packages_root) + 1 :].split("/")
+        return all(fullmatch(r"[A-Za-z0-9._-]+", c) and c not in (".", "..") for c in parts)
+
+    def package_sets(req, key):
+        # The request's list of set directories under key, checked; [] when absent.
+        v = req.get(key)
+        if v is None:
+            return []
+        if not isinstance(v, list) or len(v) > max_package_sets:
+            runner_fail("request %s must be a list of at most %d package sets" % (key, max_package_sets))
+        out = []
+        for d in v:
+            if not package_dir_valid(d):
+                shown = d[:300] if isinstance(d, str) else type(d).__name__
+                runner_fail("request %s: %r is not a package set directory under %s/ "
+                            "(no empty, '.' or '..' parts)" % (key, shown, packages_root))
+            if not os.path.isdir(d):
+                runner_fail("request %s: the package set %s is not there" % (key, d))
+            if d not in out:
+                out.append(d)
+        return out
+
+    def add_import_paths(dirs):
+        # After the standard library, before the first site directory:
+        # where a venv's site-packages would be. A set may add modules and
+        # replace site packages, never a standard module (nor, so, one the
+        # runner imports later) or the working directory's (sys.path[0]);
+        # its .pth files are not run. A set already on the path stays where
+        # it is, so one added earlier wins. Returns those added.
+        import importlib
+
+        at = len(sys.path)
+        for i, p in enumerate(sys.path):
+            if i > 0 and isinstance(p, str) and p.rstrip("/").endswith(("site-packages", "dist-packages")):
+                at = i
+                break
+        added = []
+        for d in dirs:
+            if d not in sys.path:
+                sys.path.insert(at, d)
+                at += 1
+                added.append(d)
+        # The finders cache directory listings: the next import must look.
+        importlib.invalidate_caches()
+        return added
+
+    def remove_import_paths(dirs):
+        import importlib
+
+        for d in dirs:
+            while d in sys.path:
+                sys.path.remove(d)
+            sys.path_importer_cache.pop(d, None)
+        importlib.invalidate_caches()
+
+    def add_session_sets(dirs):
+        # "add_packages": on the path for the rest of the session.
+        new = [d for d in dirs if d not in session_sets]
+        if len(session_sets) + len(new) > max_package_sets:
+            runner_fail("a session takes at most %d package sets" % max_package_sets)
+        session_sets.extend(new)
+        add_import_paths(new)
 
     # ---- files in and out (src/sandbox/runner/runner.h) --------------------------
     def write_inputs(files):
@@ -822,6 +903,10 @@ def _mcpsbx_runner():
             "exit_status": exit_status,
             "walk_limit": walk_limit,
             "cwd": cwd,
+            "package_sets": package_sets,
+            "add_import_paths": add_import_paths,
+            "remove_import_paths": remove_import_paths,
+            "add_session_sets": add_session_sets,
         }
         ns = {"__name__": "_mcpsbx_session", "__builtins__": __builtins__}
         try:
@@ -879,6 +964,8 @@ def _mcpsbx_runner():
                 cell = take_request(got[1])
                 if session_kind(cell) != "cell":
                     runner_fail("a session request that is not a cell")
+                # Here, so that every later cell's fork has them.
+                add_session_sets(package_sets(cell, "add_packages"))
             except CellEnd:
                 continue
             del got
@@ -1066,6 +1153,10 @@ def _mcpsbx_runner():
         # Only compile: nothing is written, bound or run.
         del req, env, variables, files
         check_syntax(code.encode("utf-8", "surrogateescape"))
+    # A cell's child: its session runner added "add_packages" already.
+    if cell_done[0] is None and req.get("add_packages") is not None:
+        runner_fail("request add_packages outside a session cell")
+    packages = package_sets(req, "packages")
     set_env(env)
     del req, env
     code = code.encode("utf-8", "surrogateescape")
@@ -1172,6 +1263,8 @@ def _mcpsbx_runner():
         sys.path[0] = cwd
     else:
         sys.path.insert(0, cwd)
+    add_import_paths(packages)
+    del packages
 
     def print_exception(exc):
         # The runner's own frames (exec, this function) are not the

@@ -31,6 +31,10 @@
 # Request files are written beside and renamed over (runner.py). The cell
 # starts in the directory the last one left (as %cd keeps it); files and
 # outputs/ are always the session's working directory's.
+# Package sets (runner.h): a cell's "add_packages" join sys.path for the
+# rest of the session (importlib caches invalidated: the cell itself and any
+# later one import them, no restart); its "packages" for that cell only,
+# taken off once it ran (what it imported from them stays imported).
 # Plots: the runner's Plots backend; figures still open at a cell's end are
 # taken and closed (as the inline backend does), a Figure as the last
 # expression or in display() is drawn once; anything else with an image/png
@@ -187,7 +191,7 @@ def interpreter_main(h):
     threading.Thread(target=reader, name="mcpsbx-reader", daemon=True).start()
 
     # ---- the shell --------------------------------------------------------
-    cell = {"plots": None, "shown": set()}
+    cell = {"plots": None, "shown": set(), "sets": []}
     plots = h["Plots"]({})
     h["seed_mpl_cache"]()
     plots.install()
@@ -380,6 +384,10 @@ def interpreter_main(h):
             except Exception:
                 src = code
             h["check_syntax"](src, "<cell>", PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        # Checked before anything is written, once the shell is made
+        # (IPython's own imports come first).
+        sets = h["package_sets"](req, "packages")
+        h["add_session_sets"](h["package_sets"](req, "add_packages"))
         h["set_env"]({} if env is None else env)
         try:
             os.chdir(cwd)
@@ -394,6 +402,8 @@ def interpreter_main(h):
         except OSError as e:
             runner_fail("cannot prepare the working directory: %s" % e)
         bind(sh, variables)
+        # For this cell only: taken off again once it ran (run_one).
+        cell["sets"] = h["add_import_paths"](sets)
         wants = outputs is not None and outputs.get("plots")
         plots.images, plots.left = [], []
         plots.max_count = outputs.get("max_plots", 0) if wants else 0
@@ -466,6 +476,7 @@ def interpreter_main(h):
         status, memory_error = run_code(sh, code)
         if os_getpid() != own_pid[0]:
             os_exit(status)  # a fork of the cell's (os.fork() in the code)
+        h["remove_import_paths"](cell["sets"])
         take_figures()
         streams(idle)
         try:
