@@ -53,6 +53,15 @@ struct config {
     long long egress_max_bytes_down;
     long long egress_connection_timeout_ms; /* one connection's life */
     char *egress_upstream_ca;               /* more CAs trusted upstream; NULL or "" none */
+    /* Packages on demand (sandbox/packages/): per language
+     * "LANGUAGE=URL,..." (items split at ';'; langtable_configure reads
+     * them), only what is cached, the cache's directory (the engine's
+     * host's path) and its size cap. Checked, shown by list_languages;
+     * nothing installs yet. */
+    struct config_list packages_index;
+    bool packages_offline;
+    char *packages_cache_dir;
+    long long packages_cache_max_bytes;
     long long timeout_ms;
     long long max_timeout_ms;
     long long memory_mb;

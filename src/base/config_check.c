@@ -297,6 +297,16 @@ int config_check(struct config *cfg, struct err *err)
                        "--sandbox-io-dir must be an absolute path of at most 64 bytes without "
                        "':', ',', '\\', '\"' or '..', got '%.64s'",
                        cfg->sandbox_io_dir);
+    /* It becomes the source of a read-only bind ("HOST:TARGET:ro"). */
+    bool control = false;
+    for (const char *p = cfg->packages_cache_dir; *p; p++)
+        control |= (unsigned char)*p < 0x20 || *p == 0x7f;
+    if (cfg->packages_cache_dir[0] != '/' || strlen(cfg->packages_cache_dir) > 200 || control ||
+        strpbrk(cfg->packages_cache_dir, ":,\\\"") || strstr(cfg->packages_cache_dir, "/.."))
+        return err_set(err, ERR_INVALID,
+                       "--packages-cache-dir must be an absolute path of at most 200 bytes "
+                       "without ':', ',', '\\', '\"' or '..', got '%.64s'",
+                       cfg->packages_cache_dir);
     const struct {
         const char *opt, *val;
     } runtimes[] = {{"runtime", cfg->runtime},

@@ -99,11 +99,10 @@ static bool default_value(const struct config_opt *o, char *out, size_t cap)
         return true;
     case OPT_STR:
     case OPT_LIST:
+    case OPT_FLAG: /* a setting's "false"; an action has none */
         if (o->def)
             snprintf(out, cap, "%s", o->def);
         return o->def != NULL;
-    case OPT_FLAG:
-        break;
     }
     return false;
 }

@@ -30,6 +30,13 @@
     {                                                                                              \
         .name = (nm), .type = OPT_FLAG, .offset = F(field), .help = (text), .cli_only = true       \
     }
+/* A setting that is true or false: a flag on the command line, "true" /
+ * "false" (1/0, yes/no) in the environment and the file; false unless
+ * given. */
+#define BOOL(nm, field, text)                                                                      \
+    {                                                                                              \
+        .name = (nm), .type = OPT_FLAG, .offset = F(field), .def = "false", .help = (text)         \
+    }
 
 #define HOUR_MS (3600LL * 1000)
 #define DAY_MS  (24 * HOUR_MS)
@@ -232,6 +239,26 @@ const struct config_opt config_opts[] = {
         "largest accepted variables argument, as compact JSON"),
     INT("memory-mb", memory_mb, 16, 1 << 20, "N", 512,
         "memory per sandbox, no swap; callers may ask for less or more, up to --max-memory-mb"),
+    STR("packages-cache-dir", packages_cache_dir, "DIR", "/var/cache/mcp-sandboxd/packages",
+        "where installed package sets are kept between runs and restarts (an absolute path on the "
+        "engine's host, mounted read-only into the sandboxes of languages with packages). Not "
+        "used yet: installs are not wired to the tools"),
+    INT("packages-cache-max-bytes", packages_cache_max_bytes, 16LL << 20, 1LL << 44, "N", 4LL << 30,
+        "the package cache's size; past it the least recently used sets go. Not used yet"),
+    LIST("packages-index", packages_index, "LANGUAGE=URL[,URL...]", config_item_egress,
+         "install LANGUAGE's packages (a name or alias of the language table, one whose "
+         "'packages' names an installer) from these index URLs (http:// or https://, a host, "
+         "an optional port and path; no credentials, query or fragment) instead of the language "
+         "table's index; LANGUAGE= with no URL restores the installer's own (pip's PyPI, npm's "
+         "configured registry), and of two items for one language the later wins. Repeatable; "
+         "in one value (the environment, the config file) ';' separates the items. Checked at "
+         "start and shown by list_languages; installs are not wired to the tools yet",
+         .def_doc = "the language table's; the built-in one has none: the installer's own",
+         .sep = ';'),
+    BOOL("packages-offline", packages_offline,
+         "install nothing: only package sets already in the cache may be used, and a call "
+         "asking for another is refused. Shown by list_languages; installs are not wired to the "
+         "tools yet"),
     LIST("pass-through-env", pass_through_env, "NAME[,NAME...]", config_item_env_name,
          "set these variables from the daemon's environment in every sandboxed program, and no "
          "other host variable (sent with each run, never in the container's configuration; never "
@@ -323,6 +350,7 @@ const size_t config_opts_n = ARRAY_SIZE(config_opts);
 #undef STR
 #undef LIST
 #undef FLAG
+#undef BOOL
 
 const struct config_opt *config_opt_find(const char *name, size_t n)
 {

@@ -20,7 +20,8 @@ struct config_opt {
     const char *help;
     /* The value config_init gives the field: def for OPT_STR (NULL leaves
      * it NULL) and OPT_LIST (comma-separated), def_int for OPT_INT,
-     * def_real for OPT_DOUBLE; flags start false. */
+     * def_real for OPT_DOUBLE; flags start false (a flag that is a
+     * setting, not cli_only, says so in def: "false"). */
     const char *def;
     long long def_int;
     double def_real;

@@ -515,6 +515,23 @@ static json_object *strv_json(const struct langtable_strv *v)
     return a;
 }
 
+/* What installs on demand lang has: its installer, index (none: the
+ * installer's own), whether install scripts run, whether only the cache
+ * serves (--packages-offline); null for none. */
+static json_object *installs_json(const struct langtable_lang *lang, const struct config *cfg)
+{
+    const struct langtable_packages *p = lang->packages;
+    if (!p)
+        return NULL;
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "installer",
+                           json_object_new_string(reqs_installer_name(p->installer)));
+    json_object_object_add(o, "index", strv_json(&p->index));
+    json_object_object_add(o, "scripts", json_object_new_boolean(p->scripts));
+    json_object_object_add(o, "offline", json_object_new_boolean(cfg->packages_offline));
+    return o;
+}
+
 json_object *languages_json(struct languages *l, const struct config *cfg, struct exec_ctx *exec,
                             double wait_ms)
 {
@@ -548,6 +565,7 @@ json_object *languages_json(struct languages *l, const struct config *cfg, struc
                                                           ? POLICY_NETWORK_ALLOWED
                                                           : POLICY_NETWORK));
         json_object_object_add(x, "egress", egress_arg_list_json(lang->egress));
+        json_object_object_add(x, "installs", installs_json(lang, cfg));
         if (exec)
             json_object_object_add(x, "sandbox_io",
                                    json_object_new_string(exec_sandbox_io(exec, lang)));

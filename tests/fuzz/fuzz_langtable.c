@@ -13,7 +13,9 @@
  *     for the generic runner, plots only for the python runner, the
  *     environment's items NAME=value with each name once and none of the
  *     daemon's own, a runtime in its form, an egress list NULL or of 1 to
- *     EGRESS_PATTERNS_MAX patterns;
+ *     EGRESS_PATTERNS_MAX patterns, installs (packages) with an installer
+ *     fitting the runner, limits in bounds and a canonical preinstall list
+ *     the rules let through;
  *   - langtable_configure over an accepted table, with options the input's
  *     first bytes pick (a subset named by the table's own names and
  *     aliases, the images, the preloads, the runtimes, a pool size, a
@@ -73,6 +75,40 @@ static void check_environment(const struct langtable_strv *e)
     }
 }
 
+/* Installs on demand: an installer that fits the runner, limits in
+ * bounds, the index's URLs in form, the preinstall list canonical (each
+ * parses to itself) and let through by the rules. */
+static void check_packages(const struct langtable_lang *l)
+{
+    const struct langtable_packages *p = l->packages;
+    if (!p)
+        return;
+    CHECK(p->installer == REQS_PIP || p->installer == REQS_NPM);
+    CHECK(p->installer != REQS_PIP || l->runner == LANGTABLE_RUNNER_PYTHON);
+    CHECK(p->installer != REQS_NPM || l->runner != LANGTABLE_RUNNER_PYTHON);
+    CHECK(p->timeout_ms >= LANGTABLE_PKG_TIMEOUT_MIN_MS &&
+          p->timeout_ms <= LANGTABLE_PKG_TIMEOUT_MAX_MS);
+    CHECK(p->max_bytes >= LANGTABLE_PKG_MAX_BYTES_MIN &&
+          p->max_bytes <= LANGTABLE_PKG_MAX_BYTES_MAX);
+    check_strv(&p->index, false);
+    check_strv(&p->allow, false);
+    check_strv(&p->deny, false);
+    check_strv(&p->preinstall, false);
+    CHECK(p->index.n <= LANGTABLE_INDEX_MAX && p->preinstall.n <= REQS_MAX_COUNT);
+    for (size_t k = 0; k < p->index.n; k++)
+        CHECK(strncmp(p->index.v[k], "http://", 7) == 0 ||
+              strncmp(p->index.v[k], "https://", 8) == 0);
+    struct reqs_rules rules = langtable_packages_rules(p);
+    for (size_t k = 0; k < p->preinstall.n; k++) {
+        struct reqs_item it;
+        const char *s = p->preinstall.v[k];
+        CHECK(reqs_parse_one(p->installer, s, strlen(s), &it, NULL) == 0);
+        CHECK(strcmp(it.text, s) == 0);
+        CHECK(reqs_check_rules(&rules, it.name, NULL) == 0);
+        reqs_item_free(&it);
+    }
+}
+
 static void check_table(const struct langtable *t)
 {
     size_t n = langtable_count(t);
@@ -102,7 +138,8 @@ static void check_table(const struct langtable *t)
         CHECK(l->run.n >= 1);
         check_strv(&l->version, true);
         check_strv(&l->preload, false);
-        check_strv(&l->packages, false);
+        check_strv(&l->image_packages, false);
+        check_packages(l);
         CHECK(l->runner == LANGTABLE_RUNNER_PYTHON || l->runner == LANGTABLE_RUNNER_NODE ||
               l->runner == LANGTABLE_RUNNER_GENERIC);
         if (l->compile.n) {

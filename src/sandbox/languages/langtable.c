@@ -8,6 +8,7 @@
 #include "base/config.h"
 #include "base/util.h"
 #include "sandbox/languages/langtable_merge.h"
+#include "sandbox/languages/langtable_packages.h"
 #include "sandbox/languages/langtable_read.h"
 
 /* Generated from src/sandbox/languages/builtin.json (Makefile). */
@@ -289,6 +290,66 @@ static int configure_egress(struct langtable *t, const struct config *cfg, struc
     return 0;
 }
 
+/* One --packages-index item, "LANGUAGE=URL,...", into its language's
+ * packages: the URLs replace the table's index, none leaves the
+ * installer's own. */
+static int configure_index_item(struct langtable *t, const char *item, struct err *err)
+{
+    const char *eq = strchr(item, '=');
+    size_t n = eq ? (size_t)(eq - item) : strlen(item);
+    while (n && (item[n - 1] == ' ' || item[n - 1] == '\t'))
+        n--;
+    char name[LANGTABLE_NAME_MAX + 1];
+    size_t cut = n < LANGTABLE_NAME_MAX ? n : LANGTABLE_NAME_MAX;
+    memcpy(name, item, cut);
+    name[cut] = '\0';
+    const struct langtable_lang *found = langtable_find(t, name);
+    struct langtable_lang *l = found ? &t->langs[found->index] : NULL;
+    if (!eq || !l)
+        return err_set(err, ERR_INVALID,
+                       "--packages-index: '%s' is not a language of the table (or not enabled)",
+                       name);
+    if (!l->packages)
+        return err_set(err, ERR_INVALID,
+                       "--packages-index: language '%s' installs no packages (the language "
+                       "table's 'packages')",
+                       l->name);
+    struct langtable_strv urls = {.v = xcalloc(LANGTABLE_INDEX_MAX + 1, sizeof(char *))};
+    for (const char *p = eq + 1; *p;) {
+        size_t len = strcspn(p, ",");
+        const char *s = p;
+        p += len + (p[len] == ',');
+        while (len && (*s == ' ' || *s == '\t'))
+            s++, len--;
+        while (len && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+            len--;
+        if (!len)
+            continue;
+        if (urls.n == LANGTABLE_INDEX_MAX) {
+            langtable_strv_free(&urls);
+            return err_set(err, ERR_INVALID, "--packages-index %s: more than %d URLs", l->name,
+                           LANGTABLE_INDEX_MAX);
+        }
+        if (langtable_index_url_check(s, len, err) < 0) {
+            langtable_strv_free(&urls);
+            return err_wrap(err, "--packages-index %s: '%.*s'", l->name, (int)(len > 64 ? 64 : len),
+                            s);
+        }
+        urls.v[urls.n++] = xstrndup(s, len);
+    }
+    langtable_strv_free(&l->packages->index);
+    l->packages->index = urls;
+    return 0;
+}
+
+struct reqs_rules langtable_packages_rules(const struct langtable_packages *p)
+{
+    return (struct reqs_rules){.allow = (const char *const *)p->allow.v,
+                               .n_allow = p->allow.n,
+                               .deny = (const char *const *)p->deny.v,
+                               .n_deny = p->deny.n};
+}
+
 int langtable_configure(struct langtable *t, const struct config *cfg, struct err *err)
 {
     if (configure_subset(t, &cfg->languages, err) < 0)
@@ -302,6 +363,9 @@ int langtable_configure(struct langtable *t, const struct config *cfg, struct er
         t->langs[i].pool_size = cfg->pool_size;
     if (check_network(t, cfg, err) < 0 || configure_egress(t, cfg, err) < 0)
         return -1;
+    for (size_t i = 0; i < cfg->packages_index.n; i++)
+        if (configure_index_item(t, cfg->packages_index.items[i], err) < 0)
+            return -1;
     if (cfg->dry_run_create && *cfg->dry_run_create && !langtable_find(t, cfg->dry_run_create))
         return err_set(err, ERR_INVALID, "--dry-run-create: '%.64s' is not a language of the table",
                        cfg->dry_run_create);

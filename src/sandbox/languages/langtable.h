@@ -5,7 +5,7 @@
  *   {"languages": [
  *     {"name": "perl", "aliases": ["pl"], "image": "mcp-sandboxd-perl:latest",
  *      "source_file": "main.pl", "runner": "generic", "run": ["perl", "{source}"],
- *      "version": ["perl", "-e", "print $^V"], "packages": ["perl"]},
+ *      "version": ["perl", "-e", "print $^V"], "image_packages": ["perl"]},
  *     {"name": "python", "image": "my-python:3"},
  *     {"name": "php", "disabled": true}
  *   ]}
@@ -84,8 +84,33 @@
  *                    replaces it; a call may narrow it, never widen it.
  *                    A language with a list is never also given the
  *                    engine's network (--allow-network): choose one.
- *   packages         the notable Debian packages in its image, shown by
- *                    list_languages (the image's Dockerfile installs them).
+ *   image_packages   the notable Debian packages in its image (the
+ *                    image's Dockerfile installs them). An array given as
+ *                    "packages", the key's older name, is read as this.
+ *   packages         installs on demand: an object, or null for none
+ *                    (the calls' packages arguments are then refused):
+ *                      installer   "pip" (python runner) or "npm" (node
+ *                                  runner, or generic running node);
+ *                                  default: the runner's
+ *                      index       the index URLs, at most
+ *                                  LANGTABLE_INDEX_MAX (langtable_packages.h
+ *                                  says their form); [] (the default): the
+ *                                  installer's own (pip's PyPI, npm's
+ *                                  configured registry). --packages-index
+ *                                  replaces it.
+ *                      allow, deny package names, exact or "PREFIX*"
+ *                                  (sandbox/packages/reqs.h): a denied
+ *                                  name, or one not allowed by a non-empty
+ *                                  allow list, is refused before any run
+ *                      scripts     whether install scripts run (npm's
+ *                                  lifecycle scripts; pip building from
+ *                                  source); default true
+ *                      timeout_ms, max_bytes  an install's limits
+ *                      preinstall  requirements installed at start
+ *                    The object replaces the built-in one whole (keys it
+ *                    leaves out take their defaults). Installs are not
+ *                    wired to the run tools yet: the table and
+ *                    list_languages carry it.
  *   disabled         true: remove the language.
  * In compile, run and version, "{source}" stands for source_file and
  * "{stem}" for it without its last extension ("main"); the table holds
@@ -127,6 +152,7 @@
 
 #include "base/err.h"
 #include "egress/pattern.h"
+#include "sandbox/packages/reqs.h"
 
 #define LANGTABLE_MAX_LANGUAGES              64
 #define LANGTABLE_MAX_ALIASES                8
@@ -146,6 +172,14 @@
 #define LANGTABLE_COMPILE_TIMEOUT_MAX_MS     600000
 #define LANGTABLE_COMPILE_TIMEOUT_DEFAULT_MS 10000
 #define LANGTABLE_FILE_MAX_BYTES             (256 * 1024)
+#define LANGTABLE_INDEX_MAX                  4
+#define LANGTABLE_URL_MAX                    512
+#define LANGTABLE_PKG_TIMEOUT_MIN_MS         1000
+#define LANGTABLE_PKG_TIMEOUT_MAX_MS         3600000
+#define LANGTABLE_PKG_TIMEOUT_DEFAULT_MS     120000
+#define LANGTABLE_PKG_MAX_BYTES_MIN          (1LL << 20)
+#define LANGTABLE_PKG_MAX_BYTES_MAX          (64LL << 30)
+#define LANGTABLE_PKG_MAX_BYTES_DEFAULT      (512LL << 20)
 /* The name errors about the embedded table show. */
 #define LANGTABLE_BUILTIN_NAME "src/sandbox/languages/builtin.json"
 
@@ -165,6 +199,19 @@ enum langtable_runner {
 struct langtable_strv {
     char **v;
     size_t n;
+};
+
+/* A language's installs on demand (the "packages" key). */
+struct langtable_packages {
+    enum reqs_installer installer;
+    struct langtable_strv index; /* URLs; n == 0: the installer's own */
+    /* reqs_rule_normalize's texts */
+    struct langtable_strv allow;
+    struct langtable_strv deny;
+    bool scripts; /* install scripts run */
+    long long timeout_ms;
+    long long max_bytes;
+    struct langtable_strv preinstall; /* canonical requirements, sorted (reqs.h) */
 };
 
 struct langtable_lang {
@@ -187,10 +234,11 @@ struct langtable_lang {
     struct langtable_strv preload;
     char *preload_joined; /* "a,b,c", the runner's one argument; "" for none */
     bool network_allowed;
-    struct langtable_strv packages;
-    bool plots;                        /* python runner: figures come back */
-    struct langtable_strv environment; /* "NAME=value", after the daemon's own */
-    char *runtime;                     /* NULL: --runtime's (langtable_runtime) */
+    struct langtable_strv image_packages; /* Debian's, in its image */
+    struct langtable_packages *packages;  /* NULL: no installs */
+    bool plots;                           /* python runner: figures come back */
+    struct langtable_strv environment;    /* "NAME=value", after the daemon's own */
+    char *runtime;                        /* NULL: --runtime's (langtable_runtime) */
     /* The hosts its sandboxes may reach through the egress gateway; NULL:
      * none (never a list of no pattern: the table holds that as NULL). */
     struct egress_patterns *egress;
@@ -226,10 +274,16 @@ struct config;
  * --pool-size when given (every language), and --allow-network /
  * --dry-run-create naming languages the table has (allow-network only for
  * one whose network_allowed is true), --egress's lists (a name or alias,
- * each item replacing that language's list, "LANGUAGE=" removing it) and
- * no language with both a network and an egress list. Returns 0, or -1
+ * each item replacing that language's list, "LANGUAGE=" removing it),
+ * no language with both a network and an egress list, and
+ * --packages-index's URLs (each item replacing its language's index,
+ * "LANGUAGE=" the installer's own; only for a language with packages).
+ * Returns 0, or -1
  * with an ERR_INVALID message naming the option. */
 int langtable_configure(struct langtable *t, const struct config *cfg, struct err *err);
+
+/* p's allow and deny lists as reqs_check_rules takes them. */
+struct reqs_rules langtable_packages_rules(const struct langtable_packages *p);
 
 /* The OCI runtime l's sandboxes run under: its own, else --runtime, else
  * NULL (the engine's default). */

@@ -4,6 +4,7 @@
 
 #include "base/buf.h"
 #include "base/config.h"
+#include "sandbox/languages/langtable_packages.h"
 #include "sandbox/run/policy.h"
 
 static const enum field required_fields[] = {F_IMAGE, F_SOURCE_FILE, F_RUNNER, F_RUN};
@@ -41,6 +42,11 @@ static void take_value(const struct field_def *f, void *dst, void *src)
         free(*(struct egress_patterns **)dst);
         *(struct egress_patterns **)dst = *(struct egress_patterns **)src;
         *(struct egress_patterns **)src = NULL;
+        break;
+    case K_PACKAGES:
+        langtable_packages_free(*(struct langtable_packages **)dst);
+        *(struct langtable_packages **)dst = *(struct langtable_packages **)src;
+        *(struct langtable_packages **)src = NULL;
         break;
     case K_DISABLED:
         break;
@@ -254,7 +260,8 @@ static int finish_lang(struct draft *d, struct err *err)
             return langtable_fail_at(err, &d->entry, "language '%s': '%s' is missing", l->name,
                                      langtable_fields[required_fields[i]].key);
     if (check_runner_keys(d, err) < 0 || settle_compile_timeout(d, err) < 0 ||
-        join_preload(d, err) < 0 || check_environment(d, err) < 0 || expand_argvs(d, err) < 0)
+        join_preload(d, err) < 0 || check_environment(d, err) < 0 || expand_argvs(d, err) < 0 ||
+        langtable_packages_settle(d, err) < 0)
         return -1;
     /* Lists never NULL, so a caller can pass v as an argv. */
     for (size_t f = 0; f < N_FIELDS; f++) {

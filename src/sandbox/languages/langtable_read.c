@@ -9,9 +9,10 @@
 
 #include "base/json.h"
 #include "base/jsonpos.h"
+#include "sandbox/languages/langtable_packages.h"
 
-/* The file, its languages array, an entry, one of its lists: deeper is
- * never valid, and the tokener stops there. */
+/* The file, its languages array, an entry, its packages object, one of
+ * its lists: deeper is never valid, and the tokener stops there. */
 #define JSON_DEPTH 8
 
 #define NAME_FORM "a name ([a-z][a-z0-9+#-]*, at most 32)"
@@ -62,6 +63,8 @@ void langtable_lang_free(struct langtable_lang *l)
             langtable_strv_free(at);
         else if (langtable_fields[f].kind == K_EGRESS)
             free(*(struct egress_patterns **)at);
+        else if (langtable_fields[f].kind == K_PACKAGES)
+            langtable_packages_free(*(struct langtable_packages **)at);
     }
     free(l->preload_joined);
     memset(l, 0, sizeof(*l));
@@ -204,8 +207,10 @@ const struct field_def langtable_fields[N_FIELDS] = {
     [F_PRELOAD] = {"preload", AT(preload), .kind = K_LIST, .max = LANGTABLE_PRELOAD_MAX,
                    .valid = valid_arg, .form = "a module name"},
     [F_NETWORK] = {"network_allowed", AT(network_allowed), .kind = K_BOOL},
-    [F_PACKAGES] = {"packages", AT(packages), .kind = K_LIST, .max = LANGTABLE_PACKAGES_MAX,
-                    .valid = valid_package, .form = "a Debian package name"},
+    [F_IMAGE_PACKAGES] = {"image_packages", AT(image_packages), .kind = K_LIST,
+                          .max = LANGTABLE_PACKAGES_MAX, .valid = valid_package,
+                          .form = "a Debian package name"},
+    [F_PACKAGES] = {"packages", AT(packages), .kind = K_PACKAGES, .nullable = true},
     [F_PLOTS] = {"plots", AT(plots), .kind = K_BOOL},
     [F_ENVIRONMENT] = {"environment", AT(environment), .kind = K_LIST, .max = LANGTABLE_ENV_MAX,
                        .valid = langtable_valid_env,
@@ -363,6 +368,9 @@ static int read_field(struct draft *d, enum field f, json_object *v, const struc
         } else if (def->kind == K_EGRESS) {
             free(*(struct egress_patterns **)at);
             *(struct egress_patterns **)at = NULL;
+        } else if (def->kind == K_PACKAGES) {
+            langtable_packages_free(*(struct langtable_packages **)at);
+            *(struct langtable_packages **)at = NULL;
         } else {
             langtable_strv_free(at);
         }
@@ -388,6 +396,9 @@ static int read_field(struct draft *d, enum field f, json_object *v, const struc
             break;
         case K_EGRESS:
             rc = get_egress(v, def, at, err);
+            break;
+        case K_PACKAGES:
+            rc = langtable_packages_read(v, at, err);
             break;
         case K_DISABLED:
             rc = get_bool(v, def->key, &disabled, err);
@@ -456,6 +467,9 @@ static int read_entry(json_object *entry, const struct origin *eo, const struct 
                                      langtable_quote(q, sizeof(q), key, strlen(key)));
         if (f == F_NAME)
             continue;
+        /* "packages" was the image's Debian packages' key. */
+        if (f == F_PACKAGES && json_object_is_type(val, json_type_array))
+            f = F_IMAGE_PACKAGES;
         if (read_field(d, (enum field)f, val, &ko, err) < 0)
             return langtable_fail_at(err, &ko, "language '%s': %s", d->l.name, err_msg(err));
     }

@@ -31,6 +31,7 @@ enum field {
     F_POOL_SIZE,
     F_PRELOAD,
     F_NETWORK,
+    F_IMAGE_PACKAGES,
     F_PACKAGES,
     F_PLOTS,
     F_ENVIRONMENT,
@@ -49,6 +50,7 @@ enum field_kind {
     K_RUNNER,   /* enum langtable_runner */
     K_CHECKER,  /* enum langtable_checker; null is "none" */
     K_EGRESS,   /* struct egress_patterns *; [] and null are NULL, none */
+    K_PACKAGES, /* struct langtable_packages * (langtable_packages.h); null is NULL */
     K_DISABLED, /* kept in the draft only */
 };
 

@@ -80,9 +80,12 @@ static void test_row_defaults(void **state)
             assert_int_equal(list->n, 0);
             assert_null(list->items[0]);
             break;
-        case OPT_FLAG:
+        case OPT_FLAG: /* an action (cli_only), or a setting false unless given */
             assert_false(*(const bool *)slot);
-            assert_true(o->cli_only);
+            if (o->cli_only)
+                assert_null(o->def);
+            else
+                assert_string_equal(o->def, "false");
             break;
         }
     }
@@ -770,6 +773,85 @@ static void test_egress_options(void **state)
     expect_error(plain, env_bad, "MCPSANDBOXD_EGRESS");
 }
 
+/* The packages options: --packages-index keeps whole
+ * "LANGUAGE=URL,..." items (';' between items in one value) in the order
+ * file < environment < command line (the table applies the later over the
+ * earlier and checks the URLs: test_langtable_packages); --packages-offline
+ * is a setting, true or false in the file and the environment, a flag on
+ * the command line; the cache's directory must be usable as a bind's
+ * source. */
+static void test_packages_options(void **state)
+{
+    (void)state;
+    struct config cfg;
+    struct err err = ERR_INIT;
+    char *plain[] = {"d", NULL};
+    char *no_env[] = {NULL};
+    assert_int_equal(load(&cfg, plain, no_env, &err), 0);
+    assert_false(cfg.packages_offline);
+    assert_string_equal(cfg.packages_cache_dir, "/var/cache/mcp-sandboxd/packages");
+    assert_int_equal(cfg.packages_cache_max_bytes, 4LL << 30);
+    assert_int_equal(cfg.packages_index.n, 0);
+    config_free(&cfg);
+
+    char path[] = "/tmp/mcpsbx-test-conf-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    fputs("packages-index = python=https://f.example/simple\n"
+          "packages-offline = true\n"
+          "packages-cache-dir = /srv/file-cache\n",
+          fp);
+    fclose(fp);
+    char *envp[] = {"MCPSANDBOXD_PACKAGES_INDEX=javascript=https://e.example/;typescript=",
+                    "MCPSANDBOXD_PACKAGES_OFFLINE=false",
+                    "MCPSANDBOXD_PACKAGES_CACHE_MAX_BYTES=1073741824", NULL};
+    char *argv[] = {"d",
+                    "--config",
+                    path,
+                    "--packages-index",
+                    "py=https://c.example/",
+                    "--packages-cache-dir=/srv/cli-cache",
+                    NULL};
+    assert_int_equal(load(&cfg, argv, envp, &err), 0);
+    const char *want[] = {"python=https://f.example/simple", "javascript=https://e.example/",
+                          "typescript=", "py=https://c.example/"};
+    assert_int_equal(cfg.packages_index.n, ARRAY_SIZE(want));
+    for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+        assert_string_equal(cfg.packages_index.items[i], want[i]);
+    assert_false(cfg.packages_offline); /* the environment beats the file */
+    assert_string_equal(cfg.packages_cache_dir, "/srv/cli-cache");
+    assert_int_equal(cfg.packages_cache_max_bytes, 1LL << 30);
+    config_free(&cfg);
+    char *flag[] = {"d", "--config", path, "--packages-offline", NULL};
+    assert_int_equal(load(&cfg, flag, envp, &err), 0);
+    assert_true(cfg.packages_offline); /* the command line beats both */
+    config_free(&cfg);
+    char *file_only[] = {"d", "--config", path, NULL};
+    assert_int_equal(load(&cfg, file_only, no_env, &err), 0);
+    assert_true(cfg.packages_offline);
+    assert_string_equal(cfg.packages_cache_dir, "/srv/file-cache");
+    config_free(&cfg);
+    unlink(path);
+
+    char *e1[] = {"d", "--packages-index", "https://pypi.example/", NULL};
+    expect_error(e1, no_env, "--packages-index: 'https://pypi.example/' is not valid");
+    char *e2[] = {"d", "--packages-cache-dir", "cache", NULL};
+    expect_error(e2, no_env, "--packages-cache-dir must be an absolute path");
+    char *e3[] = {"d", "--packages-cache-dir", "/srv/a:b", NULL};
+    expect_error(e3, no_env, "--packages-cache-dir");
+    char *e4[] = {"d", "--packages-cache-dir", "/srv/../etc", NULL};
+    expect_error(e4, no_env, "--packages-cache-dir");
+    char *e5[] = {"d", "--packages-cache-dir", "/srv/a\nb", NULL};
+    expect_error(e5, no_env, "--packages-cache-dir");
+    char *e6[] = {"d", "--packages-cache-max-bytes", "1024", NULL};
+    expect_error(e6, no_env, "--packages-cache-max-bytes: 1024 is out of range");
+    char *env_bad[] = {"MCPSANDBOXD_PACKAGES_OFFLINE=maybe", NULL};
+    expect_error(plain, env_bad,
+                 "MCPSANDBOXD_PACKAGES_OFFLINE: --packages-offline: expected "
+                 "true or false");
+}
+
 /* --secret: whole "NAME=HOST,..." items (';' between items in one value),
  * file < environment < command line; a NAME must be a variable's and may
  * not also be passed through as it is. The hosts are egress/secrets.h's
@@ -834,6 +916,7 @@ int main(void)
         cmocka_unit_test(test_code_sessions),
         cmocka_unit_test(test_egress_options),
         cmocka_unit_test(test_secret_option),
+        cmocka_unit_test(test_packages_options),
     };
     return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -74,7 +74,7 @@ static void expected_default(const struct config_opt *o, char *out, size_t cap)
         snprintf(out, cap, "(default %lld", o->def_int);
     else if (o->type == OPT_DOUBLE)
         snprintf(out, cap, "(default %g)", o->def_real);
-    else if (o->type != OPT_FLAG && o->def && *o->def)
+    else if (o->def && *o->def)
         snprintf(out, cap, "(default %s)", o->def);
 }
 

@@ -374,6 +374,40 @@ static void test_no_backend(void **state)
     languages_free(NULL);
 }
 
+/* Each language's installs: its installer, index (--packages-index over
+ * the table's) and scripts, and --packages-offline; null for a language
+ * without. */
+static void test_installs(void **state)
+{
+    (void)state;
+    char *argv[] = {"d",
+                    "--languages",
+                    "python,javascript,bash",
+                    "--packages-index",
+                    "js=https://r.example/npm/",
+                    "--packages-offline",
+                    NULL};
+    struct config c;
+    options_load(&c, argv);
+    struct langtable *t = test_langs(&c);
+    struct languages *l = languages_new(&c, t, NULL);
+    assert_int_equal(languages_start(l, NULL), 0);
+    json_object *facts = languages_json(l, &c, NULL, 0);
+    check_schema(facts);
+    static const char npm[] =
+        "{\"installer\":\"npm\",\"index\":[\"https:\\/\\/r.example\\/npm\\/\"],"
+        "\"scripts\":true,\"offline\":true}";
+    const char *want[] = {"{\"installer\":\"pip\",\"index\":[],\"scripts\":true,\"offline\":true}",
+                          npm, "null"};
+    for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+        assert_string_equal(
+            json_object_to_json_string_ext(json_get(lang_of(facts, i), "installs"), 0), want[i]);
+    json_object_put(facts);
+    languages_free(l);
+    langtable_free(t);
+    config_free(&c);
+}
+
 static void test_probe_once(void **state)
 {
     (void)state;
@@ -700,11 +734,17 @@ static void test_concurrent_questions(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_parse_good),           cmocka_unit_test(test_parse_garbage),
-        cmocka_unit_test(test_parse_hostile),        cmocka_unit_test(test_no_backend),
-        cmocka_unit_test(test_probe_once),           cmocka_unit_test(test_probing_bounded_wait),
-        cmocka_unit_test(test_failure_and_retry),    cmocka_unit_test(test_free_cancels),
-        cmocka_unit_test(test_concurrent_questions), cmocka_unit_test(test_version_from_text),
+        cmocka_unit_test(test_parse_good),
+        cmocka_unit_test(test_parse_garbage),
+        cmocka_unit_test(test_parse_hostile),
+        cmocka_unit_test(test_no_backend),
+        cmocka_unit_test(test_installs),
+        cmocka_unit_test(test_probe_once),
+        cmocka_unit_test(test_probing_bounded_wait),
+        cmocka_unit_test(test_failure_and_retry),
+        cmocka_unit_test(test_free_cancels),
+        cmocka_unit_test(test_concurrent_questions),
+        cmocka_unit_test(test_version_from_text),
         cmocka_unit_test(test_all_languages),
     };
     return cmocka_run_group_tests_name("languages", tests, setup, teardown);

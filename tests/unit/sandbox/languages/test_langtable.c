@@ -64,7 +64,7 @@ static void test_builtin(void **state)
                                      : l->compile_timeout_ms == 0);
         assert_int_equal(l->pool_size, want[i].pool);
         assert_true(l->network_allowed);
-        assert_true(l->packages.n > 0);
+        assert_true(l->image_packages.n > 0);
         assert_non_null(l->aliases.v);
         assert_non_null(l->compile.v);
         assert_null(l->compile.v[l->compile.n]);
