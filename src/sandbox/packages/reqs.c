@@ -123,6 +123,12 @@ int reqs_parse_one(enum reqs_installer i, const char *s, size_t n, struct reqs_i
         rc = reqs_pip_parse(&c, out, err);
     else
         rc = reqs_npm_parse(&c, out, err);
+    /* A canonical text must parse again (to itself): npm's spaces around
+     * "||" can make it longer than what was given. */
+    if (rc == 0 && strlen(out->text) > REQS_MAX_LEN) {
+        reqs_item_free(out);
+        rc = err_set(err, ERR_TOO_BIG, "longer than %d bytes once normalized", REQS_MAX_LEN);
+    }
     if (rc == 0 && (archive_like(out->text, strlen(out->text)) ||
                     !(reqs_is_alnum(out->text[0]) || out->text[0] == '@'))) {
         reqs_item_free(out);
