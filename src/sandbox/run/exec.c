@@ -147,6 +147,8 @@ void exec_result_free(struct exec_result *r)
     outfiles_free(&r->files);
     free(r->egress);
     r->egress = NULL;
+    packages_report_free(r->packages);
+    r->packages = NULL;
 }
 
 void exec_result_set_message(struct exec_result *r, const char *fmt, ...)

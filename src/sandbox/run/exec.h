@@ -34,6 +34,7 @@
 #include "egress/summary.h"
 #include "sandbox/languages/langtable.h"
 #include "sandbox/output/outfiles.h"
+#include "sandbox/packages/report.h"
 #include "sandbox/run/run.h"
 #include "sandbox/runner/runner.h"
 
@@ -124,6 +125,9 @@ struct exec_result {
     /* A run with egress (run.egress): the connections its sandbox made
      * through the gateway; NULL for a run without. */
     struct egress_report *egress;
+    /* A run that asked for packages (run.packages): each one's version,
+     * cached or installed, and what that cost; NULL for a run without. */
+    struct packages_report *packages;
 };
 
 void exec_result_init(struct exec_result *r);

@@ -35,6 +35,10 @@ void run_free(struct run *r)
     free(r->text);
     free(r->variables);
     free(r->egress);
+    if (r->packages) {
+        reqs_list_free(r->packages);
+        free(r->packages);
+    }
     exec_cancel_free(r->cancel);
     run_init(r);
 }

@@ -6,7 +6,7 @@
  *
  * What it owns: text (the copy code and stdin_data point into), variables,
  * files (and what they point into, file_data), the output patterns, the
- * egress list and the cancel handle. A run made on the stack with
+ * egress list, the packages and the cancel handle. A run made on the stack with
  * borrowed strings (a probe, a test) owns nothing and needs no run_free. */
 #ifndef MCPSBX_RUN_H
 #define MCPSBX_RUN_H
@@ -16,6 +16,7 @@
 
 #include "egress/pattern.h"
 #include "sandbox/languages/langtable.h"
+#include "sandbox/packages/reqs.h"
 #include "sandbox/runner/runner.h"
 
 /* A cancel handle (sandbox/run/exec.h). */
@@ -67,6 +68,14 @@ struct run {
      * language has none, or the call narrowed it to nothing); never an
      * empty list. */
     struct egress_patterns *egress;
+    /* The packages the call asked for, parsed and checked against its
+     * language's rules at admission (tools/packages_arg.h); NULL: none.
+     * Made ready (the cache, or an install in a sandbox of its own)
+     * before the run's sandbox is taken, and on its import path for this
+     * run only; with packages_stay (a session call: install_packages),
+     * for the rest of the session. */
+    struct reqs_list *packages;
+    bool packages_stay;
     long long timeout_ms; /* already clamped */
     long long memory_mb;  /* already clamped */
     /* util_now_ms() time by which the program must have started: engine
