@@ -272,16 +272,29 @@ static void log_languages(const struct config *cfg, const struct langtable *lang
 static int egress_tls_start(const struct config *cfg, const struct langtable *languages,
                             struct egress_settings *egress, struct err *err)
 {
-    bool any_egress = false;
-    for (size_t i = 0; i < langtable_count(languages); i++)
+    bool any_egress = false, any_packages = false;
+    for (size_t i = 0; i < langtable_count(languages); i++) {
         any_egress = any_egress || langtable_get(languages, i)->egress;
-    if (cfg->secret.n == 0 || !any_egress)
+        any_packages = any_packages || langtable_get(languages, i)->packages;
+    }
+    bool secrets = cfg->secret.n > 0 && any_egress;
+    /* Installs read the bundle (the host's roots and the CA) so that an
+     * index behind the host's own CA verifies inside their sandboxes. */
+    if (!secrets && (!any_packages || cfg->packages_offline))
         return 0;
-    if (egress_settings_tls_ca_under(egress, cfg->sandbox_io_dir, err) < 0)
-        return -1;
-    log_info("egress: HTTPS to the hosts bound to a --secret is terminated with the daemon's CA, "
-             "%s",
-             egress_tls_ca_path(egress->ca));
+    if (egress_settings_tls_ca_under(egress, cfg->sandbox_io_dir, err) < 0) {
+        if (secrets)
+            return -1;
+        log_warn("packages: no CA bundle for the installers' sandboxes (%s): an index behind "
+                 "this host's own CA will not verify there",
+                 err_msg(err));
+        err_clear(err);
+        return 0;
+    }
+    if (secrets)
+        log_info("egress: HTTPS to the hosts bound to a --secret is terminated with the daemon's "
+                 "CA, %s",
+                 egress_tls_ca_path(egress->ca));
     return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <limits.h>
 #include <nettle/sha2.h>
 #include <stdio.h>
@@ -101,6 +102,11 @@ static int open_dirs(struct pkgcache *c, const char *dir, struct err *err)
         now.st_dev != st.st_dev)
         return err_set(err, ERR_INVALID, "the package cache directory %s changed while opened",
                        dir);
+    /* One daemon per cache: another's open would empty tmp/ under its
+     * installs and evict sets its sandboxes use. Held until close. */
+    if (flock(c->dir_fd, LOCK_EX | LOCK_NB) < 0)
+        return err_set(err, ERR_INVALID, "%s is in use by another daemon (%s)", dir,
+                       strerror(errno));
     c->root = realpath(dir, NULL);
     if (!c->root)
         return err_set(err, ERR_IO, "cannot resolve %s: %s", dir, strerror(errno));

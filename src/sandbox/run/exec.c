@@ -12,6 +12,7 @@
 #include "sandbox/run/attempt.h"
 #include "sandbox/run/commands.h"
 #include "sandbox/run/egress_run.h"
+#include "sandbox/run/packages_run.h"
 #include "sandbox/run/exec_ctx.h"
 #include "sandbox/run/follow.h"
 #include "sandbox/run/launch.h"
@@ -293,6 +294,8 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
         exec_ctx_free(ctx);
         return NULL;
     }
+    /* Before the pool: its sandboxes bind the package cache. */
+    packages_start(ctx);
     long long legacy_age = cfg->max_timeout_ms / 1000 + REAPER_LEGACY_MARGIN_S;
     ctx->reaper = reaper_new(backend, ctx->instance, legacy_age, REAPER_SWEEP_MS, ctx->uids, err);
     if (ctx->reaper)
@@ -315,6 +318,7 @@ void exec_ctx_free(struct exec_ctx *ctx)
     pool_free(ctx->pool);
     launcher_free(ctx->launcher);
     reaper_free(ctx->reaper);
+    packages_stop(ctx);
     uids_free(ctx->uids);
     redactor_free(ctx->redactor);
     policy_secrets_free(&ctx->secrets);
@@ -354,6 +358,7 @@ static void policy_run_for(const struct exec_ctx *ctx, const struct langtable_la
         .egress_ca_file = ctx->egress_ca_file,
         .egress_ca_bundle = ctx->egress_ca_bundle,
         .workdir_exec = lang->compile.n > 0,
+        .packages_dir = ctx->packages ? packages_sets_dir(ctx, lang) : NULL,
         .image = lang->image,
         .cmd = cmd,
         .memory_mb = memory_mb,
@@ -456,6 +461,19 @@ void run_spec(const struct exec_ctx *ctx, const struct run *req, double t0, long
     run.expires = (long long)time(NULL) + (long long)(setup_ms / 1000.0) +
                   (life_ms + SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS) / 1000 + EXPIRY_MARGIN_S;
     policy_spec(ctx->cfg, &run, spec);
+    const struct run_install *in = req->install;
+    if (in) {
+        /* The installer's image and its way to the index alone; the
+         * staging directory its only writable host directory. */
+        spec->image = in->image;
+        spec->env = in->env;
+        spec->egress = true;
+        spec->egress_ca_file = ctx->egress_ca_file;
+        spec->egress_ca_bundle = ctx->egress_ca_bundle;
+        spec->packages_dir = NULL;
+        spec->install_dir = in->dir;
+        spec->workdir_mb = in->workdir_mb;
+    }
 }
 
 /* The call's own time ran out while its sandbox was set up (a slow or
@@ -524,11 +542,20 @@ int exec_run(struct exec_ctx *ctx, const struct run *req, struct exec_result *re
     buf_init(&request, request_cap(ctx, req, secrets));
     struct sandbox sb = {0};
     bool sent = false;
+    struct packages_use pk;
     if (rc == 0)
-        rc = encode_request(ctx, req, secrets, nonce, RUNNER_SESSION_NONE, &request, err);
+        rc = packages_run_ready(ctx, req, &pk, res, err);
+    else
+        memset(&pk, 0, sizeof(pk));
     if (rc == 0)
-        rc = attempt(ctx, req, secrets, &spec, true, &request, cancel, &o, &sb, &sent, err);
+        rc = encode_request(ctx, req, secrets, pk.dir, nonce, RUNNER_SESSION_NONE, &request, err);
+    /* An install's sandbox is never a pooled one (another image), nor is
+     * one whose set a pooled runner's preload would shadow. */
+    bool may_pool = !req->install && !pk.cold;
+    if (rc == 0)
+        rc = attempt(ctx, req, secrets, &spec, may_pool, &request, cancel, &o, &sb, &sent, err);
     run_end(ctx, req, &o, &sb, rc, sent, err);
+    packages_run_done(ctx, &pk);
     egress_run_secrets_free(secrets);
     output_free(&o);
     if (request.data)

@@ -30,6 +30,8 @@ struct exec_cancel {
 
 /* The code sessions' registry and watcher (sandbox/session/code_session.h). */
 struct code_space;
+/* The package cache and the install runs' settings (packages_run.h). */
+struct packages_ctx;
 
 struct exec_ctx {
     const struct config *cfg;
@@ -63,6 +65,7 @@ struct exec_ctx {
     const char *egress_ca_file;
     const char *egress_ca_bundle;
     SSL_CTX *egress_upstream_tls;
+    struct packages_ctx *packages; /* never NULL once exec_ctx_new returned */
 };
 
 /* The container for req (exec.c): the policy's limits, and labels that let

@@ -109,6 +109,7 @@ void policy_spec(const struct config *cfg, const struct policy_run *run, struct 
         .egress = run->egress,
         .egress_ca_file = run->egress ? run->egress_ca_file : NULL,
         .egress_ca_bundle = run->egress ? run->egress_ca_bundle : NULL,
+        .packages_dir = run->packages_dir,
         .labels = (const char *const *)cfg->labels.items,
         .instance = run->instance,
         .owner = run->owner,

@@ -31,7 +31,8 @@ struct policy_run {
      * NULL when the gateway terminates no TLS. */
     const char *egress_ca_file;
     const char *egress_ca_bundle;
-    bool workdir_exec; /* its compile step makes a program run from the workdir */
+    bool workdir_exec;        /* its compile step makes a program run from the workdir */
+    const char *packages_dir; /* the package cache's sets (backend_spec's); NULL: none */
     const char *image;
     const char *const *cmd; /* NULL-terminated argv */
     long long memory_mb;

@@ -1,6 +1,7 @@
 /* Encoding a run's request for its runner (request.h). */
 #include "sandbox/run/request.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,8 +26,9 @@ size_t request_cap(const struct exec_ctx *ctx, const struct run *req,
 }
 
 int encode_request(const struct exec_ctx *ctx, const struct run *req,
-                   const struct egress_run_secrets *placeholders, const char *nonce,
-                   enum runner_session_kind kind, struct buf *request, struct err *err)
+                   const struct egress_run_secrets *placeholders, const char *package_set,
+                   const char *nonce, enum runner_session_kind kind, struct buf *request,
+                   struct err *err)
 {
     const struct langtable_lang *lang = req->language;
     struct runner_program program = {.source_file = lang->source_file,
@@ -57,6 +59,18 @@ int encode_request(const struct exec_ctx *ctx, const struct run *req,
                                   .env_names = ctx->secrets.names,
                                   .env_values = ctx->secrets.values,
                                   .n_env = ctx->secrets.n};
+    char *sets[] = {(char *)(uintptr_t)package_set, NULL};
+    if (package_set && *package_set) {
+        bool stay = req->packages_stay && kind == RUNNER_SESSION_CELL;
+        *(stay ? &rreq.add_packages : &rreq.packages) = sets;
+        *(stay ? &rreq.n_add_packages : &rreq.n_packages) = 1;
+    }
+    if (req->install) {
+        rreq.env_names = NULL;
+        rreq.env_values = NULL;
+        rreq.n_env = 0;
+        placeholders = NULL;
+    }
     size_t n_ph = placeholders ? placeholders->n : 0;
     if (n_ph == 0)
         return runner_encode_request(&rreq, request, err);

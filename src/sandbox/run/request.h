@@ -20,12 +20,17 @@ size_t request_cap(const struct exec_ctx *ctx, const struct run *req,
                    const struct egress_run_secrets *placeholders);
 
 /* req as the runner reads it (sandbox/runner/runner.h), with the
- * placeholders' variables after the pass-through ones, under nonce,
+ * placeholders' variables after the pass-through ones (neither for an
+ * install run: install scripts get no secret), package_set (a set's
+ * directory inside the sandbox; NULL or "": none) on its import path
+ * for this run, or for the session's rest (req.packages_stay in a cell),
+ * under nonce,
  * as the session part kind (RUNNER_SESSION_NONE: a one-shot run),
  * appended to request. Returns 0, or -1 with err. The request holds the
  * secrets: the caller zeroes it before freeing it. */
 int encode_request(const struct exec_ctx *ctx, const struct run *req,
-                   const struct egress_run_secrets *placeholders, const char *nonce,
-                   enum runner_session_kind kind, struct buf *request, struct err *err);
+                   const struct egress_run_secrets *placeholders, const char *package_set,
+                   const char *nonce, enum runner_session_kind kind, struct buf *request,
+                   struct err *err);
 
 #endif

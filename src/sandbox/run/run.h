@@ -32,6 +32,16 @@ typedef void (*exec_output_cb)(void *ctx, int stream, const char *data, size_t l
 #define EXEC_TICK    (-1)
 #define EXEC_TICK_MS 50
 
+/* An install run's own (sandbox/run/packages_run.h), borrowed: the
+ * installer's image and environment, the staging directory bound
+ * writable (backend_spec.install_dir), the working directory's size. */
+struct run_install {
+    const char *image;
+    const char *const *env;
+    const char *dir;
+    long long workdir_mb;
+};
+
 struct run {
     const struct langtable_lang *language; /* borrowed from the table */
     const char *code;
@@ -76,6 +86,8 @@ struct run {
      * for the rest of the session. */
     struct reqs_list *packages;
     bool packages_stay;
+    /* Set for an install run alone (never by a call); NULL otherwise. */
+    const struct run_install *install;
     long long timeout_ms; /* already clamped */
     long long memory_mb;  /* already clamped */
     /* util_now_ms() time by which the program must have started: engine

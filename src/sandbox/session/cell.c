@@ -9,6 +9,7 @@
 #include "sandbox/output/redact.h"
 #include "sandbox/run/egress_run.h"
 #include "sandbox/run/follow.h"
+#include "sandbox/run/packages_run.h"
 #include "sandbox/run/request.h"
 #include "sandbox/session/space.h"
 
@@ -121,14 +122,15 @@ static void clean_error(const struct redactor *red, struct err *err)
 
 /* Sends the cell and follows it; returns as follow_interrupted. */
 static int run_cell(struct exec_ctx *ctx, struct kept *k, const struct run *req, struct output *o,
-                    const char *nonce, struct err *err)
+                    const char *package_set, const char *nonce, struct err *err)
 {
     struct egress_acceptor *gw = NULL;
     struct buf request;
     buf_init(&request, request_cap(ctx, req, k->secrets));
     int rc = egress_run_begin(ctx, req, k->secrets, k->sb.stream, k->sb.id, &gw, err);
     if (rc == 0)
-        rc = encode_request(ctx, req, k->secrets, nonce, RUNNER_SESSION_CELL, &request, err);
+        rc = encode_request(ctx, req, k->secrets, package_set, nonce, RUNNER_SESSION_CELL, &request,
+                            err);
     if (rc == 0)
         rc = send_request(k->sb.stream, req, &request, err);
     if (request.data)
@@ -171,8 +173,14 @@ int code_session_run(struct exec_ctx *ctx, struct code_session *cs, const struct
     struct output o;
     rc = runner_new_nonce(nonce, err);
     output_init(&o, req, res, ctx->redactor, nonce, (size_t)ctx->cfg->max_output_bytes);
+    struct packages_use pk;
     if (rc == 0)
-        rc = run_cell(ctx, k, req, &o, nonce, err);
+        rc = packages_run_ready(ctx, req, &pk, res, err);
+    else
+        memset(&pk, 0, sizeof(pk));
+    if (rc == 0)
+        rc = run_cell(ctx, k, req, &o, pk.dir, nonce, err);
+    packages_run_done(ctx, &pk);
     if (rc < 0)
         clean_error(ctx->redactor, err);
     bool kill = false;

@@ -62,7 +62,7 @@ static int begin(struct code_space *sp, const struct run *req, struct kept *k, s
     buf_init(&request, request_cap(ctx, req, k->secrets));
     bool sent = false;
     if (rc == 0)
-        rc = encode_request(ctx, req, k->secrets, nonce, RUNNER_SESSION_BEGIN, &request, err);
+        rc = encode_request(ctx, req, k->secrets, NULL, nonce, RUNNER_SESSION_BEGIN, &request, err);
     if (rc == 0)
         rc = attempt(ctx, req, k->secrets, &spec, sp->pool_fits, &request, req->cancel, &o, &k->sb,
                      &sent, err);

@@ -186,6 +186,18 @@ static void test_key(void **state)
     free(big);
 }
 
+static void expect_open_refused(const struct fix *f, const char *dir, const char *text)
+{
+    struct pkgcache *c = NULL;
+    struct err err = ERR_INIT;
+    assert_int_equal(pkgcache_open(dir, 1 << 20, &c, &err), -1);
+    assert_null(c);
+    assert_int_equal(err.code, ERR_INVALID);
+    if (!strstr(err_msg(&err), text))
+        fail_msg("%s: '%s' has no '%s'", f->dir, err_msg(&err), text);
+    err_clear(&err);
+}
+
 static void test_open_layout(void **state)
 {
     struct fix *f = *state;
@@ -204,19 +216,11 @@ static void test_open_layout(void **state)
     pkgcache_stats(c, &s);
     assert_int_equal(s.sets, 0);
     assert_int_equal(s.bytes, 0);
+    /* One daemon per cache: a second open waits for none, it is refused. */
+    expect_open_refused(f, f->dir, "in use by another daemon");
     pkgcache_close(c);
-}
-
-static void expect_open_refused(const struct fix *f, const char *dir, const char *text)
-{
-    struct pkgcache *c = NULL;
-    struct err err = ERR_INIT;
-    assert_int_equal(pkgcache_open(dir, 1 << 20, &c, &err), -1);
-    assert_null(c);
-    assert_int_equal(err.code, ERR_INVALID);
-    if (!strstr(err_msg(&err), text))
-        fail_msg("%s: '%s' has no '%s'", f->dir, err_msg(&err), text);
-    err_clear(&err);
+    c = open_cache(f, 1 << 20);
+    pkgcache_close(c);
 }
 
 static void test_open_refuses(void **state)

@@ -68,8 +68,8 @@ static void encode_worst_as(const struct langtable_lang *lang, char *secret,
     struct buf request;
     buf_init(&request, request_cap(&ctx, &req, NULL));
     struct err err = ERR_INIT;
-    if (encode_request(&ctx, &req, NULL, "0123456789abcdef0123456789abcdef", kind, &request, &err) <
-        0)
+    if (encode_request(&ctx, &req, NULL, NULL, "0123456789abcdef0123456789abcdef", kind, &request,
+                       &err) < 0)
         fail_msg("%s: %s", lang->name, err_msg(&err));
     /* The escapes were made: the cap was not met by a short request. */
     assert_true(request.len > 6 * N);
@@ -126,8 +126,8 @@ static void test_session_source(void **state)
         struct buf request;
         buf_init(&request, request_cap(&ctx, &req, NULL));
         struct err err = ERR_INIT;
-        if (encode_request(&ctx, &req, NULL, "0123456789abcdef0123456789abcdef", cases[i].kind,
-                           &request, &err) < 0)
+        if (encode_request(&ctx, &req, NULL, NULL, "0123456789abcdef0123456789abcdef",
+                           cases[i].kind, &request, &err) < 0)
             fail_msg("%s: %s", cases[i].lang, err_msg(&err));
         /* The source's first line, JSON-escaped as the request holds it. */
         const char *mark = "# mcp-sandboxd session runner for Python";
@@ -154,7 +154,7 @@ static void test_placeholders(void **state)
     struct run req = {.language = test_lang(f->langs, "python"), .code = ""};
     struct buf request;
     buf_init(&request, request_cap(&ctx, &req, rs));
-    assert_int_equal(encode_request(&ctx, &req, rs, "0123456789abcdef0123456789abcdef",
+    assert_int_equal(encode_request(&ctx, &req, rs, NULL, "0123456789abcdef0123456789abcdef",
                                     RUNNER_SESSION_NONE, &request, &err),
                      0);
     char want[128];

@@ -1,0 +1,379 @@
+#include "sandbox/run/packages_run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/json.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "sandbox/packages/install.h"
+
+/* What a call waits for a set another call is installing, past the
+ * install's own time limit (the engine's setup and teardown). */
+#define PACKAGES_WAIT_SLACK_MS 60000.0
+/* An install's working directory (a tmpfs, where the installer writes
+ * before the set is copied out) holds the set and the installer's own
+ * temporary files: this much beyond the language's max_bytes. */
+#define PACKAGES_WORK_EXTRA_MB 256
+/* The room for the sets' bind in a sandbox's path: "<dir>/<KEY>". */
+#define PACKAGES_NAME_MAX 256
+
+static const char npm_cafile[] = "npm_config_cafile=" BACKEND_EGRESS_CA_BUNDLE;
+
+/* The language whose runner runs lang's installer: lang itself when its
+ * runner is the installer's, else the table's first with that runner
+ * (TypeScript's npm runs under the node runner); NULL when none. */
+static const struct langtable_lang *install_host(const struct exec_ctx *ctx,
+                                                 const struct langtable_lang *lang)
+{
+    enum langtable_runner want = install_runner(lang->packages->installer);
+    if (lang->runner == want)
+        return lang;
+    for (size_t i = 0; i < langtable_count(ctx->langs); i++)
+        if (langtable_get(ctx->langs, i)->runner == want)
+            return langtable_get(ctx->langs, i);
+    return NULL;
+}
+
+/* An install run's environment for lang: its language's variables, the
+ * proxy, the CA bundle for every client that reads one (npm's own
+ * setting too: Node's extra CAs alone would not trust the host's roots). */
+static const char **install_env_for(const struct exec_ctx *ctx, const struct langtable_lang *lang)
+{
+    size_t n = lang->environment.n;
+    const char **own = xcalloc(n + 2, sizeof(*own));
+    for (size_t i = 0; i < n; i++)
+        own[i] = lang->environment.v[i];
+    if (ctx->egress_ca_bundle && lang->packages->installer == REQS_NPM)
+        own[n] = npm_cafile;
+    const char **env = policy_env_new(own, true, ctx->egress_ca_bundle != NULL);
+    free(own);
+    return env;
+}
+
+void packages_start(struct exec_ctx *ctx)
+{
+    struct packages_ctx *p = xcalloc(1, sizeof(*p));
+    ctx->packages = p;
+    size_t n = langtable_count(ctx->langs);
+    bool any = false;
+    for (size_t i = 0; i < n; i++)
+        any = any || langtable_get(ctx->langs, i)->packages;
+    if (!any)
+        return;
+    const char *dir = ctx->cfg->packages_cache_dir;
+    struct err err = ERR_INIT;
+    if (pkgcache_open(dir, (unsigned long long)ctx->cfg->packages_cache_max_bytes, &p->cache,
+                      &err) < 0) {
+        p->off_reason = xasprintf("the package cache %s cannot be used (%s)", dir, err_msg(&err));
+        log_warn("packages: %s; calls that ask for packages are refused", p->off_reason);
+        err_clear(&err);
+        return;
+    }
+    p->sets_dir = xasprintf("%s/sets", dir);
+    p->n_langs = n;
+    p->install_env = xcalloc(n, sizeof(*p->install_env));
+    for (size_t i = 0; i < n; i++) {
+        const struct langtable_lang *lang = langtable_get(ctx->langs, i);
+        if (lang->packages)
+            p->install_env[i] = install_env_for(ctx, lang);
+    }
+    log_info("packages: cache %s, %lld bytes at most%s", dir, ctx->cfg->packages_cache_max_bytes,
+             ctx->cfg->packages_offline ? ", offline (cached sets only)" : "");
+}
+
+void packages_stop(struct exec_ctx *ctx)
+{
+    struct packages_ctx *p = ctx->packages;
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->n_langs; i++)
+        free(p->install_env[i]);
+    free(p->install_env);
+    pkgcache_close(p->cache);
+    free(p->sets_dir);
+    free(p->off_reason);
+    free(p);
+    ctx->packages = NULL;
+}
+
+const char *packages_sets_dir(const struct exec_ctx *ctx, const struct langtable_lang *lang)
+{
+    return lang->packages && ctx->packages->cache ? ctx->packages->sets_dir : NULL;
+}
+
+/* The set's key: what decides its contents. The image names stand for
+ * their contents (a rebuilt image under the same name keeps its sets). */
+static void set_key(const struct langtable_lang *lang, const struct reqs_list *reqs,
+                    char key[PKGCACHE_KEY_LEN + 1])
+{
+    const struct langtable_packages *pk = lang->packages;
+    char *canon = reqs_canonical(reqs);
+    char *index = xstrdup("");
+    for (size_t i = 0; i < pk->index.n; i++) {
+        char *next = xasprintf("%s%s\n", index, pk->index.v[i]);
+        free(index);
+        index = next;
+    }
+    const char *parts[] = {"mcpsbx-packages-1",
+                           lang->image,
+                           install_image(pk->installer),
+                           reqs_installer_name(pk->installer),
+                           index,
+                           pk->scripts ? "scripts" : "no-scripts",
+                           canon};
+    (void)pkgcache_key(parts, ARRAY_SIZE(parts), key);
+    free(index);
+    free(canon);
+}
+
+/* The set's manifest: what was asked and what came. */
+static char *manifest_text(const char *key, const struct reqs_list *reqs,
+                           const struct packages_report *rep)
+{
+    json_object *m = json_object_new_object();
+    json_object_object_add(m, "key", json_object_new_string(key));
+    json_object_object_add(m, "installer",
+                           json_object_new_string(reqs_installer_name(reqs->installer)));
+    json_object *items = json_object_new_array();
+    for (size_t i = 0; i < rep->n; i++) {
+        json_object *it = json_object_new_object();
+        json_object_object_add(it, "name", json_object_new_string(rep->items[i].name));
+        json_object_object_add(it, "requirement", json_object_new_string(reqs->v[i].text));
+        json_object_object_add(it, "version",
+                               rep->items[i].version ? json_object_new_string(rep->items[i].version)
+                                                     : NULL);
+        json_object_array_add(items, it);
+    }
+    json_object_object_add(m, "packages", items);
+    char *text = xstrdup(json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN));
+    json_object_put(m);
+    return text;
+}
+
+/* At most cap bytes of path (O_NOFOLLOW), NUL-terminated; NULL when it
+ * cannot be read. */
+static char *read_capped(const char *path, size_t cap, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    char *data = xmalloc(cap + 1);
+    size_t have = 0;
+    ssize_t n;
+    while (have < cap && (n = read(fd, data + have, cap - have)) > 0)
+        have += (size_t)n;
+    close(fd);
+    data[have] = '\0';
+    *len = have;
+    return data;
+}
+
+/* A cached set's report, from its manifest (the daemon's own file, in a
+ * tree no sandbox can write): its versions put in the form an install's
+ * report line has, and read the same way. */
+static struct packages_report *report_from_set(const char *set, const struct reqs_list *reqs)
+{
+    char *path = xasprintf("%s/%s", set, PKGCACHE_MANIFEST_NAME);
+    size_t len = 0;
+    char *text = read_capped(path, PKGCACHE_MANIFEST_MAX, &len);
+    free(path);
+    json_object *m = NULL, *items = NULL;
+    json_object *v = json_object_new_object();
+    if (text && json_parse_exact(text, len, 8, 0, &m, NULL) == 0 &&
+        json_object_object_get_ex(m, "packages", &items) &&
+        json_object_is_type(items, json_type_array))
+        for (size_t i = 0; i < json_object_array_length(items); i++) {
+            json_object *it = json_object_array_get_idx(items, i), *n = NULL, *ver = NULL;
+            if (json_object_object_get_ex(it, "name", &n) &&
+                json_object_is_type(n, json_type_string) &&
+                json_object_object_get_ex(it, "version", &ver) && ver)
+                json_object_object_add(v, json_object_get_string(n), json_object_get(ver));
+        }
+    char *line = xasprintf("%s%s\n", INSTALL_REPORT_MARK,
+                           json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+    struct packages_report *r = install_report(reqs, line, strlen(line));
+    free(line);
+    json_object_put(v);
+    json_object_put(m);
+    free(text);
+    return r;
+}
+
+/* Whether the set at path holds a top-level module lang's pooled sandboxes
+ * import before the run (its preload): the pool's would shadow it. */
+static bool shadows_preload(const struct langtable_lang *lang, const char *path)
+{
+    for (size_t i = 0; i < lang->preload.n; i++) {
+        const char *mod = lang->preload.v[i];
+        size_t n = strcspn(mod, ".");
+        char *dir = xasprintf("%s/%.*s", path, (int)n, mod);
+        char *file = xasprintf("%s/%.*s.py", path, (int)n, mod);
+        struct stat st;
+        bool hit = lstat(dir, &st) == 0 || lstat(file, &st) == 0;
+        free(dir);
+        free(file);
+        if (hit)
+            return true;
+    }
+    return false;
+}
+
+/* "a, b, c" for an error. */
+static char *names_of(const struct reqs_list *reqs)
+{
+    char *s = xstrdup("");
+    for (size_t i = 0; i < reqs->n; i++) {
+        char *next = xasprintf("%s%s%s", s, i ? ", " : "", reqs->v[i].text);
+        free(s);
+        s = next;
+    }
+    return s;
+}
+
+/* Why an install run did not install: its status and its last lines. */
+static void install_failed(const struct run *req, const struct exec_result *ires,
+                           const struct err *run_err, struct err *err)
+{
+    char *names = names_of(req->packages);
+    const struct buf *out = ires->err.len ? &ires->err : &ires->out;
+    char *quote = install_quote(out->data ? out->data : "", out->len);
+    if (run_err && run_err->code != ERR_OK)
+        err_set(err, ERR_ENGINE, "installing %s failed: %s", names, err_msg(run_err));
+    else if (ires->status == EXEC_TIMEOUT)
+        err_set(err, ERR_INVALID, "installing %s took longer than %lld ms; its last lines:\n%s",
+                names, req->language->packages->timeout_ms, quote);
+    else if (ires->status == EXEC_OOM)
+        err_set(err, ERR_INVALID,
+                "installing %s ran out of room (memory, or its %lld bytes); "
+                "its last lines:\n%s",
+                names, req->language->packages->max_bytes, quote);
+    else
+        err_set(err, ERR_INVALID,
+                "installing %s failed (%s, exit %d); the installer's last "
+                "lines:\n%s",
+                names, exec_status_name(ires->status), ires->exit_code, quote);
+    free(quote);
+    free(names);
+}
+
+/* Runs the install into the INSTALL lease's staging directory and
+ * publishes it: 0 with *rep and the lease a HIT, or -1 with err and the
+ * lease ended (waiting calls get err too). */
+static int install(struct exec_ctx *ctx, const struct run *req, struct packages_use *use,
+                   struct packages_report **rep, struct err *err)
+{
+    const struct langtable_lang *lang = req->language;
+    const struct langtable_packages *pk = lang->packages;
+    const struct langtable_lang *host = install_host(ctx, lang);
+    struct egress_patterns *hosts = xmalloc(sizeof(*hosts));
+    char *code = NULL;
+    int rc = -1;
+    if (!host)
+        err_set(err, ERR_INVALID, "no language here has the %s runner that %s installs need",
+                langtable_runner_name(install_runner(pk->installer)),
+                reqs_installer_name(pk->installer));
+    else if ((code = install_code(pk, req->packages, err)) && install_egress(pk, hosts, err) == 0 &&
+             /* The sandbox's uid writes it; tmp/ (0700) keeps everyone
+              * else out, and only this sandbox has it bound. */
+             chmod(use->lease.path, 0777) == 0)
+        rc = 0;
+    else if (code && err->code == ERR_OK)
+        err_set(err, ERR_IO, "staging %s: %s", use->lease.path, strerror(errno));
+    if (rc < 0) {
+        pkgcache_abort(ctx->packages->cache, &use->lease, err);
+        goto out;
+    }
+    long long work_mb = pk->max_bytes / (1024 * 1024) + PACKAGES_WORK_EXTRA_MB;
+    struct run_install in = {.image = install_image(pk->installer),
+                             .env = ctx->packages->install_env[lang->index],
+                             .dir = use->lease.path,
+                             .workdir_mb = work_mb};
+    struct run ir;
+    run_init(&ir);
+    ir.language = host;
+    ir.code = code;
+    ir.code_len = strlen(code);
+    ir.egress = hosts;
+    ir.timeout_ms = pk->timeout_ms;
+    ir.memory_mb = ctx->cfg->memory_mb + work_mb; /* the tmpfs counts */
+    ir.install = &in;
+    struct exec_result ires;
+    exec_result_init(&ires);
+    struct err run_err = ERR_INIT;
+    rc = exec_run(ctx, &ir, &ires, &run_err);
+    if (rc == 0 && ires.status == EXEC_OK && ires.has_exit_code && ires.exit_code == 0) {
+        *rep = install_report(req->packages, ires.out.data ? ires.out.data : "", ires.out.len);
+        char *manifest = manifest_text(use->lease.key, req->packages, *rep);
+        rc = pkgcache_publish(ctx->packages->cache, &use->lease, manifest, err);
+        free(manifest);
+        if (rc < 0)
+            err_wrap(err, "the installed set was refused");
+    } else {
+        install_failed(req, &ires, &run_err, err);
+        pkgcache_abort(ctx->packages->cache, &use->lease, err);
+        rc = -1;
+    }
+    err_clear(&run_err);
+    exec_result_free(&ires);
+out:
+    free(code);
+    free(hosts);
+    return rc;
+}
+
+int packages_run_ready(struct exec_ctx *ctx, const struct run *req, struct packages_use *use,
+                       struct exec_result *res, struct err *err)
+{
+    memset(use, 0, sizeof(*use));
+    if (!req->packages)
+        return 0;
+    const struct langtable_packages *pk = req->language->packages;
+    struct pkgcache *cache = ctx->packages->cache;
+    if (!pk)
+        return err_set(err, ERR_INVALID, "%s has no package installer", req->language->name);
+    if (!cache)
+        return err_set(err, ERR_INVALID, "%s", ctx->packages->off_reason);
+    double t0 = util_now_ms();
+    char key[PKGCACHE_KEY_LEN + 1];
+    set_key(req->language, req->packages, key);
+    double deadline = t0 + (double)pk->timeout_ms + PACKAGES_WAIT_SLACK_MS;
+    if (pkgcache_acquire(cache, key, deadline, &use->lease, err) < 0)
+        return -1;
+    struct packages_report *rep = NULL;
+    if (use->lease.kind == PKGCACHE_INSTALL && ctx->cfg->packages_offline) {
+        char *names = names_of(req->packages);
+        err_set(err, ERR_INVALID, "--packages-offline: %s is not in the package cache", names);
+        free(names);
+        pkgcache_abort(cache, &use->lease, err);
+    } else if (use->lease.kind == PKGCACHE_INSTALL) {
+        if (install(ctx, req, use, &rep, err) == 0)
+            rep->cached = false;
+    } else {
+        rep = report_from_set(use->lease.path, req->packages);
+        rep->cached = true;
+    }
+    if (use->lease.kind != PKGCACHE_HIT) {
+        packages_report_free(rep);
+        memset(use, 0, sizeof(*use));
+        return -1;
+    }
+    rep->ms = util_now_ms() - t0;
+    packages_report_free(res->packages);
+    res->packages = rep;
+    snprintf(use->dir, sizeof(use->dir), "%s/%s", BACKEND_PACKAGES_DIR, key);
+    use->cold = shadows_preload(req->language, use->lease.path);
+    return 0;
+}
+
+void packages_run_done(struct exec_ctx *ctx, struct packages_use *use)
+{
+    if (use->lease.kind == PKGCACHE_HIT)
+        pkgcache_release(ctx->packages->cache, &use->lease);
+    memset(use, 0, sizeof(*use));
+}

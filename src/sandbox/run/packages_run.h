@@ -1,0 +1,61 @@
+/* A run's packages made ready before its sandbox is taken (run.packages):
+ * the set from the package cache (sandbox/packages/pkgcache.h), or
+ * installed first by an install run (sandbox/packages/install.h) in a
+ * sandbox of its own, then published to the cache. The set's directory
+ * goes in the run's request (runner.h's "packages", or "add_packages"
+ * for a session that keeps it); the cache's sets are bound read-only into
+ * every sandbox of a language with installs, pooled ones too, so a hit
+ * costs no container start.
+ *
+ * An install run: the language's runner in the installer's image
+ * (install_image), its program install_code, its egress the index hosts
+ * alone, the staging directory writable at BACKEND_INSTALL_DIR, no pool,
+ * and none of the daemon's secrets: neither --pass-through-env values nor
+ * --secret placeholders reach install scripts. */
+#ifndef MCPSBX_PACKAGES_RUN_H
+#define MCPSBX_PACKAGES_RUN_H
+
+#include <stdbool.h>
+
+#include "sandbox/packages/pkgcache.h"
+#include "sandbox/run/exec.h"
+#include "sandbox/run/exec_ctx.h"
+
+/* The daemon's package settings, made at start (packages_start). */
+struct packages_ctx {
+    struct pkgcache *cache; /* NULL: installs off (why in off_reason) */
+    char *sets_dir;         /* the cache's sets/: bound into sandboxes */
+    char *off_reason;
+    /* Per language (by index): an install run's environment; NULL for a
+     * language without installs. */
+    const char ***install_env;
+    size_t n_langs;
+};
+
+/* A ready set, held (against eviction) until packages_run_done. */
+struct packages_use {
+    struct pkgcache_lease lease;
+    char dir[sizeof(BACKEND_PACKAGES_DIR) + PKGCACHE_KEY_LEN + 2]; /* inside sandboxes; "" none */
+    bool cold; /* the set holds a module the pool preloads: take no pooled sandbox */
+};
+
+/* Opens the cache when some language has installs. A cache that cannot be
+ * opened (another daemon holds it, no right to the directory) turns
+ * installs off with a warning rather than failing the start. */
+void packages_start(struct exec_ctx *ctx);
+void packages_stop(struct exec_ctx *ctx);
+
+/* The host directory to bind for lang's sandboxes, or NULL. */
+const char *packages_sets_dir(const struct exec_ctx *ctx, const struct langtable_lang *lang);
+
+/* Makes req.packages ready: 0 with *use filled and res->packages set (an
+ * empty use without req.packages); -1 with err (ERR_INVALID for what the
+ * call can mend: a package that does not install, offline and not cached;
+ * the installer's last lines quoted) and res->packages as far as known. */
+int packages_run_ready(struct exec_ctx *ctx, const struct run *req, struct packages_use *use,
+                       struct exec_result *res, struct err *err);
+
+/* Releases what packages_run_ready held. */
+void packages_run_done(struct exec_ctx *ctx, struct packages_use *use);
+
+#endif

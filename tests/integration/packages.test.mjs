@@ -1,0 +1,209 @@
+// Integration tests for packages on demand on a real engine, through the
+// official SDK client over streamable HTTP. pip installs from a PEP 503
+// index served on loopback (pypi_index.mjs: wheels and source
+// distributions built here), reached as pypi.test (--egress-resolve, with
+// loopback allowed explicitly); npm installs from the public npm registry,
+// whose address comes from npm's own configuration (the only traffic that
+// leaves the machine). Each daemon has a package cache of its own in a
+// fresh directory.
+//
+//   node --test tests/integration/packages.test.mjs
+//
+// Environment: as stdio.test.mjs.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import dns from 'node:dns/promises';
+import { execFileSync } from 'node:child_process';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+import {
+  CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, withDaemon, HttpDaemon, preflight, checkRun, textOf,
+  checkDaemonsAndContainers,
+} from './lib.mjs';
+import { startIndex } from './pypi_index.mjs';
+
+let index;
+let cacheDir;
+let langsFile;
+let registryAllow = [];
+let d;
+let c;
+
+async function client(daemon, name) {
+  const transport = new StreamableHTTPClientTransport(new URL(daemon.url));
+  const cl = new Client({ name, version: '1.0.0' });
+  await cl.connect(transport, { timeout: 30_000 });
+  return {
+    call: (tool, args) => cl.callTool({ name: tool, arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS }),
+    close: async () => {
+      await transport.terminateSession().catch(() => {});
+      await cl.close().catch(() => {});
+    },
+  };
+}
+
+function daemonArgs(extra = []) {
+  return [
+    '--languages', 'python,javascript',
+    '--languages-file', langsFile,
+    '--packages-cache-dir', cacheDir,
+    '--packages-index', `python=http://pypi.test:${index.port}/simple/`,
+    '--egress-resolve', 'pypi.test=127.0.0.1',
+    '--egress-allow-cidr', '127.0.0.0/8',
+    ...registryAllow,
+    ...extra,
+  ];
+}
+
+const byName = (sc) => Object.fromEntries((sc.packages ?? []).map((p) => [p.name, p]));
+const fileFetches = (name) => index.requests.filter((r) => r.path === `/files/${name}`).length;
+
+test('preflight: an index on loopback, the registry\'s address, a daemon with a cache of its own', async (tc) => {
+  await preflight(tc);
+  index = await startIndex();
+  cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpsbx-pkgcache-'));
+  langsFile = path.join(cacheDir, '..', `${path.basename(cacheDir)}.languages.json`);
+  fs.writeFileSync(langsFile, JSON.stringify({
+    languages: [{ name: 'python', packages: { installer: 'pip', deny: ['mcpsbx-denied*'] } }],
+  }));
+  const registryHost = new URL(execFileSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8' }).trim()).hostname;
+  // As egress.test.mjs: a host that reaches the registry through a mirror
+  // under an address the gateway refuses by default allows that address.
+  const { address, family } = await dns.lookup(registryHost);
+  registryAllow = ['--egress-allow-cidr', `${address}/${family === 6 ? 128 : 32}`];
+  d = await HttpDaemon.start('packages', { args: daemonArgs() });
+  c = await client(d, 'packages');
+});
+
+test('pip: a set with a dependency, a pinned version and a source build is installed, then cached', { timeout: TEST_TIMEOUT_MS * 2 }, () =>
+  withDaemon(d, async () => {
+    const code = 'import mcpsbx_dep, mcpsbx_base, mcpsbx_sdist\nprint(mcpsbx_dep.VALUE)\nprint(mcpsbx_sdist.VALUE)';
+    const first = checkRun(await c.call('run_python_code', { code, packages: ['mcpsbx-dep', 'mcpsbx-base<1.1', 'mcpsbx-sdist'] }),
+      { status: 'ok', exit_code: 0, stdout: 'dep 2.0.0 on base 1.0.0\nsdist 0.3.0 built\n' });
+    const got = byName(first.sc);
+    assert.deepEqual(Object.keys(got).sort(), ['mcpsbx-base', 'mcpsbx-dep', 'mcpsbx-sdist']);
+    assert.equal(got['mcpsbx-dep'].version, '2.0.0');
+    assert.equal(got['mcpsbx-base'].version, '1.0.0');
+    assert.equal(got['mcpsbx-sdist'].version, '0.3.0');
+    for (const p of first.sc.packages) assert.equal(p.source, 'installed');
+    assert.match(first.text, /packages: .*installed/);
+    const fetched = index.requests.length;
+    assert.ok(fetched > 0, 'the index saw the install');
+
+    // The same set asked another way: from the cache, no installer, no
+    // request to the index.
+    const again = checkRun(await c.call('run_python_code', { code, packages: ['mcpsbx-sdist', 'mcpsbx-base <1.1', 'mcpsbx-dep'] }),
+      { status: 'ok', exit_code: 0, stdout: 'dep 2.0.0 on base 1.0.0\nsdist 0.3.0 built\n' });
+    for (const p of again.sc.packages) assert.equal(p.source, 'cached');
+    assert.equal(byName(again.sc)['mcpsbx-dep'].version, '2.0.0');
+    assert.equal(index.requests.length, fetched, 'a cached set reaches no index');
+
+    // A run without the set does not see it.
+    const none = checkRun(await c.call('run_python_code', { code: 'import mcpsbx_dep' }), { status: 'ok', exit_code: 1 });
+    assert.match(none.sc.stderr, /No module named 'mcpsbx_dep'/);
+    assert.equal(none.sc.packages, undefined);
+  }));
+
+test('pip: two calls asking the same new set at once share one install', { timeout: TEST_TIMEOUT_MS * 2 }, () =>
+  withDaemon(d, async () => {
+    const before = fileFetches('mcpsbx_base-1.1.0-py3-none-any.whl');
+    const call = () => c.call('run_python_code', { code: 'import mcpsbx_base; print(mcpsbx_base.VALUE)', packages: ['mcpsbx-base==1.1.0'] });
+    const [a, b] = await Promise.all([call(), call()]);
+    for (const r of [a, b]) checkRun(r, { status: 'ok', exit_code: 0, stdout: 'base 1.1.0\n' });
+    assert.equal(fileFetches('mcpsbx_base-1.1.0-py3-none-any.whl') - before, 1, 'one download for both');
+    const sources = [a, b].map((r) => r.structuredContent.packages[0].source).sort();
+    assert.deepEqual(sources, ['cached', 'installed']);
+  }));
+
+test('pip: what cannot be installed is answered clearly and leaves no set', { timeout: TEST_TIMEOUT_MS * 2 }, () =>
+  withDaemon(d, async () => {
+    const sets = () => fs.readdirSync(path.join(cacheDir, 'sets')).length;
+    const n = sets();
+    const denied = await c.call('run_python_code', { code: 'print(1)', packages: ['mcpsbx-denied-thing'] });
+    assert.equal(denied.isError, true);
+    assert.match(textOf(denied), /mcpsbx-denied-thing/);
+    assert.match(textOf(denied), /mcpsbx-denied\*/);
+
+    const missing = await c.call('run_python_code', { code: 'print(1)', packages: ['mcpsbx-nope'] });
+    assert.equal(missing.isError, true);
+    assert.match(textOf(missing), /installing mcpsbx-nope failed/);
+    assert.match(textOf(missing), /No matching distribution found for mcpsbx-nope/);
+
+    // A setup.py that reaches for a host outside the index and writes
+    // outside its target: refused by the gateway, stopped by the read-only
+    // filesystem, and its own report quoted.
+    const evil = await c.call('run_python_code', { code: 'print(1)', packages: ['mcpsbx-evil'] });
+    assert.equal(evil.isError, true);
+    const t = textOf(evil);
+    assert.match(t, /installing mcpsbx-evil failed/);
+    assert.match(t, /not-the-index\.test refused/);
+    assert.match(t, /cannot write \/opt\/mcpsbx-packages\/planted/);
+    assert.match(t, /cannot write \/etc\/planted/);
+    assert.equal(sets(), n, 'no set left behind');
+    assert.equal(fs.readdirSync(path.join(cacheDir, 'tmp')).length, 0, 'no staging directory left behind');
+    assert.ok(!index.requests.some((r) => r.path.includes('steal')));
+  }));
+
+test('npm: packages from the public registry, one without dependencies and one with', { timeout: TEST_TIMEOUT_MS * 2 }, () =>
+  withDaemon(d, async () => {
+    const code = "const isNumber = require('is-number'); const chalk = require('chalk');\n" +
+      "console.log(isNumber(5), isNumber('x'), typeof chalk.red);";
+    const r = checkRun(await c.call('run_js_code', { code, packages: ['is-number@7', 'chalk@4'] }),
+      { status: 'ok', exit_code: 0, stdout: 'true false function\n' });
+    const got = byName(r.sc);
+    assert.match(got['is-number'].version, /^7\./);
+    assert.match(got.chalk.version, /^4\./);
+    const esm = checkRun(await c.call('run_js_code', {
+      code: "import isNumber from 'is-number';\nconsole.log(isNumber(1));", packages: ['is-number@7'],
+    }), { status: 'ok', exit_code: 0, stdout: 'true\n' });
+    assert.equal(esm.sc.packages[0].source, 'installed');
+  }));
+
+test('a session installs a set and imports it in its next cell', { timeout: TEST_TIMEOUT_MS * 2 }, () =>
+  withDaemon(d, async () => {
+    const s = await c.call('create_session', { language: 'python' });
+    assert.notEqual(s.isError, true, textOf(s));
+    const id = s.structuredContent.session_id;
+    const before = await c.call('run_python_code', { session_id: id, code: 'x = 41\ntry:\n    import mcpsbx_dep\nexcept ImportError:\n    print("not yet")' });
+    checkRun(before, { status: 'ok', exit_code: 0, stdout: 'not yet\n' });
+    const inst = await c.call('install_packages', { session_id: id, packages: ['mcpsbx-dep', 'mcpsbx-base<1.1'] });
+    assert.notEqual(inst.isError, true, textOf(inst));
+    assert.equal(byName(inst.structuredContent)['mcpsbx-dep'].version, '2.0.0');
+    const after = await c.call('run_python_code', { session_id: id, code: 'import mcpsbx_dep\nprint(mcpsbx_dep.VALUE, x + 1)' });
+    checkRun(after, { status: 'ok', exit_code: 0, stdout: 'dep 2.0.0 on base 1.0.0 42\n' });
+    await c.call('close_session', { session_id: id });
+  }));
+
+test('offline, after a restart: what is cached is served, anything else refused', { timeout: TEST_TIMEOUT_MS * 2 }, async () => {
+  await c.close();
+  await d.stop();
+  const off = await HttpDaemon.start('packages-offline', { args: daemonArgs(['--packages-offline']) });
+  const oc = await client(off, 'packages-offline');
+  try {
+    await withDaemon(off, async () => {
+      const fetched = index.requests.length;
+      const hit = checkRun(await oc.call('run_python_code', { code: 'import mcpsbx_base; print(mcpsbx_base.VALUE)', packages: ['mcpsbx-base==1.1.0'] }),
+        { status: 'ok', exit_code: 0, stdout: 'base 1.1.0\n' });
+      assert.equal(hit.sc.packages[0].source, 'cached');
+      const miss = await oc.call('run_python_code', { code: 'print(1)', packages: ['mcpsbx-base==1.0.0'] });
+      assert.equal(miss.isError, true);
+      assert.match(textOf(miss), /--packages-offline/);
+      assert.equal(index.requests.length, fetched);
+    });
+  } finally {
+    await oc.close();
+  }
+});
+
+test('stop', async () => {
+  await checkDaemonsAndContainers();
+  await index.close();
+  fs.rmSync(cacheDir, { recursive: true, force: true });
+  fs.rmSync(langsFile, { force: true });
+});
