@@ -185,7 +185,8 @@ static json_object *report_object(const char *out, size_t len)
     if (n > INSTALL_REPORT_MAX)
         return NULL;
     json_object *o = NULL;
-    if (json_parse_exact(found, n, 4, 0, &o, NULL) < 0 ||
+    struct json_exact why;
+    if (json_parse_exact(found, n, 4, 0, &o, &why) < 0 ||
         !json_object_is_type(o, json_type_object)) {
         json_object_put(o);
         return NULL;

@@ -185,7 +185,8 @@ static struct packages_report *report_from_set(const char *set, const struct req
     free(path);
     json_object *m = NULL, *items = NULL;
     json_object *v = json_object_new_object();
-    if (text && json_parse_exact(text, len, 8, 0, &m, NULL) == 0 &&
+    struct json_exact why;
+    if (text && json_parse_exact(text, len, 8, 0, &m, &why) == 0 &&
         json_object_object_get_ex(m, "packages", &items) &&
         json_object_is_type(items, json_type_array))
         for (size_t i = 0; i < json_object_array_length(items); i++) {
