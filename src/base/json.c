@@ -1,6 +1,9 @@
 #include "base/json.h"
 
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 int json_parse_exact(const char *data, size_t len, int depth, int flags, json_object **value,
                      struct json_exact *out)
@@ -73,4 +76,13 @@ const char *json_get_string(json_object *o, const char *key, size_t *len)
     if (len)
         *len = (size_t)json_object_get_string_len(v);
     return json_object_get_string(v);
+}
+
+json_object *json_new_ms(double v)
+{
+    char text[48];
+    double d = v < 0 || isnan(v) ? 0.0 : v > 1e12 ? 1e12 : v;
+    long long tenths = llround(d * 10.0);
+    snprintf(text, sizeof(text), "%lld.%lld", tenths / 10, tenths % 10);
+    return json_object_new_double_s(strtod(text, NULL), text);
 }

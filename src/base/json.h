@@ -43,4 +43,9 @@ struct json_int_row {
 /* Adds each of the n rows to o as an integer member. */
 void json_add_ints(json_object *o, const struct json_int_row *rows, size_t n);
 
+/* A count of milliseconds as a number with one decimal, written as such
+ * (json-c would print %.17g); a negative or NaN v is 0, and v is at most
+ * 1e12. */
+json_object *json_new_ms(double v);
+
 #endif

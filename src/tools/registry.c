@@ -19,6 +19,7 @@ static const struct registry_entry tools[] = {
     {"create_session", tooldef_create_session, .kind = TOOL_CREATE_SESSION},
     {"list_sessions", tooldef_list_sessions, .kind = TOOL_LIST_SESSIONS},
     {"close_session", tooldef_close_session, .kind = TOOL_CLOSE_SESSION},
+    {"install_packages", tooldef_install_packages, .kind = TOOL_INSTALL_PACKAGES},
 };
 
 _Static_assert(ARRAY_SIZE(tools) == REGISTRY_TOOLS, "REGISTRY_TOOLS counts the tools");
@@ -59,6 +60,8 @@ bool registry_takes(const struct registry_entry *t, const struct langtable_lang 
         return true;
     case TOOL_VALIDATE:
         return l->runner != LANGTABLE_RUNNER_GENERIC;
+    case TOOL_INSTALL_PACKAGES:
+        return l->packages != NULL;
     case TOOL_LIST_LANGUAGES:
     case TOOL_LIST_SESSIONS:
     case TOOL_CLOSE_SESSION:
@@ -70,7 +73,7 @@ bool registry_takes(const struct registry_entry *t, const struct langtable_lang 
 bool registry_is_session_tool(const struct registry_entry *t)
 {
     return t->kind == TOOL_CREATE_SESSION || t->kind == TOOL_LIST_SESSIONS ||
-           t->kind == TOOL_CLOSE_SESSION;
+           t->kind == TOOL_CLOSE_SESSION || t->kind == TOOL_INSTALL_PACKAGES;
 }
 
 bool registry_offered(const struct registry_entry *t, const struct config *cfg)
@@ -91,10 +94,6 @@ size_t registry_variant(const struct tools_features *f)
     return (f->annotations ? 1u : 0u) | (f->structured ? 2u : 0u);
 }
 
-/* One Tool object for f from a checked definition; shares the schemas
- * (reference counts: everything here stays on the calling thread). A tool
- * that runs code gets the limits in its description and the runs' output
- * schema; a check or a listing is read-only and closed to the world. */
 /* The names of the languages that have a network (egress false) or an
  * egress list (true), ", "-separated; *n counts them. */
 static char *names_with(const struct config *cfg, const struct langtable *langs, bool egress,
@@ -139,33 +138,83 @@ static char *network_text(const struct config *cfg, const struct langtable *lang
     return text;
 }
 
+/* Which languages install packages, with their installers ("python
+ * (pip), javascript (npm)"), and whether only the cache serves them; *any
+ * when an install may reach an index. */
+static char *installs_text(const struct config *cfg, const struct langtable *langs, bool *any)
+{
+    struct buf b;
+    buf_init(&b, 4096);
+    size_t n = 0;
+    for (size_t i = 0; i < langtable_count(langs); i++) {
+        const struct langtable_lang *l = langtable_get(langs, i);
+        /* 64 names of 32 bytes and their installers fit the buffer. */
+        if (l->packages && buf_addf(&b, "%s%s (%s)", n++ ? ", " : "", l->name,
+                                    reqs_installer_name(l->packages->installer)) < 0)
+            break;
+    }
+    char *list = buf_take(&b, NULL);
+    *any = n > 0 && !cfg->packages_offline;
+    char *text = n == 0 ? xstrdup("No language installs packages on this server.")
+                 : cfg->packages_offline
+                     ? xasprintf("Languages that install packages here: %s; offline: only sets "
+                                 "already in the server's cache.",
+                                 list)
+                     : xasprintf("Languages that install packages here: %s.", list);
+    free(list);
+    return text;
+}
+
+/* t's description with the server's facts: a run tool's network and
+ * limits, create_session's limits, install_packages' languages; *open
+ * when the tool may reach the world outside the sandbox's. */
+static char *description(const struct tooldef_checked *t, enum tool_kind kind,
+                         const struct config *cfg, const struct langtable *langs, bool *open)
+{
+    *open = false;
+    if (kind == TOOL_LANGUAGE || kind == TOOL_EXECUTE) {
+        char *net = network_text(cfg, langs, open);
+        char *desc = xasprintf("%s %s. Default limits: %lld ms, %lld MiB memory (at most %lld ms, "
+                               "%lld MiB); output kept up to %lld bytes.",
+                               t->description, net, cfg->timeout_ms, cfg->memory_mb,
+                               cfg->max_timeout_ms, cfg->max_memory_mb, cfg->max_output_bytes);
+        free(net);
+        return desc;
+    }
+    if (kind == TOOL_CREATE_SESSION)
+        return xasprintf("%s At most %lld open sessions per client; a session ends after %lld ms "
+                         "without a call, and %lld ms after it was created.",
+                         t->description, cfg->max_code_sessions_per_owner,
+                         cfg->code_session_idle_ms, cfg->code_session_max_age_ms);
+    if (kind == TOOL_INSTALL_PACKAGES) {
+        char *installs = installs_text(cfg, langs, open);
+        char *desc = xasprintf("%s %s", t->description, installs);
+        free(installs);
+        return desc;
+    }
+    return xstrdup(t->description);
+}
+
+/* One Tool object for f from a checked definition; shares the schemas
+ * (reference counts: everything here stays on the calling thread). A tool
+ * that runs code gets the limits in its description and the runs' output
+ * schema; a check or a listing is read-only and closed to the world. */
 static json_object *tool_json(const struct tooldef_checked *t, enum tool_kind kind,
                               json_object *output_schema, const struct config *cfg,
                               const struct langtable *langs, const struct tools_features *f)
 {
     bool runs = kind == TOOL_LANGUAGE || kind == TOOL_EXECUTE;
     /* A check or a listing changes nothing anywhere. */
-    bool read_only = !runs && kind != TOOL_CREATE_SESSION && kind != TOOL_CLOSE_SESSION;
+    bool read_only = !runs && kind != TOOL_CREATE_SESSION && kind != TOOL_CLOSE_SESSION &&
+                     kind != TOOL_INSTALL_PACKAGES;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "name", json_object_new_string(t->name));
     if (f->structured)
         json_object_object_add(o, "title", json_object_new_string(t->title));
-    bool any_net = false;
-    char *net = network_text(cfg, langs, &any_net);
-    char *desc = runs ? xasprintf("%s %s. Default limits: %lld ms, "
-                                  "%lld MiB memory (at most %lld ms, %lld MiB); output kept up to "
-                                  "%lld bytes.",
-                                  t->description, net, cfg->timeout_ms, cfg->memory_mb,
-                                  cfg->max_timeout_ms, cfg->max_memory_mb, cfg->max_output_bytes)
-                 : kind == TOOL_CREATE_SESSION
-                     ? xasprintf("%s At most %lld open sessions per client; a session ends after "
-                                 "%lld ms without a call, and %lld ms after it was created.",
-                                 t->description, cfg->max_code_sessions_per_owner,
-                                 cfg->code_session_idle_ms, cfg->code_session_max_age_ms)
-                     : xstrdup(t->description);
+    bool open = false;
+    char *desc = description(t, kind, cfg, langs, &open);
     json_object_object_add(o, "description", json_object_new_string(desc));
     free(desc);
-    free(net);
     json_object_object_add(o, "inputSchema", json_object_get(t->input_schema));
     if (f->structured)
         json_object_object_add(
@@ -179,10 +228,12 @@ static json_object *tool_json(const struct tooldef_checked *t, enum tool_kind ki
         json_object_object_add(a, "readOnlyHint", json_object_new_boolean(read_only));
         json_object_object_add(a, "destructiveHint",
                                json_object_new_boolean(kind == TOOL_CLOSE_SESSION));
-        json_object_object_add(a, "idempotentHint", json_object_new_boolean(read_only));
+        /* Installing a set the session already has changes nothing. */
+        json_object_object_add(a, "idempotentHint",
+                               json_object_new_boolean(read_only || kind == TOOL_INSTALL_PACKAGES));
         /* Open only where the operator gave sandboxes a network or
-         * named hosts. */
-        json_object_object_add(a, "openWorldHint", json_object_new_boolean(runs && any_net));
+         * named hosts, or installs reach a package index. */
+        json_object_object_add(a, "openWorldHint", json_object_new_boolean(open));
         json_object_object_add(o, "annotations", a);
     }
     return o;

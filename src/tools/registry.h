@@ -25,7 +25,8 @@ struct tools_features {
  * TOOL_VALIDATE only parses it, with an in-process runner;
  * TOOL_LIST_LANGUAGES runs nothing and is answered without a run slot.
  * The code sessions' tools (listed only while --max-code-sessions is above
- * 0): TOOL_CREATE_SESSION starts a sandbox, so it is admitted as a run;
+ * 0): TOOL_CREATE_SESSION starts a sandbox and TOOL_INSTALL_PACKAGES
+ * installs packages into one, so they are admitted as runs;
  * TOOL_LIST_SESSIONS and TOOL_CLOSE_SESSION are answered at once. */
 enum tool_kind {
     TOOL_LANGUAGE,
@@ -35,6 +36,7 @@ enum tool_kind {
     TOOL_CREATE_SESSION,
     TOOL_LIST_SESSIONS,
     TOOL_CLOSE_SESSION,
+    TOOL_INSTALL_PACKAGES,
 };
 
 /* A row of the registry: what a tool does is code (its kind); what it
@@ -53,7 +55,7 @@ struct registry_entry {
 };
 
 /* How many tools there are. */
-#define REGISTRY_TOOLS 8
+#define REGISTRY_TOOLS 9
 
 /* NULL when there is no such tool. */
 const struct registry_entry *registry_find(const char *name);
@@ -69,7 +71,8 @@ const struct registry_entry *registry_for_kind(enum tool_kind kind);
 
 /* Whether t takes l: a one-language tool its own language with the runner
  * it needs; execute_code any; validate_code those of the in-process
- * runners (python, node), which parse the code. */
+ * runners (python, node), which parse the code; install_packages those
+ * with an installer (packages in the table). */
 bool registry_takes(const struct registry_entry *t, const struct langtable_lang *l);
 
 /* Whether t is one of the code sessions' tools. */

@@ -5,6 +5,8 @@
 
 #include "base/log.h"
 #include "base/util.h"
+#include "tools/packages_arg.h"
+#include "tools/packages_result.h"
 #include "tools/schema.h"
 
 void sessions_owner_of(const struct tools_caller *who, struct code_session_owner *out)
@@ -56,7 +58,9 @@ static int session_language(const struct tools_env *env, const tools_tool *t, js
     if (want != l)
         return err_set(err, ERR_INVALID, "%s was given language %.32s; this session is %s", t->name,
                        asked, l->name);
-    if (!registry_takes(t, l))
+    /* install_packages: packages_arg_parse says why a language without an
+     * installer is refused, as for a run tool's packages. */
+    if (t->kind != TOOL_INSTALL_PACKAGES && !registry_takes(t, l))
         return err_set(err, ERR_INVALID, "%s cannot take a %s session (it needs %s)", t->name,
                        l->name, t->kind == TOOL_VALIDATE ? "python or javascript" : "another");
     *out = l;
@@ -122,6 +126,24 @@ int sessions_parse_create(const struct tools_env *env, const tools_tool *t, json
     return 0;
 }
 
+int sessions_parse_install(const struct tools_env *env, const tools_tool *t, json_object *args,
+                           struct tools_run_args *out, struct err *err)
+{
+    if (sessions_parse_call(env, t, args, out, err) < 0)
+        return -1;
+    /* A session call that runs no code: the set is made ready for it, and
+     * stays on the session's import path. */
+    struct run *run = &out->run;
+    run->code = "";
+    run->code_len = 0;
+    run->packages_stay = true;
+    if (packages_arg_parse(args, run, err) < 0)
+        return -1;
+    if (!run->packages) /* the schema's minItems: never, but said */
+        return err_set(err, ERR_INVALID, "argument 'packages' must name at least one requirement");
+    return 0;
+}
+
 /* ---- answers ------------------------------------------------------------- */
 
 static json_object *time_json(long long wall_ms)
@@ -146,6 +168,68 @@ static json_object *object_result(json_object *sc, const struct tools_features *
 static json_object *error_result(const char *message, const struct tools_features *f)
 {
     return tools_text_result(message, strlen(message), NULL, f, true);
+}
+
+static json_object *clean_string(const char *s)
+{
+    size_t len = 0;
+    char *clean = util_utf8_sanitize(s, strlen(s), &len);
+    json_object *o = json_object_new_string_len(clean, (int)len);
+    free(clean);
+    return o;
+}
+
+/* Why an install failed: the run's message (the installer's, which names
+ * the package and quotes its last lines), and why the session was lost
+ * when it was. */
+static char *install_failure(const struct exec_result *res)
+{
+    const char *m = res->message ? res->message : exec_status_name(res->status);
+    if (res->session_lost && res->lost_reason && strcmp(m, res->lost_reason) != 0)
+        return xasprintf("could not install the packages: %s; the session was lost: %s", m,
+                         res->lost_reason);
+    if (!res->message && res->status == EXEC_OK && res->has_exit_code)
+        return xasprintf("could not install the packages: the session's program exited with %d",
+                         res->exit_code);
+    return xasprintf("could not install the packages: %s", m);
+}
+
+json_object *sessions_install_result(const struct exec_result *res, const char *session_id,
+                                     const struct tools_features *f)
+{
+    bool failed =
+        res->status != EXEC_OK || res->session_lost || (res->has_exit_code && res->exit_code != 0);
+    json_object *sc = json_object_new_object();
+    json_object_object_add(sc, "session_id", json_object_new_string(session_id));
+    packages_result_add(res->packages, sc);
+    if (!failed) {
+        struct buf line;
+        buf_init(&line, PACKAGES_RESULT_TEXT_MAX);
+        /* The packages' line reads better; the JSON when there is none. */
+        json_object *r = packages_result_text(res->packages, &line) == 0 && line.len
+                             ? tools_text_result(line.data, line.len, sc, f, false)
+                             : object_result(sc, f);
+        buf_free(&line);
+        return r;
+    }
+    char *msg = install_failure(res);
+    json_object_object_add(sc, "message", clean_string(msg));
+    if (res->session_lost)
+        json_object_object_add(sc, "session_lost", json_object_new_boolean(1));
+    json_object *r = tools_text_result(msg, strlen(msg), sc, f, true);
+    free(msg);
+    return r;
+}
+
+json_object *sessions_install(const struct tools_env *env, const struct tools_run_args *a,
+                              const struct tools_features *f)
+{
+    struct exec_result res;
+    exec_result_init(&res);
+    sessions_run(env, a, &res);
+    json_object *r = sessions_install_result(&res, code_session_id(a->session), f);
+    exec_result_free(&res);
+    return r;
 }
 
 json_object *sessions_create(const struct tools_env *env, const struct tools_run_args *a,

@@ -1,6 +1,7 @@
 /* Code sessions as the tools show them (the sandboxes kept between calls
- * are sandbox/session/'s): create_session, list_sessions and close_session,
- * and a run tool's call with a session_id, checked here before it runs.
+ * are sandbox/session/'s): create_session, list_sessions, close_session and
+ * install_packages, and a run tool's call with a session_id, checked here
+ * before it runs.
  *
  * Whoever asks about a session id that is not theirs (never made, ended,
  * or another caller's) gets the same words, SESSIONS_NO_SUCH: nothing
@@ -33,6 +34,25 @@ int sessions_parse_call(const struct tools_env *env, const tools_tool *t, json_o
  * as a run's. */
 int sessions_parse_create(const struct tools_env *env, const tools_tool *t, json_object *args,
                           struct tools_run_args *out, struct err *err);
+
+/* install_packages' arguments into out: the session and its language and
+ * limits as sessions_parse_call makes them for a call, no code, and the
+ * packages (tools/packages_arg.h) to stay on its path (packages_stay).
+ * -1 with ERR_INVALID (or ERR_TOO_BIG) as those say. */
+int sessions_parse_install(const struct tools_env *env, const tools_tool *t, json_object *args,
+                           struct tools_run_args *out, struct err *err);
+
+/* Runs a prepared install_packages in its session. */
+json_object *sessions_install(const struct tools_env *env, const struct tools_run_args *a,
+                              const struct tools_features *f);
+
+/* install_packages' result for res, a run in session session_id:
+ * session_id and packages (tools/packages_result.h); when it failed
+ * (status not ok, a non-zero exit, the session lost) isError, with the
+ * message (which names the package and quotes the installer) in the text
+ * and as message, and session_lost when so. */
+json_object *sessions_install_result(const struct exec_result *res, const char *session_id,
+                                     const struct tools_features *f);
 
 /* Runs a prepared create_session: a session of a->who's, or an error. */
 json_object *sessions_create(const struct tools_env *env, const struct tools_run_args *a,

@@ -21,6 +21,7 @@ extern const char tooldef_list_languages[];
 extern const char tooldef_create_session[];
 extern const char tooldef_list_sessions[];
 extern const char tooldef_close_session[];
+extern const char tooldef_install_packages[];
 extern const char tooldef_output_schema[];
 
 /* A definition file parsed and checked (the registry's entries hold the

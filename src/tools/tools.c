@@ -1,14 +1,15 @@
 #include "tools/tools.h"
 
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "base/log.h"
 #include "tools/egress_arg.h"
 #include "tools/egress_result.h"
 #include "tools/languages.h"
+#include "tools/packages_arg.h"
+#include "tools/packages_result.h"
 #include "tools/registry.h"
 #include "tools/schema.h"
 #include "tools/session_tools.h"
@@ -195,15 +196,16 @@ int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_obje
     int rc = -1;
     if (schema_node_validate(env->inputs[registry_index(t)], args, SCHEMA_NULL_IS_ABSENT, err) < 0)
         goto out;
-    if (t->kind == TOOL_CREATE_SESSION) {
-        rc = sessions_parse_create(env, t, args, out, err);
+    if (t->kind == TOOL_CREATE_SESSION || t->kind == TOOL_INSTALL_PACKAGES) {
+        rc = t->kind == TOOL_CREATE_SESSION ? sessions_parse_create(env, t, args, out, err)
+                                            : sessions_parse_install(env, t, args, out, err);
         goto out;
     }
     json_object *sid = NULL;
     bool in_session = json_object_object_get_ex(args, "session_id", &sid) && sid;
     if ((in_session ? sessions_parse_call(env, t, args, out, err)
                     : one_shot(env, t, args, run, err)) < 0 ||
-        egress_arg_parse(args, run, err) < 0)
+        egress_arg_parse(args, run, err) < 0 || packages_arg_parse(args, run, err) < 0)
         goto out;
     json_object *ft = NULL;
     run->typecheck_blocks =
@@ -298,16 +300,6 @@ static json_object *safe_string(const char *s, size_t n)
  * "(no output)". */
 #define TEXT_WORDS_MAX 128
 
-/* One decimal, written as such (json-c would print %.17g). */
-static json_object *duration_json(double ms)
-{
-    char text[48];
-    double d = ms < 0 ? 0.0 : ms > 1e12 ? 1e12 : ms;
-    long long tenths = llround(d * 10.0);
-    snprintf(text, sizeof(text), "%lld.%lld", tenths / 10, tenths % 10);
-    return json_object_new_double_s(strtod(text, NULL), text);
-}
-
 /* The result's message: the run's, and why its code session was lost
  * when it was (*owned is what to free). */
 static const char *result_message(const struct exec_result *res, char **owned)
@@ -337,7 +329,7 @@ json_object *tools_result(const struct exec_result *res, const struct langtable_
     json_object *errs = safe_string(res->err.data ? res->err.data : "", res->err.len);
     json_object_object_add(sc, "stdout", out);
     json_object_object_add(sc, "stderr", errs);
-    json_object_object_add(sc, "duration_ms", duration_json(res->duration_ms));
+    json_object_object_add(sc, "duration_ms", json_new_ms(res->duration_ms));
     json_object_object_add(sc, "truncated", json_object_new_boolean(res->truncated));
     json_object_object_add(sc, "language", json_object_new_string(lang->name));
     if (message)
@@ -352,11 +344,16 @@ json_object *tools_result(const struct exec_result *res, const struct langtable_
     size_t se_len = (size_t)json_object_get_string_len(errs);
     struct buf text;
     buf_init(&text, so_len + se_len + (message ? strlen(message) : 0) + TEXT_WORDS_MAX +
-                        files_result_text_max(&res->files) + EGRESS_RESULT_TEXT_MAX);
+                        files_result_text_max(&res->files) + EGRESS_RESULT_TEXT_MAX +
+                        PACKAGES_RESULT_TEXT_MAX);
     int rc = buf_add(&text, so, so_len);
     if (se_len) {
         rc |= buf_addf(&text, "%s--- stderr ---\n", text.len && so[so_len - 1] != '\n' ? "\n" : "");
         rc |= buf_add(&text, se, se_len);
+    }
+    if (res->packages) {
+        packages_result_add(res->packages, sc);
+        rc |= packages_result_text(res->packages, &text);
     }
     if (res->egress) {
         egress_result_add(res->egress, sc);
@@ -433,7 +430,7 @@ json_object *tools_check_result(const struct exec_result *res, const struct lang
         else
             text = xasprintf("invalid %s: %s", lang->name, m);
     }
-    json_object_object_add(sc, "duration_ms", duration_json(res->duration_ms));
+    json_object_object_add(sc, "duration_ms", json_new_ms(res->duration_ms));
     /* The check was made: invalid code is its answer, not a failure. */
     json_object *r = call_result(text, strlen(text), NULL, sc, f, false);
     free(text);
@@ -504,6 +501,8 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
 {
     if (a->kind == TOOL_CREATE_SESSION)
         return sessions_create(env, a, f);
+    if (a->kind == TOOL_INSTALL_PACKAGES)
+        return sessions_install(env, a, f);
     struct err err = ERR_INIT;
     const struct run *run = &a->run;
     struct exec_result res;
@@ -524,8 +523,9 @@ json_object *tools_run(const struct tools_env *env, const struct tools_run_args 
 json_object *tools_busy_result(const struct tools_run_args *a, const struct tools_features *f,
                                const char *message, double waited_ms)
 {
-    /* create_session's result is no run's: its words only. */
-    if (a->kind == TOOL_CREATE_SESSION)
+    /* create_session's and install_packages' results are no run's: their
+     * words only. */
+    if (a->kind == TOOL_CREATE_SESSION || a->kind == TOOL_INSTALL_PACKAGES)
         return error_result_json(message);
     struct exec_result res;
     exec_result_init(&res);

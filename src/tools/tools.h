@@ -10,7 +10,9 @@
  * compiled once and validated against) and schema_check.c (its checker), variables.c (the variables
  * argument's names), egress_arg.c (the egress argument, narrowing the language's list), languages.c
  * (the languages' facts, versions read from the images), environment.c (the environment resource),
- * session_tools.c (code sessions: the session tools and a run tool's call in a session). */
+ * packages_arg.c (the packages argument, requirements checked at admission), packages_result.c
+ * (the packages a run got, in its result), session_tools.c (code sessions: the session tools,
+ * install_packages and a run tool's call in a session). */
 #ifndef MCPSBX_TOOLS_H
 #define MCPSBX_TOOLS_H
 
@@ -126,8 +128,9 @@ json_object *tools_call(const struct tools_env *env, const tools_tool *t, json_o
 /* The caller tools_call and the others take for who NULL. */
 #define TOOLS_INTERNAL "internal"
 
-/* A call of a run tool, or create_session: the tool's part around the run
- * it asks for (sandbox/run/run.h), which owns everything the run needs. */
+/* A call of a run tool, create_session or install_packages: the tool's
+ * part around the run it asks for (sandbox/run/run.h), which owns
+ * everything the run needs. */
 struct tools_run_args {
     const char *tool; /* static name */
     enum tool_kind kind;

@@ -12,10 +12,15 @@
  * request accepts, and files (when given) within their
  * caps with normalized paths none inside another, and an egress list
  * only for a language with one (python under the tight configuration),
- * never for a check, each of its patterns allowed by the language's. Then the input bytes are used
+ * never for a check, each of its patterns allowed by the language's, and
+ * packages only for a language with an installer, never for a check, each
+ * requirement its own canonical text, kept for the session only by
+ * install_packages (refused here: no backend). Then the input bytes are used
  * as a program's stdout and stderr for tools_result (any status, compile_error too, and any
  * language of the table), whose CallToolResult must serialize to valid UTF-8 JSON whatever bytes
- * the program wrote, with a structuredContent valid against the served outputSchema. The bytes are
+ * the program wrote, with a structuredContent valid against the served outputSchema (with a
+ * packages report made of the bytes too, which install_packages' result must also take). The
+ * bytes are
  * also a version command's output (languages_version_from_text): refused,
  * or a probe answer the probe parser takes back. The same bytes
  * are a language probe's output (languages_parse_probe): refused, or every
@@ -36,6 +41,7 @@
 #include "sandbox/output/workpath.h"
 #include "tools/languages.h"
 #include "tools/schema.h"
+#include "tools/session_tools.h"
 #include "tools/tooldef.h"
 #include "tools/tools.h"
 #include "tools/variables.h"
@@ -47,6 +53,7 @@ static struct config cfg_tight;
 static json_object *output_schema; /* execute_code's, as tools/list serves it */
 static json_object *check_def;     /* validate_code's definition, for its outputSchema */
 static json_object *list_def;      /* list_languages' */
+static json_object *install_def;   /* install_packages' */
 static struct tools_env env;       /* no backend: no probe, no thread */
 static struct tools_env env_tight; /* the built-in table under cfg_tight */
 
@@ -94,6 +101,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     CHECK(check_def != NULL);
     list_def = tooldef_parse(tooldef_list_languages, strlen(tooldef_list_languages), NULL);
     CHECK(list_def != NULL);
+    install_def = tooldef_parse(tooldef_install_packages, strlen(tooldef_install_packages), NULL);
+    CHECK(install_def != NULL);
     return 0;
 }
 
@@ -194,6 +203,22 @@ static void check_args(const struct tools_env *e, const char *name, json_object 
         CHECK(egress_patterns_narrow(base, &one, &one, NULL) == 0);
     }
     CHECK(!a.run.egress || a.run.egress->n >= 1);
+    /* Packages: only where the language installs, each requirement its
+     * own canonical text (it parses again to itself), kept only by
+     * install_packages. */
+    const struct reqs_list *pk = a.run.packages;
+    CHECK(!pk || (a.run.language->packages && !a.run.check_only));
+    CHECK(!pk || (pk->n >= 1 && pk->n <= REQS_MAX_COUNT &&
+                  pk->installer == a.run.language->packages->installer));
+    CHECK(a.run.packages_stay == (strcmp(name, "install_packages") == 0));
+    for (size_t i = 0; pk && i < pk->n; i++) {
+        struct reqs_item again;
+        CHECK(reqs_parse_one(pk->installer, pk->v[i].text, strlen(pk->v[i].text), &again, NULL) ==
+              0);
+        CHECK(strcmp(again.text, pk->v[i].text) == 0 && strcmp(again.name, pk->v[i].name) == 0);
+        CHECK(i == 0 || strcmp(pk->v[i - 1].name, pk->v[i].name) < 0);
+        reqs_item_free(&again);
+    }
     tools_run_args_release(&a);
 }
 
@@ -225,6 +250,21 @@ static void check_result(const uint8_t *data, size_t size)
     res.duration_ms = (double)size * 1.25;
     if (sel & 0x80)
         res.message = xstrndup((const char *)data, size < 64 ? size : 64);
+    /* A packages report whose names and versions are the bytes (an
+     * installer's set is the sandbox's writing). */
+    if (size > 1 && (data[1] & 1)) {
+        struct packages_report *pr = xcalloc(1, sizeof(*pr));
+        pr->n = (size_t)(data[1] >> 1) % 4;
+        pr->items = xcalloc(pr->n ? pr->n : 1, sizeof(*pr->items));
+        for (size_t i = 0; i < pr->n; i++) {
+            pr->items[i].name = xstrndup((const char *)data, size < 300 ? size : 300);
+            pr->items[i].version =
+                (i & 1) ? NULL : xstrndup((const char *)data + half, size - half);
+        }
+        pr->cached = data[1] & 0x80;
+        pr->ms = (double)size * 37.7;
+        res.packages = pr;
+    }
 
     for (int structured = 0; structured < 2; structured++) {
         struct tools_features f = {.annotations = true, .structured = structured};
@@ -257,6 +297,22 @@ static void check_result(const uint8_t *data, size_t size)
         json_object_put(again);
         json_object_put(r);
     }
+
+    /* The same run as install_packages' result. */
+    struct tools_features modern = {.annotations = true, .structured = true};
+    json_object *ir = sessions_install_result(&res, "0123456789abcdef0123456789abcdef", &modern);
+    json_object *isc = NULL, *ischema = NULL;
+    CHECK(json_object_object_get_ex(ir, "structuredContent", &isc));
+    CHECK(json_object_object_get_ex(install_def, "outputSchema", &ischema));
+    struct err ierr = ERR_INIT;
+    if (schema_validate(ischema, isc, 0, &ierr) < 0) {
+        fprintf(stderr, "install_packages against its outputSchema: %s\n", err_msg(&ierr));
+        abort();
+    }
+    size_t ilen = 0;
+    const char *is = jsonrpc_serialize(ir, &ilen);
+    CHECK(util_utf8_valid(is, ilen));
+    json_object_put(ir);
 
     /* The same bytes as a syntax check's message and position. */
     res.check.present = sel & 0x20;
@@ -362,9 +418,10 @@ static void check_list_languages(json_object *args)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* create_session too: with no backend, refused (sessions are off). */
-    static const char *const names[] = {"run_python_code", "run_js_code", "execute_code",
-                                        "validate_code", "create_session"};
+    /* create_session and install_packages too: with no backend, refused
+     * (sessions are off). */
+    static const char *const names[] = {"run_python_code", "run_js_code",    "execute_code",
+                                        "validate_code",   "create_session", "install_packages"};
 
     if (size <= (size_t)INT32_MAX) {
         json_tokener *tok = json_tokener_new_ex(JSONRPC_MAX_DEPTH);

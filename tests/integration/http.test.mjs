@@ -280,7 +280,7 @@ async function basicRoundTrip(c) {
   assert.ok(caps?.tools, `capabilities.tools missing: ${JSON.stringify(caps)}`);
   assert.ok(caps?.logging, `capabilities.logging missing: ${JSON.stringify(caps)}`);
   const { tools } = await c.client.listTools();
-  assert.deepEqual(tools.map((t) => t.name).sort(), ['close_session', 'create_session', 'execute_code', 'list_languages', 'list_sessions', 'run_js_code', 'run_python_code', 'validate_code']);
+  assert.deepEqual(tools.map((t) => t.name).sort(), ['close_session', 'create_session', 'execute_code', 'install_packages', 'list_languages', 'list_sessions', 'run_js_code', 'run_python_code', 'validate_code']);
   for (const t of tools) assert.equal(t.inputSchema.type, 'object', t.name);
   const tag = randomBytes(4).toString('hex');
   checkOk(await c.call('run_python_code', { code: `print('py ${tag}')` }), `py ${tag}\n`, 'python');

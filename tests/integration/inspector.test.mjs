@@ -22,7 +22,7 @@ import path from 'node:path';
 
 import { ROOT, BIN, daemonArgs, tail } from './lib.mjs';
 
-const TOOLS = ['run_python_code', 'run_js_code', 'execute_code', 'validate_code', 'list_languages', 'create_session', 'list_sessions', 'close_session'];
+const TOOLS = ['run_python_code', 'run_js_code', 'execute_code', 'validate_code', 'list_languages', 'create_session', 'list_sessions', 'close_session', 'install_packages'];
 const RUN_TIMEOUT_MS = 60_000;
 const SANITIZER_RE = /AddressSanitizer|LeakSanitizer|runtime error:|ThreadSanitizer/;
 

@@ -40,8 +40,8 @@ function checkFacts(sc, { pool }) {
   const [py, js] = sc.languages;
   assert.match(py.version, PYTHON_VERSION, ctx);
   assert.match(js.version, NODE_VERSION, ctx);
-  assert.deepEqual(py.tools, ['run_python_code', 'execute_code', 'validate_code', 'create_session'], ctx);
-  assert.deepEqual(js.tools, ['run_js_code', 'execute_code', 'validate_code', 'create_session'], ctx);
+  assert.deepEqual(py.tools, ['run_python_code', 'execute_code', 'validate_code', 'create_session', 'install_packages'], ctx);
+  assert.deepEqual(js.tools, ['run_js_code', 'execute_code', 'validate_code', 'create_session', 'install_packages'], ctx);
   // The table's python row: its figures come back, and its matplotlib
   // settings are its sandboxes' alone.
   assert.equal(py.plots, true, ctx);

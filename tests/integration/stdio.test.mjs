@@ -67,7 +67,7 @@ describe('over the SDK client', { timeout: 900_000 }, () => {
 
   t('tools/list: three run tools with description, inputSchema, the run outputSchema; validate_code, list_languages and the session tools their own', async () => {
     const names = d.tools.map((x) => x.name).sort();
-    assert.deepEqual(names, ['close_session', 'create_session', 'execute_code', 'list_languages', 'list_sessions', 'run_js_code', 'run_python_code', 'validate_code']);
+    assert.deepEqual(names, ['close_session', 'create_session', 'execute_code', 'install_packages', 'list_languages', 'list_sessions', 'run_js_code', 'run_python_code', 'validate_code']);
     const check = d.tools.find((x) => x.name === 'validate_code');
     assert.deepEqual([...check.inputSchema.required].sort(), ['code', 'language']);
     assert.deepEqual([...check.outputSchema.required].sort(), ['duration_ms', 'error', 'language', 'valid']);
@@ -75,7 +75,7 @@ describe('over the SDK client', { timeout: 900_000 }, () => {
     assert.deepEqual(listing.inputSchema.properties, {});
     assert.deepEqual([...listing.outputSchema.required].sort(), ['features', 'languages', 'limits']);
     // The code sessions' tools: their own inputs and results.
-    const sessionTools = { create_session: ['language'], list_sessions: [], close_session: ['session_id'] };
+    const sessionTools = { create_session: ['language'], list_sessions: [], close_session: ['session_id'], install_packages: ['packages', 'session_id'] };
     for (const [name, required] of Object.entries(sessionTools)) {
       const tool = d.tools.find((x) => x.name === name);
       assert.deepEqual([...(tool.inputSchema.required ?? [])].sort(), required, name);

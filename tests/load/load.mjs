@@ -62,7 +62,7 @@ const RSS_LIMIT_KIB = int('LOAD_RSS_LIMIT_MIB', 256) * 1024;
 const SEED = int('LOAD_SEED', randomBytes(4).readUInt32BE(0));
 
 const PV = '2025-11-25';
-const TOOLS = ['close_session', 'create_session', 'execute_code', 'list_languages', 'list_sessions', 'run_js_code', 'run_python_code', 'validate_code'];
+const TOOLS = ['close_session', 'create_session', 'execute_code', 'install_packages', 'list_languages', 'list_sessions', 'run_js_code', 'run_python_code', 'validate_code'];
 const ENV_URI = 'mcp-sandboxd://environment';
 // Calls wait in the daemon's queue behind up to 8 runs, so allow for that.
 const CALL_TIMEOUT_MS = 90_000;

@@ -27,6 +27,7 @@
 
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
+#include "tools/registry.h"
 #include "sandbox/run/exec.h"
 #include "unit/threads.h"
 #include "unit/langs.h"
@@ -119,7 +120,8 @@ static void test_tools_list_many_threads(void **state)
     assert_non_null(res0);
     char *first = xstrdup(res0);
     json_object *o = parsed(&ls[0].k, 0);
-    assert_int_equal(json_object_array_length(json_get(json_get(o, "result"), "tools")), 8);
+    assert_int_equal(json_object_array_length(json_get(json_get(o, "result"), "tools")),
+                     REGISTRY_TOOLS);
     json_object_put(o);
     for (int t = 0; t < LIST_THREADS; t++) {
         assert_int_equal(ls[t].k.n, LIST_ROUNDS);

@@ -498,9 +498,9 @@ static void test_all_languages(void **state)
         bool compiles;
         size_t n_tools;
     } want[] = {
-        {"python", "python", "main.py", "3.11.2", "py", 2, false, 4},
-        {"javascript", "node", "main.js", "v18.20.4", "js", 2, false, 4},
-        {"typescript", "generic", "main.ts", "4.8.4", "ts", 1, true, 2},
+        {"python", "python", "main.py", "3.11.2", "py", 2, false, 5},
+        {"javascript", "node", "main.js", "v18.20.4", "js", 2, false, 5},
+        {"typescript", "generic", "main.ts", "4.8.4", "ts", 1, true, 3},
         {"bash", "generic", "main.sh", "5.2.15", "sh", 1, false, 2},
         {"c", "generic", "main.c", "12.2.0-14", NULL, 1, true, 2},
         {"cpp", "generic", "main.cpp", "12.2.0-14", "c++", 1, true, 2},
@@ -531,8 +531,9 @@ static void test_all_languages(void **state)
         json_object *tools = json_get(x, "tools");
         assert_int_equal(json_object_array_length(tools), want[i].n_tools);
         /* The generic ones: execute_code, and create_session (sessions
-         * are on by default). */
-        if (want[i].n_tools == 2) {
+         * are on by default); install_packages for those with an
+         * installer. */
+        if (want[i].n_tools == 2 || want[i].n_tools == 3) {
             assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 0)),
                                 "execute_code");
             assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 1)),

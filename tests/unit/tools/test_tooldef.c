@@ -128,10 +128,11 @@ static void test_embedded(void **state)
         const char *name;
         const char *text;
     } tools[] = {
-        {"run_python_code", tooldef_run_python_code}, {"run_js_code", tooldef_run_js_code},
-        {"execute_code", tooldef_execute_code},       {"validate_code", tooldef_validate_code},
-        {"list_languages", tooldef_list_languages},   {"create_session", tooldef_create_session},
-        {"list_sessions", tooldef_list_sessions},     {"close_session", tooldef_close_session},
+        {"run_python_code", tooldef_run_python_code},   {"run_js_code", tooldef_run_js_code},
+        {"execute_code", tooldef_execute_code},         {"validate_code", tooldef_validate_code},
+        {"list_languages", tooldef_list_languages},     {"create_session", tooldef_create_session},
+        {"list_sessions", tooldef_list_sessions},       {"close_session", tooldef_close_session},
+        {"install_packages", tooldef_install_packages},
     };
     /* Every tool the registry has, and each with its own file. */
     assert_int_equal(ARRAY_SIZE(tools), REGISTRY_TOOLS);

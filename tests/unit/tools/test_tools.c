@@ -751,12 +751,14 @@ static void test_session_tools_listed(void **state)
     json_object *l = list_of(&env, &modern);
     static const struct {
         const char *name;
-        bool read_only, destructive;
+        bool read_only, destructive, idempotent, open;
         const char *output_field;
     } want[] = {
-        {"create_session", false, false, "persistence"},
-        {"list_sessions", true, false, "sessions"},
-        {"close_session", false, true, "closed"},
+        {"create_session", false, false, false, false, "persistence"},
+        {"list_sessions", true, false, true, false, "sessions"},
+        {"close_session", false, true, false, false, "closed"},
+        /* It reaches the languages' package indexes. */
+        {"install_packages", false, false, true, true, "packages"},
     };
     for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
         json_object *t = tool_in(l, want[i].name);
@@ -764,7 +766,9 @@ static void test_session_tools_listed(void **state)
         assert_int_equal(json_object_get_boolean(json_get(a, "readOnlyHint")), want[i].read_only);
         assert_int_equal(json_object_get_boolean(json_get(a, "destructiveHint")),
                          want[i].destructive);
-        assert_false(json_object_get_boolean(json_get(a, "openWorldHint")));
+        assert_int_equal(json_object_get_boolean(json_get(a, "idempotentHint")),
+                         want[i].idempotent);
+        assert_int_equal(json_object_get_boolean(json_get(a, "openWorldHint")), want[i].open);
         assert_non_null(
             json_get(json_get(json_get(t, "outputSchema"), "properties"), want[i].output_field));
     }
@@ -797,7 +801,7 @@ static void test_session_tools_listed(void **state)
     cfg.max_code_sessions = 0;
     assert_int_equal(tools_env_init(&env, &cfg, NULL, NULL, &err), 0);
     l = list_of(&env, &modern);
-    assert_int_equal(json_object_array_length(l), REGISTRY_TOOLS - 3);
+    assert_int_equal(json_object_array_length(l), REGISTRY_TOOLS - 4);
     for (size_t i = 0; i < json_object_array_length(l); i++)
         assert_null(strstr(
             json_object_get_string(json_get(json_object_array_get_idx(l, i), "name")), "session"));
@@ -981,11 +985,13 @@ static void test_list_languages(void **state)
                         "no sandbox backend to read it from");
     assert_string_equal(json_object_get_string(json_get(py, "network")), "none");
     json_object *tools = json_get(py, "tools");
-    assert_int_equal(json_object_array_length(tools), 4);
+    assert_int_equal(json_object_array_length(tools), 5);
     assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 0)),
                         "run_python_code");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 3)),
                         "create_session");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(tools, 4)),
+                        "install_packages");
     assert_int_equal(json_object_get_int64(json_get(json_get(sc, "limits"), "timeout_ms")),
                      cfg.timeout_ms);
     json_object_put(r);
