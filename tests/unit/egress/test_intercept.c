@@ -115,6 +115,8 @@ static void *tls_up_main(void *arg)
         for (; answered < heads; answered++)
             SSL_write(ssl, RESP, (int)strlen(RESP));
     }
+    if (up->handshake_ok)
+        SSL_shutdown(ssl); /* a clean end, which the gateway passes on */
     SSL_free(ssl);
     SSL_CTX_free(ctx);
     ERR_clear_error();
