@@ -40,7 +40,8 @@ static char *literal(const char *const *strs, size_t n)
  * staging directory once it succeeded; sdists build against the image's
  * setuptools (no build isolation: it would fetch setuptools from the
  * index, which a mirror need not carry); without scripts, wheels only
- * (building from source runs the package's code). The report names every
+ * (building from source runs the package's code). A plain-HTTP index is
+ * the operator's choice: pip is told to trust it. The report names every
  * distribution in the set, PEP 503-normalized. */
 static const char pip_code[] =
     "import json, re, shutil, subprocess, sys\n"
@@ -52,6 +53,10 @@ static const char pip_code[] =
     "        '--retries', '1', '--timeout', '30', '--target', W]\n"
     "for i, u in enumerate(idx):\n"
     "    args += ['--index-url' if i == 0 else '--extra-index-url', u]\n"
+    "    if u.startswith('http://'):\n"
+    "        args += ['--trusted-host', u.split('/')[2]]\n"
+    "    if u.startswith('http://'):\n"
+    "        args += ['--trusted-host', u.split('/')[2]]\n"
     "if not %s:\n"
     "    args += ['--only-binary', ':all:']\n"
     "r = subprocess.run(args + ['--'] + %s)\n"
@@ -63,7 +68,15 @@ static const char pip_code[] =
     "    n = d.metadata['Name']\n"
     "    if n:\n"
     "        v[re.sub(r'[-_.]+', '-', n).lower()] = d.version\n"
-    "shutil.copytree(W, T, symlinks=True, dirs_exist_ok=True)\n"
+    "import os\n"
+    "for e in os.listdir(W):\n"
+    "    s, d = os.path.join(W, e), os.path.join(T, e)\n"
+    "    if os.path.islink(s):\n"
+    "        os.symlink(os.readlink(s), d)\n"
+    "    elif os.path.isdir(s):\n"
+    "        shutil.copytree(s, d, symlinks=True)\n"
+    "    else:\n"
+    "        shutil.copy2(s, d)\n"
     "print(%s + json.dumps(v), flush=True)\n";
 
 /* npm: --prefix a directory in the working directory (as pip's), copied

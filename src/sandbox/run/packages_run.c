@@ -254,11 +254,12 @@ static void install_failed(const struct run *req, const struct exec_result *ires
                 "installing %s ran out of room (memory, or its %lld bytes); "
                 "its last lines:\n%s",
                 names, req->language->packages->max_bytes, quote);
+    else if (ires->status == EXEC_OK)
+        err_set(err, ERR_INVALID, "installing %s failed (exit %d); the installer's last lines:\n%s",
+                names, ires->exit_code, quote);
     else
-        err_set(err, ERR_INVALID,
-                "installing %s failed (%s, exit %d); the installer's last "
-                "lines:\n%s",
-                names, exec_status_name(ires->status), ires->exit_code, quote);
+        err_set(err, ERR_INVALID, "installing %s failed (%s); the installer's last lines:\n%s",
+                names, exec_status_name(ires->status), quote);
     free(quote);
     free(names);
 }

@@ -163,7 +163,14 @@ int code_session_run(struct exec_ctx *ctx, struct code_session *cs, const struct
     else if (strcmp(req->language->name, code_session_language(cs)) != 0)
         rc = err_set(err, ERR_INVALID, "this session runs %s, not %s", code_session_language(cs),
                      req->language->name);
+    /* Before the session is taken: a set that does not install costs
+     * the call, never the session. */
+    struct packages_use pk;
+    memset(&pk, 0, sizeof(pk));
+    if (rc == 0)
+        rc = packages_run_ready(ctx, req, &pk, res, err);
     if (rc < 0 || take(sp, k, cs, req, res, err) < 0) {
+        packages_run_done(ctx, &pk);
         exec_result_set_message(res, "%s", err_msg(err));
         res->status = EXEC_ERROR;
         err_clear(&local);
@@ -173,11 +180,6 @@ int code_session_run(struct exec_ctx *ctx, struct code_session *cs, const struct
     struct output o;
     rc = runner_new_nonce(nonce, err);
     output_init(&o, req, res, ctx->redactor, nonce, (size_t)ctx->cfg->max_output_bytes);
-    struct packages_use pk;
-    if (rc == 0)
-        rc = packages_run_ready(ctx, req, &pk, res, err);
-    else
-        memset(&pk, 0, sizeof(pk));
     if (rc == 0)
         rc = run_cell(ctx, k, req, &o, pk.dir, nonce, err);
     packages_run_done(ctx, &pk);
