@@ -80,7 +80,8 @@ static const char pip_code[] =
     "print(%s + json.dumps(v), flush=True)\n";
 
 /* npm: --prefix a directory in the working directory (as pip's), copied
- * into the staging directory; only the first index (npm takes one
+ * into the staging directory, with a cache of its own there (an engine
+ * may copy an image's /tmp into the tmpfs: Podman does); only the first index (npm takes one
  * registry); without scripts, --ignore-scripts. The report names each
  * requested package's installed version. */
 static const char npm_code[] =
@@ -88,7 +89,7 @@ static const char npm_code[] =
     "const fs = require('fs');\n"
     "const T = %s, W = '/tmp/mcpsbx-set', idx = %s, reqs = %s, names = %s;\n"
     "const args = ['install', '--prefix', W, '--no-audit', '--no-fund', '--no-update-notifier',\n"
-    "  '--fetch-retries=1', '--omit=dev'];\n"
+    "  '--fetch-retries=1', '--omit=dev', '--cache=/tmp/mcpsbx-npm-cache'];\n"
     "if (idx.length) args.push('--registry=' + idx[0]);\n"
     "if (!%s) args.push('--ignore-scripts');\n"
     "fs.mkdirSync(W, { recursive: true });\n"

@@ -473,6 +473,8 @@ void run_spec(const struct exec_ctx *ctx, const struct run *req, double t0, long
         spec->packages_dir = NULL;
         spec->install_dir = in->dir;
         spec->workdir_mb = in->workdir_mb;
+        spec->pids_limit = in->pids_limit;
+        spec->nproc = in->pids_limit;
     }
 }
 

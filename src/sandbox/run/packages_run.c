@@ -20,8 +20,11 @@
  * before the set is copied out) holds the set and the installer's own
  * temporary files: this much beyond the language's max_bytes. */
 #define PACKAGES_WORK_EXTRA_MB 256
-/* The room for the sets' bind in a sandbox's path: "<dir>/<KEY>". */
-#define PACKAGES_NAME_MAX 256
+/* The processes and threads an install may have, at least: an installer
+ * is a runtime running another (npm is node under node, each with its
+ * thread pools), and under gVisor the pids cgroup counts gVisor's own
+ * threads too. The install's time limit bounds it still. */
+#define PACKAGES_INSTALL_PIDS_MIN 512
 
 static const char npm_cafile[] = "npm_config_cafile=" BACKEND_EGRESS_CA_BUNDLE;
 
@@ -295,7 +298,10 @@ static int install(struct exec_ctx *ctx, const struct run *req, struct packages_
     struct run_install in = {.image = install_image(pk->installer),
                              .env = ctx->packages->install_env[lang->index],
                              .dir = use->lease.path,
-                             .workdir_mb = work_mb};
+                             .workdir_mb = work_mb,
+                             .pids_limit = ctx->cfg->pids_limit > PACKAGES_INSTALL_PIDS_MIN
+                                               ? ctx->cfg->pids_limit
+                                               : PACKAGES_INSTALL_PIDS_MIN};
     struct run ir;
     run_init(&ir);
     ir.language = host;

@@ -34,12 +34,14 @@ typedef void (*exec_output_cb)(void *ctx, int stream, const char *data, size_t l
 
 /* An install run's own (sandbox/run/packages_run.h), borrowed: the
  * installer's image and environment, the staging directory bound
- * writable (backend_spec.install_dir), the working directory's size. */
+ * writable (backend_spec.install_dir), the working directory's size and
+ * the processes it may have. */
 struct run_install {
     const char *image;
     const char *const *env;
     const char *dir;
     long long workdir_mb;
+    long long pids_limit;
 };
 
 struct run {
