@@ -813,7 +813,7 @@ describe('HTTP rules (raw requests)', { timeout: 300_000 }, () => {
     assert.equal(r.status, 404, `tools/list with an unknown session: ${show(r)}`);
     r = await s.request('tools/list');
     assert.equal(r.status, 200, show(r));
-    assert.equal(r.reply?.result?.tools?.length, 8, show(r));
+    assert.equal(r.reply?.result?.tools?.length, 9, show(r));
     const del = await s.delete();
     assert.ok(del.status >= 200 && del.status < 300, `DELETE: ${show(del)}`);
     r = await s.request('ping');

@@ -621,7 +621,7 @@ describe('daemon options', { timeout: 600_000 }, () => {
     const d = await SdkDaemon.start('unreachable', { args: ['--engine', `unix://${sock}`] });
     try {
       await withDaemon(d, async () => {
-        assert.equal(d.tools.length, 8);
+        assert.equal(d.tools.length, 9);
         // Facts without versions, not a failure; no probe blocks the answer.
         const facts = await d.call('list_languages', {});
         assert.equal(facts.isError, false, JSON.stringify(facts));
@@ -672,7 +672,7 @@ describe('raw JSON-RPC on stdio', { timeout: 600_000 }, () => {
     assert.ok(init.result.capabilities.tools);
     assert.ok(init.result.capabilities.logging);
     const list = await d.request('tools/list', {}, 2);
-    assert.equal(list.result.tools.length, 8);
+    assert.equal(list.result.tools.length, 9);
     for (const tool of list.result.tools) {
       assert.equal(tool.outputSchema, undefined, `${tool.name} has outputSchema in 2024-11-05`);
       assert.equal(tool.title, undefined, `${tool.name} has title in 2024-11-05`);
@@ -767,7 +767,7 @@ describe('raw JSON-RPC on stdio', { timeout: 600_000 }, () => {
     assert.deepEqual(r.map((x) => x.id).sort(), [10, 11, 12]);
     const byId = Object.fromEntries(r.map((x) => [x.id, x]));
     assert.deepEqual(byId[10].result, {});
-    assert.equal(byId[11].result.tools.length, 8);
+    assert.equal(byId[11].result.tools.length, 9);
     assert.ok(textOf(byId[12].result).includes('in batch'));
     assert.equal(byId[12].result.isError, false);
   });
