@@ -241,10 +241,11 @@ const struct config_opt config_opts[] = {
         "memory per sandbox, no swap; callers may ask for less or more, up to --max-memory-mb"),
     STR("packages-cache-dir", packages_cache_dir, "DIR", "/var/cache/mcp-sandboxd/packages",
         "where installed package sets are kept between runs and restarts (an absolute path on the "
-        "engine's host, mounted read-only into the sandboxes of languages with packages). Not "
-        "used yet: installs are not wired to the tools"),
+        "engine's host, mounted read-only into the sandboxes of languages with packages); one "
+        "daemon per directory"),
     INT("packages-cache-max-bytes", packages_cache_max_bytes, 16LL << 20, 1LL << 44, "N", 4LL << 30,
-        "the package cache's size; past it the least recently used sets go. Not used yet"),
+        "the package cache's size, and the largest one set may be; past it the least recently "
+        "used sets go"),
     LIST("packages-index", packages_index, "LANGUAGE=URL[,URL...]", config_item_egress,
          "install LANGUAGE's packages (a name or alias of the language table, one whose "
          "'packages' names an installer) from these index URLs (http:// or https://, a host, "
@@ -252,13 +253,12 @@ const struct config_opt config_opts[] = {
          "table's index; LANGUAGE= with no URL restores the installer's own (pip's PyPI, npm's "
          "configured registry), and of two items for one language the later wins. Repeatable; "
          "in one value (the environment, the config file) ';' separates the items. Checked at "
-         "start and shown by list_languages; installs are not wired to the tools yet",
+         "start and shown by list_languages",
          .def_doc = "the language table's; the built-in one has none: the installer's own",
          .sep = ';'),
     BOOL("packages-offline", packages_offline,
          "install nothing: only package sets already in the cache may be used, and a call "
-         "asking for another is refused. Shown by list_languages; installs are not wired to the "
-         "tools yet"),
+         "asking for another is refused. Shown by list_languages"),
     LIST("pass-through-env", pass_through_env, "NAME[,NAME...]", config_item_env_name,
          "set these variables from the daemon's environment in every sandboxed program, and no "
          "other host variable (sent with each run, never in the container's configuration; never "

@@ -27,7 +27,8 @@ static const char versions_text[] = MCP_VERSIONS(VERSION_TEXT);
     "Ruby and PHP as built in, or the languages the operator configured (no network unless the "   \
     "operator allowed it; the environment resource says). Use run_python_code or run_js_code "     \
     "for a quick run, execute_code for any language, stdin and per-call limits, list_languages "   \
-    "for the languages, compilers' and interpreters' versions and installed packages. "            \
+    "for the languages, compilers' and interpreters' versions and installed packages (the run "    \
+    "tools' packages argument installs more where list_languages shows an installer). "            \
     "Where offered, create_session keeps one sandbox for later calls (pass its session_id to "     \
     "the run tools; list_sessions, close_session). "                                               \
     "Results carry stdout, stderr, exit_code and status."

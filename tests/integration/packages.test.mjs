@@ -70,7 +70,7 @@ test('preflight: an index on loopback, the registry\'s address, a daemon with a 
   cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpsbx-pkgcache-'));
   langsFile = path.join(cacheDir, '..', `${path.basename(cacheDir)}.languages.json`);
   fs.writeFileSync(langsFile, JSON.stringify({
-    languages: [{ name: 'python', packages: { installer: 'pip', deny: ['mcpsbx-denied*'] } }],
+    languages: [{ name: 'python', packages: { installer: 'pip', deny: ['mcpsbx-denied*'], preinstall: ['mcpsbx-sdist'] } }],
   }));
   const registryHost = new URL(execFileSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8' }).trim()).hostname;
   // As egress.test.mjs: a host that reaches the registry through a mirror
@@ -108,6 +108,18 @@ test('pip: a set with a dependency, a pinned version and a source build is insta
     const none = checkRun(await c.call('run_python_code', { code: 'import mcpsbx_dep' }), { status: 'ok', exit_code: 1 });
     assert.match(none.sc.stderr, /No module named 'mcpsbx_dep'/);
     assert.equal(none.sc.packages, undefined);
+  }));
+
+test('a language\'s preinstall list is installed at start and served from the cache', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(d, async () => {
+    const deadline = Date.now() + 60_000;
+    while (!/python's preinstall list is ready \(installed/.test(d.stderr)) {
+      assert.ok(Date.now() < deadline, 'the preinstall list was not installed within 60 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const r = checkRun(await c.call('run_python_code', { code: 'import mcpsbx_sdist; print(mcpsbx_sdist.VALUE)', packages: ['mcpsbx-sdist'] }),
+      { status: 'ok', exit_code: 0, stdout: 'sdist 0.3.0 built\n' });
+    assert.equal(r.sc.packages[0].source, 'cached');
   }));
 
 test('pip: two calls asking the same new set at once share one install', { timeout: TEST_TIMEOUT_MS * 2 }, () =>

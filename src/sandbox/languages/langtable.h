@@ -108,9 +108,8 @@
  *                      timeout_ms, max_bytes  an install's limits
  *                      preinstall  requirements installed at start
  *                    The object replaces the built-in one whole (keys it
- *                    leaves out take their defaults). Installs are not
- *                    wired to the run tools yet: the table and
- *                    list_languages carry it.
+ *                    leaves out take their defaults). A call's packages
+ *                    are installed by sandbox/run/packages_run.h.
  *   disabled         true: remove the language.
  * In compile, run and version, "{source}" stands for source_file and
  * "{stem}" for it without its last extension ("main"); the table holds

@@ -158,7 +158,7 @@ static int url_pattern(const char *url, struct egress_patterns *out, struct err 
     memcpy(text, h, n);
     text[n] = '\0';
     if (!has_port)
-        strcpy(text + n, https ? ":443" : ":80");
+        snprintf(text + n, sizeof(text) - n, "%s", https ? ":443" : ":80");
     if (egress_patterns_add(out, text, strlen(text), err) < 0)
         return err_wrap(err, "index URL '%.80s'", url);
     return 0;

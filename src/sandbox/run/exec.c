@@ -305,6 +305,7 @@ struct exec_ctx *exec_ctx_new(const struct config *cfg, const struct langtable *
         exec_ctx_free(ctx);
         return NULL;
     }
+    packages_warm_start(ctx);
     return ctx;
 }
 
@@ -312,6 +313,8 @@ void exec_ctx_free(struct exec_ctx *ctx)
 {
     if (!ctx)
         return;
+    /* The preinstalls run through everything below: they stop first. */
+    packages_warm_stop(ctx);
     /* The code sessions hand their sandboxes to the reaper and may hold
      * pooled ones: they go first, then the pool, for the same reason. */
     code_space_free(ctx->sessions);

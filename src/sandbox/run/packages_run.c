@@ -10,6 +10,7 @@
 
 #include "base/json.h"
 #include "base/log.h"
+#include "base/threads.h"
 #include "base/util.h"
 #include "sandbox/packages/install.h"
 
@@ -103,6 +104,81 @@ void packages_stop(struct exec_ctx *ctx)
     free(p->off_reason);
     free(p);
     ctx->packages = NULL;
+}
+
+/* One language's preinstall list into the cache, as a call asking for it
+ * would; logged either way. */
+static void warm_one(struct exec_ctx *ctx, const struct langtable_lang *lang)
+{
+    const struct langtable_packages *pk = lang->packages;
+    struct reqs_list *list = xcalloc(1, sizeof(*list));
+    struct err err = ERR_INIT;
+    if (reqs_parse(pk->installer, (const char *const *)pk->preinstall.v, NULL, pk->preinstall.n,
+                   NULL, "preinstall", list, &err) < 0) {
+        log_warn("packages: %s's preinstall list: %s", lang->name, err_msg(&err));
+        err_clear(&err);
+        free(list);
+        return;
+    }
+    struct run r;
+    run_init(&r);
+    r.language = lang;
+    r.packages = list;
+    r.cancel = ctx->packages->warm_cancel;
+    struct packages_use use;
+    struct exec_result res;
+    exec_result_init(&res);
+    if (packages_run_ready(ctx, &r, &use, &res, &err) == 0)
+        log_info("packages: %s's preinstall list is ready (%s, %.0f ms)", lang->name,
+                 res.packages->cached ? "cached" : "installed", res.packages->ms);
+    else
+        log_warn("packages: %s's preinstall list: %s", lang->name, err_msg(&err));
+    packages_run_done(ctx, &use);
+    exec_result_free(&res);
+    err_clear(&err);
+    r.cancel = NULL; /* the context's */
+    run_free(&r);
+}
+
+static void *warm_main(void *arg)
+{
+    struct exec_ctx *ctx = arg;
+    for (size_t i = 0; i < langtable_count(ctx->langs); i++) {
+        const struct langtable_lang *lang = langtable_get(ctx->langs, i);
+        if (exec_cancelled(ctx->packages->warm_cancel))
+            break;
+        if (lang->packages && lang->packages->preinstall.n > 0)
+            warm_one(ctx, lang);
+    }
+    return NULL;
+}
+
+void packages_warm_start(struct exec_ctx *ctx)
+{
+    struct packages_ctx *p = ctx->packages;
+    bool any = false;
+    for (size_t i = 0; i < langtable_count(ctx->langs); i++) {
+        const struct langtable_lang *lang = langtable_get(ctx->langs, i);
+        any = any || (lang->packages && lang->packages->preinstall.n > 0);
+    }
+    if (!p || !p->cache || !any)
+        return;
+    p->warm_cancel = exec_cancel_new();
+    struct err err = ERR_INIT;
+    if (thread_start(&p->warm, &p->warming, warm_main, ctx, "the preinstall thread", &err) < 0)
+        log_warn("packages: %s; the lists install on first use", err_msg(&err));
+    err_clear(&err);
+}
+
+void packages_warm_stop(struct exec_ctx *ctx)
+{
+    struct packages_ctx *p = ctx->packages;
+    if (!p || !p->warm_cancel)
+        return;
+    exec_cancel(p->warm_cancel);
+    thread_join(&p->warm, &p->warming);
+    exec_cancel_free(p->warm_cancel);
+    p->warm_cancel = NULL;
 }
 
 const char *packages_sets_dir(const struct exec_ctx *ctx, const struct langtable_lang *lang)
@@ -311,6 +387,7 @@ static int install(struct exec_ctx *ctx, const struct run *req, struct packages_
     ir.timeout_ms = pk->timeout_ms;
     ir.memory_mb = ctx->cfg->memory_mb + work_mb; /* the tmpfs counts */
     ir.install = &in;
+    ir.cancel = req->cancel; /* borrowed: ir is never run_free'd */
     struct exec_result ires;
     exec_result_init(&ires);
     struct err run_err = ERR_INIT;
@@ -366,7 +443,9 @@ int packages_run_ready(struct exec_ctx *ctx, const struct run *req, struct packa
         rep = report_from_set(use->lease.path, req->packages);
         rep->cached = true;
     }
-    if (use->lease.kind != PKGCACHE_HIT) {
+    if (use->lease.kind != PKGCACHE_HIT || !rep) {
+        if (use->lease.kind == PKGCACHE_HIT)
+            pkgcache_release(cache, &use->lease);
         packages_report_free(rep);
         memset(use, 0, sizeof(*use));
         return -1;

@@ -15,6 +15,7 @@
 #ifndef MCPSBX_PACKAGES_RUN_H
 #define MCPSBX_PACKAGES_RUN_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "sandbox/packages/pkgcache.h"
@@ -30,6 +31,11 @@ struct packages_ctx {
      * language without installs. */
     const char ***install_env;
     size_t n_langs;
+    /* The languages' preinstall lists, installed at start by a thread of
+     * their own (packages_warm_start) that packages_warm_stop cancels. */
+    pthread_t warm;
+    bool warming;
+    struct exec_cancel *warm_cancel;
 };
 
 /* A ready set, held (against eviction) until packages_run_done. */
@@ -44,6 +50,14 @@ struct packages_use {
  * installs off with a warning rather than failing the start. */
 void packages_start(struct exec_ctx *ctx);
 void packages_stop(struct exec_ctx *ctx);
+
+/* Installs the languages' preinstall lists into the cache, one after the
+ * other, on a thread of its own (once the runs' machinery is up); nothing
+ * without a list, offline, or without a cache. */
+void packages_warm_start(struct exec_ctx *ctx);
+/* Cancels what is left of them and joins the thread (before the runs'
+ * machinery stops). */
+void packages_warm_stop(struct exec_ctx *ctx);
 
 /* The host directory to bind for lang's sandboxes, or NULL. */
 const char *packages_sets_dir(const struct exec_ctx *ctx, const struct langtable_lang *lang);
