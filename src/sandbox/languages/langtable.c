@@ -242,24 +242,36 @@ static int check_network(const struct langtable *t, const struct config *cfg, st
     return 0;
 }
 
-/* One --egress item, "LANGUAGE=PATTERN,...", into its language's row:
- * the list replaces the table's, an empty one removes it. */
-static int configure_egress_item(struct langtable *t, const char *item, struct err *err)
+/* The row a "LANGUAGE=..." item of option names, with *eq at its '=';
+ * NULL with err when the item names no language of the table. */
+static struct langtable_lang *item_language(struct langtable *t, const char *item,
+                                            const char *option, const char **eq, struct err *err)
 {
-    const char *eq = strchr(item, '=');
-    size_t n = eq ? (size_t)(eq - item) : strlen(item);
+    *eq = strchr(item, '=');
+    size_t n = *eq ? (size_t)(*eq - item) : strlen(item);
     while (n && (item[n - 1] == ' ' || item[n - 1] == '\t'))
         n--;
-    /* config_item_egress checked the name's form: it fits. */
+    /* The option's item check saw the name's form: it fits. */
     char name[LANGTABLE_NAME_MAX + 1];
     size_t cut = n < LANGTABLE_NAME_MAX ? n : LANGTABLE_NAME_MAX;
     memcpy(name, item, cut);
     name[cut] = '\0';
     const struct langtable_lang *found = langtable_find(t, name);
-    struct langtable_lang *l = found ? &t->langs[found->index] : NULL;
-    if (!eq || !l)
-        return err_set(err, ERR_INVALID,
-                       "--egress: '%s' is not a language of the table (or not enabled)", name);
+    if (*eq && found)
+        return &t->langs[found->index];
+    err_set(err, ERR_INVALID, "%s: '%s' is not a language of the table (or not enabled)", option,
+            name);
+    return NULL;
+}
+
+/* One --egress item, "LANGUAGE=PATTERN,...", into its language's row:
+ * the list replaces the table's, an empty one removes it. */
+static int configure_egress_item(struct langtable *t, const char *item, struct err *err)
+{
+    const char *eq = NULL;
+    struct langtable_lang *l = item_language(t, item, "--egress", &eq, err);
+    if (!l)
+        return -1;
     struct egress_patterns *list = xcalloc(1, sizeof(*list));
     if (egress_patterns_parse(eq + 1, list, err) < 0) {
         free(list);
@@ -295,20 +307,10 @@ static int configure_egress(struct langtable *t, const struct config *cfg, struc
  * installer's own. */
 static int configure_index_item(struct langtable *t, const char *item, struct err *err)
 {
-    const char *eq = strchr(item, '=');
-    size_t n = eq ? (size_t)(eq - item) : strlen(item);
-    while (n && (item[n - 1] == ' ' || item[n - 1] == '\t'))
-        n--;
-    char name[LANGTABLE_NAME_MAX + 1];
-    size_t cut = n < LANGTABLE_NAME_MAX ? n : LANGTABLE_NAME_MAX;
-    memcpy(name, item, cut);
-    name[cut] = '\0';
-    const struct langtable_lang *found = langtable_find(t, name);
-    struct langtable_lang *l = found ? &t->langs[found->index] : NULL;
-    if (!eq || !l)
-        return err_set(err, ERR_INVALID,
-                       "--packages-index: '%s' is not a language of the table (or not enabled)",
-                       name);
+    const char *eq = NULL;
+    struct langtable_lang *l = item_language(t, item, "--packages-index", &eq, err);
+    if (!l)
+        return -1;
     if (!l->packages)
         return err_set(err, ERR_INVALID,
                        "--packages-index: language '%s' installs no packages (the language "
