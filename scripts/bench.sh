@@ -45,9 +45,14 @@
 #      loopback, idle and while other runs load the gateway; a download
 #      through a CONNECT tunnel; the daemon's VmRSS, threads and fds over
 #      the section's gateway connections.
+#   8. packages on demand: tests/bench/packages.mjs on the same engine: first
+#      installs (pip from a loopback index, npm from npm's registry) next to
+#      the same install run on the host (target <= 1.5); a warm print(1)
+#      asking for a cached set next to one without (target <= 1.2).
 #   After every wrk run the daemon must be alive and answer a fresh tools/list
 #   correctly. Results: build/bench/http-tools-list.json, survival.json,
-#   latency.json, pool.json, languages.json, sessions.json, egress.json, plus logs in
+#   latency.json, pool.json, languages.json, sessions.json, egress.json,
+#   packages.json, plus logs in
 #   build/bench/logs/; the summary goes to stdout,
 #   progress to stderr. Exits non-zero only when something broke (the daemon
 #   died, a wrong answer, a tool missing, a server that would not start),
@@ -65,7 +70,8 @@
 #   BENCH_POOL_RUNS         runs between the daemon's two VmRSS/fd readings
 #                           (default 2000)
 #   BENCH_SECTIONS          which sections run (default
-#                           http,survival,latency,pool,languages,sessions,egress)
+#                           http,survival,latency,pool,languages,sessions,egress,
+#                           packages)
 #   BENCH_LANGUAGES_SAMPLES samples per language in the languages section
 #                           (tests/bench/languages.mjs; default 20)
 #   BENCH_SESSIONS_SAMPLES  samples per item of the sessions section
@@ -104,7 +110,7 @@ readonly EGRESS_REQUESTS=${BENCH_EGRESS_REQUESTS:-200}
 readonly POOL_FRESH=${BENCH_POOL_FRESH:-3}
 readonly POOL_SECONDS=${BENCH_POOL_SECONDS:-10}
 readonly POOL_RUNS=${BENCH_POOL_RUNS:-2000}
-readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool,languages,sessions,egress}
+readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool,languages,sessions,egress,packages}
 readonly RUNTIME=${RUNTIME:-}
 readonly THREADS=2
 readonly CONNS=16
@@ -136,7 +142,7 @@ done
 ((SECS > 0 && SURVIVAL_SECS > 0 && LATENCY_CALLS > 0)) || die "BENCH_SECONDS, BENCH_SURVIVAL_SECONDS and BENCH_LATENCY_CALLS must be > 0"
 ((POOL_SAMPLES > 0 && POOL_SECONDS > 0 && POOL_RUNS > 0)) || die "BENCH_POOL_SAMPLES, BENCH_POOL_SECONDS and BENCH_POOL_RUNS must be > 0"
 for s in ${SECTIONS//,/ }; do
-	case $s in http | survival | latency | pool | languages | sessions | egress) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool, languages, sessions, egress)" ;; esac
+	case $s in http | survival | latency | pool | languages | sessions | egress | packages) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool, languages, sessions, egress, packages)" ;; esac
 done
 [[ $RUNTIME =~ ^[A-Za-z0-9._-]*$ ]] || die "RUNTIME must be a runtime name such as runsc, not '$RUNTIME'"
 
@@ -231,6 +237,26 @@ broken=()
 fail() {
 	broken+=("$*")
 	log "FAILED: $*"
+}
+
+# node_section NAME TITLE LANGUAGES -- ARGS...: tests/bench/NAME.mjs on the
+# engine with ARGS, or its skip saying why (no engine; the images of the
+# comma-separated LANGUAGES could not be built); its table joins the summary.
+node_section() {
+	local name=$1 title=$2 langs=$3 line='' rc=0
+	shift 4
+	: >"$LOGS/$name.txt"
+	# shellcheck disable=SC2086 # the languages are separate arguments
+	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
+		line=$(node "$BENCH_DIR/$name.mjs" --skip "engine $ENGINE_URL does not answer" --out "$OUT/$name.json")
+	elif ! "$ROOT/scripts/images.sh" --engine "$ENGINE_URL" ${langs//,/ } >&2; then
+		line=$(node "$BENCH_DIR/$name.mjs" --skip "the images of $langs could not be built on $ENGINE_URL" --out "$OUT/$name.json")
+	else
+		line=$(timeout --kill-after=15 "$POOL_TIMEOUT" node "$BENCH_DIR/$name.mjs" --engine "$ENGINE_URL" \
+			--bin "$BIN" --out "$OUT/$name.json" --log-dir "$LOGS" "$@" 2> >(tee -a "$LOGS/$name.txt" >&2)) || rc=$?
+		((rc == 0)) || fail "tests/bench/$name.mjs exited with status $rc (see $LOGS/$name.txt and ${OUT#"$ROOT"/}/$name.json \"problems\")"
+	fi
+	summary+=("${line:-$title: FAILED - no table}")
 }
 
 # ---- HTTP helpers ------------------------------------------------------------
@@ -374,7 +400,7 @@ summary=()
 
 # ==== 1. tools/list throughput: ours, then the SDK ==========================
 if want http; then
-	log "1/7 tools/list throughput (${SECS}s each)"
+	log "1/8 tools/list throughput (${SECS}s each)"
 	# Other work on the machine skews every figure: the load is recorded.
 	load1=$(cut -d' ' -f1-3 /proc/loadavg)
 	ours_daemon="not started"
@@ -495,7 +521,7 @@ fi
 
 # ==== 2. survival ===========================================================
 if want survival; then
-	log "2/7 survival (${SURVIVAL_SECS}s at -c$SURVIVAL_CONNS)"
+	log "2/8 survival (${SURVIVAL_SECS}s at -c$SURVIVAL_CONNS)"
 	load2=$(cut -d' ' -f1-3 /proc/loadavg)
 	restarted=false
 	if [ -z "$daemon_pid" ] || ! is_alive "$daemon_pid"; then
@@ -535,7 +561,7 @@ fi
 
 # ==== 3. hello-world latency =================================================
 if want latency; then
-	log "3/7 hello-world latency on $ENGINE_URL"
+	log "3/8 hello-world latency on $ENGINE_URL"
 	lat_args=("${common[@]}" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)" "engine=$ENGINE_URL" "calls=$LATENCY_CALLS")
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		lat_args+=(result=skipped "reason=engine $ENGINE_URL does not answer (scripts/engine.sh start docker|podman)")
@@ -565,7 +591,7 @@ fi
 
 # ==== 4. warm pool ===========================================================
 if want pool; then
-	log "4/7 warm pool on $ENGINE_URL${RUNTIME:+ (runtime $RUNTIME)}"
+	log "4/8 warm pool on $ENGINE_URL${RUNTIME:+ (runtime $RUNTIME)}"
 	pool_args=(--engine "$ENGINE_URL" --bin "$BIN" --out "$OUT/pool.json" --log-dir "$LOGS"
 		--samples "$POOL_SAMPLES" --fresh "$POOL_FRESH" --seconds "$POOL_SECONDS" --runs "$POOL_RUNS"
 		--run-id "$pool_run_id" --pidfile "$work/pool.pids")
@@ -596,7 +622,7 @@ fi
 
 # ==== 5. languages ===========================================================
 if want languages; then
-	log "5/7 languages on $ENGINE_URL"
+	log "5/8 languages on $ENGINE_URL"
 	: >"$LOGS/languages.txt"
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		fail "languages: engine $ENGINE_URL does not answer"
@@ -618,7 +644,7 @@ fi
 
 # ==== 6. code sessions ========================================================
 if want sessions; then
-	log "6/7 code sessions on $ENGINE_URL"
+	log "6/8 code sessions on $ENGINE_URL"
 	: >"$LOGS/sessions.txt"
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		sess_line=$(node "$BENCH_DIR/sessions.mjs" --skip "engine $ENGINE_URL does not answer" --out "$OUT/sessions.json")
@@ -638,22 +664,14 @@ fi
 
 # ==== 7. egress gateway =======================================================
 if want egress; then
-	log "7/7 egress gateway on $ENGINE_URL"
-	: >"$LOGS/egress.txt"
-	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
-		egress_line=$(node "$BENCH_DIR/egress.mjs" --skip "engine $ENGINE_URL does not answer" --out "$OUT/egress.json")
-	elif ! "$ROOT/scripts/images.sh" --engine "$ENGINE_URL" python >&2; then
-		egress_line=$(node "$BENCH_DIR/egress.mjs" --skip "the python image could not be built on $ENGINE_URL" --out "$OUT/egress.json")
-	else
-		rc=0
-		egress_line=$(timeout --kill-after=15 "$POOL_TIMEOUT" node "$BENCH_DIR/egress.mjs" --engine "$ENGINE_URL" \
-			--bin "$BIN" --out "$OUT/egress.json" --log-dir "$LOGS" --samples "$SESSIONS_SAMPLES" \
-			--requests "$EGRESS_REQUESTS" 2> >(tee -a "$LOGS/egress.txt" >&2)) || rc=$?
-		if ((rc != 0)); then
-			fail "tests/bench/egress.mjs exited with status $rc (see $LOGS/egress.txt and ${OUT#"$ROOT"/}/egress.json \"problems\")"
-		fi
-	fi
-	summary+=("${egress_line:-egress gateway: FAILED - no table}")
+	log "7/8 egress gateway on $ENGINE_URL"
+	node_section egress "egress gateway" python -- --samples "$SESSIONS_SAMPLES" --requests "$EGRESS_REQUESTS"
+fi
+
+# ==== 8. packages on demand ===================================================
+if want packages; then
+	log "8/8 packages on demand on $ENGINE_URL"
+	node_section packages "packages on demand" python,javascript -- --samples "$SESSIONS_SAMPLES"
 fi
 
 # ==== summary ================================================================
@@ -668,6 +686,7 @@ want pool && results+=(pool.json)
 want languages && results+=(languages.json)
 want sessions && results+=(sessions.json)
 want egress && results+=(egress.json)
+want packages && results+=(packages.json)
 echo "results in ${OUT#"$ROOT"/}/: ${results[*]} (logs in ${LOGS#"$ROOT"/}/)"
 if ((${#broken[@]})); then
 	echo "bench: FAILED (${#broken[@]} problem(s)):"
