@@ -239,9 +239,10 @@ fail() {
 	log "FAILED: $*"
 }
 
-# node_section NAME TITLE LANGUAGES -- ARGS...: tests/bench/NAME.mjs on the
-# engine with ARGS, or its skip saying why (no engine; the images of the
-# comma-separated LANGUAGES could not be built); its table joins the summary.
+# node_section NAME TITLE LANGUAGES -- ARGS...: the section's script (NAME
+# and .mjs under tests/bench/) on the engine with ARGS, or its skip saying
+# why (no engine; the images of the comma-separated LANGUAGES could not be
+# built); its table joins the summary.
 node_section() {
 	local name=$1 title=$2 langs=$3 line='' rc=0
 	shift 4
