@@ -343,7 +343,7 @@ test('afterwards: the HTTP daemon answers, no container is left, fds and RSS are
     const ping = await rpc(st.d, sid, 2, 'ping', {});
     assert.deepEqual(ping.result, {}, JSON.stringify(ping));
     const list = await rpc(st.d, sid, 3, 'tools/list', {});
-    assert.equal(list.result?.tools?.length, 8, JSON.stringify(list).slice(0, 300));
+    assert.equal(list.result?.tools?.length, 9, JSON.stringify(list).slice(0, 300));
     t.diagnostic(`ping + tools/list in ${Date.now() - p0} ms`);
     await rawRequest(st.d.port, { method: 'DELETE', headers: sessionHeaders(sid) });
 
