@@ -48,11 +48,11 @@ async function client(daemon, name) {
   };
 }
 
-function daemonArgs(extra = []) {
+function daemonArgs(extra = [], dir = cacheDir) {
   return [
     '--languages', 'python,javascript',
     '--languages-file', langsFile,
-    '--packages-cache-dir', cacheDir,
+    '--packages-cache-dir', dir,
     '--packages-index', `python=http://pypi.test:${index.port}/simple/`,
     '--egress-resolve', 'pypi.test=127.0.0.1',
     '--egress-allow-cidr', '127.0.0.0/8',
@@ -191,6 +191,47 @@ test('a session installs a set and imports it in its next cell', { timeout: TEST
     checkRun(after, { status: 'ok', exit_code: 0, stdout: 'dep 2.0.0 on base 1.0.0 42\n' });
     await c.call('close_session', { session_id: id });
   }));
+
+test('past the cache\'s cap the least recently used set goes, never one a live session added', { timeout: TEST_TIMEOUT_MS * 3 }, async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpsbx-pkgcache-small-'));
+  const ev = await HttpDaemon.start('packages-evict', { args: daemonArgs(['--packages-cache-max-bytes', String(16 << 20)], dir) });
+  const ec = await client(ev, 'packages-evict');
+  const run = async (packages) => {
+    const r = checkRun(await ec.call('run_python_code', { code: 'import mcpsbx_big; print(mcpsbx_big.VALUE)', packages }),
+      { status: 'ok', exit_code: 0, stdout: 'big 1.0.0\n' });
+    return byName(r.sc)['mcpsbx-big'].source;
+  };
+  // The big sets' evictions (the small preinstall set may go first).
+  const evictions = () => [...ev.stderr.matchAll(/package cache: evicted set \w+ \((\d+) bytes\)/g)]
+    .filter((m) => Number(m[1]) > 7 << 20).length;
+  try {
+    await withDaemon(ev, async () => {
+      // Each set is over 7 MiB: two fit under 16 MiB, three do not.
+      const s = await ec.call('create_session', { language: 'python' });
+      assert.notEqual(s.isError, true, textOf(s));
+      const id = s.structuredContent.session_id;
+      const held = await ec.call('install_packages', { session_id: id, packages: ['mcpsbx-big'] });
+      assert.notEqual(held.isError, true, textOf(held));
+      assert.equal(await run(['mcpsbx-big', 'mcpsbx-base==1.0.0']), 'installed');
+      assert.equal(evictions(), 0);
+      // The session's set is the least recently used, but held.
+      assert.equal(await run(['mcpsbx-big', 'mcpsbx-base==1.1.0']), 'installed');
+      assert.equal(evictions(), 1);
+      assert.equal(await run(['mcpsbx-big', 'mcpsbx-base==1.0.0']), 'installed', 'the evicted set installs again');
+      assert.equal(evictions(), 2);
+      const cell = await ec.call('run_python_code', { session_id: id, code: 'import mcpsbx_big\nprint(mcpsbx_big.VALUE)' });
+      checkRun(cell, { status: 'ok', exit_code: 0, stdout: 'big 1.0.0\n' });
+      assert.equal(await run(['mcpsbx-big']), 'cached');
+      await ec.call('close_session', { session_id: id });
+      const setsOnDisk = fs.readdirSync(path.join(dir, 'sets')).length;
+      assert.ok(setsOnDisk <= 3, `${setsOnDisk} sets on disk`);
+    });
+  } finally {
+    await ec.close();
+    await ev.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test('offline, after a restart: what is cached is served, anything else refused', { timeout: TEST_TIMEOUT_MS * 2 }, async () => {
   await c.close();

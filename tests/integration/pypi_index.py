@@ -18,6 +18,8 @@ writes OUT_DIR/files/* and prints a JSON object {project: [file, ...]}
   mcpsbx-evil   0.1.0, source only: its setup.py tries to reach a host
                 that is not the index and to write outside its target,
                 writes what happened to stderr and fails the build
+  mcpsbx-big    1.0.0, wheel: module mcpsbx_big and BIG_BYTES of data
+                that does not compress, for a cache's size cap to bite
 """
 import base64
 import hashlib
@@ -35,7 +37,8 @@ def record_line(name, data):
 
 
 def wheel(out, project, version, modules, requires=()):
-    """A pure-Python wheel: modules maps a file inside it to its text."""
+    """A pure-Python wheel: modules maps a file inside it to its text
+    (or bytes)."""
     dist = project.replace("-", "_")
     info = "%s-%s.dist-info" % (dist, version)
     meta = ["Metadata-Version: 2.1", "Name: %s" % project, "Version: %s" % version]
@@ -48,7 +51,7 @@ def wheel(out, project, version, modules, requires=()):
     lines = []
     with zipfile.ZipFile(os.path.join(out, name), "w", zipfile.ZIP_DEFLATED) as z:
         for path, text in files.items():
-            data = text.encode()
+            data = text if isinstance(text, bytes) else text.encode()
             z.writestr(path, data)
             lines.append(record_line(path, data))
         lines.append(info + "/RECORD,,")
@@ -73,6 +76,10 @@ def sdist(out, project, version, files):
             t.addfile(ti, io.BytesIO(data))
     return name
 
+
+# Three sets holding mcpsbx-big pass the smallest cap a cache may have
+# (16 MiB), two do not.
+BIG_BYTES = 7 << 20
 
 SETUP = """from setuptools import setup
 setup(name=%r, version=%r, py_modules=[%r])
@@ -100,7 +107,8 @@ sys.exit(1)
 def main():
     out = os.path.join(sys.argv[1], "files")
     os.makedirs(out, exist_ok=True)
-    index = {"mcpsbx-base": [], "mcpsbx-dep": [], "mcpsbx-sdist": [], "mcpsbx-evil": []}
+    index = {"mcpsbx-base": [], "mcpsbx-dep": [], "mcpsbx-sdist": [], "mcpsbx-evil": [],
+             "mcpsbx-big": []}
     for v in ("1.0.0", "1.1.0"):
         index["mcpsbx-base"].append(wheel(out, "mcpsbx-base", v, {
             "mcpsbx_base.py": "VALUE = 'base %s'\n" % v}))
@@ -112,6 +120,8 @@ def main():
         "mcpsbx_sdist.py": "VALUE = 'sdist 0.3.0 built'\n"}))
     index["mcpsbx-evil"].append(sdist(out, "mcpsbx-evil", "0.1.0", {
         "setup.py": EVIL, "mcpsbx_evil.py": "VALUE = 'evil'\n"}))
+    index["mcpsbx-big"].append(wheel(out, "mcpsbx-big", "1.0.0", {
+        "mcpsbx_big.py": "VALUE = 'big 1.0.0'\n", "mcpsbx_big.bin": os.urandom(BIG_BYTES)}))
     json.dump(index, sys.stdout)
     sys.stdout.write("\n")
 

@@ -9,6 +9,7 @@
 #include "fake_backend/fake_backend.h"
 #include "mcp/mcp.h"
 #include "sandbox/run/exec.h"
+#include "unit/cache_dir.h"
 #include "unit/langs.h"
 
 /* How the backend behaves: down (every operation fails at once), stalled
@@ -30,6 +31,7 @@ static inline void rig_init(struct rig *g, enum rig_backend how)
     memset(g, 0, sizeof(*g));
     config_init(&g->cfg);
     g->cfg.pool_size = 0; /* the pool has tests of its own */
+    test_cache_dir(&g->cfg);
     g->fake = fake_backend_new();
     g->backend = fake_backend_get(g->fake);
     if (how == RIG_DOWN)

@@ -210,10 +210,17 @@ static json_object *report_object(const char *out, size_t len)
 
 struct packages_report *install_report(const struct reqs_list *reqs, const char *out, size_t len)
 {
+    json_object *o = report_object(out, len);
+    struct packages_report *r = install_report_versions(reqs, o);
+    json_object_put(o);
+    return r;
+}
+
+struct packages_report *install_report_versions(const struct reqs_list *reqs, const json_object *o)
+{
     struct packages_report *r = xcalloc(1, sizeof(*r));
     r->items = xcalloc(reqs->n ? reqs->n : 1, sizeof(*r->items));
     r->n = reqs->n;
-    json_object *o = report_object(out, len);
     for (size_t i = 0; i < reqs->n; i++) {
         r->items[i].name = xstrdup(reqs->v[i].name);
         json_object *v = NULL;
@@ -225,7 +232,6 @@ struct packages_report *install_report(const struct reqs_list *reqs, const char 
             r->items[i].version = xstrdup(shown);
         }
     }
-    json_object_put(o);
     return r;
 }
 

@@ -15,6 +15,7 @@
 #ifndef MCPSBX_INSTALL_H
 #define MCPSBX_INSTALL_H
 
+#include <json-c/json.h>
 #include <stddef.h>
 
 #include "base/err.h"
@@ -58,6 +59,11 @@ int install_egress(const struct langtable_packages *p, struct egress_patterns *o
  * the version its report line gives (NULL when it gives none, or no line
  * came). Caller frees (packages_report_free). */
 struct packages_report *install_report(const struct reqs_list *reqs, const char *out, size_t len);
+
+/* The same from an object of names and versions (NULL: none), as a
+ * report line or a cached set's manifest gives them; untrusted alike. */
+struct packages_report *install_report_versions(const struct reqs_list *reqs,
+                                                const json_object *versions);
 
 /* The last lines of an installer's output, printable, for an error:
  * at most INSTALL_QUOTE_LINES lines and INSTALL_QUOTE_MAX bytes (caller

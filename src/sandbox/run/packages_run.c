@@ -211,9 +211,32 @@ static void set_key(const struct langtable_lang *lang, const struct reqs_list *r
     free(canon);
 }
 
-/* The set's manifest: what was asked and what came. */
-static char *manifest_text(const char *key, const struct reqs_list *reqs,
-                           const struct packages_report *rep)
+/* Whether the tree at path holds a top-level module lang's pooled
+ * sandboxes import before the run (its preload): the pool's would shadow
+ * it. */
+static bool shadows_preload(const struct langtable_lang *lang, const char *path)
+{
+    for (size_t i = 0; i < lang->preload.n; i++) {
+        const char *mod = lang->preload.v[i];
+        size_t n = strcspn(mod, ".");
+        char *dir = xasprintf("%s/%.*s", path, (int)n, mod);
+        char *file = xasprintf("%s/%.*s.py", path, (int)n, mod);
+        struct stat st;
+        bool hit = lstat(dir, &st) == 0 || lstat(file, &st) == 0;
+        free(dir);
+        free(file);
+        if (hit)
+            return true;
+    }
+    return false;
+}
+
+/* The set's manifest: what was asked and what came, and whether it
+ * shadows lang's preload (worked out once, here, not at every hit; by
+ * language, as languages sharing an image share its sets). */
+static char *manifest_text(const char *key, const struct langtable_lang *lang,
+                           const struct reqs_list *reqs, const struct packages_report *rep,
+                           bool shadows)
 {
     json_object *m = json_object_new_object();
     json_object_object_add(m, "key", json_object_new_string(key));
@@ -230,6 +253,9 @@ static char *manifest_text(const char *key, const struct reqs_list *reqs,
         json_object_array_add(items, it);
     }
     json_object_object_add(m, "packages", items);
+    json_object *sh = json_object_new_object();
+    json_object_object_add(sh, lang->name, json_object_new_boolean(shadows));
+    json_object_object_add(m, "shadows_preload", sh);
     char *text = xstrdup(json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN));
     json_object_put(m);
     return text;
@@ -253,16 +279,18 @@ static char *read_capped(const char *path, size_t cap, size_t *len)
     return data;
 }
 
-/* A cached set's report, from its manifest (the daemon's own file, in a
- * tree no sandbox can write): its versions put in the form an install's
- * report line has, and read the same way. */
-static struct packages_report *report_from_set(const char *set, const struct reqs_list *reqs)
+/* A cached set's report and whether it shadows lang's preload, from its
+ * manifest (the daemon's own file, in a tree no sandbox can write; its
+ * versions came from an installer and are read as untrusted still). A
+ * manifest without lang's flag has it worked out from the tree. */
+static struct packages_report *report_from_set(const struct langtable_lang *lang, const char *set,
+                                               const struct reqs_list *reqs, bool *shadows)
 {
     char *path = xasprintf("%s/%s", set, PKGCACHE_MANIFEST_NAME);
     size_t len = 0;
     char *text = read_capped(path, PKGCACHE_MANIFEST_MAX, &len);
     free(path);
-    json_object *m = NULL, *items = NULL;
+    json_object *m = NULL, *items = NULL, *sh = NULL, *flag = NULL;
     json_object *v = json_object_new_object();
     struct json_exact why;
     if (text && json_parse_exact(text, len, 8, 0, &m, &why) == 0 &&
@@ -275,33 +303,17 @@ static struct packages_report *report_from_set(const char *set, const struct req
                 json_object_object_get_ex(it, "version", &ver) && ver)
                 json_object_object_add(v, json_object_get_string(n), json_object_get(ver));
         }
-    char *line = xasprintf("%s%s\n", INSTALL_REPORT_MARK,
-                           json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
-    struct packages_report *r = install_report(reqs, line, strlen(line));
-    free(line);
+    if (m && json_object_object_get_ex(m, "shadows_preload", &sh) &&
+        json_object_object_get_ex(sh, lang->name, &flag) &&
+        json_object_is_type(flag, json_type_boolean))
+        *shadows = json_object_get_boolean(flag);
+    else
+        *shadows = shadows_preload(lang, set);
+    struct packages_report *r = install_report_versions(reqs, v);
     json_object_put(v);
     json_object_put(m);
     free(text);
     return r;
-}
-
-/* Whether the set at path holds a top-level module lang's pooled sandboxes
- * import before the run (its preload): the pool's would shadow it. */
-static bool shadows_preload(const struct langtable_lang *lang, const char *path)
-{
-    for (size_t i = 0; i < lang->preload.n; i++) {
-        const char *mod = lang->preload.v[i];
-        size_t n = strcspn(mod, ".");
-        char *dir = xasprintf("%s/%.*s", path, (int)n, mod);
-        char *file = xasprintf("%s/%.*s.py", path, (int)n, mod);
-        struct stat st;
-        bool hit = lstat(dir, &st) == 0 || lstat(file, &st) == 0;
-        free(dir);
-        free(file);
-        if (hit)
-            return true;
-    }
-    return false;
 }
 
 /* "a, b, c" for an error. */
@@ -394,7 +406,8 @@ static int install(struct exec_ctx *ctx, const struct run *req, struct packages_
     rc = exec_run(ctx, &ir, &ires, &run_err);
     if (rc == 0 && ires.status == EXEC_OK && ires.has_exit_code && ires.exit_code == 0) {
         *rep = install_report(req->packages, ires.out.data ? ires.out.data : "", ires.out.len);
-        char *manifest = manifest_text(use->lease.key, req->packages, *rep);
+        use->cold = shadows_preload(lang, use->lease.path);
+        char *manifest = manifest_text(use->lease.key, lang, req->packages, *rep, use->cold);
         rc = pkgcache_publish(ctx->packages->cache, &use->lease, manifest, err);
         free(manifest);
         if (rc < 0)
@@ -440,7 +453,7 @@ int packages_run_ready(struct exec_ctx *ctx, const struct run *req, struct packa
         if (install(ctx, req, use, &rep, err) == 0)
             rep->cached = false;
     } else {
-        rep = report_from_set(use->lease.path, req->packages);
+        rep = report_from_set(req->language, use->lease.path, req->packages, &use->cold);
         rep->cached = true;
     }
     if (use->lease.kind != PKGCACHE_HIT || !rep) {
@@ -454,7 +467,6 @@ int packages_run_ready(struct exec_ctx *ctx, const struct run *req, struct packa
     packages_report_free(res->packages);
     res->packages = rep;
     snprintf(use->dir, sizeof(use->dir), "%s/%s", BACKEND_PACKAGES_DIR, key);
-    use->cold = shadows_preload(req->language, use->lease.path);
     return 0;
 }
 
@@ -463,4 +475,33 @@ void packages_run_done(struct exec_ctx *ctx, struct packages_use *use)
     if (use->lease.kind == PKGCACHE_HIT)
         pkgcache_release(ctx->packages->cache, &use->lease);
     memset(use, 0, sizeof(*use));
+}
+
+bool packages_held_room(const struct packages_held *held)
+{
+    return held->n < PACKAGES_SESSION_SETS_MAX;
+}
+
+void packages_hold(struct exec_ctx *ctx, struct packages_held *held, struct packages_use *use)
+{
+    if (use->lease.kind != PKGCACHE_HIT)
+        return;
+    bool have = !packages_held_room(held);
+    for (size_t i = 0; i < held->n && !have; i++)
+        have = strcmp(held->v[i].key, use->lease.key) == 0;
+    if (have) {
+        packages_run_done(ctx, use);
+        return;
+    }
+    held->v = xrealloc(held->v, (held->n + 1) * sizeof(*held->v));
+    held->v[held->n++] = use->lease;
+    memset(use, 0, sizeof(*use));
+}
+
+void packages_held_release(struct exec_ctx *ctx, struct packages_held *held)
+{
+    for (size_t i = 0; i < held->n; i++)
+        pkgcache_release(ctx->packages->cache, &held->v[i]);
+    free(held->v);
+    memset(held, 0, sizeof(*held));
 }

@@ -72,4 +72,25 @@ int packages_run_ready(struct exec_ctx *ctx, const struct run *req, struct packa
 /* Releases what packages_run_ready held. */
 void packages_run_done(struct exec_ctx *ctx, struct packages_use *use);
 
+/* The sets a code session added, held against eviction for its life: its
+ * interpreter keeps them on its import path. The session's owner locks. */
+struct packages_held {
+    struct pkgcache_lease *v;
+    size_t n;
+};
+
+/* The sets a session may add: each one held is a tree the cache's cap
+ * cannot evict. */
+#define PACKAGES_SESSION_SETS_MAX 64
+
+/* Whether held has room for one more set. */
+bool packages_held_room(const struct packages_held *held);
+
+/* Moves use's set into held (released instead when held has it already or
+ * is full); use is empty afterwards. */
+void packages_hold(struct exec_ctx *ctx, struct packages_held *held, struct packages_use *use);
+
+/* Releases every set held (the session is gone). */
+void packages_held_release(struct exec_ctx *ctx, struct packages_held *held);
+
 #endif

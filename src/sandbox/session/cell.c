@@ -111,6 +111,26 @@ static void give_back(struct code_space *sp, struct kept *k, struct code_session
         watch_wake(sp);
 }
 
+static bool held_room(struct kept *k)
+{
+    pthread_mutex_lock(&k->lock);
+    bool room = packages_held_room(&k->held);
+    pthread_mutex_unlock(&k->lock);
+    return room;
+}
+
+/* The cell's set stays held while the session lives: its interpreter may
+ * have put it on its path, whether the cell went well or not. A session
+ * torn down meanwhile released what it held; the set goes too. */
+static void hold(struct exec_ctx *ctx, struct kept *k, struct packages_use *pk)
+{
+    pthread_mutex_lock(&k->lock);
+    if (k->sb.id)
+        packages_hold(ctx, &k->held, pk);
+    pthread_mutex_unlock(&k->lock);
+    packages_run_done(ctx, pk);
+}
+
 /* A failed call's error as it is returned: cleaned of the secrets. */
 static void clean_error(const struct redactor *red, struct err *err)
 {
@@ -167,6 +187,11 @@ int code_session_run(struct exec_ctx *ctx, struct code_session *cs, const struct
      * the call, never the session. */
     struct packages_use pk;
     memset(&pk, 0, sizeof(pk));
+    if (rc == 0 && req->packages && !held_room(k))
+        rc = err_set(err, ERR_INVALID,
+                     "this session has added %d package sets, the most a session may; "
+                     "open another session for more",
+                     PACKAGES_SESSION_SETS_MAX);
     if (rc == 0)
         rc = packages_run_ready(ctx, req, &pk, res, err);
     if (rc < 0 || take(sp, k, cs, req, res, err) < 0) {
@@ -182,7 +207,7 @@ int code_session_run(struct exec_ctx *ctx, struct code_session *cs, const struct
     output_init(&o, req, res, ctx->redactor, nonce, (size_t)ctx->cfg->max_output_bytes);
     if (rc == 0)
         rc = run_cell(ctx, k, req, &o, pk.dir, nonce, err);
-    packages_run_done(ctx, &pk);
+    hold(ctx, k, &pk);
     if (rc < 0)
         clean_error(ctx->redactor, err);
     bool kill = false;

@@ -82,6 +82,7 @@ void space_teardown(struct code_space *sp, struct kept *k, bool kill)
     pthread_mutex_lock(&k->lock);
     struct sandbox sb = k->sb;
     k->sb = (struct sandbox){0};
+    packages_held_release(ctx, &k->held);
     pthread_mutex_unlock(&k->lock);
     backend_stream_close(sb.stream);
     if (sb.id) {

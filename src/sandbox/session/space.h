@@ -10,6 +10,7 @@
 
 #include "sandbox/run/attempt.h"
 #include "sandbox/run/exec_ctx.h"
+#include "sandbox/run/packages_run.h"
 #include "sandbox/session/code_session.h"
 
 /* A session's sandbox: the registry's handle for it (code_session_handle),
@@ -26,6 +27,8 @@ struct kept {
     /* The session's --secret placeholders, made at open for all its calls
      * (a value kept in the interpreter stays valid); NULL: none. */
     struct egress_run_secrets *secrets;
+    /* The package sets its calls added, released at teardown. */
+    struct packages_held held;
     /* Under the space's lock: */
     LIST_ENTRY(kept) watched; /* holds a reference to cs while linked */
     bool linked, torn;

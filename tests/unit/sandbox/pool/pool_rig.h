@@ -14,6 +14,7 @@
 #include "fake_backend/fake_backend.h"
 #include "sandbox/run/exec.h"
 #include "unit/options.h"
+#include "unit/cache_dir.h"
 #include "unit/langs.h"
 
 #define GUARD 20000
@@ -55,6 +56,7 @@ static inline int setup(void **state)
     g->fake = fake_backend_new();
     config_init(&g->cfg);
     g->cfg.pool_size = 1;
+    test_cache_dir(&g->cfg);
     set_list(&g->cfg.languages, (const char *const[]){"python", "javascript"}, 2);
     *state = g;
     return 0;

@@ -12,6 +12,7 @@
 #include "fake_backend/fake_backend.h"
 #include "sandbox/run/exec.h"
 #include "unit/options.h"
+#include "unit/cache_dir.h"
 #include "unit/langs.h"
 
 #define GUARD 20000 /* ms: a hang guard only */
@@ -41,6 +42,7 @@ static inline int setup(void **state)
     g->fb = fake_backend_new();
     config_init(&g->cfg);
     g->cfg.pool_size = 0; /* the pool has tests of its own */
+    test_cache_dir(&g->cfg);
     reconfigure(g);
     *state = g;
     return 0;
