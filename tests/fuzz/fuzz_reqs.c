@@ -1,14 +1,17 @@
 /* libFuzzer harness for package requirements (src/sandbox/packages/reqs.h),
  * which come from a client and become an installer's argv words. The
- * input's first byte picks the installer (bit 0: npm, else pip) and the
- * mode (bit 1: a list, the rest split at '\n'; else one requirement).
+ * input's first byte picks the installer (bit 0: npm, else bit 2: gem,
+ * else pip) and the mode (bit 1: a list, the rest split at '\n'; else one
+ * requirement).
  *
  * Checks, beyond "no crash":
  *   - an accepted requirement's text is printable ASCII (a space only
  *     inside an npm range), starts with a letter, a digit or '@' (never
- *     '-'), holds none of the characters of a URL, a path or a marker
- *     (pip: '@' ':' '/' '\' ';' space; npm: ':' '\' '#', '/' only in
- *     the scope), and starts with its name;
+ *     '-'; gem: an uppercase letter too), holds none of the characters
+ *     of a URL, a path or a marker (pip: '@' ':' '/' '\' ';' space; npm:
+ *     ':' '\' '#', '/' only in the scope; gem: '/' '\' '@' '#' ';', one
+ *     ':' at most, a space only after it), and starts with its name (gem:
+ *     its lowercase);
  *   - normalizing is a fixpoint: the text parses again to itself;
  *   - a refusal leaves the item empty and says which string (a quote);
  *   - an accepted list is sorted by name, each name once, at most as
@@ -18,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "fuzz.h"
 #include "sandbox/packages/reqs.h"
@@ -26,12 +30,21 @@ static void check_text(enum reqs_installer i, const struct reqs_item *it)
 {
     const char *t = it->text;
     size_t n = strlen(t);
-    CHECK(n > 0 && strlen(it->name) > 0 && strncmp(t, it->name, strlen(it->name)) == 0);
-    CHECK((t[0] >= 'a' && t[0] <= 'z') || (t[0] >= '0' && t[0] <= '9') || t[0] == '@');
+    size_t nn = strlen(it->name);
+    CHECK(n > 0 && nn > 0 && n >= nn);
+    CHECK(i == REQS_GEM ? strncasecmp(t, it->name, nn) == 0 : strncmp(t, it->name, nn) == 0);
+    CHECK((t[0] >= 'a' && t[0] <= 'z') || (t[0] >= '0' && t[0] <= '9') || t[0] == '@' ||
+          (i == REQS_GEM && t[0] >= 'A' && t[0] <= 'Z'));
     for (size_t k = 0; k < n; k++)
         CHECK(t[k] >= 0x20 && t[k] < 0x7f);
     if (i == REQS_PIP) {
         CHECK(!strpbrk(t, "@:/\\; "));
+    } else if (i == REQS_GEM) {
+        const char *colon = strchr(t, ':');
+        CHECK(!strpbrk(t, "/\\@#;") && t[0] != '@');
+        CHECK(!colon || !strchr(colon + 1, ':'));
+        CHECK(!strchr(t, ' ') || (colon && strchr(t, ' ') > colon));
+        CHECK(t[n - 1] != ' ');
     } else {
         CHECK(!strpbrk(t, ":\\#"));
         const char *slash = strchr(t, '/');
@@ -105,7 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1 || size > 8192)
         return 0;
-    enum reqs_installer i = data[0] & 1 ? REQS_NPM : REQS_PIP;
+    enum reqs_installer i = data[0] & 1 ? REQS_NPM : data[0] & 4 ? REQS_GEM : REQS_PIP;
     const char *s = (const char *)data + 1;
     if (data[0] & 2)
         list(i, s, size - 1);

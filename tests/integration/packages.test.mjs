@@ -2,7 +2,8 @@
 // official SDK client over streamable HTTP. pip installs from a PEP 503
 // index served on loopback (pypi_index.mjs: wheels and source
 // distributions built here), reached as pypi.test (--egress-resolve, with
-// loopback allowed explicitly); npm installs from the public npm registry,
+// loopback allowed explicitly); gem from a gem source served the same way
+// (gem_index.mjs: gems built in the ruby image), reached as gems.test; npm installs from the public npm registry,
 // whose address comes from npm's own configuration (the only traffic that
 // leaves the machine). Each daemon has a package cache of its own in a
 // fresh directory.
@@ -27,8 +28,10 @@ import {
   checkDaemonsAndContainers,
 } from './lib.mjs';
 import { startIndex } from './pypi_index.mjs';
+import { startGemIndex } from './gem_index.mjs';
 
 let index;
+let gems;
 let cacheDir;
 let langsFile;
 let registryAllow = [];
@@ -50,11 +53,13 @@ async function client(daemon, name) {
 
 function daemonArgs(extra = [], dir = cacheDir) {
   return [
-    '--languages', 'python,javascript',
+    '--languages', 'python,javascript,ruby',
     '--languages-file', langsFile,
     '--packages-cache-dir', dir,
     '--packages-index', `python=http://pypi.test:${index.port}/simple/`,
+    '--packages-index', `ruby=http://gems.test:${gems.port}/`,
     '--egress-resolve', 'pypi.test=127.0.0.1',
+    '--egress-resolve', 'gems.test=127.0.0.1',
     '--egress-allow-cidr', '127.0.0.0/8',
     ...registryAllow,
     ...extra,
@@ -67,6 +72,7 @@ const fileFetches = (name) => index.requests.filter((r) => r.path === `/files/${
 test('preflight: an index on loopback, the registry\'s address, a daemon with a cache of its own', async (tc) => {
   await preflight(tc);
   index = await startIndex();
+  gems = await startGemIndex();
   cacheDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpsbx-pkgcache-'));
   langsFile = path.join(cacheDir, '..', `${path.basename(cacheDir)}.languages.json`);
   fs.writeFileSync(langsFile, JSON.stringify({
@@ -233,6 +239,38 @@ test('past the cache\'s cap the least recently used set goes, never one a live s
   }
 });
 
+test('gem: a pinned gem and one that needs it, then cached; a session adds one; a missing gem answered', { timeout: TEST_TIMEOUT_MS * 2 }, () =>
+  withDaemon(d, async () => {
+    const code = 'require "mcpsbx_gdep"\nputs MCPSBX_GDEP';
+    const asked = ['mcpsbx_gdep', 'mcpsbx_gbase:1.0.0'];
+    const first = checkRun(await c.call('execute_code', { language: 'ruby', code, packages: asked }),
+      { status: 'ok', exit_code: 0, stdout: 'gdep 2.0.0 on gbase 1.0.0\n' });
+    const got = byName(first.sc);
+    assert.equal(got.mcpsbx_gdep.version, '2.0.0');
+    assert.equal(got.mcpsbx_gbase.version, '1.0.0');
+    for (const p of first.sc.packages) assert.equal(p.source, 'installed');
+    const fetched = gems.requests.length;
+    const again = checkRun(await c.call('execute_code', { language: 'ruby', code, packages: ['mcpsbx_gbase:= 1.0.0', 'mcpsbx_gdep'] }),
+      { status: 'ok', exit_code: 0, stdout: 'gdep 2.0.0 on gbase 1.0.0\n' });
+    for (const p of again.sc.packages) assert.equal(p.source, 'cached');
+    assert.equal(gems.requests.length, fetched, 'a cached set reaches no source');
+
+    const s = await c.call('create_session', { language: 'ruby' });
+    assert.notEqual(s.isError, true, textOf(s));
+    const id = s.structuredContent.session_id;
+    const inst = await c.call('install_packages', { session_id: id, packages: ['mcpsbx_gbase:~> 1.1'] });
+    assert.notEqual(inst.isError, true, textOf(inst));
+    assert.equal(byName(inst.structuredContent).mcpsbx_gbase.version, '1.1.0');
+    checkRun(await c.call('execute_code', { language: 'ruby', session_id: id, code: 'require "mcpsbx_gbase"\nputs MCPSBX_GBASE' }),
+      { status: 'ok', exit_code: 0, stdout: 'gbase 1.1.0\n' });
+    await c.call('close_session', { session_id: id });
+
+    const missing = await c.call('execute_code', { language: 'ruby', code: 'puts 1', packages: ['mcpsbx_nope'] });
+    assert.equal(missing.isError, true);
+    assert.match(textOf(missing), /installing mcpsbx_nope failed/);
+    assert.match(textOf(missing), /Could not find a valid gem 'mcpsbx_nope'/);
+  }));
+
 test('offline, after a restart: what is cached is served, anything else refused', { timeout: TEST_TIMEOUT_MS * 2 }, async () => {
   await c.close();
   await d.stop();
@@ -257,6 +295,7 @@ test('offline, after a restart: what is cached is served, anything else refused'
 test('stop', async () => {
   await checkDaemonsAndContainers();
   await index.close();
+  await gems.close();
   fs.rmSync(cacheDir, { recursive: true, force: true });
   fs.rmSync(langsFile, { force: true });
 });

@@ -3759,6 +3759,30 @@ def t_packages_generic(lang):
             cell_ok(s.call(nonce_of(4), code, program=NODE_PROGRAM), b"tpkg with tdep\n")
 
 
+# Ruby's sets (gem's layout): on GEM_PATH, ahead of the image's gems (the
+# trailing ':'), a cell's for that cell only.
+SH_PROGRAM = {"source_file": "main.sh", "run": ["sh", "main.sh"]}
+GEMS = {"specifications/tgem-1.0.gemspec": "# a spec\n", "gems/tgem-1.0/lib/tgem.rb": "TGEM = 1\n"}
+
+
+@case("pl")
+def t_packages_gem_path(lang):
+    with PackageRoot() as root:
+        one = root.set("one", GEMS)
+        two = root.set("two", GEMS)
+        node = root.set("node", root.JS)
+        code = 'echo "$GEM_PATH"'
+        res = run(lang, request=pl_frame(code, SH_PROGRAM, packages=[one, node]), env=root.env)
+        pl_ok(res)
+        eq(res.out, one + ":\n", "GEM_PATH with a gem set and an npm one")
+        res = run(lang, request=pl_frame(code, SH_PROGRAM), env=root.env)
+        eq(res.out, "\n", "GEM_PATH without a set")
+        with session_begin(lang, env=root.env) as s:
+            cell_ok(s.call(nonce_of(1), "", add_packages=[one]), b"")
+            cell_ok(s.call(nonce_of(2), code, program=SH_PROGRAM, packages=[two]), (two + ":" + one + ":\n").encode())
+            cell_ok(s.call(nonce_of(3), code, program=SH_PROGRAM), (one + ":\n").encode())
+
+
 def packages_session_cells(s, root, lang):
     """A session: a cell's packages for that cell only; add_packages for
     the rest of the session (a cell of no code adds them), and the next

@@ -89,8 +89,9 @@
  *                    "packages", the key's older name, is read as this.
  *   packages         installs on demand: an object, or null for none
  *                    (the calls' packages arguments are then refused):
- *                      installer   "pip" (python runner) or "npm" (node
- *                                  runner, or generic running node);
+ *                      installer   "pip" (python runner), "npm" (node
+ *                                  runner, or generic running node) or
+ *                                  "gem" (generic running ruby);
  *                                  default: the runner's
  *                      index       the index URLs, at most
  *                                  LANGTABLE_INDEX_MAX (langtable_packages.h

@@ -9,7 +9,9 @@
 /* Read, not yet settled: the runner's installer goes here. */
 #define INSTALLER_UNSET ((enum reqs_installer)REQS_INSTALLERS)
 
-#define FITS "pip: the python runner; npm: the node runner, or generic running node"
+#define FITS                                                                                       \
+    "pip: the python runner; npm: the node runner, or generic running node; gem: generic "         \
+    "running ruby"
 #define KEYS "installer, index, allow, deny, scripts, timeout_ms, max_bytes, preinstall"
 
 void langtable_packages_free(struct langtable_packages *p)
@@ -136,7 +138,8 @@ static int get_installer(json_object *v, enum reqs_installer *out, struct err *e
 {
     const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
     if (!reqs_installer_from_name(s, strlen(s), out))
-        return err_set(err, ERR_INVALID, "'packages': 'installer' must be \"pip\" or \"npm\"");
+        return err_set(err, ERR_INVALID,
+                       "'packages': 'installer' must be \"pip\", \"npm\" or \"gem\"");
     if (!reqs_installer_supported(*out))
         return err_set(err, ERR_INVALID, "'packages': installs with %s are not supported yet",
                        reqs_installer_name(*out));
@@ -204,17 +207,27 @@ int langtable_packages_read(json_object *v, struct langtable_packages **out, str
 
 /* ---- settling ----------------------------------------------------------------------- */
 
+/* Whether cmd is the program prog, by name or by a path ending in it. */
+static bool runs(const char *cmd, const char *prog)
+{
+    size_t n = strlen(cmd), p = strlen(prog);
+    return strcmp(cmd, prog) == 0 ||
+           (n > p && cmd[n - p - 1] == '/' && strcmp(cmd + n - p, prog) == 0);
+}
+
 /* The installer l's runner can use: pip for the python runner, npm for
- * the node runner or a generic one whose run command is node. */
+ * the node runner or a generic one whose run command is node, gem for a
+ * generic one whose run command is ruby. */
 static bool runner_installer(const struct langtable_lang *l, enum reqs_installer *out)
 {
     const char *cmd = l->run.n ? l->run.v[0] : "";
-    size_t n = strlen(cmd);
-    bool node = strcmp(cmd, "node") == 0 || (n > 5 && strcmp(cmd + n - 5, "/node") == 0);
     if (l->runner == LANGTABLE_RUNNER_PYTHON)
         *out = REQS_PIP;
-    else if (l->runner == LANGTABLE_RUNNER_NODE || node)
+    else if (l->runner == LANGTABLE_RUNNER_NODE ||
+             (l->runner == LANGTABLE_RUNNER_GENERIC && runs(cmd, "node")))
         *out = REQS_NPM;
+    else if (l->runner == LANGTABLE_RUNNER_GENERIC && runs(cmd, "ruby"))
+        *out = REQS_GEM;
     else
         return false;
     return true;
@@ -285,6 +298,12 @@ int langtable_packages_settle(struct draft *d, struct err *err)
             reqs_installer_name(p->installer), langtable_runner_name(l->runner));
     }
     p->installer = fits;
+    if (fits == REQS_GEM && !p->scripts)
+        return langtable_fail_at(err, &d->from[F_PACKAGES],
+                                 "language '%s': 'packages': gem cannot install without running a "
+                                 "gem's extension build: 'scripts' must stay true (an 'allow' "
+                                 "list keeps to gems the operator trusts)",
+                                 l->name);
     if (normalize_rules(&p->allow, fits, "allow", err) < 0 ||
         normalize_rules(&p->deny, fits, "deny", err) < 0 || parse_preinstall(p, err) < 0)
         return langtable_fail_at(err, &d->from[F_PACKAGES], "language '%s': %s", l->name,

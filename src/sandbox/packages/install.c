@@ -11,15 +11,34 @@
 /* The installers' own indexes, when the language names none. */
 static const char *const pip_hosts[] = {"pypi.org:443", "files.pythonhosted.org:443"};
 static const char *const npm_hosts[] = {"registry.npmjs.org:443"};
+static const char *const gem_hosts[] = {"rubygems.org:443", "index.rubygems.org:443"};
 
-const char *install_image(enum reqs_installer installer)
+const char *install_image(const struct langtable_lang *lang)
 {
-    return installer == REQS_NPM ? INSTALL_IMAGE_NPM : INSTALL_IMAGE_PIP;
+    switch (lang->packages->installer) {
+    case REQS_PIP:
+        return INSTALL_IMAGE_PIP;
+    case REQS_NPM:
+        return INSTALL_IMAGE_NPM;
+    case REQS_GEM:
+    case REQS_COMPOSER:
+        break;
+    }
+    return lang->image;
 }
 
 enum langtable_runner install_runner(enum reqs_installer installer)
 {
-    return installer == REQS_NPM ? LANGTABLE_RUNNER_NODE : LANGTABLE_RUNNER_PYTHON;
+    switch (installer) {
+    case REQS_PIP:
+        return LANGTABLE_RUNNER_PYTHON;
+    case REQS_NPM:
+        return LANGTABLE_RUNNER_NODE;
+    case REQS_GEM:
+    case REQS_COMPOSER:
+        break;
+    }
+    return LANGTABLE_RUNNER_GENERIC;
 }
 
 /* strs[0..n) as a JSON array: a string literal in Python and JavaScript
@@ -53,8 +72,6 @@ static const char pip_code[] =
     "        '--retries', '1', '--timeout', '30', '--target', W]\n"
     "for i, u in enumerate(idx):\n"
     "    args += ['--index-url' if i == 0 else '--extra-index-url', u]\n"
-    "    if u.startswith('http://'):\n"
-    "        args += ['--trusted-host', u.split('/')[2]]\n"
     "    if u.startswith('http://'):\n"
     "        args += ['--trusted-host', u.split('/')[2]]\n"
     "if not %s:\n"
@@ -105,6 +122,65 @@ static const char npm_code[] =
     "  process.stdout.write(%s + JSON.stringify(v) + '\\n');\n"
     "}\n";
 
+/* gem: GEM_HOME a directory in the working directory (as pip's target),
+ * copied into the staging directory without its cache of .gem files;
+ * GEM_PATH unset, so the image's own gems count as installed (a set then
+ * holds only what the image lacks: --install-dir would count nothing
+ * else). No gemrc (HOME is the sandbox's), remote only (a name is never
+ * read as a .gem file in the working directory), from the index alone
+ * (--clear-sources, then each --source). gem resolves each word on its
+ * own: the pinned ones go first and --conservative keeps a later
+ * dependency to what is installed, so a set holds one version of a name.
+ * No "--" before the words: gem passes what follows it to extension
+ * builds. gem has no way to skip a gem's extension build, so a table may
+ * not turn scripts off for it (langtable_packages.c). The report names
+ * every gem in the set, lowercase. */
+static const char gem_code[] =
+    "require 'json'\n"
+    "require 'fileutils'\n"
+    "T = %s\n"
+    "W = '/tmp/mcpsbx-set'\n"
+    "idx = %s\n"
+    "idx = ['https://rubygems.org/'] if idx.empty?\n"
+    "reqs = %s\n"
+    "reqs = reqs.select { |r| r.include?(':') } + reqs.reject { |r| r.include?(':') }\n"
+    "env = { 'GEM_HOME' => W, 'GEM_PATH' => nil, 'GEM_SPEC_CACHE' => '/tmp/mcpsbx-gem-specs' }\n"
+    "args = ['install', '--norc', '--remote', '--conservative', '--no-document',\n"
+    "        '--no-user-install', '--clear-sources']\n"
+    "idx.each { |u| args += ['--source', u] }\n"
+    "system(env, 'gem', *args, *reqs) or exit($?.exitstatus || 1)\n"
+    "v = {}\n"
+    "Dir.glob(File.join(W, 'specifications', '*.gemspec')).each do |f|\n"
+    "  s = Gem::Specification.load(f)\n"
+    "  v[s.name.downcase] = s.version.to_s if s\n"
+    "end\n"
+    "FileUtils.rm_rf(File.join(W, 'cache'))\n"
+    "Dir.children(W).each { |e| FileUtils.cp_r(File.join(W, e), T) }\n"
+    "$stdout.write(%s + JSON.generate(v) + \"\\n\")\n"
+    "$stdout.flush\n";
+
+/* A literal made for Python and JavaScript, fit for Ruby too: inside
+ * Ruby's double quotes '#' starts an interpolation, so it is spelled
+ * "\u0023". Frees lit; caller frees the result. */
+static char *ruby_literal(char *lit)
+{
+    size_t n = 0;
+    for (const char *p = lit; *p; p++)
+        n += *p == '#';
+    char *out = xmalloc(strlen(lit) + 5 * n + 1), *o = out;
+    for (const char *p = lit; *p; p++) {
+        if (*p == '#') {
+            memcpy(o, "\\u0023", 6);
+            o += 6;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    free(lit);
+    return out;
+}
+
 char *install_code(const struct langtable_packages *p, const struct reqs_list *reqs,
                    struct err *err)
 {
@@ -120,11 +196,17 @@ char *install_code(const struct langtable_packages *p, const struct reqs_list *r
     /* The one-element arrays stand for their string: "[x]"[0]. */
     char *t0 = xasprintf("%s[0]", t), *m0 = xasprintf("%s[0]", m);
     char *code = NULL;
-    if (p->installer == REQS_PIP)
+    if (p->installer == REQS_PIP) {
         code = xasprintf(pip_code, t0, idx, p->scripts ? "True" : "False", w, m0);
-    else if (p->installer == REQS_NPM)
+    } else if (p->installer == REQS_NPM) {
         code = xasprintf(npm_code, t0, idx, w, nm, p->scripts ? "true" : "false", m0);
-    else
+    } else if (p->installer == REQS_GEM) {
+        t0 = ruby_literal(t0);
+        m0 = ruby_literal(m0);
+        idx = ruby_literal(idx);
+        w = ruby_literal(w);
+        code = xasprintf(gem_code, t0, idx, w, m0);
+    } else
         err_set(err, ERR_INVALID, "%s installs are not supported yet",
                 reqs_installer_name(p->installer));
     free(t);
@@ -172,8 +254,12 @@ int install_egress(const struct langtable_packages *p, struct egress_patterns *o
             return -1;
     if (p->index.n > 0)
         return 0;
-    const char *const *hosts = p->installer == REQS_NPM ? npm_hosts : pip_hosts;
-    size_t n = p->installer == REQS_NPM ? ARRAY_SIZE(npm_hosts) : ARRAY_SIZE(pip_hosts);
+    const char *const *hosts = p->installer == REQS_NPM   ? npm_hosts
+                               : p->installer == REQS_GEM ? gem_hosts
+                                                          : pip_hosts;
+    size_t n = p->installer == REQS_NPM   ? ARRAY_SIZE(npm_hosts)
+               : p->installer == REQS_GEM ? ARRAY_SIZE(gem_hosts)
+                                          : ARRAY_SIZE(pip_hosts);
     for (size_t i = 0; i < n; i++)
         if (egress_patterns_add(out, hosts[i], strlen(hosts[i]), err) < 0)
             return -1;

@@ -25,7 +25,8 @@
 #include "sandbox/packages/reqs.h"
 
 /* The installers' images (containers/python-pip, containers/node-npm):
- * the language's image and its installer. */
+ * the language's image and its installer. gem comes with Debian's ruby:
+ * its installs run in the language's own image. */
 #define INSTALL_IMAGE_PIP "mcp-sandboxd-python-pip:latest"
 #define INSTALL_IMAGE_NPM "mcp-sandboxd-node-npm:latest"
 /* What starts the report line on the program's stdout. */
@@ -36,22 +37,24 @@
 #define INSTALL_QUOTE_LINES 12
 #define INSTALL_QUOTE_MAX   2048
 
-/* installer's image. */
-const char *install_image(enum reqs_installer installer);
+/* The image lang's installs run in. */
+const char *install_image(const struct langtable_lang *lang);
 
 /* The runner an install of installer runs under: LANGTABLE_RUNNER_PYTHON
- * for pip, LANGTABLE_RUNNER_NODE for npm. */
+ * for pip, LANGTABLE_RUNNER_NODE for npm, the language's own
+ * (LANGTABLE_RUNNER_GENERIC, running ruby) for gem. */
 enum langtable_runner install_runner(enum reqs_installer installer);
 
 /* The program installing reqs per p into BACKEND_INSTALL_DIR, for
- * install_runner's runner (caller frees); NULL with err for an installer
- * that has none. */
+ * install_runner's runner (for gem, Ruby source) (caller frees); NULL
+ * with err for an installer that has none. */
 char *install_code(const struct langtable_packages *p, const struct reqs_list *reqs,
                    struct err *err);
 
 /* The hosts an install per p may reach: each index URL's host and port,
  * or without an index the installer's own (pip: pypi.org and
- * files.pythonhosted.org; npm: registry.npmjs.org), port 443. */
+ * files.pythonhosted.org; npm: registry.npmjs.org; gem: rubygems.org and
+ * index.rubygems.org), port 443. */
 int install_egress(const struct langtable_packages *p, struct egress_patterns *out,
                    struct err *err);
 

@@ -30,7 +30,7 @@ bool reqs_installer_from_name(const char *s, size_t n, enum reqs_installer *out)
 
 bool reqs_installer_supported(enum reqs_installer i)
 {
-    return i == REQS_PIP || i == REQS_NPM;
+    return i == REQS_PIP || i == REQS_NPM || i == REQS_GEM;
 }
 
 /* ---- shared by the grammars ------------------------------------------------------- */
@@ -73,11 +73,12 @@ static int fail_quoted(struct err *err, const char *s, size_t n)
 }
 
 /* What an installer could read as a local archive rather than a name:
- * pip's archive extensions (is_archive_file), npm's tarball file names. */
+ * pip's archive extensions (is_archive_file), npm's tarball file names,
+ * gem's .gem files. */
 static bool archive_like(const char *s, size_t n)
 {
-    static const char *const ext[] = {".whl", ".zip", ".tar", ".tgz", ".tbz", ".txz",
-                                      ".tlz", ".gz",  ".bz2", ".xz",  ".lz",  ".lzma"};
+    static const char *const ext[] = {".whl", ".zip", ".tar", ".tgz", ".tbz",  ".txz", ".tlz",
+                                      ".gz",  ".bz2", ".xz",  ".lz",  ".lzma", ".gem"};
     for (size_t k = 0; k < ARRAY_SIZE(ext); k++) {
         size_t e = strlen(ext[k]);
         if (n >= e && strncasecmp(s + n - e, ext[k], e) == 0)
@@ -121,8 +122,10 @@ int reqs_parse_one(enum reqs_installer i, const char *s, size_t n, struct reqs_i
         rc = -1;
     else if (i == REQS_PIP)
         rc = reqs_pip_parse(&c, out, err);
-    else
+    else if (i == REQS_NPM)
         rc = reqs_npm_parse(&c, out, err);
+    else
+        rc = reqs_gem_parse(&c, out, err);
     /* A canonical text must parse again (to itself): npm's spaces around
      * "||" can make it longer than what was given. */
     if (rc == 0 && strlen(out->text) > REQS_MAX_LEN) {
@@ -147,6 +150,15 @@ void reqs_item_free(struct reqs_item *it)
 
 /* ---- rules ------------------------------------------------------------------------ */
 
+typedef int rule_name_fn(const char *s, size_t n, bool prefix, struct buf *b, struct err *err);
+
+static rule_name_fn *rule_name(enum reqs_installer i)
+{
+    return i == REQS_PIP   ? reqs_pip_rule_name
+           : i == REQS_NPM ? reqs_npm_rule_name
+                           : reqs_gem_rule_name;
+}
+
 int reqs_rule_normalize(enum reqs_installer i, const char *s, size_t n, char **out, struct err *err)
 {
     *out = NULL;
@@ -161,8 +173,7 @@ int reqs_rule_normalize(enum reqs_installer i, const char *s, size_t n, char **o
         err_set(err, ERR_INVALID, "a rule is 1 to %d bytes", REQS_NAME_MAX + 1);
     else if (star && star != s + n - 1)
         err_set(err, ERR_INVALID, "'*' may only end a rule (PREFIX*)");
-    else if ((i == REQS_PIP ? reqs_pip_rule_name : reqs_npm_rule_name)(s, prefix ? n - 1 : n,
-                                                                       prefix, &b, err) == 0 &&
+    else if (rule_name(i)(s, prefix ? n - 1 : n, prefix, &b, err) == 0 &&
              (!prefix || buf_add(&b, "*", 1) == 0))
         rc = 0;
     if (rc < 0) {

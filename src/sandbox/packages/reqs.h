@@ -21,8 +21,12 @@
  * has single spaces between its tokens.
  * Both: nothing starting with '-', no control byte, no byte past ASCII,
  * nothing a word the installer could take for a local archive (.whl,
- * .tgz, ...). gem and composer are named so that a table can say so;
- * their requirements are refused as not supported yet.
+ * .tgz, .gem, ...).
+ * gem: NAME ([A-Za-z0-9._-], a letter or digit first; matched lowercase),
+ * optionally ':' and one requirement, an operator (= != > < >= <= ~>;
+ * '=' when none) and a version ("rack:~> 2.2"); canonical "rack:~> 2.2".
+ * composer is named so that a table can say so; its requirements are
+ * refused as not supported yet.
  *
  * A list (reqs_parse) is at most REQS_MAX_COUNT strings, each at most
  * REQS_MAX_LEN bytes, REQS_MAX_TOTAL together; one name twice is merged
@@ -59,7 +63,7 @@
 enum reqs_installer {
     REQS_PIP,
     REQS_NPM,
-    REQS_GEM,      /* named only: not supported yet */
+    REQS_GEM,
     REQS_COMPOSER, /* named only: not supported yet */
 };
 
@@ -71,7 +75,7 @@ const char *reqs_installer_name(enum reqs_installer i);
 /* The installer named s[0..n); false when none is. */
 bool reqs_installer_from_name(const char *s, size_t n, enum reqs_installer *out);
 
-/* Whether requirements for i can be parsed (pip and npm). */
+/* Whether requirements for i can be parsed (pip, npm and gem). */
 bool reqs_installer_supported(enum reqs_installer i);
 
 /* One requirement: its normalized name ("httpx", "@types/node") and its

@@ -201,7 +201,7 @@ static void set_key(const struct langtable_lang *lang, const struct reqs_list *r
     }
     const char *parts[] = {"mcpsbx-packages-1",
                            lang->image,
-                           install_image(pk->installer),
+                           install_image(lang),
                            reqs_installer_name(pk->installer),
                            index,
                            pk->scripts ? "scripts" : "no-scripts",
@@ -383,7 +383,7 @@ static int install(struct exec_ctx *ctx, const struct run *req, struct packages_
         goto out;
     }
     long long work_mb = pk->max_bytes / (1024 * 1024) + PACKAGES_WORK_EXTRA_MB;
-    struct run_install in = {.image = install_image(pk->installer),
+    struct run_install in = {.image = install_image(lang),
                              .env = ctx->packages->install_env[lang->index],
                              .dir = use->lease.path,
                              .workdir_mb = work_mb,

@@ -48,7 +48,9 @@
  *     name from the program's files, and any `node` it starts there, find
  *     it; what a package requires resolves from its real place in its set.
  *     An entry already there (the caller's files, an earlier set) is kept,
- *     and the file walk leaves those links out silently. (The runners'
+ *     and the file walk leaves those links out silently. The generic
+ *     runner puts a set in gem's layout (Ruby's: a specifications/
+ *     directory) on GEM_PATH instead, ahead of the image's gems. (The runners'
  *     host tests move the root with MCPSBX_PACKAGES_ROOT in the runner's
  *     own environment, read before the request's env is applied.)
  *     "add_packages": [...]? (a session cell only) the same, for the rest

@@ -984,7 +984,11 @@ sub link_packages {
 }
 
 # After write_inputs: the session's new sets for good, the request's own
-# for this run (a cell's until each_cell takes them off).
+# for this run (a cell's until each_cell takes them off). Sets in gem's
+# layout (a specifications/ directory: Ruby's) go on GEM_PATH instead,
+# ahead of the image's own gems, which the trailing ':' keeps; a session
+# cell's %ENV starts again from the session's, so the cell's sets leave
+# with it.
 sub use_packages {
     or_fail(
         'cannot link the package sets',
@@ -994,6 +998,8 @@ sub use_packages {
             @cell_adds  = ();
             @cell_links = link_packages(@cell_sets);
         });
+    my @gems = grep { -d "$_/specifications" } (@cell_sets, @session_sets);
+    $ENV{GEM_PATH} = join(':', @gems) . ':' . ($ENV{GEM_PATH} // '') if @gems;
 }
 
 # One of link_packages' links: not the program's file to return.

@@ -504,7 +504,7 @@ static void test_all_languages(void **state)
         {"bash", "generic", "main.sh", "5.2.15", "sh", 1, false, 2},
         {"c", "generic", "main.c", "12.2.0-14", NULL, 1, true, 2},
         {"cpp", "generic", "main.cpp", "12.2.0-14", "c++", 1, true, 2},
-        {"ruby", "generic", "main.rb", "3.1.2p20", "rb", 1, false, 2},
+        {"ruby", "generic", "main.rb", "3.1.2p20", "rb", 1, false, 3},
         {"php", "generic", "main.php", "8.2.26", NULL, 1, false, 2},
     };
     for (size_t i = 0; i < ARRAY_SIZE(want); i++) {

@@ -115,6 +115,9 @@ static void test_parsed(void **state)
     admitted("execute_code",
              "{\"language\":\"typescript\",\"code\":\"x\",\"packages\":[\"@types/node@20\"]}",
              "@types/node@20", REQS_NPM);
+    admitted("execute_code",
+             "{\"language\":\"ruby\",\"code\":\"x\",\"packages\":[\"rack:~>2.2\",\"Rake\"]}",
+             "rack:~> 2.2\nRake", REQS_GEM);
     /* None asked: none, whatever the language. */
     admitted("run_python_code", "{\"code\":\"x\"}", "(none)", REQS_PIP);
     admitted("run_python_code", "{\"code\":\"x\",\"packages\":null}", "(none)", REQS_PIP);
@@ -165,8 +168,8 @@ static void test_refusals(void **state)
 {
     (void)state;
     const char *none = "has no package installer; list_languages says which do";
-    refused("execute_code", "{\"language\":\"ruby\",\"code\":\"x\",\"packages\":[\"rake\"]}",
-            "language ruby has no package installer");
+    refused("execute_code", "{\"language\":\"php\",\"code\":\"x\",\"packages\":[\"a/b\"]}",
+            "language php has no package installer");
     refused("execute_code", "{\"language\":\"bash\",\"code\":\"x\",\"packages\":[\"jq\"]}", none);
     /* reqs' words, naming the string. */
     refused("run_python_code",
@@ -322,7 +325,7 @@ static void test_listed(void **state)
     assert_string_equal(json_object_get_string(json_get(t, "name")), "install_packages");
     assert_non_null(strstr(json_object_get_string(json_get(t, "description")),
                            "Languages that install packages here: python (pip), javascript "
-                           "(npm), typescript (npm)."));
+                           "(npm), typescript (npm), ruby (gem)."));
     assert_true(json_object_get_boolean(json_get(json_get(t, "annotations"), "openWorldHint")));
     json_object_put(list);
 

@@ -52,7 +52,8 @@ static void test_builtin(void **state)
     assert_strv(&p->preinstall, "");
     assert_int_equal(pkgs(t, "javascript")->installer, REQS_NPM);
     assert_int_equal(pkgs(t, "typescript")->installer, REQS_NPM);
-    const char *none[] = {"bash", "c", "cpp", "ruby", "php"};
+    assert_int_equal(pkgs(t, "ruby")->installer, REQS_GEM);
+    const char *none[] = {"bash", "c", "cpp", "php"};
     for (size_t i = 0; i < ARRAY_SIZE(none); i++)
         assert_null(pkgs(t, none[i]));
     assert_true(langtable_find(t, "python")->image_packages.n > 0);
@@ -89,8 +90,9 @@ static void test_key(void **state)
     assert_int_equal(p->max_bytes, 1048576);
     assert_strv(&p->preinstall, "django-filter requests==2.*");
     assert_null(pkgs(t, "javascript"));
-    /* The older key's array is the image's Debian packages. */
-    assert_null(pkgs(t, "ruby"));
+    /* The older key's array is the image's Debian packages; the
+     * installs stay the built-in table's. */
+    assert_int_equal(pkgs(t, "ruby")->installer, REQS_GEM);
     assert_strv(&langtable_find(t, "ruby")->image_packages, "ruby ruby-dev");
     p = pkgs(t, "deno-ts");
     assert_int_equal(p->installer, REQS_NPM);
@@ -120,10 +122,14 @@ static void test_key_errors(void **state)
     (void)state;
     bad("{\"languages\": [\n  {\"name\": \"python\",\n   \"packages\": \"numpy\"}\n]}\n",
         "test.json:3: ", "language 'python': 'packages' must be an object");
-    bad("{\"languages\": [{\"name\": \"python\", \"packages\": {\"installer\": \"gem\"}}]}",
-        "test.json:1: ", "'packages': installs with gem are not supported yet");
+    bad("{\"languages\": [{\"name\": \"python\", \"packages\": {\"installer\": \"composer\"}}]}",
+        "test.json:1: ", "'packages': installs with composer are not supported yet");
     bad("{\"languages\": [{\"name\": \"python\", \"packages\": {\"installer\": \"cargo\"}}]}",
-        "test.json:1: ", "'installer' must be \"pip\" or \"npm\"");
+        "test.json:1: ", "'installer' must be \"pip\", \"npm\" or \"gem\"");
+    bad("{\"languages\": [{\"name\": \"python\", \"packages\": {\"installer\": \"gem\"}}]}",
+        "test.json:1: ", "gem does not fit its python runner");
+    bad("{\"languages\": [{\"name\": \"ruby\", \"packages\": {\"scripts\": false}}]}",
+        "test.json:1: ", "'scripts' must stay true");
     bad("{\"languages\": [\n{\"name\": \"python\",\n \"packages\": {\"installer\": \"npm\"}}]}",
         "test.json:3: ", "language 'python': 'packages': npm does not fit its python runner");
     bad("{\"languages\": [{\"name\": \"bash\", \"packages\": {}}]}",

@@ -1,5 +1,5 @@
-/* What an install runs (sandbox/packages/install.h): the program for pip
- * and npm with the requirement words and index URLs as string literals,
+/* What an install runs (sandbox/packages/install.h): the program for pip,
+ * npm and gem with the requirement words and index URLs as string literals,
  * the index hosts it may reach, and what is read back from a sandbox that
  * ran install scripts: the report line (the last one, capped, only its
  * strings) and the installer's last lines, made printable. */
@@ -65,10 +65,32 @@ static void test_npm_code(void **state)
     assert_non_null(strstr(code, "if (!true)"));
     free(code);
     reqs_list_free(&l);
-    p.installer = REQS_GEM;
+    p.installer = REQS_COMPOSER;
     assert_null(install_code(&p, &l, &err));
     assert_non_null(strstr(err_msg(&err), "not supported"));
     err_clear(&err);
+}
+
+/* Ruby reads the same literals, but for '#' (an interpolation inside its
+ * double quotes), spelled as an escape. */
+static void test_gem_code(void **state)
+{
+    (void)state;
+    const char *strs[] = {"rack:~>2.2", "Rake"};
+    struct reqs_list l = parse(REQS_GEM, strs, 2);
+    char *index[] = {"http://gems.test:8080/#{`id`}", NULL};
+    struct langtable_packages p = pk(REQS_GEM, index, 1, true);
+    struct err err = ERR_INIT;
+    char *code = install_code(&p, &l, &err);
+    assert_non_null(code);
+    assert_non_null(strstr(code, "reqs = [\"rack:~> 2.2\",\"Rake\"]"));
+    assert_non_null(strstr(code, "idx = [\"http://gems.test:8080/\\u0023{`id`}\"]"));
+    assert_null(strchr(strstr(code, "idx = ["), '#'));
+    assert_non_null(strstr(code, "'--remote'"));
+    assert_null(strstr(code, "'--'"));
+    assert_non_null(strstr(code, "'--clear-sources'"));
+    free(code);
+    reqs_list_free(&l);
 }
 
 static void expect_hosts(const struct langtable_packages *p, const char *want)
@@ -90,6 +112,8 @@ static void test_egress(void **state)
     expect_hosts(&p, "pypi.org:443,files.pythonhosted.org:443");
     p.installer = REQS_NPM;
     expect_hosts(&p, "registry.npmjs.org:443");
+    p.installer = REQS_GEM;
+    expect_hosts(&p, "rubygems.org:443,index.rubygems.org:443");
     char *index[] = {"https://mirror.test/simple/", "http://pypi.test:8080/simple/",
                      "http://[::1]/x", NULL};
     p = pk(REQS_PIP, index, 3, true);
@@ -152,8 +176,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pip_code), cmocka_unit_test(test_npm_code),
-        cmocka_unit_test(test_egress),   cmocka_unit_test(test_report),
-        cmocka_unit_test(test_quote),
+        cmocka_unit_test(test_gem_code), cmocka_unit_test(test_egress),
+        cmocka_unit_test(test_report),   cmocka_unit_test(test_quote),
     };
     return cmocka_run_group_tests_name("install", tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* Package requirements (sandbox/packages/reqs.h): what pip and npm
+/* Package requirements (sandbox/packages/reqs.h): what pip, npm and gem
  * strings normalize to, what is refused and why (options, URLs, paths,
  * markers, aliases, git, archives, control bytes), the list's caps,
  * merging and sorting, and the allow and deny rules. */
@@ -181,10 +181,41 @@ static void test_npm_refusals(void **state)
     bad(REQS_NPM, big, "longer than 200 bytes");
 }
 
+static void test_gem_forms(void **state)
+{
+    (void)state;
+    ok(REQS_GEM, "rake", "rake", "rake");
+    ok(REQS_GEM, "RedCloth", "redcloth", "RedCloth");
+    ok(REQS_GEM, "net-http_x.2", "net-http_x.2", "net-http_x.2");
+    ok(REQS_GEM, "rake:13.0.6", "rake", "rake:= 13.0.6");
+    ok(REQS_GEM, "rack:~> 2.2", "rack", "rack:~> 2.2");
+    ok(REQS_GEM, "rack: >=2", "rack", "rack:>= 2");
+    ok(REQS_GEM, "rack:!=2.0.0.rc1", "rack", "rack:!= 2.0.0.rc1");
+    ok(REQS_GEM, "rack:<3.0-beta", "rack", "rack:< 3.0-beta");
+    ok(REQS_GEM, "3scale:1", "3scale", "3scale:= 1");
+}
+
+static void test_gem_refusals(void **state)
+{
+    (void)state;
+    bad(REQS_GEM, "-v", "installer options");
+    bad(REQS_GEM, "_x", "starts with a letter or a digit");
+    bad(REQS_GEM, "x.gem", "local file");
+    bad(REQS_GEM, "./x", "starts with a letter or a digit");
+    bad(REQS_GEM, "a/b", "NAME or NAME:VERSION");
+    bad(REQS_GEM, "rack 2", "NAME or NAME:VERSION");
+    bad(REQS_GEM, "rack:", "starts with a digit");
+    bad(REQS_GEM, "rack:latest", "starts with a digit");
+    bad(REQS_GEM, "rack:>= 1, < 3", "one version requirement only");
+    bad(REQS_GEM, "rack:1..2", "between parts");
+    bad(REQS_GEM, "rack:1.", "between parts");
+    bad(REQS_GEM, "rack:=>1", "starts with a digit");
+    bad(REQS_GEM, "http://x/y", "starts with a digit");
+}
+
 static void test_unsupported(void **state)
 {
     (void)state;
-    bad(REQS_GEM, "rails", "installing gem packages is not supported yet");
     bad(REQS_COMPOSER, "monolog/monolog", "installing composer packages is not supported yet");
     enum reqs_installer i;
     assert_true(reqs_installer_from_name("npm", 3, &i) && i == REQS_NPM);
@@ -192,7 +223,8 @@ static void test_unsupported(void **state)
     assert_false(reqs_installer_from_name("pipx", 4, &i));
     assert_false(reqs_installer_from_name("pi", 2, &i));
     assert_true(reqs_installer_supported(REQS_PIP));
-    assert_false(reqs_installer_supported(REQS_GEM));
+    assert_true(reqs_installer_supported(REQS_GEM));
+    assert_false(reqs_installer_supported(REQS_COMPOSER));
 }
 
 static int parse(enum reqs_installer i, const char *const *strs, size_t n,
@@ -285,9 +317,12 @@ static void test_rules(void **state)
     free(r);
     assert_int_equal(reqs_rule_normalize(REQS_NPM, "@scope/pkg", 10, &r, &err), 0);
     free(r);
+    assert_int_equal(reqs_rule_normalize(REQS_GEM, "Red*", 4, &r, &err), 0);
+    assert_string_equal(r, "red*");
+    free(r);
     static const char *const bad_rules[][2] = {
-        {"pip", "a*b"}, {"pip", "-x"}, {"pip", "a b"},  {"pip", ""},  {"npm", "X"},
-        {"npm", "a b"}, {"npm", "a*"}, {"npm", "../x"}, {"gem", "x"},
+        {"pip", "a*b"}, {"pip", "-x"}, {"pip", "a b"},  {"pip", ""},    {"npm", "X"},
+        {"npm", "a b"}, {"npm", "a*"}, {"npm", "../x"}, {"gem", "a b"}, {"gem", "x:1"},
     };
     for (size_t k = 0; k < ARRAY_SIZE(bad_rules); k++) {
         enum reqs_installer i;
@@ -333,6 +368,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pip_forms),   cmocka_unit_test(test_pip_refusals),
         cmocka_unit_test(test_npm_forms),   cmocka_unit_test(test_npm_refusals),
+        cmocka_unit_test(test_gem_forms),   cmocka_unit_test(test_gem_refusals),
         cmocka_unit_test(test_unsupported), cmocka_unit_test(test_list),
         cmocka_unit_test(test_rules),
     };
