@@ -53,7 +53,7 @@ async function client(daemon, name) {
 
 function daemonArgs(extra = [], dir = cacheDir) {
   return [
-    '--languages', 'python,javascript,ruby',
+    '--languages', 'python,javascript,typescript,ruby',
     '--languages-file', langsFile,
     '--packages-cache-dir', dir,
     '--packages-index', `python=http://pypi.test:${index.port}/simple/`,
@@ -181,6 +181,14 @@ test('npm: packages from the public registry, one without dependencies and one w
       code: "import isNumber from 'is-number';\nconsole.log(isNumber(1));", packages: ['is-number@7'],
     }), { status: 'ok', exit_code: 0, stdout: 'true\n' });
     assert.equal(esm.sc.packages[0].source, 'installed');
+    // TypeScript shares the image and the installer: the same set, from
+    // the cache, and the typecheck reads the types it ships.
+    const ts = checkRun(await c.call('execute_code', {
+      language: 'typescript', packages: ['chalk@4', 'is-number@7'],
+      code: "import chalk from 'chalk';\nconst n: number = chalk.red('x');\nconsole.log(typeof n);",
+    }), { status: 'ok', exit_code: 0, stdout: 'string\n' });
+    assert.equal(ts.sc.packages[0].source, 'cached');
+    assert.match(ts.sc.stderr, /main\.ts\(2,7\): error TS2322: Type 'string' is not assignable to type 'number'/);
   }));
 
 test('a session installs a set and imports it in its next cell', { timeout: TEST_TIMEOUT_MS * 2 }, () =>
