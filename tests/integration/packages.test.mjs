@@ -206,9 +206,13 @@ test('a session installs a set and imports it in its next cell', { timeout: TEST
     await c.call('close_session', { session_id: id });
   }));
 
-test('past the cache\'s cap the least recently used set goes, never one a live session added', { timeout: TEST_TIMEOUT_MS * 3 }, async () => {
+// Its daemon's Ruby index is a port nothing listens on.
+test('past the cache\'s cap the least recently used set goes, never one a live session added; an unreachable index is answered', { timeout: TEST_TIMEOUT_MS * 3 }, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcpsbx-pkgcache-small-'));
-  const ev = await HttpDaemon.start('packages-evict', { args: daemonArgs(['--packages-cache-max-bytes', String(16 << 20)], dir) });
+  const ev = await HttpDaemon.start('packages-evict', {
+    args: daemonArgs(['--packages-cache-max-bytes', String(16 << 20),
+      '--packages-index', 'ruby=http://gone.test:9/', '--egress-resolve', 'gone.test=127.0.0.1'], dir),
+  });
   const ec = await client(ev, 'packages-evict');
   const run = async (packages) => {
     const r = checkRun(await ec.call('run_python_code', { code: 'import mcpsbx_big; print(mcpsbx_big.VALUE)', packages }),
@@ -239,6 +243,12 @@ test('past the cache\'s cap the least recently used set goes, never one a live s
       await ec.call('close_session', { session_id: id });
       const setsOnDisk = fs.readdirSync(path.join(dir, 'sets')).length;
       assert.ok(setsOnDisk <= 3, `${setsOnDisk} sets on disk`);
+
+      const gone = await ec.call('execute_code', { language: 'ruby', code: 'puts 1', packages: ['mcpsbx_gdep'] });
+      assert.equal(gone.isError, true);
+      assert.match(textOf(gone), /installing mcpsbx_gdep failed/);
+      assert.match(textOf(gone), /Unable to download data from http:\/\/gone\.test:9\//);
+      assert.equal(fs.readdirSync(path.join(dir, 'sets')).length, setsOnDisk, 'no set left behind');
     });
   } finally {
     await ec.close();
