@@ -367,29 +367,51 @@ static void test_stop_ends_interception(void **state)
     tls_up_join(up);
 }
 
+/* A tunnel to a TLS upstream bound to the secret, the sandbox's TLS
+ * session inside it open. */
+struct inside {
+    struct tls_up *up;
+    struct serving sv;
+    int fd;
+    SSL_CTX *ctx;
+    SSL *ssl;
+};
+
+static void inside_open(struct inside *in)
+{
+    in->up = tls_up_start();
+    bind_secret(in->up->port);
+    in->fd = tunnel(&in->sv, in->up->port, "");
+    in->ctx = NULL;
+    in->ssl = client_tls(in->fd, egress_tls_ca_path(ca), &in->ctx);
+    assert_non_null(in->ssl);
+}
+
+/* request, sent inside, is answered there with a 400 whose log entry
+ * gives reason, and nothing of it goes upstream. */
+static void inside_refused(struct inside *in, const char *request, const char *reason)
+{
+    tls_send(in->ssl, request);
+    char answer[ANSWER_SZ];
+    tls_read_until(in->ssl, answer, sizeof(answer), "\n\n");
+    assert_non_null(strstr(answer, "HTTP/1.1 400 Bad Request\r\n"));
+    client_close(in->ssl, in->ctx, in->fd);
+    pthread_join(in->sv.t, NULL);
+    const struct egress_entry *e = entry(0);
+    assert_int_equal(e->status, 400);
+    assert_non_null(strstr(e->reason, reason));
+    tls_up_wait(in->up);
+    assert_int_equal(in->up->got_len, 0);
+    tls_up_join(in->up);
+}
+
 /* A malformed first request inside the tunnel is answered inside it. */
 static void test_bad_inner_head_answered(void **state)
 {
     (void)state;
-    struct tls_up *up = tls_up_start();
-    bind_secret(up->port);
-    struct serving sv;
-    int fd = tunnel(&sv, up->port, "");
-    SSL_CTX *ctx = NULL;
-    SSL *ssl = client_tls(fd, egress_tls_ca_path(ca), &ctx);
-    assert_non_null(ssl);
-    tls_send(ssl, "GET http://elsewhere.test/ HTTP/1.1\r\n\r\n");
-    char answer[ANSWER_SZ];
-    tls_read_until(ssl, answer, sizeof(answer), "\n\n");
-    assert_non_null(strstr(answer, "HTTP/1.1 400 Bad Request\r\n"));
-    client_close(ssl, ctx, fd);
-    pthread_join(sv.t, NULL);
-    const struct egress_entry *e = entry(0);
-    assert_int_equal(e->status, 400);
-    assert_non_null(strstr(e->reason, "target must be a path"));
-    tls_up_wait(up);
-    assert_int_equal(up->got_len, 0);
-    tls_up_join(up);
+    struct inside in;
+    inside_open(&in);
+    inside_refused(&in, "GET http://elsewhere.test/ HTTP/1.1\r\n\r\n", "target must be a path");
 }
 
 /* A Connection field that names Content-Length would have the gateway
@@ -400,31 +422,15 @@ static void test_bad_inner_head_answered(void **state)
 static void test_connection_naming_framing_refused(void **state)
 {
     (void)state;
-    struct tls_up *up = tls_up_start();
-    bind_secret(up->port);
-    struct serving sv;
-    int fd = tunnel(&sv, up->port, "");
-    SSL_CTX *ctx = NULL;
-    SSL *ssl = client_tls(fd, egress_tls_ca_path(ca), &ctx);
-    assert_non_null(ssl);
+    struct inside in;
+    inside_open(&in);
     const char *smug = "POST /collect HTTP/1.1\r\nHost: other.test\r\nContent-Length: 120\r\n\r\n";
     char req[1024];
     snprintf(req, sizeof(req),
              "POST /a HTTP/1.1\r\nHost: up.test\r\nConnection: keep-alive, Content-Length\r\n"
              "Content-Length: %zu\r\n\r\n%sGET /v HTTP/1.1\r\nHost: up.test\r\nX-Key: %s\r\n\r\n",
              strlen(smug), smug, rs->placeholders[0]);
-    tls_send(ssl, req);
-    char answer[ANSWER_SZ];
-    tls_read_until(ssl, answer, sizeof(answer), "\n\n");
-    assert_non_null(strstr(answer, "HTTP/1.1 400 Bad Request\r\n"));
-    client_close(ssl, ctx, fd);
-    pthread_join(sv.t, NULL);
-    const struct egress_entry *e = entry(0);
-    assert_int_equal(e->status, 400);
-    assert_non_null(strstr(e->reason, "a Connection field names Content-Length"));
-    tls_up_wait(up);
-    assert_int_equal(up->got_len, 0);
-    tls_up_join(up);
+    inside_refused(&in, req, "a Connection field names Content-Length");
 }
 
 /* A sandbox that ends its side after its request still gets the answer:
