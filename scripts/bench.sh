@@ -48,7 +48,8 @@
 #   8. packages on demand: tests/bench/packages.mjs on the same engine: first
 #      installs (pip from a loopback index, npm from npm's registry) next to
 #      the same install run on the host (target <= 1.5); a warm print(1)
-#      asking for a cached set next to one without (target <= 1.2).
+#      asking for a cached set next to one without (target <= 1.2), idle and
+#      while other runs load the daemon.
 #   After every wrk run the daemon must be alive and answer a fresh tools/list
 #   correctly. Results: build/bench/http-tools-list.json, survival.json,
 #   latency.json, pool.json, languages.json, sessions.json, egress.json,

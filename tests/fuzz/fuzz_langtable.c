@@ -83,9 +83,10 @@ static void check_packages(const struct langtable_lang *l)
     const struct langtable_packages *p = l->packages;
     if (!p)
         return;
-    CHECK(p->installer == REQS_PIP || p->installer == REQS_NPM);
+    CHECK(p->installer == REQS_PIP || p->installer == REQS_NPM || p->installer == REQS_GEM);
     CHECK(p->installer != REQS_PIP || l->runner == LANGTABLE_RUNNER_PYTHON);
     CHECK(p->installer != REQS_NPM || l->runner != LANGTABLE_RUNNER_PYTHON);
+    CHECK(p->installer != REQS_GEM || (l->runner == LANGTABLE_RUNNER_GENERIC && p->scripts));
     CHECK(p->timeout_ms >= LANGTABLE_PKG_TIMEOUT_MIN_MS &&
           p->timeout_ms <= LANGTABLE_PKG_TIMEOUT_MAX_MS);
     CHECK(p->max_bytes >= LANGTABLE_PKG_MAX_BYTES_MIN &&
