@@ -141,7 +141,7 @@ elapsed=$(($(date +%s) - t0))
 
 # One TSV line per scenario: name, verdict-counts and the first failure.
 summarize() {
-	"$NODE22" - "$work/results" "${scenarios[@]}" <<'EOF'
+	"$NODE22" - "$@" <<'EOF'
 const fs = require('fs');
 const path = require('path');
 const [dir, ...names] = process.argv.slice(2);
@@ -170,6 +170,7 @@ fail=0
 xfail=0
 stale=()
 unexpected=()
+declare -A first_why=()
 echo
 printf '%-32s %-8s %4s %4s %4s  %s\n' SCENARIO RESULT OK FAIL WARN NOTE
 while IFS=$'\t' read -r name state ok bad warn why; do
@@ -182,6 +183,7 @@ while IFS=$'\t' read -r name state ok bad warn why; do
 			verdict=FAIL
 			fail=$((fail + 1))
 			unexpected+=("$name")
+			first_why[$name]=$why
 		fi
 	else
 		verdict=PASS
@@ -193,8 +195,30 @@ while IFS=$'\t' read -r name state ok bad warn why; do
 		fi
 	fi
 	printf '%-32s %-8s %4s %4s %4s  %s\n' "$name" "$verdict" "$ok" "$bad" "$warn" "$why"
-done < <(summarize)
+done < <(summarize "$work/results" "${scenarios[@]}")
 echo "(PASS* = passed with warnings; XFAIL = expected failure, see expected-failures.txt)"
+
+# A scenario that failed is run once more on its own: one that passes then
+# is reported as flaky (with the first run's reason) rather than failed, so
+# a timing hiccup on a loaded machine stays visible without hiding a
+# failure that repeats.
+flaky=()
+for name in "${!first_why[@]}"; do
+	timeout --kill-after=10 60 "$NODE22" "$SUITE" server --url "$url" --scenario "$name" \
+		-o "$work/retry" >>"$work/retry.log" 2>&1
+	IFS=$'\t' read -r _ state _ bad _ why < <(summarize "$work/retry" "$name")
+	if [ "$state" = ok ] && [ "$bad" -eq 0 ]; then
+		flaky+=("$name (first run: ${first_why[$name]})")
+		fail=$((fail - 1))
+		pass=$((pass + 1))
+		for i in "${!unexpected[@]}"; do
+			[ "${unexpected[$i]}" = "$name" ] && unset 'unexpected[i]'
+		done
+	else
+		log "$name failed again when run alone: $why"
+	fi
+done
+for f in "${flaky[@]}"; do log "FLAKY: passed when run alone: $f"; done
 for m in $MUST_PASS; do
 	if ! printf '%s\n' "${scenarios[@]}" | grep -qx -- "$m"; then
 		log "the suite has no scenario '$m', which must pass"
@@ -247,4 +271,5 @@ if [ "$fail" -gt 0 ]; then
 	tail -n 30 "$work/daemon.log"
 fi
 echo "conformance: $xfail expected failures (expected-failures.txt)"
+[ "$fail" -gt 0 ] && echo "conformance: unexpected failures: ${unexpected[*]}"
 finish "$pass" "$fail"
