@@ -70,6 +70,7 @@ void aside_answer(struct mcp_session *s, const struct jsonrpc_msg *m, struct rep
     struct aside_call *c = xcalloc(1, sizeof(*c));
     c->s = s;
     c->reply = *r;
+    c->reply.env = NULL; /* the receiving thread's */
     c->tool = xstrdup(tool);
     if (args) {
         size_t n = 0;

@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "mcp/aside.h"
+#include "mcp/envelope.h"
 
 /* Live output is gathered and sent at most every LIVE_FLUSH_MS (or when
  * LIVE_FLUSH_BYTES are waiting), so a print loop cannot flood the client. */
@@ -29,6 +30,11 @@ struct call {
     atomic_bool cancelled;
     struct tools_features features;
     enum mcp_version version;
+    /* The modern wire's level travels with the request (-1: no log
+     * notifications at all); the 2025 wire's is the session's, read at
+     * each flush, since logging/setLevel may change it meanwhile. */
+    bool own_level;
+    int log_level;
     double received_ms;
     /* live output, touched only by the worker running the call */
     struct buf live;
@@ -157,6 +163,16 @@ static size_t utf8_incomplete_tail(const char *p, size_t n)
     return 0;
 }
 
+static int call_log_level(struct call *c)
+{
+    if (c->own_level)
+        return c->log_level;
+    pthread_mutex_lock(&c->s->lock);
+    int level = c->s->log_level;
+    pthread_mutex_unlock(&c->s->lock);
+    return level;
+}
+
 static void live_flush(struct call *c, bool final)
 {
     if (c->live.len == 0 || atomic_load(&c->cancelled))
@@ -185,9 +201,7 @@ static void live_flush(struct call *c, bool final)
     }
     /* stdout is "info", stderr "warning" for the client's logging level. */
     int level = c->live_stream == TOOLS_STDERR ? 3 : 1;
-    pthread_mutex_lock(&c->s->lock);
-    int threshold = c->s->log_level;
-    pthread_mutex_unlock(&c->s->lock);
+    int threshold = call_log_level(c);
     if (threshold >= 0 && level >= threshold) {
         json_object *p = json_object_new_object();
         json_object_object_add(p, "level", json_object_new_string(mcp_log_levels[level]));
@@ -224,12 +238,7 @@ static void on_output(void *ctx, int stream, const char *data, size_t len)
 
 static bool wants_live_output(struct call *c)
 {
-    if (c->progress_token.kind != JSONRPC_ID_NONE)
-        return true;
-    pthread_mutex_lock(&c->s->lock);
-    bool logging = c->s->log_level >= 0;
-    pthread_mutex_unlock(&c->s->lock);
-    return logging;
+    return c->progress_token.kind != JSONRPC_ID_NONE || call_log_level(c) >= 0;
 }
 
 static void call_free(struct call *c)
@@ -382,6 +391,11 @@ static void call_init(struct call *c, struct mcp_session *s, const struct jsonrp
     c->s = s;
     jsonrpc_id_copy(&c->id, m->id);
     c->reply = *r;
+    c->reply.env = NULL; /* the receiving thread's: what is needed is copied here */
+    if (r->env) {
+        c->own_level = true;
+        c->log_level = r->env->level;
+    }
     atomic_init(&c->cancelled, false);
     json_object *meta = NULL;
     json_object *token = NULL;

@@ -9,6 +9,7 @@
 #include "mcp/aside.h"
 #include "mcp/calls.h"
 #include "mcp/jsonrpc.h"
+#include "mcp/modern.h"
 #include "mcp/reply.h"
 #include "mcp/resources.h"
 #include "mcp/session.h"
@@ -21,17 +22,6 @@ static const char *const version_names[MCP_V_COUNT] = {MCP_VERSIONS(VERSION_NAME
 #define VERSION_TEXT(id, name) ", " name
 static const char versions_text[] = MCP_VERSIONS(VERSION_TEXT);
 #undef VERSION_TEXT
-
-#define INSTRUCTIONS                                                                               \
-    "Runs code in fresh, isolated containers: Python, JavaScript, TypeScript, Bash, C, C++, "      \
-    "Ruby and PHP as built in, or the languages the operator configured (no network unless the "   \
-    "operator allowed it; the environment resource says). Use run_python_code or run_js_code "     \
-    "for a quick run, execute_code for any language, stdin and per-call limits, list_languages "   \
-    "for the languages, compilers' and interpreters' versions and installed packages (the run "    \
-    "tools' packages argument installs more where list_languages shows an installer). "            \
-    "Where offered, create_session keeps one sandbox for later calls (pass its session_id to "     \
-    "the run tools; list_sessions, close_session). "                                               \
-    "Results carry stdout, stderr, exit_code and status."
 
 const char *mcp_version_name(enum mcp_version v)
 {
@@ -117,18 +107,59 @@ struct mcp_session *mcp_session_new(struct mcp_server *srv, const char *principa
     return s;
 }
 
+struct mcp_session *mcp_session_new_stateless(struct mcp_server *srv, const char *principal)
+{
+    struct mcp_session *s = xcalloc(1, sizeof(*s));
+    s->srv = srv;
+    s->stateless = true;
+    snprintf(s->principal, sizeof(s->principal), "%s", principal);
+    snprintf(s->owner, sizeof(s->owner), "s:%s", s->principal);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    s->version = MCP_V_LATEST;
+    s->log_level = -1;
+    s->initialize_done = true; /* nothing to initialize on its wire */
+    return s;
+}
+
+void mcp_session_serve_modern(struct mcp_session *s)
+{
+    s->serve_modern = true; /* before its first message: no lock needed */
+}
+
+/* s's stateless companion, made at the first modern request on s. */
+static struct mcp_session *modern_of(struct mcp_session *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (!s->modern)
+        s->modern = mcp_session_new_stateless(s->srv, s->principal);
+    struct mcp_session *m = s->modern;
+    pthread_mutex_unlock(&s->lock);
+    return m;
+}
+
 int mcp_session_inflight(struct mcp_session *s)
 {
-    return atomic_load(&s->inflight);
+    pthread_mutex_lock(&s->lock);
+    struct mcp_session *m = s->modern;
+    pthread_mutex_unlock(&s->lock);
+    return atomic_load(&s->inflight) + (m ? atomic_load(&m->inflight) : 0);
 }
 
 void mcp_session_close(struct mcp_session *s)
 {
+    pthread_mutex_lock(&s->lock);
+    struct mcp_session *m = s->modern;
+    pthread_mutex_unlock(&s->lock);
+    if (m)
+        mcp_session_close(m);
     calls_cancel_all(s);
     pthread_mutex_lock(&s->lock);
     while (s->inflight > 0)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
+    if (s->stateless)
+        return; /* its code sessions are the principal's (mcp.h) */
     /* Its code sessions end with it: no call of theirs is left. */
     struct tools_caller who = mcp_caller_of(s);
     tools_sessions_end_owner(&s->srv->env, &who);
@@ -139,6 +170,7 @@ void mcp_session_free(struct mcp_session *s)
     if (!s)
         return;
     mcp_session_close(s);
+    mcp_session_free(s->modern);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
     free(s);
@@ -189,33 +221,9 @@ static void m_initialize(struct mcp_session *s, const struct jsonrpc_msg *m, str
 
     json_object *res = json_object_new_object();
     json_object_object_add(res, "protocolVersion", json_object_new_string(mcp_version_name(v)));
-    json_object *caps = json_object_new_object();
-    json_object *tools = json_object_new_object();
-    json_object_object_add(tools, "listChanged", json_object_new_boolean(0));
-    json_object_object_add(caps, "tools", tools);
-    json_object_object_add(caps, "logging", json_object_new_object());
-    json_object *resources = json_object_new_object();
-    json_object_object_add(resources, "subscribe", json_object_new_boolean(1));
-    json_object_object_add(resources, "listChanged", json_object_new_boolean(0));
-    json_object_object_add(caps, "resources", resources);
-    json_object *prompts = json_object_new_object();
-    json_object_object_add(prompts, "listChanged", json_object_new_boolean(0));
-    json_object_object_add(caps, "prompts", prompts);
-    if (v >= MCP_V_2025_03_26)
-        json_object_object_add(caps, "completions", json_object_new_object());
-    json_object_object_add(res, "capabilities", caps);
-    json_object *info = json_object_new_object();
-    json_object_object_add(info, "name", json_object_new_string(MCP_SERVER_NAME));
-    json_object_object_add(info, "version", json_object_new_string(MCPSBX_VERSION));
-    if (v >= MCP_V_2025_06_18)
-        json_object_object_add(info, "title", json_object_new_string("mcp-sandboxd code sandbox"));
-    if (v >= MCP_V_2025_11_25)
-        json_object_object_add(
-            info, "description",
-            json_object_new_string("Runs Python, JavaScript, TypeScript, Bash, C, C++, Ruby, PHP "
-                                   "and configured languages in fresh hardened containers"));
-    json_object_object_add(res, "serverInfo", info);
-    json_object_object_add(res, "instructions", json_object_new_string(INSTRUCTIONS));
+    json_object_object_add(res, "capabilities", session_capabilities(false, v));
+    json_object_object_add(res, "serverInfo", session_server_info(v));
+    json_object_object_add(res, "instructions", json_object_new_string(mcp_instructions));
     reply_result(r, m->id, res);
 }
 
@@ -239,6 +247,7 @@ static void m_tools_list(struct mcp_session *s, const struct jsonrpc_msg *m, str
     pthread_mutex_unlock(&s->lock);
     size_t len = 0;
     const char *result = tools_list_result_json(&s->srv->env, &f, &len);
+    reply_cacheable(r, MODERN_LIST_TTL_MS, false);
     reply_result_raw(r, m->id, result, len);
 }
 
@@ -265,25 +274,88 @@ static void m_set_level(struct mcp_session *s, const struct jsonrpc_msg *m, stru
     reply_result(r, m->id, json_object_new_object());
 }
 
+/* Which wire a method is served on: the 2025 one (after initialize unless
+ * allowed before), the 2026-07-28 one, or both. */
+enum wire { WIRE_2025 = 1, WIRE_2026 = 2, WIRE_BOTH = 3 };
+
 static const struct method {
     const char *name;
     method_fn fn;
+    enum wire wire;
     bool before_initialize; /* allowed before initialize */
 } methods[] = {
-    {"completion/complete", completion_complete, false},
-    {"initialize", m_initialize, true},
-    {"logging/setLevel", m_set_level, false},
-    {"ping", m_ping, true},
-    {"prompts/get", prompts_get, false},
-    {"prompts/list", prompts_list, false},
-    {"resources/list", resources_list, false},
-    {"resources/read", resources_read, false},
-    {"resources/subscribe", resources_subscribe, false},
-    {"resources/templates/list", resources_templates_list, false},
-    {"resources/unsubscribe", resources_subscribe, false},
-    {"tools/call", calls_tools_call, false},
-    {"tools/list", m_tools_list, false},
+    {"completion/complete", completion_complete, WIRE_BOTH, false},
+    {"initialize", m_initialize, WIRE_2025, true},
+    {"logging/setLevel", m_set_level, WIRE_2025, false},
+    {"ping", m_ping, WIRE_2025, true},
+    {"prompts/get", prompts_get, WIRE_BOTH, false},
+    {"prompts/list", prompts_list, WIRE_BOTH, false},
+    {"resources/list", resources_list, WIRE_BOTH, false},
+    {"resources/read", resources_read, WIRE_BOTH, false},
+    {"resources/subscribe", resources_subscribe, WIRE_2025, false},
+    {"resources/templates/list", resources_templates_list, WIRE_BOTH, false},
+    {"resources/unsubscribe", resources_subscribe, WIRE_2025, false},
+    {"server/discover", modern_discover, WIRE_2026, false},
+    {"tools/call", calls_tools_call, WIRE_BOTH, false},
+    {"tools/list", m_tools_list, WIRE_BOTH, false},
 };
+
+static const struct method *method_find(const char *name, enum wire wire)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(methods); i++)
+        if ((methods[i].wire & wire) && strcmp(methods[i].name, name) == 0)
+            return &methods[i];
+    return NULL;
+}
+
+static json_object *method_not_found(const struct jsonrpc_msg *m)
+{
+    char *text = xasprintf("Method not found: %.*s", util_utf8_prefix(m->method, 128), m->method);
+    json_object *e = jsonrpc_error(m->id, JSONRPC_METHOD_NOT_FOUND, text, NULL);
+    free(text);
+    return e;
+}
+
+bool mcp_message_is_modern(json_object *msg)
+{
+    return modern_claims(msg);
+}
+
+json_object *mcp_modern_refusal(json_object *msg, const struct mcp_wire_headers *h)
+{
+    struct jsonrpc_msg m;
+    jsonrpc_classify(msg, &m);
+    if (m.kind != JSONRPC_REQUEST)
+        return NULL;
+    struct envelope env;
+    json_object *e = modern_refusal(&m, h, &env);
+    if (!e && !method_find(m.method, WIRE_2026))
+        e = method_not_found(&m);
+    return e;
+}
+
+/* A request on the 2026-07-28 wire (s is stateless): checked, then its
+ * method runs with the envelope at hand. */
+static void handle_modern(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    struct envelope env;
+    json_object *e = modern_refusal(m, NULL, &env);
+    if (e) {
+        reply_done(r, e);
+        return;
+    }
+    const struct method *found = method_find(m->method, WIRE_2026);
+    if (!found) {
+        reply_done(r, method_not_found(m));
+        return;
+    }
+    /* The slot as the method sees it: on this wire, with the envelope
+     * that lives as long as this call. */
+    struct reply slot = *r;
+    slot.modern = true;
+    slot.env = &env;
+    found->fn(s, m, &slot);
+}
 
 static void handle_message(struct mcp_session *s, json_object *msg, struct reply *r)
 {
@@ -298,21 +370,26 @@ static void handle_message(struct mcp_session *s, json_object *msg, struct reply
         reply_done(r, NULL);
         return;
     case JSONRPC_NOTIFICATION:
-        if (strcmp(m.method, "notifications/cancelled") == 0)
+        if (strcmp(m.method, "notifications/cancelled") == 0) {
             calls_cancel_request(s, &m);
+            pthread_mutex_lock(&s->lock);
+            struct mcp_session *companion = s->modern;
+            pthread_mutex_unlock(&s->lock);
+            if (companion) /* a request id names a call in either */
+                calls_cancel_request(companion, &m);
+        }
         reply_done(r, NULL);
         return;
     case JSONRPC_REQUEST:
         break;
     }
-    const struct method *found = NULL;
-    for (size_t i = 0; i < ARRAY_SIZE(methods); i++)
-        if (strcmp(methods[i].name, m.method) == 0)
-            found = &methods[i];
+    if (s->stateless) {
+        handle_modern(s, &m, r);
+        return;
+    }
+    const struct method *found = method_find(m.method, WIRE_2025);
     if (!found) {
-        char *text = xasprintf("Method not found: %.*s", util_utf8_prefix(m.method, 128), m.method);
-        reply_error(r, m.id, JSONRPC_METHOD_NOT_FOUND, text);
-        free(text);
+        reply_done(r, method_not_found(&m));
         return;
     }
     pthread_mutex_lock(&s->lock);
@@ -361,6 +438,8 @@ bool mcp_session_initialized(struct mcp_session *s)
 void mcp_session_receive_json(struct mcp_session *s, json_object *msg, struct mcp_channel *ch)
 {
     if (!json_object_is_type(msg, json_type_array)) {
+        if (s->serve_modern && modern_claims(msg))
+            s = modern_of(s); /* stdio: beside the 2025 session, not in it */
         mcp_channel_ref(ch);
         struct reply r = {.ch = ch};
         handle_message(s, msg, &r);

@@ -3,10 +3,11 @@
  * give it a channel to answer on.
  *
  * The mcp/ folder: mcp.c (this API, initialize, the method table),
- * calls.c (tools/call: admission, live output, cancellation), reply.c (one
- * reply slot per message, batches), resources.c (resources, prompts,
- * completion), session.c (state the files share; what a version and a log
- * level mean), jsonrpc.c (messages).
+ * modern.c (the 2026-07-28 wire's checks, server/discover), envelope.c (its
+ * per-request _meta), calls.c (tools/call: admission, live output,
+ * cancellation), reply.c (one reply slot per message, batches),
+ * resources.c (resources, prompts, completion), session.c (state the files
+ * share; what a version and a log level mean), jsonrpc.c (messages).
  *
  * Threads and json-c: Debian's json-c is built without atomic reference
  * counts, and every object carries its own serialization buffer, so a
@@ -46,6 +47,11 @@ enum mcp_version { MCP_VERSIONS(MCP_VERSION_ENUM) MCP_V_COUNT };
 #undef MCP_VERSION_ENUM
 
 #define MCP_V_LATEST MCP_V_2025_11_25
+
+/* The stateless revision, served beside the versions above: a request
+ * whose params._meta names it needs no initialize (modern.h). It is not
+ * one initialize negotiates. */
+#define MCP_MODERN_VERSION "2026-07-28"
 
 const char *mcp_version_name(enum mcp_version v);
 
@@ -100,6 +106,40 @@ struct mcp_session;
  * cut to MCP_PRINCIPAL_CAP - 1 bytes): "stdio", "token:<16 hex>" (the
  * start of the bearer token's SHA-256) or "anonymous". */
 struct mcp_session *mcp_session_new(struct mcp_server *srv, const char *principal);
+
+/* A session for the 2026-07-28 wire only, which remembers nothing between
+ * requests: an HTTP transport makes one per request, so closing it when
+ * the request's client goes cancels that request's run. What its calls
+ * leave behind (code sessions, returned files) belongs to the principal,
+ * not to it: closing it ends none of them. With auth on, only the same
+ * bearer token reaches them again; without, their unguessable handle
+ * (session_id, the file's URI) is what lets a caller in. */
+struct mcp_session *mcp_session_new_stateless(struct mcp_server *srv, const char *principal);
+
+/* Lets s's stream carry 2026-07-28 requests beside its 2025 ones (stdio):
+ * each is served statelessly, in a companion session s owns; without
+ * this, a message is read by the 2025 rules whatever its _meta says. */
+void mcp_session_serve_modern(struct mcp_session *s);
+
+/* A transport's headers for the 2026-07-28 wire's checks (NULL where
+ * absent): MCP-Protocol-Version, Mcp-Method, Mcp-Name. */
+struct mcp_wire_headers {
+    const char *protocol_version;
+    const char *method;
+    const char *name;
+};
+
+/* Whether msg is one message claiming the 2026-07-28 wire (its params._meta
+ * names a protocol version); a transport then hands it to a stateless
+ * session. */
+bool mcp_message_is_modern(json_object *msg);
+
+/* For a message mcp_message_is_modern: the error response (taken by the
+ * caller) that answers it before any method runs, in the revision's
+ * order (envelope -32602, headers -32020, version -32022, method -32601),
+ * or NULL when it may be dispatched. On HTTP, -32601 is sent with 404 and
+ * the others with 400. */
+json_object *mcp_modern_refusal(json_object *msg, const struct mcp_wire_headers *h);
 
 /* Parses and dispatches one message (or batch) of len bytes. Replies go to
  * ch, possibly later from another thread. */

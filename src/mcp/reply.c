@@ -42,6 +42,9 @@ void reply_send(struct mcp_channel *ch, json_object *msg)
 
 /* ---- replies ---------------------------------------------------------------- */
 
+/* Room for the modern wire's members in front of a spliced result. */
+#define REPLY_MODERN_MEMBERS_CAP 96
+
 /* A batch's answers are collected as serialized text, because its slots
  * are filled from different threads (a tools/call answers from a worker).
  * Together they stay under max_bytes: an answer that would pass it is
@@ -169,15 +172,42 @@ static void batch_fill(struct reply *r, char *text, size_t len)
     free(b);
 }
 
+void reply_cacheable(struct reply *r, long long ttl_ms, bool private_scope)
+{
+    r->cacheable = true;
+    r->cache_ttl_ms = ttl_ms;
+    r->cache_private = private_scope;
+}
+
+/* The members the modern wire adds in front of a result's own, as JSON
+ * text ending in a comma: resultType, and ttlMs and cacheScope when
+ * cacheable (empty on the 2025 wire). */
+static size_t modern_members(const struct reply *r, char *out, size_t cap)
+{
+    if (!r->modern)
+        return 0;
+    int n = r->cacheable ? snprintf(out, cap,
+                                    "\"resultType\":\"complete\",\"ttlMs\":%lld,"
+                                    "\"cacheScope\":\"%s\",",
+                                    r->cache_ttl_ms, r->cache_private ? "private" : "public")
+                         : snprintf(out, cap, "\"resultType\":\"complete\",");
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
 void reply_result_raw(struct reply *r, json_object *id, const char *result, size_t len)
 {
+    /* A result is an object: the modern members go in after its brace. */
+    char extra[REPLY_MODERN_MEMBERS_CAP];
+    size_t extra_len = len >= 2 && result[0] == '{' ? modern_members(r, extra, sizeof(extra)) : 0;
+    if (extra_len && result[1] == '}')
+        extra[--extra_len] = '\0'; /* an empty object: no comma after them */
     size_t id_len = 0;
     const char *id_text = id ? jsonrpc_serialize(id, &id_len) : "null";
     if (!id)
         id_len = 4;
     static const char head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
     static const char mid[] = ",\"result\":";
-    size_t n = sizeof(head) - 1 + id_len + sizeof(mid) - 1 + len + 1;
+    size_t n = sizeof(head) - 1 + id_len + sizeof(mid) - 1 + len + extra_len + 1;
     char *text = xmalloc(n + 1);
     char *p = text;
     memcpy(p, head, sizeof(head) - 1);
@@ -186,8 +216,16 @@ void reply_result_raw(struct reply *r, json_object *id, const char *result, size
     p += id_len;
     memcpy(p, mid, sizeof(mid) - 1);
     p += sizeof(mid) - 1;
-    memcpy(p, result, len);
-    p += len;
+    if (extra_len) {
+        *p++ = '{';
+        memcpy(p, extra, extra_len);
+        p += extra_len;
+        memcpy(p, result + 1, len - 1);
+        p += len - 1;
+    } else {
+        memcpy(p, result, len);
+        p += len;
+    }
     *p++ = '}';
     *p = '\0';
     if (!r->batch) {
@@ -218,6 +256,15 @@ void reply_result_raw(struct reply *r, json_object *id, const char *result, size
 
 void reply_result(struct reply *r, json_object *id, json_object *result)
 {
+    if (r->modern && json_object_is_type(result, json_type_object)) {
+        if (!json_object_object_get_ex(result, "resultType", NULL))
+            json_object_object_add(result, "resultType", json_object_new_string("complete"));
+        if (r->cacheable) {
+            json_object_object_add(result, "ttlMs", json_object_new_int64(r->cache_ttl_ms));
+            json_object_object_add(result, "cacheScope",
+                                   json_object_new_string(r->cache_private ? "private" : "public"));
+        }
+    }
     reply_done(r, jsonrpc_result(id, result));
 }
 

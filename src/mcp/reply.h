@@ -5,6 +5,7 @@
 #define MCPSBX_MCP_REPLY_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "mcp/jsonrpc.h"
@@ -12,11 +13,27 @@
 
 struct batch;
 
+struct envelope;
+
 struct reply {
     struct mcp_channel *ch; /* one reference held while the slot is open */
     struct batch *batch;    /* NULL for a single message */
     size_t index;
+    /* On the 2026-07-28 wire a result carries resultType, and a cacheable
+     * one (reply_cacheable) ttlMs and cacheScope. */
+    bool modern;
+    bool cacheable;
+    bool cache_private;
+    long long cache_ttl_ms;
+    /* The request's envelope on the modern wire (NULL otherwise): valid
+     * on the receiving thread until the method returns; a method that
+     * answers later copies what it needs. */
+    const struct envelope *env;
 };
+
+/* Marks the result r will carry as cacheable for ttl_ms, by any client
+ * (public) or only this one (private); nothing on the 2025 wire. */
+void reply_cacheable(struct reply *r, long long ttl_ms, bool private_scope);
 
 /* Sends msg (borrowed) on ch now, outside any slot: notifications, and
  * answers to what has no slot (a message refused before it is read). */

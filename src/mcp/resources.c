@@ -5,6 +5,7 @@
 #include "base/codec.h"
 #include "base/json.h"
 #include "base/util.h"
+#include "mcp/modern.h"
 #include "tools/environment.h"
 
 #define ENVIRONMENT_URI "mcp-sandboxd://environment"
@@ -40,6 +41,7 @@ void resources_list(struct mcp_session *s, const struct jsonrpc_msg *m, struct r
     json_object_object_add(e, "mimeType", json_object_new_string("application/json"));
     json_object_array_add(list, e);
     json_object_object_add(res, "resources", list);
+    reply_cacheable(r, MODERN_LIST_TTL_MS, false);
     reply_result(r, m->id, res);
 }
 
@@ -59,10 +61,26 @@ void resources_templates_list(struct mcp_session *s, const struct jsonrpc_msg *m
                                "at .../plots/plot-<n>.png. The run's result gives each URI."));
     json_object_array_add(list, t);
     json_object_object_add(res, "resourceTemplates", list);
+    reply_cacheable(r, MODERN_LIST_TTL_MS, false);
     reply_result(r, m->id, res);
 }
 
-/* A returned file, to the session that ran it only. */
+/* Resource not found: the 2025 wire's own code, or on the modern wire
+ * Invalid params naming the URI (the revision retired -32002). */
+static void not_found(const struct jsonrpc_msg *m, struct reply *r, const char *uri,
+                      const char *msg)
+{
+    if (!r->modern) {
+        reply_done(r, jsonrpc_error(m->id, MCP_RESOURCE_NOT_FOUND, msg, NULL));
+        return;
+    }
+    json_object *data = json_object_new_object();
+    json_object_object_add(data, "uri", json_object_new_string(uri));
+    reply_done(r, jsonrpc_error(m->id, JSONRPC_INVALID_PARAMS, msg, data));
+}
+
+/* A returned file, to the session that ran it only (on the modern wire,
+ * to its principal: mcp.h). */
 static void read_run_file(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r,
                           const char *uri)
 {
@@ -75,7 +93,7 @@ static void read_run_file(struct mcp_session *s, const struct jsonrpc_msg *m, st
                               "that ran it, for %lld s (--run-store-ttl-ms), while the store "
                               "has room",
                               s->srv->cfg->run_store_ttl_ms / 1000);
-        reply_done(r, jsonrpc_error(m->id, MCP_RESOURCE_NOT_FOUND, msg, NULL));
+        not_found(m, r, uri, msg);
         free(msg);
         return;
     }
@@ -104,6 +122,7 @@ static void read_run_file(struct mcp_session *s, const struct jsonrpc_msg *m, st
     json_object_array_add(contents, c);
     json_object *res = json_object_new_object();
     json_object_object_add(res, "contents", contents);
+    reply_cacheable(r, 0, true);
     reply_result(r, m->id, res);
 out:
     buf_free(&b64);
@@ -121,7 +140,7 @@ void resources_read(struct mcp_session *s, const struct jsonrpc_msg *m, struct r
         return;
     }
     if (strcmp(uri, ENVIRONMENT_URI) != 0) {
-        reply_done(r, jsonrpc_error(m->id, MCP_RESOURCE_NOT_FOUND, "Resource not found", NULL));
+        not_found(m, r, uri, "Resource not found");
         return;
     }
     struct tools_caller who = mcp_caller_of(s);
@@ -137,6 +156,8 @@ void resources_read(struct mcp_session *s, const struct jsonrpc_msg *m, struct r
     json_object_array_add(contents, c);
     json_object *res = json_object_new_object();
     json_object_object_add(res, "contents", contents);
+    /* It tells the pool's and the host's state now. */
+    reply_cacheable(r, 0, false);
     reply_result(r, m->id, res);
 }
 
@@ -155,6 +176,7 @@ void prompts_list(struct mcp_session *s, const struct jsonrpc_msg *m, struct rep
     (void)s;
     json_object *res = json_object_new_object();
     json_object_object_add(res, "prompts", json_object_new_array());
+    reply_cacheable(r, MODERN_LIST_TTL_MS, false);
     reply_result(r, m->id, res);
 }
 

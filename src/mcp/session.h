@@ -23,13 +23,21 @@ struct call;
 
 struct mcp_session {
     struct mcp_server *srv;
-    /* Random, set once at creation: whose files in the run store are
-     * this session's (read without the lock). */
+    /* Set once at creation: whose files in the run store are this
+     * session's (read without the lock). Random for a 2025 session;
+     * "s:" and the principal for a stateless one, whose code sessions and
+     * files outlive it (mcp.h). */
     char owner[33];
     /* Who the transport says holds it ("stdio", "token:<16 hex>",
      * "anonymous"), set once before its first call: code sessions belong
      * to the owner and the principal together. */
     char principal[MCP_PRINCIPAL_CAP];
+    /* Serves only the 2026-07-28 wire (mcp_session_new_stateless). */
+    bool stateless;
+    /* A 2025 session's stateless companion for the modern requests that
+     * come on its stream (stdio), made at the first one when serve_modern. */
+    bool serve_modern;
+    struct mcp_session *modern;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     bool initialize_done;
@@ -47,6 +55,14 @@ struct mcp_session {
 /* RFC 5424 severities, lowest first, as logging/setLevel names them. */
 #define MCP_LOG_LEVELS 8
 extern const char *const mcp_log_levels[MCP_LOG_LEVELS];
+
+/* What the daemon tells a client at initialize and server/discover. */
+extern const char mcp_instructions[];
+
+/* The server's capabilities on the modern wire or at initialize of v;
+ * its identity as initialize of v gives it. */
+json_object *session_capabilities(bool modern, enum mcp_version v);
+json_object *session_server_info(enum mcp_version v);
 
 /* One of s's calls has answered: one fewer in flight, and a close that
  * waits for none in flight (mcp_session_close) looks again. */

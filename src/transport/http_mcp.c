@@ -178,10 +178,15 @@ enum MHD_Result http_mcp_post_head(struct transport_http *t, struct MHD_Connecti
         return http_reply_error(c, rq, MHD_HTTP_NOT_ACCEPTABLE, HTTP_ERR_SERVER,
                                 "Not Acceptable: Accept must list application/json or "
                                 "text/event-stream");
-    if (!version_header_ok(c))
-        return reply_bad_version(c, rq);
+    if (!version_header_ok(c)) {
+        /* Not a 2025 version: the 2026-07-28 wire's, whose requests need
+         * no session and whose body says whether the header fits. */
+        rq->modern_header = true;
+        return MHD_YES;
+    }
     if (!http_header(c, "Mcp-Session-Id")) {
-        /* Only an initialize may come without a session: a small body. */
+        /* Only an initialize or a 2026-07-28 request may come without a
+         * session, and that one has the modern header: a small body. */
         if (rq->body_cap > sessionless_cap)
             rq->body_cap = sessionless_cap;
         return MHD_YES;
@@ -191,13 +196,80 @@ enum MHD_Result http_mcp_post_head(struct transport_http *t, struct MHD_Connecti
     return rq->sess ? MHD_YES : ret;
 }
 
+/* Hands msg to rq's session, answering on a stream of its own: SSE when
+ * the client takes it and progress or logs may precede the result, or
+ * when it takes nothing else; else one JSON answer. */
+static enum MHD_Result dispatch(struct transport_http *t, struct MHD_Connection *c,
+                                struct request *rq, json_object *msg, const struct body_info *bi)
+{
+    struct session *s = rq->sess;
+    const char *accept = http_header(c, "Accept");
+    bool want_json = !accept || http_accept_lists(accept, "application/json");
+    bool want_sse = accept && http_accept_lists(accept, "text/event-stream");
+    if (want_sse && (bi->has_call || !want_json)) {
+        pthread_mutex_lock(&t->lock);
+        struct stream *st = http_stream_new(s, STREAM_SSE);
+        struct reader *r = http_reader_attach_locked(s, st, 0, c);
+        pthread_mutex_unlock(&t->lock);
+        mcp_session_receive_json(s->mcp, msg, &st->ch);
+        mcp_channel_unref(&st->ch);
+        /* initialize answers at once: keep the session only if it worked. */
+        bool keep = rq->new_session && mcp_session_initialized(s->mcp);
+        if (rq->new_session && !keep)
+            http_session_end(s, NULL);
+        return http_queue_sse(c, rq, r, keep ? s->id : NULL);
+    }
+    struct stream *st = http_stream_new(s, STREAM_JSON);
+    mcp_session_receive_json(s->mcp, msg, &st->ch);
+    mcp_channel_unref(&st->ch);
+    return answer_json_when_done(t, c, rq, st);
+}
+
+/* A 2026-07-28 request: refused before any method runs (400, or 404 for
+ * a method this wire does not have), or answered on a stateless session
+ * of its own, which ends with the request. */
+static enum MHD_Result post_modern(struct transport_http *t, struct MHD_Connection *c,
+                                   struct request *rq, json_object *msg, const struct body_info *bi)
+{
+    struct mcp_wire_headers h = {
+        .protocol_version = http_header(c, "MCP-Protocol-Version"),
+        .method = http_header(c, "Mcp-Method"),
+        .name = http_header(c, "Mcp-Name"),
+    };
+    json_object *refusal = mcp_modern_refusal(msg, &h);
+    if (refusal) {
+        json_object *e = NULL;
+        json_object *code = NULL;
+        json_object_object_get_ex(refusal, "error", &e);
+        json_object_object_get_ex(e, "code", &code);
+        unsigned status = json_object_get_int(code) == JSONRPC_METHOD_NOT_FOUND
+                              ? MHD_HTTP_NOT_FOUND
+                              : MHD_HTTP_BAD_REQUEST;
+        return http_queue(c, rq, status, http_response_json(refusal));
+    }
+    if (!bi->has_request) /* a notification: no session to tell */
+        return http_queue(c, rq, MHD_HTTP_ACCEPTED, http_response_empty());
+    if (rq->sess) { /* a 2025 session's id beside it means nothing here */
+        pthread_mutex_lock(&t->lock);
+        bool last = http_session_request_done_locked(rq->sess, rq->counted);
+        pthread_mutex_unlock(&t->lock);
+        if (last)
+            http_session_free(rq->sess);
+        rq->sess = NULL;
+        rq->counted = false;
+    }
+    unsigned status = 0;
+    const char *why = NULL;
+    rq->sess = http_session_create_stateless(t, rq, &status, &why);
+    if (!rq->sess)
+        return http_reply_busy(c, rq, status, why);
+    return dispatch(t, c, rq, msg, bi);
+}
+
 enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c,
                               struct request *rq)
 {
     enum MHD_Result ret = MHD_NO;
-    const char *accept = http_header(c, "Accept");
-    bool want_json = !accept || http_accept_lists(accept, "application/json");
-    bool want_sse = accept && http_accept_lists(accept, "text/event-stream");
     json_object *msg = http_read_post(c, rq, t->cfg->max_message_bytes, &ret);
     if (!msg) {
         http_release_body(t, rq);
@@ -216,6 +288,24 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
         goto out;
     case ADMIT_BUSY:
         ret = http_reply_too_many(c, rq);
+        goto out;
+    }
+    if (mcp_message_is_modern(msg)) {
+        ret = post_modern(t, c, rq, msg, &bi);
+        goto out;
+    }
+    if (rq->modern_header) {
+        const char *pv = http_header(c, "MCP-Protocol-Version");
+        struct jsonrpc_msg m;
+        jsonrpc_classify(msg, &m);
+        ret = pv && strcmp(pv, MCP_MODERN_VERSION) == 0
+                  ? http_queue(c, rq, MHD_HTTP_BAD_REQUEST,
+                               http_response_json(jsonrpc_error(
+                                   m.id, JSONRPC_INVALID_PARAMS,
+                                   "Invalid params: MCP-Protocol-Version is " MCP_MODERN_VERSION
+                                   " but the message has no _meta envelope naming it",
+                                   NULL)))
+                  : reply_bad_version(c, rq);
         goto out;
     }
     if (!rq->sess) {
@@ -249,26 +339,7 @@ enum MHD_Result http_mcp_post(struct transport_http *t, struct MHD_Connection *c
         goto out;
     }
 
-    /* SSE when the client takes it and progress or logs may precede the
-     * result, or when it takes nothing else. */
-    if (want_sse && (bi.has_call || !want_json)) {
-        pthread_mutex_lock(&t->lock);
-        struct stream *st = http_stream_new(s, STREAM_SSE);
-        struct reader *r = http_reader_attach_locked(s, st, 0, c);
-        pthread_mutex_unlock(&t->lock);
-        mcp_session_receive_json(s->mcp, msg, &st->ch);
-        mcp_channel_unref(&st->ch);
-        /* initialize answers at once: keep the session only if it worked. */
-        bool keep = rq->new_session && mcp_session_initialized(s->mcp);
-        if (rq->new_session && !keep)
-            http_session_end(s, NULL);
-        ret = http_queue_sse(c, rq, r, keep ? s->id : NULL);
-    } else {
-        struct stream *st = http_stream_new(s, STREAM_JSON);
-        mcp_session_receive_json(s->mcp, msg, &st->ch);
-        mcp_channel_unref(&st->ch);
-        ret = answer_json_when_done(t, c, rq, st);
-    }
+    ret = dispatch(t, c, rq, msg, &bi);
 out:
     json_object_put(msg);
     return ret;

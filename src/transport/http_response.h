@@ -48,6 +48,7 @@ struct request {
     struct session *sess; /* named by the request's headers: one reference */
     bool counted;         /* in sess->requests (http_session_request_begin) */
     bool new_session;     /* an initialize that made sess */
+    bool modern_header;   /* MCP-Protocol-Version names no 2025 version */
     bool body_in;         /* the last upload call came */
     /* waiting */
     enum request_wait wait;

@@ -404,6 +404,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     if (rq->conn) /* kept alive or not: its next head, if any, has a deadline */
         conns_request_done(&t->conns, rq->conn);
     http_mcp_request_done(t, rq);
+    /* A stateless session lives as long as its request: a client gone
+     * before the answer cancels the run. */
+    if (rq->sess && rq->sess->stateless)
+        http_session_end(rq->sess, NULL);
     struct session *last = NULL;
     pthread_mutex_lock(&t->lock);
     t->active--;

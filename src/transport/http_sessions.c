@@ -74,6 +74,34 @@ struct session *http_session_create(struct transport_http *t, const struct reque
     return s;
 }
 
+struct session *http_session_create_stateless(struct transport_http *t, const struct request *rq,
+                                              unsigned *status, const char **why)
+{
+    struct session *s = xcalloc(1, sizeof(*s));
+    s->t = t;
+    s->stateless = true;
+    s->refs = 2;
+    s->created = s->last_active = util_now_ms();
+    snprintf(s->id, sizeof(s->id), "stateless");
+    char principal[MCP_PRINCIPAL_CAP];
+    http_principal(t, rq, principal);
+    s->mcp = mcp_session_new_stateless(t->srv, principal);
+    pthread_mutex_lock(&t->lock);
+    bool stopping = t->stopping;
+    if (!stopping) { /* in the table so that stop ends it too */
+        s->next = t->sessions;
+        t->sessions = s;
+    }
+    pthread_mutex_unlock(&t->lock);
+    if (stopping) {
+        *status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        *why = "server busy: shutting down";
+        session_free(s);
+        return NULL;
+    }
+    return s;
+}
+
 bool http_session_count(struct session *s)
 {
     struct transport_http *t = s->t;
@@ -95,7 +123,7 @@ struct session *http_session_get(struct transport_http *t, const char *id, bool 
     struct session *found = NULL;
     pthread_mutex_lock(&t->lock);
     for (struct session *s = t->sessions; s && !found; s = s->next)
-        if (s->legacy == legacy && http_secret_equal(id, SESSION_ID_LEN, s->id))
+        if (!s->stateless && s->legacy == legacy && http_secret_equal(id, SESSION_ID_LEN, s->id))
             found = s;
     if (found) {
         found->refs++;
@@ -156,7 +184,7 @@ static bool session_end_locked(struct session *s, struct request *waiter)
     }
     if (s->counted)
         t->n_sessions--;
-    else
+    else if (!s->stateless) /* (a stateless one is never counted) */
         t->n_pending--;
     http_readers_wake_locked(t, s, NULL);
     s->close_waiter = waiter;
@@ -200,7 +228,8 @@ static void *closer_main(void *arg)
         t->closing++;
         pthread_mutex_unlock(&t->lock);
         mcp_session_close(s->mcp);
-        log_debug("http: session %.8s... ended", s->id);
+        if (!s->stateless)
+            log_debug("http: session %.8s... ended", s->id);
         pthread_mutex_lock(&t->lock);
         if (s->close_waiter) {
             s->close_waiter->closed = true;
@@ -237,6 +266,8 @@ static void sweep_sessions(struct transport_http *t)
     size_t n = 0;
     pthread_mutex_lock(&t->lock);
     for (struct session *s = t->sessions; s; s = s->next) {
+        if (s->stateless)
+            continue; /* its request ends it */
         if (!s->counted && now - s->created >= (double)t->cfg->http_head_timeout_ms) {
             log_debug("http: session %.8s... not initialized in time", s->id);
             session_end_locked(s, NULL); /* unlinks s; s->next stays */

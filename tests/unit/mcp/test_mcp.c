@@ -55,6 +55,7 @@ static int setup(void **state)
     rig_init(&f->g, RIG_DOWN);
     rig_start(&f->g);
     f->s = mcp_session_new(f->g.srv, "stdio");
+    mcp_session_serve_modern(f->s);
     mcp_channel_init(&f->cap.ch, capture_send, NULL);
     pthread_mutex_init(&f->cap.lock, NULL);
     util_cond_init_monotonic(&f->cap.cond);
@@ -429,6 +430,141 @@ static void test_resources_prompts_completion(void **state)
     assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
 }
 
+/* params for a 2026-07-28 request: its envelope, then more members. */
+#define MODERN_META(version)                                                                       \
+    "\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":\"" version "\","                      \
+    "\"io.modelcontextprotocol/clientCapabilities\":{}}"
+#define MODERN(id, method, more)                                                                   \
+    "{\"jsonrpc\":\"2.0\",\"id\":" id ",\"method\":\"" method                                      \
+    "\",\"params\":{" more MODERN_META("2026-07-28") "}}"
+
+static const char *str_at(json_object *o, const char *key)
+{
+    return json_object_get_string(json_get(o, key));
+}
+
+/* Modern requests on a stream that never initialized are served beside
+ * the 2025 rules, which still hold for the same stream. */
+static void test_modern_beside_legacy(void **state)
+{
+    struct fixture *f = *state;
+    json_object *r = json_get(send1(f, MODERN("1", "server/discover", "")), "result");
+    assert_string_equal(str_at(r, "resultType"), "complete");
+    assert_string_equal(
+        json_object_get_string(json_object_array_get_idx(json_get(r, "supportedVersions"), 0)),
+        "2026-07-28");
+    assert_string_equal(str_at(r, "cacheScope"), "public");
+    assert_true(json_object_get_int(json_get(r, "ttlMs")) > 0);
+    json_get(json_get(r, "capabilities"), "tools");
+    assert_string_equal(
+        str_at(json_get(json_get(r, "_meta"), "io.modelcontextprotocol/serverInfo"), "name"),
+        "mcp-sandboxd");
+    /* The spliced tool list gains the wire's members and stays JSON. */
+    r = json_get(send1(f, MODERN("2", "tools/list", "")), "result");
+    assert_string_equal(str_at(r, "resultType"), "complete");
+    assert_string_equal(str_at(r, "cacheScope"), "public");
+    assert_true(json_object_array_length(json_get(r, "tools")) > 0);
+    r = json_get(send1(f, MODERN("3", "resources/templates/list", "")), "result");
+    assert_int_equal(json_object_get_int(json_get(r, "ttlMs")), 300000);
+    assert_int_equal(error_code(send1(f, MODERN("4", "ping", ""))), JSONRPC_METHOD_NOT_FOUND);
+    assert_int_equal(error_code(send1(f, MODERN("5", "initialize", ""))), JSONRPC_METHOD_NOT_FOUND);
+    assert_int_equal(error_code(send1(f, MODERN("6", "logging/setLevel", "\"level\":\"info\","))),
+                     JSONRPC_METHOD_NOT_FOUND);
+    assert_int_equal(error_code(send1(f, MODERN("7", "resources/subscribe", "\"uri\":\"a:b\","))),
+                     JSONRPC_METHOD_NOT_FOUND);
+    /* Nothing of that initialized the 2025 session. */
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/list\"}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_REQUEST);
+    assert_int_equal(
+        error_code(send1(f, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"server/discover\"}")),
+        JSONRPC_METHOD_NOT_FOUND);
+    init(f, "2025-11-25");
+    r = json_get(send1(f, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/list\"}"), "result");
+    assert_false(json_object_object_get_ex(r, "resultType", NULL));
+    assert_false(json_object_object_get_ex(r, "ttlMs", NULL));
+}
+
+static void test_modern_errors(void **state)
+{
+    struct fixture *f = *state;
+    /* The envelope's form first, then the version. */
+    json_object *r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\","
+                              "\"params\":{\"_meta\":{\"io.modelcontextprotocol/protocolVersion\":"
+                              "\"v999.0.0\"}}}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
+    assert_int_equal(json_object_get_int(json_get(r, "id")), 1);
+    r = send1(
+        f, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server/discover\",\"params\":{" MODERN_META(
+               "v999.0.0") "}}");
+    assert_int_equal(error_code(r), -32022);
+    json_object *data = json_get(json_get(r, "error"), "data");
+    assert_string_equal(str_at(data, "requested"), "v999.0.0");
+    assert_string_equal(
+        json_object_get_string(json_object_array_get_idx(json_get(data, "supported"), 0)),
+        "2026-07-28");
+    r = send1(f, MODERN("3", "resources/read", "\"uri\":\"file:///etc/passwd\","));
+    assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
+    assert_string_equal(str_at(json_get(json_get(r, "error"), "data"), "uri"),
+                        "file:///etc/passwd");
+    r = send1(f, MODERN("4", "nope/nothing", ""));
+    assert_int_equal(error_code(r), JSONRPC_METHOD_NOT_FOUND);
+    /* A bad log level is the envelope's. */
+    r = send1(f, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\",\"params\":{\"_meta\":{"
+                 "\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\","
+                 "\"io.modelcontextprotocol/clientCapabilities\":{},"
+                 "\"io.modelcontextprotocol/logLevel\":\"loud\"}}}");
+    assert_int_equal(error_code(r), JSONRPC_INVALID_PARAMS);
+}
+
+/* What an HTTP transport checks: the headers against the body, before the
+ * version and the method. */
+static void test_modern_headers(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *msg, *version, *method, *name;
+        int code; /* 0: may be dispatched */
+    } cases[] = {
+        {MODERN("1", "tools/list", ""), "2026-07-28", "tools/list", NULL, 0},
+        {MODERN("1", "tools/list", ""), " 2026-07-28\t", " tools/list ", NULL, 0},
+        {MODERN("1", "tools/list", ""), NULL, "tools/list", NULL, -32020},
+        {MODERN("1", "tools/list", ""), "2026-07-28", NULL, NULL, -32020},
+        {MODERN("1", "tools/list", ""), "2026-07-28", "tools/call", NULL, -32020},
+        {MODERN("1", "tools/call", "\"name\":\"run_python_code\","), "2026-07-28", "tools/call",
+         NULL, -32020},
+        {MODERN("1", "tools/call", "\"name\":\"run_python_code\","), "2026-07-28", "tools/call",
+         "run_python_code", 0},
+        {MODERN("1", "tools/call", "\"name\":\"run_python_code\","), "2026-07-28", "tools/call",
+         "=?base64?cnVuX3B5dGhvbl9jb2Rl?=", 0},
+        {MODERN("1", "tools/call", "\"name\":\"run_python_code\","), "2026-07-28", "tools/call",
+         "=?base64?cnVuX2pzX2NvZGU=?=", -32020},
+        {MODERN("1", "tools/call", "\"name\":\"run_python_code\","), "2026-07-28", "tools/call",
+         "=?base64?!!!?=", -32020},
+        {MODERN("1", "resources/read", "\"uri\":\"a:b\","), "2026-07-28", "resources/read", "a:c",
+         -32020},
+        /* The header is checked before the version. */
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" MODERN_META(
+             "v999.0.0") "}}",
+         "2026-07-28", "tools/list", NULL, -32020},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{" MODERN_META(
+             "v999.0.0") "}}",
+         "v999.0.0", "tools/list", NULL, -32022},
+        {MODERN("1", "ping", ""), "2026-07-28", "ping", NULL, JSONRPC_METHOD_NOT_FOUND},
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        json_object *msg = json_tokener_parse(cases[i].msg);
+        assert_non_null(msg);
+        assert_true(mcp_message_is_modern(msg));
+        struct mcp_wire_headers h = {cases[i].version, cases[i].method, cases[i].name};
+        json_object *e = mcp_modern_refusal(msg, &h);
+        if (cases[i].code == 0 ? e != NULL : !e || error_code(e) != cases[i].code)
+            fail_msg("case %zu: %s", i,
+                     e ? json_object_to_json_string(e) : "dispatched; expected a refusal");
+        json_object_put(e);
+        json_object_put(msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -442,6 +578,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_call_without_engine, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resources_prompts_completion, setup, teardown),
         cmocka_unit_test_setup_teardown(test_network_declared, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_modern_beside_legacy, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_modern_errors, setup, teardown),
+        cmocka_unit_test(test_modern_headers),
     };
     return cmocka_run_group_tests_name("mcp", tests, NULL, NULL);
 }

@@ -1,0 +1,496 @@
+// Integration tests for the MCP 2026-07-28 wire ("modern", stateless) that
+// the daemon serves beside the 2025-11-25 one (src/mcp/modern.c,
+// src/mcp/envelope.c, src/transport/http_mcp.c): a request whose
+// params._meta names io.modelcontextprotocol/protocolVersion is answered
+// on its own, with no initialize and no Mcp-Session-Id.
+//
+//   node --test tests/integration/modern.test.mjs
+//
+// Environment: as stdio.test.mjs (MCPSANDBOXD_BIN, MCPSANDBOXD_ENGINE).
+//
+// Raw requests (fetch over HTTP, JSON-RPC lines over stdio) check the
+// envelope's errors with their codes and HTTP statuses, server/discover,
+// the cache hints, log notifications only with a logLevel, and that a
+// legacy initialize still works on the same daemon. The official SDK v2
+// client (@modelcontextprotocol/client), pinned to 2026-07-28 over HTTP
+// and over stdio, runs code with progress, reads a returned file, keeps a
+// code session across requests and cancels a run (whose container must
+// then go); in mode 'auto' over stdio it must connect at once, as modern.
+//
+// One HTTP daemon (with its pool) and one raw stdio daemon serve most
+// tests. The SDK's stdio transport probes on a sibling process it kills
+// within a second, so the SDK's stdio daemons have --pool-size 0: a killed
+// sibling has no warm sandbox to leave behind.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+
+import {
+  BIN, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, sleep, allDaemons, annotate, daemonArgs, daemonEnv, withDaemon,
+  awaitExit, preflight, ourContainers, HttpDaemon, RawDaemon, SseParser, checkRun, checkDaemonsAndContainers,
+} from './lib.mjs';
+
+const MODERN = '2026-07-28';
+const LEGACY = '2025-11-25';
+const KEY = {
+  version: 'io.modelcontextprotocol/protocolVersion',
+  caps: 'io.modelcontextprotocol/clientCapabilities',
+  info: 'io.modelcontextprotocol/clientInfo',
+  level: 'io.modelcontextprotocol/logLevel',
+};
+const ERR = { invalidParams: -32602, methodNotFound: -32601, headerMismatch: -32020, unsupportedVersion: -32022 };
+const N_TOOLS = 9; // with the default test languages, python and javascript
+// A cancelled run's container goes within this; the run itself would sleep 60 s.
+const GONE_GUARD_MS = 30_000;
+
+/** A modern envelope, extra keys winning. */
+const envelope = (extra = {}) => ({
+  [KEY.version]: MODERN,
+  [KEY.caps]: {},
+  [KEY.info]: { name: 'modern-raw-test', version: '0' },
+  ...extra,
+});
+
+/** A modern request: params with the envelope in _meta. */
+const modernMsg = (id, method, params = {}, meta = {}) => ({
+  jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...envelope(), ...(params._meta ?? {}), ...meta } },
+});
+
+const b64 = (s) => Buffer.from(s, 'utf8').toString('base64');
+/** x as JSON for a message, at most n characters. */
+const j = (x, n = 500) => String(JSON.stringify(x)).slice(0, n);
+
+let hd; // the shared HTTP daemon
+let sd; // the shared raw stdio daemon
+let v2s; // the shared stdio daemon of the SDK v2 client pinned to 2026-07-28
+
+// ---- raw HTTP ----------------------------------------------------------------
+
+/** What an HTTP answer looked like, for assertion messages. */
+function show(r) {
+  const h = [...r.headers].filter(([k]) => /^(content-type|mcp-)/i.test(k)).map(([k, v]) => `${k}: ${v}`).join('; ');
+  return `HTTP ${r.status} [${h}] ${JSON.stringify(r.text.slice(0, 800))}`;
+}
+
+/**
+ * POSTs body to the HTTP daemon's /mcp: {status, headers, text, messages,
+ * reply} (reply: the response with body's id). A header given undefined
+ * is left out.
+ */
+async function post(body, headers = {}) {
+  const h = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+  for (const [k, v] of Object.entries(headers)) {
+    for (const old of Object.keys(h)) if (old.toLowerCase() === k.toLowerCase()) delete h[old];
+    if (v !== undefined) h[k] = v;
+  }
+  const res = await fetch(hd.url, {
+    method: 'POST', headers: h, body: typeof body === 'string' ? body : JSON.stringify(body),
+    signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+  });
+  const text = await res.text();
+  const r = { status: res.status, headers: res.headers, text, messages: [] };
+  const ct = res.headers.get('content-type') || '';
+  if (/^text\/event-stream/i.test(ct)) {
+    r.messages = new SseParser().push(`${text}\n\n`).filter((ev) => ev.data).map((ev) => JSON.parse(ev.data));
+  } else if (/json/i.test(ct) && text) {
+    r.messages = [JSON.parse(text)];
+  }
+  r.reply = r.messages.find((m) => m && m.id === body.id && ('result' in m || 'error' in m));
+  return r;
+}
+
+/** The headers a modern request carries for msg. */
+function modernHeaders(msg) {
+  const h = { 'MCP-Protocol-Version': msg.params._meta[KEY.version], 'Mcp-Method': msg.method };
+  if (msg.method === 'tools/call' || msg.method === 'prompts/get') h['Mcp-Name'] = msg.params.name;
+  if (msg.method === 'resources/read') h['Mcp-Name'] = msg.params.uri;
+  return h;
+}
+
+/** POSTs a modern request with its headers (headers override them). */
+function postModern(id, method, params, { meta, headers } = {}) {
+  const msg = modernMsg(id, method, params, meta);
+  return post(msg, { ...modernHeaders(msg), ...headers });
+}
+
+/** A modern HTTP answer that succeeded: its result. */
+function okHttp(r) {
+  const ctx = show(r);
+  assert.equal(r.status, 200, ctx);
+  assert.ok(r.reply && r.reply.result, `no result: ${ctx}`);
+  assert.equal(r.reply.result.resultType, 'complete', ctx);
+  assert.equal(r.headers.get('mcp-session-id'), null, `a modern answer must not open a session: ${ctx}`);
+  return r.reply.result;
+}
+
+/** A modern HTTP refusal: its status, code and the request's id. */
+function refusedHttp(r, id, code, status) {
+  const ctx = show(r);
+  assert.equal(r.status, status, ctx);
+  assert.equal(r.messages.length, 1, ctx);
+  const m = r.messages[0];
+  assert.equal(m.id, id, `the error must echo id ${JSON.stringify(id)}: ${ctx}`);
+  assert.equal(m.error?.code, code, ctx);
+  assert.equal(typeof m.error.message, 'string', ctx);
+  assert.equal(r.headers.get('mcp-session-id'), null, ctx);
+  return m.error;
+}
+
+/** The cache hints of a cacheable modern result. */
+function cacheable(result, ctx = j(result, 500)) {
+  assert.equal(result.resultType, 'complete', ctx);
+  assert.ok(Number.isInteger(result.ttlMs) && result.ttlMs >= 0, `ttlMs: ${ctx}`);
+  assert.ok(['public', 'private'].includes(result.cacheScope), `cacheScope: ${ctx}`);
+}
+
+function checkDiscover(res) {
+  const ctx = j(res, 1500);
+  assert.equal(res.resultType, 'complete', ctx);
+  assert.deepEqual(res.supportedVersions, [MODERN], ctx);
+  assert.ok(res.capabilities && typeof res.capabilities === 'object' && res.capabilities.tools, ctx);
+  assert.equal(typeof res.instructions, 'string', ctx);
+  assert.ok(res.instructions.length > 0, ctx);
+  assert.ok(Number.isInteger(res.ttlMs) && res.ttlMs > 0, ctx);
+  assert.equal(res.cacheScope, 'public', ctx);
+  const info = res._meta?.['io.modelcontextprotocol/serverInfo'];
+  assert.equal(info?.name, 'mcp-sandboxd', ctx);
+  assert.match(info.version, /^\d+\.\d+\.\d+/, ctx);
+}
+
+// ---- SDK v2 ------------------------------------------------------------------
+
+const PIN = { pin: MODERN };
+
+/** A daemon driven by the SDK v2 client over stdio. */
+class V2StdioDaemon {
+  constructor(name) {
+    this.name = name;
+    this.stderr = '';
+    this.exit = null;
+    this.closed = false;
+    allDaemons.push(this);
+  }
+
+  static async start(name, mode) {
+    const d = new V2StdioDaemon(name);
+    d.transport = new StdioClientTransport({
+      command: BIN, args: daemonArgs(['--pool-size', '0']), env: daemonEnv(), stderr: 'pipe',
+    });
+    d.transport.stderr.on('data', (c) => (d.stderr += c.toString('utf8')));
+    d.client = new Client({ name: 'mcp-sandboxd-modern-test', version: '1.0.0' }, { versionNegotiation: { mode } });
+    const t0 = Date.now();
+    try {
+      await d.client.connect(d.transport, { timeout: 30_000 });
+    } catch (e) {
+      await d.client.close().catch(() => {});
+      d.exit = { code: null, signal: null, connectFailed: String(e) };
+      throw annotate(e, d);
+    }
+    d.connectMs = Date.now() - t0;
+    d.proc = d.transport._process;
+    d.exited = new Promise((resolve) => {
+      if (d.proc.exitCode !== null || d.proc.signalCode !== null) resolve();
+      else d.proc.once('exit', () => resolve());
+    }).then(() => {
+      d.exit = { code: d.proc.exitCode, signal: d.proc.signalCode };
+    });
+    return d;
+  }
+
+  /** Closes stdin and waits for the daemon to exit on its own. */
+  async close() {
+    if (this.closed) return this.exit;
+    this.closed = true;
+    if (this.proc && this.exit === null) {
+      this.proc.stdin.end();
+      await awaitExit(this);
+    }
+    await this.client.close().catch(() => {});
+    return this.exit;
+  }
+}
+
+/** An SDK v2 client pinned to 2026-07-28 on the shared HTTP daemon. */
+async function v2Http() {
+  const client = new Client({ name: 'mcp-sandboxd-modern-test', version: '1.0.0' }, { versionNegotiation: { mode: PIN } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(hd.url)), { timeout: 30_000 });
+  return client;
+}
+
+const call = (client, name, args, opts = {}) => client.callTool({ name, arguments: args }, { timeout: CALL_TIMEOUT_MS, ...opts });
+
+/** A call's outcome, {answered} or {error}, as a promise that never rejects. */
+const settle = (p) => p.then((r) => ({ answered: r }), (e) => ({ error: e }));
+
+// ---- the suite -----------------------------------------------------------------
+
+test('preflight: binary present, engine answers; the shared daemons start', async (tc) => {
+  await preflight(tc);
+  hd = await HttpDaemon.start('modern-http');
+  sd = new RawDaemon('modern-stdio-raw', ['--pool-size', '0']);
+  v2s = await V2StdioDaemon.start('modern-stdio-v2', PIN);
+});
+
+test('HTTP, raw: discover, cache hints, no session, Mcp-Name forms', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(hd, async () => {
+    const disc = await postModern('d-1', 'server/discover');
+    checkDiscover(okHttp(disc));
+
+    const tools = okHttp(await postModern(2, 'tools/list'));
+    cacheable(tools);
+    assert.equal(tools.tools.length, N_TOOLS, tools.tools.map((t) => t.name).join(', '));
+    for (const m of ['resources/list', 'resources/templates/list', 'prompts/list']) {
+      cacheable(okHttp(await postModern(`${m}-1`, m)), m);
+    }
+
+    // Mcp-Name: plain, with spaces around it, base64-encoded.
+    for (const name of ['list_sessions', '  list_sessions  ', `=?base64?${b64('list_sessions')}?=`]) {
+      const r = await postModern(`n-${name}`, 'tools/call', { name: 'list_sessions', arguments: {} }, { headers: { 'Mcp-Name': name } });
+      const res = okHttp(r);
+      assert.notEqual(res.isError, true, show(r));
+    }
+    const listed = okHttp(await postModern('rl', 'resources/list')).resources;
+    assert.ok(listed.length > 0, 'no resource listed');
+    const uri = listed[0].uri;
+    const read = okHttp(await postModern('rr', 'resources/read', { uri }, { headers: { 'Mcp-Name': `=?base64?${b64(uri)}?=` } }));
+    cacheable(read);
+    assert.equal(read.contents[0].uri, uri, j(read, 500));
+  }),
+);
+
+test('HTTP, raw: the envelope, header, version and method errors, with status and id', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(hd, async () => {
+    // The envelope's form: -32602.
+    let msg = modernMsg('no-caps', 'tools/list');
+    delete msg.params._meta[KEY.caps];
+    refusedHttp(await post(msg, modernHeaders(msg)), 'no-caps', ERR.invalidParams, 400);
+    msg = modernMsg(11, 'tools/list', {}, { [KEY.caps]: 'all' });
+    refusedHttp(await post(msg, modernHeaders(msg)), 11, ERR.invalidParams, 400);
+    msg = modernMsg(12, 'tools/list', {}, { [KEY.version]: '' });
+    refusedHttp(await post(msg, { ...modernHeaders(msg), 'MCP-Protocol-Version': MODERN }), 12, ERR.invalidParams, 400);
+    // The modern header with a body that is not modern.
+    const bare = { jsonrpc: '2.0', id: 13, method: 'tools/list' };
+    refusedHttp(await post(bare, { 'MCP-Protocol-Version': MODERN, 'Mcp-Method': 'tools/list' }), 13, ERR.invalidParams, 400);
+    const plainMeta = { jsonrpc: '2.0', id: 14, method: 'tools/list', params: { _meta: {} } };
+    refusedHttp(await post(plainMeta, { 'MCP-Protocol-Version': MODERN, 'Mcp-Method': 'tools/list' }), 14, ERR.invalidParams, 400);
+
+    // Headers against the body: -32020.
+    const h = (id, over, method = 'tools/list', params = {}) => postModern(id, method, params, { headers: over });
+    refusedHttp(await h(20, { 'MCP-Protocol-Version': undefined }), 20, ERR.headerMismatch, 400);
+    refusedHttp(await h(21, { 'MCP-Protocol-Version': LEGACY }), 21, ERR.headerMismatch, 400);
+    refusedHttp(await h(22, { 'Mcp-Method': undefined }), 22, ERR.headerMismatch, 400);
+    refusedHttp(await h(23, { 'Mcp-Method': 'prompts/list' }), 23, ERR.headerMismatch, 400);
+    const callParams = { name: 'list_sessions', arguments: {} };
+    refusedHttp(await h(24, { 'Mcp-Name': undefined }, 'tools/call', callParams), 24, ERR.headerMismatch, 400);
+    refusedHttp(await h(25, { 'Mcp-Name': 'run_python_code' }, 'tools/call', callParams), 25, ERR.headerMismatch, 400);
+    refusedHttp(await h(26, { 'Mcp-Name': `=?base64?${b64('list_session')}?=` }, 'tools/call', callParams), 26, ERR.headerMismatch, 400);
+    refusedHttp(await h(27, { 'Mcp-Name': 'mcp-sandboxd://other' }, 'resources/read', { uri: 'mcp-sandboxd://environment' }), 27, ERR.headerMismatch, 400);
+
+    // The version: -32022, naming what is supported.
+    const v = await postModern('v999', 'tools/list', {}, { meta: { [KEY.version]: 'v999.0.0' } });
+    const ve = refusedHttp(v, 'v999', ERR.unsupportedVersion, 400);
+    assert.deepEqual(ve.data, { supported: [MODERN], requested: 'v999.0.0' }, show(v));
+
+    // Methods this wire does not have: -32601, 404.
+    const gone = [
+      ['initialize', { protocolVersion: MODERN, capabilities: {}, clientInfo: { name: 'x', version: '0' } }],
+      ['ping', {}],
+      ['logging/setLevel', { level: 'info' }],
+      ['resources/subscribe', { uri: 'mcp-sandboxd://environment' }],
+      ['no/such/method', {}],
+    ];
+    for (const [i, [method, params]] of gone.entries()) {
+      refusedHttp(await postModern(`m-${i}`, method, params), `m-${i}`, ERR.methodNotFound, 404);
+    }
+
+    // A resource that is not there: -32602 naming its uri.
+    const missing = 'mcp-sandboxd://runs/00000000000000000000000000000000/files/outputs/none.txt';
+    const nf = await postModern(30, 'resources/read', { uri: missing });
+    assert.equal(nf.reply?.error?.code, ERR.invalidParams, show(nf));
+    assert.equal(nf.reply.error.data?.uri, missing, show(nf));
+    assert.equal(nf.headers.get('mcp-session-id'), null, show(nf));
+  }),
+);
+
+test('HTTP, raw: a legacy initialize still opens a 2025 session on the same daemon', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(hd, async () => {
+    const init = await post(
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'legacy', version: '0' } } },
+    );
+    const sid = init.headers.get('mcp-session-id');
+    assert.equal(init.status, 200, show(init));
+    assert.ok(sid, `no Mcp-Session-Id: ${show(init)}`);
+    assert.equal(init.reply?.result?.protocolVersion, LEGACY, show(init));
+    const sh = { 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': LEGACY };
+    const note = await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, sh);
+    assert.equal(note.status, 202, show(note));
+    const list = await post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, sh);
+    assert.equal(list.status, 200, show(list));
+    assert.equal(list.reply?.result?.tools?.length, N_TOOLS, show(list));
+    assert.equal(list.reply.result.resultType, undefined, `a 2025 result has no resultType: ${show(list)}`);
+    const del = await fetch(hd.url, { method: 'DELETE', headers: sh });
+    await del.arrayBuffer();
+    assert.ok(del.status === 200 || del.status === 204, `DELETE: HTTP ${del.status}`);
+  }),
+);
+
+test('HTTP, raw: a run streams progress, and log messages only for a logLevel', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(hd, async () => {
+    const code = "print('hello', flush=True)";
+    const args = { name: 'run_python_code', arguments: { code } };
+    for (const level of ['info', undefined]) {
+      const meta = { progressToken: `pt-${level}` };
+      if (level) meta[KEY.level] = level;
+      const r = await postModern(`run-${level}`, 'tools/call', args, { meta });
+      const res = okHttp(r);
+      checkRun(res, { status: 'ok', exit_code: 0, stdout: 'hello\n' });
+      const progress = r.messages.filter((m) => m.method === 'notifications/progress');
+      assert.ok(progress.length >= 1, `no progress: ${show(r)}`);
+      assert.ok(progress.every((m) => m.params.progressToken === meta.progressToken), show(r));
+      const logs = r.messages.filter((m) => m.method === 'notifications/message');
+      if (level) assert.ok(logs.length >= 1, `logLevel ${level} but no notifications/message: ${show(r)}`);
+      else assert.deepEqual(logs, [], `no logLevel but notifications/message: ${show(r)}`);
+    }
+  }),
+);
+
+test('stdio, raw: discover at once, the envelope, version and method errors, then a legacy session', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(sd, async () => {
+    // The first message, no initialize before it.
+    sd.send(modernMsg('disc', 'server/discover'));
+    const disc = await sd.recv(10_000);
+    assert.equal(disc.id, 'disc', JSON.stringify(disc));
+    checkDiscover(disc.result);
+
+    const tools = await sd.request('tools/list', modernMsg(0, 'tools/list').params, 'tl');
+    cacheable(tools.result);
+    assert.equal(tools.result.tools.length, N_TOOLS);
+
+    const err = async (msg, code) => {
+      const r = await sd.request(msg.method, msg.params, msg.id);
+      assert.equal(r.error?.code, code, JSON.stringify(r));
+      return r.error;
+    };
+    const noCaps = modernMsg('no-caps', 'tools/list');
+    delete noCaps.params._meta[KEY.caps];
+    await err(noCaps, ERR.invalidParams);
+    await err(modernMsg(3, 'tools/list', {}, { [KEY.caps]: [] }), ERR.invalidParams);
+    const ve = await err(modernMsg(4, 'tools/list', {}, { [KEY.version]: 'v999.0.0' }), ERR.unsupportedVersion);
+    assert.deepEqual(ve.data, { supported: [MODERN], requested: 'v999.0.0' });
+    await err(modernMsg(5, 'initialize', { protocolVersion: MODERN, capabilities: {}, clientInfo: { name: 'x', version: '0' } }), ERR.methodNotFound);
+    await err(modernMsg(6, 'ping'), ERR.methodNotFound);
+    await err(modernMsg(7, 'logging/setLevel', { level: 'debug' }), ERR.methodNotFound);
+    await err(modernMsg(8, 'resources/subscribe', { uri: 'mcp-sandboxd://environment' }), ERR.methodNotFound);
+    await err(modernMsg(9, 'no/such/method'), ERR.methodNotFound);
+    const missing = 'mcp-sandboxd://runs/00000000000000000000000000000000/files/none';
+    const nf = await err(modernMsg(10, 'resources/read', { uri: missing }), ERR.invalidParams);
+    assert.equal(nf.data?.uri, missing, JSON.stringify(nf));
+
+    // A legacy session on the same process, and the modern wire beside it.
+    const init = await sd.initialize(LEGACY);
+    assert.equal(init.result?.protocolVersion, LEGACY, JSON.stringify(init));
+    const legacyTools = await sd.request('tools/list', undefined, 'legacy-tl');
+    assert.equal(legacyTools.result?.tools?.length, N_TOOLS, j(legacyTools, 500));
+    assert.equal(legacyTools.result.resultType, undefined, 'a 2025 result has no resultType');
+    const again = await sd.request('tools/list', modernMsg(0, 'tools/list').params, 'modern-again');
+    cacheable(again.result);
+  }),
+);
+
+/** The SDK v2 tests, for one transport: open() gives a connected client
+ * (a fresh one each call over HTTP), daemon() the daemon to blame. */
+function sdkTests(kind, open, daemon) {
+  test(`SDK v2 pinned to ${MODERN} over ${kind}: modern era, tools, a run with progress, its file read back`, { timeout: TEST_TIMEOUT_MS }, async () =>
+    withDaemon(daemon(), async () => {
+      const client = await open();
+      assert.equal(client.getProtocolEra(), 'modern');
+      assert.equal(client.getNegotiatedProtocolVersion(), MODERN);
+      assert.equal(client.getServerVersion()?.name, 'mcp-sandboxd');
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.equal(names.length, N_TOOLS, names.join(', '));
+      for (const n of ['run_python_code', 'execute_code', 'create_session', 'close_session']) assert.ok(names.includes(n), names.join(', '));
+
+      const progress = [];
+      const code = "import time\nfor i in range(3): print(i, flush=True); time.sleep(0.3)\nopen('outputs/result.txt', 'w').write('made by a modern call')";
+      const r = await call(client, 'run_python_code', { code }, { onprogress: (p) => progress.push(p) });
+      const { sc } = checkRun(r, { status: 'ok', exit_code: 0, stdout: '0\n1\n2\n' });
+      assert.ok(progress.length >= 2, `progress: ${JSON.stringify(progress)}`);
+      for (let i = 1; i < progress.length; i++) assert.ok(progress[i].progress > progress[i - 1].progress, JSON.stringify(progress));
+      assert.match(progress.map((p) => p.message ?? '').join(''), /0\s*1\s*2/, JSON.stringify(progress));
+
+      const file = (sc.files ?? []).find((f) => f.path === 'outputs/result.txt');
+      assert.ok(file, JSON.stringify(sc.files));
+      assert.match(file.uri, /^mcp-sandboxd:\/\/runs\/[0-9a-f]{32}\/files\/outputs\/result\.txt$/);
+      // A later request (over HTTP, another client) reads it.
+      const reader = kind === 'HTTP' ? await open() : client;
+      const back = await reader.readResource({ uri: file.uri });
+      assert.equal(back.contents[0].text, 'made by a modern call', j(back, 500));
+      if (reader !== client) await reader.close();
+      if (kind === 'HTTP') await client.close();
+    }),
+  );
+
+  test(`SDK v2 pinned over ${kind}: a code session across requests; an aborted run's container goes`, { timeout: TEST_TIMEOUT_MS }, async () =>
+    withDaemon(daemon(), async () => {
+      const a = await open();
+      const created = await call(a, 'create_session', { language: 'python' });
+      assert.notEqual(created.isError, true, j(created, 800));
+      const sid = created.structuredContent.session_id;
+      assert.match(sid, /^[0-9a-f]{32,64}$/, JSON.stringify(created.structuredContent));
+      checkRun(await call(a, 'run_python_code', { session_id: sid, code: 'x = 41' }), { status: 'ok', exit_code: 0 });
+      const b = kind === 'HTTP' ? await open() : a; // over HTTP each request stands alone anyway
+      checkRun(await call(b, 'run_python_code', { session_id: sid, code: 'print(x + 1)' }), { status: 'ok', exit_code: 0, stdout: '42\n' });
+      assert.deepEqual((await call(b, 'close_session', { session_id: sid })).structuredContent, { closed: true });
+      const after = await call(a, 'run_python_code', { session_id: sid, code: 'print(x)' });
+      assert.equal(after.isError, true, `a closed session still ran: ${j(after, 500)}`);
+
+      // A long run, aborted once its output shows which container runs it.
+      const abort = new AbortController();
+      let out = '';
+      let seen;
+      const hostSeen = new Promise((resolve) => (seen = resolve));
+      const running = settle(
+        call(a, 'run_python_code', { code: 'import socket, time\nprint(socket.gethostname(), flush=True)\ntime.sleep(60)' }, {
+          signal: abort.signal,
+          onprogress: (p) => {
+            out += p.message ?? '';
+            const m = /^(\S+)\n/.exec(out);
+            if (m) seen(m[1]);
+          },
+        }),
+      );
+      const host = await Promise.race([hostSeen, running.then((x) => assert.fail(`the run ended before it was aborted: ${j(x)}`))]);
+      const mine = (cs) => cs.filter((c) => c.id.startsWith(host));
+      assert.equal(mine(await ourContainers(RUN_ID)).length, 1, `no container of ours is ${host}`);
+      abort.abort();
+      const settled = await running;
+      assert.ok(settled.error, `an aborted call answered: ${j(settled.answered)}`);
+      const t0 = Date.now();
+      let left;
+      while ((left = mine(await ourContainers(RUN_ID))).length > 0 && Date.now() - t0 < GONE_GUARD_MS) await sleep(200);
+      assert.deepEqual(left, [], `the aborted run's container ${host} is still there ${GONE_GUARD_MS} ms on`);
+
+      if (b !== a) await b.close();
+      if (kind === 'HTTP') await a.close();
+    }),
+  );
+}
+
+sdkTests('HTTP', v2Http, () => hd);
+sdkTests('stdio', async () => v2s.client, () => v2s);
+
+test("SDK v2 in mode 'auto' over stdio connects at once, as modern", { timeout: TEST_TIMEOUT_MS }, async () => {
+  const d = await V2StdioDaemon.start('modern-stdio-auto', 'auto');
+  await withDaemon(d, async () => {
+    // A probe that went unanswered would have waited out its 60 s timeout.
+    assert.ok(d.connectMs < 10_000, `connect took ${d.connectMs} ms`);
+    assert.equal(d.client.getProtocolEra(), 'modern');
+    assert.equal(d.client.getNegotiatedProtocolVersion(), MODERN);
+    await d.close();
+  });
+});
+
+test('every daemon exited cleanly and no container is left', { timeout: TEST_TIMEOUT_MS }, () => checkDaemonsAndContainers());
