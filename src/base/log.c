@@ -10,6 +10,16 @@ void log_set_threshold(enum log_level level)
     atomic_store(&log_threshold, (int)level);
 }
 
+static _Thread_local char trace[LOG_TRACE_CAP];
+
+void log_trace_set(const char *traceparent)
+{
+    if (!traceparent)
+        trace[0] = '\0';
+    else
+        snprintf(trace, sizeof(trace), "%s", traceparent);
+}
+
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
 int log_level_from_name(const char *name)
@@ -47,6 +57,13 @@ void log_write(enum log_level level, const char *fmt, ...)
     size_t len = (size_t)n + (size_t)m;
     if (len > sizeof(line) - 2)
         len = sizeof(line) - 2;
+    static const char tag[] = " trace=";
+    size_t tlen = strlen(trace);
+    if (tlen && len + sizeof(tag) - 1 + tlen <= sizeof(line) - 2) {
+        memcpy(line + len, tag, sizeof(tag) - 1);
+        memcpy(line + len + sizeof(tag) - 1, trace, tlen);
+        len += sizeof(tag) - 1 + tlen;
+    }
     line[len++] = '\n';
     /* One write per line keeps lines from concurrent threads whole. */
     (void)util_write_all(STDERR_FILENO, line, len);

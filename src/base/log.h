@@ -22,6 +22,13 @@ extern atomic_int log_threshold;
 
 void log_set_threshold(enum log_level level);
 
+/* The W3C traceparent a thread works for (NULL: none), appended to its
+ * log lines as " trace=<traceparent>" so a request can be followed from
+ * the client's trace. The caller has checked its form (lowercase hex and
+ * dashes); it is copied. */
+#define LOG_TRACE_CAP 56
+void log_trace_set(const char *traceparent);
+
 void log_write(enum log_level level, const char *fmt, ...) ATTR_PRINTF(2, 3);
 
 /* Returns the level for "error|warn|info|debug", or -1. */

@@ -291,6 +291,7 @@ static void call_run(struct admission_job *job)
 {
     struct call *c = (struct call *)(void *)((char *)job - offsetof(struct call, job));
     struct mcp_session *s = c->s;
+    log_trace_set(c->args.run.traceparent[0] ? c->args.run.traceparent : NULL);
     buf_init(&c->live, LIVE_MAX_BYTES);
     c->live_last = util_now_ms();
     if (wants_live_output(c)) {
@@ -304,6 +305,7 @@ static void call_run(struct admission_job *job)
     /* The run is over: its slot is free before the answer goes out, so a
      * client that calls again at once finds it free. */
     admission_slot_done(s->srv->admission);
+    log_trace_set(NULL); /* the worker's next call may have none */
     call_finish(c, result);
 }
 
@@ -395,6 +397,10 @@ static void call_init(struct call *c, struct mcp_session *s, const struct jsonrp
     if (r->env) {
         c->own_level = true;
         c->log_level = r->env->level;
+        /* Checked by envelope_read: lowercase hex, or printable ASCII. */
+        snprintf(c->args.run.traceparent, sizeof(c->args.run.traceparent), "%s",
+                 r->env->traceparent);
+        snprintf(c->args.run.tracestate, sizeof(c->args.run.tracestate), "%s", r->env->tracestate);
     }
     atomic_init(&c->cancelled, false);
     json_object *meta = NULL;

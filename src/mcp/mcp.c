@@ -354,7 +354,9 @@ static void handle_modern(struct mcp_session *s, const struct jsonrpc_msg *m, st
     struct reply slot = *r;
     slot.modern = true;
     slot.env = &env;
+    log_trace_set(env.traceparent[0] ? env.traceparent : NULL);
     found->fn(s, m, &slot);
+    log_trace_set(NULL);
 }
 
 static void handle_message(struct mcp_session *s, json_object *msg, struct reply *r)

@@ -24,6 +24,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
@@ -354,6 +355,22 @@ test('HTTP, raw: a run streams progress, and log messages only for a logLevel', 
       if (level) assert.ok(logs.length >= 1, `logLevel ${level} but no notifications/message: ${show(r)}`);
       else assert.deepEqual(logs, [], `no logLevel but notifications/message: ${show(r)}`);
     }
+  }),
+);
+
+test('HTTP, raw: trace context reaches the program and the daemon\'s log lines; a malformed one neither', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(hd, async () => {
+    const traceparent = `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-01`;
+    const code = "import os; print(os.environ.get('TRACEPARENT'), os.environ.get('TRACESTATE'))";
+    const args = { name: 'run_python_code', arguments: { code } };
+    let r = await postModern('trace', 'tools/call', args, { meta: { traceparent, tracestate: 'vendor=a1' } });
+    checkRun(okHttp(r), { status: 'ok', stdout: `${traceparent} vendor=a1\n` });
+    assert.match(hd.stderr, new RegExp(`trace=${traceparent}\\b`), 'no daemon log line carries the trace');
+    // Upper-case hex is not the W3C form: dropped, never passed on.
+    const bad = traceparent.toUpperCase().replace(/^00/, '00');
+    r = await postModern('trace-bad', 'tools/call', args, { meta: { traceparent: bad, tracestate: 'vendor=a1' } });
+    checkRun(okHttp(r), { status: 'ok', stdout: 'None None\n' });
+    assert.ok(!hd.stderr.includes(bad), 'a malformed traceparent reached the log');
   }),
 );
 

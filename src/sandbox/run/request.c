@@ -14,6 +14,7 @@ size_t request_cap(const struct exec_ctx *ctx, const struct run *req,
         n += strlen(ctx->secrets.names[i]) + strlen(ctx->secrets.values[i]) + 8;
     for (size_t i = 0; placeholders && i < placeholders->n; i++)
         n += strlen(placeholders->names[i]) + strlen(placeholders->placeholders[i]) + 8;
+    n += sizeof(req->traceparent) + sizeof(req->tracestate) + 32;
     for (size_t i = 0; i < req->n_files; i++)
         n += req->files[i].content_len + strlen(req->files[i].path) + 64;
     const struct runner_outputs *outputs = run_outputs(req);
@@ -72,20 +73,30 @@ int encode_request(const struct exec_ctx *ctx, const struct run *req,
         placeholders = NULL;
     }
     size_t n_ph = placeholders ? placeholders->n : 0;
-    if (n_ph == 0)
+    size_t n_trace = req->install || !req->traceparent[0] ? 0 : req->tracestate[0] ? 2 : 1;
+    if (n_ph + n_trace == 0)
         return runner_encode_request(&rreq, request, err);
-    /* The pass-through values, then the placeholders; the arrays borrow
-     * their strings. */
-    size_t n = ctx->secrets.n + n_ph;
+    /* The pass-through values, the placeholders, then the trace context;
+     * the arrays borrow their strings. */
+    size_t n = ctx->secrets.n + n_ph + n_trace;
     char **names = xcalloc(n, sizeof(char *));
     char **values = xcalloc(n, sizeof(char *));
-    for (size_t i = 0; i < ctx->secrets.n; i++) {
-        names[i] = ctx->secrets.names[i];
-        values[i] = ctx->secrets.values[i];
+    size_t k = 0;
+    for (size_t i = 0; i < ctx->secrets.n; i++, k++) {
+        names[k] = ctx->secrets.names[i];
+        values[k] = ctx->secrets.values[i];
     }
-    for (size_t i = 0; i < n_ph; i++) {
-        names[ctx->secrets.n + i] = placeholders->names[i];
-        values[ctx->secrets.n + i] = placeholders->placeholders[i];
+    for (size_t i = 0; i < n_ph; i++, k++) {
+        names[k] = placeholders->names[i];
+        values[k] = placeholders->placeholders[i];
+    }
+    if (n_trace) {
+        names[k] = (char *)(uintptr_t) "TRACEPARENT";
+        values[k++] = (char *)(uintptr_t)req->traceparent;
+    }
+    if (n_trace > 1) {
+        names[k] = (char *)(uintptr_t) "TRACESTATE";
+        values[k++] = (char *)(uintptr_t)req->tracestate;
     }
     rreq.env_names = names;
     rreq.env_values = values;

@@ -44,6 +44,11 @@ struct run_install {
     long long pids_limit;
 };
 
+/* A traceparent (55 characters) and a tracestate (512 at most), each
+ * with its NUL. */
+#define RUN_TRACEPARENT_CAP 56
+#define RUN_TRACESTATE_CAP  513
+
 struct run {
     const struct langtable_lang *language; /* borrowed from the table */
     const char *code;
@@ -95,6 +100,11 @@ struct run {
     /* util_now_ms() time by which the program must have started: engine
      * requests before that are cut short there (0 = the engine timeouts). */
     double start_by_ms;
+    /* W3C trace context of the request that made the run ("" for none),
+     * checked by the caller: the program gets them as TRACEPARENT and
+     * TRACESTATE (never an install). */
+    char traceparent[RUN_TRACEPARENT_CAP];
+    char tracestate[RUN_TRACESTATE_CAP];
     struct exec_cancel *cancel; /* may be NULL */
     exec_output_cb on_output;   /* may be NULL; set before the run starts */
     void *on_output_ctx;
