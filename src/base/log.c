@@ -61,7 +61,7 @@ void log_write(enum log_level level, const char *fmt, ...)
     size_t tlen = strlen(trace);
     if (tlen && len + sizeof(tag) - 1 + tlen <= sizeof(line) - 2) {
         memcpy(line + len, tag, sizeof(tag) - 1);
-        memcpy(line + len + sizeof(tag) - 1, trace, tlen);
+        memcpy(line + len + sizeof(tag) - 1, trace, tlen + 1); /* (its NUL is overwritten) */
         len += sizeof(tag) - 1 + tlen;
     }
     line[len++] = '\n';

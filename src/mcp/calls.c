@@ -9,6 +9,7 @@
 #include "base/util.h"
 #include "mcp/aside.h"
 #include "mcp/envelope.h"
+#include "mcp/tasks.h"
 
 /* Live output is gathered and sent at most every LIVE_FLUSH_MS (or when
  * LIVE_FLUSH_BYTES are waiting), so a print loop cannot flood the client. */
@@ -388,15 +389,15 @@ static void call_submit(struct call *c)
 /* The call's identity, its progress token and its deadlines, once its
  * arguments are prepared. */
 static void call_init(struct call *c, struct mcp_session *s, const struct jsonrpc_msg *m,
-                      const struct reply *r)
+                      const struct reply *r, json_object *task_id)
 {
     c->s = s;
-    jsonrpc_id_copy(&c->id, m->id);
+    jsonrpc_id_copy(&c->id, task_id ? task_id : m->id);
     c->reply = *r;
     c->reply.env = NULL; /* the receiving thread's: what is needed is copied here */
     if (r->env) {
         c->own_level = true;
-        c->log_level = r->env->level;
+        c->log_level = task_id ? -1 : r->env->level;
         /* Checked by envelope_read: lowercase hex, or printable ASCII. */
         snprintf(c->args.run.traceparent, sizeof(c->args.run.traceparent), "%s",
                  r->env->traceparent);
@@ -405,8 +406,10 @@ static void call_init(struct call *c, struct mcp_session *s, const struct jsonrp
     atomic_init(&c->cancelled, false);
     json_object *meta = NULL;
     json_object *token = NULL;
-    if (json_object_object_get_ex(m->params, "_meta", &meta) &&
-        json_object_object_get_ex(meta, "progressToken", &token) && jsonrpc_valid_id(token))
+    if (task_id) /* its output goes to the task, whatever the client asked */
+        jsonrpc_id_copy(&c->progress_token, task_id);
+    else if (json_object_object_get_ex(m->params, "_meta", &meta) &&
+             json_object_object_get_ex(meta, "progressToken", &token) && jsonrpc_valid_id(token))
         jsonrpc_id_copy(&c->progress_token, token);
     c->job.run = call_run;
     c->job.refuse = call_refuse;
@@ -448,13 +451,31 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
         reply_result(r, m->id, bad);
         return;
     }
-    call_init(c, s, m, r);
+    /* A run for a client that declared tasks is a task: answered now with
+     * its handle, run on the principal's task session, answering the task. */
+    struct task *task = NULL;
+    struct reply client_reply = *r;
+    if (r->env && (r->env->caps & ENVELOPE_CAP_TASKS) && s->srv->tasks) {
+        struct mcp_channel *tch = NULL;
+        char tid[TASKS_ID_CAP];
+        task = tasks_begin(s->srv->tasks, s->principal, &s, &tch, tid);
+        if (task) {
+            json_object *idj = json_object_new_string(tid);
+            struct reply tr = {.ch = tch, .modern = true, .env = r->env};
+            call_init(c, s, m, &tr, idj);
+            json_object_put(idj);
+        }
+    }
+    if (!task)
+        call_init(c, s, m, r, NULL);
 
     pthread_mutex_lock(&s->lock);
     if (s->closing) {
         pthread_mutex_unlock(&s->lock);
+        if (task)
+            reply_done(&c->reply, NULL); /* the task's channel: it ends cancelled */
         call_free(c);
-        reply_done(r, NULL);
+        reply_done(&client_reply, NULL);
         return;
     }
     c->features = mcp_features_of(s->version);
@@ -472,6 +493,8 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
         park_locked(s, c);
     pthread_mutex_unlock(&s->lock);
 
+    if (task)
+        reply_result(&client_reply, m->id, tasks_created_json(task));
     if (over || park_full) {
         char *msg = over ? busy_message(cfg, ADMISSION_OWNER_FULL, true)
                          : xasprintf("server busy: this code session already has %lld calls "
@@ -491,6 +514,11 @@ void calls_cancel_request(struct mcp_session *s, const struct jsonrpc_msg *m)
     if (!m->params || !json_object_is_type(m->params, json_type_object) ||
         !json_object_object_get_ex(m->params, "requestId", &rid))
         return;
+    calls_cancel_id(s, rid);
+}
+
+void calls_cancel_id(struct mcp_session *s, json_object *rid)
+{
     struct call *withdrawn = NULL;
     pthread_mutex_lock(&s->lock);
     for (struct call *c = s->calls; c; c = c->next)

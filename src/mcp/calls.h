@@ -17,6 +17,9 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
 /* notifications/cancelled */
 void calls_cancel_request(struct mcp_session *s, const struct jsonrpc_msg *m);
 
+/* Cancels s's calls whose request id is rid (borrowed). */
+void calls_cancel_id(struct mcp_session *s, json_object *rid);
+
 /* Marks the session closing and cancels all its calls; the caller then
  * waits for s->inflight to reach 0. */
 void calls_cancel_all(struct mcp_session *s);

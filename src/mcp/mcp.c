@@ -13,6 +13,7 @@
 #include "mcp/reply.h"
 #include "mcp/resources.h"
 #include "mcp/session.h"
+#include "mcp/tasks.h"
 
 #define VERSION_NAME(id, name) [id] = (name),
 static const char *const version_names[MCP_V_COUNT] = {MCP_VERSIONS(VERSION_NAME)};
@@ -73,6 +74,7 @@ struct mcp_server *mcp_server_new(const struct config *cfg, struct exec_ctx *exe
         free(srv);
         return NULL;
     }
+    srv->tasks = tasks_new(srv);
     return srv;
 }
 
@@ -85,6 +87,7 @@ void mcp_server_free(struct mcp_server *srv)
 {
     if (!srv)
         return;
+    tasks_free(srv->tasks); /* its sessions' runs end first */
     admission_free(srv->admission);
     admission_free(srv->aside);
     tools_env_cleanup(&srv->env);
@@ -221,7 +224,7 @@ static void m_initialize(struct mcp_session *s, const struct jsonrpc_msg *m, str
 
     json_object *res = json_object_new_object();
     json_object_object_add(res, "protocolVersion", json_object_new_string(mcp_version_name(v)));
-    json_object_object_add(res, "capabilities", session_capabilities(false, v));
+    json_object_object_add(res, "capabilities", session_capabilities(s->srv, false, v));
     json_object_object_add(res, "serverInfo", session_server_info(v));
     json_object_object_add(res, "instructions", json_object_new_string(mcp_instructions));
     reply_result(r, m->id, res);
@@ -283,21 +286,27 @@ static const struct method {
     method_fn fn;
     enum wire wire;
     bool before_initialize; /* allowed before initialize */
+    /* What the client must have declared on the modern wire
+     * (envelope.h's ENVELOPE_CAP_*), else -32021 before it runs. */
+    unsigned needs;
 } methods[] = {
-    {"completion/complete", completion_complete, WIRE_BOTH, false},
-    {"initialize", m_initialize, WIRE_2025, true},
-    {"logging/setLevel", m_set_level, WIRE_2025, false},
-    {"ping", m_ping, WIRE_2025, true},
-    {"prompts/get", prompts_get, WIRE_BOTH, false},
-    {"prompts/list", prompts_list, WIRE_BOTH, false},
-    {"resources/list", resources_list, WIRE_BOTH, false},
-    {"resources/read", resources_read, WIRE_BOTH, false},
-    {"resources/subscribe", resources_subscribe, WIRE_2025, false},
-    {"resources/templates/list", resources_templates_list, WIRE_BOTH, false},
-    {"resources/unsubscribe", resources_subscribe, WIRE_2025, false},
-    {"server/discover", modern_discover, WIRE_2026, false},
-    {"tools/call", calls_tools_call, WIRE_BOTH, false},
-    {"tools/list", m_tools_list, WIRE_BOTH, false},
+    {"completion/complete", completion_complete, WIRE_BOTH, false, 0},
+    {"initialize", m_initialize, WIRE_2025, true, 0},
+    {"logging/setLevel", m_set_level, WIRE_2025, false, 0},
+    {"ping", m_ping, WIRE_2025, true, 0},
+    {"prompts/get", prompts_get, WIRE_BOTH, false, 0},
+    {"prompts/list", prompts_list, WIRE_BOTH, false, 0},
+    {"resources/list", resources_list, WIRE_BOTH, false, 0},
+    {"resources/read", resources_read, WIRE_BOTH, false, 0},
+    {"resources/subscribe", resources_subscribe, WIRE_2025, false, 0},
+    {"resources/templates/list", resources_templates_list, WIRE_BOTH, false, 0},
+    {"resources/unsubscribe", resources_subscribe, WIRE_2025, false, 0},
+    {"server/discover", modern_discover, WIRE_2026, false, 0},
+    {"tasks/cancel", tasks_cancel, WIRE_2026, false, ENVELOPE_CAP_TASKS},
+    {"tasks/get", tasks_get, WIRE_2026, false, ENVELOPE_CAP_TASKS},
+    {"tasks/update", tasks_update, WIRE_2026, false, ENVELOPE_CAP_TASKS},
+    {"tools/call", calls_tools_call, WIRE_BOTH, false, 0},
+    {"tools/list", m_tools_list, WIRE_BOTH, false, 0},
 };
 
 static const struct method *method_find(const char *name, enum wire wire)
@@ -321,6 +330,29 @@ bool mcp_message_is_modern(json_object *msg)
     return modern_claims(msg);
 }
 
+/* The refusal of m on the modern wire (envelope, headers when h, version,
+ * method, capabilities), or NULL with *found its method. */
+static json_object *modern_check(const struct jsonrpc_msg *m, const struct mcp_wire_headers *h,
+                                 struct envelope *env, const struct method **found)
+{
+    json_object *e = modern_refusal(m, h, env);
+    if (e)
+        return e;
+    *found = method_find(m->method, WIRE_2026);
+    if (!*found)
+        return method_not_found(m);
+    unsigned missing = (*found)->needs & ~env->caps;
+    if (missing) {
+        char *text = xasprintf("Missing client capability: %s needs what clientCapabilities "
+                               "does not declare (see data.requiredCapabilities)",
+                               (*found)->name);
+        e = jsonrpc_error(m->id, ENVELOPE_ERR_MISSING_CAPABILITY, text,
+                          envelope_missing_caps_data(missing));
+        free(text);
+    }
+    return e;
+}
+
 json_object *mcp_modern_refusal(json_object *msg, const struct mcp_wire_headers *h)
 {
     struct jsonrpc_msg m;
@@ -328,10 +360,8 @@ json_object *mcp_modern_refusal(json_object *msg, const struct mcp_wire_headers 
     if (m.kind != JSONRPC_REQUEST)
         return NULL;
     struct envelope env;
-    json_object *e = modern_refusal(&m, h, &env);
-    if (!e && !method_find(m.method, WIRE_2026))
-        e = method_not_found(&m);
-    return e;
+    const struct method *found = NULL;
+    return modern_check(&m, h, &env, &found);
 }
 
 /* A request on the 2026-07-28 wire (s is stateless): checked, then its
@@ -339,14 +369,10 @@ json_object *mcp_modern_refusal(json_object *msg, const struct mcp_wire_headers 
 static void handle_modern(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
 {
     struct envelope env;
-    json_object *e = modern_refusal(m, NULL, &env);
-    if (e) {
+    const struct method *found = NULL;
+    json_object *e = modern_check(m, NULL, &env, &found);
+    if (e || !found) {
         reply_done(r, e);
-        return;
-    }
-    const struct method *found = method_find(m->method, WIRE_2026);
-    if (!found) {
-        reply_done(r, method_not_found(m));
         return;
     }
     /* The slot as the method sees it: on this wire, with the envelope

@@ -4,7 +4,7 @@
  *
  * The mcp/ folder: mcp.c (this API, initialize, the method table),
  * modern.c (the 2026-07-28 wire's checks, server/discover), envelope.c (its
- * per-request _meta), calls.c (tools/call: admission, live output,
+ * per-request _meta), tasks.c (the tasks extension), calls.c (tools/call: admission, live output,
  * cancellation), reply.c (one reply slot per message, batches),
  * resources.c (resources, prompts, completion), session.c (state the files
  * share; what a version and a log level mean), jsonrpc.c (messages).
@@ -136,8 +136,9 @@ bool mcp_message_is_modern(json_object *msg);
 
 /* For a message mcp_message_is_modern: the error response (taken by the
  * caller) that answers it before any method runs, in the revision's
- * order (envelope -32602, headers -32020, version -32022, method -32601),
- * or NULL when it may be dispatched. On HTTP, -32601 is sent with 404 and
+ * order (envelope -32602, headers -32020, version -32022, method -32601,
+ * the client capabilities the method needs -32021), or NULL when it may
+ * be dispatched. On HTTP, -32601 is sent with 404 and
  * the others with 400. */
 json_object *mcp_modern_refusal(json_object *msg, const struct mcp_wire_headers *h);
 

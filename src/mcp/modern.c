@@ -36,6 +36,9 @@ static const char *named_by_body(const struct jsonrpc_msg *m, bool *named)
     const char *key = strcmp(m->method, "tools/call") == 0       ? "name"
                       : strcmp(m->method, "prompts/get") == 0    ? "name"
                       : strcmp(m->method, "resources/read") == 0 ? "uri"
+                      : strcmp(m->method, "tasks/get") == 0      ? "taskId"
+                      : strcmp(m->method, "tasks/update") == 0   ? "taskId"
+                      : strcmp(m->method, "tasks/cancel") == 0   ? "taskId"
                                                                  : NULL;
     *named = key != NULL;
     json_object *v = NULL;
@@ -142,12 +145,11 @@ json_object *modern_refusal(const struct jsonrpc_msg *m, const struct mcp_wire_h
 
 void modern_discover(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
 {
-    (void)s;
     json_object *res = json_object_new_object();
     json_object *versions = json_object_new_array();
     json_object_array_add(versions, json_object_new_string(MCP_MODERN_VERSION));
     json_object_object_add(res, "supportedVersions", versions);
-    json_object_object_add(res, "capabilities", session_capabilities(true, MCP_V_LATEST));
+    json_object_object_add(res, "capabilities", session_capabilities(s->srv, true, MCP_V_LATEST));
     json_object_object_add(res, "instructions", json_object_new_string(mcp_instructions));
     json_object *meta = json_object_new_object();
     json_object_object_add(meta, "io.modelcontextprotocol/serverInfo",

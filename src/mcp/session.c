@@ -23,7 +23,7 @@ struct tools_features mcp_features_of(enum mcp_version v)
     return f;
 }
 
-json_object *session_capabilities(bool modern, enum mcp_version v)
+json_object *session_capabilities(const struct mcp_server *srv, bool modern, enum mcp_version v)
 {
     json_object *caps = json_object_new_object();
     json_object *tools = json_object_new_object();
@@ -42,6 +42,11 @@ json_object *session_capabilities(bool modern, enum mcp_version v)
     json_object_object_add(caps, "prompts", prompts);
     if (modern || v >= MCP_V_2025_03_26)
         json_object_object_add(caps, "completions", json_object_new_object());
+    if (modern && srv->tasks) {
+        json_object *ext = json_object_new_object();
+        json_object_object_add(ext, "io.modelcontextprotocol/tasks", json_object_new_object());
+        json_object_object_add(caps, "extensions", ext);
+    }
     return caps;
 }
 

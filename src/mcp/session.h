@@ -17,6 +17,7 @@ struct mcp_server {
     struct tools_env env;
     struct admission *admission; /* run slots and the queue in front of them */
     struct admission *aside;     /* the thread for answers that may wait (aside.h) */
+    struct tasks *tasks;         /* NULL: no tasks offered (tasks.h) */
 };
 
 struct call;
@@ -61,7 +62,7 @@ extern const char mcp_instructions[];
 
 /* The server's capabilities on the modern wire or at initialize of v;
  * its identity as initialize of v gives it. */
-json_object *session_capabilities(bool modern, enum mcp_version v);
+json_object *session_capabilities(const struct mcp_server *srv, bool modern, enum mcp_version v);
 json_object *session_server_info(enum mcp_version v);
 
 /* One of s's calls has answered: one fewer in flight, and a close that

@@ -108,6 +108,7 @@ function modernHeaders(msg) {
   const h = { 'MCP-Protocol-Version': msg.params._meta[KEY.version], 'Mcp-Method': msg.method };
   if (msg.method === 'tools/call' || msg.method === 'prompts/get') h['Mcp-Name'] = msg.params.name;
   if (msg.method === 'resources/read') h['Mcp-Name'] = msg.params.uri;
+  if (['tasks/get', 'tasks/update', 'tasks/cancel'].includes(msg.method)) h['Mcp-Name'] = msg.params.taskId;
   return h;
 }
 
@@ -371,6 +372,72 @@ test('HTTP, raw: trace context reaches the program and the daemon\'s log lines; 
     r = await postModern('trace-bad', 'tools/call', args, { meta: { traceparent: bad, tracestate: 'vendor=a1' } });
     checkRun(okHttp(r), { status: 'ok', stdout: 'None None\n' });
     assert.ok(!hd.stderr.includes(bad), 'a malformed traceparent reached the log');
+  }),
+);
+
+test('HTTP, raw: tasks: a run outlives its request, is polled with its output, fetched whole, or cancelled with its container', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(hd, async () => {
+    const TASKS = 'io.modelcontextprotocol/tasks';
+    const withTasks = { [KEY.caps]: { extensions: { [TASKS]: {} } } };
+    const disc = okHttp(await postModern('td', 'server/discover', {}));
+    assert.deepEqual(disc.capabilities.extensions?.[TASKS], {}, j(disc));
+    let gets = 0;
+    const get = async (taskId, meta = withTasks, id = `get-${++gets}`) => postModern(id, 'tasks/get', { taskId }, { meta });
+
+    // Started: the POST answers at once with the handle.
+    const code = 'import socket, time\nprint(socket.gethostname(), flush=True)\ntime.sleep(1.5)\nprint("done")';
+    const args = { name: 'run_python_code', arguments: { code } };
+    let r = await postModern('t1', 'tools/call', args, { meta: withTasks });
+    assert.equal(r.status, 200, show(r));
+    const created = r.reply?.result;
+    assert.equal(created?.resultType, 'task', show(r));
+    assert.equal(created.status, 'working', show(r));
+    assert.match(created.taskId, /^[0-9a-f]{32}$/);
+    assert.ok(Number.isInteger(created.pollIntervalMs) && Number.isInteger(created.ttlMs), show(r));
+    // Polled: working with its output so far, then completed with the result inline.
+    let t;
+    let sawOutput = false;
+    const t0 = Date.now();
+    for (;;) {
+      t = okHttp(await get(created.taskId));
+      if (t.status === 'working' && t._meta?.['dev.mcp-sandboxd/output']) sawOutput = true;
+      if (t.status !== 'working' || Date.now() - t0 > 30_000) break;
+      await sleep(200);
+    }
+    assert.equal(t.status, 'completed', j(t));
+    assert.ok(sawOutput, 'no live output while the task worked');
+    checkRun(t.result, { status: 'ok', exit_code: 0 });
+    assert.match(t.result.structuredContent.stdout, /done\n$/);
+    // Without the extension declared, tasks are refused; a stranger id is unknown.
+    const e = refusedHttp(await get(created.taskId, {}, 'no-ext'), 'no-ext', -32021, 400);
+    assert.deepEqual(e.data, { requiredCapabilities: { extensions: { [TASKS]: {} } } });
+    const unknown = await get('0'.repeat(32));
+    assert.equal(unknown.reply?.error?.code, ERR.invalidParams, show(unknown));
+    // A run without the extension is a plain call.
+    r = await postModern('plain', 'tools/call', { name: 'run_python_code', arguments: { code: 'print(1)' } });
+    checkRun(okHttp(r), { status: 'ok', stdout: '1\n' });
+
+    // Cancelled: acknowledged, cancelled, and its container goes.
+    r = await postModern('t2', 'tools/call', { name: 'run_python_code', arguments: { code: 'import socket, time\nprint(socket.gethostname(), flush=True)\ntime.sleep(60)' } }, { meta: withTasks });
+    const long = r.reply?.result;
+    assert.equal(long?.resultType, 'task', show(r));
+    let host = '';
+    for (const start = Date.now(); !host && Date.now() - start < 30_000; await sleep(200)) {
+      t = okHttp(await get(long.taskId));
+      host = (/^(\S+)\n/.exec(t._meta?.['dev.mcp-sandboxd/output'] ?? '') ?? [])[1] ?? '';
+    }
+    assert.ok(host, `the long task never showed its hostname: ${j(t)}`);
+    const mine = (cs) => cs.filter((c) => c.id.startsWith(host));
+    assert.equal(mine(await ourContainers(RUN_ID)).length, 1, `no container of ours is ${host}`);
+    const ack = okHttp(await postModern('c2', 'tasks/cancel', { taskId: long.taskId }, { meta: withTasks }));
+    assert.deepEqual(Object.keys(ack), ['resultType'], j(ack));
+    assert.equal(okHttp(await get(long.taskId)).status, 'cancelled');
+    let left;
+    for (const start = Date.now(); (left = mine(await ourContainers(RUN_ID))).length > 0 && Date.now() - start < GONE_GUARD_MS;) await sleep(200);
+    assert.deepEqual(left, [], `the cancelled task's container ${host} is still there`);
+    // Cancelling again is acknowledged; the task stays cancelled.
+    okHttp(await postModern('c3', 'tasks/cancel', { taskId: long.taskId }, { meta: withTasks }));
+    assert.equal(okHttp(await get(long.taskId)).status, 'cancelled');
   }),
 );
 

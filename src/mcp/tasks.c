@@ -1,0 +1,423 @@
+#include "mcp/tasks.h"
+
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "mcp/calls.h"
+
+#define TASKS_URI_PREFIX "mcp-sandboxd://tasks/"
+
+enum task_status { TASK_WORKING, TASK_COMPLETED, TASK_FAILED, TASK_CANCELLED };
+static const char *const status_names[] = {"working", "completed", "failed", "cancelled"};
+
+/* One task. The store owns it; its channel is the call's (ch first, so a
+ * channel is its task). Fields under ts->lock, except id, owner and ch,
+ * set once. It is freed once its call let go of the channel (released)
+ * and it has been terminal for the run store's TTL. */
+struct task {
+    struct mcp_channel ch;
+    struct tasks *ts;
+    char id[TASKS_ID_CAP];
+    char owner[33]; /* the principal's stateless owner: who may see it */
+    enum task_status status;
+    bool released;
+    long long created_wall;
+    long long updated_wall;
+    double expires;    /* util_now_ms(), once terminal */
+    struct buf output; /* the tail of the live output */
+    char error[256];   /* failed: why */
+    struct task *next;
+};
+
+/* The session a principal's task calls run on: it outlives the requests. */
+struct owner_session {
+    struct mcp_session *s;
+    struct owner_session *next;
+};
+
+struct tasks {
+    struct mcp_server *srv;
+    pthread_mutex_t lock;
+    struct task *list;
+    size_t n;
+    struct owner_session *sessions;
+};
+
+struct tasks *tasks_new(struct mcp_server *srv)
+{
+    if (!srv->env.store)
+        return NULL;
+    struct tasks *ts = xcalloc(1, sizeof(*ts));
+    ts->srv = srv;
+    pthread_mutex_init(&ts->lock, NULL);
+    return ts;
+}
+
+bool tasks_offered(const struct mcp_server *srv)
+{
+    return srv->tasks != NULL;
+}
+
+void tasks_free(struct tasks *ts)
+{
+    if (!ts)
+        return;
+    /* Closing a session cancels its calls and waits: their channels are
+     * released, into the tasks, before the tasks go. */
+    while (ts->sessions) {
+        struct owner_session *o = ts->sessions;
+        ts->sessions = o->next;
+        mcp_session_free(o->s);
+        free(o);
+    }
+    while (ts->list) {
+        struct task *t = ts->list;
+        ts->list = t->next;
+        buf_free(&t->output);
+        free(t);
+    }
+    pthread_mutex_destroy(&ts->lock);
+    free(ts);
+}
+
+/* Frees terminal tasks past their time whose call is done (lock held). */
+static void sweep_locked(struct tasks *ts, double now)
+{
+    for (struct task **pp = &ts->list; *pp;) {
+        struct task *t = *pp;
+        if (t->released && t->status != TASK_WORKING && now >= t->expires) {
+            *pp = t->next;
+            ts->n--;
+            buf_free(&t->output);
+            free(t);
+        } else {
+            pp = &t->next;
+        }
+    }
+}
+
+/* Ends t as status (lock held), unless it ended already. */
+static void end_locked(struct task *t, enum task_status status, const char *error)
+{
+    if (t->status != TASK_WORKING)
+        return;
+    t->status = status;
+    t->updated_wall = util_wall_ms();
+    t->expires = util_now_ms() + (double)t->ts->srv->cfg->run_store_ttl_ms;
+    if (error)
+        snprintf(t->error, sizeof(t->error), "%s", error);
+}
+
+static void task_uri(const struct task *t, char *out, size_t cap)
+{
+    snprintf(out, cap, TASKS_URI_PREFIX "%s", t->id);
+}
+
+/* The call's answer: the result goes to the run store, the task ends. */
+static void take_result(struct task *t, json_object *result)
+{
+    size_t len = 0;
+    const char *text = json_object_to_json_string_length(result, JSON_C_TO_STRING_PLAIN, &len);
+    char uri[sizeof(TASKS_URI_PREFIX) + TASKS_ID_CAP];
+    task_uri(t, uri, sizeof(uri));
+    bool kept =
+        runstore_put(t->ts->srv->env.store, t->owner, uri, "application/json", text, len) == 0;
+    pthread_mutex_lock(&t->ts->lock);
+    if (kept)
+        end_locked(t, TASK_COMPLETED, NULL);
+    else
+        end_locked(t, TASK_FAILED,
+                   "the result is larger than the run store keeps for one caller "
+                   "(--run-store-session-max-bytes)");
+    pthread_mutex_unlock(&t->ts->lock);
+}
+
+/* What the call sends: progress (its text joins the output's tail), log
+ * messages (the same text again: dropped) and, last, its answer. Called
+ * from the worker running the call; the parsed message stays here. */
+static int task_send(struct mcp_channel *ch, const char *json, size_t len)
+{
+    struct task *t = (struct task *)ch;
+    json_object *msg = json_tokener_parse(json);
+    (void)len;
+    json_object *v = NULL;
+    json_object *params = NULL;
+    if (json_object_object_get_ex(msg, "result", &v)) {
+        take_result(t, v);
+    } else if (json_object_object_get_ex(msg, "error", &v)) {
+        json_object *text = NULL;
+        json_object_object_get_ex(v, "message", &text);
+        pthread_mutex_lock(&t->ts->lock);
+        end_locked(t, TASK_FAILED, json_object_get_string(text));
+        pthread_mutex_unlock(&t->ts->lock);
+    } else if (json_object_object_get_ex(msg, "method", &v) &&
+               strcmp(json_object_get_string(v), "notifications/progress") == 0 &&
+               json_object_object_get_ex(msg, "params", &params) &&
+               json_object_object_get_ex(params, "message", &v)) {
+        const char *s = json_object_get_string(v);
+        size_t n = (size_t)json_object_get_string_len(v);
+        pthread_mutex_lock(&t->ts->lock);
+        if (n >= TASKS_OUTPUT_TAIL) {
+            s += n - TASKS_OUTPUT_TAIL;
+            n = TASKS_OUTPUT_TAIL;
+        }
+        if (t->output.len + n > TASKS_OUTPUT_TAIL)
+            buf_consume(&t->output, t->output.len + n - TASKS_OUTPUT_TAIL);
+        buf_add_upto(&t->output, s, n);
+        t->updated_wall = util_wall_ms();
+        pthread_mutex_unlock(&t->ts->lock);
+    }
+    json_object_put(msg);
+    return 0;
+}
+
+/* The call let go: one that never answered was cancelled (or its session
+ * closed under it). */
+static void task_release(struct mcp_channel *ch)
+{
+    struct task *t = (struct task *)ch;
+    pthread_mutex_lock(&t->ts->lock);
+    end_locked(t, TASK_CANCELLED, NULL);
+    t->released = true;
+    pthread_mutex_unlock(&t->ts->lock);
+}
+
+/* The principal's task session, made at its first task (lock held). */
+static struct mcp_session *session_for_locked(struct tasks *ts, const char *principal)
+{
+    for (struct owner_session *o = ts->sessions; o; o = o->next)
+        if (strcmp(o->s->principal, principal) == 0)
+            return o->s;
+    struct owner_session *o = xcalloc(1, sizeof(*o));
+    o->s = mcp_session_new_stateless(ts->srv, principal);
+    o->next = ts->sessions;
+    ts->sessions = o;
+    return o->s;
+}
+
+struct task *tasks_begin(struct tasks *ts, const char *principal, struct mcp_session **session,
+                         struct mcp_channel **ch, char id[TASKS_ID_CAP])
+{
+    unsigned char raw[16];
+    if (util_random_bytes(raw, sizeof(raw)) < 0)
+        return NULL;
+    pthread_mutex_lock(&ts->lock);
+    sweep_locked(ts, util_now_ms());
+    if (ts->n >= TASKS_MAX) {
+        pthread_mutex_unlock(&ts->lock);
+        return NULL;
+    }
+    struct task *t = xcalloc(1, sizeof(*t));
+    mcp_channel_init(&t->ch, task_send, task_release);
+    t->ts = ts;
+    util_hex(raw, sizeof(raw), t->id);
+    t->created_wall = t->updated_wall = util_wall_ms();
+    buf_init(&t->output, TASKS_OUTPUT_TAIL);
+    *session = session_for_locked(ts, principal);
+    snprintf(t->owner, sizeof(t->owner), "%s", (*session)->owner);
+    t->next = ts->list;
+    ts->list = t;
+    ts->n++;
+    pthread_mutex_unlock(&ts->lock);
+    memcpy(id, t->id, TASKS_ID_CAP);
+    *ch = &t->ch;
+    log_info("task %.8s... started", t->id);
+    return t;
+}
+
+/* A snapshot of a task, copied under the lock. */
+struct task_view {
+    char id[TASKS_ID_CAP];
+    enum task_status status;
+    long long created_wall, updated_wall;
+    char error[256];
+    char *output; /* NUL-terminated copy */
+};
+
+static void task_fields(json_object *o, const struct task_view *v, long long ttl_ms)
+{
+    char when[UTIL_RFC3339_CAP];
+    json_object_object_add(o, "taskId", json_object_new_string(v->id));
+    json_object_object_add(o, "status", json_object_new_string(status_names[v->status]));
+    util_rfc3339_ms(when, v->created_wall);
+    json_object_object_add(o, "createdAt", json_object_new_string(when));
+    util_rfc3339_ms(when, v->updated_wall);
+    json_object_object_add(o, "lastUpdatedAt", json_object_new_string(when));
+    json_object_object_add(o, "ttlMs", json_object_new_int64(ttl_ms));
+    json_object_object_add(o, "pollIntervalMs", json_object_new_int(TASKS_POLL_MS));
+}
+
+json_object *tasks_created_json(struct task *t)
+{
+    struct task_view v = {.status = TASK_WORKING};
+    pthread_mutex_lock(&t->ts->lock);
+    memcpy(v.id, t->id, sizeof(v.id));
+    v.created_wall = t->created_wall;
+    v.updated_wall = t->updated_wall;
+    pthread_mutex_unlock(&t->ts->lock);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "resultType", json_object_new_string("task"));
+    task_fields(o, &v, t->ts->srv->cfg->run_store_ttl_ms);
+    json_object_object_add(o, "statusMessage", json_object_new_string("the run is under way"));
+    return o;
+}
+
+/* The request's taskId; else answered (-32602) and NULL. (That the
+ * client declared the extension, the method table checked.) */
+static const char *task_id_of(const struct jsonrpc_msg *m, struct reply *r)
+{
+    json_object *v = NULL;
+    if (!json_object_is_type(m->params, json_type_object) ||
+        !json_object_object_get_ex(m->params, "taskId", &v) ||
+        !json_object_is_type(v, json_type_string)) {
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, "Invalid params: taskId is required");
+        return NULL;
+    }
+    return json_object_get_string(v);
+}
+
+/* s's task named id (lock held), or NULL: another principal's is none. */
+static struct task *find_locked(struct tasks *ts, const struct mcp_session *s, const char *id)
+{
+    for (struct task *t = ts->list; t; t = t->next)
+        if (strcmp(t->id, id) == 0 && strcmp(t->owner, s->owner) == 0)
+            return t;
+    return NULL;
+}
+
+static void unknown_task(const struct jsonrpc_msg *m, struct reply *r, const char *id)
+{
+    char *msg = xasprintf("Invalid params: no task %.40s (unknown, another caller's, or "
+                          "expired after --run-store-ttl-ms)",
+                          id);
+    reply_error(r, m->id, JSONRPC_INVALID_PARAMS, msg);
+    free(msg);
+}
+
+/* Copies s's task id into v; false when there is none. */
+static bool view_of(struct mcp_session *s, const char *id, struct task_view *v)
+{
+    struct tasks *ts = s->srv->tasks;
+    if (!ts)
+        return false;
+    pthread_mutex_lock(&ts->lock);
+    sweep_locked(ts, util_now_ms());
+    struct task *t = find_locked(ts, s, id);
+    if (t) {
+        memcpy(v->id, t->id, sizeof(v->id));
+        v->status = t->status;
+        v->created_wall = t->created_wall;
+        v->updated_wall = t->updated_wall;
+        memcpy(v->error, t->error, sizeof(v->error));
+        v->output = xstrndup(t->output.data ? t->output.data : "", t->output.len);
+    }
+    pthread_mutex_unlock(&ts->lock);
+    return t != NULL;
+}
+
+/* A completed task's result, from the run store; NULL when it is gone. */
+static json_object *stored_result(struct mcp_session *s, const char *id)
+{
+    char uri[sizeof(TASKS_URI_PREFIX) + TASKS_ID_CAP];
+    snprintf(uri, sizeof(uri), TASKS_URI_PREFIX "%s", id);
+    char *mime = NULL;
+    char *data = NULL;
+    size_t size = 0;
+    if (runstore_get(s->srv->env.store, s->owner, uri, &mime, &data, &size) < 0)
+        return NULL;
+    json_object *res = json_tokener_parse(data);
+    free(mime);
+    free(data);
+    return res;
+}
+
+void tasks_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    const char *id = task_id_of(m, r);
+    struct task_view v = {0};
+    if (!id)
+        return;
+    if (!view_of(s, id, &v)) {
+        unknown_task(m, r, id);
+        return;
+    }
+    json_object *o = json_object_new_object();
+    task_fields(o, &v, s->srv->cfg->run_store_ttl_ms);
+    if (v.status == TASK_COMPLETED) {
+        json_object *res = stored_result(s, v.id);
+        if (res) {
+            json_object_object_add(o, "result", res);
+        } else {
+            json_object_object_add(o, "status", json_object_new_string("failed"));
+            snprintf(v.error, sizeof(v.error),
+                     "the result is no longer kept (--run-store-ttl-ms, --run-store-max-bytes)");
+            v.status = TASK_FAILED;
+        }
+    }
+    if (v.status == TASK_FAILED) {
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "code", json_object_new_int(JSONRPC_SERVER_ERROR));
+        json_object_object_add(e, "message", json_object_new_string(v.error));
+        json_object_object_add(o, "error", e);
+    }
+    if (v.status == TASK_WORKING) {
+        json_object_object_add(o, "statusMessage", json_object_new_string("the run is under way"));
+        /* The live output so far (its tail): a client polling sees it. */
+        json_object *meta = json_object_new_object();
+        json_object_object_add(meta, "dev.mcp-sandboxd/output", json_object_new_string(v.output));
+        json_object_object_add(o, "_meta", meta);
+    }
+    free(v.output);
+    reply_result(r, m->id, o);
+}
+
+/* A run never asks its client for input: there is nothing to update, but
+ * the request is acknowledged for a task that is the caller's. */
+void tasks_update(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    const char *id = task_id_of(m, r);
+    struct task_view v = {0};
+    if (!id)
+        return;
+    if (!view_of(s, id, &v)) {
+        unknown_task(m, r, id);
+        return;
+    }
+    free(v.output);
+    reply_result(r, m->id, json_object_new_object());
+}
+
+void tasks_cancel(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    const char *id = task_id_of(m, r);
+    if (!id)
+        return;
+    struct tasks *ts = s->srv->tasks;
+    struct mcp_session *runs_on = NULL;
+    bool found = false;
+    if (ts) {
+        pthread_mutex_lock(&ts->lock);
+        struct task *t = find_locked(ts, s, id);
+        if (t) {
+            found = true;
+            if (t->status == TASK_WORKING) {
+                end_locked(t, TASK_CANCELLED, NULL);
+                runs_on = session_for_locked(ts, s->principal);
+            }
+        }
+        pthread_mutex_unlock(&ts->lock);
+    }
+    if (!found) {
+        unknown_task(m, r, id);
+        return;
+    }
+    if (runs_on) { /* its container is killed; the call ends unanswered */
+        json_object *rid = json_object_new_string(id);
+        calls_cancel_id(runs_on, rid);
+        json_object_put(rid);
+        log_info("task %.8s... cancelled", id);
+    }
+    reply_result(r, m->id, json_object_new_object());
+}
