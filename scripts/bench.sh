@@ -50,10 +50,20 @@
 #      the same install run on the host (target <= 1.5); a warm print(1)
 #      asking for a cached set next to one without (target <= 1.2), idle and
 #      while other runs load the daemon.
+#   9. the 2026-07-28 wire ("modern": stateless, params._meta on every
+#      request) next to the 2025-11-25 one: tools/list throughput at one
+#      daemon started as in section 1, wrk as there on each wire
+#      (BENCH_WIRE=2025|modern tests/bench/tools-list.lua), two runs of each
+#      alternating, and at the official TypeScript SDK v2 server
+#      (tests/bench/sdk2-server.mjs, @modelcontextprotocol/server, stateless
+#      createMcpHandler) on both wires; then tests/bench/modern.mjs on the
+#      same engine: a warm print(1) over HTTP on each wire (p50/p95), idle
+#      and while loops of warm runs load the daemon. Reports modern/2025
+#      and ours/SDK v2 (not enforced).
 #   After every wrk run the daemon must be alive and answer a fresh tools/list
 #   correctly. Results: build/bench/http-tools-list.json, survival.json,
 #   latency.json, pool.json, languages.json, sessions.json, egress.json,
-#   packages.json, plus logs in
+#   packages.json, modern.json, plus logs in
 #   build/bench/logs/; the summary goes to stdout,
 #   progress to stderr. Exits non-zero only when something broke (the daemon
 #   died, a wrong answer, a tool missing, a server that would not start),
@@ -72,7 +82,7 @@
 #                           (default 2000)
 #   BENCH_SECTIONS          which sections run (default
 #                           http,survival,latency,pool,languages,sessions,egress,
-#                           packages)
+#                           packages,modern)
 #   BENCH_LANGUAGES_SAMPLES samples per language in the languages section
 #                           (tests/bench/languages.mjs; default 20)
 #   BENCH_SESSIONS_SAMPLES  samples per item of the sessions section
@@ -82,6 +92,8 @@
 #   BENCH_SESSIONS_CSV_MB   the data file loaded once (default 200)
 #   BENCH_EGRESS_REQUESTS   GETs per in-program series of the egress section
 #                           (tests/bench/egress.mjs; default 200)
+#   BENCH_MODERN_SAMPLES    warm runs per wire and item of the modern section
+#                           (tests/bench/modern.mjs; default 20)
 #   BENCH_BIN               daemon binary (default build/mcp-sandboxd)
 #   ENGINE                  docker, podman or unix:///path: that engine for
 #                           every section (started when it does not answer);
@@ -108,10 +120,11 @@ readonly SESSIONS_SAMPLES=${BENCH_SESSIONS_SAMPLES:-30}
 readonly SESSIONS_CALLS=${BENCH_SESSIONS_CALLS:-1000}
 readonly SESSIONS_CSV_MB=${BENCH_SESSIONS_CSV_MB:-200}
 readonly EGRESS_REQUESTS=${BENCH_EGRESS_REQUESTS:-200}
+readonly MODERN_SAMPLES=${BENCH_MODERN_SAMPLES:-20}
 readonly POOL_FRESH=${BENCH_POOL_FRESH:-3}
 readonly POOL_SECONDS=${BENCH_POOL_SECONDS:-10}
 readonly POOL_RUNS=${BENCH_POOL_RUNS:-2000}
-readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool,languages,sessions,egress,packages}
+readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool,languages,sessions,egress,packages,modern}
 readonly RUNTIME=${RUNTIME:-}
 readonly THREADS=2
 readonly CONNS=16
@@ -137,13 +150,14 @@ case ${1:-} in
 *) die "unknown argument: $1 (settings are environment variables, see --help)" ;;
 esac
 for v in "$SECS" "$SURVIVAL_SECS" "$WARMUP_SECS" "$LATENCY_CALLS" "$POOL_SAMPLES" "$POOL_FRESH" "$POOL_SECONDS" "$POOL_RUNS" \
-	"$SESSIONS_SAMPLES" "$SESSIONS_CALLS" "$SESSIONS_CSV_MB" "$EGRESS_REQUESTS"; do
+	"$SESSIONS_SAMPLES" "$SESSIONS_CALLS" "$SESSIONS_CSV_MB" "$EGRESS_REQUESTS" "$MODERN_SAMPLES"; do
 	[[ $v =~ ^[0-9]+$ ]] || die "durations and counts must be whole numbers, got '$v'"
 done
 ((SECS > 0 && SURVIVAL_SECS > 0 && LATENCY_CALLS > 0)) || die "BENCH_SECONDS, BENCH_SURVIVAL_SECONDS and BENCH_LATENCY_CALLS must be > 0"
 ((POOL_SAMPLES > 0 && POOL_SECONDS > 0 && POOL_RUNS > 0)) || die "BENCH_POOL_SAMPLES, BENCH_POOL_SECONDS and BENCH_POOL_RUNS must be > 0"
+((MODERN_SAMPLES > 0)) || die "BENCH_MODERN_SAMPLES must be > 0"
 for s in ${SECTIONS//,/ }; do
-	case $s in http | survival | latency | pool | languages | sessions | egress | packages) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool, languages, sessions, egress, packages)" ;; esac
+	case $s in http | survival | latency | pool | languages | sessions | egress | packages | modern) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool, languages, sessions, egress, packages, modern)" ;; esac
 done
 [[ $RUNTIME =~ ^[A-Za-z0-9._-]*$ ]] || die "RUNTIME must be a runtime name such as runsc, not '$RUNTIME'"
 
@@ -173,12 +187,14 @@ mkdir -p "$LOGS"
 # Logs describe the last run only.
 : >"$LOGS/daemon.log"
 : >"$LOGS/sdk-server.log"
+: >"$LOGS/sdk2-server.log"
 : >"$LOGS/curl.log"
 work=$(mktemp -d /tmp/mcpsbx-bench.XXXXXX)
 
 # ---- processes we start ------------------------------------------------------
 daemon_pid=""
 sdk_pid=""
+sdk2_pid=""
 bare_pid=""
 # The warm-pool section labels its containers with this id and lists the
 # daemons it starts in $work/pool.pids, so the exit trap can remove whatever
@@ -203,6 +219,7 @@ stop_pid() {
 cleanup() {
 	stop_pid "$bare_pid"
 	stop_pid "$sdk_pid"
+	stop_pid "$sdk2_pid"
 	stop_pid "$daemon_pid"
 	if [ -n "$pool_started" ]; then
 		node "$BENCH_DIR/pool.mjs" --sweep --engine "$ENGINE_URL" --run-id "$pool_run_id" \
@@ -243,16 +260,16 @@ fail() {
 # node_section NAME TITLE LANGUAGES -- ARGS...: the section's script (NAME
 # and .mjs under tests/bench/) on the engine with ARGS, or its skip saying
 # why (no engine; the images of the comma-separated LANGUAGES could not be
-# built); its table joins the summary.
+# built), with ARGS too; its table joins the summary.
 node_section() {
 	local name=$1 title=$2 langs=$3 line='' rc=0
 	shift 4
 	: >"$LOGS/$name.txt"
 	# shellcheck disable=SC2086 # the languages are separate arguments
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
-		line=$(node "$BENCH_DIR/$name.mjs" --skip "engine $ENGINE_URL does not answer" --out "$OUT/$name.json")
+		line=$(node "$BENCH_DIR/$name.mjs" --skip "engine $ENGINE_URL does not answer" --out "$OUT/$name.json" "$@")
 	elif ! "$ROOT/scripts/images.sh" --engine "$ENGINE_URL" ${langs//,/ } >&2; then
-		line=$(node "$BENCH_DIR/$name.mjs" --skip "the images of $langs could not be built on $ENGINE_URL" --out "$OUT/$name.json")
+		line=$(node "$BENCH_DIR/$name.mjs" --skip "the images of $langs could not be built on $ENGINE_URL" --out "$OUT/$name.json" "$@")
 	else
 		line=$(timeout --kill-after=15 "$POOL_TIMEOUT" node "$BENCH_DIR/$name.mjs" --engine "$ENGINE_URL" \
 			--bin "$BIN" --out "$OUT/$name.json" --log-dir "$LOGS" "$@" 2> >(tee -a "$LOGS/$name.txt" >&2)) || rc=$?
@@ -262,24 +279,37 @@ node_section() {
 }
 
 # ---- HTTP helpers ------------------------------------------------------------
-H=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream'
-	-H 'MCP-Protocol-Version: 2025-11-25')
+H=(-H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
+H_2025=(-H 'MCP-Protocol-Version: 2025-11-25')
+# The 2026-07-28 wire's tools/list (tests/bench/tools-list.lua's BENCH_WIRE=modern).
+H_MODERN=(-H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list')
+readonly MODERN_TOOLS_LIST='{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'
 
-# post URL SESSION BODY OUTFILE: prints the HTTP status; headers go to OUTFILE.h.
+# post URL SESSION BODY OUTFILE [HEADER_ARGS...]: prints the HTTP status;
+# headers go to OUTFILE.h. HEADER_ARGS (curl -H pairs) name the wire's
+# version; without them, 2025-11-25.
 post() {
-	local sid_h=()
-	[ -n "$2" ] && sid_h=(-H "Mcp-Session-Id: $2")
-	curl -sS --max-time 10 -o "$4" -D "$4.h" -w '%{http_code}' "${H[@]}" "${sid_h[@]}" \
-		--data-binary "$3" "$1" 2>>"$LOGS/curl.log" || true
+	local url=$1 session=$2 body=$3 out=$4
+	shift 4
+	local hs=("$@")
+	((${#hs[@]})) || hs=("${H_2025[@]}")
+	[ -n "$session" ] && hs+=(-H "Mcp-Session-Id: $session")
+	curl -sS --max-time 10 -o "$out" -D "$out.h" -w '%{http_code}' "${H[@]}" "${hs[@]}" \
+		--data-binary "$body" "$url" 2>>"$LOGS/curl.log" || true
 }
 
-# check_tools URL SESSION: a fresh tools/list must get 200 and the 3 tools.
-# Sets $answer ("ok" or why not) and $answer_bytes; returns non-zero on a
-# wrong answer.
+# check_tools URL SESSION [WIRE]: a fresh tools/list must get 200 and the
+# tools; on WIRE modern (the 2026-07-28 wire: no session; else 2025-11-25)
+# the answer must open no session either. Sets $answer ("ok" or why not)
+# and $answer_bytes; returns non-zero on a wrong answer.
 check_tools() {
 	local f=$work/check.body code why
 	rm -f "$f"
-	code=$(post "$1" "$2" '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}' "$f")
+	if [ "${3:-2025}" = modern ]; then
+		code=$(post "$1" "" "$MODERN_TOOLS_LIST" "$f" "${H_MODERN[@]}")
+	else
+		code=$(post "$1" "$2" '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}' "$f")
+	fi
 	answer_bytes=$(wc -c <"$f" 2>/dev/null || echo 0)
 	if [ "$code" != 200 ]; then
 		answer="HTTP ${code:-none}: $(head -c 200 "$f" 2>/dev/null | tr -d '\r\n')"
@@ -288,6 +318,10 @@ check_tools() {
 	fi
 	if ! why=$(node "$BENCH_DIR/report.mjs" check "$f"); then
 		answer="wrong answer: $why"
+		return 1
+	fi
+	if [ "${3:-2025}" = modern ] && grep -qi '^mcp-session-id:' "$f.h"; then
+		answer="wrong answer: a 2026-07-28 tools/list opened a session"
 		return 1
 	fi
 	answer=ok
@@ -352,8 +386,8 @@ start_daemon_1() {
 	log "daemon pid $daemon_pid serving $daemon_url, session $sid"
 }
 
-# daemon_after RUN: after a wrk run, the daemon must be alive and answer.
-# Sets $daemon_state and $answer.
+# daemon_after RUN [WIRE]: after a wrk run, the daemon must be alive and
+# answer (on WIRE, as check_tools). Sets $daemon_state and $answer.
 daemon_after() {
 	if ! is_alive "$daemon_pid"; then
 		reap "$daemon_pid"
@@ -365,20 +399,21 @@ daemon_after() {
 		return 1
 	fi
 	daemon_state=alive
-	if ! check_tools "$daemon_url" "$sid"; then
+	if ! check_tools "$daemon_url" "$sid" "${2:-2025}"; then
 		fail "tools/list after $1: $answer"
 		return 1
 	fi
 }
 
 # ---- wrk ---------------------------------------------------------------------
-# run_wrk NAME URL SESSION CONNECTIONS SECONDS: figures in $work/NAME.json,
-# wrk's own report in build/bench/logs/NAME.txt.
+# run_wrk NAME URL SESSION CONNECTIONS SECONDS [WIRE]: figures in
+# $work/NAME.json, wrk's own report in build/bench/logs/NAME.txt. WIRE:
+# tests/bench/tools-list.lua's BENCH_WIRE (2025, the default, or modern).
 run_wrk() {
-	local name=$1 url=$2 session=$3 conns=$4 secs=$5 rc=0
+	local name=$1 url=$2 session=$3 conns=$4 secs=$5 wire=${6:-2025} rc=0
 	rm -f "$work/$name.json"
 	log "wrk -t$THREADS -c$conns -d${secs}s $url ($name)"
-	BENCH_SESSION_ID=$session BENCH_WRK_JSON=$work/$name.json \
+	BENCH_WIRE=$wire BENCH_SESSION_ID=$session BENCH_WRK_JSON=$work/$name.json \
 		timeout --kill-after=5 $((secs + 30)) \
 		wrk -t"$THREADS" -c"$conns" -d"${secs}s" --latency -s "$BENCH_DIR/tools-list.lua" "$url" \
 		>"$LOGS/$name.txt" 2>&1 || rc=$?
@@ -402,7 +437,7 @@ summary=()
 
 # ==== 1. tools/list throughput: ours, then the SDK ==========================
 if want http; then
-	log "1/8 tools/list throughput (${SECS}s each)"
+	log "1/9 tools/list throughput (${SECS}s each)"
 	# Other work on the machine skews every figure: the load is recorded.
 	load1=$(cut -d' ' -f1-3 /proc/loadavg)
 	ours_daemon="not started"
@@ -523,7 +558,7 @@ fi
 
 # ==== 2. survival ===========================================================
 if want survival; then
-	log "2/8 survival (${SURVIVAL_SECS}s at -c$SURVIVAL_CONNS)"
+	log "2/9 survival (${SURVIVAL_SECS}s at -c$SURVIVAL_CONNS)"
 	load2=$(cut -d' ' -f1-3 /proc/loadavg)
 	restarted=false
 	if [ -z "$daemon_pid" ] || ! is_alive "$daemon_pid"; then
@@ -563,7 +598,7 @@ fi
 
 # ==== 3. hello-world latency =================================================
 if want latency; then
-	log "3/8 hello-world latency on $ENGINE_URL"
+	log "3/9 hello-world latency on $ENGINE_URL"
 	lat_args=("${common[@]}" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)" "engine=$ENGINE_URL" "calls=$LATENCY_CALLS")
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		lat_args+=(result=skipped "reason=engine $ENGINE_URL does not answer (scripts/engine.sh start docker|podman)")
@@ -593,7 +628,7 @@ fi
 
 # ==== 4. warm pool ===========================================================
 if want pool; then
-	log "4/8 warm pool on $ENGINE_URL${RUNTIME:+ (runtime $RUNTIME)}"
+	log "4/9 warm pool on $ENGINE_URL${RUNTIME:+ (runtime $RUNTIME)}"
 	pool_args=(--engine "$ENGINE_URL" --bin "$BIN" --out "$OUT/pool.json" --log-dir "$LOGS"
 		--samples "$POOL_SAMPLES" --fresh "$POOL_FRESH" --seconds "$POOL_SECONDS" --runs "$POOL_RUNS"
 		--run-id "$pool_run_id" --pidfile "$work/pool.pids")
@@ -624,7 +659,7 @@ fi
 
 # ==== 5. languages ===========================================================
 if want languages; then
-	log "5/8 languages on $ENGINE_URL"
+	log "5/9 languages on $ENGINE_URL"
 	: >"$LOGS/languages.txt"
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		fail "languages: engine $ENGINE_URL does not answer"
@@ -646,7 +681,7 @@ fi
 
 # ==== 6. code sessions ========================================================
 if want sessions; then
-	log "6/8 code sessions on $ENGINE_URL"
+	log "6/9 code sessions on $ENGINE_URL"
 	: >"$LOGS/sessions.txt"
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		sess_line=$(node "$BENCH_DIR/sessions.mjs" --skip "engine $ENGINE_URL does not answer" --out "$OUT/sessions.json")
@@ -666,14 +701,125 @@ fi
 
 # ==== 7. egress gateway =======================================================
 if want egress; then
-	log "7/8 egress gateway on $ENGINE_URL"
+	log "7/9 egress gateway on $ENGINE_URL"
 	node_section egress "egress gateway" python -- --samples "$SESSIONS_SAMPLES" --requests "$EGRESS_REQUESTS"
 fi
 
 # ==== 8. packages on demand ===================================================
 if want packages; then
-	log "8/8 packages on demand on $ENGINE_URL"
+	log "8/9 packages on demand on $ENGINE_URL"
 	node_section packages "packages on demand" python,javascript -- --samples "$SESSIONS_SAMPLES"
+fi
+
+# ==== 9. the 2026-07-28 wire =================================================
+# proc_json PID FILE: the process's VmRSS (KiB), threads and open fds, as
+# JSON in FILE.
+proc_json() {
+	local rss threads fds
+	rss=$(awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || true)
+	threads=$(awk '/^Threads:/ { print $2 }' "/proc/$1/status" 2>/dev/null || true)
+	fds=$(find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+	printf '{"rss_kib":%s,"threads":%s,"fds":%s}\n' "${rss:-null}" "${threads:-null}" "$fds" >"$2"
+}
+
+# modern_wrk NAME URL WIRE: a measured run (its warm-up done before) whose
+# figures go to modern.mjs as NAME=@file; non-2xx answers are wrong ones.
+modern_wrk() {
+	local non2xx
+	run_wrk "modern-$1" "$2" "$sid" "$CONNS" "$SECS" "$3"
+	modern_facts+=("$1=@$work/modern-$1.json")
+	non2xx=$(node -p "const w = require('$work/modern-$1.json'); w ? w.errors.non_2xx_3xx : 0")
+	((non2xx == 0)) || fail "modern: $non2xx tools/list requests of $1 got a non-2xx status"
+}
+
+if want modern; then
+	log "9/9 the 2026-07-28 wire next to the 2025 one"
+	modern_facts=("${common[@]}" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)" "connections=$CONNS" "seconds=$SECS"
+		"node_version=$(node --version)"
+		"sdk2_version=$(node -p "require('$TESTS/node_modules/@modelcontextprotocol/server/package.json').version" 2>/dev/null || echo unknown)")
+	# tools/list on each wire, at a daemon of its own started as section 1's
+	# (the 2025 wire on its initialized session).
+	stop_pid "$daemon_pid"
+	daemon_pid=""
+	m_state="not started"
+	m_answer=none
+	if start_daemon; then
+		m_state=alive
+		m_answer=ok
+		for wire in 2025 modern; do
+			if check_tools "$daemon_url" "$sid" "$wire"; then
+				modern_facts+=("daemon_bytes_$wire=$answer_bytes")
+			else
+				fail "modern: tools/list on the $wire wire before any load: $answer"
+				m_answer="$wire wire: $answer"
+			fi
+		done
+	fi
+	if [ "$m_answer" = ok ]; then
+		proc_json "$daemon_pid" "$work/modern-proc-before.json"
+		if ((WARMUP_SECS > 0)); then
+			for wire in 2025 modern; do
+				run_wrk "modern-daemon-warmup-$wire" "$daemon_url" "$sid" "$CONNS" "$WARMUP_SECS" "$wire"
+			done
+			daemon_after "the modern section's warm-up runs" modern || { m_state=$daemon_state; m_answer=$answer; }
+		fi
+		# Alternating, so that neither wire has the machine's quieter moments.
+		for run in 2025_1 modern_1 modern_2 2025_2; do
+			[ -n "$daemon_pid" ] || break
+			modern_wrk "daemon_$run" "$daemon_url" "${run%_*}"
+			daemon_after "the ${run%_*} wire's throughput run (-c$CONNS)" "${run%_*}" ||
+				{ m_state=$daemon_state; m_answer=$answer; }
+		done
+		if [ -n "$daemon_pid" ]; then
+			proc_json "$daemon_pid" "$work/modern-proc-after.json"
+			modern_facts+=("proc_before=@$work/modern-proc-before.json" "proc_after=@$work/modern-proc-after.json")
+		fi
+	fi
+	# Not left competing for the CPU with what follows.
+	stop_pid "$daemon_pid"
+	daemon_pid=""
+
+	s_answer=none
+	printf '\n==== %s\n' "$(date -u +%FT%TZ)" >>"$LOGS/sdk2-server.log"
+	node "$BENCH_DIR/sdk2-server.mjs" 0 >"$work/sdk2.out" 2>>"$LOGS/sdk2-server.log" &
+	sdk2_pid=$!
+	if s_port=$(wait_log_line "$work/sdk2.out" "$sdk2_pid" '^listening 127\.0\.0\.1:([0-9]+)$'); then
+		s_url=http://127.0.0.1:$s_port/mcp
+		log "SDK v2 server pid $sdk2_pid serving $s_url"
+		s_answer=ok
+		# On the 2025 wire with the daemon's session id: stateless, it
+		# ignores it, as the v1 SDK's server in section 1.
+		for wire in modern 2025; do
+			if check_tools "$s_url" "$sid" "$wire"; then
+				modern_facts+=("sdk2_bytes_$wire=$answer_bytes")
+			else
+				fail "modern: the SDK v2 server's tools/list on the $wire wire: $answer (log: $LOGS/sdk2-server.log)"
+				s_answer="$wire wire: $answer"
+			fi
+		done
+		if [ "$s_answer" = ok ]; then
+			for wire in modern 2025; do
+				((WARMUP_SECS > 0)) && run_wrk "modern-sdk2-warmup-$wire" "$s_url" "$sid" "$CONNS" "$WARMUP_SECS" "$wire"
+				modern_wrk "sdk2_$wire" "$s_url" "$wire"
+			done
+			if ! is_alive "$sdk2_pid"; then
+				reap "$sdk2_pid"
+				s_answer="none (SDK v2 server $ended)"
+				fail "modern: SDK v2 server after its runs: $s_answer (log: $LOGS/sdk2-server.log)"
+			elif ! check_tools "$s_url" "$sid" modern; then
+				s_answer=$answer
+				fail "modern: SDK v2 server after its runs: $s_answer (log: $LOGS/sdk2-server.log)"
+			fi
+		fi
+	else
+		fail "the SDK v2 server did not start within ${START_TIMEOUT}s (log: $LOGS/sdk2-server.log)"
+	fi
+	stop_pid "$sdk2_pid"
+	sdk2_pid=""
+	modern_facts+=("daemon_state=$m_state" "daemon_answer=$m_answer" "sdk2_answer=$s_answer")
+
+	# Warm runs over HTTP on each wire, on the engine.
+	node_section modern "modern wire" python,javascript -- --samples "$MODERN_SAMPLES" "${modern_facts[@]}"
 fi
 
 # ==== summary ================================================================
@@ -689,6 +835,7 @@ want languages && results+=(languages.json)
 want sessions && results+=(sessions.json)
 want egress && results+=(egress.json)
 want packages && results+=(packages.json)
+want modern && results+=(modern.json)
 echo "results in ${OUT#"$ROOT"/}/: ${results[*]} (logs in ${LOGS#"$ROOT"/}/)"
 if ((${#broken[@]})); then
 	echo "bench: FAILED (${#broken[@]} problem(s)):"

@@ -417,6 +417,23 @@ static void call_init(struct call *c, struct mcp_session *s, const struct jsonrp
     call_deadlines(c, util_now_ms());
 }
 
+/* Whether a call that runs becomes a task: on the 2026-07-28 wire when the
+ * client declared the extension (the server decides, and it does), on
+ * 2025-11-25 when the call asks with params.task. */
+static bool wants_task(struct mcp_session *s, const struct jsonrpc_msg *m, const struct reply *r)
+{
+    if (!s->srv->tasks)
+        return false;
+    if (r->env)
+        return (r->env->caps & ENVELOPE_CAP_TASKS) != 0;
+    json_object *task = NULL;
+    pthread_mutex_lock(&s->lock);
+    bool v = s->version >= MCP_V_2025_11_25;
+    pthread_mutex_unlock(&s->lock);
+    return v && json_object_object_get_ex(m->params, "task", &task) &&
+           json_object_is_type(task, json_type_object);
+}
+
 void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
 {
     json_object *name = NULL;
@@ -455,13 +472,13 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
      * its handle, run on the principal's task session, answering the task. */
     struct task *task = NULL;
     struct reply client_reply = *r;
-    if (r->env && (r->env->caps & ENVELOPE_CAP_TASKS) && s->srv->tasks) {
+    if (wants_task(s, m, r)) {
         struct mcp_channel *tch = NULL;
         char tid[TASKS_ID_CAP];
-        task = tasks_begin(s->srv->tasks, s->principal, &s, &tch, tid);
+        task = tasks_begin(s->srv->tasks, &s, &tch, tid);
         if (task) {
             json_object *idj = json_object_new_string(tid);
-            struct reply tr = {.ch = tch, .modern = true, .env = r->env};
+            struct reply tr = {.ch = tch, .modern = r->modern, .env = r->env};
             call_init(c, s, m, &tr, idj);
             json_object_put(idj);
         }
@@ -494,7 +511,7 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     pthread_mutex_unlock(&s->lock);
 
     if (task)
-        reply_result(&client_reply, m->id, tasks_created_json(task));
+        reply_result(&client_reply, m->id, tasks_created_json(task, r->modern));
     if (over || park_full) {
         char *msg = over ? busy_message(cfg, ADMISSION_OWNER_FULL, true)
                          : xasprintf("server busy: this code session already has %lld calls "

@@ -247,6 +247,8 @@ static void m_tools_list(struct mcp_session *s, const struct jsonrpc_msg *m, str
     }
     pthread_mutex_lock(&s->lock);
     struct tools_features f = mcp_features_of(s->version);
+    /* 2025-11-25's execution.taskSupport; the 2026-07-28 Tool has none. */
+    f.tasks = !r->modern && s->version >= MCP_V_2025_11_25 && s->srv->tasks;
     pthread_mutex_unlock(&s->lock);
     size_t len = 0;
     const char *result = tools_list_result_json(&s->srv->env, &f, &len);
@@ -302,8 +304,10 @@ static const struct method {
     {"resources/templates/list", resources_templates_list, WIRE_BOTH, false, 0},
     {"resources/unsubscribe", resources_subscribe, WIRE_2025, false, 0},
     {"server/discover", modern_discover, WIRE_2026, false, 0},
-    {"tasks/cancel", tasks_cancel, WIRE_2026, false, ENVELOPE_CAP_TASKS},
-    {"tasks/get", tasks_get, WIRE_2026, false, ENVELOPE_CAP_TASKS},
+    {"tasks/cancel", tasks_cancel, WIRE_BOTH, false, ENVELOPE_CAP_TASKS},
+    {"tasks/get", tasks_get, WIRE_BOTH, false, ENVELOPE_CAP_TASKS},
+    {"tasks/list", tasks_list, WIRE_2025, false, 0},
+    {"tasks/result", tasks_result, WIRE_2025, false, 0},
     {"tasks/update", tasks_update, WIRE_2026, false, ENVELOPE_CAP_TASKS},
     {"tools/call", calls_tools_call, WIRE_BOTH, false, 0},
     {"tools/list", m_tools_list, WIRE_BOTH, false, 0},

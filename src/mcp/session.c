@@ -42,6 +42,18 @@ json_object *session_capabilities(const struct mcp_server *srv, bool modern, enu
     json_object_object_add(caps, "prompts", prompts);
     if (modern || v >= MCP_V_2025_03_26)
         json_object_object_add(caps, "completions", json_object_new_object());
+    if (!modern && v >= MCP_V_2025_11_25 && srv->tasks) {
+        /* 2025-11-25's experimental tasks: tools/call with params.task. */
+        json_object *tasks = json_object_new_object();
+        json_object_object_add(tasks, "list", json_object_new_object());
+        json_object_object_add(tasks, "cancel", json_object_new_object());
+        json_object *call = json_object_new_object();
+        json_object_object_add(call, "call", json_object_new_object());
+        json_object *requests = json_object_new_object();
+        json_object_object_add(requests, "tools", call);
+        json_object_object_add(tasks, "requests", requests);
+        json_object_object_add(caps, "tasks", tasks);
+    }
     if (modern && srv->tasks) {
         json_object *ext = json_object_new_object();
         json_object_object_add(ext, "io.modelcontextprotocol/tasks", json_object_new_object());

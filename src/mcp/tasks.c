@@ -25,10 +25,20 @@ struct task {
     bool released;
     long long created_wall;
     long long updated_wall;
-    double expires;    /* util_now_ms(), once terminal */
-    struct buf output; /* the tail of the live output */
-    char error[256];   /* failed: why */
+    double expires;         /* util_now_ms(), once terminal */
+    struct buf output;      /* the tail of the live output */
+    char error[256];        /* failed: why */
+    struct waiter *waiters; /* tasks/result requests waiting for its end */
     struct task *next;
+};
+
+/* A 2025-11-25 tasks/result request waiting for its task's end: its slot
+ * (holding its channel) and its id, plain data. */
+struct waiter {
+    struct reply reply;
+    struct jsonrpc_id id;
+    char owner[33];
+    struct waiter *next;
 };
 
 /* The session a principal's task calls run on: it outlives the requests. */
@@ -44,6 +54,8 @@ struct tasks {
     size_t n;
     struct owner_session *sessions;
 };
+
+static void answer_waiters(struct tasks *ts, struct waiter *w, const char *task_id);
 
 struct tasks *tasks_new(struct mcp_server *srv)
 {
@@ -75,6 +87,7 @@ void tasks_free(struct tasks *ts)
     while (ts->list) {
         struct task *t = ts->list;
         ts->list = t->next;
+        answer_waiters(ts, t->waiters, t->id); /* (none: its end answered them) */
         buf_free(&t->output);
         free(t);
     }
@@ -98,16 +111,20 @@ static void sweep_locked(struct tasks *ts, double now)
     }
 }
 
-/* Ends t as status (lock held), unless it ended already. */
-static void end_locked(struct task *t, enum task_status status, const char *error)
+/* Ends t as status (lock held), unless it ended already; its waiters
+ * are the caller's to answer, unlocked (answer_waiters). */
+static struct waiter *end_locked(struct task *t, enum task_status status, const char *error)
 {
     if (t->status != TASK_WORKING)
-        return;
+        return NULL;
+    struct waiter *w = t->waiters;
+    t->waiters = NULL;
     t->status = status;
     t->updated_wall = util_wall_ms();
     t->expires = util_now_ms() + (double)t->ts->srv->cfg->run_store_ttl_ms;
     if (error)
         snprintf(t->error, sizeof(t->error), "%s", error);
+    return w;
 }
 
 static void task_uri(const struct task *t, char *out, size_t cap)
@@ -125,13 +142,12 @@ static void take_result(struct task *t, json_object *result)
     bool kept =
         runstore_put(t->ts->srv->env.store, t->owner, uri, "application/json", text, len) == 0;
     pthread_mutex_lock(&t->ts->lock);
-    if (kept)
-        end_locked(t, TASK_COMPLETED, NULL);
-    else
-        end_locked(t, TASK_FAILED,
-                   "the result is larger than the run store keeps for one caller "
-                   "(--run-store-session-max-bytes)");
+    struct waiter *w = kept ? end_locked(t, TASK_COMPLETED, NULL)
+                            : end_locked(t, TASK_FAILED,
+                                         "the result is larger than the run store keeps for one "
+                                         "caller (--run-store-session-max-bytes)");
     pthread_mutex_unlock(&t->ts->lock);
+    answer_waiters(t->ts, w, t->id);
 }
 
 /* What the call sends: progress (its text joins the output's tail), log
@@ -150,8 +166,9 @@ static int task_send(struct mcp_channel *ch, const char *json, size_t len)
         json_object *text = NULL;
         json_object_object_get_ex(v, "message", &text);
         pthread_mutex_lock(&t->ts->lock);
-        end_locked(t, TASK_FAILED, json_object_get_string(text));
+        struct waiter *w = end_locked(t, TASK_FAILED, json_object_get_string(text));
         pthread_mutex_unlock(&t->ts->lock);
+        answer_waiters(t->ts, w, t->id);
     } else if (json_object_object_get_ex(msg, "method", &v) &&
                strcmp(json_object_get_string(v), "notifications/progress") == 0 &&
                json_object_object_get_ex(msg, "params", &params) &&
@@ -179,9 +196,10 @@ static void task_release(struct mcp_channel *ch)
 {
     struct task *t = (struct task *)ch;
     pthread_mutex_lock(&t->ts->lock);
-    end_locked(t, TASK_CANCELLED, NULL);
+    struct waiter *w = end_locked(t, TASK_CANCELLED, NULL);
     t->released = true;
     pthread_mutex_unlock(&t->ts->lock);
+    answer_waiters(t->ts, w, t->id);
 }
 
 /* The principal's task session, made at its first task (lock held). */
@@ -197,8 +215,8 @@ static struct mcp_session *session_for_locked(struct tasks *ts, const char *prin
     return o->s;
 }
 
-struct task *tasks_begin(struct tasks *ts, const char *principal, struct mcp_session **session,
-                         struct mcp_channel **ch, char id[TASKS_ID_CAP])
+struct task *tasks_begin(struct tasks *ts, struct mcp_session **session, struct mcp_channel **ch,
+                         char id[TASKS_ID_CAP])
 {
     unsigned char raw[16];
     if (util_random_bytes(raw, sizeof(raw)) < 0)
@@ -215,7 +233,8 @@ struct task *tasks_begin(struct tasks *ts, const char *principal, struct mcp_ses
     util_hex(raw, sizeof(raw), t->id);
     t->created_wall = t->updated_wall = util_wall_ms();
     buf_init(&t->output, TASKS_OUTPUT_TAIL);
-    *session = session_for_locked(ts, principal);
+    if ((*session)->stateless)
+        *session = session_for_locked(ts, (*session)->principal);
     snprintf(t->owner, sizeof(t->owner), "%s", (*session)->owner);
     t->next = ts->list;
     ts->list = t;
@@ -236,7 +255,7 @@ struct task_view {
     char *output; /* NUL-terminated copy */
 };
 
-static void task_fields(json_object *o, const struct task_view *v, long long ttl_ms)
+static void task_fields(json_object *o, const struct task_view *v, long long ttl_ms, bool modern)
 {
     char when[UTIL_RFC3339_CAP];
     json_object_object_add(o, "taskId", json_object_new_string(v->id));
@@ -245,11 +264,15 @@ static void task_fields(json_object *o, const struct task_view *v, long long ttl
     json_object_object_add(o, "createdAt", json_object_new_string(when));
     util_rfc3339_ms(when, v->updated_wall);
     json_object_object_add(o, "lastUpdatedAt", json_object_new_string(when));
-    json_object_object_add(o, "ttlMs", json_object_new_int64(ttl_ms));
-    json_object_object_add(o, "pollIntervalMs", json_object_new_int(TASKS_POLL_MS));
+    /* The extension renamed them. */
+    json_object_object_add(o, modern ? "ttlMs" : "ttl", json_object_new_int64(ttl_ms));
+    json_object_object_add(o, modern ? "pollIntervalMs" : "pollInterval",
+                           json_object_new_int(TASKS_POLL_MS));
+    if (v->status == TASK_FAILED && v->error[0])
+        json_object_object_add(o, "statusMessage", json_object_new_string(v->error));
 }
 
-json_object *tasks_created_json(struct task *t)
+json_object *tasks_created_json(struct task *t, bool modern)
 {
     struct task_view v = {.status = TASK_WORKING};
     pthread_mutex_lock(&t->ts->lock);
@@ -258,17 +281,29 @@ json_object *tasks_created_json(struct task *t)
     v.updated_wall = t->updated_wall;
     pthread_mutex_unlock(&t->ts->lock);
     json_object *o = json_object_new_object();
-    json_object_object_add(o, "resultType", json_object_new_string("task"));
-    task_fields(o, &v, t->ts->srv->cfg->run_store_ttl_ms);
+    task_fields(o, &v, t->ts->srv->cfg->run_store_ttl_ms, modern);
     json_object_object_add(o, "statusMessage", json_object_new_string("the run is under way"));
+    if (!modern) {
+        json_object *wrap = json_object_new_object();
+        json_object_object_add(wrap, "task", o);
+        return wrap;
+    }
+    json_object_object_add(o, "resultType", json_object_new_string("task"));
     return o;
 }
 
 /* The request's taskId; else answered (-32602) and NULL. (That the
  * client declared the extension, the method table checked.) */
-static const char *task_id_of(const struct jsonrpc_msg *m, struct reply *r)
+static const char *task_id_of(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
 {
     json_object *v = NULL;
+    if (!r->modern && (s->version < MCP_V_2025_11_25 || !s->srv->tasks)) {
+        /* Before 2025-11-25 (or with no tasks offered) there are none. */
+        char *text = xasprintf("Method not found: %s", m->method);
+        reply_error(r, m->id, JSONRPC_METHOD_NOT_FOUND, text);
+        free(text);
+        return NULL;
+    }
     if (!json_object_is_type(m->params, json_type_object) ||
         !json_object_object_get_ex(m->params, "taskId", &v) ||
         !json_object_is_type(v, json_type_string)) {
@@ -276,6 +311,18 @@ static const char *task_id_of(const struct jsonrpc_msg *m, struct reply *r)
         return NULL;
     }
     return json_object_get_string(v);
+}
+
+/* Whether s may list tasks (2025-11-25 with tasks offered); else
+ * answered -32601. */
+static bool task_list_allowed(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    if (s->version >= MCP_V_2025_11_25 && s->srv->tasks)
+        return true;
+    char *text = xasprintf("Method not found: %s", m->method);
+    reply_error(r, m->id, JSONRPC_METHOD_NOT_FOUND, text);
+    free(text);
+    return false;
 }
 
 /* s's task named id (lock held), or NULL: another principal's is none. */
@@ -335,7 +382,7 @@ static json_object *stored_result(struct mcp_session *s, const char *id)
 
 void tasks_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
 {
-    const char *id = task_id_of(m, r);
+    const char *id = task_id_of(s, m, r);
     struct task_view v = {0};
     if (!id)
         return;
@@ -344,8 +391,9 @@ void tasks_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply 
         return;
     }
     json_object *o = json_object_new_object();
-    task_fields(o, &v, s->srv->cfg->run_store_ttl_ms);
-    if (v.status == TASK_COMPLETED) {
+    task_fields(o, &v, s->srv->cfg->run_store_ttl_ms, r->modern);
+    /* The extension inlines the outcome; 2025-11-25 has tasks/result. */
+    if (r->modern && v.status == TASK_COMPLETED) {
         json_object *res = stored_result(s, v.id);
         if (res) {
             json_object_object_add(o, "result", res);
@@ -356,7 +404,7 @@ void tasks_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply 
             v.status = TASK_FAILED;
         }
     }
-    if (v.status == TASK_FAILED) {
+    if (r->modern && v.status == TASK_FAILED) {
         json_object *e = json_object_new_object();
         json_object_object_add(e, "code", json_object_new_int(JSONRPC_SERVER_ERROR));
         json_object_object_add(e, "message", json_object_new_string(v.error));
@@ -377,7 +425,7 @@ void tasks_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply 
  * the request is acknowledged for a task that is the caller's. */
 void tasks_update(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
 {
-    const char *id = task_id_of(m, r);
+    const char *id = task_id_of(s, m, r);
     struct task_view v = {0};
     if (!id)
         return;
@@ -391,20 +439,25 @@ void tasks_update(struct mcp_session *s, const struct jsonrpc_msg *m, struct rep
 
 void tasks_cancel(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
 {
-    const char *id = task_id_of(m, r);
+    const char *id = task_id_of(s, m, r);
     if (!id)
         return;
     struct tasks *ts = s->srv->tasks;
     struct mcp_session *runs_on = NULL;
+    struct waiter *w = NULL;
     bool found = false;
+    enum task_status was = TASK_WORKING;
     if (ts) {
         pthread_mutex_lock(&ts->lock);
         struct task *t = find_locked(ts, s, id);
         if (t) {
             found = true;
+            was = t->status;
             if (t->status == TASK_WORKING) {
-                end_locked(t, TASK_CANCELLED, NULL);
-                runs_on = session_for_locked(ts, s->principal);
+                w = end_locked(t, TASK_CANCELLED, NULL);
+                /* A 2025 session's task runs in it; a stateless one's in
+                 * its principal's task session. */
+                runs_on = s->stateless ? session_for_locked(ts, s->principal) : s;
             }
         }
         pthread_mutex_unlock(&ts->lock);
@@ -413,11 +466,149 @@ void tasks_cancel(struct mcp_session *s, const struct jsonrpc_msg *m, struct rep
         unknown_task(m, r, id);
         return;
     }
+    answer_waiters(ts, w, id);
+    if (!r->modern && was != TASK_WORKING) {
+        char *text = xasprintf("Invalid params: task %s has ended (%s); only a working task can "
+                               "be cancelled",
+                               id, status_names[was]);
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, text);
+        free(text);
+        return;
+    }
     if (runs_on) { /* its container is killed; the call ends unanswered */
         json_object *rid = json_object_new_string(id);
         calls_cancel_id(runs_on, rid);
         json_object_put(rid);
         log_info("task %.8s... cancelled", id);
     }
-    reply_result(r, m->id, json_object_new_object());
+    if (r->modern) {
+        reply_result(r, m->id, json_object_new_object());
+        return;
+    }
+    struct task_view v = {0};
+    if (!view_of(s, id, &v)) { /* (swept meanwhile: it had ended long ago) */
+        unknown_task(m, r, id);
+        return;
+    }
+    json_object *o = json_object_new_object();
+    task_fields(o, &v, s->srv->cfg->run_store_ttl_ms, false);
+    free(v.output);
+    reply_result(r, m->id, o);
+}
+
+/* ---- 2025-11-25: tasks/result, tasks/list ----------------------------------- */
+
+/* Answers a tasks/result slot for owner's task id, which has ended. */
+static void answer_result(struct tasks *ts, const char *owner, const char *task_id, struct reply *r,
+                          const struct jsonrpc_id *rid)
+{
+    enum task_status status = TASK_FAILED;
+    char error[256] = "the task is no longer kept";
+    pthread_mutex_lock(&ts->lock);
+    for (struct task *t = ts->list; t; t = t->next) {
+        if (strcmp(t->id, task_id) == 0 && strcmp(t->owner, owner) == 0) {
+            status = t->status;
+            memcpy(error, t->error, sizeof(error));
+        }
+    }
+    pthread_mutex_unlock(&ts->lock);
+    json_object *res = NULL;
+    if (status == TASK_COMPLETED) {
+        char uri[sizeof(TASKS_URI_PREFIX) + TASKS_ID_CAP];
+        snprintf(uri, sizeof(uri), TASKS_URI_PREFIX "%s", task_id);
+        char *mime = NULL;
+        char *data = NULL;
+        size_t size = 0;
+        if (runstore_get(ts->srv->env.store, owner, uri, &mime, &data, &size) == 0)
+            res = json_tokener_parse(data);
+        free(mime);
+        free(data);
+        snprintf(error, sizeof(error),
+                 "the result is no longer kept (--run-store-ttl-ms, --run-store-max-bytes)");
+    }
+    json_object *idj = jsonrpc_id_json(rid);
+    if (json_object_is_type(res, json_type_object)) {
+        json_object *meta = NULL;
+        if (!json_object_object_get_ex(res, "_meta", &meta)) {
+            meta = json_object_new_object();
+            json_object_object_add(res, "_meta", meta);
+        }
+        json_object *rel = json_object_new_object();
+        json_object_object_add(rel, "taskId", json_object_new_string(task_id));
+        json_object_object_add(meta, "io.modelcontextprotocol/related-task", rel);
+        reply_result(r, idj, res);
+    } else {
+        json_object_put(res);
+        char *text = xasprintf("task %s %s: %s", task_id,
+                               status == TASK_CANCELLED ? "was cancelled" : "failed",
+                               status == TASK_CANCELLED ? "it has no result" : error);
+        reply_error(r, idj, JSONRPC_SERVER_ERROR, text);
+        free(text);
+    }
+    json_object_put(idj);
+}
+
+static void answer_waiters(struct tasks *ts, struct waiter *w, const char *task_id)
+{
+    while (w) {
+        struct waiter *next = w->next;
+        answer_result(ts, w->owner, task_id, &w->reply, &w->id);
+        jsonrpc_id_clear(&w->id);
+        free(w);
+        w = next;
+    }
+}
+
+void tasks_result(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    const char *id = task_id_of(s, m, r);
+    if (!id)
+        return;
+    struct tasks *ts = s->srv->tasks;
+    pthread_mutex_lock(&ts->lock);
+    struct task *t = find_locked(ts, s, id);
+    bool waits = t && t->status == TASK_WORKING;
+    if (waits) { /* answered when it ends, from the thread that ends it */
+        struct waiter *w = xcalloc(1, sizeof(*w));
+        w->reply = *r;
+        w->reply.env = NULL;
+        jsonrpc_id_copy(&w->id, m->id);
+        snprintf(w->owner, sizeof(w->owner), "%s", s->owner);
+        w->next = t->waiters;
+        t->waiters = w;
+    }
+    pthread_mutex_unlock(&ts->lock);
+    if (!t) {
+        unknown_task(m, r, id);
+    } else if (!waits) {
+        struct jsonrpc_id rid;
+        jsonrpc_id_copy(&rid, m->id);
+        answer_result(ts, s->owner, id, r, &rid);
+        jsonrpc_id_clear(&rid);
+    }
+}
+
+void tasks_list(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    if (!task_list_allowed(s, m, r))
+        return;
+    struct tasks *ts = s->srv->tasks;
+    json_object *arr = json_object_new_array();
+    pthread_mutex_lock(&ts->lock);
+    sweep_locked(ts, util_now_ms());
+    for (struct task *t = ts->list; t; t = t->next) {
+        if (strcmp(t->owner, s->owner) != 0)
+            continue;
+        struct task_view v = {
+            .status = t->status, .created_wall = t->created_wall, .updated_wall = t->updated_wall};
+        memcpy(v.id, t->id, sizeof(v.id));
+        memcpy(v.error, t->error, sizeof(v.error));
+        json_object *o = json_object_new_object();
+        task_fields(o, &v, s->srv->cfg->run_store_ttl_ms, false);
+        json_object_array_add(arr, o);
+    }
+    pthread_mutex_unlock(&ts->lock);
+    json_object *res = json_object_new_object();
+    json_object_object_add(res, "tasks", arr);
+    reply_result(r, m->id, res);
 }

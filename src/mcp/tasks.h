@@ -1,6 +1,7 @@
-/* Tasks (the 2026-07-28 extension io.modelcontextprotocol/tasks): a
- * tools/call that runs code, from a client that declared the extension,
- * answers at once with a task handle; the run goes on whether or not the
+/* Tasks (the 2026-07-28 extension io.modelcontextprotocol/tasks, and the
+ * experimental tasks of 2025-11-25): a tools/call that runs code, from a
+ * client that declared the extension (or, on 2025-11-25, asked with
+ * params.task), answers at once with a task handle; the run goes on whether or not the
  * client stays, and tasks/get polls it (its live output while it works,
  * the whole result once it completed), tasks/cancel stops it (its
  * container is killed).
@@ -43,19 +44,26 @@ void tasks_free(struct tasks *ts);
 /* Whether the server offers tasks (discover's capabilities say so). */
 bool tasks_offered(const struct mcp_server *srv);
 
-/* Makes a task for a call of principal's: *session is the session its call
- * must join, *ch the channel its answers go to (one reference, the
- * call's), id its id (the call's request id, for cancelling). NULL when
- * the store is full. */
-struct task *tasks_begin(struct tasks *ts, const char *principal, struct mcp_session **session,
-                         struct mcp_channel **ch, char id[TASKS_ID_CAP]);
+/* Makes a task for a call on *session: a stateless session's call moves
+ * to its principal's task session (*session becomes that), a 2025
+ * session's stays in it (its tasks end with it, as that revision scopes
+ * them). *ch is the channel the call answers on (one reference, the
+ * call's), id the task's id (the call's request id, for cancelling).
+ * NULL when the store is full. */
+struct task *tasks_begin(struct tasks *ts, struct mcp_session **session, struct mcp_channel **ch,
+                         char id[TASKS_ID_CAP]);
 
-/* The CreateTaskResult for a task just begun. */
-json_object *tasks_created_json(struct task *t);
+/* The answer to the tools/call that began t: the 2026-07-28 extension's
+ * flat CreateTaskResult (modern) or 2025-11-25's {task: {...}}. */
+json_object *tasks_created_json(struct task *t, bool modern);
 
-/* tasks/get, tasks/update, tasks/cancel on the modern wire. */
+/* tasks/get, tasks/cancel (both wires), tasks/update (2026-07-28),
+ * tasks/result and tasks/list (2025-11-25 only: the extension removed
+ * them). tasks/result answers once the task has ended. */
 void tasks_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r);
 void tasks_update(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r);
 void tasks_cancel(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r);
+void tasks_result(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r);
+void tasks_list(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r);
 
 #endif

@@ -91,7 +91,7 @@ const struct registry_entry *registry_own_tool(const struct langtable_lang *l)
 
 size_t registry_variant(const struct tools_features *f)
 {
-    return (f->annotations ? 1u : 0u) | (f->structured ? 2u : 0u);
+    return (f->annotations ? 1u : 0u) | (f->structured ? 2u : 0u) | (f->tasks ? 4u : 0u);
 }
 
 /* The names of the languages that have a network (egress false) or an
@@ -236,6 +236,14 @@ static json_object *tool_json(const struct tooldef_checked *t, enum tool_kind ki
         json_object_object_add(a, "openWorldHint", json_object_new_boolean(open));
         json_object_object_add(o, "annotations", a);
     }
+    /* A call that takes a run slot may run as a task; the others answer
+     * at once. */
+    if (f->tasks && kind != TOOL_LIST_LANGUAGES && kind != TOOL_LIST_SESSIONS &&
+        kind != TOOL_CLOSE_SESSION) {
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "taskSupport", json_object_new_string("optional"));
+        json_object_object_add(o, "execution", e);
+    }
     return o;
 }
 
@@ -332,7 +340,8 @@ int registry_serialize(const struct config *cfg, const struct langtable *langs,
         inputs[i] = schema_compile(parsed[i].input_schema);
     }
     for (size_t v = 0; v < TOOLS_VARIANTS; v++) {
-        struct tools_features f = {.annotations = (v & 1u) != 0, .structured = (v & 2u) != 0};
+        struct tools_features f = {
+            .annotations = (v & 1u) != 0, .structured = (v & 2u) != 0, .tasks = (v & 4u) != 0};
         json_object *arr = json_object_new_array();
         for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
             if (registry_offered(&tools[i], cfg))

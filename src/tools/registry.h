@@ -17,9 +17,10 @@
 struct tools_features {
     bool annotations; /* 2025-03-26+ */
     bool structured;  /* 2025-06-18+: title, outputSchema, structuredContent */
+    bool tasks;       /* 2025-11-25 with tasks offered: execution.taskSupport */
 };
 
-#define TOOLS_VARIANTS 4 /* combinations of tools_features */
+#define TOOLS_VARIANTS 8 /* combinations of tools_features */
 
 /* TOOL_LANGUAGE runs code of one language, TOOL_EXECUTE of any;
  * TOOL_VALIDATE only parses it, with an in-process runner;

@@ -407,7 +407,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     /* A stateless session lives as long as its request: a client gone
      * before the answer cancels the run. */
     if (rq->sess && rq->sess->stateless)
-        http_session_end(rq->sess, NULL);
+        http_session_end_stateless(rq->sess);
     struct session *last = NULL;
     pthread_mutex_lock(&t->lock);
     t->active--;

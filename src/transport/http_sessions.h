@@ -83,6 +83,11 @@ void http_session_free(struct session *s);
  * Returns false when s had ended already (waiter then not kept). */
 bool http_session_end(struct session *s, struct request *waiter);
 
+/* Ends a stateless session whose request is over: at once when nothing
+ * of it runs, else through the closer as http_session_end. The caller
+ * keeps its reference. */
+void http_session_end_stateless(struct session *s);
+
 /* Ends s and drops the caller's reference. */
 void http_session_end_put(struct session *s);
 

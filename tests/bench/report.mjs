@@ -13,14 +13,20 @@
 //       content, else a string; versions, commit and kernel always stay
 //       strings), writes it to OUT.json and prints a summary
 //       on stdout. Never judges figures: the goal is reported, not enforced.
+//
+// Imported (tests/bench/modern.mjs), it runs nothing: parseFacts (those
+// KEY=VALUE arguments), meta, wrkSettings, wrkLine and wrkErrors, f1 and f2
+// are its exports.
 
 import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const EXPECTED_TOOLS = ['run_python_code', 'run_js_code', 'execute_code', 'validate_code', 'list_languages'];
 const GOAL_RATIO = 5;
 // The event-driven front end against libmicrohttpd doing nothing at all.
 const BARE_GOAL = 0.7;
-const STRING_KEYS = new Set(['commit', 'kernel', 'cpu', 'loadavg', 'wrk_version', 'sdk_version', 'node_version']);
+const STRING_KEYS = new Set(['commit', 'kernel', 'cpu', 'loadavg', 'wrk_version', 'sdk_version', 'sdk2_version', 'node_version']);
 
 function readJson(file) {
   try {
@@ -38,7 +44,7 @@ function readText(file) {
   }
 }
 
-function parseArgs(args) {
+export function parseFacts(args) {
   const o = {};
   for (const a of args) {
     const eq = a.indexOf('=');
@@ -94,17 +100,17 @@ function checkToolsList(body) {
   return null;
 }
 
-const f1 = (x) => (typeof x === 'number' ? x.toFixed(1) : '?');
-const f2 = (x) => (typeof x === 'number' ? x.toFixed(2) : '?');
+export const f1 = (x) => (typeof x === 'number' ? x.toFixed(1) : '?');
+export const f2 = (x) => (typeof x === 'number' ? x.toFixed(2) : '?');
 
-function wrkErrors(w) {
+export function wrkErrors(w) {
   if (!w) return 'no figures';
   const e = w.errors;
   const socket = e.connect + e.read + e.write + e.timeout;
   return `non-2xx ${e.non_2xx_3xx}, socket errors ${socket}` + (socket ? ` (connect ${e.connect}, read ${e.read}, write ${e.write}, timeout ${e.timeout})` : '');
 }
 
-function wrkLine(label, w) {
+export function wrkLine(label, w) {
   if (!w) return `  ${label}  no figures (wrk did not finish)`;
   return (
     `  ${label}  ${f1(w.requests_per_s).padStart(9)} req/s   latency p50 ${f2(w.latency_ms.p50)} ms, ` +
@@ -112,7 +118,7 @@ function wrkLine(label, w) {
   );
 }
 
-function wrkSettings(o, connections, seconds) {
+export function wrkSettings(o, connections, seconds) {
   return {
     command: `wrk -t${o.threads} -c${connections} -d${seconds}s -s tests/bench/tools-list.lua`,
     threads: o.threads,
@@ -123,7 +129,7 @@ function wrkSettings(o, connections, seconds) {
   };
 }
 
-function meta(o) {
+export function meta(o) {
   return {
     date: o.date,
     machine: { nproc: o.nproc, kernel: o.kernel, cpu: o.cpu, loadavg_before: o.loadavg },
@@ -292,23 +298,28 @@ function buildLatency(o) {
   return { doc, lines };
 }
 
-const [cmd, ...rest] = process.argv.slice(2);
-if (cmd === 'check') {
-  const why = checkToolsList(readText(rest[0]));
-  if (why) {
-    console.log(why);
-    process.exit(1);
+function main() {
+  const [cmd, ...rest] = process.argv.slice(2);
+  if (cmd === 'check') {
+    const why = checkToolsList(readText(rest[0]));
+    if (why) {
+      console.log(why);
+      process.exit(1);
+    }
+    console.log(`${EXPECTED_TOOLS.length} tools (${EXPECTED_TOOLS.join(', ')})`);
+  } else if (cmd === 'http' || cmd === 'survival' || cmd === 'latency') {
+    const out = rest[0];
+    const o = parseFacts(rest.slice(1));
+    o.out_name = out;
+    const build = { http: buildHttp, survival: buildSurvival, latency: buildLatency }[cmd];
+    const { doc, lines } = build(o);
+    writeFileSync(out, JSON.stringify(doc, null, 2) + '\n');
+    console.log(lines.join('\n'));
+  } else {
+    console.error('usage: report.mjs check FILE | report.mjs http|survival|latency OUT.json KEY=VALUE...');
+    process.exit(2);
   }
-  console.log(`${EXPECTED_TOOLS.length} tools (${EXPECTED_TOOLS.join(', ')})`);
-} else if (cmd === 'http' || cmd === 'survival' || cmd === 'latency') {
-  const out = rest[0];
-  const o = parseArgs(rest.slice(1));
-  o.out_name = out;
-  const build = { http: buildHttp, survival: buildSurvival, latency: buildLatency }[cmd];
-  const { doc, lines } = build(o);
-  writeFileSync(out, JSON.stringify(doc, null, 2) + '\n');
-  console.log(lines.join('\n'));
-} else {
-  console.error('usage: report.mjs check FILE | report.mjs http|survival|latency OUT.json KEY=VALUE...');
-  process.exit(2);
 }
+
+// A command when run, a module when imported (tests/bench/modern.mjs).
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();

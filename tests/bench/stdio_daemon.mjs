@@ -1,7 +1,8 @@
 // What the bench sections that drive a daemon share (tests/bench/sessions.mjs,
-// egress.mjs): build/mcp-sandboxd over stdio through the official SDK
-// client, its log kept under the section's log directory, what /proc says
-// of it, and their count options.
+// egress.mjs, packages.mjs, modern.mjs): build/mcp-sandboxd over stdio
+// through the official SDK client, its log kept under the section's log
+// directory, waiting for its warm pool (over HTTP too: http_daemon.mjs),
+// what /proc says of it, and their count options.
 
 import { createWriteStream, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -11,7 +12,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
 import { sleep } from './engine.mjs';
 
-const ENV_URI = 'mcp-sandboxd://environment';
+export const ENV_URI = 'mcp-sandboxd://environment';
 const CALL_TIMEOUT_MS = 300_000;
 const POOL_WAIT_MS = 60_000;
 
@@ -51,21 +52,30 @@ export class StdioDaemon {
     return { ms, sc: r.structuredContent };
   }
 
-  async poolFull(language = 'python') {
-    const deadline = Date.now() + POOL_WAIT_MS;
-    while (Date.now() < deadline) {
-      const r = await this.client.readResource({ uri: ENV_URI });
-      const p = JSON.parse(r.contents[0].text).pool.profiles.find((x) => x.language === language);
-      if (p && p.ready === p.size && p.starting === 0) return;
-      await sleep(50);
-    }
-    throw new Error(`the ${language} pool did not fill within ${POOL_WAIT_MS} ms`);
+  poolFull(language = 'python') {
+    return waitPoolFull(async () => (await this.client.readResource({ uri: ENV_URI })).contents[0].text, language);
   }
 
   async close() {
     await this.client.close().catch(() => {});
     this.logStream.end();
   }
+}
+
+const FULL = (p) => p.ready === p.size && p.starting === 0;
+
+/** Resolves once language's warm pool is full (every sandbox ready, none
+ * starting), or once enough(profile) says so, polling readEnvironment(),
+ * which resolves with the text of the daemon's ENV_URI resource; throws
+ * after POOL_WAIT_MS. */
+export async function waitPoolFull(readEnvironment, language = 'python', enough = FULL) {
+  const deadline = Date.now() + POOL_WAIT_MS;
+  while (Date.now() < deadline) {
+    const p = JSON.parse(await readEnvironment()).pool.profiles.find((x) => x.language === language);
+    if (p && enough(p)) return;
+    await sleep(50);
+  }
+  throw new Error(`the ${language} pool did not ${enough === FULL ? 'fill' : 'get ready'} within ${POOL_WAIT_MS} ms`);
 }
 
 /** The daemon process's VmRSS, threads and open descriptors. */

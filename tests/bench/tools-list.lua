@@ -2,21 +2,39 @@
 -- streamable HTTP headers, and write the run's figures as one JSON object.
 --
 --   BENCH_SESSION_ID=<id> BENCH_WRK_JSON=out.json wrk -s tests/bench/tools-list.lua URL
+--   BENCH_WIRE=modern BENCH_WRK_JSON=out.json wrk -s tests/bench/tools-list.lua URL
 --
--- BENCH_SESSION_ID  Mcp-Session-Id sent with every request (a stateless
---                   server ignores it)
+-- BENCH_WIRE        2025 (default): the 2025-11-25 wire, MCP-Protocol-Version
+--                   2025-11-25 and the Mcp-Session-Id below; modern: the
+--                   2026-07-28 wire, params._meta naming the revision and
+--                   the client's capabilities, MCP-Protocol-Version
+--                   2026-07-28 and Mcp-Method: tools/list, and no session
+-- BENCH_SESSION_ID  Mcp-Session-Id sent with every 2025 request (a
+--                   stateless server ignores it)
 -- BENCH_WRK_JSON    where done() writes the figures (nothing when unset)
 --
 -- No response() callback on purpose: defining one makes wrk hand every body
 -- to Lua, which would slow the measurement down; bench.sh checks answers
 -- with a separate request before and after each run.
 
+local wire = os.getenv("BENCH_WIRE") or "2025"
+
 wrk.method = "POST"
-wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Accept"] = "application/json, text/event-stream"
-wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
-wrk.headers["Mcp-Session-Id"] = os.getenv("BENCH_SESSION_ID") or ""
+if wire == "modern" then
+	wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{'
+		.. '"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+		.. '"io.modelcontextprotocol/clientCapabilities":{}}}}'
+	wrk.headers["MCP-Protocol-Version"] = "2026-07-28"
+	wrk.headers["Mcp-Method"] = "tools/list"
+elseif wire == "2025" then
+	wrk.body = '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
+	wrk.headers["MCP-Protocol-Version"] = "2025-11-25"
+	wrk.headers["Mcp-Session-Id"] = os.getenv("BENCH_SESSION_ID") or ""
+else
+	error("BENCH_WIRE must be 2025 or modern, not '" .. wire .. "'")
+end
 
 -- Latency figures arrive in microseconds; written in milliseconds.
 local function ms(us)

@@ -441,6 +441,46 @@ test('HTTP, raw: tasks: a run outlives its request, is polled with its output, f
   }),
 );
 
+test('stdio, raw: 2025-11-25 tasks: params.task, execution.taskSupport, tasks/get, a waiting tasks/result, tasks/list, tasks/cancel', { timeout: TEST_TIMEOUT_MS }, async () => {
+  const d = new RawDaemon('modern-stdio-tasks-2025', ['--pool-size', '0']);
+  await withDaemon(d, async () => {
+    const init = await d.initialize(LEGACY);
+    assert.deepEqual(init.result.capabilities.tasks, { list: {}, cancel: {}, requests: { tools: { call: {} } } }, j(init));
+    const tools = (await d.request('tools/list', undefined, 'tl')).result.tools;
+    const exec = Object.fromEntries(tools.map((t) => [t.name, t.execution?.taskSupport]));
+    assert.equal(exec.run_python_code, 'optional', j(exec));
+    assert.equal(exec.list_languages, undefined, j(exec));
+    const call = async (id, code, task = {}) =>
+      (await d.request('tools/call', { name: 'run_python_code', arguments: { code }, ...(task ? { task } : {}) }, id)).result;
+    // A task: the handle, then tasks/result waits for the run and gives its result.
+    const made = await call('t1', 'import time; time.sleep(1); print(7)', { ttl: 60000 });
+    assert.equal(made.task?.status, 'working', j(made));
+    assert.ok(Number.isInteger(made.task.ttl) && Number.isInteger(made.task.pollInterval), j(made));
+    const got = await d.request('tasks/get', { taskId: made.task.taskId }, 'g1');
+    assert.equal(got.result.taskId, made.task.taskId, j(got));
+    assert.equal(got.result.result, undefined, 'a 2025 task inlines no result');
+    const res = await d.request('tasks/result', { taskId: made.task.taskId }, 'r1');
+    checkRun(res.result, { status: 'ok', stdout: '7\n' });
+    assert.equal(res.result._meta?.['io.modelcontextprotocol/related-task']?.taskId, made.task.taskId, j(res));
+    const list = await d.request('tasks/list', undefined, 'l1');
+    assert.deepEqual(list.result.tasks.map((t) => [t.taskId, t.status]), [[made.task.taskId, 'completed']], j(list));
+    // An ended task cannot be cancelled; a working one can, and its waiting tasks/result then fails.
+    assert.equal((await d.request('tasks/cancel', { taskId: made.task.taskId }, 'c1')).error?.code, ERR.invalidParams);
+    const long = await call('t2', 'import time; time.sleep(60)');
+    d.send({ jsonrpc: '2.0', id: 'r2', method: 'tasks/result', params: { taskId: long.task.taskId } });
+    await sleep(300);
+    d.send({ jsonrpc: '2.0', id: 'c2', method: 'tasks/cancel', params: { taskId: long.task.taskId } });
+    const replies = [await d.recv(CALL_TIMEOUT_MS), await d.recv(CALL_TIMEOUT_MS)];
+    const byId = Object.fromEntries(replies.map((m) => [m.id, m]));
+    assert.equal(byId.c2?.result?.status, 'cancelled', j(replies));
+    assert.ok(byId.r2?.error, `a cancelled task's tasks/result must fail: ${j(replies)}`);
+    // Without params.task, a plain call.
+    checkRun(await call('plain', 'print(1)', null), { status: 'ok', stdout: '1\n' });
+    assert.equal((await d.request('tasks/update', { taskId: long.task.taskId }, 'u')).error?.code, ERR.methodNotFound);
+  });
+  await d.close();
+});
+
 test('stdio, raw: discover at once, the envelope, version and method errors, then a legacy session', { timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(sd, async () => {
     // The first message, no initialize before it.

@@ -150,6 +150,53 @@ static void test_task_cancel(void **state)
     rig_fini(&g); /* waits for the cancelled run: none may be left */
 }
 
+/* 2025-11-25: a task asked with params.task on an initialized session; a
+ * tasks/result waiting for it is answered (an error) when it is
+ * cancelled, from the thread that ends it. */
+static void test_task_2025_result_waits(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_init(&g, RIG_STALLED);
+    rig_start(&g);
+    struct mcp_session *s = mcp_session_new(g.srv, "stdio");
+    json_object_put(ask(s,
+                        "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"initialize\",\"params\":{"
+                        "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                        "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}",
+                        0));
+    json_object *r =
+        ask(s,
+            "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{"
+            "\"name\":\"run_python_code\",\"arguments\":{\"code\":\"1\"},\"task\":{}}}",
+            1);
+    char id[64];
+    snprintf(id, sizeof(id), "%s",
+             json_object_get_string(json_get(json_get(json_get(r, "result"), "task"), "taskId")));
+    json_object_put(r);
+    struct sink waiting;
+    sink_init(&waiting);
+    char *msg = xasprintf(
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tasks/result\",\"params\":{\"taskId\":\"%s\"}}",
+        id);
+    send_text(s, &waiting, msg);
+    free(msg);
+    assert_int_equal(waiting.n, 0); /* it waits */
+    r = ask(s,
+            "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tasks/cancel\",\"params\":{"
+            "\"taskId\":\"%s\"}}",
+            3, id);
+    assert_string_equal(result_str(r, "status"), "cancelled");
+    json_object_put(r);
+    assert_int_equal(sink_wait(&waiting, 1), 1);
+    r = parsed(&waiting, 0);
+    assert_int_equal(error_code(r), JSONRPC_SERVER_ERROR);
+    json_object_put(r);
+    sink_free(&waiting);
+    mcp_session_free(s);
+    rig_fini(&g);
+}
+
 /* Threads start tasks, poll them and cancel every other one, all at once;
  * then every task has ended, and the server stops with none running. */
 #define STRESS_THREADS 4
@@ -207,6 +254,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_task_lifecycle),
         cmocka_unit_test(test_task_cancel),
+        cmocka_unit_test(test_task_2025_result_waits),
         cmocka_unit_test(test_task_stress),
     };
     return cmocka_run_group_tests_name("mcp_tasks", tests, NULL, NULL);
