@@ -380,16 +380,26 @@ static json_object *stored_result(struct mcp_session *s, const char *id)
     return res;
 }
 
-void tasks_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+/* The request's task, as v (its output the caller's to free); false when
+ * the request has been answered instead (no such task, bad params). */
+static bool requested_view(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r,
+                           struct task_view *v)
 {
     const char *id = task_id_of(s, m, r);
-    struct task_view v = {0};
     if (!id)
-        return;
-    if (!view_of(s, id, &v)) {
+        return false;
+    if (!view_of(s, id, v)) {
         unknown_task(m, r, id);
-        return;
+        return false;
     }
+    return true;
+}
+
+void tasks_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
+{
+    struct task_view v = {0};
+    if (!requested_view(s, m, r, &v))
+        return;
     json_object *o = json_object_new_object();
     task_fields(o, &v, s->srv->cfg->run_store_ttl_ms, r->modern);
     /* The extension inlines the outcome; 2025-11-25 has tasks/result. */
@@ -425,14 +435,9 @@ void tasks_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply 
  * the request is acknowledged for a task that is the caller's. */
 void tasks_update(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r)
 {
-    const char *id = task_id_of(s, m, r);
     struct task_view v = {0};
-    if (!id)
+    if (!requested_view(s, m, r, &v))
         return;
-    if (!view_of(s, id, &v)) {
-        unknown_task(m, r, id);
-        return;
-    }
     free(v.output);
     reply_result(r, m->id, json_object_new_object());
 }

@@ -20,6 +20,7 @@ import http from 'node:http';
 import path from 'node:path';
 
 import { sleep } from './engine.mjs';
+import { sseDatas } from './report.mjs';
 import { ENV_URI, waitPoolFull } from './stdio_daemon.mjs';
 
 export const LEGACY = '2025-11-25';
@@ -36,17 +37,7 @@ const META = {
 
 /** The JSON-RPC messages of an SSE body (the data of each event). */
 function sseMessages(text) {
-  return text
-    .split(/\r?\n\r?\n/)
-    .map((ev) =>
-      ev
-        .split(/\r?\n/)
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).replace(/^ /, ''))
-        .join('\n'),
-    )
-    .filter((d) => d.startsWith('{'))
-    .map((d) => JSON.parse(d));
+  return sseDatas(text).map((d) => JSON.parse(d));
 }
 
 export class HttpDaemon {

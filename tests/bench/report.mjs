@@ -62,21 +62,26 @@ export function parseFacts(args) {
 }
 
 // checkToolsList(body) -> null when good, else the reason.
+/** The data of each event of an SSE body that holds a JSON object. */
+export function sseDatas(text) {
+  return text
+    .split(/\r?\n\r?\n/)
+    .map((ev) =>
+      ev
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).replace(/^ /, ''))
+        .join('\n'),
+    )
+    .filter((d) => d.startsWith('{'));
+}
+
 function checkToolsList(body) {
   let text = body.trim();
   if (!text) return 'empty body';
   if (!text.startsWith('{')) {
     // An SSE answer: the message is the data of the event that has an id 1.
-    const datas = text
-      .split(/\r?\n\r?\n/)
-      .map((ev) =>
-        ev
-          .split(/\r?\n/)
-          .filter((l) => l.startsWith('data:'))
-          .map((l) => l.slice(5).replace(/^ /, ''))
-          .join('\n'),
-      )
-      .filter((d) => d.startsWith('{'));
+    const datas = sseDatas(text);
     text = datas.find((d) => /"id"\s*:\s*1\b/.test(d)) || datas[0] || '';
     if (!text) return `not JSON and no SSE data: ${body.slice(0, 200)}`;
   }

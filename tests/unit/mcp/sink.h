@@ -5,6 +5,7 @@
 #define MCPSBX_TEST_MCP_SINK_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,6 +112,28 @@ static inline const char *status_of(json_object *reply)
 static inline void send_text(struct mcp_session *s, struct sink *k, const char *text)
 {
     mcp_session_receive(s, text, strlen(text), &k->ch);
+}
+
+/* send_text with a printf-style message. */
+static inline void send_vfmt(struct mcp_session *s, struct sink *k, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static inline void send_vfmt(struct mcp_session *s, struct sink *k, const char *fmt, va_list ap)
+{
+    char *msg = NULL;
+    if (vasprintf(&msg, fmt, ap) < 0)
+        abort();
+    send_text(s, k, msg);
+    free(msg);
+}
+
+static inline void send_fmt(struct mcp_session *s, struct sink *k, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline void send_fmt(struct mcp_session *s, struct sink *k, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    send_vfmt(s, k, fmt, ap);
+    va_end(ap);
 }
 
 static inline void initialize(struct mcp_session *s)

@@ -44,20 +44,6 @@ static void rig_free(struct rig *g)
     free(g);
 }
 
-static void send_msg(struct mcp_session *s, struct sink *k, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void send_msg(struct mcp_session *s, struct sink *k, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        abort();
-    va_end(ap);
-    send_text(s, k, msg);
-    free(msg);
-}
-
 /* A python code session of s; its id in id. */
 static void create(struct mcp_session *s, char id[65])
 {
@@ -80,7 +66,7 @@ static void create(struct mcp_session *s, char id[65])
 static void send_cell(struct mcp_session *s, struct sink *k, int rid, const char *id,
                       const char *code, long long timeout_ms)
 {
-    send_msg(s, k,
+    send_fmt(s, k,
              "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
              "\"execute_code\",\"arguments\":{\"session_id\":\"%s\",\"code\":\"%s\","
              "\"timeout_ms\":%lld}}}",

@@ -34,16 +34,12 @@ static json_object *ask(struct mcp_session *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static json_object *ask(struct mcp_session *s, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        abort();
-    va_end(ap);
     struct sink k;
     sink_init(&k);
-    send_text(s, &k, msg);
-    free(msg);
+    va_list ap;
+    va_start(ap, fmt);
+    send_vfmt(s, &k, fmt, ap);
+    va_end(ap);
     assert_int_equal(sink_wait(&k, 1), 1);
     json_object *r = parsed(&k, 0);
     sink_free(&k);
