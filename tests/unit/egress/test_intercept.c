@@ -241,6 +241,7 @@ static void test_bound_host_gets_values_keep_alive(void **state)
     }
     client_close(ssl, ctx, fd);
     pthread_join(sv.t, NULL);
+    tls_up_wait(up); /* what the upstream saw is read once its thread ended */
     assert_true(up->handshake_ok);
     assert_int_equal(count(up->got, "Authorization: Bearer " VALUE "\r\n"), 2);
     assert_int_equal(count(up->got, "&key=" VALUE " HTTP/1.1"), 2);
@@ -313,6 +314,7 @@ static void test_upstream_not_verified(void **state)
     assert_int_equal(e->status, 502);
     assert_non_null(strstr(e->reason, "the upstream's TLS failed"));
     assert_int_equal(e->secrets, 0);
+    tls_up_wait(up);
     assert_false(up->handshake_ok);
     tls_up_join(up);
     SSL_CTX_free(system_only);
