@@ -79,6 +79,8 @@ struct config {
     long long max_inline_image_bytes;      /* larger images become resource links */
     long long max_inline_text_bytes;       /* larger text files become resource links */
     long long run_store_ttl_ms;            /* how long returned files stay readable */
+    long long task_max_timeout_ms;         /* a task's run: the cap on its timeout_ms */
+    long long task_result_ttl_ms;          /* how long an ended task and its result stay */
     long long run_store_max_bytes;         /* all of them; oldest go first */
     long long run_store_session_max_bytes; /* one session's; its own oldest go first */
     long long pids_limit;

@@ -271,6 +271,11 @@ int config_check(struct config *cfg, struct err *err)
          normalize_preload(&cfg->python_preload, "python-preload", err) < 0) ||
         (cfg->js_preload && normalize_preload(&cfg->js_preload, "js-preload", err) < 0))
         return -1;
+    if (cfg->task_max_timeout_ms < cfg->max_timeout_ms)
+        return err_set(err, ERR_INVALID,
+                       "--task-max-timeout-ms (%lld) is below --max-timeout-ms (%lld): a task "
+                       "may run at least as long as any call",
+                       cfg->task_max_timeout_ms, cfg->max_timeout_ms);
     if (cfg->timeout_ms > cfg->max_timeout_ms)
         return err_set(err, ERR_INVALID, "--timeout-ms (%lld) exceeds --max-timeout-ms (%lld)",
                        cfg->timeout_ms, cfg->max_timeout_ms);

@@ -335,6 +335,12 @@ const struct config_opt config_opts[] = {
          .def_doc = "none", .sep = ';'),
     INT("session-idle-ms", session_idle_ms, 1000, WEEK_MS, "MS", 30LL * 60 * 1000,
         "an HTTP session with nothing running ends after this long unused"),
+    INT("task-max-timeout-ms", task_max_timeout_ms, 100, WEEK_MS, "MS", HOUR_MS,
+        "longest timeout_ms a run that is a task may ask for (tasks outlive their request; at "
+        "least --max-timeout-ms); a code session's calls keep the session's limits"),
+    INT("task-result-ttl-ms", task_result_ttl_ms, 1000, WEEK_MS, "MS", HOUR_MS,
+        "how long a task and its result are kept once it ended (its result counts in the run "
+        "store's bytes)"),
     INT("timeout-ms", timeout_ms, 100, DAY_MS, "MS", 30000,
         "wall-clock limit per run when the caller gives none; callers may ask for less or more, "
         "up to --max-timeout-ms"),

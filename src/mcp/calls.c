@@ -463,6 +463,7 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
     json_object *bad = NULL;
     /* Bad arguments are answered at once, without taking a run slot. */
     struct tools_caller who = mcp_caller_of(s);
+    who.task = wants_task(s, m, r); /* a task may ask for a longer run */
     if (tools_prepare(&s->srv->env, t, args, &who, &c->args, &bad) < 0) {
         free(c);
         reply_result(r, m->id, bad);
@@ -472,7 +473,7 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
      * its handle, run on the principal's task session, answering the task. */
     struct task *task = NULL;
     struct reply client_reply = *r;
-    if (wants_task(s, m, r)) {
+    if (who.task) {
         struct mcp_channel *tch = NULL;
         char tid[TASKS_ID_CAP];
         task = tasks_begin(s->srv->tasks, &s, &tch, tid);
@@ -483,8 +484,12 @@ void calls_tools_call(struct mcp_session *s, const struct jsonrpc_msg *m, struct
             json_object_put(idj);
         }
     }
-    if (!task)
+    if (!task) {
+        /* Not a task after all (the store is full): a call's limits. */
+        if (c->args.run.timeout_ms > cfg->max_timeout_ms)
+            c->args.run.timeout_ms = cfg->max_timeout_ms;
         call_init(c, s, m, r, NULL);
+    }
 
     pthread_mutex_lock(&s->lock);
     if (s->closing) {

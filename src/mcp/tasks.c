@@ -121,7 +121,7 @@ static struct waiter *end_locked(struct task *t, enum task_status status, const 
     t->waiters = NULL;
     t->status = status;
     t->updated_wall = util_wall_ms();
-    t->expires = util_now_ms() + (double)t->ts->srv->cfg->run_store_ttl_ms;
+    t->expires = util_now_ms() + (double)t->ts->srv->cfg->task_result_ttl_ms;
     if (error)
         snprintf(t->error, sizeof(t->error), "%s", error);
     return w;
@@ -139,8 +139,8 @@ static void take_result(struct task *t, json_object *result)
     const char *text = json_object_to_json_string_length(result, JSON_C_TO_STRING_PLAIN, &len);
     char uri[sizeof(TASKS_URI_PREFIX) + TASKS_ID_CAP];
     task_uri(t, uri, sizeof(uri));
-    bool kept =
-        runstore_put(t->ts->srv->env.store, t->owner, uri, "application/json", text, len) == 0;
+    bool kept = runstore_put_for(t->ts->srv->env.store, t->owner, uri, "application/json", text,
+                                 len, t->ts->srv->cfg->task_result_ttl_ms) == 0;
     pthread_mutex_lock(&t->ts->lock);
     struct waiter *w = kept ? end_locked(t, TASK_COMPLETED, NULL)
                             : end_locked(t, TASK_FAILED,
@@ -281,7 +281,7 @@ json_object *tasks_created_json(struct task *t, bool modern)
     v.updated_wall = t->updated_wall;
     pthread_mutex_unlock(&t->ts->lock);
     json_object *o = json_object_new_object();
-    task_fields(o, &v, t->ts->srv->cfg->run_store_ttl_ms, modern);
+    task_fields(o, &v, t->ts->srv->cfg->task_result_ttl_ms, modern);
     json_object_object_add(o, "statusMessage", json_object_new_string("the run is under way"));
     if (!modern) {
         json_object *wrap = json_object_new_object();
@@ -337,7 +337,7 @@ static struct task *find_locked(struct tasks *ts, const struct mcp_session *s, c
 static void unknown_task(const struct jsonrpc_msg *m, struct reply *r, const char *id)
 {
     char *msg = xasprintf("Invalid params: no task %.40s (unknown, another caller's, or "
-                          "expired after --run-store-ttl-ms)",
+                          "expired after --task-result-ttl-ms)",
                           id);
     reply_error(r, m->id, JSONRPC_INVALID_PARAMS, msg);
     free(msg);
@@ -401,7 +401,7 @@ void tasks_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply 
     if (!requested_view(s, m, r, &v))
         return;
     json_object *o = json_object_new_object();
-    task_fields(o, &v, s->srv->cfg->run_store_ttl_ms, r->modern);
+    task_fields(o, &v, s->srv->cfg->task_result_ttl_ms, r->modern);
     /* The extension inlines the outcome; 2025-11-25 has tasks/result. */
     if (r->modern && v.status == TASK_COMPLETED) {
         json_object *res = stored_result(s, v.id);
@@ -410,7 +410,7 @@ void tasks_get(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply 
         } else {
             json_object_object_add(o, "status", json_object_new_string("failed"));
             snprintf(v.error, sizeof(v.error),
-                     "the result is no longer kept (--run-store-ttl-ms, --run-store-max-bytes)");
+                     "the result is no longer kept (--task-result-ttl-ms, --run-store-max-bytes)");
             v.status = TASK_FAILED;
         }
     }
@@ -496,7 +496,7 @@ void tasks_cancel(struct mcp_session *s, const struct jsonrpc_msg *m, struct rep
         return;
     }
     json_object *o = json_object_new_object();
-    task_fields(o, &v, s->srv->cfg->run_store_ttl_ms, false);
+    task_fields(o, &v, s->srv->cfg->task_result_ttl_ms, false);
     free(v.output);
     reply_result(r, m->id, o);
 }
@@ -529,7 +529,7 @@ static void answer_result(struct tasks *ts, const char *owner, const char *task_
         free(mime);
         free(data);
         snprintf(error, sizeof(error),
-                 "the result is no longer kept (--run-store-ttl-ms, --run-store-max-bytes)");
+                 "the result is no longer kept (--task-result-ttl-ms, --run-store-max-bytes)");
     }
     json_object *idj = jsonrpc_id_json(rid);
     if (json_object_is_type(res, json_type_object)) {
@@ -609,7 +609,7 @@ void tasks_list(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply
         memcpy(v.id, t->id, sizeof(v.id));
         memcpy(v.error, t->error, sizeof(v.error));
         json_object *o = json_object_new_object();
-        task_fields(o, &v, s->srv->cfg->run_store_ttl_ms, false);
+        task_fields(o, &v, s->srv->cfg->task_result_ttl_ms, false);
         json_object_array_add(arr, o);
     }
     pthread_mutex_unlock(&ts->lock);

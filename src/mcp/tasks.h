@@ -11,7 +11,7 @@
  * started it), answering on the task's own channel instead of the
  * client's: that channel keeps the tail of the output and, at the end,
  * puts the result into the run store (mcp-sandboxd://tasks/<id>), where
- * it is kept for --run-store-ttl-ms and counted in the run store's byte
+ * it is kept for --task-result-ttl-ms and counted in the run store's byte
  * budget like a returned file. A task is its principal's only: another
  * caller naming its id learns nothing of it (-32602, as for an id that
  * never was). Only plain C data lives here; answers are built on the

@@ -171,6 +171,12 @@ static void append_locked(struct runstore *rs, struct entry *e, const char *toke
 int runstore_put(struct runstore *rs, const char *owner, const char *uri, const char *mime,
                  const char *data, size_t size)
 {
+    return runstore_put_for(rs, owner, uri, mime, data, size, 0);
+}
+
+int runstore_put_for(struct runstore *rs, const char *owner, const char *uri, const char *mime,
+                     const char *data, size_t size, long long ttl_ms)
+{
     if (size > rs->owner_max_bytes || rs->owner_max_bytes - size < RUNSTORE_ENTRY_OVERHEAD)
         return -1;
     struct entry *e = xcalloc(1, sizeof(*e));
@@ -181,7 +187,7 @@ int runstore_put(struct runstore *rs, const char *owner, const char *uri, const 
     e->data[size] = '\0';
     e->size = size;
     double now = util_now_ms();
-    e->expires_ms = now + rs->ttl_ms;
+    e->expires_ms = now + (ttl_ms > 0 ? (double)ttl_ms : rs->ttl_ms);
 
     pthread_mutex_lock(&rs->lock);
     expire_locked(rs, now);
@@ -212,11 +218,14 @@ int runstore_get(struct runstore *rs, const char *owner, const char *uri, char *
     *data = NULL;
     *size = 0;
     pthread_mutex_lock(&rs->lock);
-    expire_locked(rs, util_now_ms());
+    double now = util_now_ms();
+    expire_locked(rs, now);
     const struct owner *o = owner_find(rs, owner);
     for (const struct entry *e = o ? STAILQ_FIRST(&o->entries) : NULL; e;
          e = STAILQ_NEXT(e, owner_link)) {
-        if (strcmp(e->uri, uri) == 0) {
+        /* One put with a shorter time of its own may have expired behind
+         * an older one that has not: past its time, it is gone. */
+        if (strcmp(e->uri, uri) == 0 && e->expires_ms > now) {
             *mime = xstrdup(e->mime);
             *data = xmalloc(e->size + 1);
             memcpy(*data, e->data, e->size + 1);

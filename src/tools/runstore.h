@@ -32,6 +32,12 @@ void runstore_free(struct runstore *rs);
 int runstore_put(struct runstore *rs, const char *owner, const char *uri, const char *mime,
                  const char *data, size_t size);
 
+/* The same, kept for ttl_ms instead of the store's time (0: the store's).
+ * An entry that expires before older ones is unreadable from then on and
+ * its bytes go when the older ones have (or to make room). */
+int runstore_put_for(struct runstore *rs, const char *owner, const char *uri, const char *mime,
+                     const char *data, size_t size, long long ttl_ms);
+
 /* A copy of what uri holds, when owner put it and it has not expired or
  * been evicted; *data has a NUL after size bytes. Returns 0, or -1 for
  * every other case alike (a session learns nothing of another's runs). */

@@ -157,7 +157,7 @@ static void set_outputs(const struct config *cfg, struct run *run)
 /* The run's language and limits, for a call in no session: the tool's
  * language or the language argument, the operator's default limits or
  * the call's. */
-static int one_shot(const struct tools_env *env, const tools_tool *t, json_object *args,
+static int one_shot(const struct tools_env *env, const tools_tool *t, json_object *args, bool task,
                     struct run *run, struct err *err)
 {
     const struct config *cfg = env->cfg;
@@ -169,7 +169,8 @@ static int one_shot(const struct tools_env *env, const tools_tool *t, json_objec
         return -1;
     /* The schemas hold the lower bounds; the maximums are the operator's. */
     run->timeout_ms = cfg->timeout_ms;
-    get_clamped(args, "timeout_ms", cfg->max_timeout_ms, &run->timeout_ms);
+    get_clamped(args, "timeout_ms", task ? cfg->task_max_timeout_ms : cfg->max_timeout_ms,
+                &run->timeout_ms);
     run->memory_mb = cfg->memory_mb;
     get_clamped(args, "memory_mb", cfg->max_memory_mb, &run->memory_mb);
     return 0;
@@ -204,7 +205,7 @@ int tools_parse_args(const struct tools_env *env, const tools_tool *t, json_obje
     json_object *sid = NULL;
     bool in_session = json_object_object_get_ex(args, "session_id", &sid) && sid;
     if ((in_session ? sessions_parse_call(env, t, args, out, err)
-                    : one_shot(env, t, args, run, err)) < 0 ||
+                    : one_shot(env, t, args, who && who->task, run, err)) < 0 ||
         egress_arg_parse(args, run, err) < 0 || packages_arg_parse(args, run, err) < 0)
         goto out;
     json_object *ft = NULL;

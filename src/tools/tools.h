@@ -44,10 +44,13 @@ static inline void tools_cancel_call(tools_cancel *c)
 struct languages;
 
 /* Who calls: the MCP session's owner token and the transport's principal
- * ("stdio", "token:<16 hex>", "anonymous"); both NUL-terminated, borrowed. */
+ * ("stdio", "token:<16 hex>", "anonymous"); both NUL-terminated, borrowed.
+ * task: the call runs as a task, whose timeout_ms --task-max-timeout-ms
+ * caps instead of --max-timeout-ms. */
 struct tools_caller {
     const char *owner;
     const char *principal;
+    bool task;
 };
 
 /* The tools of one server. Read-only once tools_env_init returns, so any

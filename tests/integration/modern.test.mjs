@@ -16,6 +16,12 @@
 // and over stdio, runs code with progress, reads a returned file, keeps a
 // code session across requests and cancels a run (whose container must
 // then go); in mode 'auto' over stdio it must connect at once, as modern.
+// The official tasks client (@modelcontextprotocol/ext-tasks) drives
+// task-backed runs to their result and cancels them (their containers must
+// go): on 2025-11-25 with the v1 SDK client (through a custom port) and
+// the v2 one, on 2026-07-28 with the v2 client pinned, over HTTP and stdio
+// (its rawDispatch sends on the client's own transport). A task's run may
+// ask a timeout_ms up to --task-max-timeout-ms, past --max-timeout-ms.
 //
 // One HTTP daemon (with its pool) and one raw stdio daemon serve most
 // tests. The SDK's stdio transport probes on a sibling process it kills
@@ -28,10 +34,14 @@ import { randomBytes } from 'node:crypto';
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import {
+  DispatchError, TaskCancelledError, createTaskSessionFromClient, resultFromTaskOutcome, taskViewFromExecutionEvent, withTasks,
+} from '@modelcontextprotocol/ext-tasks/client';
+import { McpError, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import {
-  BIN, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, sleep, allDaemons, annotate, daemonArgs, daemonEnv, withDaemon,
-  awaitExit, preflight, ourContainers, HttpDaemon, RawDaemon, SseParser, checkRun, checkDaemonsAndContainers,
+  BIN, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, SHORT_TIMEOUT_MS, sleep, allDaemons, annotate, daemonArgs, daemonEnv, withDaemon,
+  awaitExit, preflight, ourContainers, HttpDaemon, RawDaemon, SdkDaemon, SseParser, checkRun, checkDaemonsAndContainers,
 } from './lib.mjs';
 
 const MODERN = '2026-07-28';
@@ -77,17 +87,17 @@ function show(r) {
 }
 
 /**
- * POSTs body to the HTTP daemon's /mcp: {status, headers, text, messages,
- * reply} (reply: the response with body's id). A header given undefined
- * is left out.
+ * POSTs body to the HTTP daemon's /mcp (or url): {status, headers, text,
+ * messages, reply} (reply: the response with body's id). A header given
+ * undefined is left out.
  */
-async function post(body, headers = {}) {
+async function post(body, headers = {}, url = hd.url) {
   const h = { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
   for (const [k, v] of Object.entries(headers)) {
     for (const old of Object.keys(h)) if (old.toLowerCase() === k.toLowerCase()) delete h[old];
     if (v !== undefined) h[k] = v;
   }
-  const res = await fetch(hd.url, {
+  const res = await fetch(url, {
     method: 'POST', headers: h, body: typeof body === 'string' ? body : JSON.stringify(body),
     signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
   });
@@ -113,9 +123,9 @@ function modernHeaders(msg) {
 }
 
 /** POSTs a modern request with its headers (headers override them). */
-function postModern(id, method, params, { meta, headers } = {}) {
+function postModern(id, method, params, { meta, headers, url } = {}) {
   const msg = modernMsg(id, method, params, meta);
-  return post(msg, { ...modernHeaders(msg), ...headers });
+  return post(msg, { ...modernHeaders(msg), ...headers }, url);
 }
 
 /** A modern HTTP answer that succeeded: its result. */
@@ -226,6 +236,176 @@ const call = (client, name, args, opts = {}) => client.callTool({ name, argument
 
 /** A call's outcome, {answered} or {error}, as a promise that never rejects. */
 const settle = (p) => p.then((r) => ({ answered: r }), (e) => ({ error: e }));
+
+// ---- the official tasks client (@modelcontextprotocol/ext-tasks) -------------
+
+const TASKS_EXT = 'io.modelcontextprotocol/tasks';
+/** A modern request's _meta declaring the tasks extension. */
+const TASKS_META = { [KEY.caps]: { extensions: { [TASKS_EXT]: {} } } };
+const OUTPUT_META = 'dev.mcp-sandboxd/output';
+
+/** p, or a failure naming what did not happen within ms. */
+async function within(ms, p, what) {
+  let timer;
+  const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * ext-tasks' connected port over a v1 SDK Client (2025-11-25): the
+ * library's createTaskSessionFromClient adapts only the SDK v2 Client (it
+ * calls getProtocolEra and hands request() a Standard Schema), so the v1
+ * client goes through the documented custom-port path, withTasks(port).
+ * Returns {port, dispose}.
+ */
+function v1Port(client, endpointId) {
+  const notified = new Set();
+  const before = client.fallbackNotificationHandler;
+  const onNotification = async (n) => {
+    await before?.(n);
+    for (const l of [...notified]) l(n);
+  };
+  client.fallbackNotificationHandler = onNotification;
+  const port = {
+    endpointId,
+    taskCapabilities: { generation: 'v1', capabilities: client.getServerCapabilities()?.tasks ?? {} },
+    async dispatch(request, { signal, context } = {}) {
+      try {
+        const result = await client.request(request, ResultSchema, { signal, timeout: context?.requestTimeoutMs ?? CALL_TIMEOUT_MS });
+        return { kind: 'result', result };
+      } catch (e) {
+        if (e instanceof McpError) {
+          // McpError prefixes its message with "MCP error <code>: ".
+          const message = e.message.replace(/^MCP error -?\d+: /, '');
+          return { kind: 'error', error: { code: e.code, message, ...(e.data === undefined ? {} : { data: e.data }) } };
+        }
+        throw new DispatchError(`${request.method}: ${e}`, false, { cause: e });
+      }
+    },
+    onServerRequest: () => () => {}, // a run never asks its client anything
+    onNotification(l) {
+      notified.add(l);
+      return () => notified.delete(l);
+    },
+    onInvalidated: () => () => {},
+    invalidated: false,
+  };
+  const dispose = () => {
+    if (client.fallbackNotificationHandler === onNotification) client.fallbackNotificationHandler = before;
+  };
+  return { port, dispose };
+}
+
+/**
+ * ext-tasks' rawDispatch for an SDK v2 client on the 2026-07-28 wire (the
+ * SDK's own request() refuses a resultType "task"): sends the framed
+ * request on the client's own transport under an id of its own (a string;
+ * the SDK's counter issues numbers) and takes the answer with that id
+ * before the SDK sees it. The transport derives the MCP-Protocol-Version,
+ * Mcp-Method and Mcp-Name headers from the body. restore() unhooks it.
+ */
+function rawDispatcher(client) {
+  const transport = client.transport;
+  const inner = transport.onmessage;
+  const pending = new Map();
+  let n = 0;
+  transport.onmessage = (msg, extra) => {
+    const answer = msg && typeof msg === 'object' && !('method' in msg) ? pending.get(msg.id) : undefined;
+    if (answer) answer(msg);
+    else inner?.call(transport, msg, extra);
+  };
+  const dispatch = async (request, { signal, context } = {}) => {
+    signal?.throwIfAborted();
+    const id = `ext-tasks-${++n}`;
+    const ms = context?.requestTimeoutMs ?? CALL_TIMEOUT_MS;
+    let timer;
+    let onAbort;
+    const answered = new Promise((resolve, reject) => {
+      pending.set(id, resolve);
+      timer = setTimeout(() => reject(new DispatchError(`no answer to ${request.method} within ${ms} ms`)), ms);
+      onAbort = () => reject(signal.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    answered.catch(() => {}); // rejections are taken below, after the send
+    try {
+      await transport.send({ jsonrpc: '2.0', id, ...request });
+      const msg = await answered;
+      return msg.error ? { kind: 'error', error: msg.error } : { kind: 'result', result: msg.result };
+    } finally {
+      pending.delete(id);
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  };
+  dispatch.restore = () => {
+    transport.onmessage = inner;
+  };
+  return dispatch;
+}
+
+/** What session.capabilities says for each tasks generation. */
+const SEMANTIC = {
+  v1: { inventory: 'server-list', execution: true, cancellation: true, inputResponses: false, requestedRetention: true },
+  v2: { inventory: 'known-handles', execution: true, cancellation: true, inputResponses: true, requestedRetention: false },
+};
+
+/** Through the library: a task-backed run settles completed with its result. */
+async function libraryTaskCompletes(session) {
+  const code = 'import time\nprint("start", flush=True)\ntime.sleep(1)\nprint(6 * 7)';
+  const ex = await session.callTool('run_python_code', { code }, { task: { preference: 'require' }, requestTimeoutMs: CALL_TIMEOUT_MS });
+  assert.equal(ex.kind, 'task', 'the run was not task-backed');
+  assert.match(ex.handle.taskId, /^[0-9a-f]{32}$/);
+  const events = [];
+  const { outcome, lastTask } = await within(60_000, ex.settle({ onEvent: (e) => events.push(e) }), 'the task settling');
+  assert.equal(outcome.status, 'completed', j(outcome, 1500));
+  checkRun(resultFromTaskOutcome(outcome), { status: 'ok', exit_code: 0, stdout: 'start\n42\n' });
+  assert.equal(lastTask?.status, 'completed', j(lastTask));
+  assert.equal(lastTask.taskId, ex.handle.taskId, j(lastTask));
+  assert.ok(events.some((e) => e.type === 'outcome'), j(events.map((e) => e.type)));
+  return ex.handle.taskId;
+}
+
+/**
+ * Through the library: a long task-backed run shows its hostname in the
+ * live output of a polled task, is cancelled by cancel(ex), settles
+ * cancelled, and its container goes. Returns the task's id.
+ */
+async function libraryTaskCancelled(session, cancel) {
+  const code = 'import socket, time\nprint(socket.gethostname(), flush=True)\ntime.sleep(60)';
+  const ex = await session.callTool('run_python_code', { code }, { task: { preference: 'require' }, requestTimeoutMs: CALL_TIMEOUT_MS });
+  assert.equal(ex.kind, 'task', 'the run was not task-backed');
+  let seen;
+  const hostSeen = new Promise((resolve) => (seen = resolve));
+  let last;
+  const settled = ex.settle({
+    onEvent: (e) => {
+      last = taskViewFromExecutionEvent(e) ?? last;
+      const m = /^(\S+)\n/.exec(last?.raw?._meta?.[OUTPUT_META] ?? '');
+      if (m) seen(m[1]);
+    },
+  });
+  const host = await within(30_000, Promise.race([
+    hostSeen,
+    settled.then((s) => assert.fail(`the task settled before it was cancelled: ${j(s.outcome, 1500)}`)),
+  ]), `the hostname in a polled task's live output (last: ${j(last)})`);
+  const mine = (cs) => cs.filter((c) => c.id.startsWith(host));
+  assert.equal(mine(await ourContainers(RUN_ID)).length, 1, `no container of ours is ${host}`);
+  await cancel(ex);
+  const { outcome } = await within(30_000, settled, 'settling after the cancel');
+  assert.equal(outcome.status, 'cancelled', j(outcome, 1500));
+  assert.throws(() => resultFromTaskOutcome(outcome), TaskCancelledError);
+  let left;
+  for (const start = Date.now(); (left = mine(await ourContainers(RUN_ID))).length > 0 && Date.now() - start < GONE_GUARD_MS;) await sleep(200);
+  assert.deepEqual(left, [], `the cancelled task's container ${host} is still there ${GONE_GUARD_MS} ms on`);
+  // The server's word, through the library's controller: cancelled.
+  const snap = await session.task(ex.handle.taskId).snapshot();
+  assert.equal(snap.status, 'cancelled', j(snap.raw));
+  return ex.handle.taskId;
+}
 
 // ---- the suite -----------------------------------------------------------------
 
@@ -441,6 +621,52 @@ test('HTTP, raw: tasks: a run outlives its request, is polled with its output, f
   }),
 );
 
+test('HTTP, raw: a task\'s run may ask a timeout_ms past --max-timeout-ms, up to --task-max-timeout-ms and no further', { timeout: TEST_TIMEOUT_MS }, async () => {
+  const max = SHORT_TIMEOUT_MS; // --max-timeout-ms (and --timeout-ms, which may not exceed it)
+  const taskMax = 4 * max; // --task-max-timeout-ms
+  const d = await HttpDaemon.start('modern-task-timeout', {
+    args: ['--pool-size', '0', '--timeout-ms', String(max), '--max-timeout-ms', String(max), '--task-max-timeout-ms', String(taskMax)],
+  });
+  await withDaemon(d, async () => {
+    const opts = (meta) => ({ meta, url: d.url });
+    const sleeper = (s, timeoutMs) => ({
+      name: 'execute_code', arguments: { language: 'python', code: `import time\ntime.sleep(${s})\nprint("slept")`, timeout_ms: timeoutMs },
+    });
+    const short = sleeper((max + 1000) / 1000, taskMax); // outlives --max-timeout-ms, not --task-max-timeout-ms
+    const long = sleeper(taskMax / 1000 + 4, 3_600_000); // outlives --task-max-timeout-ms
+    const started = async (id, args) => {
+      const r = await postModern(id, 'tools/call', args, opts(TASKS_META));
+      assert.equal(r.reply?.result?.resultType, 'task', show(r));
+      return r.reply.result.taskId;
+    };
+    const ended = async (taskId) => {
+      let t;
+      for (const start = Date.now(); Date.now() - start < 60_000; await sleep(200)) {
+        t = okHttp(await postModern(`get-${taskId}`, 'tasks/get', { taskId }, opts(TASKS_META)));
+        if (t.status !== 'working') break;
+      }
+      assert.equal(t.status, 'completed', j(t));
+      return t.result;
+    };
+    // All three at once: a plain call, clamped to --max-timeout-ms; a task
+    // asking --task-max-timeout-ms, kept; a task asking 1 h, clamped to it.
+    const [plain, kept, capped] = await Promise.all([
+      postModern('plain', 'tools/call', short, opts()).then(okHttp),
+      started('kept', short).then(ended),
+      started('capped', long).then(ended),
+    ]);
+    // A timeout's message names the effective limit.
+    const stopped = (result, ms) => {
+      const { sc } = checkRun(result, { status: 'timeout' });
+      assert.match(sc.message ?? '', new RegExp(`\\bafter ${ms} ms\\b`), j(sc));
+    };
+    stopped(plain, max);
+    checkRun(kept, { status: 'ok', exit_code: 0, stdout: 'slept\n' });
+    stopped(capped, taskMax);
+  });
+  await d.stop();
+});
+
 test('stdio, raw: 2025-11-25 tasks: params.task, execution.taskSupport, tasks/get, a waiting tasks/result, tasks/list, tasks/cancel', { timeout: TEST_TIMEOUT_MS }, async () => {
   const d = new RawDaemon('modern-stdio-tasks-2025', ['--pool-size', '0']);
   await withDaemon(d, async () => {
@@ -616,5 +842,68 @@ test("SDK v2 in mode 'auto' over stdio connects at once, as modern", { timeout: 
     await d.close();
   });
 });
+
+test('ext-tasks, 2025-11-25, v1 SDK client over stdio: a task settles; one cancelled loses its container; tasks/list', { timeout: TEST_TIMEOUT_MS }, async () => {
+  const d = await SdkDaemon.start('modern-ext-tasks-v1', { args: ['--pool-size', '0'], listTools: false });
+  await withDaemon(d, async () => {
+    const { port, dispose } = v1Port(d.client, 'mcp-sandboxd-v1-stdio');
+    const session = withTasks(port);
+    try {
+      assert.deepEqual(session.capabilities, SEMANTIC.v1, j(d.client.getServerCapabilities()));
+      const done = await libraryTaskCompletes(session);
+      const cancelled = await libraryTaskCancelled(session, (ex) => ex.cancel());
+      const page = await session.listTasks();
+      const statuses = Object.fromEntries(page.tasks.map((t) => [t.taskId, t.status]));
+      assert.deepEqual(statuses, { [done]: 'completed', [cancelled]: 'cancelled' }, j(page.tasks));
+    } finally {
+      await session.close();
+      dispose();
+    }
+    await d.close();
+  });
+});
+
+test('ext-tasks, 2025-11-25, SDK v2 client (legacy) over HTTP: createTaskSessionFromClient, a task settles', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(hd, async () => {
+    const client = new Client({ name: 'mcp-sandboxd-modern-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(hd.url)), { timeout: 30_000 });
+    const session = createTaskSessionFromClient(client, { endpointId: 'mcp-sandboxd-legacy-http' });
+    try {
+      assert.equal(client.getNegotiatedProtocolVersion(), LEGACY);
+      assert.deepEqual(session.capabilities, SEMANTIC.v1);
+      await libraryTaskCompletes(session);
+    } finally {
+      await session.close();
+      await client.close();
+    }
+  }),
+);
+
+/** ext-tasks on the 2026-07-28 wire for one transport (see sdkTests). */
+function extTasksModernTest(kind, open, daemon) {
+  test(`ext-tasks, ${MODERN}, SDK v2 client pinned over ${kind}, rawDispatch: a task settles; one cancelled loses its container`, { timeout: TEST_TIMEOUT_MS }, () =>
+    withDaemon(daemon(), async () => {
+      const client = await open();
+      const rawDispatch = rawDispatcher(client);
+      const session = createTaskSessionFromClient(client, {
+        endpointId: `mcp-sandboxd-modern-${kind}`,
+        rawDispatch,
+        v2RequestFraming: { protocolVersion: MODERN, clientInfo: { name: 'mcp-sandboxd-modern-test', version: '1.0.0' }, clientCapabilities: {} },
+      });
+      try {
+        assert.deepEqual(session.capabilities, SEMANTIC.v2, j(client.getServerCapabilities()));
+        await libraryTaskCompletes(session);
+        await libraryTaskCancelled(session, (ex) => session.cancelTask(ex.handle.taskId));
+      } finally {
+        await session.close();
+        rawDispatch.restore();
+        if (kind === 'HTTP') await client.close();
+      }
+    }),
+  );
+}
+
+extTasksModernTest('HTTP', v2Http, () => hd);
+extTasksModernTest('stdio', async () => v2s.client, () => v2s);
 
 test('every daemon exited cleanly and no container is left', { timeout: TEST_TIMEOUT_MS }, () => checkDaemonsAndContainers());

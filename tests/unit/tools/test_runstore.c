@@ -183,6 +183,21 @@ static void test_expires(void **state)
     runstore_free(rs);
 }
 
+/* An entry with a shorter time of its own is gone at its time, though an
+ * older entry with the store's time is still there. */
+static void test_expires_own_time(void **state)
+{
+    (void)state;
+    struct runstore *rs = runstore_new(60000, 1 << 20, 0);
+    assert_int_equal(runstore_put(rs, "o", "long", "text/plain", "a", 1), 0);
+    assert_int_equal(runstore_put_for(rs, "o", "short", "text/plain", "b", 1, 30), 0);
+    assert_true(has(rs, "o", "short", "b"));
+    usleep(60 * 1000);
+    assert_false(has(rs, "o", "short", "b"));
+    assert_true(has(rs, "o", "long", "a"));
+    runstore_free(rs);
+}
+
 #define STRESS_THREADS 4
 #define STRESS_ROUNDS  2000
 
@@ -236,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_store_full_evicts_oldest_of_all),
         cmocka_unit_test(test_session_entry_share),
         cmocka_unit_test(test_expires),
+        cmocka_unit_test(test_expires_own_time),
         cmocka_unit_test(test_concurrent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

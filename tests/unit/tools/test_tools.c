@@ -123,6 +123,15 @@ static void test_execute_code(void **state)
                      0);
     assert_int_equal(a.run.timeout_ms, 60000);
     assert_int_equal(a.run.memory_mb, 1024);
+    /* A task's run may ask for longer, up to --task-max-timeout-ms. */
+    json_object *args = json_tokener_parse("{\"language\":\"python\",\"code\":\"x\","
+                                           "\"timeout_ms\":1e9}");
+    struct tools_caller task = {.owner = "o", .principal = "p", .task = true};
+    assert_int_equal(tools_parse_args(&ENV, tools_find("execute_code"), args, &task, &a, &err), 0);
+    assert_int_equal(a.run.timeout_ms, cfg.task_max_timeout_ms);
+    assert_true(cfg.task_max_timeout_ms > 60000);
+    tools_run_args_release(&a);
+    json_object_put(args);
     assert_int_equal(parse("execute_code",
                            "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":2000.0}", &a,
                            &err),

@@ -59,8 +59,8 @@ static json_object *call(struct fixture *f, const char *tool, const char *args)
     return r;
 }
 
-static const struct tools_caller ALICE = {"0123456789abcdef0123456789abcdef", "stdio"};
-static const struct tools_caller BOB = {"fedcba9876543210fedcba9876543210", "stdio"};
+static const struct tools_caller ALICE = {"0123456789abcdef0123456789abcdef", "stdio", false};
+static const struct tools_caller BOB = {"fedcba9876543210fedcba9876543210", "stdio", false};
 
 /* Calls tool for who with args (JSON text, printf-style); the caller puts
  * the result. */
