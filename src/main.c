@@ -95,6 +95,7 @@
 
 #include "base/config.h"
 #include "base/config_doc.h"
+#include "base/handle.h"
 #include "backend/backends.h"
 #include "egress/settings.h"
 #include "sandbox/sandbox.h"
@@ -315,6 +316,9 @@ static int serve(const struct config *cfg, const struct langtable *languages,
     if (backends_init(&err) < 0)
         goto out;
     check_engine(backend);
+    if (handle_set_daemon(cfg->daemon_id, &err) < 0)
+        goto out;
+    log_info("daemon id %s", handle_daemon());
     if (egress_tls_start(cfg, languages, egress, &err) < 0)
         goto out;
     exec = exec_ctx_new(cfg, languages, backend, egress, envp, &err);

@@ -26,6 +26,7 @@ struct config {
      * (backend/backends.h parses it; empty: the backend finds it). */
     char *backend;
     char *engine;
+    char *daemon_id; /* names this daemon in its handles (base/handle.h) */
     /* These and the preloads and runtimes are "not given" when empty /
      * NULL / -1: the language table (sandbox/languages/langtable.h) has the defaults
      * and langtable_configure applies what was given (config_legacy). */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/handle.h"
 #include "base/log.h"
 #include "base/netaddr.h"
 
@@ -271,6 +272,11 @@ int config_check(struct config *cfg, struct err *err)
          normalize_preload(&cfg->python_preload, "python-preload", err) < 0) ||
         (cfg->js_preload && normalize_preload(&cfg->js_preload, "js-preload", err) < 0))
         return -1;
+    if (*cfg->daemon_id && !handle_daemon_valid(cfg->daemon_id))
+        return err_set(err, ERR_INVALID,
+                       "--daemon-id: '%.64s' is not 1 to 63 of a-z, 0-9 and '-', starting and "
+                       "ending with a letter or digit",
+                       cfg->daemon_id);
     if (cfg->task_max_timeout_ms < cfg->max_timeout_ms)
         return err_set(err, ERR_INVALID,
                        "--task-max-timeout-ms (%lld) is below --max-timeout-ms (%lld): a task "

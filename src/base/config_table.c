@@ -82,6 +82,12 @@ const struct config_opt config_opts[] = {
      .arg = "N",
      .def_real = 1.0,
      .help = "CPUs per sandbox, fractional allowed"},
+    STR("daemon-id", daemon_id, "NAME", "",
+        "this daemon's name in every handle it gives out (a session_id, a run's file URI, a task "
+        "id, an Mcp-Session-Id: NAME.<32 hex>), so a front end for several daemons can route a "
+        "request that names one to the daemon that holds it; a DNS label (1 to 63 of a-z, 0-9 "
+        "and '-'), such as the pod or host name",
+        .def_doc = "8 random hex digits, new at each start"),
     STR("dry-run-create", dry_run_create, "LANGUAGE", "",
         "print the container create request a run of this language would send, and exit "
         "(it never holds pass-through values: runs send them in their request)",

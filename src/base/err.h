@@ -14,7 +14,8 @@
  * environment and command line, config_check.c the checks across options,
  * config_doc.c --help and the sample config file), netaddr.c (whether
  * --http listens on loopback only), admission.c (run slots behind a
- * bounded queue) and threads.c (starting and joining a module's threads). */
+ * bounded queue), threads.c (starting and joining a module's threads) and
+ * handle.c (the ids clients get back, which name this daemon). */
 #ifndef MCPSBX_ERR_H
 #define MCPSBX_ERR_H
 

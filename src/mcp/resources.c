@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "base/codec.h"
+#include "base/handle.h"
 #include "base/json.h"
 #include "base/util.h"
 #include "mcp/modern.h"
@@ -79,6 +80,20 @@ static void not_found(const struct jsonrpc_msg *m, struct reply *r, const char *
     reply_done(r, jsonrpc_error(m->id, JSONRPC_INVALID_PARAMS, msg, data));
 }
 
+/* The daemon a run-store URI names when that is not this one (its run id
+ * is a handle: base/handle.h); false otherwise. */
+static bool held_elsewhere(const char *uri, char daemon[HANDLE_DAEMON_MAX + 1])
+{
+    const char *id = uri + strlen(FILES_RESULT_URI_PREFIX);
+    const char *end = strchr(id, '/');
+    char h[HANDLE_MAX + 1];
+    if (!end || (size_t)(end - id) > HANDLE_MAX)
+        return false;
+    memcpy(h, id, (size_t)(end - id));
+    h[end - id] = '\0';
+    return handle_parse(h, daemon) == HANDLE_OTHER;
+}
+
 /* A returned file, to the session that ran it only (on the modern wire,
  * to its principal: mcp.h). */
 static void read_run_file(struct mcp_session *s, const struct jsonrpc_msg *m, struct reply *r,
@@ -89,6 +104,15 @@ static void read_run_file(struct mcp_session *s, const struct jsonrpc_msg *m, st
     size_t size = 0;
     if (!s->srv->env.store ||
         runstore_get(s->srv->env.store, s->owner, uri, &mime, &data, &size) < 0) {
+        char daemon[HANDLE_DAEMON_MAX + 1];
+        if (held_elsewhere(uri, daemon)) {
+            char *msg = xasprintf("Resource not found here: it is held by daemon \"%s\" (this is "
+                                  "\"%s\")",
+                                  daemon, handle_daemon());
+            not_found(m, r, uri, msg);
+            free(msg);
+            return;
+        }
         char *msg = xasprintf("Resource not found: a run's files are readable by the session "
                               "that ran it, for %lld s (--run-store-ttl-ms), while the store "
                               "has room",

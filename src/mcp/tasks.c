@@ -218,8 +218,8 @@ static struct mcp_session *session_for_locked(struct tasks *ts, const char *prin
 struct task *tasks_begin(struct tasks *ts, struct mcp_session **session, struct mcp_channel **ch,
                          char id[TASKS_ID_CAP])
 {
-    unsigned char raw[16];
-    if (util_random_bytes(raw, sizeof(raw)) < 0)
+    char fresh[TASKS_ID_CAP];
+    if (handle_new(fresh) < 0)
         return NULL;
     pthread_mutex_lock(&ts->lock);
     sweep_locked(ts, util_now_ms());
@@ -230,7 +230,7 @@ struct task *tasks_begin(struct tasks *ts, struct mcp_session **session, struct 
     struct task *t = xcalloc(1, sizeof(*t));
     mcp_channel_init(&t->ch, task_send, task_release);
     t->ts = ts;
-    util_hex(raw, sizeof(raw), t->id);
+    memcpy(t->id, fresh, sizeof(t->id));
     t->created_wall = t->updated_wall = util_wall_ms();
     buf_init(&t->output, TASKS_OUTPUT_TAIL);
     if ((*session)->stateless)
@@ -242,7 +242,7 @@ struct task *tasks_begin(struct tasks *ts, struct mcp_session **session, struct 
     pthread_mutex_unlock(&ts->lock);
     memcpy(id, t->id, TASKS_ID_CAP);
     *ch = &t->ch;
-    log_info("task %.8s... started", t->id);
+    log_info("task %.8s... started", handle_tail(t->id));
     return t;
 }
 
@@ -336,6 +336,15 @@ static struct task *find_locked(struct tasks *ts, const struct mcp_session *s, c
 
 static void unknown_task(const struct jsonrpc_msg *m, struct reply *r, const char *id)
 {
+    char daemon[HANDLE_DAEMON_MAX + 1];
+    if (handle_parse(id, daemon) == HANDLE_OTHER) {
+        char *msg = xasprintf("Invalid params: that task is held by daemon \"%s\" (this is "
+                              "\"%s\")",
+                              daemon, handle_daemon());
+        reply_error(r, m->id, JSONRPC_INVALID_PARAMS, msg);
+        free(msg);
+        return;
+    }
     char *msg = xasprintf("Invalid params: no task %.40s (unknown, another caller's, or "
                           "expired after --task-result-ttl-ms)",
                           id);
@@ -484,7 +493,7 @@ void tasks_cancel(struct mcp_session *s, const struct jsonrpc_msg *m, struct rep
         json_object *rid = json_object_new_string(id);
         calls_cancel_id(runs_on, rid);
         json_object_put(rid);
-        log_info("task %.8s... cancelled", id);
+        log_info("task %.8s... cancelled", handle_tail(id));
     }
     if (r->modern) {
         reply_result(r, m->id, json_object_new_object());

@@ -19,6 +19,7 @@
 #ifndef MCPSBX_MCP_TASKS_H
 #define MCPSBX_MCP_TASKS_H
 
+#include "base/handle.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/reply.h"
 #include "mcp/session.h"
@@ -30,8 +31,8 @@
 #define TASKS_OUTPUT_TAIL (8u * 1024u)
 /* How often a client should poll, as told in every task. */
 #define TASKS_POLL_MS 1000
-/* Room for a task id: 32 hex digits and a NUL. */
-#define TASKS_ID_CAP 33
+/* Room for a task id, a handle (base/handle.h), and a NUL. */
+#define TASKS_ID_CAP (HANDLE_MAX + 1)
 
 struct tasks;
 struct call;

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "base/codec.h"
+#include "base/handle.h"
 #include "base/util.h"
 
 static const struct {
@@ -81,7 +82,7 @@ static bool text_ok(const char *mime, const char *d, size_t n)
 
 /* A URI's cap: the prefix, the run id, "/plots/" and the path with every
  * byte percent-encoded (three bytes a byte). */
-#define URI_FIXED_MAX   (sizeof(FILES_RESULT_URI_PREFIX) + 32 + sizeof("/plots/"))
+#define URI_FIXED_MAX   (sizeof(FILES_RESULT_URI_PREFIX) + HANDLE_MAX + sizeof("/plots/"))
 #define URI_MAX(path_n) (URI_FIXED_MAX + 3 * (path_n))
 
 /* What the text says about the files beyond the paths, URIs and reasons it
@@ -238,16 +239,13 @@ int files_result_add(const struct outfiles *of, const struct files_result_ctx *c
                      const struct tools_features *f, json_object *blocks, json_object *sc,
                      struct buf *text, struct err *err)
 {
+    /* The run id is a handle: its URIs name the daemon that holds them. */
+    char run_id[HANDLE_MAX + 1] = "";
+    if (of->n && handle_new(run_id) < 0)
+        return err_set(err, ERR_INTERNAL, "no random bytes for a run id");
     json_object *files = json_object_new_array();
     json_object *left = json_object_new_array();
     int rc = 0;
-    char run_id[33] = "";
-    if (of->n) {
-        unsigned char raw[16];
-        if (util_random_bytes(raw, sizeof(raw)) < 0)
-            memset(raw, 0, sizeof(raw));
-        util_hex(raw, sizeof(raw), run_id);
-    }
     long long extra_left = 0; /* dropped here, beyond the runner's */
     if (of->n || of->left_total || of->walk_stopped || of->cwd_gone)
         rc |= buf_addf(text, "%s--- files ---\n",

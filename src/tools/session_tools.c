@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/handle.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "tools/packages_arg.h"
@@ -67,6 +68,17 @@ static int session_language(const struct tools_env *env, const tools_tool *t, js
     return 0;
 }
 
+/* -1 with ERR_INVALID naming the daemon that holds id when that is not
+ * this one; 0 for anything else. The name is a valid DNS label: safe to echo. */
+static int held_elsewhere(const char *id, struct err *err)
+{
+    char daemon[HANDLE_DAEMON_MAX + 1];
+    if (!id || handle_parse(id, daemon) != HANDLE_OTHER)
+        return 0;
+    return err_set(err, ERR_INVALID, SESSIONS_ELSEWHERE ", \"%s\" (this is \"%s\")", daemon,
+                   handle_daemon());
+}
+
 int sessions_parse_call(const struct tools_env *env, const tools_tool *t, json_object *args,
                         struct tools_run_args *out, struct err *err)
 {
@@ -74,6 +86,8 @@ int sessions_parse_call(const struct tools_env *env, const tools_tool *t, json_o
     if (cfg->max_code_sessions <= 0 || !env->exec)
         return err_set(err, ERR_INVALID, "session_id: %s", SESSIONS_OFF);
     const char *id = string_arg(args, "session_id");
+    if (held_elsewhere(id, err) < 0)
+        return -1;
     bool lost = false;
     out->session = id ? code_session_get(env->exec, id, &out->who, &lost) : NULL;
     if (!out->session)
@@ -288,6 +302,12 @@ static json_object *close_session(const struct tools_env *env, json_object *args
                                   const struct tools_features *f)
 {
     const char *id = string_arg(args, "session_id");
+    struct err err = ERR_INIT;
+    if (held_elsewhere(id, &err) < 0) {
+        json_object *r = error_result(err_msg(&err), f);
+        err_clear(&err);
+        return r;
+    }
     bool lost = false;
     struct code_session *cs = id ? code_session_get(env->exec, id, o, &lost) : NULL;
     /* A tombstone is gone once shown: nothing is left to close. */
@@ -326,7 +346,7 @@ void sessions_run(const struct tools_env *env, const struct tools_run_args *a,
     }
     struct err err = ERR_INIT;
     if (code_session_run(env->exec, a->session, &a->run, res, &err) < 0)
-        log_info("%s in code session %.8s failed: %s", a->tool, code_session_id(a->session),
+        log_info("%s in code session %.8s failed: %s", a->tool, code_session_tag(a->session),
                  LOG_FIELD(err_msg(&err)));
     err_clear(&err);
 }

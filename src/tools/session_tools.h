@@ -5,7 +5,8 @@
  *
  * Whoever asks about a session id that is not theirs (never made, ended,
  * or another caller's) gets the same words, SESSIONS_NO_SUCH: nothing
- * tells those apart. */
+ * tells those apart. A handle naming another daemon says so
+ * (SESSIONS_ELSEWHERE and its name), so that it can be sent there. */
 #ifndef MCPSBX_SESSION_TOOLS_H
 #define MCPSBX_SESSION_TOOLS_H
 
@@ -15,6 +16,8 @@
 
 #define SESSIONS_NO_SUCH "no such session"
 #define SESSIONS_OFF     "code sessions are off on this server (--max-code-sessions 0)"
+/* Said of another daemon's handle, with the two names after it. */
+#define SESSIONS_ELSEWHERE "that session is held by another daemon"
 
 /* who as the registry takes it (NULL: TOOLS_INTERNAL); a transport that
  * names no principal counts as "none". */

@@ -446,10 +446,11 @@ int tools_prepare(const struct tools_env *env, const tools_tool *t, json_object 
     *error_result = NULL;
     if (tools_parse_args(env, t, args, who, out, &err) < 0) {
         /* A session id that is not the caller's reads the same whatever
-         * the tool: SESSIONS_NO_SUCH alone. */
-        char *msg = strcmp(err_msg(&err), SESSIONS_NO_SUCH) == 0
-                        ? xstrdup(SESSIONS_NO_SUCH)
-                        : xasprintf("Invalid arguments for %s: %s", t->name, err_msg(&err));
+         * the tool: SESSIONS_NO_SUCH alone, or whose it is. */
+        bool whose = strcmp(err_msg(&err), SESSIONS_NO_SUCH) == 0 ||
+                     strncmp(err_msg(&err), SESSIONS_ELSEWHERE, strlen(SESSIONS_ELSEWHERE)) == 0;
+        char *msg = whose ? xstrdup(err_msg(&err))
+                          : xasprintf("Invalid arguments for %s: %s", t->name, err_msg(&err));
         *error_result = error_result_json(msg);
         free(msg);
         err_clear(&err);

@@ -35,8 +35,12 @@ enum MHD_Result http_legacy_messages_head(struct transport_http *t, struct MHD_C
         return http_reply_error(c, rq, MHD_HTTP_BAD_REQUEST, HTTP_ERR_SERVER,
                                 "Bad Request: sessionId query parameter is required");
     rq->sess = http_session_get(t, sid, true);
-    if (!rq->sess)
-        return http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SESSION, "Session not found");
+    if (!rq->sess) {
+        char *why = http_session_not_found(sid);
+        enum MHD_Result ret = http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SESSION, why);
+        free(why);
+        return ret;
+    }
     return MHD_YES;
 }
 

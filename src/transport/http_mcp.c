@@ -35,8 +35,11 @@ static struct session *require_session(struct transport_http *t, struct MHD_Conn
         return NULL;
     }
     struct session *s = http_session_get(t, sid, false);
-    if (!s)
-        *ret = http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SESSION, "Session not found");
+    if (!s) {
+        char *why = http_session_not_found(sid);
+        *ret = http_reply_error(c, rq, MHD_HTTP_NOT_FOUND, HTTP_ERR_SESSION, why);
+        free(why);
+    }
     return s;
 }
 

@@ -31,15 +31,15 @@ static void session_free(struct session *s)
 struct session *http_session_create(struct transport_http *t, const struct request *rq, bool legacy,
                                     unsigned *status, const char **why)
 {
-    unsigned char raw[SESSION_ID_BYTES];
-    if (util_random_bytes(raw, sizeof(raw)) < 0) {
+    char id[SESSION_ID_CAP];
+    if (handle_new(id) < 0) {
         *status = MHD_HTTP_INTERNAL_SERVER_ERROR;
         *why = "Internal error: no randomness for a session id";
         return NULL;
     }
     struct session *s = xcalloc(1, sizeof(*s));
     s->t = t;
-    util_hex(raw, sizeof(raw), s->id);
+    memcpy(s->id, id, sizeof(s->id));
     s->legacy = legacy;
     s->refs = 2;
     s->created = s->last_active = util_now_ms();
@@ -70,7 +70,7 @@ struct session *http_session_create(struct transport_http *t, const struct reque
         session_free(s);
         return NULL;
     }
-    log_debug("http: session %.8s... started%s", s->id, legacy ? " (HTTP+SSE)" : "");
+    log_debug("http: session %.8s... started%s", handle_tail(s->id), legacy ? " (HTTP+SSE)" : "");
     return s;
 }
 
@@ -118,12 +118,12 @@ bool http_session_count(struct session *s)
 
 struct session *http_session_get(struct transport_http *t, const char *id, bool legacy)
 {
-    if (!id || strlen(id) != SESSION_ID_LEN)
+    if (handle_parse(id, NULL) != HANDLE_MINE)
         return NULL;
     struct session *found = NULL;
     pthread_mutex_lock(&t->lock);
     for (struct session *s = t->sessions; s && !found; s = s->next)
-        if (!s->stateless && s->legacy == legacy && http_secret_equal(id, SESSION_ID_LEN, s->id))
+        if (!s->stateless && s->legacy == legacy && handle_equal(id, s->id))
             found = s;
     if (found) {
         found->refs++;
@@ -131,6 +131,15 @@ struct session *http_session_get(struct transport_http *t, const char *id, bool 
     }
     pthread_mutex_unlock(&t->lock);
     return found;
+}
+
+char *http_session_not_found(const char *id)
+{
+    char daemon[HANDLE_DAEMON_MAX + 1];
+    if (handle_parse(id, daemon) != HANDLE_OTHER)
+        return xstrdup("Session not found");
+    return xasprintf("Session not found: it is held by daemon \"%s\" (this is \"%s\")", daemon,
+                     handle_daemon());
 }
 
 void http_session_put(struct session *s)
@@ -263,7 +272,7 @@ static void *closer_main(void *arg)
         pthread_mutex_unlock(&t->lock);
         mcp_session_close(s->mcp);
         if (!s->stateless)
-            log_debug("http: session %.8s... ended", s->id);
+            log_debug("http: session %.8s... ended", handle_tail(s->id));
         pthread_mutex_lock(&t->lock);
         if (s->close_waiter) {
             s->close_waiter->closed = true;
@@ -304,7 +313,7 @@ static void sweep_sessions(struct transport_http *t)
         if (s->stateless)
             continue; /* its request ends it */
         if (!s->counted && now - s->created >= (double)t->cfg->http_head_timeout_ms) {
-            log_debug("http: session %.8s... not initialized in time", s->id);
+            log_debug("http: session %.8s... not initialized in time", handle_tail(s->id));
             session_end_locked(s, NULL); /* unlinks s; s->next stays */
             continue;
         }
@@ -321,7 +330,7 @@ static void sweep_sessions(struct transport_http *t)
         pthread_mutex_lock(&t->lock);
         s->refs--; /* ours: the table's (or the closer's) stays */
         if (!running && session_idle_locked(s, util_now_ms())) {
-            log_debug("http: session %.8s... idle", s->id);
+            log_debug("http: session %.8s... idle", handle_tail(s->id));
             session_end_locked(s, NULL);
         }
         bool last = s->refs == 0;

@@ -5,10 +5,11 @@
 #ifndef MCPSBX_HTTP_SESSIONS_H
 #define MCPSBX_HTTP_SESSIONS_H
 
+#include "base/handle.h"
 #include "transport/http_server.h"
 
-#define SESSION_ID_BYTES 16
-#define SESSION_ID_LEN   (2 * SESSION_ID_BYTES)
+/* A session id is a handle (base/handle.h): it names this daemon. */
+#define SESSION_ID_CAP (HANDLE_MAX + 1)
 
 /* A legacy (GET /sse) session exists before its client initializes; it
  * counts against --max-sessions only once it does, and ends if that has
@@ -20,7 +21,7 @@ struct stream;
 /* Fields under t->lock, except id, t, legacy and mcp (fixed at creation). */
 struct session {
     struct transport_http *t;
-    char id[SESSION_ID_LEN + 1];
+    char id[SESSION_ID_CAP];
     struct mcp_session *mcp;
     int refs;
     int readers;
@@ -61,6 +62,10 @@ bool http_session_count(struct session *s);
 
 /* A live session by id, with a reference for the caller; NULL if none. */
 struct session *http_session_get(struct transport_http *t, const char *id, bool legacy);
+
+/* The 404's words for an id http_session_get found nothing for: whose it
+ * is when it names another daemon. Allocated. */
+char *http_session_not_found(const char *id);
 
 /* Drops the caller's reference. */
 void http_session_put(struct session *s);

@@ -14,7 +14,10 @@
  *     one with q=0 changes nothing, and ASCII case never matters;
  *   - Authorization: a bearer token lies inside the value, without blanks
  *     around it;
- *   - MCP-Protocol-Version: an accepted value is a date, YYYY-MM-DD.
+ *   - MCP-Protocol-Version: an accepted value is a date, YYYY-MM-DD;
+ *   - Mcp-Session-Id (and every handle a client sends back): a handle read
+ *     as this daemon's or another's is a DNS label, a dot and 32 lowercase
+ *     hex digits, and the daemon it names is that label.
  *
  * Replay one input: build/fuzz/fuzz_http_headers FILE */
 #include <ctype.h>
@@ -25,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/handle.h"
 #include "fuzz.h"
 #include "transport/http_headers.h"
 
@@ -178,6 +182,35 @@ static void check_content_length(const char *s)
         CHECK(http_content_length_over(s, 999));
 }
 
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+/* Named as a daemon in a fleet is: bare ids are then no one's. */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    return handle_set_daemon("fuzz-0", NULL);
+}
+
+static void check_handle(const char *s)
+{
+    char daemon[HANDLE_DAEMON_MAX + 1] = "";
+    enum handle_kind k = handle_parse(s, daemon);
+    if (k == HANDLE_BAD)
+        return;
+    const char *tail = handle_tail(s);
+    CHECK(strlen(tail) == HANDLE_RANDOM_LEN);
+    CHECK(strspn(tail, "0123456789abcdef") == HANDLE_RANDOM_LEN);
+    size_t n = (size_t)(tail - s);
+    CHECK(n >= 2 && s[n - 1] == '.');
+    char label[HANDLE_DAEMON_MAX + 1];
+    CHECK(n - 1 <= HANDLE_DAEMON_MAX);
+    memcpy(label, s, n - 1);
+    label[n - 1] = '\0';
+    CHECK(handle_daemon_valid(label));
+    CHECK(strcmp(label, k == HANDLE_MINE ? handle_daemon() : daemon) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *exact = malloc(size ? size : 1);
@@ -199,6 +232,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_bearer(s);
     check_version(s);
     check_content_length(s);
+    check_handle(s);
     free(s);
     return 0;
 }

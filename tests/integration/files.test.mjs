@@ -62,7 +62,7 @@ means.to_csv("outputs/means.csv")
     assert.equal(chart.kind, 'file');
     assert.equal(chart.mime_type, 'image/png');
     assert.equal(chart.delivery, 'image');
-    assert.match(chart.uri, /^mcp-sandboxd:\/\/runs\/[0-9a-f]{32}\/files\/outputs\/chart\.png$/);
+    assert.match(chart.uri, /^mcp-sandboxd:\/\/runs\/[0-9a-z-]+\.[0-9a-f]{32}\/files\/outputs\/chart\.png$/);
     const img = images(r);
     assert.equal(img.length, 1, JSON.stringify(r.content.map((c) => c.type)));
     assert.equal(img[0].mimeType, 'image/png');
@@ -196,7 +196,7 @@ test('a 5 MB file comes back as a resource_link; only its own session may read i
       assert.match(e.message, /session that ran it/);
       return true;
     });
-    await assert.rejects(a.readResource({ uri: f.uri.replace(/runs\/[0-9a-f]+/, 'runs/00000000000000000000000000000000') }), /-32002/);
+    await assert.rejects(a.readResource({ uri: f.uri.replace(/(runs\/[0-9a-z-]+\.)[0-9a-f]+/, '$100000000000000000000000000000000') }), /-32002/);
     const templates = await a.listResourceTemplates();
     assert.ok(templates.resourceTemplates.some((t) => t.uriTemplate.startsWith('mcp-sandboxd://runs/')));
 

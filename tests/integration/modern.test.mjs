@@ -54,6 +54,10 @@ const KEY = {
 };
 const ERR = { invalidParams: -32602, methodNotFound: -32601, headerMismatch: -32020, unsupportedVersion: -32022 };
 const N_TOOLS = 9; // with the default test languages, python and javascript
+// The shared HTTP daemon's --daemon-id, and a handle's form (base/handle.h).
+const DAEMON_ID = 'modern-a';
+const HANDLE = /^[0-9a-z-]{1,63}\.[0-9a-f]{32}$/;
+const OURS = new RegExp(`^${DAEMON_ID}\\.[0-9a-f]{32}$`);
 // A cancelled run's container goes within this; the run itself would sleep 60 s.
 const GONE_GUARD_MS = 30_000;
 
@@ -358,7 +362,7 @@ async function libraryTaskCompletes(session) {
   const code = 'import time\nprint("start", flush=True)\ntime.sleep(1)\nprint(6 * 7)';
   const ex = await session.callTool('run_python_code', { code }, { task: { preference: 'require' }, requestTimeoutMs: CALL_TIMEOUT_MS });
   assert.equal(ex.kind, 'task', 'the run was not task-backed');
-  assert.match(ex.handle.taskId, /^[0-9a-f]{32}$/);
+  assert.match(ex.handle.taskId, HANDLE);
   const events = [];
   const { outcome, lastTask } = await within(60_000, ex.settle({ onEvent: (e) => events.push(e) }), 'the task settling');
   assert.equal(outcome.status, 'completed', j(outcome, 1500));
@@ -411,7 +415,7 @@ async function libraryTaskCancelled(session, cancel) {
 
 test('preflight: binary present, engine answers; the shared daemons start', async (tc) => {
   await preflight(tc);
-  hd = await HttpDaemon.start('modern-http');
+  hd = await HttpDaemon.start('modern-http', { args: ['--daemon-id', DAEMON_ID] });
   sd = new RawDaemon('modern-stdio-raw', ['--pool-size', '0']);
   v2s = await V2StdioDaemon.start('modern-stdio-v2', PIN);
 });
@@ -497,6 +501,50 @@ test('HTTP, raw: the envelope, header, version and method errors, with status an
   }),
 );
 
+test('HTTP, raw: every handle names its daemon; another daemon\'s handle is refused naming that daemon', { timeout: TEST_TIMEOUT_MS }, () =>
+  withDaemon(hd, async () => {
+    const TASKS = 'io.modelcontextprotocol/tasks';
+    const withTasks = { [KEY.caps]: { extensions: { [TASKS]: {} } } };
+    const hex = randomBytes(16).toString('hex');
+    const theirs = `beta-7.${hex}`;
+    const names = (text, ctx) => {
+      assert.match(text, /"beta-7"/, ctx);
+      assert.match(text, new RegExp(`"${DAEMON_ID}"`), ctx);
+    };
+    // Ours: a run's file URI and a 2025 session id.
+    const code = 'open("outputs/h.txt", "w").write("h")';
+    const ran = okHttp(await postModern('h1', 'tools/call', { name: 'run_python_code', arguments: { code } }));
+    const uri = ran.structuredContent?.files?.[0]?.uri ?? '';
+    assert.match(uri.split('/')[3] ?? '', OURS, j(ran, 800));
+    const init = await post({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LEGACY, capabilities: {}, clientInfo: { name: 'h', version: '0' } } });
+    const sid = init.headers.get('mcp-session-id') ?? '';
+    assert.match(sid, OURS, show(init));
+    await (await fetch(hd.url, { method: 'DELETE', headers: { 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': LEGACY } })).arrayBuffer();
+
+    // Theirs: each refusal names the daemon that holds it.
+    for (const [tool, args] of [['run_python_code', { session_id: theirs, code: 'print(1)' }], ['close_session', { session_id: theirs }]]) {
+      const r = okHttp(await postModern(`h-${tool}`, 'tools/call', { name: tool, arguments: args }));
+      assert.equal(r.isError, true, j(r));
+      names(r.content[0].text, j(r));
+    }
+    const other = uri.replace(/runs\/[^/]+/, `runs/${theirs}`);
+    const rr = await postModern('h-read', 'resources/read', { uri: other });
+    assert.equal(rr.reply?.error?.code, ERR.invalidParams, show(rr));
+    assert.equal(rr.reply.error.data?.uri, other, show(rr));
+    names(rr.reply.error.message, show(rr));
+    const tg = await postModern('h-task', 'tasks/get', { taskId: theirs }, { meta: withTasks });
+    assert.equal(tg.reply?.error?.code, ERR.invalidParams, show(tg));
+    names(tg.reply.error.message, show(tg));
+    const gone = await post({ jsonrpc: '2.0', id: 2, method: 'tools/list' }, { 'Mcp-Session-Id': theirs, 'MCP-Protocol-Version': LEGACY });
+    assert.equal(gone.status, 404, show(gone));
+    names(JSON.parse(gone.text).error?.message ?? '', show(gone));
+    // Ours in form but never made: the usual words, no daemon named.
+    const none = okHttp(await postModern('h-none', 'tools/call', { name: 'close_session', arguments: { session_id: `${DAEMON_ID}.${hex}` } }));
+    assert.equal(none.isError, true, j(none));
+    assert.equal(none.content[0].text, 'no such session', j(none));
+  }),
+);
+
 test('HTTP, raw: a legacy initialize still opens a 2025 session on the same daemon', { timeout: TEST_TIMEOUT_MS }, () =>
   withDaemon(hd, async () => {
     const init = await post(
@@ -572,7 +620,7 @@ test('HTTP, raw: tasks: a run outlives its request, is polled with its output, f
     const created = r.reply?.result;
     assert.equal(created?.resultType, 'task', show(r));
     assert.equal(created.status, 'working', show(r));
-    assert.match(created.taskId, /^[0-9a-f]{32}$/);
+    assert.match(created.taskId, OURS);
     assert.ok(Number.isInteger(created.pollIntervalMs) && Number.isInteger(created.ttlMs), show(r));
     // Polled: working with its output so far, then completed with the result inline.
     let t;
@@ -773,7 +821,7 @@ function sdkTests(kind, open, daemon) {
 
       const file = (sc.files ?? []).find((f) => f.path === 'outputs/result.txt');
       assert.ok(file, JSON.stringify(sc.files));
-      assert.match(file.uri, /^mcp-sandboxd:\/\/runs\/[0-9a-f]{32}\/files\/outputs\/result\.txt$/);
+      assert.match(file.uri, /^mcp-sandboxd:\/\/runs\/[0-9a-z-]+\.[0-9a-f]{32}\/files\/outputs\/result\.txt$/);
       // A later request (over HTTP, another client) reads it.
       const reader = kind === 'HTTP' ? await open() : client;
       const back = await reader.readResource({ uri: file.uri });
@@ -789,7 +837,7 @@ function sdkTests(kind, open, daemon) {
       const created = await call(a, 'create_session', { language: 'python' });
       assert.notEqual(created.isError, true, j(created, 800));
       const sid = created.structuredContent.session_id;
-      assert.match(sid, /^[0-9a-f]{32,64}$/, JSON.stringify(created.structuredContent));
+      assert.match(sid, HANDLE, JSON.stringify(created.structuredContent));
       checkRun(await call(a, 'run_python_code', { session_id: sid, code: 'x = 41' }), { status: 'ok', exit_code: 0 });
       const b = kind === 'HTTP' ? await open() : a; // over HTTP each request stands alone anyway
       checkRun(await call(b, 'run_python_code', { session_id: sid, code: 'print(x + 1)' }), { status: 'ok', exit_code: 0, stdout: '42\n' });

@@ -46,7 +46,7 @@ async function create(c, args) {
   const sc = r.structuredContent;
   const ctx = JSON.stringify(r).slice(0, 800);
   assert.notEqual(r.isError, true, ctx);
-  assert.match(sc.session_id, /^[0-9a-f]{32,64}$/, ctx);
+  assert.match(sc.session_id, /^[0-9a-z-]{1,63}\.[0-9a-f]{32}$/, ctx);
   assert.equal(sc.idle_timeout_ms, IDLE_MS, ctx);
   assert.ok(Date.parse(sc.expires_at) > Date.now(), ctx);
   assert.match(sc.expires_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/, ctx);

@@ -127,7 +127,7 @@ wrk_phase() {
 	if [ -n "$port" ]; then
 		sid=$(curl -sS --max-time 10 -D - -o /dev/null "${hdr[@]}" "http://127.0.0.1:$port/mcp" \
 			-d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wrk","version":"1"}}}' |
-			sed -n 's/^[Mm][Cc][Pp]-[Ss][Ee][Ss][Ss][Ii][Oo][Nn]-[Ii][Dd]: *\([0-9a-f]*\).*/\1/p')
+			sed -n 's/^[Mm][Cc][Pp]-[Ss][Ee][Ss][Ss][Ii][Oo][Nn]-[Ii][Dd]: *\([0-9a-z.-]*\).*/\1/p')
 	fi
 	if [ -z "$sid" ]; then
 		echo "not ok - wrk: the daemon did not start or initialize ($(tail -n 3 "$log"))"

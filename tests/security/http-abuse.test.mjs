@@ -170,7 +170,7 @@ test('guessed, malformed and replayed session ids → 404 or 400, never another 
     });
     const ping = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' });
     const sid = await served();
-    assert.match(sid, /^[0-9a-f-]{32,}$/i, 'session ids are long random values');
+    assert.match(sid, /^[0-9a-z-]{1,63}\.[0-9a-f]{32}$/, 'session ids are long random values, after the daemon\'s name');
     for (const guess of ['0', '00000000000000000000000000000000', sid.slice(0, -1) + (sid.endsWith('0') ? '1' : '0'), 'x'.repeat(5000), '../../etc/passwd']) {
       const r = await post(guess, ping);
       assert.ok([400, 404].includes(r.status), `${guess.slice(0, 40)}: ${r.status}`);

@@ -104,7 +104,7 @@ static void give_back(struct code_space *sp, struct kept *k, struct code_session
         gone = code_sessions_end_call(sp->reg, cs);
     pthread_mutex_unlock(&k->lock);
     if (lost)
-        log_info("code session %.8s lost: %s", code_session_id(cs), lost);
+        log_info("code session %.8s lost: %s", code_session_tag(cs), lost);
     if (gone)
         space_teardown(sp, k, kill);
     else

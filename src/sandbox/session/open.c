@@ -110,14 +110,14 @@ struct code_session *code_session_open(struct exec_ctx *ctx, const struct run *r
     k->memory_mb = req->memory_mb;
     k->timeout_ms = req->timeout_ms;
     if (begin(sp, req, k, err) < 0) {
-        log_info("code session %.8s (%s) did not open: %s", code_session_id(cs),
+        log_info("code session %.8s (%s) did not open: %s", code_session_tag(cs),
                  req->language->name, err_msg(err));
         code_sessions_abandon(sp->reg, cs);
         code_sessions_put(sp->reg, cs);
         discard(sp, k);
         return NULL;
     }
-    log_info("code session %.8s began: %s, %s mode, sandbox %.12s%s", code_session_id(cs),
+    log_info("code session %.8s began: %s, %s mode, sandbox %.12s%s", code_session_tag(cs),
              req->language->name, code_session_mode_name(k->mode), k->sb.id,
              k->sb.pooled ? " (pooled)" : "");
     if (code_sessions_open(sp->reg, cs, k, err) < 0) {

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "base/handle.h"
+
 /* s (NUL-terminated): 1 to max printable ASCII characters, no space. */
 static bool printable_word(const char *s, size_t max)
 {
@@ -41,10 +43,5 @@ int session_check_name(const char *name, struct err *err)
 
 bool session_check_id(const char *id)
 {
-    if (!id || strnlen(id, CODE_SESSION_ID_LEN + 1) != CODE_SESSION_ID_LEN)
-        return false;
-    for (int i = 0; i < CODE_SESSION_ID_LEN; i++)
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-            return false;
-    return true;
+    return handle_parse(id, NULL) == HANDLE_MINE;
 }

@@ -23,8 +23,8 @@ int session_check_language(const char *language, struct err *err);
  * otherwise -1 with ERR_INVALID saying which. "" is fine. */
 int session_check_name(const char *name, struct err *err);
 
-/* id: exactly CODE_SESSION_ID_LEN lowercase hex digits (what the registry
- * makes); false for anything else, NULL too. */
+/* id: a handle of this daemon's (what the registry makes); false for
+ * anything else, NULL too. */
 bool session_check_id(const char *id);
 
 #endif

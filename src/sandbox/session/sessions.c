@@ -15,14 +15,13 @@
  * guess tells nothing of an id. Both are well-formed. */
 static bool same_id(const char *a, const char *b)
 {
-    unsigned char d = 0;
-    for (int i = 0; i < CODE_SESSION_ID_LEN; i++)
-        d |= (unsigned char)(a[i] ^ b[i]);
-    return d == 0;
+    return handle_equal(a, b);
 }
 
-static unsigned bucket_of(const char *id)
+/* From the random part: the daemon's name is the same in every id. */
+static unsigned bucket_of(const char *handle)
 {
+    const char *id = handle_tail(handle);
     unsigned h = 0;
     for (int i = 0; i < 8; i++)
         h = h << 4 | (unsigned)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
@@ -135,12 +134,10 @@ static size_t live_of(const struct code_sessions *r, const struct code_session_o
 
 /* ---- a session's life ------------------------------------------------------- */
 
-static int new_id(char id[CODE_SESSION_ID_LEN + 1], struct err *err)
+static int new_id(char id[CODE_SESSION_ID_CAP], struct err *err)
 {
-    unsigned char raw[CODE_SESSION_ID_BYTES];
-    if (util_random_bytes(raw, sizeof(raw)) < 0)
+    if (handle_new(id) < 0)
         return err_set(err, ERR_INTERNAL, "no random bytes for a session id");
-    util_hex(raw, sizeof(raw), id);
     return 0;
 }
 
@@ -212,7 +209,7 @@ int code_sessions_open(struct code_sessions *r, struct code_session *cs, void *h
     int rc = 0;
     pthread_mutex_lock(&r->lock);
     if (cs->state != STARTING) {
-        rc = err_set(err, ERR_INTERNAL, "code session %.8s: opened twice", cs->id);
+        rc = err_set(err, ERR_INTERNAL, "code session %.8s: opened twice", handle_tail(cs->id));
     } else if (cs->closing) {
         reg_drop_locked(r, cs, &to_free);
         rc = err_set(err, ERR_CANCELLED, "the session was ended while it started");
@@ -469,6 +466,11 @@ struct code_sessions_counts code_sessions_counts(struct code_sessions *r,
 const char *code_session_id(const struct code_session *cs)
 {
     return cs->id;
+}
+
+const char *code_session_tag(const struct code_session *cs)
+{
+    return handle_tail(cs->id);
 }
 
 const char *code_session_language(const struct code_session *cs)

@@ -41,12 +41,14 @@
 #include <stddef.h>
 
 #include "base/err.h"
+#include "base/handle.h"
 
 /* The most sessions a registry can be made for (--max-code-sessions). */
 #define CODE_SESSIONS_MAX 1024
-/* An id: this many random bytes, shown as twice as many lowercase hex. */
-#define CODE_SESSION_ID_BYTES 16
-#define CODE_SESSION_ID_LEN   (2 * CODE_SESSION_ID_BYTES)
+/* An id is a handle (base/handle.h): the daemon's name, a dot, and
+ * CODE_SESSION_ID_LEN lowercase hex digits of random bytes. */
+#define CODE_SESSION_ID_LEN HANDLE_RANDOM_LEN
+#define CODE_SESSION_ID_CAP (HANDLE_MAX + 1)
 /* A session's name, in bytes (UTF-8, no control characters). */
 #define CODE_SESSION_NAME_MAX 64
 /* A language's name, in bytes (printable ASCII). */
@@ -106,7 +108,7 @@ struct code_session_set {
 
 /* One session as list_sessions shows it: plain data, no reference held. */
 struct code_session_info {
-    char session_id[CODE_SESSION_ID_LEN + 1];
+    char session_id[CODE_SESSION_ID_CAP];
     char language[CODE_SESSION_LANGUAGE_MAX + 1];
     char name[CODE_SESSION_NAME_MAX + 1];
     long long created_at;   /* wall ms: when it opened */
@@ -223,6 +225,9 @@ struct code_sessions_counts code_sessions_counts(struct code_sessions *r,
 /* What stays fixed over a session's life, readable from a held reference
  * without the lock. */
 const char *code_session_id(const struct code_session *cs);
+/* The id's random part, for log lines: they show its first 8 digits,
+ * never the whole id, which is a bearer secret without auth. */
+const char *code_session_tag(const struct code_session *cs);
 const char *code_session_language(const struct code_session *cs);
 const char *code_session_name(const struct code_session *cs); /* "" when none */
 const struct code_session_owner *code_session_owner(const struct code_session *cs);

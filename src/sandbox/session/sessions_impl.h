@@ -25,7 +25,7 @@ enum state {
 
 struct code_session {
     /* Fixed from reserve on. */
-    char id[CODE_SESSION_ID_LEN + 1];
+    char id[CODE_SESSION_ID_CAP];
     struct code_session_owner who;
     char language[CODE_SESSION_LANGUAGE_MAX + 1];
     char name[CODE_SESSION_NAME_MAX + 1];

@@ -88,7 +88,7 @@ void space_teardown(struct code_space *sp, struct kept *k, bool kill)
     if (sb.id) {
         struct err err = ERR_INIT;
         if (kill && backend_kill(ctx->backend, sb.id, &err) < 0)
-            log_warn("code session %.8s: killing its sandbox %.12s: %s", code_session_id(k->cs),
+            log_warn("code session %.8s: killing its sandbox %.12s: %s", code_session_tag(k->cs),
                      sb.id, err_msg(&err));
         err_clear(&err);
         reaper_remove(ctx->reaper, sb.id);
@@ -141,7 +141,7 @@ enum code_session_closed code_session_close(struct exec_ctx *ctx, struct code_se
         return CODE_SESSION_GONE;
     enum code_session_closed what = code_sessions_close(sp->reg, cs);
     if (what == CODE_SESSION_CLOSED) {
-        log_info("code session %.8s closed", code_session_id(cs));
+        log_info("code session %.8s closed", code_session_tag(cs));
         space_teardown(sp, code_session_handle(cs), false);
     }
     return what;

@@ -93,7 +93,7 @@ static void check_one(struct code_space *sp, struct kept *k)
     long n = backend_stream_read(k->sb.stream, drop_output, &dropped, &err);
     if (dropped)
         log_debug("code session %.8s: %zu bytes of output while idle, dropped",
-                  code_session_id(k->cs), dropped);
+                  code_session_tag(k->cs), dropped);
     char *why = NULL;
     bool gone = false;
     /* BACKEND_AGAIN: what poll saw was a call's output, read by that call
@@ -105,7 +105,7 @@ static void check_one(struct code_space *sp, struct kept *k)
     pthread_mutex_unlock(&k->lock);
     err_clear(&err);
     if (gone) {
-        log_info("code session %.8s lost while idle: %.*s", code_session_id(k->cs),
+        log_info("code session %.8s lost while idle: %.*s", code_session_tag(k->cs),
                  WATCH_REASON_MAX, why);
         space_teardown(sp, k, false);
     }

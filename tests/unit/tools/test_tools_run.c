@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tools/environment.h"
+#include "tools/session_tools.h"
 #include "tools/tools.h"
 #include "unit/server_rig.h"
 
@@ -266,6 +267,12 @@ static void test_session_calls(void **state)
                    "memory_mb: this session has 256 MiB");
     assert_refused(call_as(f, &ALICE, "execute_code", "{\"code\":\"x\"}"),
                    "execute_code needs a language, or a session_id");
+    /* Another daemon's handle: refused, naming that daemon. */
+    assert_refused(
+        call_as(f, &ALICE, "run_python_code", "{\"code\":\"x\",\"session_id\":\"beta.%s\"}", id),
+        SESSIONS_ELSEWHERE ", \"beta\"");
+    assert_refused(call_as(f, &ALICE, "close_session", "{\"session_id\":\"beta.%s\"}", id),
+                   SESSIONS_ELSEWHERE ", \"beta\"");
     assert_refused(
         call_as(f, &ALICE, "create_session", "{\"language\":\"python\",\"name\":\"a\\nb\"}"),
         "control characters");
