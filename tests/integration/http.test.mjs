@@ -969,7 +969,9 @@ describe('daemon options', { timeout: 300_000 }, () => {
     const d = await HttpDaemon.start('max-sessions', { marker: `${RUN_ID}-sessions`, args: ['--max-sessions', '2'] });
     try {
       await withDaemon(d, async () => {
-        // Loopback without a token serves, and says so.
+        // Loopback without a token serves, and says so (just after the
+        // "serving" line the start waited for).
+        for (const t0 = Date.now(); !/warn: serving without authentication/.test(d.stderr) && Date.now() - t0 < 5000;) await sleep(20);
         assert.match(d.stderr, /warn: serving without authentication/);
         const a = new RawSession(d);
         const b = new RawSession(d);
