@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 
 import { RUN_ID, TEST_TIMEOUT_MS, SdkDaemon, preflight, withDaemon, sleep, tail, waitNoContainers } from '../integration/lib.mjs';
 import {
-  ENGINE_KIND, enginePid, engineListeners, signalEngine, restoreEngine, enginePing, removeOurs, helloWorld, within, scOf,
+  ENGINE_KIND, enginePid, engineListeners, signalEngine, stopEngine, restoreEngine, enginePing, removeOurs, helloWorld, within, scOf,
 } from './lib.mjs';
 
 const MARKER = `${RUN_ID}-stall`;
@@ -46,9 +46,10 @@ test('engine stopped: a call with timeout_ms 3000 ends in time; ping and tools/l
   await withDaemon(st.d, async () => {
     await helloWorld((n, a) => st.d.call(n, a), 'warm');
     st.pid = enginePid();
-    signalEngine(st.pid, 'SIGSTOP');
+    const running = await stopEngine(st.pid);
     st.stoppedAt = Date.now();
     try {
+      assert.deepEqual(running, [], `threads of the engine (pid ${st.pid}) still running 5 s after SIGSTOP`);
       if (await enginePing(1000)) {
         assert.fail(`the engine still answers /_ping after SIGSTOP to pid ${st.pid}; listening on its socket:\n${engineListeners()}`);
       }

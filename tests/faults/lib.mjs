@@ -58,6 +58,45 @@ export function signalEngine(pid, sig) {
   if (sig === 'SIGCONT') stopped.delete(pid);
 }
 
+/** Threads of pid not yet in the stopped state ('T'), as "tid:state". */
+function threadsRunning(pid) {
+  let tids;
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const running = [];
+  for (const tid of tids) {
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended
+    }
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    if (state !== 'T' && state !== 't') running.push(`${tid}:${state}`);
+  }
+  return running;
+}
+
+/**
+ * SIGSTOP pid and wait until every thread of it has stopped: kill() only
+ * queues the signal, and a thread busy on the other core (or in a syscall)
+ * may still answer a request before it stops. Returns the threads still
+ * running after ms (empty when the whole process stopped).
+ */
+export async function stopEngine(pid, ms = 5000) {
+  signalEngine(pid, 'SIGSTOP');
+  const t0 = Date.now();
+  let running = threadsRunning(pid);
+  while (running.length && Date.now() - t0 < ms) {
+    await sleep(20);
+    running = threadsRunning(pid);
+  }
+  return running;
+}
+
 /** scripts/engine.sh start: returns once the engine answers /_ping. */
 export function startEngine() {
   const r = engineSh(['start', ENGINE_KIND], 120_000);
