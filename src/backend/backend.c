@@ -1,6 +1,9 @@
 #include "backend/backend.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 void backend_free(struct backend *b)
 {
@@ -96,6 +99,42 @@ int backend_remove(struct backend *b, const char *id, struct err *err)
 int backend_inspect(struct backend *b, const char *id, struct backend_state *st, struct err *err)
 {
     return b->ops->inspect(b, id, st, err);
+}
+
+int backend_weight_open(struct backend *b, const char *id, struct backend_weight *out,
+                        struct err *err)
+{
+    *out = (struct backend_weight){.fd = -1, .normal = NULL};
+    if (!b->ops->weight_open)
+        return err_set(err, ERR_IO, "the %s backend cannot change CPU weights", b->ops->kind);
+    return b->ops->weight_open(b, id, out, err);
+}
+
+bool backend_weights_possible(const struct backend *b)
+{
+    return b->ops->weight_open != NULL;
+}
+
+int backend_weight_raise(const struct backend_weight *w, struct err *err)
+{
+    if (w->fd < 0)
+        return err_set(err, ERR_INVALID, "no CPU weight is open");
+    size_t n = strlen(w->normal);
+    ssize_t r;
+    do
+        r = write(w->fd, w->normal, n);
+    while (r < 0 && errno == EINTR);
+    if (r != (ssize_t)n)
+        return err_set(err, ERR_IO, "cannot set the sandbox's CPU weight: %s",
+                       r < 0 ? strerror(errno) : "short write");
+    return 0;
+}
+
+void backend_weight_close(struct backend_weight *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
 }
 
 int backend_list(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,

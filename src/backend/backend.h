@@ -54,12 +54,17 @@ struct backend_spec {
      * other containers hold (sandbox/pool/uids.h). */
     uid_t uid;
     gid_t gid;
-    const char *workdir;            /* the writable tmpfs, also the cwd */
-    long long workdir_mb;           /* its size */
-    bool workdir_exec;              /* programs may be run from it (compiled languages) */
-    const char *const *env;         /* NULL-terminated "NAME=value"; nothing else is set */
-    long long memory_bytes;         /* RAM, and RAM + swap: no swap */
-    long long nano_cpus;            /* CPU time, in billionths of a CPU */
+    const char *workdir;    /* the writable tmpfs, also the cwd */
+    long long workdir_mb;   /* its size */
+    bool workdir_exec;      /* programs may be run from it (compiled languages) */
+    const char *const *env; /* NULL-terminated "NAME=value"; nothing else is set */
+    long long memory_bytes; /* RAM, and RAM + swap: no swap */
+    long long nano_cpus;    /* CPU time, in billionths of a CPU */
+    /* Its CPU weight against other containers, in the engine's CpuShares
+     * (1024 the default; 0 leaves the engine's): a pool sandbox is made at
+     * BACKEND_CPU_SHARES_LOW so setting it up cannot take the CPUs from
+     * runs, and raised once a run takes it (backend_weight_open). */
+    long long cpu_shares;
     long long pids_limit;           /* processes and threads */
     long long nofile, nproc, fsize; /* rlimits (fsize in bytes); core is always 0 */
     long long shm_bytes;            /* /dev/shm */
@@ -100,6 +105,15 @@ struct backend_state {
     bool running;
     bool oom_killed;
     int exit_code;
+    int pid; /* its first process on the engine's host; 0 when not running or unknown */
+};
+
+/* A sandbox's CPU weight, held open so that a run taking a pooled sandbox
+ * raises it within the take, without a round trip to the engine
+ * (backend/docker/weight.h has the figures). fd -1: none. */
+struct backend_weight {
+    int fd;
+    const char *normal; /* what a run gets; written at the take */
 };
 
 /* A container this daemon's kind created (any instance). */
@@ -141,6 +155,10 @@ typedef int (*backend_output_cb)(void *ctx, int stream, const char *data, size_t
  * it). */
 #define BACKEND_RETRY 2
 
+/* The least CPU weight (CpuShares) an engine takes: a sandbox being set
+ * up at this weight runs only on CPU time no run wants. */
+#define BACKEND_CPU_SHARES_LOW 2
+
 struct backend;
 struct backend_stream;
 /* What start needs of how create set a sandbox's streams up: each
@@ -178,6 +196,9 @@ struct backend_ops {
     int (*inspect)(struct backend *b, const char *id, struct backend_state *st, struct err *err);
     int (*list)(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,
                 struct err *err);
+    /* backend_weight_open; NULL: weights cannot be changed. */
+    int (*weight_open)(struct backend *b, const char *id, struct backend_weight *out,
+                       struct err *err);
 
     int (*stream_fd)(const struct backend_stream *s);
     bool (*stream_pending)(const struct backend_stream *s);
@@ -284,6 +305,21 @@ int backend_inspect(struct backend *b, const char *id, struct backend_state *st,
 int backend_list(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,
                  struct err *err);
 void backend_container_list_free(struct backend_container *list, size_t n);
+
+/* Opens running sandbox id's CPU weight into *out. -1 where weights
+ * cannot be changed here (the backend, an engine on another host, no
+ * right to its cgroups), with err saying why; out->fd is then -1. */
+int backend_weight_open(struct backend *b, const char *id, struct backend_weight *out,
+                        struct err *err);
+
+/* False when backend_weight_open always fails (the backend has no way). */
+bool backend_weights_possible(const struct backend *b);
+
+/* Gives the sandbox the weight a run gets; about 20 us. */
+int backend_weight_raise(const struct backend_weight *w, struct err *err);
+
+/* Closes it (a no-op for fd -1); the weight stays as it is. */
+void backend_weight_close(struct backend_weight *w);
 
 /* For poll(2): readable when backend_stream_read has something to do. */
 int backend_stream_fd(const struct backend_stream *s);

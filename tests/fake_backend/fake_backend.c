@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -214,6 +215,7 @@ static void spec_record(struct sandbox *s, const struct backend_spec *spec, bool
     in->gid = spec->gid;
     in->memory_bytes = spec->memory_bytes;
     in->nano_cpus = spec->nano_cpus;
+    in->cpu_shares = in->weight_now = spec->cpu_shares;
     in->pids_limit = spec->pids_limit;
     in->workdir_mb = spec->workdir_mb;
     in->workdir_exec = spec->workdir_exec;
@@ -248,6 +250,7 @@ static int fake_create(struct backend *b, const struct backend_spec *spec, bool 
     snprintf(s->info.id, sizeof(s->info.id), "fb%014lx", ++fb->next_id);
     s->created = (long long)time(NULL);
     s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    s->weight_fd = -1;
     s->prog_fd = -1;
     fake_program_copy(&s->prog, &fb->prog);
     spec_record(s, spec, fallback);
@@ -390,6 +393,31 @@ static int fake_inspect(struct backend *b, const char *id, struct backend_state 
     return 0;
 }
 
+/* The weight "file" is a memfd the sandbox keeps; fake_backend_info reads
+ * what was written to it. */
+static int fake_weight_open(struct backend *b, const char *id, struct backend_weight *out,
+                            struct err *err)
+{
+    struct fake_backend *fb = fb_of(b);
+    pthread_mutex_lock(&fb->mu);
+    struct sandbox *s = fb_find_locked(fb, id);
+    int rc = 0;
+    if (fb->refuse_weights)
+        rc = err_set(err, ERR_IO, "the fake refuses CPU weights");
+    else if (!s || !s->info.running)
+        rc = err_set(err, ERR_NOT_FOUND, "no running sandbox %s", id);
+    if (rc == 0 && s->weight_fd < 0)
+        s->weight_fd = memfd_create("weight", MFD_CLOEXEC);
+    int fd = rc == 0 ? dup(s->weight_fd) : -1;
+    pthread_mutex_unlock(&fb->mu);
+    if (rc < 0)
+        return -1;
+    if (fd < 0)
+        return err_set(err, ERR_IO, "memfd: %s", strerror(errno));
+    *out = (struct backend_weight){.fd = fd, .normal = "1024"};
+    return 0;
+}
+
 static struct backend_container *list_locked(const struct fake_backend *fb, size_t *n)
 {
     *n = 0;
@@ -467,6 +495,8 @@ static void fake_free(struct backend *b)
         if (s->has_thread && !s->joined)
             pthread_join(s->th, NULL);
         close(s->wake_fd);
+        if (s->weight_fd >= 0)
+            close(s->weight_fd);
         fake_program_free(&s->prog);
         free(s);
     }
@@ -509,6 +539,7 @@ const struct backend_ops fake_backend_ops = {
     .remove = fake_remove,
     .inspect = fake_inspect,
     .list = fake_list,
+    .weight_open = fake_weight_open,
     .stream_fd = fb_stream_fd,
     .stream_pending = fb_stream_pending,
     .stream_send = fb_stream_send,

@@ -101,6 +101,10 @@ void fake_backend_add(struct fake_backend *fb, const struct fake_existing *e);
  * may send the code any moment); true when one was killed. */
 bool fake_backend_kill_waiting(struct fake_backend *fb, const char *id);
 
+/* backend_weight_open fails from now on (with err saying so) when refuse,
+ * as on a host where weights cannot be changed. */
+void fake_backend_refuse_weights(struct fake_backend *fb, bool refuse);
+
 /* ---- what happened ------------------------------------------------------ */
 
 /* What a sandbox was made from, and where it is. Strings are cut to fit. */
@@ -115,6 +119,8 @@ struct fake_sandbox_info {
     uid_t uid;
     gid_t gid;
     long long memory_bytes, nano_cpus, pids_limit, workdir_mb, expires;
+    long long cpu_shares; /* as created (the spec's) */
+    long long weight_now; /* as it is now: cpu_shares, or what was written since */
     bool workdir_exec, network, fallback;
     enum backend_syscalls syscalls;
     bool warm;         /* started as a warm runner (runner.h) */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/eventfd.h>
 
 #include "base/util.h"
@@ -94,6 +95,7 @@ void fake_backend_add(struct fake_backend *fb, const struct fake_existing *e)
     s->uid_unknown = e->uid < 0;
     s->created = e->created;
     s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    s->weight_fd = -1;
     s->prog_fd = -1;
     pthread_mutex_lock(&fb->mu);
     s->next = fb->head;
@@ -145,12 +147,28 @@ bool fake_backend_last_id(struct fake_backend *fb, char *out, size_t n)
     return ok;
 }
 
+void fake_backend_refuse_weights(struct fake_backend *fb, bool refuse)
+{
+    pthread_mutex_lock(&fb->mu);
+    fb->refuse_weights = refuse;
+    pthread_mutex_unlock(&fb->mu);
+}
+
+/* s's info, with the weight as last written (lock held). */
+static void info_of_locked(const struct sandbox *s, struct fake_sandbox_info *out)
+{
+    *out = s->info;
+    char w[32] = "";
+    if (s->weight_fd >= 0 && pread(s->weight_fd, w, sizeof(w) - 1, 0) > 0)
+        out->weight_now = atoll(w);
+}
+
 bool fake_backend_info(struct fake_backend *fb, const char *id, struct fake_sandbox_info *out)
 {
     pthread_mutex_lock(&fb->mu);
     const struct sandbox *s = fb_find_locked(fb, id);
     if (s)
-        *out = s->info;
+        info_of_locked(s, out);
     pthread_mutex_unlock(&fb->mu);
     return s != NULL;
 }
@@ -256,7 +274,7 @@ struct fake_sandbox_info *fake_backend_all(struct fake_backend *fb, size_t *n)
     /* The list is newest first. */
     size_t i = k;
     for (const struct sandbox *s = fb->head; s; s = s->next)
-        out[--i] = s->info;
+        info_of_locked(s, &out[--i]);
     pthread_mutex_unlock(&fb->mu);
     *n = k;
     return out;

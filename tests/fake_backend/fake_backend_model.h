@@ -17,8 +17,9 @@ struct sandbox {
     struct fake_sandbox_info info; /* under the lock */
     struct fake_program prog;      /* set at create, never changed */
     long long created;
-    int wake_fd; /* eventfd: readable once killed */
-    int prog_fd; /* the program's end of the streams; its thread closes it */
+    int wake_fd;   /* eventfd: readable once killed */
+    int prog_fd;   /* the program's end of the streams; its thread closes it */
+    int weight_fd; /* a memfd standing for its cgroup's weight file; -1 until opened */
     pthread_t th;
     bool has_thread, joined;
     struct sandbox *next;
@@ -52,7 +53,8 @@ struct fake_backend {
     size_t n_log, cap_log;
     char *fail_create_needle; /* fake_backend_fail_create_if */
     enum err_code fail_create_code;
-    int stale_lists; /* fake_backend_stall_stale_list */
+    int stale_lists;     /* fake_backend_stall_stale_list */
+    bool refuse_weights; /* fake_backend_refuse_weights */
 };
 
 struct backend_pending {

@@ -10,11 +10,12 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
 
 import {
   RUN_ID, RUN_MARKER, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, sleep,
   SdkDaemon, HttpDaemon, withDaemon, preflight, ourContainers, waitNoContainers, engineRequest, allDaemons, exitWait,
-  checkRun, checkDaemonsAndContainers,
+  checkRun, checkDaemonsAndContainers, engineGet,
 } from './lib.mjs';
 
 const ENV_URI = 'mcp-sandboxd://environment';
@@ -188,6 +189,45 @@ test('the pool refills after a burst; every run of the burst succeeds', { timeou
     const p = await waitPool(d, full);
     assert.equal(p.hits + p.misses, 6, JSON.stringify(p));
     assert.ok(p.hits >= 2, JSON.stringify(p));
+  });
+  await d.close();
+});
+
+/**
+ * A running container's CPU weight, read from its cgroup on this host:
+ * {v2, value} (cgroup v1 cpu.shares, or v2 cpu.weight).
+ */
+async function cpuWeight(id) {
+  const pid = (await engineGet(`/v1.41/containers/${id}/json`)).State.Pid;
+  assert.ok(pid > 0, `container ${id.slice(0, 12)} has no process`);
+  const lines = readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n');
+  const v1 = lines.find((l) => /^\d+:([^:]*,)?cpu(,[^:]*)?:/.test(l));
+  if (v1) {
+    const path = v1.split(':')[2];
+    const file = [`/sys/fs/cgroup/cpu${path}/cpu.shares`, `/sys/fs/cgroup/cpu,cpuacct${path}/cpu.shares`].find((f) => existsSync(f));
+    assert.ok(file, `no cpu.shares for ${v1}`);
+    return { v2: false, value: Number(readFileSync(file, 'utf8')) };
+  }
+  const unified = lines.find((l) => l.startsWith('0::'));
+  return { v2: true, value: Number(readFileSync(`/sys/fs/cgroup${unified.slice(3)}/cpu.weight`, 'utf8')) };
+}
+
+test('a pooled container waits at the low CPU weight and runs at the normal one', { timeout: TEST_TIMEOUT_MS }, async () => {
+  const d = await startPooled('weight', 1);
+  await withDaemon(d, async () => {
+    await waitPool(d, full);
+    const [ctr] = await waiting(d);
+    assert.ok(ctr, 'no waiting python container');
+    const low = await cpuWeight(ctr.id);
+    assert.equal(low.value, low.v2 ? 1 : 2, `waiting: ${JSON.stringify(low)}`);
+    const running = d.call('execute_code', { language: 'python', code: `${HOSTNAME}\nimport time\ntime.sleep(4)` });
+    await waitPool(d, (p) => p.hits === 1);
+    // Raised within the take, just after the hit is counted.
+    let normal = await cpuWeight(ctr.id);
+    for (const t0 = Date.now(); normal.value === low.value && Date.now() - t0 < 2000; await sleep(20)) normal = await cpuWeight(ctr.id);
+    const sc = checkRun(await running, { status: 'ok', exit_code: 0 }).sc;
+    assert.ok(ctr.id.startsWith(sc.stdout.trim()), `the run was not in ${ctr.short}: ${sc.stdout}`);
+    assert.equal(normal.value, normal.v2 ? 100 : 1024, `running: ${JSON.stringify(normal)}`);
   });
   await d.close();
 });

@@ -120,6 +120,8 @@ static json_object *host_config(const struct backend_spec *spec, const char *sec
     json_object_object_add(hc, "Memory", json_object_new_int64(spec->memory_bytes));
     json_object_object_add(hc, "MemorySwap", json_object_new_int64(spec->memory_bytes));
     json_object_object_add(hc, "NanoCpus", json_object_new_int64(spec->nano_cpus));
+    if (spec->cpu_shares > 0)
+        json_object_object_add(hc, "CpuShares", json_object_new_int64(spec->cpu_shares));
     json_object_object_add(hc, "PidsLimit", json_object_new_int64(spec->pids_limit));
     json_object *ul = json_object_new_array();
     json_object_array_add(ul, ulimit("nofile", spec->nofile, spec->nofile));

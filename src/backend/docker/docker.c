@@ -10,6 +10,7 @@
 #include "backend/docker/engine.h"
 #include "backend/docker/engine_http.h"
 #include "backend/docker/engine_stream.h"
+#include "backend/docker/weight.h"
 #include "backend/docker/sandbox_io.h"
 #include "backend/docker/seccomp_file.h"
 #include "backend/docker/seccomp_profile.h"
@@ -394,6 +395,22 @@ static int docker_inspect(struct backend *b, const char *id, struct backend_stat
     return engine_inspect_state(engine_of(b), id, st, err);
 }
 
+/* The engine must share this host: the pid it reports is looked up in
+ * this /proc. */
+static int docker_weight_open(struct backend *b, const char *id, struct backend_weight *out,
+                              struct err *err)
+{
+    struct backend_state st = {0};
+    if (engine_inspect_state(engine_of(b), id, &st, err) < 0)
+        return -1;
+    bool v2 = false;
+    int fd = weight_open("/proc", "/proc/self/mountinfo", st.pid, id, &v2, err);
+    if (fd < 0)
+        return -1;
+    *out = (struct backend_weight){.fd = fd, .normal = v2 ? WEIGHT_V2_NORMAL : WEIGHT_V1_NORMAL};
+    return 0;
+}
+
 static int docker_list(struct backend *b, long timeout_ms, struct backend_container **out,
                        size_t *n, struct err *err)
 {
@@ -495,6 +512,7 @@ static const struct backend_ops docker_ops = {
     .remove = docker_remove,
     .inspect = docker_inspect,
     .list = docker_list,
+    .weight_open = docker_weight_open,
     .stream_fd = docker_stream_fd,
     .stream_pending = docker_stream_pending,
     .stream_send = docker_stream_send,

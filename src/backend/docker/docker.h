@@ -12,7 +12,7 @@
  * libcurl user), engine_stream.c (the attach stream's frame
  * demultiplexer), seccomp_profile.c (the sandbox's seccomp profile, per kernel, and
  * which runtimes are gVisor's), seccomp_file.c (the profile as a file,
- * for Podman). */
+ * for Podman), weight.c (a sandbox's CPU weight, in its own cgroup). */
 #ifndef MCPSBX_DOCKER_H
 #define MCPSBX_DOCKER_H
 

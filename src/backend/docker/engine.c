@@ -412,6 +412,9 @@ static int inspect(struct engine *e, const char *id, struct backend_state *st, c
     st->running = get_bool(state, "Running");
     st->oom_killed = get_bool(state, "OOMKilled");
     st->exit_code = get_int(state, "ExitCode", &code) ? (int)code : -1;
+    int64_t pid = 0;
+    st->pid =
+        st->running && get_int(state, "Pid", &pid) && pid > 0 && pid <= INT32_MAX ? (int)pid : 0;
     if (runtime) {
         json_object_object_get_ex(root, "HostConfig", &hc);
         const char *r = json_get_string(hc, "Runtime", NULL);

@@ -31,7 +31,8 @@
 struct waiting {
     char *id;
     struct backend_stream *stream;
-    double born_ms; /* created */
+    double born_ms;               /* created */
+    struct backend_weight weight; /* low while it waits; fd -1: made at the normal weight */
 };
 
 struct slot {
@@ -55,7 +56,11 @@ struct pool {
     long long max_age_ms;
     long long expiry_extra_s;
     long long refill_delay_ms;
-    size_t running;        /* taken containers whose run goes on */
+    size_t running; /* taken containers whose run goes on */
+    /* Sandboxes are set up at a low CPU weight, raised when a run takes
+     * one; off for good once the backend cannot change weights here. */
+    bool weights;
+    char weights_off[160]; /* why they are off; "" while on */
     double quiet_until_ms; /* fillers start nothing before this */
 
     pthread_mutex_t lock;
@@ -96,10 +101,11 @@ static bool stream_stirred(struct backend_stream *s)
 
 static void waiting_discard(struct pool *p, struct waiting *w)
 {
+    backend_weight_close(&w->weight);
     backend_stream_close(w->stream);
     reaper_remove(p->reaper, w->id);
     free(w->id);
-    *w = (struct waiting){0};
+    *w = (struct waiting){.weight = {.fd = -1}};
 }
 
 /* ---- one container, from create to ready ------------------------------- */
@@ -188,10 +194,52 @@ static int await_ready(struct pool *p, struct backend_stream *st, double deadlin
     return 0;
 }
 
-static int fill_one(struct pool *p, const struct slot *s, bool lean, struct waiting *out,
-                    struct err *err)
+/* Holds w's weight open, to be raised when a run takes it. When the
+ * backend cannot do that here, weights go off for every later sandbox,
+ * and this one, set up at the low weight, is not kept: a run in it would
+ * lose the CPUs to the next set-up. */
+static int hold_weight(struct pool *p, const struct slot *s, const char *id,
+                       struct backend_weight *w, struct err *err)
+{
+    struct err why = ERR_INIT;
+    if (backend_weight_open(p->backend, id, w, &why) == 0) {
+        err_clear(&why);
+        return 0;
+    }
+    /* A container that died as it became ready says nothing of weights. */
+    struct backend_state st = {0};
+    struct err ierr = ERR_INIT;
+    if (backend_inspect(p->backend, id, &st, &ierr) < 0 || !st.running) {
+        err_clear(&ierr);
+        err_set(err, ERR_IO, "%s sandbox died as it became ready (%s)", s->prof.name,
+                err_msg(&why));
+        err_clear(&why);
+        return -1;
+    }
+    pthread_mutex_lock(&p->lock);
+    bool first = p->weights;
+    p->weights = false;
+    if (first)
+        snprintf(p->weights_off, sizeof(p->weights_off), "%s", err_msg(&why));
+    pthread_mutex_unlock(&p->lock);
+    if (first)
+        log_info("pool: sandboxes wait at the normal CPU weight, so setting one up competes "
+                 "with runs (%s)",
+                 err_msg(&why));
+    err_clear(&why);
+    return err_set(err, ERR_IO, "%s sandbox: CPU weights went off", s->prof.name);
+}
+
+/* One set-up; *again when its sandbox was not kept only because weights
+ * have just gone off. */
+static int set_up(struct pool *p, const struct slot *s, bool lean, struct waiting *out, bool *again,
+                  struct err *err)
 {
     struct backend_spec spec = lean ? s->prof.lean : s->prof.spec;
+    pthread_mutex_lock(&p->lock);
+    bool weights = p->weights;
+    pthread_mutex_unlock(&p->lock);
+    spec.cpu_shares = weights ? BACKEND_CPU_SHARES_LOW : 0;
     spec.expires = (long long)time(NULL) + (p->max_age_ms + 999) / 1000 + p->expiry_extra_s;
     double t0 = util_now_ms();
     char *id = NULL;
@@ -207,10 +255,32 @@ static int fill_one(struct pool *p, const struct slot *s, bool lean, struct wait
         free(id);
         return -1;
     }
+    struct backend_weight w = {.fd = -1};
+    if (weights && hold_weight(p, s, id, &w, err) < 0) {
+        pthread_mutex_lock(&p->lock);
+        *again = !p->weights;
+        pthread_mutex_unlock(&p->lock);
+        backend_stream_close(st);
+        reaper_remove(p->reaper, id);
+        free(id);
+        return -1;
+    }
     log_debug("pool: %s sandbox %.12s ready in %.0f ms%s", s->prof.name, id, util_now_ms() - t0,
               lean ? " (without preloads)" : "");
-    *out = (struct waiting){.id = id, .stream = st, .born_ms = t0};
+    *out = (struct waiting){.id = id, .stream = st, .born_ms = t0, .weight = w};
     return 0;
+}
+
+static int fill_one(struct pool *p, const struct slot *s, bool lean, struct waiting *out,
+                    struct err *err)
+{
+    bool again = false;
+    int rc = set_up(p, s, lean, out, &again, err);
+    if (rc < 0 && again) {
+        err_clear(err);
+        rc = set_up(p, s, lean, out, &again, err);
+    }
+    return rc;
 }
 
 /* ---- fillers ---------------------------------------------------------------- */
@@ -271,7 +341,7 @@ static void *filler_main(void *arg)
             s->lean++;
         pthread_mutex_unlock(&p->lock);
 
-        struct waiting w = {0};
+        struct waiting w = {.weight = {.fd = -1}};
         struct err err = ERR_INIT;
         int rc = fill_one(p, s, lean, &w, &err);
 
@@ -418,6 +488,10 @@ struct pool *pool_new(struct backend *backend, struct reaper *reaper, struct lau
     p->max_age_ms = timing->max_age_ms;
     p->expiry_extra_s = timing->expiry_extra_s;
     p->refill_delay_ms = timing->refill_delay_ms;
+    p->weights = backend_weights_possible(backend);
+    if (!p->weights)
+        snprintf(p->weights_off, sizeof(p->weights_off), "the %s backend cannot change them",
+                 backend_kind(backend));
     p->slots = xcalloc(n ? n : 1, sizeof(*p->slots));
     p->n = n;
     for (size_t i = 0; i < n; i++)
@@ -479,6 +553,7 @@ bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out
     struct waiting unfit[2];
     size_t nunfit = 0;
     bool got = false;
+    struct backend_weight weight = {.fd = -1};
     struct slot *s = &p->slots[i];
     pthread_mutex_lock(&p->lock);
     while (*tries > 0 && s->n > 0 && !got) {
@@ -494,6 +569,7 @@ bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out
                      s->prof.name, w.id);
         } else {
             *out = (struct pool_entry){.id = w.id, .stream = w.stream};
+            weight = w.weight;
             s->hits++;
             got = true;
             p->running++;
@@ -516,6 +592,14 @@ bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out
     }
     pthread_cond_broadcast(&p->cond);
     pthread_mutex_unlock(&p->lock);
+    /* Before the run's request goes: the run gets the CPUs a set-up wants. A
+     * failure means its cgroup is gone, so the container too, which the run
+     * finds out at once (and a run that had not begun is retried). */
+    struct err err = ERR_INIT;
+    if (weight.fd >= 0 && backend_weight_raise(&weight, &err) < 0)
+        log_debug("pool: %s sandbox %.12s: %s", s->prof.name, out->id, err_msg(&err));
+    err_clear(&err);
+    backend_weight_close(&weight);
     poke(p->wake_fd);
     for (size_t k = 0; k < nunfit; k++)
         waiting_discard(p, &unfit[k]);
@@ -537,7 +621,7 @@ static void run_end_locked(struct pool *p, double grace_ms)
 
 void pool_entry_discard(struct pool *p, size_t i, struct pool_entry *e)
 {
-    struct waiting w = {.id = e->id, .stream = e->stream};
+    struct waiting w = {.id = e->id, .stream = e->stream, .weight = {.fd = -1}};
     pthread_mutex_lock(&p->lock);
     if (i < p->n)
         p->slots[i].replaced++;

@@ -12,6 +12,11 @@
  * container carries an expiry label past its age limit plus the longest
  * run, so a sweep removes it if this daemon dies.
  *
+ * CPU: a container is set up at the least CPU weight and raised to the
+ * normal one within the take (backend_weight_open), so setting one up
+ * runs on CPU time no run wants; where the backend cannot change weights
+ * here, containers are made at the normal weight.
+ *
  * Threads: POOL_FILLERS filler threads (create, connect, start, wait for
  * ready; at most that many engine setups at once, so refilling cannot
  * starve runs of the engine) and one watcher (polls every waiting

@@ -1,8 +1,9 @@
 /* pool.c through exec against the fake backend (tests/fake_backend), the
  * pool over time: when it refills while a run holds the sandbox it took,
  * many runs taking, refilling and replacing at once while waiting
- * sandboxes get killed, and every sandbox alive at once running as a uid
- * of its own. The pool's other cases are test_pool.c's. */
+ * sandboxes get killed, every sandbox alive at once running as a uid of
+ * its own, and the CPU weight a sandbox waits at and runs at. The pool's
+ * other cases are test_pool.c's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -304,12 +305,50 @@ static void test_sandbox_users(void **state)
     assert_all_gone(g);
 }
 
+/* ---- CPU weights ---------------------------------------------------------------- */
+
+/* A sandbox waits at the low weight and runs at the normal one, raised
+ * within the take; where weights cannot be changed, the one set up at the
+ * low weight is not kept, and the rest are made at the normal weight
+ * without a failure counted. */
+static void test_weight_hand_over(void **state)
+{
+    struct rig *g = *state;
+    struct fake_program p = {.out = "hi\n", .out_len = 3};
+    fake_backend_set_program(g->fake, &p);
+    rig_open(g);
+    wait_ready(g, PY, 1);
+    char id[FAKE_BACKEND_ID_MAX + 1];
+    struct fake_sandbox_info info;
+    assert_true(find_waiting(g, PY, id));
+    assert_true(fake_backend_info(g->fake, id, &info));
+    assert_int_equal(info.cpu_shares, BACKEND_CPU_SHARES_LOW);
+    assert_int_equal(info.weight_now, BACKEND_CPU_SHARES_LOW);
+
+    struct run req = request(PY, "print('hi')", g->cfg.memory_mb);
+    run_ok(g, &req, "hi\n");
+    sandbox_of(g, "print('hi')", &info);
+    assert_string_equal(info.id, id);
+    assert_int_equal(info.weight_now, 1024);
+
+    fake_backend_refuse_weights(g->fake, true);
+    req = request(PY, "print('hi') # 2", g->cfg.memory_mb);
+    run_ok(g, &req, "hi\n");
+    wait_ready(g, PY, 1);
+    assert_true(find_waiting(g, PY, id));
+    assert_true(fake_backend_info(g->fake, id, &info));
+    assert_int_equal(info.cpu_shares, 0);
+    assert_true(stats(g, PY).failed == 0);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_refill_waits_for_run),      T(test_refill_at_once), T(test_miss_ends_refill_wait),
-        T(test_concurrent_runs_and_kills), T(test_sandbox_users),
+        T(test_concurrent_runs_and_kills), T(test_sandbox_users),  T(test_weight_hand_over),
     };
 #undef T
     return cmocka_run_group_tests_name("pool_refill", tests, NULL, NULL);
