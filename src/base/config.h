@@ -61,6 +61,7 @@ struct config {
      * nothing installs yet. */
     struct config_list packages_index;
     bool packages_offline;
+    long long packages_ready_installers; /* per language with installs; 0 = none */
     char *packages_cache_dir;
     long long packages_cache_max_bytes;
     long long timeout_ms;

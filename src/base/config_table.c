@@ -265,6 +265,11 @@ const struct config_opt config_opts[] = {
     BOOL("packages-offline", packages_offline,
          "install nothing: only package sets already in the cache may be used, and a call "
          "asking for another is refused. Shown by list_languages"),
+    INT("packages-ready-installers", packages_ready_installers, 0, 4, "N", 1,
+        "installer sandboxes kept started per language with installs (once its warm pool is "
+        "full; none while --pool-size is 0 or --packages-offline), so a first install pays no "
+        "sandbox start; each is used for one install; 0 starts every install's sandbox when "
+        "the install begins"),
     LIST("pass-through-env", pass_through_env, "NAME[,NAME...]", config_item_env_name,
          "set these variables from the daemon's environment in every sandboxed program, and no "
          "other host variable (sent with each run, never in the container's configuration; never "

@@ -15,6 +15,47 @@ static json_object *preload_json(const struct langtable_strv *v)
     return a;
 }
 
+/* One pool profile's figures into p. */
+static void add_stats(json_object *p, const struct exec_pool_stats *st)
+{
+    json_object_object_add(p, "size", json_object_new_int64((int64_t)st->size));
+    json_object_object_add(p, "ready", json_object_new_int64((int64_t)st->ready));
+    json_object_object_add(p, "starting", json_object_new_int64((int64_t)st->starting));
+    json_object_object_add(p, "hits", json_object_new_int64((int64_t)st->hits));
+    json_object_object_add(p, "misses", json_object_new_int64((int64_t)st->misses));
+    json_object_object_add(p, "replaced", json_object_new_int64((int64_t)st->replaced));
+    json_object_object_add(p, "recycled", json_object_new_int64((int64_t)st->recycled));
+    json_object_object_add(p, "failed", json_object_new_int64((int64_t)st->failed));
+    if (st->last_error[0])
+        json_object_object_add(p, "last_error", json_object_new_string(st->last_error));
+}
+
+/* Each language's warm pool profile, or (installers) its ready
+ * installers, with their figures; a language without one is left out. */
+static json_object *profiles_json(const struct tools_env *tenv, bool installers)
+{
+    const struct langtable *lt = tenv->langs;
+    json_object *a = json_object_new_array();
+    for (size_t i = 0; i < langtable_count(lt); i++) {
+        const struct langtable_lang *lang = langtable_get(lt, i);
+        struct exec_pool_stats st;
+        if (!tenv->exec || !(installers ? exec_installer_stats(tenv->exec, lang, &st)
+                                        : exec_pool_stats(tenv->exec, lang, &st)))
+            continue;
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "language", json_object_new_string(lang->name));
+        if (!installers) {
+            json_object_object_add(p, "memory_mb", json_object_new_int64(tenv->cfg->memory_mb));
+            json_object_object_add(p, "preload", preload_json(&lang->preload));
+        }
+        add_stats(p, &st);
+        if (!installers)
+            json_object_object_add(p, "without_preload", json_object_new_int64((int64_t)st.lean));
+        json_object_array_add(a, p);
+    }
+    return a;
+}
+
 /* Warm sandboxes: what a run of the default limits gets at once, and how
  * the pool has fared (a pooled sandbox is still used for one run only). */
 static json_object *pool_json(const struct tools_env *tenv)
@@ -32,30 +73,10 @@ static json_object *pool_json(const struct tools_env *tenv)
     json_object_object_add(pool, "max_age_ms", json_object_new_int64(cfg->pool_max_age_ms));
     json_object_object_add(pool, "refill_delay_ms",
                            json_object_new_int64(cfg->pool_refill_delay_ms));
-    json_object *profiles = json_object_new_array();
-    for (size_t i = 0; i < langtable_count(lt); i++) {
-        const struct langtable_lang *lang = langtable_get(lt, i);
-        struct exec_pool_stats st;
-        if (!tenv->exec || !exec_pool_stats(tenv->exec, lang, &st))
-            continue;
-        json_object *p = json_object_new_object();
-        json_object_object_add(p, "language", json_object_new_string(lang->name));
-        json_object_object_add(p, "memory_mb", json_object_new_int64(cfg->memory_mb));
-        json_object_object_add(p, "preload", preload_json(&lang->preload));
-        json_object_object_add(p, "size", json_object_new_int64((int64_t)st.size));
-        json_object_object_add(p, "ready", json_object_new_int64((int64_t)st.ready));
-        json_object_object_add(p, "starting", json_object_new_int64((int64_t)st.starting));
-        json_object_object_add(p, "hits", json_object_new_int64((int64_t)st.hits));
-        json_object_object_add(p, "misses", json_object_new_int64((int64_t)st.misses));
-        json_object_object_add(p, "replaced", json_object_new_int64((int64_t)st.replaced));
-        json_object_object_add(p, "recycled", json_object_new_int64((int64_t)st.recycled));
-        json_object_object_add(p, "failed", json_object_new_int64((int64_t)st.failed));
-        json_object_object_add(p, "without_preload", json_object_new_int64((int64_t)st.lean));
-        if (st.last_error[0])
-            json_object_object_add(p, "last_error", json_object_new_string(st.last_error));
-        json_object_array_add(profiles, p);
-    }
-    json_object_object_add(pool, "profiles", profiles);
+    json_object_object_add(pool, "profiles", profiles_json(tenv, false));
+    /* Ready installers (one per language with installs), apart: a
+     * profile above is what a run gets. */
+    json_object_object_add(pool, "installers", profiles_json(tenv, true));
     return pool;
 }
 

@@ -211,6 +211,7 @@ static void spec_record(struct sandbox *s, const struct backend_spec *spec, bool
     fb_copy_cut(in->instance, sizeof(in->instance), spec->instance);
     fb_copy_cut(in->owner, sizeof(in->owner), spec->owner);
     fb_copy_cut(in->pool, sizeof(in->pool), spec->pool);
+    fb_copy_cut(in->install_dir, sizeof(in->install_dir), spec->install_dir);
     in->uid = spec->uid;
     in->gid = spec->gid;
     in->memory_bytes = spec->memory_bytes;

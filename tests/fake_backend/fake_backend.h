@@ -116,6 +116,7 @@ struct fake_sandbox_info {
     char workdir[256];
     char runtime[64];
     char instance[64], owner[64], pool[64];
+    char install_dir[1024]; /* the spec's install_dir, "" for none */
     uid_t uid;
     gid_t gid;
     long long memory_bytes, nano_cpus, pids_limit, workdir_mb, expires;

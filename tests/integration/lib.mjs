@@ -97,7 +97,10 @@ export function daemonArgs(args = [], passThrough = []) {
   // keep warm sandboxes too, which most tests have no use for
   // (polyglot.test.mjs runs them all).
   const langs = args.some((a) => a === '--languages' || a.startsWith('--languages=')) ? [] : ['--languages', 'python,javascript'];
-  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...pool, ...runtime, ...langs, ...args];
+  // No ready installers unless a test asks (packages.test.mjs): tests count
+  // and inspect the containers their runs make.
+  const installers = ['--packages-ready-installers', '0'];
+  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...pool, ...runtime, ...langs, ...installers, ...args];
 }
 
 /** Appends the daemons' stderr to a failing assertion. */

@@ -25,7 +25,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 import {
   CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, withDaemon, HttpDaemon, preflight, checkRun, textOf,
-  checkDaemonsAndContainers,
+  checkDaemonsAndContainers, sleep,
 } from './lib.mjs';
 import { startIndex } from './pypi_index.mjs';
 import { startGemIndex } from './gem_index.mjs';
@@ -44,6 +44,7 @@ async function client(daemon, name) {
   await cl.connect(transport, { timeout: 30_000 });
   return {
     call: (tool, args) => cl.callTool({ name: tool, arguments: args }, undefined, { timeout: CALL_TIMEOUT_MS }),
+    env: async () => JSON.parse((await cl.readResource({ uri: 'mcp-sandboxd://environment' })).contents[0].text),
     close: async () => {
       await transport.terminateSession().catch(() => {});
       await cl.close().catch(() => {});
@@ -61,9 +62,15 @@ function daemonArgs(extra = [], dir = cacheDir) {
     '--egress-resolve', 'pypi.test=127.0.0.1',
     '--egress-resolve', 'gems.test=127.0.0.1',
     '--egress-allow-cidr', '127.0.0.0/8',
+    '--packages-ready-installers', '1',
     ...registryAllow,
     ...extra,
   ];
+}
+
+/** lang's ready installers, as the environment shows them. */
+async function installerOf(cl, lang) {
+  return (await cl.env()).pool.installers.find((p) => p.language === lang);
 }
 
 const byName = (sc) => Object.fromEntries((sc.packages ?? []).map((p) => [p.name, p]));
@@ -164,16 +171,27 @@ test('pip: what cannot be installed is answered clearly and leaves no set', { ti
     assert.match(t, /cannot write \/opt\/mcpsbx-packages\/planted/);
     assert.match(t, /cannot write \/etc\/planted/);
     assert.equal(sets(), n, 'no set left behind');
-    assert.equal(fs.readdirSync(path.join(cacheDir, 'tmp')).length, 0, 'no staging directory left behind');
+    // Only the ready installers' spare directories, none of an install's.
+    const staged = fs.readdirSync(path.join(cacheDir, 'tmp')).filter((n) => !n.startsWith('spare.'));
+    assert.deepEqual(staged, [], 'no staging directory left behind');
     assert.ok(!index.requests.some((r) => r.path.includes('steal')));
   }));
 
 test('npm: packages from the public registry, one without dependencies and one with', { timeout: TEST_TIMEOUT_MS * 2 }, () =>
   withDaemon(d, async () => {
+    // A ready installer (set up once the warm pools are full) runs it:
+    // the install adopts the staging directory it waited with.
+    let ready;
+    for (const end = Date.now() + 60_000; !(ready?.ready >= 1) && Date.now() < end; await sleep(200)) {
+      ready = await installerOf(c, 'javascript');
+    }
+    assert.equal(ready?.ready, 1, `no ready javascript installer: ${JSON.stringify(ready)}`);
     const code = "const isNumber = require('is-number'); const chalk = require('chalk');\n" +
       "console.log(isNumber(5), isNumber('x'), typeof chalk.red);";
     const r = checkRun(await c.call('run_js_code', { code, packages: ['is-number@7', 'chalk@4'] }),
       { status: 'ok', exit_code: 0, stdout: 'true false function\n' });
+    const used = await installerOf(c, 'javascript');
+    assert.equal(used.hits, ready.hits + 1, JSON.stringify(used));
     const got = byName(r.sc);
     assert.match(got['is-number'].version, /^7\./);
     assert.match(got.chalk.version, /^4\./);

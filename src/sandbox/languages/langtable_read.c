@@ -161,7 +161,8 @@ bool langtable_valid_env(const char *s, size_t n)
 bool langtable_valid_module(const char *s, size_t n, enum langtable_runner r)
 {
     bool python = r == LANGTABLE_RUNNER_PYTHON;
-    if (n == 0 || n > LANGTABLE_MODULE_MAX)
+    /* A leading '/' is a path, which the node runner would load as a file. */
+    if (n == 0 || n > LANGTABLE_MODULE_MAX || s[0] == '/')
         return false;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];

@@ -27,6 +27,15 @@ const char *install_image(const struct langtable_lang *lang)
     return lang->image;
 }
 
+/* Where containers/node-npm's Debian npm keeps its library; npm_code
+ * finds the same file from the npm on PATH. */
+#define NPM_LIB "/usr/share/nodejs/npm/lib"
+
+const char *install_preload(enum reqs_installer installer)
+{
+    return installer == REQS_NPM ? NPM_LIB "/npm.js," NPM_LIB "/commands/install.js" : NULL;
+}
+
 enum langtable_runner install_runner(enum reqs_installer installer)
 {
     switch (installer) {
@@ -98,21 +107,29 @@ static const char pip_code[] =
 
 /* npm: --prefix a directory in the working directory (as pip's), copied
  * into the staging directory, with a cache of its own there (an engine
- * may copy an image's /tmp into the tmpfs: Podman does); only the first index (npm takes one
- * registry); without scripts, --ignore-scripts. The report names each
- * requested package's installed version. */
+ * may copy an image's /tmp into the tmpfs: Podman does); only the first
+ * index (npm takes one registry); without scripts, --ignore-scripts. npm
+ * runs inside the runner's process, through its own library found beside
+ * the npm on PATH: a second node would cost a start and every module
+ * load again (about 400 ms of Debian's npm 9 on a 2-core machine). The
+ * report names each requested package's installed version. */
 static const char npm_code[] =
-    "const { spawnSync } = require('child_process');\n"
-    "const fs = require('fs');\n"
+    "const fs = require('fs'), path = require('path');\n"
     "const T = %s, W = '/tmp/mcpsbx-set', idx = %s, reqs = %s, names = %s;\n"
     "const args = ['install', '--prefix', W, '--no-audit', '--no-fund', '--no-update-notifier',\n"
     "  '--fetch-retries=1', '--omit=dev', '--cache=/tmp/mcpsbx-npm-cache'];\n"
     "if (idx.length) args.push('--registry=' + idx[0]);\n"
     "if (!%s) args.push('--ignore-scripts');\n"
     "fs.mkdirSync(W, { recursive: true });\n"
-    "const r = spawnSync('npm', args.concat(['--'], reqs), { stdio: 'inherit' });\n"
-    "if (r.status !== 0) { process.exitCode = r.status === null ? 1 : r.status; }\n"
-    "else {\n"
+    "const bin = (process.env.PATH || '').split(':').map((d) => path.join(d, 'npm'))\n"
+    "  .find((f) => fs.existsSync(f));\n"
+    "(async () => {\n"
+    "  if (!bin) throw new Error('no npm on PATH');\n"
+    "  const Npm = require(path.join(path.dirname(fs.realpathSync(bin)), '..', 'lib', 'npm.js'));\n"
+    "  process.argv = [process.argv[0], 'npm'].concat(args, ['--'], reqs);\n"
+    "  const npm = new Npm();\n"
+    "  await npm.load();\n"
+    "  await npm.exec('install', npm.argv.slice(1));\n"
     "  const v = {};\n"
     "  for (const n of names) {\n"
     "    try { v[n] = JSON.parse(fs.readFileSync(W + '/node_modules/' + n + "
@@ -120,7 +137,11 @@ static const char npm_code[] =
     "  }\n"
     "  fs.cpSync(W, T, { recursive: true, verbatimSymlinks: true });\n"
     "  process.stdout.write(%s + JSON.stringify(v) + '\\n');\n"
-    "}\n";
+    "})().catch((e) => {\n"
+    "  process.stderr.write('npm install failed: ' + (e && e.code ? e.code + ': ' : '') +\n"
+    "    (e && e.message ? e.message : String(e)) + '\\n');\n"
+    "  process.exitCode = 1;\n"
+    "});\n";
 
 /* gem: GEM_HOME a directory in the working directory (as pip's target),
  * copied into the staging directory without its cache of .gem files;

@@ -40,6 +40,12 @@
 /* The image lang's installs run in. */
 const char *install_image(const struct langtable_lang *lang);
 
+/* What a ready installer of installer loads while it waits (the warm
+ * runner's modules argument), or NULL for nothing: for npm, the library
+ * of the installer image's Debian npm, which install_code runs in the
+ * runner's process (about 300 ms of loading on a 2-core machine). */
+const char *install_preload(enum reqs_installer installer);
+
 /* The runner an install of installer runs under: LANGTABLE_RUNNER_PYTHON
  * for pip, LANGTABLE_RUNNER_NODE for npm, the language's own
  * (LANGTABLE_RUNNER_GENERIC, running ruby) for gem. */

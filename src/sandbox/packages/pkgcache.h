@@ -8,7 +8,8 @@
  *                              what sandboxes see read-only
  *   sets/KEY/.mcpsbx-set.json  its manifest, written last; its mtime is the
  *                              set's last use, so LRU order survives restarts
- *   tmp/                       0700: staging directories and sets on their
+ *   tmp/                       0700: staging directories (spare ones made
+ *                              before their lease too) and sets on their
  *                              way out; emptied at open (a half-written set
  *                              is never used)
  *
@@ -114,6 +115,24 @@ int pkgcache_publish(struct pkgcache *c, struct pkgcache_lease *lease, const cha
  * and callers waiting on the key get why (NULL: "abandoned") as their
  * error. */
 void pkgcache_abort(struct pkgcache *c, struct pkgcache_lease *lease, const struct err *why);
+
+/* A staging directory made before any lease asks for it (for a sandbox
+ * set up ahead of its install): "<dir>/tmp/spare.<random>", mode 0777 (the
+ * sandbox's uid fills it; tmp/ keeps everyone else out), in *path
+ * (allocated). It ends with pkgcache_stage_drop, or in a lease through
+ * pkgcache_adopt. */
+int pkgcache_stage_new(struct pkgcache *c, char **path, struct err *err);
+
+/* Removes path, one pkgcache_stage_new made, and all it holds (nothing
+ * for any other path). The caller still frees path. */
+void pkgcache_stage_drop(struct pkgcache *c, const char *path);
+
+/* An INSTALL lease's staging directory becomes path (one pkgcache_stage_new
+ * made, filled or not), its own empty one removed: publish or abort it as
+ * usual. -1 with err and path dropped when that cannot be done (the lease
+ * is as it was). The caller still frees path. */
+int pkgcache_adopt(struct pkgcache *c, struct pkgcache_lease *lease, const char *path,
+                   struct err *err);
 
 /* Ends a HIT lease and records the set's last use (the manifest's mtime). */
 void pkgcache_release(struct pkgcache *c, struct pkgcache_lease *lease);

@@ -17,6 +17,8 @@
 
 /* Random bytes in a staging directory's name. */
 #define STAGE_RANDOM_BYTES 8
+/* The names of staging directories made before their lease (tmp/spare.HEX). */
+#define SPARE_PREFIX "spare"
 
 /* The sets one eviction moved out of sets/, removed once the lock is let go. */
 struct victims {
@@ -115,19 +117,76 @@ static int wait_install(struct pkgcache *c, struct pkgcache_install *i, double d
     return rc;
 }
 
-static int make_stage(struct pkgcache *c, struct pkgcache_lease *lease, struct err *err)
+/* A fresh directory tmp/PREFIX.<random> (mode), its name in name. */
+static int make_tmp_dir(struct pkgcache *c, const char *prefix, mode_t mode,
+                        char name[PKGCACHE_TMP_NAME_MAX], struct err *err)
 {
     unsigned char rnd[STAGE_RANDOM_BYTES];
     char hex[2 * STAGE_RANDOM_BYTES + 1];
     if (util_random_bytes(rnd, sizeof(rnd)) < 0)
         return err_set(err, ERR_INTERNAL, "no random bytes for a staging directory's name");
     util_hex(rnd, sizeof(rnd), hex);
-    char name[PKGCACHE_TMP_NAME_MAX];
-    snprintf(name, sizeof(name), "%s.%s", lease->key, hex);
-    if (mkdirat(c->tmp_fd, name, 0755) < 0)
+    snprintf(name, PKGCACHE_TMP_NAME_MAX, "%s.%s", prefix, hex);
+    /* mkdirat's mode passes through the umask; the mode is what callers bind. */
+    if (mkdirat(c->tmp_fd, name, 0700) < 0 || fchmodat(c->tmp_fd, name, mode, 0) < 0)
         return err_set(err, ERR_IO, "cannot make a staging directory in %s/tmp: %s", c->root,
                        strerror(errno));
+    return 0;
+}
+
+static int make_stage(struct pkgcache *c, struct pkgcache_lease *lease, struct err *err)
+{
+    char name[PKGCACHE_TMP_NAME_MAX];
+    if (make_tmp_dir(c, lease->key, 0755, name, err) < 0)
+        return -1;
     lease->path = xasprintf("%s/tmp/%s", c->root, name);
+    return 0;
+}
+
+/* path's name under tmp/ when it is one pkgcache_stage_new made, or NULL. */
+static const char *spare_name(const struct pkgcache *c, const char *path)
+{
+    size_t n = strlen(c->root);
+    if (strncmp(path, c->root, n) != 0 ||
+        strncmp(path + n, "/tmp/" SPARE_PREFIX ".", sizeof("/tmp/" SPARE_PREFIX ".") - 1) != 0)
+        return NULL;
+    const char *name = path + n + sizeof("/tmp/") - 1;
+    return strchr(name, '/') || strlen(name) >= PKGCACHE_TMP_NAME_MAX ? NULL : name;
+}
+
+int pkgcache_stage_new(struct pkgcache *c, char **path, struct err *err)
+{
+    char name[PKGCACHE_TMP_NAME_MAX];
+    if (make_tmp_dir(c, SPARE_PREFIX, 0777, name, err) < 0)
+        return -1;
+    *path = xasprintf("%s/tmp/%s", c->root, name);
+    return 0;
+}
+
+void pkgcache_stage_drop(struct pkgcache *c, const char *path)
+{
+    const char *name = path ? spare_name(c, path) : NULL;
+    if (name && pkgcache_remove_tree(c->tmp_fd, name) < 0)
+        log_warn("package cache: cannot remove %s/tmp/%s: %s", c->root, name, strerror(errno));
+}
+
+int pkgcache_adopt(struct pkgcache *c, struct pkgcache_lease *lease, const char *path,
+                   struct err *err)
+{
+    const char *name = spare_name(c, path);
+    if (lease->kind != PKGCACHE_INSTALL || !name) {
+        pkgcache_stage_drop(c, path);
+        return err_set(err, ERR_INTERNAL, "adopting a staging directory without an install lease");
+    }
+    /* Swapped in one step: the lease's path names the filled tree at once,
+     * and the empty one it had goes under the spare's name. */
+    if (renameat2(c->tmp_fd, name, c->tmp_fd, stage_name(lease), RENAME_EXCHANGE) < 0) {
+        int e = errno;
+        pkgcache_stage_drop(c, path);
+        return err_set(err, ERR_IO, "cannot move a staging directory in %s/tmp: %s", c->root,
+                       strerror(e));
+    }
+    pkgcache_stage_drop(c, path);
     return 0;
 }
 

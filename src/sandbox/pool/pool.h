@@ -44,6 +44,16 @@ struct launcher;
  * the refill delay), so the last run's answer leaves first. */
 #define POOL_AFTER_RUN_MS 25
 
+/* A host directory of its own for each container of a profile (an
+ * installer's target): made before its create and bound as the spec's
+ * install_dir; dropped with a container the pool removes, handed to the
+ * taker with one it takes (pool_entry.dir). */
+struct pool_dirs {
+    int (*make)(void *arg, char **path, struct err *err); /* *path allocated */
+    void (*drop)(void *arg, const char *path);            /* removes it; the pool frees path */
+    void *arg;
+};
+
 struct pool_profile {
     const char *name; /* for logs and stats, e.g. "python" */
     /* The create spec; its pointers are borrowed and must outlive the pool.
@@ -53,7 +63,11 @@ struct pool_profile {
      * runs find the pool empty, refills use it: a preload costs about a
      * second of CPU per container, which sustained demand cannot afford. */
     struct backend_spec lean;
-    size_t size; /* containers kept waiting */
+    size_t size;           /* containers kept waiting */
+    struct pool_dirs dirs; /* make NULL: none */
+    /* Filled only while every profile without it is full: a ready
+     * installer waits for the sandboxes runs take. */
+    bool later;
 };
 
 struct pool;
@@ -81,11 +95,13 @@ struct pool *pool_new(struct backend *backend, struct reaper *reaper, struct lau
  * which must outlive this call). NULL is fine. */
 void pool_free(struct pool *p);
 
-/* A taken container: the id and its open stream (the runner waits
- * for its request). The taker owns both. */
+/* A taken container: the id, its open stream (the runner waits for its
+ * request) and its directory (pool_dirs; NULL when its profile has none).
+ * The taker owns all three. */
 struct pool_entry {
     char *id;
     struct backend_stream *stream;
+    char *dir;
 };
 
 /* Takes a healthy waiting container of profile i, checking at most *tries
@@ -94,9 +110,9 @@ struct pool_entry {
 bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out);
 
 /* For a container taken from profile i that failed before its run began:
- * closes the stream, removes the container, counts it as replaced. The
- * taker's run is over as far as refilling goes (pool_run_end is not
- * called for it). */
+ * closes the stream, removes the container and its directory, counts it
+ * as replaced. The taker's run is over as far as refilling goes
+ * (pool_run_end is not called for it). */
 void pool_entry_discard(struct pool *p, size_t i, struct pool_entry *e);
 
 /* The run that took a container (pool_take) has ended: refills need not

@@ -28,12 +28,14 @@ int send_request(struct backend_stream *stream, const struct run *req, const str
  * (on demand then fails at once, naming it). */
 static int pool_profile_for(const struct exec_ctx *ctx, const struct run *req)
 {
-    if (!ctx->pool || req->memory_mb != ctx->cfg->memory_mb || req->language->pool_size <= 0)
+    int profile = req->install ? req->install->pool : (int)req->language->index;
+    if (!ctx->pool || profile < 0 ||
+        (!req->install && (req->memory_mb != ctx->cfg->memory_mb || req->language->pool_size <= 0)))
         return -1;
     struct err gone = ERR_INIT;
     bool is_gone = backend_gone(ctx->backend, &gone);
     err_clear(&gone);
-    return is_gone ? -1 : (int)req->language->index;
+    return is_gone ? -1 : profile;
 }
 
 /* A healthy pooled sandbox if one fits, else one made for this run
@@ -50,6 +52,7 @@ static int acquire(struct exec_ctx *ctx, const struct run *req, int profile, uns
                       &sb->stream, err);
     sb->id = e.id;
     sb->stream = e.stream;
+    sb->dir = e.dir;
     log_debug("took pooled container %.12s (%s)", sb->id, req->language->name);
     return 0;
 }
@@ -64,7 +67,7 @@ static bool discard_unstarted(struct exec_ctx *ctx, int profile, struct sandbox 
     log_info("pooled container %.12s failed before its run began (%s); taking another", sb->id,
              rc < 0 ? err_msg(err) : "its stream ended");
     err_clear(err);
-    struct pool_entry e = {.id = sb->id, .stream = sb->stream};
+    struct pool_entry e = {.id = sb->id, .stream = sb->stream, .dir = sb->dir};
     pool_entry_discard(ctx->pool, (size_t)profile, &e);
     *sb = (struct sandbox){0};
     output_reset(o);

@@ -24,6 +24,7 @@
 struct sandbox {
     char *id;
     struct backend_stream *stream;
+    char *dir; /* a pooled installer's target (pool_entry.dir), or NULL */
     bool pooled;
 };
 

@@ -61,6 +61,11 @@ const char **commands_on_demand(const struct langtable_lang *lang)
     return lang_cmd(lang, NULL);
 }
 
+const char **commands_warm(const struct langtable_lang *lang, const char *modules)
+{
+    return lang_cmd(lang, modules);
+}
+
 void commands_free(struct lang_cmds *c, size_t n)
 {
     for (size_t i = 0; c && i < n; i++) {

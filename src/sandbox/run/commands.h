@@ -26,5 +26,8 @@ void commands_free(struct lang_cmds *c, size_t n);
 
 /* lang's on-demand command; caller frees the array (not its strings). */
 const char **commands_on_demand(const struct langtable_lang *lang);
+/* lang's warm runner with modules as its modules argument (a python or
+ * node runner's; caller frees). */
+const char **commands_warm(const struct langtable_lang *lang, const char *modules);
 
 #endif

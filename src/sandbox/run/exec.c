@@ -215,13 +215,15 @@ static int secrets_start(struct exec_ctx *ctx, char **envp, struct err *err)
 }
 
 /* Every sandbox that can be alive at once but those being removed: the
- * runs, the pools' waiting ones and the code sessions' (idle ones hold
- * theirs outside the runs' slots). */
+ * runs, the pools' waiting ones (ready installers too) and the code
+ * sessions' (idle ones hold theirs outside the runs' slots). */
 static long long sandboxes_alive_max(const struct exec_ctx *ctx)
 {
     long long n = ctx->cfg->max_concurrent + ctx->cfg->max_code_sessions;
-    for (size_t i = 0; i < langtable_count(ctx->langs); i++)
-        n += langtable_get(ctx->langs, i)->pool_size;
+    for (size_t i = 0; i < langtable_count(ctx->langs); i++) {
+        const struct langtable_lang *l = langtable_get(ctx->langs, i);
+        n += l->pool_size + (l->packages ? ctx->cfg->packages_ready_installers : 0);
+    }
     return n;
 }
 
@@ -385,7 +387,7 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
 {
     const struct config *cfg = ctx->cfg;
     size_t n = langtable_count(ctx->langs);
-    struct pool_profile *prof = xcalloc(n, sizeof(*prof));
+    struct pool_profile *prof = xcalloc(2 * n, sizeof(*prof));
     for (size_t i = 0; i < n; i++) {
         const struct langtable_lang *l = langtable_get(ctx->langs, i);
         struct policy_run run;
@@ -399,9 +401,13 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
         prof[i].lean.cmd = ctx->cmds[i].lean;
     }
     /* While sessions are on, any waiting sandbox may become one: its label
-     * covers a session's whole age too. */
+     * covers a session's whole age too, and the longest install. */
     long long life_ms = cfg->max_code_sessions > 0 ? cfg->code_session_max_age_ms : 0;
-    life_ms += cfg->max_timeout_ms + SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS;
+    long long install_ms = packages_longest_install_ms(ctx);
+    life_ms += (cfg->max_timeout_ms > install_ms ? cfg->max_timeout_ms : install_ms) +
+               SEND_TIMEOUT_MS + FOLLOW_WAIT_AFTER_EOF_MS;
+    /* Ready installers after the languages' profiles. */
+    n += packages_pool_profiles(ctx, prof + n, n);
     ctx->pool_expiry_extra_s = life_ms / 1000 + EXPIRY_MARGIN_S;
     struct pool_timing timing = {
         .max_age_ms = cfg->pool_max_age_ms,
@@ -413,14 +419,14 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
     return ctx->pool ? 0 : -1;
 }
 
-bool exec_pool_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
-                     struct exec_pool_stats *out)
+/* Profile i's figures, false (and zeros) without a pool or i < 0. */
+static bool profile_stats(struct exec_ctx *ctx, int i, struct exec_pool_stats *out)
 {
     memset(out, 0, sizeof(*out));
-    if (!ctx->pool)
+    if (!ctx->pool || i < 0)
         return false;
     struct pool_stats st;
-    pool_stats(ctx->pool, lang->index, &st);
+    pool_stats(ctx->pool, (size_t)i, &st);
     *out = (struct exec_pool_stats){
         .size = st.size,
         .ready = st.ready,
@@ -434,6 +440,19 @@ bool exec_pool_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
     };
     snprintf(out->last_error, sizeof(out->last_error), "%s", st.last_error);
     return true;
+}
+
+bool exec_pool_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
+                     struct exec_pool_stats *out)
+{
+    return profile_stats(ctx, (int)lang->index, out);
+}
+
+bool exec_installer_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
+                          struct exec_pool_stats *out)
+{
+    const int *spare = ctx->packages->spare_profile;
+    return profile_stats(ctx, spare ? spare[lang->index] : -1, out);
 }
 
 char *exec_describe_create(const struct config *cfg, struct backend *backend,
@@ -524,6 +543,10 @@ static void run_end(struct exec_ctx *ctx, const struct run *req, struct output *
     }
     if (sb->pooled)
         pool_run_end(ctx->pool);
+    if (sb->dir && req->install)
+        req->install->taken_dir = sb->dir; /* the install adopts or drops it */
+    else if (sb->dir)
+        packages_spare_drop(ctx, sb->dir);
 }
 
 int exec_run(struct exec_ctx *ctx, const struct run *req, struct exec_result *res, struct err *err)
@@ -554,9 +577,10 @@ int exec_run(struct exec_ctx *ctx, const struct run *req, struct exec_result *re
         memset(&pk, 0, sizeof(pk));
     if (rc == 0)
         rc = encode_request(ctx, req, secrets, pk.dir, nonce, RUNNER_SESSION_NONE, &request, err);
-    /* An install's sandbox is never a pooled one (another image), nor is
-     * one whose set a pooled runner's preload would shadow. */
-    bool may_pool = !req->install && !pk.cold;
+    /* An install takes a ready installer (its own profile), never a
+     * language's sandbox; no run takes one whose set a pooled runner's
+     * preload would shadow. */
+    bool may_pool = !pk.cold;
     if (rc == 0)
         rc = attempt(ctx, req, secrets, &spec, may_pool, &request, cancel, &o, &sb, &sent, err);
     run_end(ctx, req, &o, &sb, rc, sent, err);

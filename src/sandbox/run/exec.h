@@ -93,6 +93,10 @@ struct exec_pool_stats {
 /* False (and zeros) when the daemon keeps no pool. */
 bool exec_pool_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
                      struct exec_pool_stats *out);
+/* The same of lang's ready installers (packages_run.h); false (and zeros)
+ * when it has none. */
+bool exec_installer_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
+                          struct exec_pool_stats *out);
 
 /* A cancel handle: exec_cancel() may be called from any thread, any number
  * of times, before, during or after the run. */

@@ -44,6 +44,31 @@ static const struct langtable_lang *install_host(const struct exec_ctx *ctx,
     return NULL;
 }
 
+/* lang's install run but for its code, egress and target: the host's
+ * runner in the installer's image, the install's time, its working
+ * directory (a tmpfs) counted in its memory, its processes; and the pool's
+ * profile of ready installers for lang, if any. */
+static void install_shape(const struct exec_ctx *ctx, const struct langtable_lang *lang,
+                          const struct langtable_lang *host, struct run *ir, struct run_install *in)
+{
+    const struct langtable_packages *pk = lang->packages;
+    long long work_mb = pk->max_bytes / (1024 * 1024) + PACKAGES_WORK_EXTRA_MB;
+    const struct packages_ctx *p = ctx->packages;
+    *in = (struct run_install){
+        .image = install_image(lang),
+        .env = p->install_env[lang->index],
+        .workdir_mb = work_mb,
+        .pids_limit = ctx->cfg->pids_limit > PACKAGES_INSTALL_PIDS_MIN ? ctx->cfg->pids_limit
+                                                                       : PACKAGES_INSTALL_PIDS_MIN,
+        .pool = p->spare_profile ? p->spare_profile[lang->index] : -1,
+    };
+    run_init(ir);
+    ir->language = host;
+    ir->timeout_ms = pk->timeout_ms;
+    ir->memory_mb = ctx->cfg->memory_mb + work_mb; /* the tmpfs counts */
+    ir->install = in;
+}
+
 /* An install run's environment for lang: its language's variables, the
  * proxy, the CA bundle for every client that reads one (npm's own
  * setting too: Node's extra CAs alone would not trust the host's roots). */
@@ -96,14 +121,95 @@ void packages_stop(struct exec_ctx *ctx)
     struct packages_ctx *p = ctx->packages;
     if (!p)
         return;
-    for (size_t i = 0; i < p->n_langs; i++)
+    for (size_t i = 0; i < p->n_langs; i++) {
         free(p->install_env[i]);
+        if (p->spare_names) {
+            free(p->spare_names[i]);
+            free(p->spare_cmds[i]);
+        }
+    }
     free(p->install_env);
+    free(p->spare_names);
+    free(p->spare_cmds);
+    free(p->spare_profile);
     pkgcache_close(p->cache);
     free(p->sets_dir);
     free(p->off_reason);
     free(p);
     ctx->packages = NULL;
+}
+
+/* ---- ready installers ------------------------------------------------------- */
+
+static int spare_make(void *arg, char **path, struct err *err)
+{
+    return pkgcache_stage_new(arg, path, err);
+}
+
+static void spare_drop(void *arg, const char *path)
+{
+    pkgcache_stage_drop(arg, path);
+}
+
+void packages_spare_drop(struct exec_ctx *ctx, char *dir)
+{
+    if (ctx->packages->cache)
+        pkgcache_stage_drop(ctx->packages->cache, dir);
+    free(dir);
+}
+
+long long packages_longest_install_ms(const struct exec_ctx *ctx)
+{
+    long long ms = 0;
+    for (size_t i = 0; ctx->packages->cache && i < langtable_count(ctx->langs); i++) {
+        const struct langtable_packages *pk = langtable_get(ctx->langs, i)->packages;
+        if (pk && pk->timeout_ms > ms)
+            ms = pk->timeout_ms;
+    }
+    return ms;
+}
+
+size_t packages_pool_profiles(struct exec_ctx *ctx, struct pool_profile *out, size_t first)
+{
+    struct packages_ctx *p = ctx->packages;
+    if (!p->cache || ctx->cfg->packages_offline || ctx->cfg->packages_ready_installers <= 0)
+        return 0;
+    size_t n = langtable_count(ctx->langs), k = 0;
+    p->spare_profile = xcalloc(n, sizeof(*p->spare_profile));
+    p->spare_names = xcalloc(n, sizeof(*p->spare_names));
+    p->spare_cmds = xcalloc(n, sizeof(*p->spare_cmds));
+    for (size_t i = 0; i < n; i++) {
+        const struct langtable_lang *lang = langtable_get(ctx->langs, i);
+        const struct langtable_lang *host = lang->packages ? install_host(ctx, lang) : NULL;
+        p->spare_profile[i] = -1;
+        if (!host || lang->pool_size <= 0)
+            continue;
+        struct run_install in;
+        struct run ir;
+        install_shape(ctx, lang, host, &ir, &in);
+        struct backend_spec spec;
+        run_spec(ctx, &ir, util_now_ms(), ir.timeout_ms, &spec);
+        /* The host's runner waiting for its request, with what its
+         * installer loads (nothing of the language's own preloads). */
+        const struct lang_cmds *lc = &ctx->cmds[host->index];
+        const char *pre = install_preload(lang->packages->installer);
+        if (pre && host->runner != LANGTABLE_RUNNER_GENERIC)
+            p->spare_cmds[i] = commands_warm(host, pre);
+        spec.cmd = p->spare_cmds[i] ? p->spare_cmds[i] : lc->lean ? lc->lean : lc->warm;
+        p->spare_names[i] = xasprintf("%s-installer", lang->name);
+        spec.pool = p->spare_names[i];
+        out[k] = (struct pool_profile){
+            .name = p->spare_names[i],
+            .spec = spec,
+            .lean = spec,
+            .size = (size_t)ctx->cfg->packages_ready_installers,
+            .dirs = {.make = spare_make, .drop = spare_drop, .arg = p->cache},
+            .later = true,
+        };
+        out[k].lean.cmd = NULL;
+        p->spare_profile[i] = (int)(first + k++);
+    }
+    return k;
 }
 
 /* One language's preinstall list into the cache, as a call asking for it
@@ -382,28 +488,24 @@ static int install(struct exec_ctx *ctx, const struct run *req, struct packages_
         pkgcache_abort(ctx->packages->cache, &use->lease, err);
         goto out;
     }
-    long long work_mb = pk->max_bytes / (1024 * 1024) + PACKAGES_WORK_EXTRA_MB;
-    struct run_install in = {.image = install_image(lang),
-                             .env = ctx->packages->install_env[lang->index],
-                             .dir = use->lease.path,
-                             .workdir_mb = work_mb,
-                             .pids_limit = ctx->cfg->pids_limit > PACKAGES_INSTALL_PIDS_MIN
-                                               ? ctx->cfg->pids_limit
-                                               : PACKAGES_INSTALL_PIDS_MIN};
+    struct run_install in;
     struct run ir;
-    run_init(&ir);
-    ir.language = host;
+    install_shape(ctx, lang, host, &ir, &in);
+    in.dir = use->lease.path;
     ir.code = code;
     ir.code_len = strlen(code);
     ir.egress = hosts;
-    ir.timeout_ms = pk->timeout_ms;
-    ir.memory_mb = ctx->cfg->memory_mb + work_mb; /* the tmpfs counts */
-    ir.install = &in;
     ir.cancel = req->cancel; /* borrowed: ir is never run_free'd */
     struct exec_result ires;
     exec_result_init(&ires);
     struct err run_err = ERR_INIT;
     rc = exec_run(ctx, &ir, &ires, &run_err);
+    /* A ready installer wrote into a directory of its own: the lease's
+     * now, to publish or abort as if it had been there all along. */
+    if (in.taken_dir &&
+        pkgcache_adopt(ctx->packages->cache, &use->lease, in.taken_dir, &run_err) < 0 && rc == 0)
+        rc = -1;
+    free(in.taken_dir);
     if (rc == 0 && ires.status == EXEC_OK && ires.has_exit_code && ires.exit_code == 0) {
         *rep = install_report(req->packages, ires.out.data ? ires.out.data : "", ires.out.len);
         use->cold = shadows_preload(lang, use->lease.path);

@@ -9,8 +9,9 @@
  *
  * An install run: the language's runner in the installer's image
  * (install_image), its program install_code, its egress the index hosts
- * alone, the staging directory writable at BACKEND_INSTALL_DIR, no pool,
- * and none of the daemon's secrets: neither --pass-through-env values nor
+ * alone, the staging directory writable at BACKEND_INSTALL_DIR (a ready
+ * installer's own, adopted by the lease), and none of the daemon's secrets: neither
+ * --pass-through-env values nor
  * --secret placeholders reach install scripts. */
 #ifndef MCPSBX_PACKAGES_RUN_H
 #define MCPSBX_PACKAGES_RUN_H
@@ -30,6 +31,12 @@ struct packages_ctx {
     /* Per language (by index): an install run's environment; NULL for a
      * language without installs. */
     const char ***install_env;
+    /* Per language (by index), once the pool started: the pool's profile
+     * of its ready installers (-1: none), that profile's name and command.
+     * NULL without them. */
+    int *spare_profile;
+    char **spare_names;
+    const char ***spare_cmds; /* its command when not the host's own */
     size_t n_langs;
     /* The languages' preinstall lists, installed at start by a thread of
      * their own (packages_warm_start) that packages_warm_stop cancels. */
@@ -58,6 +65,24 @@ void packages_warm_start(struct exec_ctx *ctx);
 /* Cancels what is left of them and joins the thread (before the runs'
  * machinery stops). */
 void packages_warm_stop(struct exec_ctx *ctx);
+
+/* Ready installers (--packages-ready-installers per language with
+ * installs, while its language keeps a pool, installs can reach an index
+ * and the cache is open) are pool profiles filled after the languages':
+ * set up ahead, an install pays neither create, start nor the runner's own
+ * start. Each waits with a staging directory of its own
+ * (pkgcache_stage_new) bound as its target, which the install adopts. */
+/* The pool's profiles of ready installers, written to out (room for one
+ * per language), numbered from first; returns how many. Called once, by
+ * the pool's start. */
+size_t packages_pool_profiles(struct exec_ctx *ctx, struct pool_profile *out, size_t first);
+
+/* The longest an install may take (0 without installs): a ready
+ * installer's expiry label covers it. */
+long long packages_longest_install_ms(const struct exec_ctx *ctx);
+
+/* Removes and frees a ready installer's directory that no install adopted. */
+void packages_spare_drop(struct exec_ctx *ctx, char *dir);
 
 /* The host directory to bind for lang's sandboxes, or NULL. */
 const char *packages_sets_dir(const struct exec_ctx *ctx, const struct langtable_lang *lang);

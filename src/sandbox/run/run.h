@@ -42,6 +42,10 @@ struct run_install {
     const char *dir;
     long long workdir_mb;
     long long pids_limit;
+    int pool; /* the pool's profile of ready installers for it, or -1 */
+    /* Set by the run when it took a ready installer: the directory that
+     * was its target instead of dir, now the caller's. NULL otherwise. */
+    char *taken_dir;
 };
 
 /* A traceparent (55 characters) and a tracestate (512 at most), each
@@ -94,7 +98,7 @@ struct run {
     struct reqs_list *packages;
     bool packages_stay;
     /* Set for an install run alone (never by a call); NULL otherwise. */
-    const struct run_install *install;
+    struct run_install *install;
     long long timeout_ms; /* already clamped */
     long long memory_mb;  /* already clamped */
     /* util_now_ms() time by which the program must have started: engine

@@ -850,14 +850,16 @@
   require('net');
   void fs.ReadStream;
 
-  // Warm runner: built-ins only (nothing the program could not load the
-  // same way); one that is unknown or fails to load is skipped.
+  // Warm runner: built-ins (nothing the program could not load the same
+  // way), and an absolute path, which only the daemon's own installer
+  // passes (a language table's module name never starts with '/'); one
+  // that is unknown or fails to load is skipped.
   const warm = proc.argv.length > 1;
   if (warm) {
     const isBuiltin =
       Module.isBuiltin || ((n) => Module.builtinModules.includes(n.replace(/^node:/, '')));
     for (const name of String(proc.argv[1]).split(',')) {
-      if (name === '' || !isBuiltin(name)) continue;
+      if (name === '' || !(isBuiltin(name) || path.isAbsolute(name))) continue;
       try {
         require(name);
       } catch (e) {

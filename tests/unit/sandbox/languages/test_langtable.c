@@ -567,6 +567,9 @@ static void test_configure_preload_forms(void **state)
     configure_bad(b3, NULL, "--python-preload: 'node:fs'", "");
     char *b4[] = {"d", "--languages", "ruby", "--python-preload", "node:fs", NULL};
     configure_bad(b4, NULL, "--python-preload: 'node:fs'", "");
+    /* A path the node runner would load as a file: the daemon's alone. */
+    char *b5[] = {"d", "--js-preload", "fs,/usr/lib/x.js", NULL};
+    configure_bad(b5, NULL, "--js-preload: '/usr/lib/x.js' is not a module name", "");
     char *ok[] = {"d", "--js-preload", "node:fs,fs/promises,1x", NULL};
     struct langtable *t = configure_ok(ok, NULL);
     assert_string_equal(langtable_find(t, "js")->preload_joined, "node:fs,fs/promises,1x");

@@ -4,7 +4,8 @@
  * and waiting on another caller's install (its set, its failure, a
  * deadline); a staged tree is refused for each thing a set may not hold,
  * leaving neither set nor staging directory; a published one is the
- * daemon's and read-only; eviction spares leased sets; and many threads
+ * daemon's and read-only; spare staging directories are dropped or
+ * adopted whole; eviction spares leased sets; and many threads
  * on a few keys (the TSan build's race check). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -160,6 +161,61 @@ static bool cached(struct pkgcache *c, const char *name)
     else
         pkgcache_abort(c, &l, NULL);
     return hit;
+}
+
+/* ---- spare staging directories ------------------------------------------- */
+
+/* A spare is a 0777 directory under tmp/ that a drop removes whole; one
+ * adopted by an INSTALL lease is what the lease publishes, and leaves no
+ * entry of its own; a path that is not a spare is refused and the lease
+ * stays as it was. */
+static void test_spare_adopted(void **state)
+{
+    struct fix *f = *state;
+    struct pkgcache *c = open_cache(f, 1 << 20);
+    struct err err = ERR_INIT;
+    char *a = NULL, *b = NULL, p[512];
+    assert_int_equal(pkgcache_stage_new(c, &a, &err), 0);
+    assert_int_equal(pkgcache_stage_new(c, &b, &err), 0);
+    assert_string_not_equal(a, b);
+    snprintf(p, sizeof(p), "%s/tmp/spare.", f->dir);
+    assert_memory_equal(a, p, strlen(p));
+    struct stat st;
+    assert_int_equal(lstat(a, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0777);
+    put(a, "dropped", 3, NULL, 0644);
+    pkgcache_stage_drop(c, a);
+    assert_int_equal(lstat(a, &st), -1);
+    pkgcache_stage_drop(c, "/etc"); /* not a spare: left alone */
+    assert_int_equal(lstat("/etc", &st), 0);
+    free(a);
+
+    char key[PKGCACHE_KEY_LEN + 1];
+    key_of("spare", key);
+    struct pkgcache_lease l;
+    assert_int_equal(pkgcache_acquire(c, key, util_now_ms() + 1000, &l, &err), 0);
+    assert_int_equal(l.kind, PKGCACHE_INSTALL);
+    assert_int_equal(pkgcache_adopt(c, &l, "/tmp", &err), -1);
+    assert_int_equal(l.kind, PKGCACHE_INSTALL);
+    err_clear(&err);
+    put(b, "data", 5, NULL, 0644);
+    assert_int_equal(pkgcache_adopt(c, &l, b, &err), 0);
+    assert_int_equal(lstat(b, &st), -1);
+    assert_true(exists_at(l.path, "data"));
+    assert_int_equal(count_sub(f, "tmp"), 1);
+    free(b);
+    if (pkgcache_publish(c, &l, "{}", &err) < 0)
+        fail_msg("publish: %s", err_msg(&err));
+    assert_true(exists_at(l.path, "data"));
+    assert_int_equal(count_sub(f, "tmp"), 0);
+    /* Only an INSTALL lease adopts; the spare goes either way. */
+    assert_int_equal(pkgcache_stage_new(c, &a, &err), 0);
+    assert_int_equal(pkgcache_adopt(c, &l, a, &err), -1);
+    err_clear(&err);
+    assert_int_equal(lstat(a, &st), -1);
+    free(a);
+    pkgcache_release(c, &l);
+    pkgcache_close(c);
 }
 
 /* ---- keys and the directory ---------------------------------------------- */
@@ -859,6 +915,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_open_layout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_open_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_install_then_hit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spare_adopted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_keeps_sets_and_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_entries_swept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waiters_share_the_set, setup, teardown),

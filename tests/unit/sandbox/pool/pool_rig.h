@@ -57,6 +57,9 @@ static inline int setup(void **state)
     config_init(&g->cfg);
     g->cfg.pool_size = 1;
     test_cache_dir(&g->cfg);
+    /* No ready installers: the tests count the languages' sandboxes
+     * (test_pool_installers.c has those). */
+    g->cfg.packages_offline = true;
     set_list(&g->cfg.languages, (const char *const[]){"python", "javascript"}, 2);
     *state = g;
     return 0;
