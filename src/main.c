@@ -252,8 +252,8 @@ static void log_languages(const struct config *cfg, const struct langtable *lang
 {
     for (size_t i = 0; i < langtable_count(languages); i++) {
         const struct langtable_lang *l = langtable_get(languages, i);
-        log_info("language %s: image %s, %s runner, pool %lld", l->name, l->image,
-                 langtable_runner_name(l->runner), l->pool_size);
+        log_info("language %s: image %s, %s runner, pool %lld to %lld", l->name, l->image,
+                 langtable_runner_name(l->runner), l->pool_size, l->pool_max);
         if (l->egress) {
             char *list = egress_patterns_format(l->egress);
             log_info("language %s: egress to %s", l->name, list);

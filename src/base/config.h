@@ -60,6 +60,8 @@ struct config {
      * host's path) and its size cap. Checked, shown by list_languages;
      * nothing installs yet. */
     struct config_list packages_index;
+    struct config_list pool_min; /* LANGUAGE=N */
+    struct config_list pool_max; /* LANGUAGE=N */
     bool packages_offline;
     long long packages_ready_installers; /* per language with installs; 0 = none */
     char *packages_cache_dir;
@@ -110,6 +112,8 @@ struct config {
     double cpus;
     long long pool_size;            /* warm sandboxes per language; 0 = none; -1 = the table's */
     long long pool_max_age_ms;      /* a waiting one older than this is replaced */
+    long long pool_max_total;       /* growth above the minimums stops at this many, all pools */
+    long long pool_idle_ms;         /* no call this long: a pool is back at its minimum */
     long long pool_refill_delay_ms; /* refills wait this long at most for a pooled run */
     char *python_preload;           /* "mod,mod.sub,..." after checking; may be empty; NULL */
     char *js_preload;               /* Node built-ins, same form */

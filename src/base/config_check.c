@@ -72,6 +72,35 @@ int config_item_egress(const char *s, size_t n)
     return key_then_text(s, n, config_item_language);
 }
 
+/* A size of 0 to 64, digits alone: a pool bound (the table's
+ * LANGTABLE_POOL_MAX, which base/ does not see). */
+static int pool_bound_ok(const char *s, size_t n)
+{
+    while (n && isblank((unsigned char)*s))
+        s++, n--;
+    while (n && isblank((unsigned char)s[n - 1]))
+        n--;
+    if (n == 0 || n > 2)
+        return 0;
+    int v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return 0;
+        v = 10 * v + (s[i] - '0');
+    }
+    return v <= 64;
+}
+
+/* LANGUAGE=N: the language's form here (the table checks the name),
+ * N a pool bound. */
+int config_item_pool(const char *s, size_t n)
+{
+    const char *eq = memchr(s, '=', n);
+    if (!eq || !key_then_text(s, n, config_item_language))
+        return 0;
+    return pool_bound_ok(eq + 1, n - (size_t)(eq - s) - 1);
+}
+
 /* NAME=HOSTS: a variable's name, then the hosts (egress patterns, which
  * egress/secrets.h checks). */
 int config_item_secret(const char *s, size_t n)

@@ -27,5 +27,6 @@ int config_item_label(const char *s, size_t n);    /* KEY=VALUE, not the daemon'
 int config_item_language(const char *s, size_t n); /* a language's name or alias */
 int config_item_egress(const char *s, size_t n);   /* LANGUAGE=text, printable */
 int config_item_secret(const char *s, size_t n);   /* NAME=text, printable */
+int config_item_pool(const char *s, size_t n);     /* LANGUAGE=N, N 0..64 */
 
 #endif

@@ -275,17 +275,39 @@ const struct config_opt config_opts[] = {
          "other host variable (sent with each run, never in the container's configuration; never "
          "logged; echoed values are redacted, best-effort); repeatable"),
     INT("pids-limit", pids_limit, 8, 1 << 20, "N", 256, "processes and threads per sandbox"),
+    INT("pool-idle-ms", pool_idle_ms, 1000, DAY_MS, "MS", 60000,
+        "a language's pool with no call this long is back at its minimum; one above what the "
+        "calls now ask for gives back the rest after a twelfth of this without a call (the "
+        "call rate it follows is averaged over a third of it)"),
+    LIST("pool-max", pool_max, "LANGUAGE=N", config_item_pool,
+         "the most sandboxes LANGUAGE's pool (a name or alias of the language table) keeps "
+         "waiting while calls come fast: its size follows the calls between --pool-min and "
+         "this (0 to 64; of two items for one language the later wins). Repeatable; in one "
+         "value (the environment, the config file) ';' separates the items",
+         .def_doc = "the language table's pool_max (4 x pool_size unless it says)", .sep = ';'),
     INT("pool-max-age-ms", pool_max_age_ms, 1000, WEEK_MS, "MS", 600000,
         "a waiting pooled sandbox older than this is replaced by a new one"),
+    INT("pool-max-total", pool_max_total, 0, 1024, "N", 16,
+        "the most sandboxes all the pools together keep waiting or starting above their "
+        "minimums (each holds its memory while it waits): when the calls ask for more, the "
+        "largest pools grow no further; the minimums are always kept"),
+    LIST("pool-min", pool_min, "LANGUAGE=N", config_item_pool,
+         "the fewest sandboxes LANGUAGE's pool keeps waiting, also while no call comes (0 to "
+         "64, at most its --pool-max; of two items for one language the later wins). "
+         "Repeatable; ';' separates the items in one value",
+         .def_doc = "the language table's pool_size", .sep = ';'),
     INT("pool-refill-delay-ms", pool_refill_delay_ms, 0, 60000, "MS", 250,
         "refills wait up to this long while a run that took a pooled sandbox goes on (they "
         "start as soon as it ends), so setting up the next sandbox does not slow that run down; "
         "0 refills at once"),
     /* -1, out of range on purpose: not given, the table's sizes hold. */
     INT("pool-size", pool_size, 0, 64, "N", -1,
-        "started sandboxes kept waiting per language, each used for one run only; only runs "
-        "with the default --memory-mb take one; 0 creates every sandbox on demand",
-        .def_doc = "each language's pool_size in the language table"),
+        "started sandboxes kept waiting per language, each used for one run only, a fixed "
+        "number (the least and the most for every language; --pool-min and --pool-max items "
+        "still change single languages); only runs with the default --memory-mb take one; 0 "
+        "creates every sandbox on demand",
+        .def_doc = "each language's pool_size to pool_max in the language table, following "
+                   "the calls"),
     FLAG("print-engine", print_engine,
          "print the engine socket path the daemon would use, and exit"),
     STR("python-image", python_image, "IMAGE", "",

@@ -19,6 +19,9 @@ static json_object *preload_json(const struct langtable_strv *v)
 static void add_stats(json_object *p, const struct exec_pool_stats *st)
 {
     json_object_object_add(p, "size", json_object_new_int64((int64_t)st->size));
+    json_object_object_add(p, "min", json_object_new_int64((int64_t)st->min));
+    json_object_object_add(p, "max", json_object_new_int64((int64_t)st->max));
+    json_object_object_add(p, "size_why", json_object_new_string(st->why));
     json_object_object_add(p, "ready", json_object_new_int64((int64_t)st->ready));
     json_object_object_add(p, "starting", json_object_new_int64((int64_t)st->starting));
     json_object_object_add(p, "hits", json_object_new_int64((int64_t)st->hits));
@@ -49,11 +52,29 @@ static json_object *profiles_json(const struct tools_env *tenv, bool installers)
             json_object_object_add(p, "preload", preload_json(&lang->preload));
         }
         add_stats(p, &st);
-        if (!installers)
+        if (!installers) {
             json_object_object_add(p, "without_preload", json_object_new_int64((int64_t)st.lean));
+            json_object_object_add(p, "trimmed", json_object_new_int64((int64_t)st.trimmed));
+        }
         json_object_array_add(a, p);
     }
     return a;
+}
+
+/* Whether sandboxes being set up or waiting yield the CPUs to runs (a low
+ * CPU weight, raised when a run takes one), and why not when they do not. */
+static json_object *weights_json(const struct tools_env *tenv)
+{
+    char why[160] = "no pool";
+    bool on = tenv->exec && exec_pool_weights(tenv->exec, why, sizeof(why));
+    json_object *w = json_object_new_object();
+    json_object_object_add(w, "on", json_object_new_boolean(on));
+    json_object_object_add(
+        w, "why",
+        json_object_new_string(on ? "waiting sandboxes sit at the least CPU weight, raised to "
+                                    "the normal one when a run takes one"
+                                  : why));
+    return w;
 }
 
 /* Warm sandboxes: what a run of the default limits gets at once, and how
@@ -73,6 +94,8 @@ static json_object *pool_json(const struct tools_env *tenv)
     json_object_object_add(pool, "max_age_ms", json_object_new_int64(cfg->pool_max_age_ms));
     json_object_object_add(pool, "refill_delay_ms",
                            json_object_new_int64(cfg->pool_refill_delay_ms));
+    json_object_object_add(pool, "max_total", json_object_new_int64(cfg->pool_max_total));
+    json_object_object_add(pool, "cpu_weights", weights_json(tenv));
     json_object_object_add(pool, "profiles", profiles_json(tenv, false));
     /* Ready installers (one per language with installs), apart: a
      * profile above is what a run gets. */

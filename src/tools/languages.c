@@ -532,6 +532,21 @@ static json_object *installs_json(const struct langtable_lang *lang, const struc
     return o;
 }
 
+/* The language's warm sandboxes: its bounds and, with a running pool,
+ * the target now and how it came (sandbox/pool/demand.h). */
+static json_object *pool_json(struct exec_ctx *exec, const struct langtable_lang *lang)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "min", json_object_new_int64(lang->pool_size));
+    json_object_object_add(o, "max", json_object_new_int64(lang->pool_max));
+    struct exec_pool_stats st;
+    if (exec && exec_pool_stats(exec, lang, &st)) {
+        json_object_object_add(o, "target", json_object_new_int64((int64_t)st.size));
+        json_object_object_add(o, "why", json_object_new_string(st.why));
+    }
+    return o;
+}
+
 json_object *languages_json(struct languages *l, const struct config *cfg, struct exec_ctx *exec,
                             double wait_ms)
 {
@@ -570,7 +585,8 @@ json_object *languages_json(struct languages *l, const struct config *cfg, struc
             json_object_object_add(x, "sandbox_io",
                                    json_object_new_string(exec_sandbox_io(exec, lang)));
         json_object_object_add(x, "pool_size", json_object_new_int64(lang->pool_size));
-        any_pool |= lang->pool_size > 0;
+        json_object_object_add(x, "pool", pool_json(exec, lang));
+        any_pool |= lang->pool_max > 0;
         any_plots |= lang->plots;
         json_object_array_add(langs, x);
     }

@@ -100,7 +100,10 @@ export function daemonArgs(args = [], passThrough = []) {
   // No ready installers unless a test asks (packages.test.mjs): tests count
   // and inspect the containers their runs make.
   const installers = ['--packages-ready-installers', '0'];
-  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...pool, ...runtime, ...langs, ...installers, ...args];
+  // Pools at their minimums, as the tests count them, unless a test lets
+  // them follow the calls (pool.test.mjs).
+  const fixed = ['--pool-max-total', '0'];
+  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...pool, ...runtime, ...langs, ...installers, ...fixed, ...args];
 }
 
 /** Appends the daemons' stderr to a failing assertion. */

@@ -228,6 +228,34 @@ test('a pooled container waits at the low CPU weight and runs at the normal one'
     const sc = checkRun(await running, { status: 'ok', exit_code: 0 }).sc;
     assert.ok(ctr.id.startsWith(sc.stdout.trim()), `the run was not in ${ctr.short}: ${sc.stdout}`);
     assert.equal(normal.value, normal.v2 ? 100 : 1024, `running: ${JSON.stringify(normal)}`);
+    const env = JSON.parse((await d.client.readResource({ uri: ENV_URI })).contents[0].text);
+    assert.equal(env.pool.cpu_weights.on, true, JSON.stringify(env.pool.cpu_weights));
+  });
+  await d.close();
+});
+
+test('the pool follows the calls: it grows from its minimum and falls back once idle', { timeout: TEST_TIMEOUT_MS }, async () => {
+  // python between 0 and 2, back at 0 after 3 s without a call (its extra
+  // sandboxes go after a twelfth of that).
+  const d = await startPooled('demand', 0, ['--pool-min', 'python=0', '--pool-max', 'python=2', '--pool-idle-ms', '3000', '--pool-max-total', '16']);
+  await withDaemon(d, async () => {
+    let p = await poolOf(d);
+    assert.deepEqual([p.min, p.max, p.size, p.ready], [0, 2, 0, 0], JSON.stringify(p));
+    assert.match(p.size_why, /idle/);
+    const listed = (await d.call('list_languages', {})).structuredContent.languages.find((l) => l.language === 'python');
+    // Its version probe is a run too: the target may be 1 already.
+    assert.deepEqual([listed.pool.min, listed.pool.max], [0, 2], JSON.stringify(listed.pool));
+    assert.ok(listed.pool.target <= 2 && /idle|calls\/s/.test(listed.pool.why), JSON.stringify(listed.pool));
+    await py(d, 'print(1)');
+    p = await waitPool(d, (q) => q.ready >= 1);
+    assert.ok(p.size >= 1 && p.size <= 2, JSON.stringify(p));
+    assert.match(p.size_why, /calls\/s x \d+ ms refill/);
+    assert.ok(p.misses >= 1, JSON.stringify(p));
+    const [ctr] = await waiting(d);
+    assert.ok(ctr, 'no waiting python container');
+    p = await waitPool(d, (q) => q.ready === 0 && q.starting === 0 && q.size === 0, 'python', 20_000);
+    assert.ok(p.trimmed >= 1, JSON.stringify(p));
+    assert.ok(await waitGone(ctr.id, 10_000) !== null, `trimmed container ${ctr.short} still there`);
   });
   await d.close();
 });

@@ -1,7 +1,9 @@
 #include "sandbox/languages/langtable.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -344,6 +346,62 @@ static int configure_index_item(struct langtable *t, const char *item, struct er
     return 0;
 }
 
+/* One --pool-min or --pool-max item (max: which), "LANGUAGE=N"; *given
+ * (by row) records it. */
+static int configure_pool_item(struct langtable *t, const char *item, bool max, bool *given,
+                               struct err *err)
+{
+    const char *eq = NULL;
+    struct langtable_lang *l = item_language(t, item, max ? "--pool-max" : "--pool-min", &eq, err);
+    if (!l)
+        return -1;
+    /* The item check took digits, 0 to LANGTABLE_POOL_MAX. */
+    long long v = strtoll(eq + 1, NULL, 10);
+    if (max)
+        l->pool_max = v;
+    else
+        l->pool_size = v;
+    given[l->index] = true;
+    return 0;
+}
+
+/* --pool-size fixes every language's bounds, then --pool-min and
+ * --pool-max items move single ones; a bound given moves the other, not
+ * given, to meet it; two given that cross are refused. */
+static int configure_pools(struct langtable *t, const struct config *cfg, struct err *err)
+{
+    for (size_t i = 0; cfg->pool_size >= 0 && i < t->n; i++)
+        t->langs[i].pool_size = t->langs[i].pool_max = cfg->pool_size;
+    bool *min_given = xcalloc(t->n + 1, sizeof(bool));
+    bool *max_given = xcalloc(t->n + 1, sizeof(bool));
+    int rc = -1;
+    for (size_t i = 0; i < cfg->pool_min.n; i++)
+        if (configure_pool_item(t, cfg->pool_min.items[i], false, min_given, err) < 0)
+            goto out;
+    for (size_t i = 0; i < cfg->pool_max.n; i++)
+        if (configure_pool_item(t, cfg->pool_max.items[i], true, max_given, err) < 0)
+            goto out;
+    for (size_t i = 0; i < t->n; i++) {
+        struct langtable_lang *l = &t->langs[i];
+        if (l->pool_size <= l->pool_max)
+            continue;
+        if (min_given[i] && max_given[i]) {
+            err_set(err, ERR_INVALID, "--pool-min %s=%lld is above --pool-max %s=%lld", l->name,
+                    l->pool_size, l->name, l->pool_max);
+            goto out;
+        }
+        if (max_given[i])
+            l->pool_size = l->pool_max;
+        else
+            l->pool_max = l->pool_size;
+    }
+    rc = 0;
+out:
+    free(min_given);
+    free(max_given);
+    return rc;
+}
+
 struct reqs_rules langtable_packages_rules(const struct langtable_packages *p)
 {
     return (struct reqs_rules){.allow = (const char *const *)p->allow.v,
@@ -361,8 +419,8 @@ int langtable_configure(struct langtable *t, const struct config *cfg, struct er
         if (configure_legacy(t, &o, err) < 0)
             return -1;
     }
-    for (size_t i = 0; cfg->pool_size >= 0 && i < t->n; i++)
-        t->langs[i].pool_size = cfg->pool_size;
+    if (configure_pools(t, cfg, err) < 0)
+        return -1;
     if (check_network(t, cfg, err) < 0 || configure_egress(t, cfg, err) < 0)
         return -1;
     for (size_t i = 0; i < cfg->packages_index.n; i++)

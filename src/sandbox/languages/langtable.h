@@ -55,8 +55,13 @@
  *   version          argv whose output names the version list_languages
  *                    shows (optional). The python and node runners keep
  *                    their richer in-process probes (tools/languages.c).
- *   pool_size        warm sandboxes kept by default (default 0 for a new
+ *   pool_size        warm sandboxes kept by default, the least the pool
+ *                    keeps while the language is idle (default 0 for a new
  *                    language).
+ *   pool_max         the most it keeps while calls come fast (default
+ *                    LANGTABLE_POOL_GROWTH x pool_size, at most
+ *                    LANGTABLE_POOL_MAX; not below pool_size). Equal to
+ *                    pool_size: a fixed size.
  *   preload          modules a warm python/node runner loads before it
  *                    waits (python: dotted names; node: built-ins).
  *   plots            true: the python runner returns the program's
@@ -154,18 +159,22 @@
 #include "egress/pattern.h"
 #include "sandbox/packages/reqs.h"
 
-#define LANGTABLE_MAX_LANGUAGES              64
-#define LANGTABLE_MAX_ALIASES                8
-#define LANGTABLE_NAME_MAX                   32
-#define LANGTABLE_IMAGE_MAX                  255
-#define LANGTABLE_SOURCE_FILE_MAX            64
-#define LANGTABLE_ARGV_MAX                   32
-#define LANGTABLE_ARG_MAX                    1024
-#define LANGTABLE_PRELOAD_MAX                64
-#define LANGTABLE_MODULE_MAX                 128
-#define LANGTABLE_PACKAGES_MAX               64
-#define LANGTABLE_PACKAGE_MAX                64
-#define LANGTABLE_POOL_MAX                   64
+#define LANGTABLE_MAX_LANGUAGES   64
+#define LANGTABLE_MAX_ALIASES     8
+#define LANGTABLE_NAME_MAX        32
+#define LANGTABLE_IMAGE_MAX       255
+#define LANGTABLE_SOURCE_FILE_MAX 64
+#define LANGTABLE_ARGV_MAX        32
+#define LANGTABLE_ARG_MAX         1024
+#define LANGTABLE_PRELOAD_MAX     64
+#define LANGTABLE_MODULE_MAX      128
+#define LANGTABLE_PACKAGES_MAX    64
+#define LANGTABLE_PACKAGE_MAX     64
+#define LANGTABLE_POOL_MAX        64
+/* A language's pool_max when the table gives none: room for a pool to
+ * follow a few calls a second (sandbox/pool/demand.h) without holding
+ * more memory than that while idle, which pool_size bounds. */
+#define LANGTABLE_POOL_GROWTH                4
 #define LANGTABLE_ENV_MAX                    32
 #define LANGTABLE_RUNTIME_MAX                64
 #define LANGTABLE_COMPILE_TIMEOUT_MIN_MS     100
@@ -230,7 +239,8 @@ struct langtable_lang {
     enum langtable_checker typecheck_warm; /* needs a typecheck */
     struct langtable_strv run;
     struct langtable_strv version; /* n == 0: no probe */
-    long long pool_size;
+    long long pool_size;           /* the least kept waiting; the pool's minimum */
+    long long pool_max;            /* the most; >= pool_size, 0: no pool */
     struct langtable_strv preload;
     char *preload_joined; /* "a,b,c", the runner's one argument; "" for none */
     bool network_allowed;
@@ -271,7 +281,9 @@ struct config;
  * subset (--languages: names or aliases; none = all), the per-language
  * options older than the table when given (config_legacy: a preload is
  * checked as its runner's modules even when its language is not enabled),
- * --pool-size when given (every language), and --allow-network /
+ * --pool-size when given (every language's least and most), --pool-min
+ * and --pool-max (a bound given moves the other to meet it; two given
+ * that cross are refused), and --allow-network /
  * --dry-run-create naming languages the table has (allow-network only for
  * one whose network_allowed is true), --egress's lists (a name or alias,
  * each item replacing that language's list, "LANGUAGE=" removing it),

@@ -200,6 +200,25 @@ static int settle_compile_timeout(struct draft *d, struct err *err)
     return 0;
 }
 
+/* pool_max at least pool_size; unset, it follows pool_size, so a file
+ * that only raises pool_size raises both. */
+static int settle_pool_max(struct draft *d, struct err *err)
+{
+    struct langtable_lang *l = &d->l;
+    if (!d->set[F_POOL_MAX] ||
+        (d->set[F_POOL_SIZE] && d->from[F_POOL_SIZE].level > d->from[F_POOL_MAX].level)) {
+        long long m = l->pool_size * LANGTABLE_POOL_GROWTH;
+        l->pool_max = m > LANGTABLE_POOL_MAX ? LANGTABLE_POOL_MAX : m;
+        if (l->pool_max < l->pool_size)
+            l->pool_max = l->pool_size;
+    } else if (l->pool_max < l->pool_size) {
+        return langtable_fail_at(err, blame(d, F_POOL_MAX, F_POOL_SIZE),
+                                 "language '%s': 'pool_max' %lld is below 'pool_size' %lld",
+                                 l->name, l->pool_max, l->pool_size);
+    }
+    return 0;
+}
+
 /* The preload list checked as its runner's modules, and joined "a,b,c":
  * the runner's one argument. */
 static int join_preload(struct draft *d, struct err *err)
@@ -260,8 +279,8 @@ static int finish_lang(struct draft *d, struct err *err)
             return langtable_fail_at(err, &d->entry, "language '%s': '%s' is missing", l->name,
                                      langtable_fields[required_fields[i]].key);
     if (check_runner_keys(d, err) < 0 || settle_compile_timeout(d, err) < 0 ||
-        join_preload(d, err) < 0 || check_environment(d, err) < 0 || expand_argvs(d, err) < 0 ||
-        langtable_packages_settle(d, err) < 0)
+        settle_pool_max(d, err) < 0 || join_preload(d, err) < 0 || check_environment(d, err) < 0 ||
+        expand_argvs(d, err) < 0 || langtable_packages_settle(d, err) < 0)
         return -1;
     /* Lists never NULL, so a caller can pass v as an argv. */
     for (size_t f = 0; f < N_FIELDS; f++) {

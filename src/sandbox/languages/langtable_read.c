@@ -204,6 +204,7 @@ const struct field_def langtable_fields[N_FIELDS] = {
     [F_VERSION] = {"version", AT(version), .kind = K_LIST, .argv = true, .max = LANGTABLE_ARGV_MAX,
                    .valid = valid_arg, .form = ARG_FORM},
     [F_POOL_SIZE] = {"pool_size", AT(pool_size), .kind = K_INT, .lo = 0, .hi = LANGTABLE_POOL_MAX},
+    [F_POOL_MAX] = {"pool_max", AT(pool_max), .kind = K_INT, .lo = 0, .hi = LANGTABLE_POOL_MAX},
     /* The form depends on the runner, known after the merge. */
     [F_PRELOAD] = {"preload", AT(preload), .kind = K_LIST, .max = LANGTABLE_PRELOAD_MAX,
                    .valid = valid_arg, .form = "a module name"},

@@ -29,6 +29,7 @@ enum field {
     F_RUN,
     F_VERSION,
     F_POOL_SIZE,
+    F_POOL_MAX,
     F_PRELOAD,
     F_NETWORK,
     F_IMAGE_PACKAGES,

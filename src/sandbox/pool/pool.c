@@ -59,25 +59,50 @@ static void waiting_discard(struct pool *p, struct waiting *w)
     *w = (struct waiting){.weight = {.fd = -1}};
 }
 
+/* ---- targets ---------------------------------------------------------------- */
+
+/* Each slot's target at now: its demand's, then all of them shared under
+ * the daemon's total above the minimums. */
+static void retarget_locked(struct pool *p, double now)
+{
+    size_t cap = p->max_total;
+    for (size_t i = 0; i < p->n; i++) {
+        struct slot *s = &p->slots[i];
+        p->targets[i] = demand_target(&s->demand, now, s->why);
+        p->mins[i] = s->prof.min;
+        cap += s->prof.min;
+    }
+    demand_share(p->targets, p->mins, p->n, cap);
+    for (size_t i = 0; i < p->n; i++) {
+        struct slot *s = &p->slots[i];
+        if (p->targets[i] < demand_target(&s->demand, now, NULL)) {
+            size_t len = strlen(s->why);
+            snprintf(s->why + len, sizeof(s->why) - len, ", held by the pools' total");
+        }
+        s->target = p->targets[i];
+    }
+}
+
 /* ---- fillers ---------------------------------------------------------------- */
 
 /* The slot furthest below its size that may try now, or -1 with *wait_ms
  * until one may (-1: nothing to do until something changes). */
-static ssize_t next_slot_locked(const struct pool *p, double *wait_ms)
+static ssize_t next_slot_locked(struct pool *p, double *wait_ms)
 {
     ssize_t best = -1;
     double best_fill = 2.0;
     double now = util_now_ms();
+    retarget_locked(p, now);
     *wait_ms = -1;
     bool others_short = false;
     for (size_t i = 0; i < p->n && !others_short; i++) {
         const struct slot *s = &p->slots[i];
-        others_short = !s->prof.later && s->n + s->starting < s->prof.size;
+        others_short = !s->prof.later && s->n + s->starting < s->target;
     }
     for (size_t i = 0; i < p->n; i++) {
         const struct slot *s = &p->slots[i];
         size_t have = s->n + s->starting;
-        if (have >= s->prof.size || (s->prof.later && others_short))
+        if (have >= s->target || (s->prof.later && others_short))
             continue;
         if (s->retry_at_ms > now) {
             double w = s->retry_at_ms - now;
@@ -85,7 +110,7 @@ static ssize_t next_slot_locked(const struct pool *p, double *wait_ms)
                 *wait_ms = w;
             continue;
         }
-        double fill = (double)have / (double)s->prof.size;
+        double fill = (double)have / (double)s->target;
         if (fill < best_fill) {
             best_fill = fill;
             best = (ssize_t)i;
@@ -124,10 +149,13 @@ static void *filler_main(void *arg)
 
         struct waiting w = {.weight = {.fd = -1}};
         struct err err = ERR_INIT;
+        double t0 = util_now_ms();
         int rc = pool_fill_one(p, s, lean, &w, &err);
 
         pthread_mutex_lock(&p->lock);
         s->starting--;
+        if (rc == 0)
+            demand_refilled(&s->demand, util_now_ms() - t0);
         if (rc == 0 && !p->stopping) {
             if (s->n == s->cap) {
                 s->cap = s->cap ? 2 * s->cap : 4;
@@ -173,6 +201,7 @@ static size_t collect_unfit_locked(struct pool *p, struct waiting **bad)
 {
     size_t nbad = 0, cap = 0;
     double now = util_now_ms();
+    retarget_locked(p, now);
     for (size_t i = 0; i < p->n; i++) {
         struct slot *s = &p->slots[i];
         size_t k = 0;
@@ -199,6 +228,19 @@ static size_t collect_unfit_locked(struct pool *p, struct waiting **bad)
             (*bad)[nbad++] = *w;
         }
         s->n = k;
+        /* Above a fallen target, once calls paused: the oldest go. */
+        while (s->n > 0 && s->n + s->starting > s->target &&
+               (!s->demand.called || now - s->demand.last_call_ms >= p->shrink_quiet_ms)) {
+            if (nbad == cap) {
+                cap = cap ? 2 * cap : 4;
+                *bad = xrealloc(*bad, cap * sizeof(**bad));
+            }
+            (*bad)[nbad++] = s->items[0];
+            memmove(s->items, s->items + 1, (s->n - 1) * sizeof(*s->items));
+            s->n--;
+            s->trimmed++;
+            log_debug("pool: %s pool down to %zu (%s)", s->prof.name, s->target, s->why);
+        }
     }
     if (nbad)
         pthread_cond_broadcast(&p->cond);
@@ -226,6 +268,8 @@ static void *watcher_main(void *arg)
         double timeout = -1;
         for (size_t i = 0; i < p->n; i++) {
             const struct slot *s = &p->slots[i];
+            if (s->n > s->prof.min && (timeout < 0 || timeout > p->check_ms))
+                timeout = p->check_ms;
             for (size_t j = 0; j < s->n; j++) {
                 pfd[k++] = (struct pollfd){.fd = backend_stream_fd(s->items[j].stream),
                                            .events = POLLIN | POLLRDHUP};
@@ -269,14 +313,26 @@ struct pool *pool_new(struct backend *backend, struct reaper *reaper, struct lau
     p->max_age_ms = timing->max_age_ms;
     p->expiry_extra_s = timing->expiry_extra_s;
     p->refill_delay_ms = timing->refill_delay_ms;
+    p->max_total = timing->max_total;
+    double idle_ms = timing->idle_ms > 0 ? (double)timing->idle_ms : DEMAND_IDLE_MS;
+    p->shrink_quiet_ms = idle_ms / POOL_SHRINK_QUIET_PART;
+    p->check_ms =
+        p->shrink_quiet_ms < POOL_SHRINK_CHECK_MS ? p->shrink_quiet_ms : POOL_SHRINK_CHECK_MS;
     p->weights = backend_weights_possible(backend);
     if (!p->weights)
         snprintf(p->weights_off, sizeof(p->weights_off), "the %s backend cannot change them",
                  backend_kind(backend));
     p->slots = xcalloc(n ? n : 1, sizeof(*p->slots));
+    p->targets = xcalloc(n ? n : 1, sizeof(*p->targets));
+    p->mins = xcalloc(n ? n : 1, sizeof(*p->mins));
     p->n = n;
-    for (size_t i = 0; i < n; i++)
-        p->slots[i].prof = profiles[i];
+    for (size_t i = 0; i < n; i++) {
+        struct slot *s = &p->slots[i];
+        s->prof = profiles[i];
+        demand_init(&s->demand, s->prof.min, s->prof.max);
+        demand_set_idle(&s->demand, idle_ms);
+    }
+    retarget_locked(p, util_now_ms());
     pthread_mutex_init(&p->lock, NULL);
     util_cond_init_monotonic(&p->cond);
     p->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -324,6 +380,8 @@ void pool_free(struct pool *p)
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->lock);
     free(p->slots);
+    free(p->targets);
+    free(p->mins);
     free(p);
 }
 
@@ -337,6 +395,8 @@ bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out
     struct backend_weight weight = {.fd = -1};
     struct slot *s = &p->slots[i];
     pthread_mutex_lock(&p->lock);
+    demand_call(&s->demand, util_now_ms());
+    retarget_locked(p, util_now_ms());
     while (*tries > 0 && s->n > 0 && !got) {
         struct waiting w = s->items[0];
         memmove(s->items, s->items + 1, (s->n - 1) * sizeof(*s->items));
@@ -431,8 +491,13 @@ void pool_stats(struct pool *p, size_t i, struct pool_stats *out)
     if (!p || i >= p->n)
         return;
     pthread_mutex_lock(&p->lock);
+    retarget_locked(p, util_now_ms());
     const struct slot *s = &p->slots[i];
-    out->size = s->prof.size;
+    out->size = s->target;
+    out->min = s->prof.min;
+    out->max = s->prof.max;
+    snprintf(out->why, sizeof(out->why), "%s", s->why);
+    out->trimmed = s->trimmed;
     out->ready = s->n;
     out->starting = s->starting;
     out->hits = s->hits;
@@ -443,4 +508,17 @@ void pool_stats(struct pool *p, size_t i, struct pool_stats *out)
     out->lean = s->lean;
     snprintf(out->last_error, sizeof(out->last_error), "%s", s->last_error);
     pthread_mutex_unlock(&p->lock);
+}
+
+bool pool_weights(struct pool *p, char *why, size_t why_max)
+{
+    if (!p) {
+        snprintf(why, why_max, "no pool");
+        return false;
+    }
+    pthread_mutex_lock(&p->lock);
+    bool on = p->weights;
+    snprintf(why, why_max, "%s", on ? "" : p->weights_off);
+    pthread_mutex_unlock(&p->lock);
+    return on;
 }

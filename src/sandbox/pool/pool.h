@@ -17,6 +17,11 @@
  * runs on CPU time no run wants; where the backend cannot change weights
  * here, containers are made at the normal weight.
  *
+ * Size: each profile's target follows its calls between its bounds
+ * (demand.h), recomputed as calls come and fillers look; waiting
+ * containers above a lowered target are removed, oldest first, once no
+ * call came for a twelfth of the idle time (POOL_SHRINK_QUIET_PART).
+ *
  * Threads: POOL_FILLERS filler threads (create, connect, start, wait for
  * ready; at most that many engine setups at once, so refilling cannot
  * starve runs of the engine) and one watcher (polls every waiting
@@ -31,6 +36,7 @@
 
 #include "backend/backend.h"
 #include "base/err.h"
+#include "sandbox/pool/demand.h"
 #include "sandbox/pool/reaper.h"
 
 struct launcher;
@@ -43,6 +49,14 @@ struct launcher;
 /* Once the pooled runs have ended, refills wait this much longer (at most
  * the refill delay), so the last run's answer leaves first. */
 #define POOL_AFTER_RUN_MS 25
+
+/* A profile shrinks only after this part of the idle time without a call
+ * (5 s of 60): a container removed at once would cost a set-up when the
+ * next call comes. */
+#define POOL_SHRINK_QUIET_PART 12
+/* The watcher looks at the targets at least this often while some
+ * profile holds more than its minimum. */
+#define POOL_SHRINK_CHECK_MS 1000
 
 /* A host directory of its own for each container of a profile (an
  * installer's target): made before its create and bound as the spec's
@@ -63,7 +77,10 @@ struct pool_profile {
      * runs find the pool empty, refills use it: a preload costs about a
      * second of CPU per container, which sustained demand cannot afford. */
     struct backend_spec lean;
-    size_t size;           /* containers kept waiting */
+    /* Containers kept waiting: the least (also while no call comes) and
+     * the most; in between the number follows the calls (demand.h).
+     * Equal: a fixed size. */
+    size_t min, max;
     struct pool_dirs dirs; /* make NULL: none */
     /* Filled only while every profile without it is full: a ready
      * installer waits for the sandboxes runs take. */
@@ -81,6 +98,11 @@ struct pool_timing {
      * a small machine the engine setting up the next container (and its
      * preloads) would take the CPUs from the run. 0: refill at once. */
     long long refill_delay_ms;
+    /* All profiles together keep at most this many above their minimums:
+     * past it the largest targets give way (demand_share). */
+    size_t max_total;
+    /* No call this long: a profile's target is its minimum (demand.h). */
+    long long idle_ms;
 };
 
 /* Starts filling once the reaper's first sweep is over; sandboxes are set
@@ -120,7 +142,9 @@ void pool_entry_discard(struct pool *p, size_t i, struct pool_entry *e);
 void pool_run_end(struct pool *p);
 
 struct pool_stats {
-    size_t size;                 /* target */
+    size_t size;                 /* the target now */
+    size_t min, max;             /* its bounds */
+    char why[DEMAND_WHY_MAX];    /* how the target came */
     size_t ready;                /* waiting now */
     size_t starting;             /* being set up now */
     unsigned long long hits;     /* runs that got a pooled container */
@@ -129,10 +153,15 @@ struct pool_stats {
     unsigned long long recycled; /* reached the age limit unused */
     unsigned long long failed;   /* set-ups that failed */
     unsigned long long lean;     /* made without the preloads, under pressure */
+    unsigned long long trimmed;  /* removed unused when the target fell */
     char last_error[256];        /* why the last set-up failed; "" if none since */
 };
 
 /* Profile i's figures at this moment. */
 void pool_stats(struct pool *p, size_t i, struct pool_stats *out);
+
+/* Whether waiting containers sit at the low CPU weight; when not, why
+ * (why_max bytes, at least 1). */
+bool pool_weights(struct pool *p, char *why, size_t why_max);
 
 #endif

@@ -26,8 +26,11 @@ struct slot {
     unsigned failures_in_row;
     double retry_at_ms;
     double pressed_until_ms; /* a run found none waiting: refill lean until then */
-    unsigned long long hits, misses, replaced, recycled, failed, lean;
+    unsigned long long hits, misses, replaced, recycled, failed, lean, trimmed;
     char last_error[256];
+    struct demand demand;
+    size_t target;            /* demand's, shared under max_total */
+    char why[DEMAND_WHY_MAX]; /* how target came */
 };
 
 struct pool {
@@ -39,7 +42,11 @@ struct pool {
     long long max_age_ms;
     long long expiry_extra_s;
     long long refill_delay_ms;
-    size_t running; /* taken containers whose run goes on */
+    size_t max_total;
+    double shrink_quiet_ms; /* no call this long: a profile above its target shrinks */
+    double check_ms;        /* the watcher's look at the targets, while any is above its minimum */
+    size_t *targets, *mins; /* scratch for retargeting, n each */
+    size_t running;         /* taken containers whose run goes on */
     /* Sandboxes are set up at a low CPU weight, raised when a run takes
      * one; off for good once the backend cannot change weights here. */
     bool weights;

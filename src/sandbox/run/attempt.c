@@ -30,7 +30,7 @@ static int pool_profile_for(const struct exec_ctx *ctx, const struct run *req)
 {
     int profile = req->install ? req->install->pool : (int)req->language->index;
     if (!ctx->pool || profile < 0 ||
-        (!req->install && (req->memory_mb != ctx->cfg->memory_mb || req->language->pool_size <= 0)))
+        (!req->install && (req->memory_mb != ctx->cfg->memory_mb || req->language->pool_max <= 0)))
         return -1;
     struct err gone = ERR_INIT;
     bool is_gone = backend_gone(ctx->backend, &gone);

@@ -76,7 +76,7 @@ static enum exec_status failed_status(enum err_code code)
 static bool pool_wanted(const struct langtable *langs)
 {
     for (size_t i = 0; i < langtable_count(langs); i++)
-        if (langtable_get(langs, i)->pool_size > 0)
+        if (langtable_get(langs, i)->pool_max > 0)
             return true;
     return false;
 }
@@ -215,16 +215,21 @@ static int secrets_start(struct exec_ctx *ctx, char **envp, struct err *err)
 }
 
 /* Every sandbox that can be alive at once but those being removed: the
- * runs, the pools' waiting ones (ready installers too) and the code
- * sessions' (idle ones hold theirs outside the runs' slots). */
+ * runs, the pools' waiting ones (ready installers too: their bounds are
+ * equal) up to their maximums or the total above the minimums, and the
+ * code sessions' (idle ones hold theirs outside the runs' slots). */
 static long long sandboxes_alive_max(const struct exec_ctx *ctx)
 {
-    long long n = ctx->cfg->max_concurrent + ctx->cfg->max_code_sessions;
+    long long mins = 0, maxs = 0;
     for (size_t i = 0; i < langtable_count(ctx->langs); i++) {
         const struct langtable_lang *l = langtable_get(ctx->langs, i);
-        n += l->pool_size + (l->packages ? ctx->cfg->packages_ready_installers : 0);
+        long long ready = l->packages ? ctx->cfg->packages_ready_installers : 0;
+        mins += l->pool_size + ready;
+        maxs += l->pool_max + ready;
     }
-    return n;
+    long long pools =
+        mins + ctx->cfg->pool_max_total < maxs ? mins + ctx->cfg->pool_max_total : maxs;
+    return ctx->cfg->max_concurrent + ctx->cfg->max_code_sessions + pools;
 }
 
 /* Code sessions, when the operator allows any: after the pool, whose
@@ -394,7 +399,8 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
         policy_run_for(ctx, l, ctx->cmds[i].warm, ctx->cmds[i].env, cfg->memory_mb, &run);
         run.owner = reaper_owner(ctx->reaper);
         prof[i].name = l->name;
-        prof[i].size = (size_t)l->pool_size;
+        prof[i].min = (size_t)l->pool_size;
+        prof[i].max = (size_t)l->pool_max;
         policy_spec(cfg, &run, &prof[i].spec);
         prof[i].spec.pool = l->name;
         prof[i].lean = prof[i].spec;
@@ -413,6 +419,8 @@ static int pool_start(struct exec_ctx *ctx, struct err *err)
         .max_age_ms = cfg->pool_max_age_ms,
         .expiry_extra_s = ctx->pool_expiry_extra_s,
         .refill_delay_ms = cfg->pool_refill_delay_ms,
+        .max_total = (size_t)cfg->pool_max_total,
+        .idle_ms = cfg->pool_idle_ms,
     };
     ctx->pool = pool_new(ctx->backend, ctx->reaper, ctx->launcher, prof, n, &timing, err);
     free(prof);
@@ -429,6 +437,9 @@ static bool profile_stats(struct exec_ctx *ctx, int i, struct exec_pool_stats *o
     pool_stats(ctx->pool, (size_t)i, &st);
     *out = (struct exec_pool_stats){
         .size = st.size,
+        .min = st.min,
+        .max = st.max,
+        .trimmed = st.trimmed,
         .ready = st.ready,
         .starting = st.starting,
         .hits = st.hits,
@@ -439,6 +450,7 @@ static bool profile_stats(struct exec_ctx *ctx, int i, struct exec_pool_stats *o
         .lean = st.lean,
     };
     snprintf(out->last_error, sizeof(out->last_error), "%s", st.last_error);
+    snprintf(out->why, sizeof(out->why), "%s", st.why);
     return true;
 }
 
@@ -453,6 +465,11 @@ bool exec_installer_stats(struct exec_ctx *ctx, const struct langtable_lang *lan
 {
     const int *spare = ctx->packages->spare_profile;
     return profile_stats(ctx, spare ? spare[lang->index] : -1, out);
+}
+
+bool exec_pool_weights(struct exec_ctx *ctx, char *why, size_t why_max)
+{
+    return pool_weights(ctx->pool, why, why_max);
 }
 
 char *exec_describe_create(const struct config *cfg, struct backend *backend,

@@ -85,9 +85,10 @@ char *exec_describe_create(const struct config *cfg, struct backend *backend,
 
 /* The warm pool of one language, at this moment (pool.h's figures). */
 struct exec_pool_stats {
-    size_t size, ready, starting;
-    unsigned long long hits, misses, replaced, recycled, failed, lean;
+    size_t size, min, max, ready, starting; /* size: the target now, within [min, max] */
+    unsigned long long hits, misses, replaced, recycled, failed, lean, trimmed;
     char last_error[256];
+    char why[160]; /* how the target came */
 };
 
 /* False (and zeros) when the daemon keeps no pool. */
@@ -97,6 +98,10 @@ bool exec_pool_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
  * when it has none. */
 bool exec_installer_stats(struct exec_ctx *ctx, const struct langtable_lang *lang,
                           struct exec_pool_stats *out);
+
+/* Whether waiting pooled sandboxes sit at the low CPU weight (pool.h);
+ * when not, why into why (why_max bytes). */
+bool exec_pool_weights(struct exec_ctx *ctx, char *why, size_t why_max);
 
 /* A cancel handle: exec_cancel() may be called from any thread, any number
  * of times, before, during or after the run. */

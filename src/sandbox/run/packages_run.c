@@ -182,7 +182,7 @@ size_t packages_pool_profiles(struct exec_ctx *ctx, struct pool_profile *out, si
         const struct langtable_lang *lang = langtable_get(ctx->langs, i);
         const struct langtable_lang *host = lang->packages ? install_host(ctx, lang) : NULL;
         p->spare_profile[i] = -1;
-        if (!host || lang->pool_size <= 0)
+        if (!host || lang->pool_max <= 0)
             continue;
         struct run_install in;
         struct run ir;
@@ -202,7 +202,8 @@ size_t packages_pool_profiles(struct exec_ctx *ctx, struct pool_profile *out, si
             .name = p->spare_names[i],
             .spec = spec,
             .lean = spec,
-            .size = (size_t)ctx->cfg->packages_ready_installers,
+            .min = (size_t)ctx->cfg->packages_ready_installers,
+            .max = (size_t)ctx->cfg->packages_ready_installers,
             .dirs = {.make = spare_make, .drop = spare_drop, .arg = p->cache},
             .later = true,
         };

@@ -116,7 +116,7 @@ static void test_help(void **state)
         {"cpus", "(default 1)"},
         {"log-level", "(default info)"},
         {"runtime", "(default: the engine's)"},
-        {"pool-size", "(default: each language's pool_size in the language table)"},
+        {"pool-size", "(default: each language's pool_size to pool_max in the language table"},
     };
     for (size_t i = 0; i < sizeof(seen) / sizeof(seen[0]); i++) {
         char *entry = usage_entry(text, seen[i].name);

@@ -1,0 +1,70 @@
+/* How many ready sandboxes a pool profile should keep: a size between
+ * the operator's bounds that follows the calls. Pure arithmetic on times
+ * the caller passes (util_now_ms), so the tests drive it without clocks;
+ * the pool calls it under its lock.
+ *
+ * The model: while one sandbox is being made (the refill time), the calls
+ * that arrive in that time each take one, so about rate x refill must be
+ * waiting for none of them to miss; DEMAND_HEADROOM more covers bursts.
+ * The rate is a moving count with a time constant of a third of the idle time
+ * (it halves in about 0.7 tau once calls stop), the refill time an
+ * average of the last set-ups. A profile with no call for the idle time
+ * (DEMAND_IDLE_MS unless set) shrinks to its minimum. */
+#ifndef MCPSBX_POOL_DEMAND_H
+#define MCPSBX_POOL_DEMAND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* No call this long: the target is the minimum (demand_set_idle changes
+ * it). */
+#define DEMAND_IDLE_MS 60000.0
+/* The rate's time constant, as a part of the idle time (20 s of 60):
+ * long enough to carry a call every few seconds, short enough to follow
+ * a burst that ends within the idle time. */
+#define DEMAND_TAU_PART 3.0
+/* The refill time assumed before one was measured (a preloaded Python
+ * sandbox here: about a second). */
+#define DEMAND_REFILL_GUESS_MS 1000.0
+/* The weight of a new set-up time in the average. */
+#define DEMAND_REFILL_ALPHA 0.3
+/* Ready sandboxes kept beyond rate x refill, as a factor. */
+#define DEMAND_HEADROOM 1.5
+/* Room for the why of a target. */
+#define DEMAND_WHY_MAX 160
+
+struct demand {
+    size_t min, max; /* the operator's bounds; min == max: a fixed size */
+    double rate;     /* calls per second, decayed to last_call_ms */
+    double last_call_ms;
+    double idle_ms, tau_ms;
+    double refill_ms;  /* average set-up time */
+    bool refill_known; /* refill_ms was measured */
+    bool called;       /* any call yet */
+};
+
+void demand_init(struct demand *d, size_t min, size_t max);
+
+/* Another idle time (> 0), and the rate's time constant with it. */
+void demand_set_idle(struct demand *d, double idle_ms);
+
+/* A run asked this profile for a sandbox at now (a hit or a miss). */
+void demand_call(struct demand *d, double now_ms);
+
+/* One sandbox of this profile took setup_ms from create to ready. */
+void demand_refilled(struct demand *d, double setup_ms);
+
+/* The calls per second at now (the count decayed to now). */
+double demand_rate(const struct demand *d, double now_ms);
+
+/* The target at now, within [min, max]; why (may be NULL) says how it
+ * came, e.g. "2.40 calls/s x 900 ms refill". */
+size_t demand_target(const struct demand *d, double now_ms, char why[DEMAND_WHY_MAX]);
+
+/* Fits targets[0..n) (each already within its profile's [mins[i], ...])
+ * under cap in total: the largest above its minimum gives one up at a
+ * time; minimums are kept even past cap (the operator asked for them).
+ * Returns the total. */
+size_t demand_share(size_t *targets, const size_t *mins, size_t n, size_t cap);
+
+#endif
