@@ -20,6 +20,8 @@
 
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 
 import { BENCH_LABEL, Demux, Engine, GO, READY, RECORD_PREFIX, frameRequest, newNonce, sleep, stats } from './engine.mjs';
 
@@ -89,6 +91,20 @@ function readUntil(socket, rest, until, timeoutMs, what) {
 }
 
 /**
+ * body's inline seccomp profile written to file and named by its path, as
+ * Podman takes one (the daemon does the same: src/backend/docker/seccomp_file.c).
+ */
+export function seccompAsFile(body, file) {
+  body.HostConfig.SecurityOpt = (body.HostConfig.SecurityOpt || []).map((o) => {
+    if (!o.startsWith('seccomp={')) return o;
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, o.slice('seccomp='.length), { mode: 0o644 });
+    return `seccomp=${file}`;
+  });
+  return body;
+}
+
+/**
  * Create, start and wait for the ready mark (untimed). Returns {id}, plus
  * {socket} with hold: then the attach made before start (stdin included)
  * stays open for the run, as a pool that attaches ahead would keep it.
@@ -146,16 +162,17 @@ export async function timedRun(engine, prepared, code, expectStdout) {
  * n samples of the floor for lang, one container at a time: a container's
  * exit and removal cost the engine (and this 2-core kind of machine) enough
  * CPU to slow a run that overlaps them, so each sample starts once the
- * previous container is gone. hold: see prepareWarm. Returns {stats, samples}.
+ * previous container is gone. hold: see prepareWarm; code and stdout: another
+ * program than the hello world (its imports then count). Returns {stats, samples}.
  */
-export async function measureFloor(engine, body, lang, n, { hold = false, settleMs = 100, log = () => {} } = {}) {
+export async function measureFloor(engine, body, lang, n, { hold = false, settleMs = 100, log = () => {}, code = HELLO[lang], stdout = 'hello\n' } = {}) {
   const samples = [];
   for (let i = 0; i < n; i++) {
     let prepared = null;
     try {
       prepared = await prepareWarm(engine, body, { hold });
       await sleep(settleMs); // the engine's start bookkeeping settles
-      samples.push(await timedRun(engine, prepared, HELLO[lang], 'hello\n'));
+      samples.push(await timedRun(engine, prepared, code, stdout));
     } finally {
       if (prepared) await engine.remove(prepared.id).catch(() => {});
     }

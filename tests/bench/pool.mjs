@@ -23,7 +23,8 @@
 //   1. floor: attach to a started, waiting warm runner + request + record
 //      (tests/bench/floor.mjs), python and javascript; and the same with the
 //      attach made ahead and held (request + record only)
-//   2. mcp-sandboxd over stdio, official SDK client, warm pool (defaults):
+//   2. mcp-sandboxd over stdio, official SDK client, warm pool (defaults,
+//      the pools held at the table's sizes: --pool-max-total 0):
 //      hello world in python and js, a pandas program and a program whose
 //      plt.show() returns one PNG (next to hello: png_over_plain); before every
 //      sample the pool is full again (polling mcp-sandboxd://environment),
@@ -50,7 +51,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 import { Engine, sleep, stats } from './engine.mjs';
-import { measureFloor, warmCreateBody } from './floor.mjs';
+import { measureFloor, seccompAsFile, warmCreateBody } from './floor.mjs';
 import { churnCreateBody, measureChurn, measurePeer, peerCreateBody } from './peer.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -739,15 +740,7 @@ async function main() {
     // one (src/backend/docker/seccomp_file.c): the same profile, as a file
     // beside the results.
     if (doc.engine.kind === 'podman') {
-      for (const [lang, body] of Object.entries(hardened)) {
-        body.HostConfig.SecurityOpt = (body.HostConfig.SecurityOpt || []).map((o) => {
-          if (!o.startsWith('seccomp={')) return o;
-          const file = path.resolve(path.dirname(opt.out), `seccomp-${lang}.json`);
-          mkdirSync(path.dirname(file), { recursive: true });
-          writeFileSync(file, o.slice('seccomp='.length), { mode: 0o644 });
-          return `seccomp=${file}`;
-        });
-      }
+      for (const [lang, body] of Object.entries(hardened)) seccompAsFile(body, path.resolve(path.dirname(opt.out), `seccomp-${lang}.json`));
     }
     if (opt.runtime) {
       const why = await runtimeProblem(engine, doc.engine, hardened.python);
@@ -874,7 +867,10 @@ async function main() {
 
     if (poolSupported) {
       await runSection('no_pool', 'no-pool', ['--pool-size', '0'], false, { load: false });
-      await runSection('warm', 'warm', [], true, { load: true });
+      // The pools at the table's sizes, as before they followed the calls:
+      // the fd and RSS readings compare like with like (the steady section,
+      // steady.mjs, measures the pools following the calls).
+      await runSection('warm', 'warm', ['--pool-max-total', '0'], true, { load: true });
     } else {
       log(`${opt.bin} has no --pool-size: the warm-pool measures are skipped`);
       m.warm = { skipped: `${path.relative(ROOT, opt.bin)} has no --pool-size (a build without the pool)` };

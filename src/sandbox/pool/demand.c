@@ -17,6 +17,13 @@ void demand_set_idle(struct demand *d, double idle_ms)
 {
     d->idle_ms = idle_ms;
     d->tau_ms = idle_ms / DEMAND_TAU_PART;
+    d->fast_tau_ms = idle_ms / DEMAND_FAST_TAU_PART;
+}
+
+/* A count decayed over dt with time constant tau. */
+static double decayed(double count, double dt, double tau)
+{
+    return dt <= 0 ? count : count * exp(-dt / tau);
 }
 
 double demand_rate(const struct demand *d, double now_ms)
@@ -24,14 +31,17 @@ double demand_rate(const struct demand *d, double now_ms)
     if (!d->called)
         return 0.0;
     double dt = now_ms - d->last_call_ms;
-    return dt <= 0 ? d->rate : d->rate * exp(-dt / d->tau_ms);
+    double slow = decayed(d->rate, dt, d->tau_ms), fast = decayed(d->fast, dt, d->fast_tau_ms);
+    return fast > slow ? fast : slow;
 }
 
 void demand_call(struct demand *d, double now_ms)
 {
-    /* A decaying count: each call adds 1/tau, so a steady r calls per
+    /* Decaying counts: each call adds 1/tau, so a steady r calls per
      * second settles at r. */
-    d->rate = demand_rate(d, now_ms) + 1000.0 / d->tau_ms;
+    double dt = d->called ? now_ms - d->last_call_ms : 0;
+    d->rate = decayed(d->rate, dt, d->tau_ms) + 1000.0 / d->tau_ms;
+    d->fast = decayed(d->fast, dt, d->fast_tau_ms) + 1000.0 / d->fast_tau_ms;
     if (!d->called || now_ms > d->last_call_ms)
         d->last_call_ms = now_ms;
     d->called = true;

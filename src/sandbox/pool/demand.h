@@ -6,7 +6,7 @@
  * The model: while one sandbox is being made (the refill time), the calls
  * that arrive in that time each take one, so about rate x refill must be
  * waiting for none of them to miss; DEMAND_HEADROOM more covers bursts.
- * The rate is a moving count with a time constant of a third of the idle time
+ * The rate is the larger of two moving counts (DEMAND_TAU_PART)
  * (it halves in about 0.7 tau once calls stop), the refill time an
  * average of the last set-ups. A profile with no call for the idle time
  * (DEMAND_IDLE_MS unless set) shrinks to its minimum. */
@@ -19,10 +19,12 @@
 /* No call this long: the target is the minimum (demand_set_idle changes
  * it). */
 #define DEMAND_IDLE_MS 60000.0
-/* The rate's time constant, as a part of the idle time (20 s of 60):
- * long enough to carry a call every few seconds, short enough to follow
- * a burst that ends within the idle time. */
-#define DEMAND_TAU_PART 3.0
+/* The rate's time constants, as parts of the idle time. The slow one (20 s
+ * of 60) carries a call every few seconds and holds the target through a
+ * pause; the fast one (3 s) follows calls that start coming faster within
+ * a few of them. The rate is the larger of the two: up fast, down slow. */
+#define DEMAND_TAU_PART      3.0
+#define DEMAND_FAST_TAU_PART 20.0
 /* The refill time assumed before one was measured (a preloaded Python
  * sandbox here: about a second). */
 #define DEMAND_REFILL_GUESS_MS 1000.0
@@ -34,10 +36,10 @@
 #define DEMAND_WHY_MAX 160
 
 struct demand {
-    size_t min, max; /* the operator's bounds; min == max: a fixed size */
-    double rate;     /* calls per second, decayed to last_call_ms */
+    size_t min, max;   /* the operator's bounds; min == max: a fixed size */
+    double rate, fast; /* calls per second, decayed to last_call_ms: slow and fast */
     double last_call_ms;
-    double idle_ms, tau_ms;
+    double idle_ms, tau_ms, fast_tau_ms;
     double refill_ms;  /* average set-up time */
     bool refill_known; /* refill_ms was measured */
     bool called;       /* any call yet */
@@ -51,7 +53,9 @@ void demand_set_idle(struct demand *d, double idle_ms);
 /* A run asked this profile for a sandbox at now (a hit or a miss). */
 void demand_call(struct demand *d, double now_ms);
 
-/* One sandbox of this profile took setup_ms from create to ready. */
+/* One sandbox of this profile with its preloads took setup_ms from create
+ * to ready (the pool's set-ups without them, under pressure, are not what
+ * it aims to keep up with). */
 void demand_refilled(struct demand *d, double setup_ms);
 
 /* The calls per second at now (the count decayed to now). */

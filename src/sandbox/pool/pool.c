@@ -154,7 +154,7 @@ static void *filler_main(void *arg)
 
         pthread_mutex_lock(&p->lock);
         s->starting--;
-        if (rc == 0)
+        if (rc == 0 && !lean)
             demand_refilled(&s->demand, util_now_ms() - t0);
         if (rc == 0 && !p->stopping) {
             if (s->n == s->cap) {

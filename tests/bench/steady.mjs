@@ -1,0 +1,328 @@
+// The "steady" section of `make bench` (scripts/bench.sh): the warm pool
+// under the load an agent fleet puts on it, beside the idle figures, in one
+// run, on one engine. The pool section (pool.mjs) fills the pool before
+// every sample; here calls come on a clock and refills run beside them.
+//
+//   node tests/bench/steady.mjs --engine unix:///SOCK --out FILE.json [options]
+//       measures, writes FILE.json, prints the table on stdout (progress on
+//       stderr); exits 1 when something broke, never because a figure is low
+//   node tests/bench/steady.mjs --skip REASON --out FILE.json
+//
+// Options: --bin, --calls N (recorded calls per series, default 30, after
+// --warmup N unrecorded ones at the same pace, default 10), --seconds S
+// (each runs/s series, default 10), --log-dir.
+//
+// What is measured, the daemon with its defaults (the eight languages, the
+// pools following the calls) over stdio with the official SDK client:
+//   1. idle: python hello, javascript hello and a pandas program, the pool
+//      full and quiet before each call
+//   2. steady: the same three, one call every 300 ms and every 1 s (a call
+//      that takes longer than the pace is followed at once), with the pool's
+//      hits and misses and its target at the end of the series
+//   3. the raw floor (attach to a waiting runner, tests/bench/floor.mjs) of
+//      python hello, and of the pandas program in a runner with no preload
+//      (the floor plus the import)
+//   4. one warm Pyodide in a stdio server (tests/bench/pyodide-server.mjs),
+//      python hello at the same paces
+//   5. refill capacity: ready sandboxes per second the daemon makes for
+//      python (with its preloads) and javascript, a fixed pool of 8 filling
+//      from empty
+//   6. runs/s of python hello at 1, 4 and 16 callers, next to python's
+//      refill capacity
+// Ratios and targets are reported, never asserted.
+
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+import { Engine, sleep, stats } from './engine.mjs';
+import { measureFloor, seccompAsFile, warmCreateBody } from './floor.mjs';
+import { ENV_URI, StdioDaemon, countOption, sectionBegin } from './stdio_daemon.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..', '..');
+const PACES = [300, 1000];
+const CALLERS = [1, 4, 16];
+const CAPACITY_POOL = 8;
+const TARGETS = {
+  hello_steady_over_idle_max: 1.2,
+  hello_steady_over_pyodide_max: 1,
+  hello_p95_over_p50_max: 3,
+  pandas_p50_ms_at_1s_max: 20,
+  pandas_at_300ms_over_floor_import_max: 2,
+  runs_over_capacity_min: 0.9,
+};
+
+const ITEMS = [
+  { key: 'python_hello', label: 'python hello', tool: 'run_python_code', lang: 'python', code: 'print("hello")', stdout: 'hello\n' },
+  { key: 'js_hello', label: 'javascript hello', tool: 'run_js_code', lang: 'javascript', code: 'console.log("hello")', stdout: 'hello\n' },
+  {
+    key: 'pandas',
+    label: 'python pandas',
+    tool: 'run_python_code',
+    lang: 'python',
+    code: 'import pandas as pd; print(pd.DataFrame({"a": [1, 2, 3]}).a.sum())',
+    stdout: '6\n',
+  },
+];
+
+const log = (m) => process.stderr.write(`steady: ${m}\n`);
+const r2 = (x) => (typeof x === 'number' && Number.isFinite(x) ? Math.round(x * 100) / 100 : null);
+
+const { values: opt } = parseArgs({
+  options: {
+    engine: { type: 'string' },
+    bin: { type: 'string', default: path.join(ROOT, 'build', 'mcp-sandboxd') },
+    out: { type: 'string' },
+    calls: { type: 'string', default: '30' },
+    warmup: { type: 'string', default: '10' },
+    seconds: { type: 'string', default: '10' },
+    'log-dir': { type: 'string', default: path.join(ROOT, 'build', 'bench', 'logs') },
+    skip: { type: 'string' },
+  },
+  strict: true,
+});
+
+// ---- the daemon --------------------------------------------------------------
+
+async function environment(d) {
+  return JSON.parse((await d.client.readResource({ uri: ENV_URI })).contents[0].text);
+}
+
+const profile = (env, lang) => env.pool.profiles.find((p) => p.language === lang) ?? {};
+
+/** One call of item; throws on a wrong answer. Returns its ms. */
+async function call(d, item) {
+  const { ms, sc } = await d.call(item.tool, { code: item.code });
+  if (sc?.status !== 'ok' || sc.exit_code !== 0 || sc.stdout !== item.stdout) {
+    throw new Error(`${item.tool} ${JSON.stringify(item.code)}: ${JSON.stringify(sc).slice(0, 400)}`);
+  }
+  return ms;
+}
+
+/** Waits until lang's pool is full and nothing starts (60 s at most). */
+async function settle(d, lang) {
+  for (const end = Date.now() + 60_000; Date.now() < end; await sleep(50)) {
+    const p = profile(await environment(d), lang);
+    if (p.ready >= p.size && p.starting === 0) return;
+  }
+  throw new Error(`the ${lang} pool did not fill within 60 s`);
+}
+
+async function idleSeries(d, item, n) {
+  const ms = [];
+  for (let i = 0; i < n; i++) {
+    await settle(d, item.lang);
+    await sleep(200); // the last refill's engine work settles too
+    ms.push(await call(d, item));
+  }
+  return stats(ms);
+}
+
+/** fn() every paceMs on a clock (at once when one ran late): warmup
+ * unrecorded, then n recorded. */
+async function paced(fn, paceMs, warmup, n) {
+  const ms = [];
+  let next = performance.now();
+  for (let i = 0; i < warmup + n; i++) {
+    const wait = next - performance.now();
+    if (wait > 0) await sleep(wait);
+    next = Math.max(next + paceMs, performance.now());
+    const t = await fn();
+    if (i >= warmup) ms.push(t);
+  }
+  return ms;
+}
+
+async function steadySeries(d, item, paceMs, warmup, n) {
+  const before = profile(await environment(d), item.lang);
+  const ms = await paced(() => call(d, item), paceMs, warmup, n);
+  const after = profile(await environment(d), item.lang);
+  const doc = {
+    pace_ms: paceMs,
+    stats: stats(ms),
+    hits: after.hits - before.hits,
+    misses: after.misses - before.misses,
+    without_preload: after.without_preload - before.without_preload,
+    target_after: after.size,
+    target_why: after.size_why,
+  };
+  doc.miss_rate = r2(doc.misses / (doc.hits + doc.misses));
+  log(`${item.label} every ${paceMs} ms: p50 ${doc.stats.p50}, p95 ${doc.stats.p95} ms; hits ${doc.hits}, misses ${doc.misses}; target ${doc.target_after} (${doc.target_why})`);
+  return doc;
+}
+
+// ---- Pyodide ------------------------------------------------------------------
+
+async function pyodideSeries(warmup, n) {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [path.join(HERE, 'pyodide-server.mjs')],
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+    cwd: path.join(ROOT, 'tests'),
+    stderr: 'pipe',
+  });
+  let tail = '';
+  transport.stderr.on('data', (c) => (tail = (tail + c).slice(-2000)));
+  const client = new Client({ name: 'mcp-sandboxd-bench-steady', version: '1.0.0' });
+  const item = ITEMS[0];
+  try {
+    await client.connect(transport, { timeout: 120_000 });
+    const one = async () => {
+      const t0 = performance.now();
+      const r = await client.callTool({ name: 'run_python_code', arguments: { code: item.code } }, undefined, { timeout: 60_000 });
+      if (r.isError || r.structuredContent?.stdout !== item.stdout) throw new Error(`pyodide: ${JSON.stringify(r).slice(0, 300)}`);
+      return performance.now() - t0;
+    };
+    const out = {};
+    for (const pace of PACES) out[pace] = stats(await paced(one, pace, warmup, n));
+    log(`pyodide warm: p50 ${out[300].p50} ms every 300 ms, ${out[1000].p50} ms every 1 s`);
+    return out;
+  } catch (e) {
+    throw new Error(`${e.message || e}\n--- pyodide-server stderr ---\n${tail}`);
+  } finally {
+    await client.close().catch(() => {});
+  }
+}
+
+// ---- capacity and runs/s ---------------------------------------------------------
+
+/** Ready sandboxes per second lang's pool makes from empty (the first
+ * ready one starts the clock). */
+async function capacity(lang) {
+  const d = await StdioDaemon.start('steady', `capacity-${lang}`, ['--languages', lang, '--pool-size', String(CAPACITY_POOL), '--packages-ready-installers', '0'], daemonOpt(), log);
+  try {
+    let first = null;
+    for (const end = Date.now() + 180_000; Date.now() < end; await sleep(25)) {
+      const p = profile(await environment(d), lang);
+      const now = performance.now();
+      if (first === null && p.ready >= 1) first = { t: now, ready: p.ready };
+      if (p.ready >= CAPACITY_POOL) {
+        const per_s = r2((p.ready - first.ready) / ((now - first.t) / 1000));
+        log(`capacity ${lang}: ${per_s} ready sandboxes/s`);
+        return { per_s, pool: CAPACITY_POOL, seconds: r2((now - first.t) / 1000) };
+      }
+    }
+    throw new Error(`the ${lang} pool of ${CAPACITY_POOL} did not fill within 180 s`);
+  } finally {
+    await d.close();
+  }
+}
+
+async function runsPerSecond(d, callers, seconds) {
+  const ms = [];
+  const end = performance.now() + seconds * 1000;
+  const t0 = performance.now();
+  const worker = async () => {
+    while (performance.now() < end) ms.push(await call(d, ITEMS[0]));
+  };
+  await Promise.all(Array.from({ length: callers }, worker));
+  const runs_per_s = r2(ms.length / ((performance.now() - t0) / 1000));
+  const after = profile(await environment(d), 'python');
+  log(`${callers} callers: ${runs_per_s} runs/s, p50 ${stats(ms).p50} ms; python target ${after.size}`);
+  return { callers, runs: ms.length, runs_per_s, latency_ms: stats(ms), target_after: after.size };
+}
+
+const daemonOpt = () => ({ bin: opt.bin, engine: opt.engine, logDir: opt['log-dir'] });
+
+// ---- the report -------------------------------------------------------------------
+
+function table(res) {
+  const lines = [];
+  const p = (s) => (s ? `p50 ${s.p50} / p95 ${s.p95} ms` : '?');
+  lines.push(`  floor: python hello ${p(res.floor?.hello)}, pandas without preload ${p(res.floor?.pandas)}`);
+  for (const item of ITEMS) {
+    const r = res.items?.[item.key];
+    if (!r) continue;
+    const at = PACES.map((pace) => `every ${pace} ms ${p(r.steady[pace].stats)} (misses ${r.steady[pace].misses}/${r.steady[pace].hits + r.steady[pace].misses})`);
+    lines.push(`  ${item.label}: idle ${p(r.idle)}; ${at.join('; ')}`);
+  }
+  if (res.pyodide) lines.push(`  warm Pyodide, python hello: ${PACES.map((pace) => `every ${pace} ms ${p(res.pyodide[pace])}`).join('; ')}`);
+  if (res.capacity) lines.push(`  refill capacity: python ${res.capacity.python?.per_s}/s, javascript ${res.capacity.javascript?.per_s}/s`);
+  if (res.runs) lines.push(`  runs/s, python hello: ${res.runs.map((r) => `${r.callers} callers ${r.runs_per_s}`).join(', ')}`);
+  const rt = res.ratios ?? {};
+  const t = TARGETS;
+  lines.push(`  ratios: hello@300 over idle ${rt.hello_steady_over_idle} (<= ${t.hello_steady_over_idle_max}), over Pyodide ${rt.hello_steady_over_pyodide} (<= ${t.hello_steady_over_pyodide_max}), p95/p50 ${rt.hello_p95_over_p50} (<= ${t.hello_p95_over_p50_max}); pandas@1s p50 ${rt.pandas_p50_ms_at_1s} ms (<= ${t.pandas_p50_ms_at_1s_max}), pandas@300 over floor+import ${rt.pandas_at_300ms_over_floor_import} (<= ${t.pandas_at_300ms_over_floor_import_max}); runs/s over capacity at 4 ${rt.runs4_over_capacity}, at 16 ${rt.runs16_over_capacity} (>= ${t.runs_over_capacity_min})`);
+  return `warm pool under steady load (${res.engine}):\n${lines.join('\n')}`;
+}
+
+function ratios(res) {
+  const py = res.items.python_hello;
+  const pandas = res.items.pandas;
+  const cap = res.capacity.python.per_s;
+  const at = (callers) => res.runs.find((r) => r.callers === callers)?.runs_per_s;
+  res.ratios = {
+    hello_steady_over_idle: r2(py.steady[300].stats.p50 / py.idle.p50),
+    hello_steady_over_pyodide: r2(py.steady[300].stats.p50 / res.pyodide[300].p50),
+    hello_p95_over_p50: r2(py.steady[300].stats.p95 / py.steady[300].stats.p50),
+    pandas_p50_ms_at_1s: r2(pandas.steady[1000].stats.p50),
+    pandas_at_300ms_over_floor_import: r2(pandas.steady[300].stats.p50 / res.floor.pandas.p50),
+    runs4_over_capacity: r2(at(4) / cap),
+    runs16_over_capacity: r2(at(16) / cap),
+  };
+}
+
+async function measure(res) {
+  const n = countOption(opt, 'calls', 1, 'steady.mjs');
+  const warmup = countOption(opt, 'warmup', 0, 'steady.mjs');
+  const seconds = countOption(opt, 'seconds', 1, 'steady.mjs');
+  const engine = new Engine(opt.engine.replace(/^unix:\/\//, ''), `steady-${randomBytes(4).toString('hex')}`);
+  try {
+    log(`3: the floor, ${n} samples each`);
+    const v = await engine.call('GET', '/version', null, [200]);
+    const body = warmCreateBody(opt.bin, 'python', '');
+    if ((v.Components || []).some((c) => c.Name === 'Podman Engine')) seccompAsFile(body, path.resolve(path.dirname(opt.out), 'seccomp-steady.json'));
+    res.floor = {
+      hello: (await measureFloor(engine, body, 'python', n)).stats,
+      pandas: (await measureFloor(engine, body, 'python', n, { code: ITEMS[2].code, stdout: ITEMS[2].stdout })).stats,
+    };
+  } finally {
+    await engine.cleanup();
+  }
+  const d = await StdioDaemon.start('steady', 'default', [], daemonOpt(), log);
+  try {
+    res.items = {};
+    for (const item of ITEMS) {
+      log(`1: ${item.label} idle, ${n} calls`);
+      res.items[item.key] = { idle: await idleSeries(d, item, n), steady: {} };
+    }
+    for (const pace of PACES) {
+      for (const item of ITEMS) res.items[item.key].steady[pace] = await steadySeries(d, item, pace, warmup, n);
+    }
+    log(`6: runs/s at ${CALLERS.join(', ')} callers, ${seconds} s each`);
+    res.runs = [];
+    for (const c of CALLERS) res.runs.push(await runsPerSecond(d, c, seconds));
+    const env = await environment(d);
+    res.cpu_weights = env.pool.cpu_weights;
+  } finally {
+    await d.close();
+  }
+  log('4: warm Pyodide');
+  res.pyodide = await pyodideSeries(warmup, n);
+  log('5: refill capacity');
+  res.capacity = { python: await capacity('python'), javascript: await capacity('javascript') };
+  ratios(res);
+}
+
+async function main() {
+  if (!sectionBegin(opt, 'steady.mjs', 'warm pool under steady load')) return;
+  const res = { engine: opt.engine, targets: TARGETS, problems: [] };
+  try {
+    await measure(res);
+  } catch (e) {
+    res.problems.push(String(e.stack || e));
+  }
+  writeFileSync(opt.out, `${JSON.stringify(res, null, 2)}\n`);
+  console.log(table(res));
+  if (res.problems.length) {
+    for (const p of res.problems) log(`problem: ${p}`);
+    process.exit(1);
+  }
+}
+
+await main();
