@@ -18,7 +18,8 @@
 //      full and quiet before each call
 //   2. steady: the same three, one call every 300 ms and every 1 s (a call
 //      that takes longer than the pace is followed at once), with the pool's
-//      hits and misses and its target at the end of the series
+//      hits and misses and its target at the end of the series, and the CPU
+//      the engine's processes and the daemon used per call meanwhile
 //   3. the raw floor (attach to a waiting runner, tests/bench/floor.mjs) of
 //      python hello, and of the pandas program in a runner with no preload
 //      (the floor plus the import)
@@ -33,7 +34,7 @@
 
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
@@ -139,10 +140,42 @@ async function paced(fn, paceMs, warmup, n) {
   return ms;
 }
 
+/**
+ * CPU seconds so far of the engine's processes (dockerd, containerd and its
+ * shims, runc, conmon, podman; the reaped children of each count in its
+ * cutime/cstime) and of the daemon: where a refill's work runs outside the
+ * sandbox's cgroup, which its CPU weight does not cover.
+ */
+const ENGINE_COMM = /^(dockerd|containerd|containerd-shim.*|runc|crun|conmon|podman)$/;
+function cpuSeconds(daemonPid) {
+  const tick = 100; // USER_HZ on Linux
+  let engine = 0;
+  let daemon = 0;
+  for (const pid of readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cpu = (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / tick;
+    if (Number(pid) === daemonPid) daemon = cpu;
+    else if (ENGINE_COMM.test(comm)) engine += cpu;
+  }
+  return { engine, daemon };
+}
+
 async function steadySeries(d, item, paceMs, warmup, n) {
   const before = profile(await environment(d), item.lang);
+  const cpu0 = cpuSeconds(d.pid);
+  const t0 = performance.now();
   const ms = await paced(() => call(d, item), paceMs, warmup, n);
+  const wall = (performance.now() - t0) / 1000;
+  const cpu1 = cpuSeconds(d.pid);
   const after = profile(await environment(d), item.lang);
+  const calls = warmup + n;
   const doc = {
     pace_ms: paceMs,
     stats: stats(ms),
@@ -151,9 +184,13 @@ async function steadySeries(d, item, paceMs, warmup, n) {
     without_preload: after.without_preload - before.without_preload,
     target_after: after.size,
     target_why: after.size_why,
+    // Per call, and as a share of one core over the series.
+    engine_cpu_ms_per_call: r2(((cpu1.engine - cpu0.engine) * 1000) / calls),
+    engine_cpu_share: r2((cpu1.engine - cpu0.engine) / wall),
+    daemon_cpu_ms_per_call: r2(((cpu1.daemon - cpu0.daemon) * 1000) / calls),
   };
   doc.miss_rate = r2(doc.misses / (doc.hits + doc.misses));
-  log(`${item.label} every ${paceMs} ms: p50 ${doc.stats.p50}, p95 ${doc.stats.p95} ms; hits ${doc.hits}, misses ${doc.misses}; target ${doc.target_after} (${doc.target_why})`);
+  log(`${item.label} every ${paceMs} ms: p50 ${doc.stats.p50}, p95 ${doc.stats.p95} ms; hits ${doc.hits}, misses ${doc.misses}; target ${doc.target_after} (${doc.target_why}); engine CPU ${doc.engine_cpu_ms_per_call} ms/call (${doc.engine_cpu_share} of a core), daemon ${doc.daemon_cpu_ms_per_call} ms/call`);
   return doc;
 }
 
@@ -239,7 +276,10 @@ function table(res) {
   for (const item of ITEMS) {
     const r = res.items?.[item.key];
     if (!r) continue;
-    const at = PACES.map((pace) => `every ${pace} ms ${p(r.steady[pace].stats)} (misses ${r.steady[pace].misses}/${r.steady[pace].hits + r.steady[pace].misses})`);
+    const at = PACES.map((pace) => {
+      const st = r.steady[pace];
+      return `every ${pace} ms ${p(st.stats)} (misses ${st.misses}/${st.hits + st.misses}, engine CPU ${st.engine_cpu_ms_per_call} ms/call)`;
+    });
     lines.push(`  ${item.label}: idle ${p(r.idle)}; ${at.join('; ')}`);
   }
   if (res.pyodide) lines.push(`  warm Pyodide, python hello: ${PACES.map((pace) => `every ${pace} ms ${p(res.pyodide[pace])}`).join('; ')}`);
