@@ -68,14 +68,17 @@ static void retarget_locked(struct pool *p, double now)
     size_t cap = p->max_total;
     for (size_t i = 0; i < p->n; i++) {
         struct slot *s = &p->slots[i];
-        p->targets[i] = demand_target(&s->demand, now, s->why);
+        /* s->target holds the slot's own target until the share is known,
+         * so a trimmed one can say so. */
+        s->target = demand_target(&s->demand, now, s->why);
+        p->targets[i] = s->target;
         p->mins[i] = s->prof.min;
         cap += s->prof.min;
     }
     demand_share(p->targets, p->mins, p->n, cap);
     for (size_t i = 0; i < p->n; i++) {
         struct slot *s = &p->slots[i];
-        if (p->targets[i] < demand_target(&s->demand, now, NULL)) {
+        if (p->targets[i] < s->target) {
             size_t len = strlen(s->why);
             snprintf(s->why + len, sizeof(s->why) - len, ", held by the pools' total");
         }
@@ -395,8 +398,8 @@ bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out
     struct backend_weight weight = {.fd = -1};
     struct slot *s = &p->slots[i];
     pthread_mutex_lock(&p->lock);
+    /* The fillers retarget when the broadcast below wakes them. */
     demand_call(&s->demand, util_now_ms());
-    retarget_locked(p, util_now_ms());
     while (*tries > 0 && s->n > 0 && !got) {
         struct waiting w = s->items[0];
         memmove(s->items, s->items + 1, (s->n - 1) * sizeof(*s->items));
