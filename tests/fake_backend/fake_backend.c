@@ -170,6 +170,16 @@ static char *fake_describe_create(const struct backend *b, const struct backend_
     return describe(spec);
 }
 
+static bool cmd_holds(const struct backend_spec *spec, const char *needle)
+{
+    if (!needle)
+        return false;
+    json_object *a = strings(spec->cmd);
+    bool hit = strstr(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN), needle) != NULL;
+    json_object_put(a);
+    return hit;
+}
+
 /* A backend that cannot apply the hardening must refuse create. */
 static int spec_check(const struct fake_backend *fb, const struct backend_spec *spec,
                       struct err *err)
@@ -182,14 +192,8 @@ static int spec_check(const struct fake_backend *fb, const struct backend_spec *
     if (fb->missing_image && strcmp(fb->missing_image, spec->image) == 0)
         return err_set(err, ERR_NOT_FOUND, "image '%.128s' is not present in the fake backend",
                        spec->image);
-    if (fb->fail_create_needle) {
-        json_object *a = strings(spec->cmd);
-        bool hit = strstr(json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN),
-                          fb->fail_create_needle) != NULL;
-        json_object_put(a);
-        if (hit)
-            return err_set(err, fb->fail_create_code, "fake backend: injected create failure");
-    }
+    if (cmd_holds(spec, fb->fail_create_needle))
+        return err_set(err, fb->fail_create_code, "fake backend: injected create failure");
     return 0;
 }
 
@@ -261,8 +265,11 @@ static int fake_create(struct backend *b, const struct backend_spec *spec, bool 
     struct backend_pending *p = xcalloc(1, sizeof(*p));
     memcpy(p->id, s->info.id, sizeof(p->id));
     *pending = p;
+    int slow_ms = cmd_holds(spec, fb->slow_create_needle) ? fb->slow_create_ms : 0;
     pthread_cond_broadcast(&fb->cond);
     pthread_mutex_unlock(&fb->mu);
+    if (slow_ms > 0)
+        usleep((useconds_t)slow_ms * 1000);
     return 0;
 }
 
@@ -504,6 +511,7 @@ static void fake_free(struct backend *b)
     fake_program_free(&fb->prog);
     free(fb->missing_image);
     free(fb->fail_create_needle);
+    free(fb->slow_create_needle);
     free(fb->log);
     pthread_cond_destroy(&fb->cond);
     pthread_mutex_destroy(&fb->mu);

@@ -80,6 +80,10 @@ void fake_backend_set_outage(struct fake_backend *fb, bool on);
  * code (needle copied; NULL: none); the others are served. */
 void fake_backend_fail_create_if(struct fake_backend *fb, const char *needle, enum err_code code);
 
+/* Every create whose command holds needle takes ms longer (needle copied;
+ * NULL: none), as a set-up with its preloads would. */
+void fake_backend_slow_create_if(struct fake_backend *fb, const char *needle, int ms);
+
 /* The next `times` lists take their answer when called, then stall as
  * fake_backend_stall does: an answer on its way, which still shows the
  * sandboxes removed meanwhile. */

@@ -75,6 +75,15 @@ void fake_backend_fail_create_if(struct fake_backend *fb, const char *needle, en
     pthread_mutex_unlock(&fb->mu);
 }
 
+void fake_backend_slow_create_if(struct fake_backend *fb, const char *needle, int ms)
+{
+    pthread_mutex_lock(&fb->mu);
+    free(fb->slow_create_needle);
+    fb->slow_create_needle = needle ? xstrdup(needle) : NULL;
+    fb->slow_create_ms = ms;
+    pthread_mutex_unlock(&fb->mu);
+}
+
 void fake_backend_stall_stale_list(struct fake_backend *fb, int times)
 {
     pthread_mutex_lock(&fb->mu);

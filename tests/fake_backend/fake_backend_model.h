@@ -53,6 +53,8 @@ struct fake_backend {
     size_t n_log, cap_log;
     char *fail_create_needle; /* fake_backend_fail_create_if */
     enum err_code fail_create_code;
+    char *slow_create_needle; /* fake_backend_slow_create_if */
+    int slow_create_ms;
     int stale_lists;     /* fake_backend_stall_stale_list */
     bool refuse_weights; /* fake_backend_refuse_weights */
 };

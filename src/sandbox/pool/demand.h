@@ -61,6 +61,13 @@ void demand_refilled(struct demand *d, double setup_ms);
 /* The calls per second at now (the count decayed to now). */
 double demand_rate(const struct demand *d, double now_ms);
 
+/* Whether a refill of a profile with ready sandboxes waiting should skip
+ * its preloads: at now's rate, more calls than ready come while one
+ * sandbox with its preloads is made (rate x refill >= ready + 1), so the
+ * pool would run dry before that one is done, and a set-up without them
+ * (several times quicker) covers the next call instead. */
+bool demand_runs_dry(const struct demand *d, size_t ready, double now_ms);
+
 /* The target at now, within [min, max]; why (may be NULL) says how it
  * came, e.g. "2.40 calls/s x 900 ms refill". */
 size_t demand_target(const struct demand *d, double now_ms, char why[DEMAND_WHY_MAX]);

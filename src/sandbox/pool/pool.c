@@ -145,7 +145,9 @@ static void *filler_main(void *arg)
         }
         struct slot *s = &p->slots[i];
         s->starting++;
-        bool lean = s->prof.lean.cmd && util_now_ms() < s->pressed_until_ms;
+        double now = util_now_ms();
+        bool lean = s->prof.lean.cmd &&
+                    (now < s->pressed_until_ms || demand_runs_dry(&s->demand, s->n, now));
         if (lean)
             s->lean++;
         pthread_mutex_unlock(&p->lock);
@@ -418,8 +420,7 @@ bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out
             got = true;
             p->running++;
             double now = util_now_ms();
-            if (p->refill_delay_ms > 0 && now >= s->pressed_until_ms &&
-                now + (double)p->refill_delay_ms > p->quiet_until_ms)
+            if (p->refill_delay_ms > 0 && now + (double)p->refill_delay_ms > p->quiet_until_ms)
                 p->quiet_until_ms = now + (double)p->refill_delay_ms;
             continue;
         }

@@ -1,7 +1,8 @@
 /* demand.c: a fixed size stays fixed; targets stay within the bounds;
  * a steady rate grows the target as rate x refill (with headroom) and the
  * measured refill time moves it; a profile with no calls shrinks to its
- * minimum; the daemon-wide cap trims the largest first and keeps the
+ * minimum; a pool runs dry when rate x refill reaches its ready ones
+ * and one more; the daemon-wide cap trims the largest first and keeps the
  * minimums. Times are the test's own. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -108,6 +109,34 @@ static void test_idle_shrinks_to_min(void **state)
     assert_int_equal(demand_target(&d, t, NULL), 0);
 }
 
+static void test_runs_dry(void **state)
+{
+    (void)state;
+    struct demand d;
+    demand_init(&d, 1, 8);
+    /* No calls: every refill takes its preloads. */
+    assert_false(demand_runs_dry(&d, 0, 0));
+    /* Three a second with 800 ms refills: about 2.4 calls come while one is
+     * made, so with 1 ready the pool runs dry first, with 2 it does not. */
+    double t = steady(&d, 0, 1000.0 / 3.0, 360);
+    demand_refilled(&d, 800);
+    assert_true(demand_runs_dry(&d, 0, t));
+    assert_true(demand_runs_dry(&d, 1, t));
+    assert_false(demand_runs_dry(&d, 2, t));
+    /* One a second: even an empty pool is refilled before the next call. */
+    demand_init(&d, 1, 8);
+    t = steady(&d, 0, 1000.0, 120);
+    demand_refilled(&d, 800);
+    assert_false(demand_runs_dry(&d, 0, t));
+    /* A fixed size runs dry too (it decides how a refill is made, not how
+     * many): four a second with the guessed 1 s refill. */
+    demand_init(&d, 2, 2);
+    t = steady(&d, 0, 250, 200);
+    assert_true(demand_runs_dry(&d, 2, t));
+    /* Idle: never. */
+    assert_false(demand_runs_dry(&d, 0, t + DEMAND_IDLE_MS));
+}
+
 static void test_share_under_cap(void **state)
 {
     (void)state;
@@ -136,6 +165,7 @@ int main(void)
         cmocka_unit_test(test_rate_settles),
         cmocka_unit_test(test_grows_with_rate_and_refill),
         cmocka_unit_test(test_idle_shrinks_to_min),
+        cmocka_unit_test(test_runs_dry),
         cmocka_unit_test(test_share_under_cap),
     };
     return cmocka_run_group_tests_name("demand", tests, NULL, NULL);

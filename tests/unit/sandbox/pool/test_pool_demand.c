@@ -1,7 +1,8 @@
 /* The pool following the calls (sandbox/pool/demand.h through pool.c):
  * a language's target grows with its calls up to its maximum, falls back
  * to its minimum once idle (its extra waiting sandboxes removed), and all
- * targets stay within --pool-max-total above the minimums. bash (the
+ * targets stay within --pool-max-total above the minimums; a pool that
+ * would run dry refills without the preloads. bash (the
  * generic runner, whose warm command alone holds the argument "warm")
  * is the language that grows; where its set-ups must not finish, so that
  * the refill time stays the guessed one and the figures are exact, its
@@ -111,6 +112,32 @@ static void test_total_cap(void **state)
     assert_all_gone(g);
 }
 
+/* A pool that would run dry before a set-up with the preloads is done
+ * makes one without them first, before any call misses: python's
+ * preloaded creates take 300 ms here, and with --pool-idle-ms 1000 (a
+ * 50 ms fast tau) one call is a rate of about 20 a second. */
+static void test_runs_dry_refills_lean(void **state)
+{
+    struct rig *g = *state;
+    g->cfg.pool_idle_ms = 1000;
+    fake_backend_slow_create_if(g->fake, "numpy,pandas", 300);
+    open_with_bash(g, "{\"languages\": [{\"name\": \"python\", \"pool_size\": 1, "
+                      "\"pool_max\": 1},\n"
+                      "  {\"name\": \"javascript\", \"pool_size\": 0},\n"
+                      "  {\"name\": \"bash\", \"pool_size\": 0}]}");
+    wait_ready(g, PY, 1);
+    assert_int_equal(stats(g, PY).lean, 0);
+    struct run req = request(PY, "print(1)", g->cfg.memory_mb);
+    run_ok(g, &req, "x\n");
+    wait_ready(g, PY, 1);
+    struct exec_pool_stats st = stats(g, PY);
+    assert_int_equal(st.lean, 1);
+    assert_int_equal(st.misses, 0);
+    assert_int_equal(st.hits, 1);
+    rig_close(g);
+    assert_all_gone(g);
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -118,6 +145,7 @@ int main(void)
         T(test_grows_with_calls),
         T(test_shrinks_when_idle),
         T(test_total_cap),
+        T(test_runs_dry_refills_lean),
     };
 #undef T
     return cmocka_run_group_tests_name("pool_demand", tests, NULL, NULL);
