@@ -104,7 +104,7 @@ int backend_inspect(struct backend *b, const char *id, struct backend_state *st,
 int backend_weight_open(struct backend *b, const char *id, struct backend_weight *out,
                         struct err *err)
 {
-    *out = (struct backend_weight){.fd = -1, .normal = NULL};
+    *out = (struct backend_weight)BACKEND_WEIGHT_NONE;
     if (!b->ops->weight_open)
         return err_set(err, ERR_IO, "the %s backend cannot change CPU weights", b->ops->kind);
     return b->ops->weight_open(b, id, out, err);
@@ -115,18 +115,30 @@ bool backend_weights_possible(const struct backend *b)
     return b->ops->weight_open != NULL;
 }
 
+/* All of text to fd, or -1 with errno (0: a short write). */
+static int write_text(int fd, const char *text)
+{
+    size_t n = strlen(text);
+    ssize_t r;
+    do
+        r = write(fd, text, n);
+    while (r < 0 && errno == EINTR);
+    if (r == (ssize_t)n)
+        return 0;
+    if (r >= 0)
+        errno = 0;
+    return -1;
+}
+
 int backend_weight_raise(const struct backend_weight *w, struct err *err)
 {
     if (w->fd < 0)
         return err_set(err, ERR_INVALID, "no CPU weight is open");
-    size_t n = strlen(w->normal);
-    ssize_t r;
-    do
-        r = write(w->fd, w->normal, n);
-    while (r < 0 && errno == EINTR);
-    if (r != (ssize_t)n)
+    /* The flag first: the kernel refuses a weight for an idle group, and
+     * clearing the flag gives the group the default weight already. */
+    if ((w->idle_fd >= 0 && write_text(w->idle_fd, "0") < 0) || write_text(w->fd, w->normal) < 0)
         return err_set(err, ERR_IO, "cannot set the sandbox's CPU weight: %s",
-                       r < 0 ? strerror(errno) : "short write");
+                       errno ? strerror(errno) : "short write");
     return 0;
 }
 
@@ -134,7 +146,10 @@ void backend_weight_close(struct backend_weight *w)
 {
     if (w->fd >= 0)
         close(w->fd);
+    if (w->idle_fd >= 0)
+        close(w->idle_fd);
     w->fd = -1;
+    w->idle_fd = -1;
 }
 
 int backend_list(struct backend *b, long timeout_ms, struct backend_container **out, size_t *n,

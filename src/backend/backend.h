@@ -110,11 +110,17 @@ struct backend_state {
 
 /* A sandbox's CPU weight, held open so that a run taking a pooled sandbox
  * raises it within the take, without a round trip to the engine
- * (backend/docker/weight.h has the figures). fd -1: none. */
+ * (backend/docker/weight.h has the figures). fd -1: none. idle_fd, when
+ * not -1, is the cgroup's idle flag, set while the sandbox waits and
+ * cleared with the raise. */
 struct backend_weight {
-    int fd;
+    int fd, idle_fd;
     const char *normal; /* what a run gets; written at the take */
 };
+#define BACKEND_WEIGHT_NONE                                                                        \
+    {                                                                                              \
+        .fd = -1, .idle_fd = -1, .normal = NULL                                                    \
+    }
 
 /* A container this daemon's kind created (any instance). */
 struct backend_container {
@@ -315,10 +321,11 @@ int backend_weight_open(struct backend *b, const char *id, struct backend_weight
 /* False when backend_weight_open always fails (the backend has no way). */
 bool backend_weights_possible(const struct backend *b);
 
-/* Gives the sandbox the weight a run gets; about 20 us. */
+/* Gives the sandbox the weight a run gets, and clears its idle flag;
+ * about 20 us. */
 int backend_weight_raise(const struct backend_weight *w, struct err *err);
 
-/* Closes it (a no-op for fd -1); the weight stays as it is. */
+/* Closes it (a no-op for fd -1); the weight and flag stay as they are. */
 void backend_weight_close(struct backend_weight *w);
 
 /* For poll(2): readable when backend_stream_read has something to do. */

@@ -422,7 +422,7 @@ static int fake_weight_open(struct backend *b, const char *id, struct backend_we
         return -1;
     if (fd < 0)
         return err_set(err, ERR_IO, "memfd: %s", strerror(errno));
-    *out = (struct backend_weight){.fd = fd, .normal = "1024"};
+    *out = (struct backend_weight){.fd = fd, .idle_fd = -1, .normal = "1024"};
     return 0;
 }
 

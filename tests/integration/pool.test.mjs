@@ -195,7 +195,8 @@ test('the pool refills after a burst; every run of the burst succeeds', { timeou
 
 /**
  * A running container's CPU weight, read from its cgroup on this host:
- * {v2, value} (cgroup v1 cpu.shares, or v2 cpu.weight).
+ * {v2, value, idle} (cgroup v1 cpu.shares, or v2 cpu.weight; idle: its
+ * cpu.idle flag, null where the kernel has none).
  */
 async function cpuWeight(id) {
   const pid = (await engineGet(`/v1.41/containers/${id}/json`)).State.Pid;
@@ -206,10 +207,14 @@ async function cpuWeight(id) {
     const path = v1.split(':')[2];
     const file = [`/sys/fs/cgroup/cpu${path}/cpu.shares`, `/sys/fs/cgroup/cpu,cpuacct${path}/cpu.shares`].find((f) => existsSync(f));
     assert.ok(file, `no cpu.shares for ${v1}`);
-    return { v2: false, value: Number(readFileSync(file, 'utf8')) };
+    return { v2: false, value: Number(readFileSync(file, 'utf8')), idle: idleFlag(file.replace(/cpu\.shares$/, 'cpu.idle')) };
   }
-  const unified = lines.find((l) => l.startsWith('0::'));
-  return { v2: true, value: Number(readFileSync(`/sys/fs/cgroup${unified.slice(3)}/cpu.weight`, 'utf8')) };
+  const dir = `/sys/fs/cgroup${lines.find((l) => l.startsWith('0::')).slice(3)}`;
+  return { v2: true, value: Number(readFileSync(`${dir}/cpu.weight`, 'utf8')), idle: idleFlag(`${dir}/cpu.idle`) };
+}
+
+function idleFlag(file) {
+  return existsSync(file) ? Number(readFileSync(file, 'utf8')) : null;
 }
 
 test('a pooled container waits at the low CPU weight and runs at the normal one', { timeout: TEST_TIMEOUT_MS }, async () => {
@@ -218,8 +223,11 @@ test('a pooled container waits at the low CPU weight and runs at the normal one'
     await waitPool(d, full);
     const [ctr] = await waiting(d);
     assert.ok(ctr, 'no waiting python container');
+    // The least weight, and idle where the kernel can (an idle group
+    // reads as the idle weight: 3 in v1's shares, 1 in v2's weight).
     const low = await cpuWeight(ctr.id);
-    assert.equal(low.value, low.v2 ? 1 : 2, `waiting: ${JSON.stringify(low)}`);
+    if (low.idle === null) assert.equal(low.value, low.v2 ? 1 : 2, `waiting: ${JSON.stringify(low)}`);
+    else assert.ok(low.idle === 1 && low.value <= 3, `waiting: ${JSON.stringify(low)}`);
     const running = d.call('execute_code', { language: 'python', code: `${HOSTNAME}\nimport time\ntime.sleep(4)` });
     await waitPool(d, (p) => p.hits === 1);
     // Raised within the take, just after the hit is counted.
@@ -228,6 +236,7 @@ test('a pooled container waits at the low CPU weight and runs at the normal one'
     const sc = checkRun(await running, { status: 'ok', exit_code: 0 }).sc;
     assert.ok(ctr.id.startsWith(sc.stdout.trim()), `the run was not in ${ctr.short}: ${sc.stdout}`);
     assert.equal(normal.value, normal.v2 ? 100 : 1024, `running: ${JSON.stringify(normal)}`);
+    assert.ok(normal.idle !== 1, `running: ${JSON.stringify(normal)}`);
     const env = JSON.parse((await d.client.readResource({ uri: ENV_URI })).contents[0].text);
     assert.equal(env.pool.cpu_weights.on, true, JSON.stringify(env.pool.cpu_weights));
   });

@@ -137,8 +137,9 @@ static int hierarchy_mount(const char *mounts, bool v2, char out[WEIGHT_PATH_MAX
 }
 
 int weight_open(const char *proc, const char *mounts, int pid, const char *id, bool *v2,
-                struct err *err)
+                int *idle_fd, struct err *err)
 {
+    *idle_fd = -1;
     if (pid <= 0)
         return err_set(err, ERR_INVALID, "the container has no process");
     char path[WEIGHT_PATH_MAX], mount[WEIGHT_PATH_MAX], file[2 * WEIGHT_PATH_MAX + 16];
@@ -155,5 +156,7 @@ int weight_open(const char *proc, const char *mounts, int pid, const char *id, b
     int fd = open(file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return err_set(err, ERR_IO, "open %s: %s", file, strerror(errno));
+    snprintf(file, sizeof(file), "%s%s/%s", mount, path, WEIGHT_IDLE_FILE);
+    *idle_fd = open(file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
     return fd;
 }

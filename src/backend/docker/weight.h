@@ -24,6 +24,14 @@
 #define WEIGHT_CGROUP_TEXT_MAX 8192
 #define WEIGHT_PATH_MAX        512
 
+/* The cgroup's idle flag (cgroup v1 and v2 alike): "1" makes its tasks
+ * SCHED_IDLE towards the rest of the machine, so a woken task of a run,
+ * the daemon or its client takes the CPU from a waiting sandbox's preload
+ * at once. The least weight alone does not: the scheduler lets the task
+ * it just picked run out its slice first (about 3 ms here), and each of a
+ * warm run's hops (client, daemon, runner) can wait that long. */
+#define WEIGHT_IDLE_FILE "cpu.idle"
+
 /* What a run gets: the defaults of cgroup v1's cpu.shares and v2's
  * cpu.weight (the engine sets the low one at create, from CpuShares). */
 #define WEIGHT_V1_NORMAL "1024"
@@ -40,8 +48,9 @@ int weight_cgroup_path(const char *text, size_t n, const char *id, char out[WEIG
 /* The weight file of container id, whose init is pid, opened for writing
  * (close it after use); mounts is /proc/self/mountinfo's path and proc
  * "/proc" (tests give others). -1 with err saying why weights cannot be
- * set here. */
+ * set here. *idle_fd gets the same cgroup's WEIGHT_IDLE_FILE opened for
+ * writing, or -1 where the kernel has none (before 5.15). */
 int weight_open(const char *proc, const char *mounts, int pid, const char *id, bool *v2,
-                struct err *err);
+                int *idle_fd, struct err *err);
 
 #endif

@@ -61,7 +61,8 @@ bool demand_runs_dry(const struct demand *d, size_t ready, double now_ms)
 {
     if (!d->called || now_ms - d->last_call_ms >= d->idle_ms)
         return false;
-    return demand_rate(d, now_ms) * (d->refill_ms / 1000.0) >= (double)ready + 1.0;
+    return demand_rate(d, now_ms) * (d->refill_ms / 1000.0) * DEMAND_HEADROOM >=
+           (double)ready + 1.0;
 }
 
 /* x as a whole number within [0, cap] (for the why's figures). */

@@ -63,9 +63,11 @@ double demand_rate(const struct demand *d, double now_ms);
 
 /* Whether a refill of a profile with ready sandboxes waiting should skip
  * its preloads: at now's rate, more calls than ready come while one
- * sandbox with its preloads is made (rate x refill >= ready + 1), so the
- * pool would run dry before that one is done, and a set-up without them
- * (several times quicker) covers the next call instead. */
+ * sandbox with its preloads is made (rate x refill x DEMAND_HEADROOM, the
+ * target's own margin, >= ready + 1), so the pool would run dry before
+ * that one is done, and a set-up without them (several times quicker)
+ * covers the next call instead. The margin matters because a filler
+ * busy with a preloaded set-up cannot make a quick one meanwhile. */
 bool demand_runs_dry(const struct demand *d, size_t ready, double now_ms);
 
 /* The target at now, within [min, max]; why (may be NULL) says how it

@@ -56,7 +56,7 @@ static void waiting_discard(struct pool *p, struct waiting *w)
     reaper_remove(p->reaper, w->id);
     free(w->id);
     pool_dir_drop(w->dirs, w->dir);
-    *w = (struct waiting){.weight = {.fd = -1}};
+    *w = (struct waiting){.weight = BACKEND_WEIGHT_NONE};
 }
 
 /* ---- targets ---------------------------------------------------------------- */
@@ -152,7 +152,7 @@ static void *filler_main(void *arg)
             s->lean++;
         pthread_mutex_unlock(&p->lock);
 
-        struct waiting w = {.weight = {.fd = -1}};
+        struct waiting w = {.weight = BACKEND_WEIGHT_NONE};
         struct err err = ERR_INIT;
         double t0 = util_now_ms();
         int rc = pool_fill_one(p, s, lean, &w, &err);
@@ -397,7 +397,7 @@ bool pool_take(struct pool *p, size_t i, unsigned *tries, struct pool_entry *out
     struct waiting unfit[2];
     size_t nunfit = 0;
     bool got = false;
-    struct backend_weight weight = {.fd = -1};
+    struct backend_weight weight = BACKEND_WEIGHT_NONE;
     struct slot *s = &p->slots[i];
     pthread_mutex_lock(&p->lock);
     /* The fillers retarget when the broadcast below wakes them. */
@@ -466,7 +466,8 @@ static void run_end_locked(struct pool *p, double grace_ms)
 
 void pool_entry_discard(struct pool *p, size_t i, struct pool_entry *e)
 {
-    struct waiting w = {.id = e->id, .stream = e->stream, .weight = {.fd = -1}, .dir = e->dir};
+    struct waiting w = {
+        .id = e->id, .stream = e->stream, .weight = BACKEND_WEIGHT_NONE, .dir = e->dir};
     pthread_mutex_lock(&p->lock);
     if (i < p->n) {
         p->slots[i].replaced++;

@@ -173,15 +173,18 @@ static int set_up(struct pool *p, const struct slot *s, bool lean, struct waitin
         pool_dir_drop(dirs, dir);
         return -1;
     }
-    struct backend_weight w = {.fd = -1};
-    rc = await_ready(p, st, t0 + POOL_READY_TIMEOUT_MS, err);
-    if (rc == 0 && weights && hold_weight(p, s, id, &w, err) < 0) {
+    /* The weight is held before the preloads run, so they run idle. */
+    struct backend_weight w = BACKEND_WEIGHT_NONE;
+    if (weights && hold_weight(p, s, id, &w, err) < 0) {
         pthread_mutex_lock(&p->lock);
         *again = !p->weights;
         pthread_mutex_unlock(&p->lock);
         rc = -1;
     }
+    if (rc == 0)
+        rc = await_ready(p, st, t0 + POOL_READY_TIMEOUT_MS, err);
     if (rc < 0) {
+        backend_weight_close(&w);
         backend_stream_close(st);
         reaper_remove(p->reaper, id);
         free(id);

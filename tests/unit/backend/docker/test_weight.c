@@ -98,11 +98,13 @@ static void test_open_and_write(void **state)
              dir, dir, dir);
     put(dir, "mountinfo", line);
     put(dir, "cpu/docker/" ID "/cpu.shares", "2\n");
+    put(dir, "cpu/docker/" ID "/cpu.idle", "0\n");
     put(dir, "unified/machine.slice/libpod-" ID ".scope/container/cpu.weight", "1\n");
 
     bool v2 = true;
+    int idle_fd = -1;
     struct err err = ERR_INIT;
-    int fd = weight_open(proc, mounts, 42, ID, &v2, &err);
+    int fd = weight_open(proc, mounts, 42, ID, &v2, &idle_fd, &err);
     if (fd < 0)
         fail_msg("%s", err_msg(&err));
     assert_false(v2);
@@ -111,10 +113,18 @@ static void test_open_and_write(void **state)
     char got[32];
     read_back(dir, "cpu/docker/" ID "/cpu.shares", got, sizeof(got));
     assert_int_equal(strncmp(got, WEIGHT_V1_NORMAL, strlen(WEIGHT_V1_NORMAL)), 0);
+    /* The idle flag of the same cgroup. */
+    assert_true(idle_fd >= 0);
+    assert_int_equal(write(idle_fd, "1", 1), 1);
+    close(idle_fd);
+    read_back(dir, "cpu/docker/" ID "/cpu.idle", got, sizeof(got));
+    assert_int_equal(got[0], '1');
 
-    fd = weight_open(proc, mounts, 43, ID, &v2, &err);
+    /* A cgroup without the flag (an older kernel): the weight alone. */
+    fd = weight_open(proc, mounts, 43, ID, &v2, &idle_fd, &err);
     if (fd < 0)
         fail_msg("%s", err_msg(&err));
+    assert_int_equal(idle_fd, -1);
     assert_true(v2);
     assert_int_equal(write(fd, WEIGHT_V2_NORMAL, 3), 3);
     close(fd);
@@ -123,12 +133,12 @@ static void test_open_and_write(void **state)
     assert_int_equal(strncmp(got, WEIGHT_V2_NORMAL, strlen(WEIGHT_V2_NORMAL)), 0);
 
     /* No process, another container's id, no such pid. */
-    assert_int_equal(weight_open(proc, mounts, 0, ID, &v2, &err), -1);
+    assert_int_equal(weight_open(proc, mounts, 0, ID, &v2, &idle_fd, &err), -1);
     err_clear(&err);
-    assert_int_equal(weight_open(proc, mounts, 42, "feedface", &v2, &err), -1);
+    assert_int_equal(weight_open(proc, mounts, 42, "feedface", &v2, &idle_fd, &err), -1);
     assert_int_equal(err.code, ERR_NOT_FOUND);
     err_clear(&err);
-    assert_int_equal(weight_open(proc, mounts, 44, ID, &v2, &err), -1);
+    assert_int_equal(weight_open(proc, mounts, 44, ID, &v2, &idle_fd, &err), -1);
     assert_int_equal(err.code, ERR_IO);
     err_clear(&err);
 

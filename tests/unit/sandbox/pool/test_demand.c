@@ -1,7 +1,7 @@
 /* demand.c: a fixed size stays fixed; targets stay within the bounds;
  * a steady rate grows the target as rate x refill (with headroom) and the
  * measured refill time moves it; a profile with no calls shrinks to its
- * minimum; a pool runs dry when rate x refill reaches its ready ones
+ * minimum; a pool runs dry when rate x refill (with the margin) reaches its ready ones
  * and one more; the daemon-wide cap trims the largest first and keeps the
  * minimums. Times are the test's own. */
 #include <setjmp.h>
@@ -117,16 +117,19 @@ static void test_runs_dry(void **state)
     /* No calls: every refill takes its preloads. */
     assert_false(demand_runs_dry(&d, 0, 0));
     /* Three a second with 800 ms refills: about 2.4 calls come while one is
-     * made, so with 1 ready the pool runs dry first, with 2 it does not. */
+     * made, 3.6 with the margin, so with 2 ready the pool runs dry first,
+     * with 3 it does not. */
     double t = steady(&d, 0, 1000.0 / 3.0, 360);
     demand_refilled(&d, 800);
     assert_true(demand_runs_dry(&d, 0, t));
-    assert_true(demand_runs_dry(&d, 1, t));
-    assert_false(demand_runs_dry(&d, 2, t));
-    /* One a second: even an empty pool is refilled before the next call. */
+    assert_true(demand_runs_dry(&d, 2, t));
+    assert_false(demand_runs_dry(&d, 3, t));
+    /* One a second with 500 ms refills: even an empty pool is refilled
+     * before the next call (the rate just after a call is about 1.18, so
+     * 0.88 with the margin). */
     demand_init(&d, 1, 8);
     t = steady(&d, 0, 1000.0, 120);
-    demand_refilled(&d, 800);
+    demand_refilled(&d, 500);
     assert_false(demand_runs_dry(&d, 0, t));
     /* A fixed size runs dry too (it decides how a refill is made, not how
      * many): four a second with the guessed 1 s refill. */
