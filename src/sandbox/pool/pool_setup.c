@@ -122,12 +122,12 @@ static int hold_weight(struct pool *p, const struct slot *s, const char *id,
         err_clear(&why);
         return 0;
     }
-    /* A container that died as it became ready says nothing of weights. */
+    /* A container that died as it started says nothing of weights. */
     struct backend_state st = {0};
     struct err ierr = ERR_INIT;
     if (backend_inspect(p->backend, id, &st, &ierr) < 0 || !st.running) {
         err_clear(&ierr);
-        err_set(err, ERR_IO, "%s sandbox died as it became ready (%s)", s->prof.name,
+        err_set(err, ERR_IO, "%s sandbox died as it started (%s)", s->prof.name,
                 err_msg(&why));
         err_clear(&why);
         return -1;
