@@ -127,8 +127,7 @@ static int hold_weight(struct pool *p, const struct slot *s, const char *id,
     struct err ierr = ERR_INIT;
     if (backend_inspect(p->backend, id, &st, &ierr) < 0 || !st.running) {
         err_clear(&ierr);
-        err_set(err, ERR_IO, "%s sandbox died as it started (%s)", s->prof.name,
-                err_msg(&why));
+        err_set(err, ERR_IO, "%s sandbox died as it started (%s)", s->prof.name, err_msg(&why));
         err_clear(&why);
         return -1;
     }
