@@ -127,8 +127,10 @@
  * modules (a checked --python-preload / --js-preload; may be empty; the
  * generic runner takes "warm", then optionally the argv of a checker it
  * keeps ready for the typecheck, see runner_tscheck_src). The runner
- * imports them with its output going nowhere, writes RUNNER_READY on
- * stdout, and only then reads the request; nothing else comes before it.
+ * imports them and (Python, JavaScript) rehearses a run on a program of
+ * its own, since a process's first program is the slow one, its output
+ * going nowhere; it writes RUNNER_READY on stdout, and only then reads the
+ * request; nothing else comes before it.
  * Once it has read the whole request it writes RUNNER_GO on stdout, before
  * anything of the program: a stream that ends before RUNNER_GO is a
  * container that died before the code reached it (safe to run elsewhere).
