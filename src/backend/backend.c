@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/util.h"
+
 void backend_free(struct backend *b)
 {
     if (b)
@@ -130,6 +132,14 @@ static int write_text(int fd, const char *text)
     return -1;
 }
 
+void backend_weight_idle(struct backend_weight *w)
+{
+    if (w->idle_fd >= 0 && write_text(w->idle_fd, "1") < 0) {
+        close(w->idle_fd);
+        w->idle_fd = -1;
+    }
+}
+
 int backend_weight_raise(const struct backend_weight *w, struct err *err)
 {
     if (w->fd < 0)
@@ -168,6 +178,51 @@ void backend_container_list_free(struct backend_container *list, size_t n)
         free(list[i].owner);
     }
     free(list);
+}
+
+char *backend_text(const char *s, size_t n)
+{
+    if (n > BACKEND_TEXT_MAX)
+        n = BACKEND_TEXT_MAX;
+    char *out = xmalloc(n + 1);
+    util_printable_ascii(out, n + 1, s, n, true);
+    return out;
+}
+
+/* Labels are anyone's to set: only plain decimal seconds count. */
+static long long mark_unix_time(const char *s, size_t n)
+{
+    if (n == 0 || n > 12)
+        return 0;
+    long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* The same rule for a uid (at most 10 digits, below 2^32); -1 otherwise. */
+static long long mark_uid(const char *s, size_t n)
+{
+    if (n == 0 || n > 10)
+        return -1;
+    long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v <= 0xffffffffLL ? v : -1;
+}
+
+void backend_container_marks(struct backend_container *c, const struct backend_marks *m)
+{
+    c->instance = m->instance ? backend_text(m->instance, m->instance_len) : NULL;
+    c->owner = m->owner ? backend_text(m->owner, m->owner_len) : NULL;
+    c->expires = m->expires ? mark_unix_time(m->expires, m->expires_len) : 0;
+    c->uid = m->uid ? mark_uid(m->uid, m->uid_len) : -1;
 }
 
 int backend_stream_fd(const struct backend_stream *s)

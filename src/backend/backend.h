@@ -312,6 +312,22 @@ int backend_list(struct backend *b, long timeout_ms, struct backend_container **
                  struct err *err);
 void backend_container_list_free(struct backend_container *list, size_t n);
 
+/* Text from an engine or an API server, for messages and marks: at most
+ * BACKEND_TEXT_MAX bytes, printable ASCII. Caller frees. */
+#define BACKEND_TEXT_MAX 128u
+char *backend_text(const char *s, size_t n);
+
+/* A container's marks as its backend reads them back (labels, which
+ * anyone with the engine can set); each NULL when absent. */
+struct backend_marks {
+    const char *instance, *owner, *expires, *uid;
+    size_t instance_len, owner_len, expires_len, uid_len;
+};
+
+/* Sets c's instance and owner (backend_text), expires (plain decimal
+ * unix seconds, else 0) and uid (plain decimal below 2^32, else -1). */
+void backend_container_marks(struct backend_container *c, const struct backend_marks *m);
+
 /* Opens running sandbox id's CPU weight into *out. -1 where weights
  * cannot be changed here (the backend, an engine on another host, no
  * right to its cgroups), with err saying why; out->fd is then -1. */
@@ -320,6 +336,11 @@ int backend_weight_open(struct backend *b, const char *id, struct backend_weight
 
 /* False when backend_weight_open always fails (the backend has no way). */
 bool backend_weights_possible(const struct backend *b);
+
+/* For a backend's weight_open: sets the idle flag of a waiting sandbox.
+ * Where the write fails the flag is closed and the least weight still
+ * holds (backend/docker/weight.h says what the flag adds). */
+void backend_weight_idle(struct backend_weight *w);
 
 /* Gives the sandbox the weight a run gets, and clears its idle flag;
  * about 20 us. */

@@ -408,14 +408,9 @@ static int docker_weight_open(struct backend *b, const char *id, struct backend_
     int fd = weight_open("/proc", "/proc/self/mountinfo", st.pid, id, &v2, &idle_fd, err);
     if (fd < 0)
         return -1;
-    /* Without the flag the least weight still holds (weight.h says what
-     * the flag adds). */
-    if (idle_fd >= 0 && write(idle_fd, "1", 1) != 1) {
-        close(idle_fd);
-        idle_fd = -1;
-    }
     *out = (struct backend_weight){
         .fd = fd, .idle_fd = idle_fd, .normal = v2 ? WEIGHT_V2_NORMAL : WEIGHT_V1_NORMAL};
+    backend_weight_idle(out);
     return 0;
 }
 

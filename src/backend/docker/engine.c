@@ -25,8 +25,7 @@
  * characters a URL carries as they are (letters, '.', '-'). */
 #define LIST_FILTER "%7B%22label%22%3A%5B%22" ENGINE_LABEL_MANAGED "%22%5D%7D"
 
-#define ENGINE_JSON_DEPTH   32
-#define ENGINE_MAX_NAME_LEN 128u /* engine name/version/instance strings */
+#define ENGINE_JSON_DEPTH 32
 
 struct engine {
     char *socket;
@@ -96,16 +95,6 @@ static json_object *parse_json(const struct buf *b, const char *what, struct err
         return NULL;
     }
     return o;
-}
-
-/* Copies an engine string, capped and with control bytes replaced. */
-static char *engine_text(const char *s, size_t n)
-{
-    if (n > ENGINE_MAX_NAME_LEN)
-        n = ENGINE_MAX_NAME_LEN;
-    char *out = xmalloc(n + 1);
-    util_printable_ascii(out, n + 1, s, n, true);
-    return out;
 }
 
 /* Sets err from an unexpected status, with the engine's message. */
@@ -196,8 +185,8 @@ static int version_within(struct engine *e, long timeout_ms, char **name, char *
         v = "unknown";
         vl = strlen(v);
     }
-    *name = engine_text(n, nl ? nl : strlen(n));
-    *version = engine_text(v, vl);
+    *name = backend_text(n, nl ? nl : strlen(n));
+    *version = backend_text(v, vl);
     json_object_put(root);
     return 0;
 }
@@ -212,7 +201,7 @@ static int image_missing(const struct engine *e, json_object *body, const struct
 {
     size_t il = 0;
     const char *image = json_get_string(body, "Image", &il);
-    cleanup_free char *img = engine_text(image ? image : "?", image ? il : 1);
+    cleanup_free char *img = backend_text(image ? image : "?", image ? il : 1);
     cleanup_free char *msg = engine_http_message(resp->data, resp->len);
     return err_set(err, ERR_NOT_FOUND,
                    "image '%s' is not present in the engine at unix://%s: build it with "
@@ -473,34 +462,6 @@ out:
     return ret;
 }
 
-/* Labels are anyone's to set: only plain decimal seconds count. */
-static long long parse_unix_time(const char *s, size_t n)
-{
-    if (n == 0 || n > 12)
-        return 0;
-    long long v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v;
-}
-
-/* The same rule for a uid (at most 10 digits, below 2^32); -1 otherwise. */
-static long long parse_uid(const char *s, size_t n)
-{
-    if (n == 0 || n > 10)
-        return -1;
-    long long v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v <= 0xffffffffLL ? v : -1;
-}
-
 int engine_list_managed(struct engine *e, long timeout_ms, struct backend_container **out,
                         size_t *n, struct err *err)
 {
@@ -530,18 +491,14 @@ int engine_list_managed(struct engine *e, long timeout_ms, struct backend_contai
         int64_t created = 0;
         ci->created = get_int(c, "Created", &created) ? (long long)created : 0;
         json_object *labels = NULL;
-        size_t il = 0, ol = 0, el = 0, ul = 0;
-        const char *inst = NULL, *owner = NULL, *expires = NULL, *uid = NULL;
+        struct backend_marks m = {0};
         if (json_object_object_get_ex(c, "Labels", &labels)) {
-            inst = json_get_string(labels, ENGINE_LABEL_INSTANCE, &il);
-            owner = json_get_string(labels, ENGINE_LABEL_OWNER, &ol);
-            expires = json_get_string(labels, ENGINE_LABEL_EXPIRES, &el);
-            uid = json_get_string(labels, ENGINE_LABEL_UID, &ul);
+            m.instance = json_get_string(labels, ENGINE_LABEL_INSTANCE, &m.instance_len);
+            m.owner = json_get_string(labels, ENGINE_LABEL_OWNER, &m.owner_len);
+            m.expires = json_get_string(labels, ENGINE_LABEL_EXPIRES, &m.expires_len);
+            m.uid = json_get_string(labels, ENGINE_LABEL_UID, &m.uid_len);
         }
-        ci->instance = inst ? engine_text(inst, il) : NULL;
-        ci->owner = owner ? engine_text(owner, ol) : NULL;
-        ci->expires = expires ? parse_unix_time(expires, el) : 0;
-        ci->uid = uid ? parse_uid(uid, ul) : -1;
+        backend_container_marks(ci, &m);
     }
     *out = list;
     *n = count;

@@ -1,6 +1,6 @@
 /* backend/docker/weight.c: the container's cpu cgroup is found from its
  * init's cgroup list (v1 and v2), only a path naming the container is
- * taken, and the weight file is written. A fake /proc and mount table
+ * taken, and the weight and idle flag are written (backend.c). A fake /proc and mount table
  * under a temporary directory stand in for the host's. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "backend/docker/weight.h"
 
 #define ID "3757a4cea4d2c4250e1adef0e493637f45320ca51bf9d3fc32861f951a602042"
@@ -108,17 +109,33 @@ static void test_open_and_write(void **state)
     if (fd < 0)
         fail_msg("%s", err_msg(&err));
     assert_false(v2);
-    assert_int_equal(write(fd, WEIGHT_V1_NORMAL, 4), 4);
-    close(fd);
-    char got[32];
-    read_back(dir, "cpu/docker/" ID "/cpu.shares", got, sizeof(got));
-    assert_int_equal(strncmp(got, WEIGHT_V1_NORMAL, strlen(WEIGHT_V1_NORMAL)), 0);
-    /* The idle flag of the same cgroup. */
     assert_true(idle_fd >= 0);
-    assert_int_equal(write(idle_fd, "1", 1), 1);
-    close(idle_fd);
+    /* The idle flag of the same cgroup is set while the sandbox waits;
+     * a raise clears it and writes the normal weight. */
+    struct backend_weight w = {.fd = fd, .idle_fd = idle_fd, .normal = WEIGHT_V1_NORMAL};
+    backend_weight_idle(&w);
+    assert_int_equal(w.idle_fd, idle_fd);
+    char got[32];
     read_back(dir, "cpu/docker/" ID "/cpu.idle", got, sizeof(got));
     assert_int_equal(got[0], '1');
+    /* cgroup files take each write whole, wherever the offset is. */
+    assert_int_equal(lseek(w.idle_fd, 0, SEEK_SET), 0);
+    assert_int_equal(backend_weight_raise(&w, &err), 0);
+    read_back(dir, "cpu/docker/" ID "/cpu.idle", got, sizeof(got));
+    assert_int_equal(got[0], '0');
+    read_back(dir, "cpu/docker/" ID "/cpu.shares", got, sizeof(got));
+    assert_int_equal(strncmp(got, WEIGHT_V1_NORMAL, strlen(WEIGHT_V1_NORMAL)), 0);
+    backend_weight_close(&w);
+    assert_int_equal(w.fd, -1);
+    assert_int_equal(w.idle_fd, -1);
+
+    /* A flag that cannot be written is let go: the least weight holds. */
+    char flag[700];
+    snprintf(flag, sizeof(flag), "%s/cpu/docker/" ID "/cpu.idle", dir);
+    w = (struct backend_weight){.fd = -1, .idle_fd = open(flag, O_RDONLY | O_CLOEXEC)};
+    assert_true(w.idle_fd >= 0);
+    backend_weight_idle(&w);
+    assert_int_equal(w.idle_fd, -1);
 
     /* A cgroup without the flag (an older kernel): the weight alone. */
     fd = weight_open(proc, mounts, 43, ID, &v2, &idle_fd, &err);
@@ -126,8 +143,10 @@ static void test_open_and_write(void **state)
         fail_msg("%s", err_msg(&err));
     assert_int_equal(idle_fd, -1);
     assert_true(v2);
-    assert_int_equal(write(fd, WEIGHT_V2_NORMAL, 3), 3);
-    close(fd);
+    w = (struct backend_weight){.fd = fd, .idle_fd = idle_fd, .normal = WEIGHT_V2_NORMAL};
+    backend_weight_idle(&w);
+    assert_int_equal(backend_weight_raise(&w, &err), 0);
+    backend_weight_close(&w);
     read_back(dir, "unified/machine.slice/libpod-" ID ".scope/container/cpu.weight", got,
               sizeof(got));
     assert_int_equal(strncmp(got, WEIGHT_V2_NORMAL, strlen(WEIGHT_V2_NORMAL)), 0);
