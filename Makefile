@@ -29,7 +29,7 @@ LDFLAGS += $(SAN_FLAGS)
 endif
 VERSION := 0.1.0
 
-PKGS    := libcurl json-c libmicrohttpd nettle openssl
+PKGS    := libcurl json-c libmicrohttpd nettle openssl yaml-0.1
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -3,7 +3,7 @@
 #
 #   scripts/deps.sh [--engines] [--test] [--gvisor]
 #
-#   (no option)  build dependencies: compiler, libcurl, json-c, libmicrohttpd, OpenSSL, cmocka
+#   (no option)  build dependencies: compiler, libcurl, json-c, libmicrohttpd, OpenSSL, libyaml, cmocka
 #   --engines    container engines and image tooling: docker.io, podman, runc,
 #                catatonit, tini, debootstrap, curl, ...
 #   --test       test, lint and bench tooling: nodejs, npm, valgrind, clang
@@ -39,7 +39,7 @@ done
 # libc6-dev is listed because gcc only *recommends* it and we install
 # without recommends.
 pkgs=(gcc make pkg-config libc6-dev libcurl4-openssl-dev libjson-c-dev
-	libmicrohttpd-dev nettle-dev libssl-dev libcmocka-dev)
+	libmicrohttpd-dev nettle-dev libssl-dev libyaml-dev libcmocka-dev)
 
 if ((want_engines)); then
 	# docker.io pulls containerd, runc, iptables and tini (dockerd's

@@ -51,9 +51,9 @@ build() {
         return 1
     fi
     local pkg_cflags pkg_libs
-    if ! pkg_cflags=$(pkg-config --cflags libcurl json-c libmicrohttpd nettle openssl) ||
-        ! pkg_libs=$(pkg-config --libs libcurl json-c libmicrohttpd nettle openssl); then
-        echo "fuzz: pkg-config cannot find libcurl, json-c, libmicrohttpd, nettle and openssl (scripts/deps.sh)" >&2
+    if ! pkg_cflags=$(pkg-config --cflags libcurl json-c libmicrohttpd nettle openssl yaml-0.1) ||
+        ! pkg_libs=$(pkg-config --libs libcurl json-c libmicrohttpd nettle openssl yaml-0.1); then
+        echo "fuzz: pkg-config cannot find libcurl, json-c, libmicrohttpd, nettle, openssl and yaml-0.1 (scripts/deps.sh)" >&2
         return 1
     fi
     # Probe first: on Debian the fuzzer runtime is a separate package.

@@ -138,7 +138,7 @@ export CLANG_TIDY TMP
 check_tidy() {
     need "$CLANG_TIDY" || return
     local pkg_cflags
-    if ! pkg_cflags=$(pkg-config --cflags libcurl json-c libmicrohttpd nettle openssl); then
+    if ! pkg_cflags=$(pkg-config --cflags libcurl json-c libmicrohttpd nettle openssl yaml-0.1); then
         echo "  pkg-config cannot find libcurl, json-c and libmicrohttpd (scripts/deps.sh)"
         return 1
     fi

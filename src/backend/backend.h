@@ -23,7 +23,9 @@
  *
  * The backend/ folder: backend.c (this interface's dispatch and helpers,
  * which implementations use), backends.c (which implementation serves;
- * main's entry), docker/ (the Docker Engine API implementation). */
+ * main's entry), docker/ (the Docker Engine API implementation),
+ * kubernetes/ (the Kubernetes API's parts so far: the Pod, its state, the
+ * cluster's configuration; not yet a row of backends.c). */
 #ifndef MCPSBX_BACKEND_H
 #define MCPSBX_BACKEND_H
 
