@@ -757,7 +757,8 @@ def t_warm_looks_cold(lang):
     }[lang]
     cold = run(lang, probe, stdin="in")
     ok_record(cold)
-    # "": no modules, so the runner rehearses a program of its own first.
+    # Every warm runner rehearses a program of its own; "" (no modules)
+    # is the one where nothing else has run before the probe.
     for warm in ("json", "") if lang == "py" else ("zlib",):
         res = warm_run(lang, probe, warm, stdin="in")
         ok_record(res)
