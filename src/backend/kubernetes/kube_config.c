@@ -20,27 +20,45 @@ static void chomp(char *s, size_t *n)
         s[--*n] = '\0';
 }
 
-/* path's text, KUBE_CONFIG_MAX at most (caller frees), or NULL with err. */
-static char *read_text(const char *path, const char *what, size_t *len, struct err *err)
+/* path's text, cap bytes at most (caller frees), or NULL with err. */
+static char *read_text(const char *path, const char *what, size_t cap, size_t *len, struct err *err)
 {
     FILE *fp = fopen(path, "re");
     if (!fp) {
         err_set(err, ERR_NOT_FOUND, "%s %s: %s", what, path, strerror(errno));
         return NULL;
     }
-    char *text = xmalloc(KUBE_CONFIG_MAX + 1);
-    size_t n = fread(text, 1, KUBE_CONFIG_MAX + 1, fp);
+    char *text = xmalloc(cap + 1);
+    size_t n = fread(text, 1, cap + 1, fp);
     bool bad = ferror(fp) != 0;
     fclose(fp);
-    if (bad || n > KUBE_CONFIG_MAX) {
-        err_set(err, ERR_INVALID, "%s %s: %s", what, path,
-                bad ? "cannot be read" : "is larger than 1 MiB");
+    if (bad || n > cap) {
+        if (bad)
+            err_set(err, ERR_INVALID, "%s %s: cannot be read", what, path);
+        else
+            err_set(err, ERR_TOO_BIG, "%s %s: is larger than %zu bytes", what, path, cap);
         free(text);
         return NULL;
     }
     text[n] = '\0';
     *len = n;
     return text;
+}
+
+char *kube_config_read_token(const char *path, const char *what, struct err *err)
+{
+    size_t n = 0;
+    char *token = read_text(path, what, KUBE_TOKEN_MAX, &n, err);
+    if (!token)
+        return NULL;
+    chomp(token, &n);
+    if (n == 0 || strlen(token) != n) {
+        err_set(err, ERR_INVALID, "%s %s: %s", what, path,
+                n == 0 ? "is empty" : "holds a NUL byte");
+        free(token);
+        return NULL;
+    }
+    return token;
 }
 
 int kube_config_in_cluster(const char *sa_dir, const char *host, const char *port,
@@ -50,21 +68,20 @@ int kube_config_in_cluster(const char *sa_dir, const char *host, const char *por
     if (!host || !*host || !port || !*port)
         return err_set(err, ERR_NOT_FOUND,
                        "not in a Kubernetes pod (KUBERNETES_SERVICE_HOST and _PORT are not set)");
-    char *path = xasprintf("%s/token", sa_dir);
-    size_t n = 0;
-    char *token = read_text(path, "the service account's token", &n, err);
-    free(path);
-    if (!token)
+    out->token_file = xasprintf("%s/token", sa_dir);
+    out->token = kube_config_read_token(out->token_file, "the service account's token", err);
+    if (!out->token) {
+        kube_config_free(out);
         return -1;
-    chomp(token, &n);
-    out->token = token;
+    }
     out->ca_file = xasprintf("%s/ca.crt", sa_dir);
     /* IPv6 literals go in brackets in a URL. */
     bool v6 = strchr(host, ':') != NULL;
     out->server = xasprintf("https://%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
-    path = xasprintf("%s/namespace", sa_dir);
+    char *path = xasprintf("%s/namespace", sa_dir);
     struct err ignored = ERR_INIT;
-    out->namespace = read_text(path, "namespace", &n, &ignored);
+    size_t n = 0;
+    out->namespace = read_text(path, "namespace", KUBE_NAME_TEXT_MAX, &n, &ignored);
     if (out->namespace)
         chomp(out->namespace, &n);
     err_clear(&ignored);
@@ -150,17 +167,14 @@ static int take_user(json_object *u, const char *dir, struct kube_config *out, s
                            "not run; give it a token or a client certificate",
                            plugins[i]);
     out->token = text_of(u, "token");
-    char *token_file = file_of(u, "tokenFile", dir);
-    if (!out->token && token_file) {
-        size_t n = 0;
-        out->token = read_text(token_file, "kubeconfig: the token file", &n, err);
-        if (!out->token) {
-            free(token_file);
-            return -1;
+    if (!out->token) {
+        out->token_file = file_of(u, "tokenFile", dir);
+        if (out->token_file) {
+            out->token = kube_config_read_token(out->token_file, "kubeconfig: the token file", err);
+            if (!out->token)
+                return -1;
         }
-        chomp(out->token, &n);
     }
-    free(token_file);
     out->cert_file = file_of(u, "client-certificate", dir);
     out->key_file = file_of(u, "client-key", dir);
     if (data_of(u, "client-certificate-data", &out->cert_pem, err) < 0 ||
@@ -215,7 +229,7 @@ int kube_config_load(const char *path, const char *context, struct kube_config *
 {
     *out = (struct kube_config){0};
     size_t n = 0;
-    char *text = read_text(path, "kubeconfig", &n, err);
+    char *text = read_text(path, "kubeconfig", KUBE_CONFIG_MAX, &n, err);
     if (!text)
         return -1;
     char *copy = xstrdup(path);
@@ -231,6 +245,7 @@ void kube_config_free(struct kube_config *c)
     free(c->ca_file);
     free(c->ca_pem);
     free(c->token);
+    free(c->token_file);
     free(c->cert_file);
     free(c->key_file);
     free(c->cert_pem);

@@ -16,16 +16,21 @@
 #include "base/err.h"
 
 #define KUBE_CONFIG_MAX (1u << 20)
+/* The longest token file read (a service account's JWT is 1 to 2 KiB). */
+#define KUBE_TOKEN_MAX (64u * 1024u)
+/* The longest namespace file read (a name is 63 bytes at most). */
+#define KUBE_NAME_TEXT_MAX 256u
 /* Where a pod finds its service account's files. */
 #define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 /* Each NULL when not given. PEM texts are the decoded *-data members. */
 struct kube_config {
-    char *server;    /* "https://host:port" */
-    char *ca_file;   /* the cluster's CA, a file */
-    char *ca_pem;    /* or inline */
-    char *token;     /* a bearer token */
-    char *cert_file; /* a client certificate and its key: files */
+    char *server;     /* "https://host:port" */
+    char *ca_file;    /* the cluster's CA, a file */
+    char *ca_pem;     /* or inline */
+    char *token;      /* a bearer token */
+    char *token_file; /* where it was read, to read again as it rotates */
+    char *cert_file;  /* a client certificate and its key: files */
     char *key_file;
     char *cert_pem; /* or inline */
     char *key_pem;
@@ -49,5 +54,9 @@ int kube_config_load(const char *path, const char *context, struct kube_config *
                      struct err *err);
 
 void kube_config_free(struct kube_config *c);
+
+/* A token file's text without its line end (caller frees), KUBE_TOKEN_MAX
+ * at most, or NULL with err; what names the file in messages. */
+char *kube_config_read_token(const char *path, const char *what, struct err *err);
 
 #endif

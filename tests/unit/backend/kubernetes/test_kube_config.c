@@ -206,10 +206,28 @@ static void test_in_cluster(void **state)
     char ca[600];
     snprintf(ca, sizeof(ca), "%s/ca.crt", dir);
     assert_string_equal(c.ca_file, ca);
+    /* The token is read again from its file as the kubelet rotates it. */
+    snprintf(ca, sizeof(ca), "%s/token", dir);
+    assert_string_equal(c.token_file, ca);
     kube_config_free(&c);
     assert_int_equal(kube_config_in_cluster(dir, "fd00::1", "6443", &c, &err), 0);
     assert_string_equal(c.server, "https://[fd00::1]:6443");
     kube_config_free(&c);
+
+    /* A token file over its cap, or empty, is refused. */
+    char *big = malloc(KUBE_TOKEN_MAX + 2);
+    memset(big, 'x', KUBE_TOKEN_MAX + 1);
+    big[KUBE_TOKEN_MAX + 1] = '\0';
+    put(dir, "token", big);
+    free(big);
+    assert_int_equal(kube_config_in_cluster(dir, "10.96.0.1", "443", &c, &err), -1);
+    assert_int_equal(err.code, ERR_TOO_BIG);
+    assert_null(c.server);
+    err_clear(&err);
+    put(dir, "token", "\n");
+    assert_int_equal(kube_config_in_cluster(dir, "10.96.0.1", "443", &c, &err), -1);
+    assert_int_equal(err.code, ERR_INVALID);
+    err_clear(&err);
 
     /* A kubeconfig file, with its directory for relative names. */
     put(dir, "config", KIND);
