@@ -45,7 +45,7 @@ endif
 BASE_CFLAGS := -std=gnu11 -g -pthread -D_GNU_SOURCE -DMCPSBX_VERSION='"$(VERSION)"' \
                -Isrc -Ibuild/gen $(WARN) $(PKG_CFLAGS)
 CFLAGS  ?= -O2 -D_FORTIFY_SOURCE=2 -fstack-protector-strong
-LDLIBS  := $(PKG_LIBS) -pthread -lm
+LDLIBS  := $(PKG_LIBS) -lwslay -pthread -lm
 
 B       ?= build
 # src/<layer>/[<backend>/]<module>.c: the folders are the layers (README.md).
@@ -208,9 +208,10 @@ config-sample: $(B)/config-sample
 
 # What the unit tests link besides libcore: the fakes they run against
 # (the Engine API, tests/fake_engine; a backend, tests/fake_backend; the
-# program the sandboxes of both run, tests/fake_program) and the backend
+# program the sandboxes of both run, tests/fake_program; an HTTPS server
+# for the Kubernetes API client, tests/fake_kube) and the backend
 # conformance suite (tests/backend_conformance).
-TESTLIB_SRCS := $(wildcard tests/fake_engine/*.c tests/fake_backend/*.c tests/fake_program/*.c) \
+TESTLIB_SRCS := $(wildcard tests/fake_engine/*.c tests/fake_backend/*.c tests/fake_program/*.c tests/fake_kube/*.c) \
                 tests/backend_conformance/conformance.c
 TESTLIB      := $(patsubst tests/%.c,$(B)/testlib/%.o,$(TESTLIB_SRCS))
 $(B)/testlib/%.o: tests/%.c
@@ -282,7 +283,7 @@ lint:
 	@tests/lint/test_paths.sh
 
 format:
-	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) $(wildcard tests/unit/*.[ch] tests/unit/*/*.[ch] tests/unit/*/*/*.[ch]) tests/fake_engine/*.[ch] tests/fake_backend/*.[ch] tests/fake_program/*.[ch] tests/backend_conformance/*.[ch] tests/fuzz/*.[ch]
+	clang-format -i $(wildcard src/*.c src/*/*.[ch] src/*/*/*.[ch]) $(wildcard tests/unit/*.[ch] tests/unit/*/*.[ch] tests/unit/*/*/*.[ch]) tests/fake_engine/*.[ch] tests/fake_backend/*.[ch] tests/fake_program/*.[ch] tests/fake_kube/*.[ch] tests/backend_conformance/*.[ch] tests/fuzz/*.[ch]
 
 format-check:
 	@scripts/lint.sh format

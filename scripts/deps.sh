@@ -3,7 +3,8 @@
 #
 #   scripts/deps.sh [--engines] [--test] [--gvisor]
 #
-#   (no option)  build dependencies: compiler, libcurl, json-c, libmicrohttpd, OpenSSL, libyaml, cmocka
+#   (no option)  build dependencies: compiler, libcurl, json-c, libmicrohttpd, OpenSSL, libyaml,
+#                libwslay, cmocka
 #   --engines    container engines and image tooling: docker.io, podman, runc,
 #                catatonit, tini, debootstrap, curl, ...
 #   --test       test, lint and bench tooling: nodejs, npm, valgrind, clang
@@ -19,7 +20,7 @@ log() { printf 'deps.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-	sed -n '2,15s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,16s/^# \{0,1\}//p' "$0" >&2
 }
 
 want_engines=0
@@ -39,7 +40,7 @@ done
 # libc6-dev is listed because gcc only *recommends* it and we install
 # without recommends.
 pkgs=(gcc make pkg-config libc6-dev libcurl4-openssl-dev libjson-c-dev
-	libmicrohttpd-dev nettle-dev libssl-dev libyaml-dev libcmocka-dev)
+	libmicrohttpd-dev nettle-dev libssl-dev libyaml-dev libwslay-dev libcmocka-dev)
 
 if ((want_engines)); then
 	# docker.io pulls containerd, runc, iptables and tini (dockerd's

@@ -79,7 +79,7 @@ build() {
     # shellcheck disable=SC2206 # pkg-config output is a list of words
     cflags+=($pkg_cflags)
     # shellcheck disable=SC2206
-    local libs=($pkg_libs -pthread)
+    local libs=($pkg_libs -lwslay -pthread)
 
     # The daemon's code once, instrumented for coverage (fuzzer-no-link),
     # then one link per harness.

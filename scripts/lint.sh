@@ -82,7 +82,7 @@ run_check() {
 
 C_SOURCES=(src/**/*.c)
 C_HEADERS=(src/**/*.h)
-TEST_SOURCES=(tests/unit/**/*.[ch] tests/fake_engine/*.[ch] tests/fake_backend/*.[ch] tests/fake_program/*.[ch] tests/backend_conformance/*.[ch] tests/fuzz/*.[ch])
+TEST_SOURCES=(tests/unit/**/*.[ch] tests/fake_engine/*.[ch] tests/fake_backend/*.[ch] tests/fake_program/*.[ch] tests/fake_kube/*.[ch] tests/backend_conformance/*.[ch] tests/fuzz/*.[ch])
 
 # ---- (a) formatting -------------------------------------------------------
 check_format() {

@@ -1,0 +1,151 @@
+/* The loopback HTTPS server of tls_server.h. */
+#include "fake_kube/tls_server.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct tls_server {
+    int fd;
+    int port;
+    char url[48];
+    SSL_CTX *ctx;
+    tls_server_fn fn;
+    void *arg;
+    pthread_t thread;
+};
+
+static void *serve(void *arg)
+{
+    struct tls_server *s = arg;
+    for (;;) {
+        int c = accept(s->fd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        SSL *ssl = SSL_new(s->ctx);
+        SSL_set_fd(ssl, c);
+        if (SSL_accept(ssl) == 1) {
+            s->fn(s->arg, ssl);
+            SSL_shutdown(ssl);
+        }
+        SSL_free(ssl);
+        close(c);
+    }
+}
+
+struct tls_server *tls_server_start(struct egress_tls_ca *ca, tls_server_fn fn, void *ctx)
+{
+    struct tls_server *s = calloc(1, sizeof(*s));
+    struct err err = ERR_INIT;
+    if (!s || egress_tls_ca_leaf(ca, "127.0.0.1", &s->ctx, &err) < 0) {
+        fprintf(stderr, "tls_server: %s\n", err_msg(&err));
+        err_clear(&err);
+        free(s);
+        return NULL;
+    }
+    s->fn = fn;
+    s->arg = ctx;
+    s->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        getsockname(s->fd, (struct sockaddr *)&sa, &sl) < 0 || listen(s->fd, 8) < 0 ||
+        pthread_create(&s->thread, NULL, serve, s) != 0) {
+        if (s->fd >= 0)
+            close(s->fd);
+        SSL_CTX_free(s->ctx);
+        free(s);
+        return NULL;
+    }
+    s->port = ntohs(sa.sin_port);
+    snprintf(s->url, sizeof(s->url), "https://127.0.0.1:%d", s->port);
+    return s;
+}
+
+int tls_server_port(const struct tls_server *s)
+{
+    return s->port;
+}
+
+const char *tls_server_url(const struct tls_server *s)
+{
+    return s->url;
+}
+
+void tls_server_stop(struct tls_server *s)
+{
+    shutdown(s->fd, SHUT_RDWR);
+    pthread_join(s->thread, NULL);
+    close(s->fd);
+    SSL_CTX_free(s->ctx);
+    free(s);
+}
+
+void tls_put(SSL *ssl, const void *data, size_t n)
+{
+    const char *p = data;
+    while (n > 0) {
+        int w = SSL_write(ssl, p, (int)n);
+        if (w <= 0)
+            return;
+        p += w, n -= (size_t)w;
+    }
+}
+
+void tls_puts(SSL *ssl, const char *s)
+{
+    tls_put(ssl, s, strlen(s));
+}
+
+void tls_chunk(SSL *ssl, const char *s)
+{
+    char size[32];
+    snprintf(size, sizeof(size), "%zx\r\n", strlen(s));
+    tls_puts(ssl, size);
+    tls_puts(ssl, s);
+    tls_puts(ssl, "\r\n");
+}
+
+size_t tls_read_request(SSL *ssl, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    while (len < cap - 1) {
+        int r = SSL_read(ssl, buf + len, (int)(cap - 1 - len));
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        buf[len] = '\0';
+        const char *end = strstr(buf, "\r\n\r\n");
+        if (!end)
+            continue;
+        const char *cl = strcasestr(buf, "Content-Length:");
+        size_t want = (size_t)(end + 4 - buf) + (cl && cl < end ? strtoul(cl + 15, NULL, 10) : 0);
+        if (len >= want)
+            break;
+    }
+    return len;
+}
+
+void tls_drain(SSL *ssl)
+{
+    char b[256];
+    while (SSL_read(ssl, b, sizeof(b)) > 0)
+        ;
+}
+
+int tls_read_full(SSL *ssl, void *buf, size_t n)
+{
+    char *p = buf;
+    while (n > 0) {
+        int r = SSL_read(ssl, p, (int)n);
+        if (r <= 0)
+            return -1;
+        p += r, n -= (size_t)r;
+    }
+    return 0;
+}
