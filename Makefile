@@ -209,8 +209,8 @@ config-sample: $(B)/config-sample
 # What the unit tests link besides libcore: the fakes they run against
 # (the Engine API, tests/fake_engine; a backend, tests/fake_backend; the
 # program the sandboxes of both run, tests/fake_program; an HTTPS server
-# for the Kubernetes API client, tests/fake_kube) and the backend
-# conformance suite (tests/backend_conformance).
+# and a WebSocket peer for the Kubernetes API client, tests/fake_kube) and
+# the backend conformance suite (tests/backend_conformance).
 TESTLIB_SRCS := $(wildcard tests/fake_engine/*.c tests/fake_backend/*.c tests/fake_program/*.c tests/fake_kube/*.c) \
                 tests/backend_conformance/conformance.c
 TESTLIB      := $(patsubst tests/%.c,$(B)/testlib/%.o,$(TESTLIB_SRCS))

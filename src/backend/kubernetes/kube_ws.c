@@ -423,6 +423,16 @@ int kube_ws_recv(struct kube_ws *ws, unsigned *channel, struct buf *out, long ti
     }
 }
 
+int kube_ws_fd(const struct kube_ws *ws)
+{
+    return kube_api_conn_fd(ws->conn);
+}
+
+bool kube_ws_queued(const struct kube_ws *ws)
+{
+    return ws->head != NULL;
+}
+
 void kube_ws_close(struct kube_ws *ws)
 {
     if (!ws)

@@ -87,6 +87,13 @@ int kube_ws_close_stdin(struct kube_ws *ws, long timeout_ms, struct err *err);
 int kube_ws_recv(struct kube_ws *ws, unsigned *channel, struct buf *out, long timeout_ms,
                  struct err *err);
 
+/* The connection's socket, for poll(2); read (kube_ws_recv) before
+ * polling, as TLS keeps bytes poll cannot see. */
+int kube_ws_fd(const struct kube_ws *ws);
+
+/* True when received messages wait for kube_ws_recv. */
+bool kube_ws_queued(const struct kube_ws *ws);
+
 /* Sends a close frame (best effort) and frees. */
 void kube_ws_close(struct kube_ws *ws);
 

@@ -374,7 +374,7 @@ static void test_watch(void **state)
     /* The watch's own time is its normal end. */
     s.answer = ANSWER_ONE_EVENT;
     memset(&ev, 0, sizeof(ev));
-    assert_int_equal(kube_api_watch(a, "/api/v1/namespaces/ns/pods?watch=1", 400, on_event, &ev,
+    assert_int_equal(kube_api_watch(a, "/api/v1/namespaces/ns/pods?watch=1", 1500, on_event, &ev,
                                     NULL, &timed_out, &err),
                      0);
     assert_true(timed_out);

@@ -1,19 +1,17 @@
-/* backend/kubernetes/kube_ws.c against a WebSocket server written here
- * by hand from RFC 6455 (so libwslay is checked against other code, not
- * against itself) in this process, over TLS: the handshake (the key's
- * accept value, the protocols offered and chosen), the channels (stdin
- * out, stdout fragmented, stderr and the error channel in, the bare
- * channel bytes skipped), v5's close signal {255, 0} and v4's lack of
- * one, pings answered, masking, refusals with a Status, a bad accept, a
- * missing protocol, a message over the cap, and the answer head parser
- * on its own. */
+/* backend/kubernetes/kube_ws.c against a WebSocket server written by
+ * hand from RFC 6455 (tests/fake_kube/ws_peer.c, so libwslay is checked
+ * against other code, not against itself) in this process, over TLS:
+ * the handshake (the key's accept value, the protocols offered and
+ * chosen), the channels (stdin out, stdout fragmented, stderr and the
+ * error channel in, the bare channel bytes skipped), v5's close signal
+ * {255, 0} and v4's lack of one, pings answered, masking, refusals with
+ * a Status, a bad accept, a missing protocol, a message over the cap,
+ * and the answer head parser on its own. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include <curl/curl.h>
-#include <openssl/evp.h>
-#include <openssl/sha.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,23 +20,17 @@
 #include "backend/kubernetes/kube_ws.h"
 #include "egress/tls.h"
 #include "fake_kube/tls_server.h"
+#include "fake_kube/ws_peer.h"
 
 #define FAR_MS 10000L
 
 enum mode { WS_V5, WS_V4, WS_REFUSED, WS_BAD_ACCEPT, WS_NO_PROTOCOL, WS_BIG };
 
-/* A frame the client sent. */
-struct frame {
-    int opcode;
-    unsigned char data[64];
-    size_t len;
-};
-
 struct server {
     struct tls_server *tls;
     enum mode mode;
     char head[8192];
-    struct frame frames[8];
+    struct ws_frame frames[8];
     int nframes;
     int pongs;
     bool unmasked; /* a client frame came without a mask */
@@ -47,87 +39,26 @@ struct server {
 static struct egress_tls_ca *g_ca;
 static char g_dir[64];
 
-static void frame_out(SSL *ssl, int b0, const void *data, size_t n)
+static int frame_in(struct server *s, SSL *ssl, struct ws_frame *f)
 {
-    unsigned char h[10];
-    size_t hl = 2;
-    h[0] = (unsigned char)b0;
-    if (n < 126) {
-        h[1] = (unsigned char)n;
-    } else if (n < 65536) {
-        h[1] = 126, h[2] = (unsigned char)(n >> 8), h[3] = (unsigned char)n;
-        hl = 4;
-    } else {
-        h[1] = 127;
-        for (int i = 0; i < 8; i++)
-            h[2 + i] = (unsigned char)(n >> (56 - 8 * i));
-        hl = 10;
-    }
-    tls_put(ssl, h, hl);
-    if (n)
-        tls_put(ssl, data, n);
-}
-
-/* Reads one client frame (unmasked here); -1 when the client went. */
-static int frame_in(struct server *s, SSL *ssl, struct frame *f)
-{
-    unsigned char h[2], ext[8], mask[4];
-    if (tls_read_full(ssl, h, 2) < 0)
+    if (ws_frame_in(ssl, f) < 0)
         return -1;
-    f->opcode = h[0] & 0x0F;
-    uint64_t n = h[1] & 0x7F;
-    if (n == 126 || n == 127) {
-        size_t el = n == 126 ? 2 : 8;
-        if (tls_read_full(ssl, ext, el) < 0)
-            return -1;
-        n = 0;
-        for (size_t i = 0; i < el; i++)
-            n = n << 8 | ext[i];
-    }
-    if (!(h[1] & 0x80))
+    if (!f->masked)
         s->unmasked = true;
-    else if (tls_read_full(ssl, mask, 4) < 0)
-        return -1;
-    unsigned char *p = malloc(n + 1);
-    if (n && tls_read_full(ssl, p, n) < 0) {
-        free(p);
-        return -1;
-    }
-    for (uint64_t i = 0; i < n && (h[1] & 0x80); i++)
-        p[i] ^= mask[i % 4];
-    f->len = n < sizeof(f->data) ? n : sizeof(f->data);
-    memcpy(f->data, p, f->len);
-    free(p);
     return 0;
-}
-
-/* The accept value computed with OpenSSL, not with the code under test. */
-static void accept_of(const char *head, char out[64])
-{
-    const char *k = strcasestr(head, "Sec-WebSocket-Key: ");
-    assert_non_null(k);
-    k += 19;
-    char buf[128] = {0};
-    size_t kl = strcspn(k, "\r");
-    assert_true(kl < 64);
-    memcpy(buf, k, kl);
-    strcat(buf, "258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
-    unsigned char d[SHA_DIGEST_LENGTH];
-    SHA1((const unsigned char *)buf, strlen(buf), d);
-    EVP_EncodeBlock((unsigned char *)out, d, sizeof(d));
 }
 
 static void exchange(struct server *s, SSL *ssl)
 {
     /* Channels opened, stdout in two fragments, a ping. */
     static const unsigned char open1[] = {1}, open2[] = {2}, open3[] = {3};
-    frame_out(ssl, 0x82, open1, 1);
-    frame_out(ssl, 0x82, open2, 1);
-    frame_out(ssl, 0x82, open3, 1);
-    frame_out(ssl, 0x02, "\x01hel", 4);
-    frame_out(ssl, 0x80, "lo", 2);
-    frame_out(ssl, 0x89, "p", 1);
-    struct frame f;
+    ws_frame_out(ssl, 0x82, open1, 1);
+    ws_frame_out(ssl, 0x82, open2, 1);
+    ws_frame_out(ssl, 0x82, open3, 1);
+    ws_frame_out(ssl, 0x02, "\x01hel", 4);
+    ws_frame_out(ssl, 0x80, "lo", 2);
+    ws_frame_out(ssl, 0x89, "p", 1);
+    struct ws_frame f;
     while (s->nframes < 8 && frame_in(s, ssl, &f) == 0) {
         if (f.opcode == 0xA) {
             s->pongs++;
@@ -139,27 +70,28 @@ static void exchange(struct server *s, SSL *ssl)
         if (f.opcode == 0x2 && f.len == 2 && f.data[0] == 255)
             break;
     }
-    frame_out(ssl, 0x82,
-              "\x02"
-              "err",
-              4);
+    ws_frame_out(ssl, 0x82,
+                 "\x02"
+                 "err",
+                 4);
     const char st[] = "\x03{\"metadata\":{},\"status\":\"Success\"}";
-    frame_out(ssl, 0x82, st, sizeof(st) - 1);
-    frame_out(ssl, 0x88, "\x03\xe8", 2);
-    while (s->nframes < 8 && frame_in(s, ssl, &f) == 0)
-        if (f.opcode != 0xA)
+    ws_frame_out(ssl, 0x82, st, sizeof(st) - 1);
+    ws_frame_out(ssl, 0x88, "\x03\xe8", 2);
+    /* The pong may come late: the client reads the ping when it next reads. */
+    while (s->nframes < 8 && frame_in(s, ssl, &f) == 0) {
+        if (f.opcode == 0xA)
+            s->pongs++;
+        else
             s->frames[s->nframes++] = f;
+    }
 }
 
 static void handle(void *ctx, SSL *ssl)
 {
     struct server *s = ctx;
     tls_read_request(ssl, s->head, sizeof(s->head));
-    char acc[64];
-    accept_of(s->head, acc);
-    char head[512];
-    const char *proto = s->mode == WS_V4 ? "v4.channel.k8s.io" : "v5.channel.k8s.io";
     if (s->mode == WS_REFUSED) {
+        char head[512];
         const char body[] = "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pods "
                             "\\\"p\\\" is forbidden\",\"reason\":\"Forbidden\",\"code\":403}";
         snprintf(head, sizeof(head),
@@ -169,19 +101,16 @@ static void handle(void *ctx, SSL *ssl)
         tls_puts(ssl, head);
         return;
     }
-    if (s->mode == WS_BAD_ACCEPT)
-        acc[0] = acc[0] == 'A' ? 'B' : 'A';
-    snprintf(head, sizeof(head),
-             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-             "Sec-WebSocket-Accept: %s\r\n%s%s%s\r\n",
-             acc, s->mode == WS_NO_PROTOCOL ? "" : "Sec-WebSocket-Protocol: ",
-             s->mode == WS_NO_PROTOCOL ? "" : proto, s->mode == WS_NO_PROTOCOL ? "" : "\r\n");
-    tls_puts(ssl, head);
+    ws_upgrade(ssl, s->head,
+               s->mode == WS_NO_PROTOCOL ? NULL
+               : s->mode == WS_V4        ? "v4.channel.k8s.io"
+                                         : "v5.channel.k8s.io",
+               s->mode == WS_BAD_ACCEPT);
     if (s->mode == WS_BIG) {
         size_t n = KUBE_WS_MAX_MSG + 16;
         unsigned char *b = calloc(1, n);
         b[0] = 1;
-        frame_out(ssl, 0x82, b, n);
+        ws_frame_out(ssl, 0x82, b, n);
         free(b);
         tls_drain(ssl);
         return;
