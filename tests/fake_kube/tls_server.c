@@ -1,6 +1,7 @@
 /* The loopback HTTPS server of tls_server.h. */
 #include "fake_kube/tls_server.h"
 
+#include <curl/curl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -83,6 +84,45 @@ void tls_server_stop(struct tls_server *s)
     close(s->fd);
     SSL_CTX_free(s->ctx);
     free(s);
+}
+
+int tls_ca_setup(char *dir, struct egress_tls_ca **ca)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    struct err err = ERR_INIT;
+    snprintf(dir, 64, "/tmp/test_kube-XXXXXX");
+    if (!mkdtemp(dir) || egress_tls_ca_new(dir, "", ca, &err) < 0) {
+        fprintf(stderr, "tls_ca_setup: %s\n", err_msg(&err));
+        err_clear(&err);
+        return -1;
+    }
+    return 0;
+}
+
+int tls_ca_teardown(char *dir, struct egress_tls_ca *ca)
+{
+    egress_tls_ca_free(ca);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    int rc = system(cmd) == 0 ? 0 : -1;
+    curl_global_cleanup();
+    return rc;
+}
+
+struct kube_api *tls_server_client(const struct tls_server *s, struct egress_tls_ca *ca,
+                                   char *token)
+{
+    char server[64], ca_file[256];
+    snprintf(server, sizeof(server), "%s", s->url);
+    snprintf(ca_file, sizeof(ca_file), "%s", egress_tls_ca_path(ca));
+    struct kube_config cfg = {.server = server, .ca_file = ca_file, .token = token};
+    struct kube_api *a = NULL;
+    struct err err = ERR_INIT;
+    if (kube_api_new(&cfg, &a, &err) < 0) {
+        fprintf(stderr, "tls_server_client: %s\n", err_msg(&err));
+        err_clear(&err);
+    }
+    return a;
 }
 
 void tls_put(SSL *ssl, const void *data, size_t n)

@@ -8,6 +8,7 @@
 #include <openssl/ssl.h>
 #include <stddef.h>
 
+#include "backend/kubernetes/kube_api.h"
 #include "egress/tls.h"
 
 typedef void (*tls_server_fn)(void *ctx, SSL *ssl);
@@ -20,6 +21,16 @@ int tls_server_port(const struct tls_server *s);
 /* "https://127.0.0.1:PORT" */
 const char *tls_server_url(const struct tls_server *s);
 void tls_server_stop(struct tls_server *s);
+
+/* A test group's CA in a fresh directory under /tmp (dir: 64 bytes),
+ * with curl's global set-up; 0 or -1. */
+int tls_ca_setup(char *dir, struct egress_tls_ca **ca);
+/* Frees it, removes its directory and curl's global state. */
+int tls_ca_teardown(char *dir, struct egress_tls_ca *ca);
+
+/* A Kubernetes API client for s that trusts ca; token may be NULL. */
+struct kube_api *tls_server_client(const struct tls_server *s, struct egress_tls_ca *ca,
+                                   char *token);
 
 void tls_put(SSL *ssl, const void *data, size_t n);
 void tls_puts(SSL *ssl, const char *s);

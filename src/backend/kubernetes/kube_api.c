@@ -466,7 +466,7 @@ struct kube_api_conn {
     size_t pending_len, pending_off;
 };
 
-static int wait_fd(int fd, short events, double deadline)
+int kube_api_wait_fd(int fd, short events, double deadline)
 {
     for (;;) {
         double left = deadline - util_now_ms();
@@ -487,7 +487,7 @@ static int send_all(CURL *curl, int fd, const void *data, size_t n, double deadl
         size_t sent = 0;
         CURLcode rc = curl_easy_send(curl, p + off, n - off, &sent);
         if (rc == CURLE_AGAIN) {
-            if (wait_fd(fd, POLLOUT, deadline) < 0)
+            if (kube_api_wait_fd(fd, POLLOUT, deadline) < 0)
                 return err_set(err, ERR_TIMEOUT, "sending to the Kubernetes API timed out");
             continue;
         }
@@ -548,7 +548,7 @@ static long recv_head(CURL *curl, int fd, struct buf *b, double deadline, struct
         CURLcode rc =
             curl_easy_recv(curl, chunk, room < sizeof(chunk) ? room : sizeof(chunk), &got);
         if (rc == CURLE_AGAIN) {
-            if (wait_fd(fd, POLLIN, deadline) < 0)
+            if (kube_api_wait_fd(fd, POLLIN, deadline) < 0)
                 return err_set(err, ERR_TIMEOUT, "the Kubernetes API did not answer in time");
             continue;
         }

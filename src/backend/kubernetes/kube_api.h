@@ -105,4 +105,9 @@ long kube_api_conn_recv(struct kube_api_conn *c, void *data, size_t n, struct er
 
 void kube_api_conn_close(struct kube_api_conn *c);
 
+/* Polls fd for events until deadline (a util_now_ms() time): 0 when it is
+ * ready (or poll failed, which the next read or write reports), -1 past
+ * the deadline. */
+int kube_api_wait_fd(int fd, short events, double deadline);
+
 #endif

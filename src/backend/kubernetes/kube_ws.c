@@ -226,19 +226,6 @@ static void on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_
 
 /* ---- the session ----------------------------------------------------- */
 
-static int wait_fd(int fd, short events, double deadline)
-{
-    for (;;) {
-        double left = deadline - util_now_ms();
-        if (left <= 0)
-            return -1;
-        struct pollfd p = {.fd = fd, .events = events};
-        int r = poll(&p, 1, (int)left + 1);
-        if (r > 0 || (r < 0 && errno != EINTR))
-            return 0;
-    }
-}
-
 /* Sends what libwslay has queued, by the deadline. */
 static int flush(struct kube_ws *ws, double deadline, struct err *err)
 {
@@ -251,7 +238,7 @@ static int flush(struct kube_ws *ws, double deadline, struct err *err)
         }
         if (!wslay_event_want_write(ws->ctx))
             break;
-        if (wait_fd(kube_api_conn_fd(ws->conn), POLLOUT, deadline) < 0)
+        if (kube_api_wait_fd(kube_api_conn_fd(ws->conn), POLLOUT, deadline) < 0)
             return err_set(err, ERR_TIMEOUT, "the Kubernetes API did not take the stream's bytes");
     }
     return 0;
@@ -266,7 +253,7 @@ static void read_refusal(struct kube_api_conn *c, long long want, struct buf *bo
     while (want < 0 || (long long)body->len < want) {
         long r = kube_api_conn_recv(c, chunk, sizeof(chunk), &ignored);
         if (r == -2) {
-            if (wait_fd(kube_api_conn_fd(c), POLLIN, deadline) < 0)
+            if (kube_api_wait_fd(kube_api_conn_fd(c), POLLIN, deadline) < 0)
                 break;
             continue;
         }
@@ -417,7 +404,7 @@ int kube_ws_recv(struct kube_ws *ws, unsigned *channel, struct buf *out, long ti
             return err_set(err, ERR_PROTOCOL, "the Kubernetes API broke WebSocket framing");
         if (ws->eof || !wslay_event_get_read_enabled(ws->ctx))
             return 0;
-        if (timeout_ms == 0 || wait_fd(kube_api_conn_fd(ws->conn), POLLIN, deadline) < 0)
+        if (timeout_ms == 0 || kube_api_wait_fd(kube_api_conn_fd(ws->conn), POLLIN, deadline) < 0)
             return err_set(err, ERR_TIMEOUT, "nothing from the Kubernetes API's stream in %ld ms",
                            timeout_ms);
     }

@@ -8,7 +8,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
-#include <curl/curl.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,27 +144,14 @@ static struct kube_api *client(const struct server *s, const char *ca_file, char
 static int setup(void **state)
 {
     (void)state;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    struct err err = ERR_INIT;
-    snprintf(g_dir, sizeof(g_dir), "/tmp/test_kube_api-XXXXXX");
-    snprintf(g_other_dir, sizeof(g_other_dir), "/tmp/test_kube_api-XXXXXX");
-    if (!mkdtemp(g_dir) || !mkdtemp(g_other_dir) || egress_tls_ca_new(g_dir, "", &g_ca, &err) < 0 ||
-        egress_tls_ca_new(g_other_dir, "", &g_other_ca, &err) < 0)
-        return -1;
-    return 0;
+    return tls_ca_setup(g_dir, &g_ca) < 0 || tls_ca_setup(g_other_dir, &g_other_ca) < 0 ? -1 : 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    egress_tls_ca_free(g_ca);
-    egress_tls_ca_free(g_other_ca);
-    char cmd[160];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", g_dir, g_other_dir);
-    if (system(cmd) != 0)
-        return -1;
-    curl_global_cleanup();
-    return 0;
+    int a = tls_ca_teardown(g_dir, g_ca), b = tls_ca_teardown(g_other_dir, g_other_ca);
+    return a < 0 || b < 0 ? -1 : 0;
 }
 
 static void test_get_sends_bearer(void **state)

@@ -8,7 +8,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
-#include <curl/curl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,14 +109,8 @@ static struct kube_api *client(struct server *s, bool fail)
     s->fail = fail;
     s->tls = tls_server_start(g_ca, handle, s);
     assert_non_null(s->tls);
-    char server[64], ca[256];
-    snprintf(server, sizeof(server), "%s", tls_server_url(s->tls));
-    snprintf(ca, sizeof(ca), "%s", egress_tls_ca_path(g_ca));
-    struct kube_config cfg = {.server = server, .ca_file = ca};
-    struct kube_api *a = NULL;
-    struct err err = ERR_INIT;
-    if (kube_api_new(&cfg, &a, &err) < 0)
-        fail_msg("%s", err_msg(&err));
+    struct kube_api *a = tls_server_client(s->tls, g_ca, NULL);
+    assert_non_null(a);
     return a;
 }
 
@@ -179,24 +172,13 @@ static void test_attach_failure(void **state)
 static int setup(void **state)
 {
     (void)state;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    struct err err = ERR_INIT;
-    snprintf(g_dir, sizeof(g_dir), "/tmp/test_kube_stream-XXXXXX");
-    if (!mkdtemp(g_dir) || egress_tls_ca_new(g_dir, "", &g_ca, &err) < 0)
-        return -1;
-    return 0;
+    return tls_ca_setup(g_dir, &g_ca);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    egress_tls_ca_free(g_ca);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0)
-        return -1;
-    curl_global_cleanup();
-    return 0;
+    return tls_ca_teardown(g_dir, g_ca);
 }
 
 int main(void)

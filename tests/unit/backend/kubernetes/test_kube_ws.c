@@ -11,7 +11,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
-#include <curl/curl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,14 +49,16 @@ static int frame_in(struct server *s, SSL *ssl, struct ws_frame *f)
 
 static void exchange(struct server *s, SSL *ssl)
 {
-    /* Channels opened, stdout in two fragments, a ping. */
+    /* Channels opened, a ping, stdout in two fragments. */
     static const unsigned char open1[] = {1}, open2[] = {2}, open3[] = {3};
     ws_frame_out(ssl, 0x82, open1, 1);
     ws_frame_out(ssl, 0x82, open2, 1);
     ws_frame_out(ssl, 0x82, open3, 1);
+    /* The ping before the output the client waits for: a pong queued
+     * together with a close would not be sent (nothing follows a close). */
+    ws_frame_out(ssl, 0x89, "p", 1);
     ws_frame_out(ssl, 0x02, "\x01hel", 4);
     ws_frame_out(ssl, 0x80, "lo", 2);
-    ws_frame_out(ssl, 0x89, "p", 1);
     struct ws_frame f;
     while (s->nframes < 8 && frame_in(s, ssl, &f) == 0) {
         if (f.opcode == 0xA) {
@@ -121,14 +122,8 @@ static void handle(void *ctx, SSL *ssl)
 
 static struct kube_api *client(struct server *s)
 {
-    char server[64], ca[256], token[] = "tok";
-    snprintf(server, sizeof(server), "%s", tls_server_url(s->tls));
-    snprintf(ca, sizeof(ca), "%s", egress_tls_ca_path(g_ca));
-    struct kube_config cfg = {.server = server, .ca_file = ca, .token = token};
-    struct kube_api *a = NULL;
-    struct err err = ERR_INIT;
-    if (kube_api_new(&cfg, &a, &err) < 0)
-        fail_msg("%s", err_msg(&err));
+    struct kube_api *a = tls_server_client(s->tls, g_ca, (char[]){"tok"});
+    assert_non_null(a);
     return a;
 }
 
@@ -206,7 +201,11 @@ static void test_v4_cannot_close_stdin(void **state)
     err_clear(&err);
     kube_ws_close(ws);
     tls_server_stop(s.tls);
-    assert_int_equal(s.frames[s.nframes - 1].opcode, 0x8);
+    /* Nothing was sent for the refused close (the close frame itself may
+     * be lost: closing with the server's frames unread resets the
+     * connection). */
+    for (int i = 0; i < s.nframes; i++)
+        assert_false(s.frames[i].len == 2 && s.frames[i].data[0] == 255);
     kube_api_free(a);
 }
 
@@ -294,24 +293,13 @@ static void test_check_answer(void **state)
 static int setup(void **state)
 {
     (void)state;
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    struct err err = ERR_INIT;
-    snprintf(g_dir, sizeof(g_dir), "/tmp/test_kube_ws-XXXXXX");
-    if (!mkdtemp(g_dir) || egress_tls_ca_new(g_dir, "", &g_ca, &err) < 0)
-        return -1;
-    return 0;
+    return tls_ca_setup(g_dir, &g_ca);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    egress_tls_ca_free(g_ca);
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-    if (system(cmd) != 0)
-        return -1;
-    curl_global_cleanup();
-    return 0;
+    return tls_ca_teardown(g_dir, g_ca);
 }
 
 int main(void)
