@@ -13,7 +13,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 
-import { RUN_ID, ENGINE_SOCKET, TEST_TIMEOUT_MS, SdkDaemon, preflight, withDaemon, sleep, tail } from '../integration/lib.mjs';
+import { RUN_ID, ENGINE_SOCKET, TEST_TIMEOUT_MS, SdkDaemon, preflight, withDaemon, sleep, tail, ourContainers } from '../integration/lib.mjs';
 import {
   ENGINE_KIND, enginePid, signalEngine, startEngine, restoreEngine, enginePing, waitRunning, waitGone, containerState, forceRemove,
   removeOurs, helloWorld, within, scOf,
@@ -28,6 +28,33 @@ const MIN_DOWN_MS = 6000;
 const LOOP_CODE = "import time\nprint('started', flush=True)\nwhile True:\n    time.sleep(0.05)";
 
 const st = {};
+const SETUP_TRIES = 2;
+
+// The looping run, on demand (not the pool's limit: told apart from the
+// waiting pooled containers, which run too, by having no pool label).
+// Resolves {started, call} at its first output, {ended} if the call ends
+// before it, {timedOut} after 60 s of neither.
+async function startLoop() {
+  let sawStarted;
+  const started = new Promise((r) => (sawStarted = r));
+  const call = st.d.call(
+    'execute_code',
+    { language: 'python', code: LOOP_CODE, timeout_ms: 120_000, memory_mb: 300 },
+    { onprogress: (p) => String(p.message ?? '').includes('started') && sawStarted() },
+  );
+  const r = await within(Promise.race([started.then(() => ({ started: true })), call.then((v) => ({ ended: v }))]), 60_000);
+  if (r.error) throw r.error;
+  return r.timedOut ? { timedOut: true } : { ...r.value, call };
+}
+
+async function onDemandStates() {
+  try {
+    const all = (await ourContainers(MARKER)).filter((c) => !c.pool);
+    return all.length ? all.map((c) => `${c.short} ${c.state}`).join(', ') : 'none';
+  } catch (e) {
+    return `unknown (${e.message})`;
+  }
+}
 
 after(async () => {
   await restoreEngine();
@@ -45,17 +72,21 @@ test('engine SIGKILLed mid-run: the call ends with an engine error and its parti
   st.d = await SdkDaemon.start('engine-kill', { env: { MCPSBX_TEST_RUN: MARKER } });
   await withDaemon(st.d, async () => {
     await helloWorld((n, a) => st.d.call(n, a), 'warm');
-    let sawStarted;
-    const started = new Promise((r) => (sawStarted = r));
-    const call = st.d.call(
-      'execute_code',
-      // Not the pool's limit: an on-demand container, told apart from the
-      // waiting pooled ones (which run too) by having no pool label.
-      { language: 'python', code: LOOP_CODE, timeout_ms: 120_000, memory_mb: 300 },
-      { onprogress: (p) => String(p.message ?? '').includes('started') && sawStarted() },
-    );
-    const s = await within(started, 60_000);
-    assert.ok(!s.timedOut, 'no `started` progress notification within 60 s');
+    let call;
+    for (let attempt = 1; ; attempt++) {
+      const r = await startLoop();
+      call = r.call;
+      if (r.started) break;
+      assert.ok(!r.timedOut, `no \`started\` progress notification within 60 s, and the call has not ended ` +
+        `(on-demand containers: ${await onDemandStates()})`);
+      const { sc, ctx } = scOf(r.ended);
+      // Podman 4.3 now and then never answers a start (its conmon hangs):
+      // the daemon gives up after its start timeout and the code never
+      // ran. Not what this test is about; once more on a new container.
+      const setUpFailed = ['error', 'timeout'].includes(sc.status) && !String(sc.stdout ?? '').length;
+      t.diagnostic(`attempt ${attempt}: the call ended before its code printed: ${sc.status}: ${sc.message}`);
+      assert.ok(setUpFailed && attempt < SETUP_TRIES, `the looping call ended before \`started\`; ${ctx}`);
+    }
     st.container = await waitRunning(MARKER, 60_000, { onDemand: true });
 
     const pid = enginePid();

@@ -158,6 +158,7 @@ int engine_http_request(const char *socket_path, const char *method, const char 
     int ret = -1;
     struct curl_slist *hdrs = NULL;
     struct sink sink = {resp, false};
+    double t0 = 0;
     buf_reset(resp);
 
     /* "Expect:" disables 100-continue (the engine answers at once); a bare
@@ -188,7 +189,7 @@ int engine_http_request(const char *socket_path, const char *method, const char 
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
 
-    double t0 = util_now_ms();
+    t0 = util_now_ms();
     CURLcode rc = curl_easy_perform(c);
     int plen = path_len_for_msg(path);
     if (rc == CURLE_COULDNT_CONNECT) {
@@ -219,6 +220,11 @@ int engine_http_request(const char *socket_path, const char *method, const char 
     log_debug("engine %s %.*s -> %ld (%.1f ms)", method, plen, path, *status, util_now_ms() - t0);
     ret = 0;
 out:
+    /* A request that failed on the way (a timeout, a dead engine) is
+     * otherwise silent in the log until its caller reports it, if ever. */
+    if (ret < 0 && t0 > 0)
+        log_debug("engine %s %.*s failed (%.1f ms): %s", method, path_len_for_msg(path), path,
+                  util_now_ms() - t0, err_msg(err));
     curl_slist_free_all(hdrs);
     curl_easy_cleanup(c);
     return ret;
