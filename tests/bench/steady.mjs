@@ -9,8 +9,9 @@
 //   node tests/bench/steady.mjs --skip REASON --out FILE.json
 //
 // Options: --bin, --calls N (recorded calls per series, default 30, after
-// --warmup N unrecorded ones at the same pace, default 10), --seconds S
-// (each runs/s series, default 10), --log-dir.
+// --warmup N unrecorded ones at the same pace, default 10), --rounds N
+// (python hello's three series in N rounds, default 4), --seconds S (each
+// runs/s series, default 10), --log-dir.
 //
 // What is measured, the daemon with its defaults (the eight languages, the
 // pools following the calls) over stdio with the official SDK client:
@@ -25,6 +26,9 @@
 //      (the floor plus the import)
 //   4. one warm Pyodide in a stdio server (tests/bench/pyodide-server.mjs),
 //      python hello at the same paces
+// Python hello idle, every 300 ms and on Pyodide every 300 ms (the figures
+// the first two targets compare) are measured in rounds of the three,
+// --warmup calls before each 300 ms stretch.
 //   5. refill capacity: ready sandboxes per second the daemon makes for
 //      python (with its preloads) and javascript, a fixed pool of 8 filling
 //      from empty
@@ -83,6 +87,7 @@ const { values: opt } = parseArgs({
     calls: { type: 'string', default: '30' },
     warmup: { type: 'string', default: '10' },
     seconds: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '4' },
     'log-dir': { type: 'string', default: path.join(ROOT, 'build', 'bench', 'logs') },
     skip: { type: 'string' },
   },
@@ -115,15 +120,17 @@ async function settle(d, lang) {
   throw new Error(`the ${lang} pool did not fill within 60 s`);
 }
 
-async function idleSeries(d, item, n) {
+async function idleCalls(d, item, n) {
   const ms = [];
   for (let i = 0; i < n; i++) {
     await settle(d, item.lang);
     await sleep(200); // the last refill's engine work settles too
     ms.push(await call(d, item));
   }
-  return stats(ms);
+  return ms;
 }
+
+const idleSeries = async (d, item, n) => stats(await idleCalls(d, item, n));
 
 /** fn() every paceMs on a clock (at once when one ran late): warmup
  * unrecorded, then n recorded. */
@@ -167,7 +174,9 @@ function cpuSeconds(daemonPid) {
   return { engine, daemon };
 }
 
-async function steadySeries(d, item, paceMs, warmup, n) {
+/** One stretch of calls of item every paceMs, with what the pool and the
+ * engine did meanwhile. */
+async function steadyBlock(d, item, paceMs, warmup, n) {
   const before = profile(await environment(d), item.lang);
   const cpu0 = cpuSeconds(d.pid);
   const t0 = performance.now();
@@ -175,19 +184,38 @@ async function steadySeries(d, item, paceMs, warmup, n) {
   const wall = (performance.now() - t0) / 1000;
   const cpu1 = cpuSeconds(d.pid);
   const after = profile(await environment(d), item.lang);
-  const calls = warmup + n;
-  const doc = {
-    pace_ms: paceMs,
-    stats: stats(ms),
+  return {
+    ms,
+    calls: warmup + n,
+    wall,
+    engine: cpu1.engine - cpu0.engine,
+    daemon: cpu1.daemon - cpu0.daemon,
     hits: after.hits - before.hits,
     misses: after.misses - before.misses,
     without_preload: after.without_preload - before.without_preload,
     target_after: after.size,
     target_why: after.size_why,
+  };
+}
+
+/** The blocks of one item and pace as one series. */
+function steadyDoc(item, paceMs, blocks) {
+  const sum = (k) => blocks.reduce((a, b) => a + b[k], 0);
+  const calls = sum('calls');
+  const last = blocks[blocks.length - 1];
+  const doc = {
+    pace_ms: paceMs,
+    blocks: blocks.length,
+    stats: stats(blocks.flatMap((b) => b.ms)),
+    hits: sum('hits'),
+    misses: sum('misses'),
+    without_preload: sum('without_preload'),
+    target_after: last.target_after,
+    target_why: last.target_why,
     // Per call, and as a share of one core over the series.
-    engine_cpu_ms_per_call: r2(((cpu1.engine - cpu0.engine) * 1000) / calls),
-    engine_cpu_share: r2((cpu1.engine - cpu0.engine) / wall),
-    daemon_cpu_ms_per_call: r2(((cpu1.daemon - cpu0.daemon) * 1000) / calls),
+    engine_cpu_ms_per_call: r2((sum('engine') * 1000) / calls),
+    engine_cpu_share: r2(sum('engine') / sum('wall')),
+    daemon_cpu_ms_per_call: r2((sum('daemon') * 1000) / calls),
   };
   doc.miss_rate = r2(doc.misses / (doc.hits + doc.misses));
   log(`${item.label} every ${paceMs} ms: p50 ${doc.stats.p50}, p95 ${doc.stats.p95} ms; hits ${doc.hits}, misses ${doc.misses}; target ${doc.target_after} (${doc.target_why}); engine CPU ${doc.engine_cpu_ms_per_call} ms/call (${doc.engine_cpu_share} of a core), daemon ${doc.daemon_cpu_ms_per_call} ms/call`);
@@ -196,34 +224,43 @@ async function steadySeries(d, item, paceMs, warmup, n) {
 
 // ---- Pyodide ------------------------------------------------------------------
 
-async function pyodideSeries(warmup, n) {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [path.join(HERE, 'pyodide-server.mjs')],
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-    cwd: path.join(ROOT, 'tests'),
-    stderr: 'pipe',
-  });
-  let tail = '';
-  transport.stderr.on('data', (c) => (tail = (tail + c).slice(-2000)));
-  const client = new Client({ name: 'mcp-sandboxd-bench-steady', version: '1.0.0' });
-  const item = ITEMS[0];
-  try {
-    await client.connect(transport, { timeout: 120_000 });
-    const one = async () => {
+class Pyodide {
+  async start() {
+    this.transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [path.join(HERE, 'pyodide-server.mjs')],
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+      cwd: path.join(ROOT, 'tests'),
+      stderr: 'pipe',
+    });
+    this.tail = '';
+    this.transport.stderr.on('data', (c) => (this.tail = (this.tail + c).slice(-2000)));
+    this.client = new Client({ name: 'mcp-sandboxd-bench-steady', version: '1.0.0' });
+    await this.wrap(() => this.client.connect(this.transport, { timeout: 120_000 }));
+    return this;
+  }
+
+  async wrap(fn) {
+    try {
+      return await fn();
+    } catch (e) {
+      throw new Error(`pyodide: ${e.message || e}\n--- pyodide-server stderr ---\n${this.tail}`);
+    }
+  }
+
+  /** One python hello; its ms. */
+  one() {
+    const item = ITEMS[0];
+    return this.wrap(async () => {
       const t0 = performance.now();
-      const r = await client.callTool({ name: 'run_python_code', arguments: { code: item.code } }, undefined, { timeout: 60_000 });
-      if (r.isError || r.structuredContent?.stdout !== item.stdout) throw new Error(`pyodide: ${JSON.stringify(r).slice(0, 300)}`);
+      const r = await this.client.callTool({ name: 'run_python_code', arguments: { code: item.code } }, undefined, { timeout: 60_000 });
+      if (r.isError || r.structuredContent?.stdout !== item.stdout) throw new Error(JSON.stringify(r).slice(0, 300));
       return performance.now() - t0;
-    };
-    const out = {};
-    for (const pace of PACES) out[pace] = stats(await paced(one, pace, warmup, n));
-    log(`pyodide warm: p50 ${out[300].p50} ms every 300 ms, ${out[1000].p50} ms every 1 s`);
-    return out;
-  } catch (e) {
-    throw new Error(`${e.message || e}\n--- pyodide-server stderr ---\n${tail}`);
-  } finally {
-    await client.close().catch(() => {});
+    });
+  }
+
+  async close() {
+    await this.client?.close().catch(() => {});
   }
 }
 
@@ -307,10 +344,34 @@ function ratios(res) {
   };
 }
 
+/**
+ * Python hello idle, every 300 ms and on the warm Pyodide every 300 ms,
+ * the targets' three figures, in rounds of the three, so that the machine
+ * drifting over minutes (the host's other load, its clocks) weighs on all
+ * three alike. Each round: the daemon every 300 ms (after its own warm-up,
+ * which brings the pool's rate up), then idle (which waits for the pool to
+ * fill and settle), then Pyodide with the pool quiet.
+ */
+async function helloRounds(d, py, res, rounds, warmup, n) {
+  const item = ITEMS[0];
+  const per = Math.ceil(n / rounds);
+  const blocks = [];
+  const idle = [];
+  res.pyodideMs = [];
+  for (let r = 0; r < rounds; r++) {
+    log(`1, 2, 4: python hello round ${r + 1} of ${rounds}: ${per} calls every 300 ms, ${per} idle, ${per} on Pyodide`);
+    blocks.push(await steadyBlock(d, item, 300, warmup, per));
+    idle.push(...(await idleCalls(d, item, per)));
+    res.pyodideMs.push(...(await paced(() => py.one(), 300, warmup, per)));
+  }
+  res.items[item.key] = { idle: stats(idle), steady: { 300: steadyDoc(item, 300, blocks) } };
+}
+
 async function measure(res) {
   const n = countOption(opt, 'calls', 1, 'steady.mjs');
   const warmup = countOption(opt, 'warmup', 0, 'steady.mjs');
   const seconds = countOption(opt, 'seconds', 1, 'steady.mjs');
+  const rounds = countOption(opt, 'rounds', 1, 'steady.mjs');
   const engine = new Engine(opt.engine.replace(/^unix:\/\//, ''), `steady-${randomBytes(4).toString('hex')}`);
   try {
     log(`3: the floor, ${n} samples each`);
@@ -325,25 +386,37 @@ async function measure(res) {
     await engine.cleanup();
   }
   const d = await StdioDaemon.start('steady', 'default', [], daemonOpt(), log);
+  log('4: a warm Pyodide beside it');
+  const py = await new Pyodide().start();
+  let closed = false;
   try {
     res.items = {};
-    for (const item of ITEMS) {
+    await helloRounds(d, py, res, rounds, warmup, n);
+    for (const item of ITEMS.slice(1)) {
       log(`1: ${item.label} idle, ${n} calls`);
       res.items[item.key] = { idle: await idleSeries(d, item, n), steady: {} };
     }
     for (const pace of PACES) {
-      for (const item of ITEMS) res.items[item.key].steady[pace] = await steadySeries(d, item, pace, warmup, n);
+      for (const item of ITEMS) {
+        if (res.items[item.key].steady[pace]) continue;
+        res.items[item.key].steady[pace] = steadyDoc(item, pace, [await steadyBlock(d, item, pace, warmup, n)]);
+      }
     }
     log(`6: runs/s at ${CALLERS.join(', ')} callers, ${seconds} s each`);
     res.runs = [];
     for (const c of CALLERS) res.runs.push(await runsPerSecond(d, c, seconds));
     const env = await environment(d);
     res.cpu_weights = env.pool.cpu_weights;
-  } finally {
+    // The daemon gone, the machine quiet, as the 300 ms series had it.
     await d.close();
+    closed = true;
+    res.pyodide = { 300: stats(res.pyodideMs), 1000: stats(await paced(() => py.one(), 1000, warmup, n)) };
+    delete res.pyodideMs;
+    log(`pyodide warm: p50 ${res.pyodide[300].p50} ms every 300 ms, ${res.pyodide[1000].p50} ms every 1 s`);
+  } finally {
+    if (!closed) await d.close();
+    await py.close();
   }
-  log('4: warm Pyodide');
-  res.pyodide = await pyodideSeries(warmup, n);
   log('5: refill capacity');
   res.capacity = { python: await capacity('python'), javascript: await capacity('javascript') };
   ratios(res);
