@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <stdint.h>
@@ -147,6 +148,12 @@ void util_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, double ms)
         ts.tv_nsec -= 1000000000L;
     }
     pthread_cond_timedwait(cond, lock, &ts);
+}
+
+bool util_fd_signalled(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return fd >= 0 && poll(&p, 1, 0) > 0;
 }
 
 int util_random_bytes(void *buf, size_t n)

@@ -58,6 +58,10 @@ void util_cond_init_monotonic(pthread_cond_t *cond);
 /* Waits on cond (lock held) for at most ms milliseconds. */
 void util_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *lock, double ms);
 
+/* Whether fd is readable now, without waiting: a stop descriptor (an
+ * eventfd or a pipe) that was signalled. -1 is never. */
+bool util_fd_signalled(int fd);
+
 /* Fills buf with n cryptographically random bytes; returns 0 or -1. */
 int util_random_bytes(void *buf, size_t n);
 

@@ -1,6 +1,5 @@
 #include "backend/docker/sandbox_io.h"
 
-#include <poll.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -207,12 +206,6 @@ const char **sandbox_io_command(const struct backend_spec *spec, bool channel)
     return argv;
 }
 
-static bool stopped(int stop_fd)
-{
-    struct pollfd p = {.fd = stop_fd, .events = POLLIN};
-    return stop_fd >= 0 && poll(&p, 1, 0) > 0;
-}
-
 struct liveness {
     struct engine *engine;
     const char *id;
@@ -241,7 +234,7 @@ int sandbox_io_start(struct sandbox_io *io, struct engine *e, const char *id, co
                      struct backend_stream **out, struct err *err)
 {
     if (engine_start(e, id, deadline_ms, err) < 0) {
-        if (!stopped(stop_fd))
+        if (!util_fd_signalled(stop_fd))
             return -1;
         err_clear(err);
         return 1;

@@ -1,10 +1,10 @@
 #include "sandbox/run/launch.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/log.h"
+#include "base/util.h"
 
 /* Set-ups of one launch at most: the first, and one after BACKEND_RETRY. */
 #define LAUNCH_TRIES 2
@@ -27,12 +27,6 @@ struct launcher *launcher_new(struct backend *b, struct reaper *r, struct uids *
 void launcher_free(struct launcher *l)
 {
     free(l);
-}
-
-static bool stopped(int stop_fd)
-{
-    struct pollfd p = {.fd = stop_fd, .events = POLLIN};
-    return stop_fd >= 0 && poll(&p, 1, 0) > 0;
 }
 
 /* *out is spec with the user a new sandbox runs as: with sandbox uids, one
@@ -92,7 +86,7 @@ int launch(struct launcher *l, const struct backend_spec *spec, double deadline_
         if (own_user(l, spec, &s, err) < 0 ||
             create(l, &s, tries > 0, deadline_ms, id, &pending, err) < 0)
             return -1;
-        if (stopped(stop_fd)) {
+        if (util_fd_signalled(stop_fd)) {
             backend_pending_free(l->backend, pending);
             rc = 1;
         } else {
