@@ -4,6 +4,7 @@
  * past 600 lines. */
 #include "backend/kubernetes/kube_api.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <json-c/json.h>
@@ -36,11 +37,34 @@ static char *dup_or_null(const char *s)
     return s ? xstrdup(s) : NULL;
 }
 
+/* The server's address goes into URLs and, for an upgrade, into the Host
+ * line of a request written by hand: only an authority of host (a name,
+ * an IPv4 or a bracketed IPv6 address) and port, and a path of visible
+ * characters, no user part, query or fragment. */
+static bool server_ok(const char *s)
+{
+    if (strncmp(s, "https://", 8) != 0 || strlen(s) > KUBE_API_MAX_PATH)
+        return false;
+    const char *auth = s + 8;
+    size_t alen = strcspn(auth, "/");
+    if (alen == 0)
+        return false;
+    for (size_t i = 0; i < alen; i++)
+        if (!isalnum((unsigned char)auth[i]) && !strchr(".-:[]", auth[i]))
+            return false;
+    for (const char *p = auth + alen; *p; p++)
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f || strchr("?#%\\", *p))
+            return false;
+    return true;
+}
+
 int kube_api_new(const struct kube_config *cfg, struct kube_api **out, struct err *err)
 {
     *out = NULL;
-    if (!cfg->server || strncmp(cfg->server, "https://", 8) != 0)
-        return err_set(err, ERR_INVALID, "the Kubernetes API server must be an https:// address");
+    if (!cfg->server || !server_ok(cfg->server))
+        return err_set(err, ERR_INVALID,
+                       "the Kubernetes API server must be an https:// address (host, port and "
+                       "path only)");
     struct kube_api *a = xcalloc(1, sizeof(*a));
     a->server = xstrdup(cfg->server);
     /* "https://host:6443/" and "https://host:6443" name the same API. */

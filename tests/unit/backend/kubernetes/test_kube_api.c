@@ -403,16 +403,34 @@ static void test_watch_refused_and_capped(void **state)
     server_stop(&s);
 }
 
-static void test_new_refuses_plain_http(void **state)
+/* Plain http, and addresses that would put more than a host and port
+ * into a URL or an upgrade's Host line. */
+static void test_new_refuses_bad_servers(void **state)
 {
     (void)state;
-    struct kube_config cfg = {.server = (char *)"http://127.0.0.1:8080"};
-    struct kube_api *a = NULL;
-    struct err err = ERR_INIT;
-    assert_int_equal(kube_api_new(&cfg, &a, &err), -1);
-    assert_int_equal(err.code, ERR_INVALID);
-    assert_null(a);
-    err_clear(&err);
+    static char *const bad[] = {
+        "http://127.0.0.1:8080", "https://",          "https:///api",
+        "https://h\r\nX: y",     "https://h ost",     "https://user@host:6443",
+        "https://host:6443/a b", "https://host/?q=1", "https://host/#frag",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct kube_config cfg = {.server = bad[i]};
+        struct kube_api *a = NULL;
+        struct err err = ERR_INIT;
+        assert_int_equal(kube_api_new(&cfg, &a, &err), -1);
+        assert_int_equal(err.code, ERR_INVALID);
+        assert_null(a);
+        err_clear(&err);
+    }
+    static char *const good[] = {"https://10.0.0.1:6443", "https://[fd00::1]:443/",
+                                 "https://api.example.com/k8s/clusters/c-1"};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        struct kube_config cfg = {.server = good[i]};
+        struct kube_api *a = NULL;
+        struct err err = ERR_INIT;
+        assert_int_equal(kube_api_new(&cfg, &a, &err), 0);
+        kube_api_free(a);
+    }
 }
 
 int main(void)
@@ -426,7 +444,7 @@ int main(void)
         cmocka_unit_test(test_token_reread),
         cmocka_unit_test(test_watch),
         cmocka_unit_test(test_watch_refused_and_capped),
-        cmocka_unit_test(test_new_refuses_plain_http),
+        cmocka_unit_test(test_new_refuses_bad_servers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
