@@ -24,8 +24,7 @@
  * The backend/ folder: backend.c (this interface's dispatch and helpers,
  * which implementations use), backends.c (which implementation serves;
  * main's entry), docker/ (the Docker Engine API implementation),
- * kubernetes/ (the Kubernetes API's parts so far: the Pod, its state, the
- * cluster's configuration; not yet a row of backends.c). */
+ * kubernetes/ (Pods through a cluster's API server). */
 #ifndef MCPSBX_BACKEND_H
 #define MCPSBX_BACKEND_H
 
@@ -270,9 +269,10 @@ int backend_egress_check(struct backend *b, const struct backend_spec *spec, str
  * the image and the host, after BACKEND_RETRY). *id is allocated;
  * *pending (NULL or not) goes to backend_start or backend_pending_free.
  * A missing image fails with ERR_NOT_FOUND and a message naming the
- * image. With spec.egress it fails when the way to the gateway cannot be
- * made (ERR_INVALID when that lasts): never a sandbox without it, nor one
- * with a network. */
+ * image (in backend_start instead where only the host that runs the
+ * sandbox can tell: a cluster's node pulling it). With spec.egress it fails when the way to the
+ * gateway cannot be made (ERR_INVALID when that lasts): never a sandbox without it, nor one with a
+ * network. */
 int backend_create(struct backend *b, const struct backend_spec *spec, bool fallback,
                    double deadline_ms, char **id, struct backend_pending **pending,
                    struct err *err);

@@ -5,6 +5,7 @@
 #include "backend/docker/discover.h"
 #include "backend/docker/docker.h"
 #include "backend/docker/engine_http.h"
+#include "backend/kubernetes/kubernetes.h"
 #include "base/util.h"
 
 int backends_init(struct err *err)
@@ -41,13 +42,27 @@ static struct backend *open_docker(const struct config *cfg, char **envp, struct
     return b;
 }
 
-/* The backends of this build: a second one is a row here and a folder
- * beside docker/. */
+static struct backend *open_kubernetes(const struct config *cfg, char **envp, struct err *err)
+{
+    struct kube_options o = {.kubeconfig = cfg->kubeconfig,
+                             .kubeconfig_env = env_get(envp, "KUBECONFIG"),
+                             .service_host = env_get(envp, "KUBERNETES_SERVICE_HOST"),
+                             .service_port = env_get(envp, "KUBERNETES_SERVICE_PORT"),
+                             .home = env_get(envp, "HOME"),
+                             .context = cfg->kube_context,
+                             .namespace = cfg->kube_namespace,
+                             .seccomp_profile = cfg->kube_seccomp_profile};
+    return kube_backend_open(&o, err);
+}
+
+/* The backends of this build: each is a row here and a folder beside
+ * this file. */
 static const struct {
     const char *name;
     struct backend *(*open)(const struct config *cfg, char **envp, struct err *err);
 } backends[] = {
     {"docker", open_docker},
+    {"kubernetes", open_kubernetes},
 };
 
 struct backend *backends_open(const struct config *cfg, char **envp, struct err *err)
@@ -56,6 +71,7 @@ struct backend *backends_open(const struct config *cfg, char **envp, struct err 
     for (size_t i = 0; i < ARRAY_SIZE(backends); i++)
         if (strcmp(backends[i].name, name) == 0)
             return backends[i].open(cfg, envp, err);
-    err_set(err, ERR_INVALID, "--backend: '%.64s' is not a backend of this build (docker)", name);
+    err_set(err, ERR_INVALID,
+            "--backend: '%.64s' is not a backend of this build (docker, kubernetes)", name);
     return NULL;
 }

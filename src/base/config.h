@@ -26,6 +26,11 @@ struct config {
      * (backend/backends.h parses it; empty: the backend finds it). */
     char *backend;
     char *engine;
+    /* The kubernetes backend's (backend/kubernetes/kubernetes.h). */
+    char *kubeconfig;
+    char *kube_context;
+    char *kube_namespace;
+    char *kube_seccomp_profile;
     char *daemon_id; /* names this daemon in its handles (base/handle.h) */
     /* These and the preloads and runtimes are "not given" when empty /
      * NULL / -1: the language table (sandbox/languages/langtable.h) has the defaults

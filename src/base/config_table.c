@@ -64,7 +64,8 @@ const struct config_opt config_opts[] = {
         .def_doc = "none"),
     STR("backend", backend, "NAME", "docker",
         "what runs the sandboxes: docker, the Docker Engine API of Docker or Podman (see "
-        "--engine)"),
+        "--engine); or kubernetes, Pods of one namespace through a cluster's API server (see "
+        "--kubeconfig)"),
     INT("code-session-idle-ms", code_session_idle_ms, 1000, WEEK_MS, "MS", 900000,
         "a code session (create_session) with no call running ends after this long unused; its "
         "sandbox is removed"),
@@ -159,6 +160,23 @@ const struct config_opt config_opts[] = {
         .def_doc = "the language table's"),
     STR("js-runtime", js_runtime, "NAME", "", "OCI runtime for JavaScript sandboxes only",
         .def_doc = "--runtime"),
+    STR("kube-context", kube_context, "NAME", NULL,
+        "the kubernetes backend's context of the kubeconfig file",
+        .def_doc = "the file's current-context"),
+    STR("kube-namespace", kube_namespace, "NAME", NULL,
+        "the namespace the kubernetes backend makes its sandbox Pods in",
+        .def_doc = "the kubeconfig context's, or the daemon's own Pod's, else default"),
+    STR("kube-seccomp-profile", kube_seccomp_profile, "FILE", NULL,
+        "the project's seccomp profile as the cluster's nodes have it, relative to the "
+        "kubelet's seccomp directory (e.g. mcp-sandboxd.json, a copy of "
+        "src/backend/docker/seccomp_profile.json); sandbox Pods then run under it (Localhost) "
+        "instead of the runtime's default",
+        .def_doc = "none, RuntimeDefault"),
+    STR("kubeconfig", kubeconfig, "FILE", NULL,
+        "the kubernetes backend's cluster, credential and namespace: a kubeconfig file (its "
+        "server, CA, and token or client certificate; no exec or auth-provider plugins)",
+        .def_doc = "KUBECONFIG, else the service account of the Pod the daemon runs in, else "
+                   "~/.kube/config"),
     LIST("label", labels, "KEY=VALUE[,...]", config_item_label,
          "an engine label for every container, for the operator's own bookkeeping (keys under "
          "io.mcp-sandboxd. are the daemon's); repeatable"),

@@ -3,10 +3,13 @@
  *
  *   build/backend-conformance NAME ENGINE IMAGE
  *
- * e.g. `docker unix:///var/run/docker.sock mcp-sandboxd-python:latest`.
+ * e.g. `docker unix:///var/run/docker.sock mcp-sandboxd-python:latest`;
+ * NAME kubernetes takes ENGINE as a kubeconfig file (the Kubernetes API
+ * shim's, tests/kube_shim).
  * Exits 0 when every case passed (cmocka's report on stdout). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "backend/backends.h"
@@ -23,7 +26,13 @@ int main(int argc, char **argv)
     struct err err = ERR_INIT;
     struct config cfg;
     config_init(&cfg);
-    cfg.engine = xstrdup(argv[2]);
+    if (strcmp(argv[1], "kubernetes") == 0) {
+        free(cfg.backend);
+        cfg.backend = xstrdup("kubernetes");
+        cfg.kubeconfig = xstrdup(argv[2]);
+    } else {
+        cfg.engine = xstrdup(argv[2]);
+    }
     struct backend *b = NULL;
     if (backends_init(&err) == 0)
         b = backends_open(&cfg, environ, &err);

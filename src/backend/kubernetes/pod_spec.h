@@ -29,9 +29,9 @@
  *   nothing from the    automountServiceAccountToken and
  *   cluster             enableServiceLinks false
  * What a Pod cannot say: a per-pod process limit (the kubelet's
- * podPidsLimit holds it, set by the operator), rlimits, and "keep no
- * logs" (the node's runtime logs stdout and stderr, within the pod's
- * ephemeral storage). */
+ * podPidsLimit holds it, set by the operator), rlimits (the backend's
+ * gate sets them: kubernetes.h), and "keep no logs" (the node's runtime
+ * logs stdout and stderr, within the pod's ephemeral storage). */
 #ifndef MCPSBX_KUBERNETES_POD_SPEC_H
 #define MCPSBX_KUBERNETES_POD_SPEC_H
 

@@ -8,12 +8,14 @@
 #include "base/json.h"
 #include "base/util.h"
 
-/* Waiting reasons that no wait cures: the container will not start. */
+/* Waiting reasons that no wait cures: the container will not start. The
+ * first NO_IMAGE are its image's. */
 static const char *const CANNOT_START[] = {
     "ErrImagePull",      "ImagePullBackOff",           "InvalidImageName",
     "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError",
     "RunContainerError",
 };
+#define NO_IMAGE 4
 
 /* o's member key: absent (NULL) or of type t; -1 with err otherwise. */
 static int member(json_object *o, const char *key, json_type t, json_object **v, struct err *err)
@@ -77,9 +79,12 @@ static int read_container(json_object *status, struct pod_state *out, struct err
         out->st.running = true;
     } else if (waiting) {
         const char *r = json_get_string(waiting, "reason", NULL);
-        for (size_t i = 0; r && i < ARRAY_SIZE(CANNOT_START); i++)
-            if (strcmp(r, CANNOT_START[i]) == 0)
-                say(out, "cannot start", waiting);
+        for (size_t i = 0; r && i < ARRAY_SIZE(CANNOT_START); i++) {
+            if (strcmp(r, CANNOT_START[i]) != 0)
+                continue;
+            say(out, "cannot start", waiting);
+            out->no_image = i < NO_IMAGE;
+        }
     }
     return 0;
 }

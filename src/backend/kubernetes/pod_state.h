@@ -21,6 +21,7 @@
 struct pod_state {
     struct backend_state st; /* pid is always 0: the pod's node is not this host */
     bool ended;              /* the container terminated, or the pod failed */
+    bool no_image;           /* reason says its image cannot be pulled or is no name */
     /* Empty, or why the cluster ended the pod or cannot start its
      * container, e.g. "evicted: The node was low on resource: memory." */
     char reason[POD_REASON_MAX];

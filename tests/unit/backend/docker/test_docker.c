@@ -391,10 +391,18 @@ static void test_backends_open(void **state)
     assert_non_null(strstr(err_msg(&err), "only unix://"));
     err_clear(&err);
     free(cfg.backend);
-    cfg.backend = xstrdup("kubernetes");
+    cfg.backend = xstrdup("nomad");
     assert_null(backends_open(&cfg, envp, &err));
     assert_string_equal(err_msg(&err),
-                        "--backend: 'kubernetes' is not a backend of this build (docker)");
+                        "--backend: 'nomad' is not a backend of this build (docker, kubernetes)");
+    err_clear(&err);
+    /* The other row: with no cluster anywhere in envp, it says where to
+     * point it. */
+    free(cfg.backend);
+    cfg.backend = xstrdup("kubernetes");
+    assert_null(backends_open(&cfg, envp, &err));
+    assert_int_equal(err.code, ERR_NOT_FOUND);
+    assert_non_null(strstr(err_msg(&err), "--kubeconfig"));
     err_clear(&err);
     config_free(&cfg);
 }

@@ -89,8 +89,13 @@ static void test_cluster_reasons(void **state)
         "\"waiting\": {\"reason\": \"ImagePullBackOff\","
         " \"message\": \"Back-off pulling image \\\"nope:latest\\\"\"}") "}}");
     assert_false(s.ended);
+    assert_true(s.no_image);
     assert_string_equal(s.reason,
                         "cannot start: ImagePullBackOff: Back-off pulling image \"nope:latest\"");
+    s = read_ok("{\"status\": {\"phase\": \"Pending\", " CS(
+        "\"waiting\": {\"reason\": \"CreateContainerConfigError\"}") "}}");
+    assert_false(s.no_image);
+    assert_true(strncmp(s.reason, "cannot start: CreateContainerConfigError", 40) == 0);
 
     s = read_ok("{\"status\": {\"phase\": \"Pending\", \"conditions\": [{\"type\": "
                 "\"PodScheduled\", \"status\": \"False\", \"reason\": \"Unschedulable\","
