@@ -61,9 +61,10 @@ if ((want_test)); then
 	# engine socket. perl and libjson-xs-perl run the generic runner's host
 	# tests (tests/runner) as its images run it; python3-ipython and
 	# python3-matplotlib run the Python runner's interpreter-mode sessions,
-	# figures included, there.
+	# figures included, there. openssl makes the Kubernetes API shim's
+	# throwaway CA (tests/kube_shim).
 	pkgs+=(python3 python3-ipython python3-matplotlib nodejs npm valgrind clang clang-format clang-tidy cppcheck
-		shellcheck libclang-rt-14-dev curl wrk iproute2 perl libjson-xs-perl)
+		shellcheck libclang-rt-14-dev curl wrk iproute2 perl libjson-xs-perl openssl)
 fi
 
 ((want_gvisor)) && pkgs+=(runsc)

@@ -29,7 +29,10 @@
 # also print hello-world latency (tests/integration/latency.mjs; figures
 # only, never asserted), and run the backend conformance suite
 # (tests/backend_conformance, build/backend-conformance) against the
-# backend main opens for that engine, each of its cases counted as a test.
+# backend main opens for that engine, each of its cases counted as a test;
+# the docker pass runs it once more through the kubernetes backend against
+# the Kubernetes API shim (tests/kube_shim) on Docker, and checks the
+# Kubernetes manifests and Pods against the API's schemas (tests/deploy).
 #
 # Prints a summary per pass and finally exactly
 #   integration: N passed, M failed
@@ -127,7 +130,11 @@ run_pass() {
 		fi
 		echo "$lat"
 		extra=$(printf '%s' "$lat" | sed -n 's/.*client round trip: /latency /p')
-		backend_conformance "$name" "$sock"
+		backend_conformance "$name" "unix://$sock"
+		if [ "$name" = docker ]; then
+			deploy_check "$bin"
+			kube_conformance
+		fi
 	fi
 
 	total_pass=$((total_pass + pass))
@@ -135,13 +142,15 @@ run_pass() {
 	summaries+=("$name: $pass passed, $fail failed (of ${tests:-?} tests$([ -n "$latency" ] && echo " + latency")) in $(($(date +%s) - t0)) s${extra:+; $extra}")
 }
 
-# backend_conformance NAME SOCKET: the backend conformance suite on one
-# engine; adds its cases to pass and fail (a run that reports none fails).
+# backend_conformance NAME ADDRESS: the backend conformance suite on one
+# engine (ADDRESS: its unix:// socket, or a kubeconfig file for NAME
+# kubernetes); adds its cases to pass and fail (a run that reports none
+# fails).
 readonly BACKEND_CONFORMANCE=$ROOT/build/backend-conformance
 readonly BACKEND_CONFORMANCE_IMAGE=mcp-sandboxd-python:latest
 backend_conformance() {
-	local name=$1 sock=$2 out=$work/$1.backend ok bad
-	timeout --kill-after=10 120 "$BACKEND_CONFORMANCE" "$name" "unix://$sock" \
+	local name=$1 address=$2 out=$work/$1.backend ok bad
+	timeout --kill-after=10 120 "$BACKEND_CONFORMANCE" "$name" "$address" \
 		"$BACKEND_CONFORMANCE_IMAGE" >"$out" 2>&1
 	ok=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
 	bad=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
@@ -155,6 +164,56 @@ backend_conformance() {
 	pass=$((pass + ${ok:-0}))
 	fail=$((fail + ${bad:-0}))
 	echo "backend conformance on $name: ${ok:-0} passed, ${bad:-0} failed"
+}
+
+# deploy_check BIN: deploy/kubernetes's manifests and the Pods BIN's
+# kubernetes backend sends, against the Kubernetes API's schemas
+# (tests/deploy/validate.mjs); one test.
+deploy_check() {
+	if (cd "$ROOT" && timeout 120 node tests/deploy/validate.mjs --bin "$1" >"$work/deploy.out" 2>&1); then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		log "the Kubernetes manifests or Pods do not validate:"
+		sed 's/^/  /' "$work/deploy.out" >&2
+	fi
+	tail -n 1 "$work/deploy.out"
+}
+
+# kube_conformance: the backend conformance suite through the kubernetes
+# backend, against the Kubernetes API shim (tests/kube_shim), which runs
+# each Pod as a container of Docker; within the docker pass. The shim
+# ends when its stdin closes (the coprocess's pipe, at the latest when
+# this script exits) and removes what it made.
+readonly KUBE_SHIM=$TESTS/kube_shim/shim.mjs
+kube_conformance() {
+	local dir=$work/kube-shim line n m
+	mkdir -p "$dir"
+	# The shim's own test first: the API's answers as the backend expects
+	# them (each of its tests counted).
+	(cd "$ROOT" && timeout --kill-after=10 120 \
+		node --test --test-reporter=tap tests/kube_shim/shim.test.mjs) >"$dir/shim-test.out" 2>&1
+	n=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$dir/shim-test.out" | tail -n 1)
+	m=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$dir/shim-test.out" | tail -n 1)
+	[ -z "$n" ] && m=$((${m:-0} + 1))
+	if [ "${m:-0}" -gt 0 ]; then
+		log "kubernetes: the Kubernetes API shim's test failed:"
+		grep -v '^    at ' "$dir/shim-test.out" | tail -n 60 | sed 's/^/  /' >&2
+	fi
+	pass=$((pass + ${n:-0}))
+	fail=$((fail + ${m:-0}))
+	echo "Kubernetes API shim: ${n:-0} passed, ${m:-0} failed"
+	coproc KSHIM { exec node "$KUBE_SHIM" --dir "$dir" --engine "unix://$DOCKER_SOCK" 2>"$dir/stderr"; }
+	local pid=$KSHIM_PID in=${KSHIM[1]}
+	if ! read -r -t 30 line <&"${KSHIM[0]}" || [[ $line != "kube-shim: ready "* ]]; then
+		log "kubernetes: the Kubernetes API shim did not start:"
+		sed 's/^/  /' "$dir/stderr" >&2
+		fail=$((fail + 1))
+	else
+		backend_conformance kubernetes "$dir/kubeconfig"
+	fi
+	exec {in}>&-
+	wait "$pid" 2>/dev/null
 }
 
 # run_conformance: the official conformance suite against Docker, once.
