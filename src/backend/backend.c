@@ -117,6 +117,11 @@ bool backend_weights_possible(const struct backend *b)
     return b->ops->weight_open != NULL;
 }
 
+bool backend_host_dirs_possible(const struct backend *b)
+{
+    return b->ops->host_dirs;
+}
+
 /* All of text to fd, or -1 with errno (0: a short write). */
 static int write_text(int fd, const char *text)
 {

@@ -174,6 +174,10 @@ struct backend_pending;
 
 struct backend_ops {
     const char *kind; /* "docker" */
+    /* Whether spec.packages_dir and spec.install_dir can be shown to a
+     * sandbox: host directories, which a sandbox on another machine (a
+     * cluster's node) cannot see. */
+    bool host_dirs;
     void (*free)(struct backend *b);
     /* Where the backend is (for messages): e.g. the engine socket path. */
     const char *(*address)(const struct backend *b);
@@ -338,6 +342,11 @@ int backend_weight_open(struct backend *b, const char *id, struct backend_weight
 
 /* False when backend_weight_open always fails (the backend has no way). */
 bool backend_weights_possible(const struct backend *b);
+
+/* Whether this backend's sandboxes can be shown the daemon's host
+ * directories (spec.packages_dir, spec.install_dir); a create that asks
+ * for them where they cannot fails with ERR_INVALID. */
+bool backend_host_dirs_possible(const struct backend *b);
 
 /* For a backend's weight_open: sets the idle flag of a waiting sandbox.
  * Where the write fails the flag is closed and the least weight still

@@ -95,6 +95,13 @@ void packages_start(struct exec_ctx *ctx)
         any = any || langtable_get(ctx->langs, i)->packages;
     if (!any)
         return;
+    if (!backend_host_dirs_possible(ctx->backend)) {
+        p->off_reason = xasprintf("the %s backend's sandboxes cannot see the daemon's package "
+                                  "cache",
+                                  backend_kind(ctx->backend));
+        log_info("packages: %s; calls that ask for packages are refused", p->off_reason);
+        return;
+    }
     const char *dir = ctx->cfg->packages_cache_dir;
     struct err err = ERR_INIT;
     if (pkgcache_open(dir, (unsigned long long)ctx->cfg->packages_cache_max_bytes, &p->cache,

@@ -301,6 +301,7 @@ static void test_list_version_egress(void **state)
     assert_int_equal(err.code, ERR_INVALID);
     err_clear(&err);
     assert_false(backend_weights_possible(b));
+    assert_false(backend_host_dirs_possible(b));
     sp.egress = false;
     /* The rlimits a Pod cannot state, set by the gate. */
     sp.nofile = 256;
