@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "backend/kubernetes/yaml_json.h"
 #include "base/buf.h"
@@ -143,10 +144,21 @@ static int data_of(json_object *o, const char *key, char **out, struct err *err)
     return 0;
 }
 
+/* A YAML 1.1 true, as client-go's YAML reader takes one (every scalar
+ * here is a string). */
+static bool yaml_true(const char *s)
+{
+    static const char *const yes[] = {"true", "yes", "on", "y"};
+    for (size_t i = 0; s && i < ARRAY_SIZE(yes); i++)
+        if (strcasecmp(s, yes[i]) == 0)
+            return true;
+    return false;
+}
+
 static int take_cluster(json_object *c, const char *dir, struct kube_config *out, struct err *err)
 {
     const char *skip = json_get_string(c, "insecure-skip-tls-verify", NULL);
-    if (skip && strcmp(skip, "true") == 0)
+    if (yaml_true(skip))
         return err_set(err, ERR_INVALID,
                        "kubeconfig: the cluster skips TLS verification; "
                        "the daemon does not");

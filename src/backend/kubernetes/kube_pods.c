@@ -207,8 +207,9 @@ int kube_pod_list(struct kube_api *a, const char *ns, const char *selector, long
     buf_init(&resp, KUBE_API_MAX_RESPONSE);
     size_t cap = 0;
     int rc = 0;
+    bool restarted = false;
     double deadline = util_now_ms() + (double)timeout_ms;
-    do {
+    for (;;) {
         long left = (long)(deadline - util_now_ms());
         if (left <= 0) {
             rc = err_set(err, ERR_TIMEOUT, "listing pods took over %ld ms", timeout_ms);
@@ -218,6 +219,17 @@ int kube_pod_list(struct kube_api *a, const char *ns, const char *selector, long
                  KUBE_PODS_PAGE, next[0] ? "&continue=" : "", next);
         long status = 0;
         rc = kube_api_request(a, "GET", path, NULL, 0, left, &status, &resp, err);
+        if (rc == 0 && status == 410 && next[0] && !restarted) {
+            /* The continue token outlived the server's history (410
+             * Expired): the list starts again from the first page, once,
+             * as client-go's pager does. */
+            backend_container_list_free(*out, *n);
+            *out = NULL;
+            *n = cap = 0;
+            next[0] = '\0';
+            restarted = true;
+            continue;
+        }
         if (rc == 0 && status != 200)
             rc = kube_api_refusal(status, resp.data, resp.len, "listing pods", err);
         json_object *page = rc == 0 ? parse_answer(&resp, "listing pods", err) : NULL;
@@ -226,7 +238,9 @@ int kube_pod_list(struct kube_api *a, const char *ns, const char *selector, long
         if (rc == 0)
             rc = take_page(page, out, n, &cap, next, sizeof(next), err);
         json_object_put(page);
-    } while (rc == 0 && next[0]);
+        if (rc < 0 || !next[0])
+            break;
+    }
     buf_free(&resp);
     if (rc < 0) {
         backend_container_list_free(*out, *n);

@@ -245,6 +245,11 @@ json_object *pod_spec_new(const struct backend_spec *spec, const struct pod_spec
                 "the kubernetes backend gives sandboxes no network and no egress gateway");
         return NULL;
     }
+    if (spec->uid == 0 || spec->gid == 0) {
+        /* runAsNonRoot would hold it Pending for ever: refused here. */
+        err_set(err, ERR_INVALID, "a sandbox Pod runs as a user other than root, not uid or gid 0");
+        return NULL;
+    }
     if (spec->packages_dir || spec->install_dir) {
         err_set(err, ERR_INVALID,
                 "the kubernetes backend cannot show the daemon's package directories to a pod");

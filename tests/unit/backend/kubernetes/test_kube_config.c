@@ -125,6 +125,15 @@ static void test_cluster_rules(void **state)
              "insecure-skip-tls-verify: true}}]\n",
              base);
     refused(text, "skips TLS verification");
+    /* Every YAML 1.1 spelling of true, as client-go reads them. */
+    static const char *const trues[] = {"True", "YES", "on", "y"};
+    for (size_t i = 0; i < sizeof(trues) / sizeof(trues[0]); i++) {
+        snprintf(text, sizeof(text),
+                 "%sclusters: [{name: k, cluster: {server: 'https://h', "
+                 "insecure-skip-tls-verify: %s}}]\n",
+                 base, trues[i]);
+        refused(text, "skips TLS verification");
+    }
     snprintf(text, sizeof(text), "%sclusters: [{name: k, cluster: {server: 'http://h'}}]\n", base);
     refused(text, "https URL");
     snprintf(text, sizeof(text),

@@ -26,6 +26,7 @@ struct server {
     struct tls_server *tls;
     bool conflict;     /* a create finds the name taken */
     bool deleted;      /* the watch reports the Pod deleted */
+    int expire;        /* continue tokens answered 410 Expired, this many times */
     char reqs[8][512]; /* request lines, in order */
     int nreqs;
     char body[4096]; /* the last request's body */
@@ -102,6 +103,10 @@ static void handle(void *ctx, SSL *ssl)
         answer(ssl, "200 OK", POD("p", "44", CS_RUNNING));
     else if (strncmp(req, "GET " NS "?watch=1", 4 + strlen(NS) + 8) == 0)
         watch(s, ssl);
+    else if (strstr(req, "&continue=") && s->expire > 0 && s->expire--)
+        answer(ssl, "410 Gone",
+               "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"The provided "
+               "continue parameter is too old\",\"reason\":\"Expired\",\"code\":410}");
     else if (strncmp(req, "GET " NS "?labelSelector=", 4 + strlen(NS) + 15) == 0 &&
              !strstr(req, "&continue="))
         answer(ssl, "200 OK",
@@ -194,6 +199,18 @@ static void test_list_pages(void **state)
     assert_string_equal(s.reqs[1], "GET " NS "?labelSelector=mcp-sandboxd.io%2Finstance%3Di1"
                                    "&limit=500&continue=tok%2F1%3D HTTP/1.1");
     backend_container_list_free(list, n);
+    /* A token that expired: the list starts again, once; twice fails. */
+    s.nreqs = 0;
+    s.expire = 1;
+    assert_int_equal(kube_pod_list(a, "ns", POD_LABEL_INSTANCE "=i1", FAR_MS, &list, &n, &err), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(s.nreqs, 4);
+    backend_container_list_free(list, n);
+    s.expire = 2;
+    assert_int_equal(kube_pod_list(a, "ns", POD_LABEL_INSTANCE "=i1", FAR_MS, &list, &n, &err), -1);
+    assert_null(list);
+    assert_non_null(strstr(err_msg(&err), "too old"));
+    err_clear(&err);
     tls_server_stop(s.tls);
     kube_api_free(a);
 }

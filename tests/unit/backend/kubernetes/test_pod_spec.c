@@ -164,6 +164,9 @@ static void test_refused(void **state)
     spec.packages_dir = "/var/cache/mcp-sandboxd/packages/x";
     refused(spec, OPTS, "package directories");
     spec = typical();
+    spec.uid = 0;
+    refused(spec, OPTS, "not uid or gid 0");
+    spec = typical();
     static const char *const bad[] = {"Bad Key=1", NULL};
     spec.labels = bad;
     refused(spec, OPTS, "Bad Key=1");
