@@ -68,10 +68,15 @@
 #      pandas import); a warm Pyodide server at the same paces; refill
 #      capacity (ready sandboxes/s) for python and javascript; runs/s at 1,
 #      4 and 16 callers next to python's capacity.
+#  11. the kubernetes backend: tests/bench/kube.mjs on Docker, a warm
+#      python hello (pool full and quiet) and one on demand through the
+#      kubernetes backend against the Kubernetes API shim (tests/kube_shim,
+#      each Pod a Docker container), next to the same on the docker
+#      backend; skipped on Podman, which the shim does not drive.
 #   After every wrk run the daemon must be alive and answer a fresh tools/list
 #   correctly. Results: build/bench/http-tools-list.json, survival.json,
 #   latency.json, pool.json, languages.json, sessions.json, egress.json,
-#   packages.json, modern.json, steady.json, plus logs in
+#   packages.json, modern.json, steady.json, kube.json, plus logs in
 #   build/bench/logs/; the summary goes to stdout,
 #   progress to stderr. Exits non-zero only when something broke (the daemon
 #   died, a wrong answer, a tool missing, a server that would not start),
@@ -90,7 +95,7 @@
 #                           (default 2000)
 #   BENCH_SECTIONS          which sections run (default
 #                           http,survival,latency,pool,languages,sessions,egress,
-#                           packages,modern,steady)
+#                           packages,modern,steady,kubernetes)
 #   BENCH_LANGUAGES_SAMPLES samples per language in the languages section
 #                           (tests/bench/languages.mjs; default 20)
 #   BENCH_SESSIONS_SAMPLES  samples per item of the sessions section
@@ -135,7 +140,7 @@ readonly POOL_FRESH=${BENCH_POOL_FRESH:-3}
 readonly POOL_SECONDS=${BENCH_POOL_SECONDS:-10}
 readonly POOL_RUNS=${BENCH_POOL_RUNS:-2000}
 readonly STEADY_CALLS=${BENCH_STEADY_CALLS:-30}
-readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool,languages,sessions,egress,packages,modern,steady}
+readonly SECTIONS=${BENCH_SECTIONS:-http,survival,latency,pool,languages,sessions,egress,packages,modern,steady,kubernetes}
 readonly RUNTIME=${RUNTIME:-}
 readonly THREADS=2
 readonly CONNS=16
@@ -168,7 +173,7 @@ done
 ((POOL_SAMPLES > 0 && POOL_SECONDS > 0 && POOL_RUNS > 0)) || die "BENCH_POOL_SAMPLES, BENCH_POOL_SECONDS and BENCH_POOL_RUNS must be > 0"
 ((MODERN_SAMPLES > 0)) || die "BENCH_MODERN_SAMPLES must be > 0"
 for s in ${SECTIONS//,/ }; do
-	case $s in http | survival | latency | pool | languages | sessions | egress | packages | modern | steady) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool, languages, sessions, egress, packages, modern, steady)" ;; esac
+	case $s in http | survival | latency | pool | languages | sessions | egress | packages | modern | steady | kubernetes) ;; *) die "BENCH_SECTIONS: unknown section '$s' (http, survival, latency, pool, languages, sessions, egress, packages, modern, steady, kubernetes)" ;; esac
 done
 [[ $RUNTIME =~ ^[A-Za-z0-9._-]*$ ]] || die "RUNTIME must be a runtime name such as runsc, not '$RUNTIME'"
 
@@ -448,7 +453,7 @@ summary=()
 
 # ==== 1. tools/list throughput: ours, then the SDK ==========================
 if want http; then
-	log "1/10 tools/list throughput (${SECS}s each)"
+	log "1/11 tools/list throughput (${SECS}s each)"
 	# Other work on the machine skews every figure: the load is recorded.
 	load1=$(cut -d' ' -f1-3 /proc/loadavg)
 	ours_daemon="not started"
@@ -569,7 +574,7 @@ fi
 
 # ==== 2. survival ===========================================================
 if want survival; then
-	log "2/10 survival (${SURVIVAL_SECS}s at -c$SURVIVAL_CONNS)"
+	log "2/11 survival (${SURVIVAL_SECS}s at -c$SURVIVAL_CONNS)"
 	load2=$(cut -d' ' -f1-3 /proc/loadavg)
 	restarted=false
 	if [ -z "$daemon_pid" ] || ! is_alive "$daemon_pid"; then
@@ -609,7 +614,7 @@ fi
 
 # ==== 3. hello-world latency =================================================
 if want latency; then
-	log "3/10 hello-world latency on $ENGINE_URL"
+	log "3/11 hello-world latency on $ENGINE_URL"
 	lat_args=("${common[@]}" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)" "engine=$ENGINE_URL" "calls=$LATENCY_CALLS")
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		lat_args+=(result=skipped "reason=engine $ENGINE_URL does not answer (scripts/engine.sh start docker|podman)")
@@ -639,7 +644,7 @@ fi
 
 # ==== 4. warm pool ===========================================================
 if want pool; then
-	log "4/10 warm pool on $ENGINE_URL${RUNTIME:+ (runtime $RUNTIME)}"
+	log "4/11 warm pool on $ENGINE_URL${RUNTIME:+ (runtime $RUNTIME)}"
 	pool_args=(--engine "$ENGINE_URL" --bin "$BIN" --out "$OUT/pool.json" --log-dir "$LOGS"
 		--samples "$POOL_SAMPLES" --fresh "$POOL_FRESH" --seconds "$POOL_SECONDS" --runs "$POOL_RUNS"
 		--run-id "$pool_run_id" --pidfile "$work/pool.pids")
@@ -670,7 +675,7 @@ fi
 
 # ==== 5. languages ===========================================================
 if want languages; then
-	log "5/10 languages on $ENGINE_URL"
+	log "5/11 languages on $ENGINE_URL"
 	: >"$LOGS/languages.txt"
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		fail "languages: engine $ENGINE_URL does not answer"
@@ -692,7 +697,7 @@ fi
 
 # ==== 6. code sessions ========================================================
 if want sessions; then
-	log "6/10 code sessions on $ENGINE_URL"
+	log "6/11 code sessions on $ENGINE_URL"
 	: >"$LOGS/sessions.txt"
 	if ! "$ROOT/scripts/engine.sh" ping "$sock" 2>/dev/null; then
 		sess_line=$(node "$BENCH_DIR/sessions.mjs" --skip "engine $ENGINE_URL does not answer" --out "$OUT/sessions.json")
@@ -712,13 +717,13 @@ fi
 
 # ==== 7. egress gateway =======================================================
 if want egress; then
-	log "7/10 egress gateway on $ENGINE_URL"
+	log "7/11 egress gateway on $ENGINE_URL"
 	node_section egress "egress gateway" python -- --samples "$SESSIONS_SAMPLES" --requests "$EGRESS_REQUESTS"
 fi
 
 # ==== 8. packages on demand ===================================================
 if want packages; then
-	log "8/10 packages on demand on $ENGINE_URL"
+	log "8/11 packages on demand on $ENGINE_URL"
 	node_section packages "packages on demand" python,javascript -- --samples "$SESSIONS_SAMPLES"
 fi
 
@@ -744,7 +749,7 @@ modern_wrk() {
 }
 
 if want modern; then
-	log "9/10 the 2026-07-28 wire next to the 2025 one"
+	log "9/11 the 2026-07-28 wire next to the 2025 one"
 	modern_facts=("${common[@]}" "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)" "connections=$CONNS" "seconds=$SECS"
 		"node_version=$(node --version)"
 		"sdk2_version=$(node -p "require('$TESTS/node_modules/@modelcontextprotocol/server/package.json').version" 2>/dev/null || echo unknown)")
@@ -835,9 +840,15 @@ fi
 
 # ==== 10. steady load ==========================================================
 if want steady; then
-	log "10/10 warm pool under steady load on $ENGINE_URL"
+	log "10/11 warm pool under steady load on $ENGINE_URL"
 	# The daemon's defaults: every language's image.
 	node_section steady "warm pool under steady load" python,javascript,typescript,bash,c,cpp,ruby,php -- --calls "$STEADY_CALLS"
+fi
+
+# ==== 11. the kubernetes backend ================================================
+if want kubernetes; then
+	log "11/11 the kubernetes backend through the Kubernetes API shim on $ENGINE_URL"
+	node_section kube "kubernetes backend" python -- --calls "$STEADY_CALLS"
 fi
 
 # ==== summary ================================================================
@@ -855,6 +866,7 @@ want egress && results+=(egress.json)
 want packages && results+=(packages.json)
 want modern && results+=(modern.json)
 want steady && results+=(steady.json)
+want kubernetes && results+=(kube.json)
 echo "results in ${OUT#"$ROOT"/}/: ${results[*]} (logs in ${LOGS#"$ROOT"/}/)"
 if ((${#broken[@]})); then
 	echo "bench: FAILED (${#broken[@]} problem(s)):"
