@@ -171,6 +171,34 @@ size_t tls_read_request(SSL *ssl, char *buf, size_t cap)
     return len;
 }
 
+int tls_take_request(SSL *ssl, char *buf, size_t cap, struct tls_request *r)
+{
+    size_t n = tls_read_request(ssl, buf, cap);
+    const char *eol = strstr(buf, "\r\n");
+    const char *end = strstr(buf, "\r\n\r\n");
+    if (!eol || !end)
+        return -1;
+    size_t ll = (size_t)(eol - buf);
+    if (ll >= sizeof(r->line))
+        ll = sizeof(r->line) - 1;
+    memcpy(r->line, buf, ll);
+    r->line[ll] = '\0';
+    r->head = buf;
+    r->body = end + 4;
+    r->body_len = n - (size_t)(r->body - buf);
+    return 0;
+}
+
+void tls_answer_json(SSL *ssl, const char *status, const char *body)
+{
+    char head[256];
+    snprintf(head, sizeof(head),
+             "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n", status,
+             strlen(body));
+    tls_puts(ssl, head);
+    tls_puts(ssl, body);
+}
+
 void tls_drain(SSL *ssl)
 {
     char b[256];

@@ -39,6 +39,20 @@ void tls_chunk(SSL *ssl, const char *s);
 /* Reads a request's head and (by Content-Length) its body into buf,
  * NUL-terminated; returns the length. */
 size_t tls_read_request(SSL *ssl, char *buf, size_t cap);
+/* A request as tls_take_request read it. */
+struct tls_request {
+    char line[256];   /* its first line, e.g. "GET /api HTTP/1.1" (cut at the cap) */
+    const char *head; /* the whole of it, in the caller's buffer */
+    const char *body;
+    size_t body_len;
+};
+
+/* tls_read_request into buf, split: -1 when no whole head came. */
+int tls_take_request(SSL *ssl, char *buf, size_t cap, struct tls_request *r);
+
+/* Answers status ("200 OK") with a JSON body. */
+void tls_answer_json(SSL *ssl, const char *status, const char *body);
+
 /* Reads until the client goes. */
 void tls_drain(SSL *ssl);
 /* Reads exactly n bytes; -1 when the client went first. */

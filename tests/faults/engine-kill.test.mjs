@@ -47,6 +47,16 @@ async function startLoop() {
   return r.timedOut ? { timedOut: true } : { ...r.value, call };
 }
 
+/** The running on-demand container of MARKER that is not in skip. */
+async function waitRunningExcept(skip) {
+  if (!skip.size) return waitRunning(MARKER, 60_000, { onDemand: true });
+  for (const end = Date.now() + 60_000; Date.now() < end; await sleep(100)) {
+    const c = (await ourContainers(MARKER)).find((x) => x.state === 'running' && !x.pool && !skip.has(x.id));
+    if (c) return c;
+  }
+  assert.fail(`no new running on-demand container of ${MARKER} within 60 s`);
+}
+
 async function onDemandStates() {
   try {
     const all = (await ourContainers(MARKER)).filter((c) => !c.pool);
@@ -73,12 +83,21 @@ test('engine SIGKILLed mid-run: the call ends with an engine error and its parti
   await withDaemon(st.d, async () => {
     await helloWorld((n, a) => st.d.call(n, a), 'warm');
     let call;
+    const stuck = new Set(); // on-demand containers of attempts given up
     for (let attempt = 1; ; attempt++) {
       const r = await startLoop();
       call = r.call;
       if (r.started) break;
-      assert.ok(!r.timedOut, `no \`started\` progress notification within 60 s, and the call has not ended ` +
-        `(on-demand containers: ${await onDemandStates()})`);
+      if (r.timedOut) {
+        // Seen on Podman 4.3 in CI, not yet explained: the run's container
+        // runs, yet neither its output nor the call's end comes. Said, and
+        // once more on a new container (a second time fails the test).
+        const states = await onDemandStates();
+        t.diagnostic(`attempt ${attempt}: no output within 60 s and the call has not ended (on-demand containers: ${states})`);
+        assert.ok(attempt < SETUP_TRIES, `no \`started\` progress notification within 60 s, and the call has not ended (on-demand containers: ${states})`);
+        for (const c of await ourContainers(MARKER)) if (!c.pool) stuck.add(c.id);
+        continue;
+      }
       const { sc, ctx } = scOf(r.ended);
       // Podman 4.3 now and then never answers a start (its conmon hangs):
       // the daemon gives up after its start timeout and the code never
@@ -87,7 +106,7 @@ test('engine SIGKILLed mid-run: the call ends with an engine error and its parti
       t.diagnostic(`attempt ${attempt}: the call ended before its code printed: ${sc.status}: ${sc.message}`);
       assert.ok(setUpFailed && attempt < SETUP_TRIES, `the looping call ended before \`started\`; ${ctx}`);
     }
-    st.container = await waitRunning(MARKER, 60_000, { onDemand: true });
+    st.container = await waitRunningExcept(stuck);
 
     const pid = enginePid();
     signalEngine(pid, 'SIGKILL');

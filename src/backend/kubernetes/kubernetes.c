@@ -129,9 +129,12 @@ static void killed_state(struct backend_state *st)
  * answers for an unknown container (and never a request). */
 static int pod_named(const char *id, struct err *err)
 {
-    if (pod_name_ok(id, strlen(id)))
+    size_t n = strlen(id);
+    if (pod_name_ok(id, n))
         return 0;
-    return err_set(err, ERR_NOT_FOUND, "no sandbox Pod is named %.64s", id);
+    char shown[72];
+    util_printable_ascii(shown, sizeof(shown), id, n, true);
+    return err_set(err, ERR_NOT_FOUND, "no sandbox Pod is named %s", shown);
 }
 
 /* ---- operations ------------------------------------------------------------ */
@@ -320,12 +323,12 @@ static bool over(const struct pod_state *st)
 static int wait_running(struct kube *k, const char *name, const char *image, double deadline_ms,
                         int stop_fd, struct err *err)
 {
-    double by = util_now_ms() + (double)budget(deadline_ms, KUBE_START_MS);
+    long total = budget(deadline_ms, KUBE_START_MS);
+    double by = util_now_ms() + (double)total;
     for (;;) {
         long left = (long)(by - util_now_ms());
         if (left <= 0)
-            return err_set(err, ERR_TIMEOUT, "pod %s was not running within %ld ms", name,
-                           budget(deadline_ms, KUBE_START_MS));
+            return err_set(err, ERR_TIMEOUT, "pod %s was not running within %ld ms", name, total);
         long slice = stop_fd >= 0 && left > KUBE_STOP_SLICE_MS ? KUBE_STOP_SLICE_MS : left;
         struct pod_state st;
         int rc = kube_pod_wait(k->api, k->namespace, name, running_or_over, slice, NULL, &st, err);

@@ -48,16 +48,6 @@ static char g_dir[64];
     "\"mcp-sandboxd.io/instance\":\"i1\"},\"annotations\":{\"mcp-sandboxd.io/expires\":"           \
     "\"1800000000\",\"mcp-sandboxd.io/uid\":\"10001\"}}," status "}"
 
-static void answer(SSL *ssl, const char *status, const char *body)
-{
-    char head[256];
-    snprintf(head, sizeof(head),
-             "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n", status,
-             strlen(body));
-    tls_puts(ssl, head);
-    tls_puts(ssl, body);
-}
-
 static void watch(struct server *s, SSL *ssl)
 {
     tls_puts(ssl, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
@@ -74,53 +64,52 @@ static void handle(void *ctx, SSL *ssl)
 {
     struct server *s = ctx;
     char req[8192];
-    size_t n = tls_read_request(ssl, req, sizeof(req));
-    const char *eol = strstr(req, "\r\n");
-    const char *body = strstr(req, "\r\n\r\n");
-    if (!eol || !body)
+    struct tls_request r;
+    if (tls_take_request(ssl, req, sizeof(req), &r) < 0)
         return;
-    size_t ll = (size_t)(eol - req), bl = n - (size_t)(body + 4 - req);
-    if (s->nreqs < 8 && ll < sizeof(s->reqs[0])) {
-        memcpy(s->reqs[s->nreqs], req, ll);
-        s->reqs[s->nreqs++][ll] = '\0';
-    }
-    if (bl < sizeof(s->body)) {
-        memcpy(s->body, body + 4, bl);
-        s->body[bl] = '\0';
+    if (s->nreqs < 8)
+        snprintf(s->reqs[s->nreqs++], sizeof(s->reqs[0]), "%s", r.line);
+    if (r.body_len < sizeof(s->body)) {
+        memcpy(s->body, r.body, r.body_len);
+        s->body[r.body_len] = '\0';
     }
     if (strncmp(req, "POST " NS " ", 5 + strlen(NS) + 1) == 0)
-        answer(ssl, s->conflict ? "409 Conflict" : "201 Created",
-               s->conflict ? "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pods "
-                             "\\\"p\\\" already exists\",\"reason\":\"AlreadyExists\",\"code\":409}"
-                           : POD("p", "41", CS_PENDING));
+        tls_answer_json(
+            ssl, s->conflict ? "409 Conflict" : "201 Created",
+            s->conflict ? "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pods "
+                          "\\\"p\\\" already exists\",\"reason\":\"AlreadyExists\",\"code\":409}"
+                        : POD("p", "41", CS_PENDING));
     else if (strncmp(req, "GET " NS "/p ", 4 + strlen(NS) + 3) == 0)
-        answer(ssl, "200 OK", POD("p", "41", CS_PENDING));
+        tls_answer_json(ssl, "200 OK", POD("p", "41", CS_PENDING));
     else if (strncmp(req, "GET " NS "/missing ", 4 + strlen(NS) + 9) == 0)
-        answer(ssl, "404 Not Found",
-               "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pods \\\"missing\\\" not "
-               "found\",\"reason\":\"NotFound\",\"code\":404}");
+        tls_answer_json(
+            ssl, "404 Not Found",
+            "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pods \\\"missing\\\" not "
+            "found\",\"reason\":\"NotFound\",\"code\":404}");
     else if (strncmp(req, "DELETE " NS "/p ", 7 + strlen(NS) + 3) == 0)
-        answer(ssl, "200 OK", POD("p", "44", CS_RUNNING));
+        tls_answer_json(ssl, "200 OK", POD("p", "44", CS_RUNNING));
     else if (strncmp(req, "GET " NS "?watch=1", 4 + strlen(NS) + 8) == 0)
         watch(s, ssl);
     else if (strstr(req, "&continue=") && s->expire > 0 && s->expire--)
-        answer(ssl, "410 Gone",
-               "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"The provided "
-               "continue parameter is too old\",\"reason\":\"Expired\",\"code\":410}");
+        tls_answer_json(ssl, "410 Gone",
+                        "{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"The provided "
+                        "continue parameter is too old\",\"reason\":\"Expired\",\"code\":410}");
     else if (strncmp(req, "GET " NS "?labelSelector=", 4 + strlen(NS) + 15) == 0 &&
              !strstr(req, "&continue="))
-        answer(ssl, "200 OK",
-               "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"continue\":\"tok/1=\"},"
-               "\"items\":[" POD("a", "1", CS_RUNNING) "," POD(
-                   "b", "2", CS_PENDING) ","
-                                         "{\"metadata\":{\"name\":\"Not_A_Name\",\"labels\":{},"
-                                         "\"annotations\":{}}}]}");
+        tls_answer_json(
+            ssl, "200 OK",
+            "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"continue\":\"tok/1=\"},"
+            "\"items\":[" POD("a", "1", CS_RUNNING) "," POD(
+                "b", "2", CS_PENDING) ","
+                                      "{\"metadata\":{\"name\":\"Not_A_Name\",\"labels\":{},"
+                                      "\"annotations\":{}}}]}");
     else if (strncmp(req, "GET " NS "?labelSelector=", 4 + strlen(NS) + 15) == 0)
-        answer(ssl, "200 OK",
-               "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[" POD(
-                   "c", "3", CS_RUNNING) "]}");
+        tls_answer_json(
+            ssl, "200 OK",
+            "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[" POD(
+                "c", "3", CS_RUNNING) "]}");
     else
-        answer(ssl, "400 Bad Request", "{}");
+        tls_answer_json(ssl, "400 Bad Request", "{}");
 }
 
 static struct kube_api *client(struct server *s, bool conflict, bool deleted)

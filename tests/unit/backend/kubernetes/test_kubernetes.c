@@ -55,16 +55,6 @@ static char g_dir[64];
     "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","           \
     "\"message\":\"pods \\\"x\\\" not found\",\"reason\":\"NotFound\",\"code\":404}"
 
-static void answer(SSL *ssl, const char *status, const char *body)
-{
-    char head[256];
-    snprintf(head, sizeof(head),
-             "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n", status,
-             strlen(body));
-    tls_puts(ssl, head);
-    tls_puts(ssl, body);
-}
-
 static void pod(struct server *s, SSL *ssl)
 {
     static const char *const bodies[] = {
@@ -73,9 +63,9 @@ static void pod(struct server *s, SSL *ssl)
         [POD_OOM] = "{\"kind\":\"Pod\"," META("sbx-1") "," OOM "}",
     };
     if (s->is == POD_GONE)
-        answer(ssl, "404 Not Found", NOT_FOUND);
+        tls_answer_json(ssl, "404 Not Found", NOT_FOUND);
     else
-        answer(ssl, "200 OK", bodies[s->is]);
+        tls_answer_json(ssl, "200 OK", bodies[s->is]);
 }
 
 /* The attach: upgrade, the channels opened, the gate's line read. */
@@ -96,41 +86,37 @@ static void handle(void *ctx, SSL *ssl)
 {
     struct server *s = ctx;
     char req[16384];
-    size_t n = tls_read_request(ssl, req, sizeof(req));
-    const char *eol = strstr(req, "\r\n");
-    const char *body = strstr(req, "\r\n\r\n");
-    if (!eol || !body)
+    struct tls_request r;
+    if (tls_take_request(ssl, req, sizeof(req), &r) < 0)
         return;
-    size_t ll = (size_t)(eol - req), bl = n - (size_t)(body + 4 - req);
-    if (s->nreqs < 16 && ll < sizeof(s->reqs[0])) {
-        memcpy(s->reqs[s->nreqs], req, ll);
-        s->reqs[s->nreqs++][ll] = '\0';
-    }
+    if (s->nreqs < 16)
+        snprintf(s->reqs[s->nreqs++], sizeof(s->reqs[0]), "%s", r.line);
     if (strncmp(req, "GET /version ", 13) == 0) {
-        answer(ssl, "200 OK", "{\"major\":\"1\",\"minor\":\"31\",\"gitVersion\":\"v1.31.2\"}");
+        tls_answer_json(ssl, "200 OK",
+                        "{\"major\":\"1\",\"minor\":\"31\",\"gitVersion\":\"v1.31.2\"}");
     } else if (strncmp(req, "POST " NS " ", strlen("POST " NS " ")) == 0) {
-        if (bl < sizeof(s->body)) {
-            memcpy(s->body, body + 4, bl);
-            s->body[bl] = '\0';
+        if (r.body_len < sizeof(s->body)) {
+            memcpy(s->body, r.body, r.body_len);
+            s->body[r.body_len] = '\0';
         }
-        answer(ssl, "201 Created", "{\"kind\":\"Pod\"," META("sbx-1") ",\"status\":{}}");
+        tls_answer_json(ssl, "201 Created", "{\"kind\":\"Pod\"," META("sbx-1") ",\"status\":{}}");
     } else if (strncmp(req, "GET " NS "/sbx-1/attach?", strlen("GET " NS "/sbx-1/attach?")) == 0) {
         attach(s, ssl, req);
     } else if (strncmp(req, "GET " NS "/sbx-1 ", strlen("GET " NS "/sbx-1 ")) == 0) {
         pod(s, ssl);
     } else if (strncmp(req, "DELETE " NS "/sbx-1 ", strlen("DELETE " NS "/sbx-1 ")) == 0) {
         if (s->is == POD_GONE)
-            answer(ssl, "404 Not Found", NOT_FOUND);
+            tls_answer_json(ssl, "404 Not Found", NOT_FOUND);
         else
-            answer(ssl, "200 OK", "{\"kind\":\"Pod\"," META("sbx-1") "," RUNNING "}");
+            tls_answer_json(ssl, "200 OK", "{\"kind\":\"Pod\"," META("sbx-1") "," RUNNING "}");
         s->is = POD_GONE;
     } else if (strncmp(req, "GET " NS "?labelSelector=", strlen("GET " NS "?labelSelector=")) ==
                0) {
-        answer(ssl, "200 OK",
-               "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[{"
-               "\"kind\":\"Pod\"," META("sbx-1") "," RUNNING "}]}");
+        tls_answer_json(ssl, "200 OK",
+                        "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{},\"items\":[{"
+                        "\"kind\":\"Pod\"," META("sbx-1") "," RUNNING "}]}");
     } else {
-        answer(ssl, "400 Bad Request", "{}");
+        tls_answer_json(ssl, "400 Bad Request", "{}");
     }
 }
 
