@@ -167,6 +167,29 @@ static json_object *mount(const char *name, const char *path)
     return m;
 }
 
+/* s as Kubernetes must see it to leave it alone: the kubelet expands
+ * $(NAME) in a container's command, args and env values from its
+ * environment and reads $$ as $, so every $ is doubled. A runner or a
+ * passed-through value holding "$$" or "$(HOME)" reaches the sandbox as
+ * it was. */
+static json_object *k8s_literal(const char *s)
+{
+    size_t n = 0;
+    for (const char *p = s; *p; p++)
+        n += *p == '$' ? 2 : 1;
+    char *t = xmalloc(n + 1);
+    char *q = t;
+    for (const char *p = s; *p; p++) {
+        if (*p == '$')
+            *q++ = '$';
+        *q++ = *p;
+    }
+    *q = '\0';
+    json_object *j = json_object_new_string_len(t, (int)n);
+    free(t);
+    return j;
+}
+
 static json_object *container(const struct backend_spec *spec, const struct pod_spec_opts *o)
 {
     json_object *c = json_object_new_object();
@@ -176,7 +199,7 @@ static json_object *container(const struct backend_spec *spec, const struct pod_
     /* command, not args: the image's entrypoint never runs. */
     json_object *cmd = json_object_new_array();
     for (const char *const *p = spec->cmd; p && *p; p++)
-        json_object_array_add(cmd, json_object_new_string(*p));
+        json_object_array_add(cmd, k8s_literal(*p));
     json_object_object_add(c, "command", cmd);
     add_str(c, "workingDir", spec->workdir);
     json_object *env = json_object_new_array();
@@ -188,7 +211,7 @@ static json_object *container(const struct backend_spec *spec, const struct pod_
         char *name = xstrndup(*p, (size_t)(eq - *p));
         add_str(e, "name", name);
         free(name);
-        add_str(e, "value", eq + 1);
+        json_object_object_add(e, "value", k8s_literal(eq + 1));
         json_object_array_add(env, e);
     }
     json_object_object_add(c, "env", env);

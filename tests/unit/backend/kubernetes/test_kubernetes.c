@@ -189,11 +189,12 @@ static void test_create_start_and_streams(void **state)
     struct backend_pending *pending = NULL;
     struct err err = ERR_INIT;
     assert_int_equal(backend_create(b, &sp, false, 0, &id, &pending, &err), 0);
-    /* "sbx-" and 16 hex digits, and the gate before the spec's command. */
+    /* "sbx-" and 16 hex digits, and the gate before the spec's command
+     * (its $ doubled: the kubelet reads $$ as $). */
     assert_int_equal(strlen(id), 20);
     assert_int_equal(strspn(id + 4, "0123456789abcdef"), 16);
     assert_non_null(strstr(s.body, "\"command\":[\"\\/bin\\/sh\",\"-c\",\"ulimit -c 0 && read -r "
-                                   "_ && exec \\\"$@\\\"\",\"mcpsbx-gate\",\"python3\",\"-u\","));
+                                   "_ && exec \\\"$$@\\\"\",\"mcpsbx-gate\",\"python3\",\"-u\","));
     assert_non_null(strstr(s.body, "\"namespace\":\"team\""));
     free(id);
     struct backend_stream *st = NULL;

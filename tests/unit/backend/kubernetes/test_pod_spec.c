@@ -151,6 +151,31 @@ static void refused(struct backend_spec spec, struct pod_spec_opts o, const char
     err_clear(&err);
 }
 
+/* The kubelet expands $(NAME) and reads $$ as $ in the command and in
+ * env values: each $ goes doubled, so the sandbox gets the bytes sent. */
+static void test_dollars(void **state)
+{
+    (void)state;
+    static const char *const cmd[] = {"perl", "-e", "my $t = \"x-$$\"; print \"$(HOME)\"", NULL};
+    static const char *const env[] = {"TOKEN=a$b$$c$(PATH)", "PLAIN=ok", NULL};
+    struct backend_spec spec = typical();
+    spec.cmd = cmd;
+    spec.env = env;
+    struct err err = ERR_INIT;
+    json_object *pod = pod_spec_new(&spec, &OPTS, &err);
+    assert_non_null(pod);
+    json_object *c = json_object_array_get_idx(json_get(json_get(pod, "spec"), "containers"), 0);
+    json_object *argv = json_get(c, "command");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(argv, 2)),
+                        "my $$t = \"x-$$$$\"; print \"$$(HOME)\"");
+    json_object *e = json_get(c, "env");
+    assert_string_equal(json_object_get_string(json_get(json_object_array_get_idx(e, 0), "value")),
+                        "a$$b$$$$c$$(PATH)");
+    assert_string_equal(json_object_get_string(json_get(json_object_array_get_idx(e, 1), "value")),
+                        "ok");
+    json_object_put(pod);
+}
+
 static void test_refused(void **state)
 {
     (void)state;
@@ -208,9 +233,8 @@ static void test_label_rules(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_typical),
-        cmocka_unit_test(test_variants),
-        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_typical),     cmocka_unit_test(test_variants),
+        cmocka_unit_test(test_dollars),     cmocka_unit_test(test_refused),
         cmocka_unit_test(test_label_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
