@@ -180,14 +180,17 @@ static void check_engine(struct backend *backend)
     struct err err = ERR_INIT;
     char *name = NULL;
     char *version = NULL;
+    /* An engine's socket path, or a cluster's API server URL. */
+    const char *where = backend_address(backend);
+    const char *scheme = where[0] == '/' ? "unix://" : "";
     if (backend_version(backend, &name, &version, &err) < 0) {
-        log_warn("no container engine answers at unix://%s (from %s): %s; tool calls will fail "
+        log_warn("no container engine answers at %s%s (from %s): %s; tool calls will fail "
                  "until one does",
-                 backend_address(backend), backend_address_source(backend), err_msg(&err));
+                 scheme, where, backend_address_source(backend), err_msg(&err));
         err_clear(&err);
         return;
     }
-    log_info("engine: %s %s at unix://%s", name, version, backend_address(backend));
+    log_info("engine: %s %s at %s%s", name, version, scheme, where);
     free(name);
     free(version);
 }

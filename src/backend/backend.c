@@ -47,6 +47,13 @@ int backend_egress_check(struct backend *b, const struct backend_spec *spec, str
     return b->ops->egress_check(b, spec, err);
 }
 
+int backend_network_check(struct backend *b, const struct backend_spec *spec, struct err *err)
+{
+    if (spec->network && !b->ops->network)
+        return err_set(err, ERR_INVALID, "the %s backend gives sandboxes no network", b->ops->kind);
+    return backend_egress_check(b, spec, err);
+}
+
 int backend_version(struct backend *b, char **name, char **version, struct err *err)
 {
     return b->ops->version(b, name, version, err);

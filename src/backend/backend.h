@@ -178,6 +178,8 @@ struct backend_ops {
      * sandbox: host directories, which a sandbox on another machine (a
      * cluster's node) cannot see. */
     bool host_dirs;
+    /* Whether spec.network can be given: the engine's own network. */
+    bool network;
     void (*free)(struct backend *b);
     /* Where the backend is (for messages): e.g. the engine socket path. */
     const char *(*address)(const struct backend *b);
@@ -262,6 +264,11 @@ char *backend_describe_create(const struct backend *b, const struct backend_spec
  * host where the way in cannot be made (a backend may try it once). For
  * a daemon's start, for every language that has egress. */
 int backend_egress_check(struct backend *b, const struct backend_spec *spec, struct err *err);
+
+/* backend_egress_check, and first ERR_INVALID when spec.network asks for
+ * a network this backend cannot give: for a daemon's start, for every
+ * language with egress or a network. */
+int backend_network_check(struct backend *b, const struct backend_spec *spec, struct err *err);
 
 /* Setting a sandbox up is create, then start. Both take deadline_ms, a
  * util_now_ms() time their requests must end by (0 = the backend's usual

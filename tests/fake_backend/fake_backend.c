@@ -532,6 +532,7 @@ static int fake_egress_check(struct backend *b, const struct backend_spec *spec,
 const struct backend_ops fake_backend_ops = {
     .kind = "fake",
     .host_dirs = true,
+    .network = true,
     .free = fake_free,
     .address = fake_address,
     .address_source = fake_address_source,

@@ -499,6 +499,7 @@ static int docker_stream_egress_accept(struct backend_stream *bs, int *fd, struc
 static const struct backend_ops docker_ops = {
     .kind = "docker",
     .host_dirs = true,
+    .network = true,
     .free = docker_free,
     .address = docker_address,
     .address_source = docker_address_source,

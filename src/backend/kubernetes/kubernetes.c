@@ -498,6 +498,7 @@ static void kube_stream_close_op(struct backend_stream *s)
 static const struct backend_ops kube_ops = {
     .kind = "kubernetes",
     .host_dirs = false,
+    .network = false,
     .free = kube_free,
     .address = kube_address,
     .address_source = kube_address_source,

@@ -249,20 +249,23 @@ static int sessions_start(struct exec_ctx *ctx, struct err *err)
 }
 
 /* Every language with egress must be able to reach the gateway under its
- * runtime on this host: one that cannot refuses to start, never runs
- * without its gateway nor with more. */
+ * runtime on this host, and one given the engine's network must get it:
+ * one that cannot refuses to start, never runs without its gateway nor
+ * with more, nor fails every call. */
 static int egress_check(const struct exec_ctx *ctx, struct err *err)
 {
     for (size_t i = 0; i < langtable_count(ctx->langs); i++) {
         const struct langtable_lang *lang = langtable_get(ctx->langs, i);
-        if (!lang->egress)
+        bool network = langtable_network(lang, ctx->cfg);
+        if (!lang->egress && !network)
             continue;
         struct policy_run run;
         policy_run_for(ctx, lang, ctx->cmds[i].cmd, ctx->cmds[i].env, ctx->cfg->memory_mb, &run);
         struct backend_spec spec;
         policy_spec(ctx->cfg, &run, &spec);
-        if (backend_egress_check(ctx->backend, &spec, err) < 0)
-            return err_wrap(err, "%s has an egress allow-list (--egress)", lang->name);
+        if (backend_network_check(ctx->backend, &spec, err) < 0)
+            return network ? err_wrap(err, "--allow-network names %s", lang->name)
+                           : err_wrap(err, "%s has an egress allow-list (--egress)", lang->name);
     }
     return 0;
 }
