@@ -94,7 +94,7 @@ GEN_SRCS := $(GEN) $(TOOL_DEFS_GEN) $(SECCOMP_GEN) $(CONNECTOR_GEN) $(FORWARDER_
 UNIT_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all run test deps images unit runner-test conformance asan asan-unit tsan valgrind lint format format-check \
+.PHONY: all run test deps images daemon-image unit runner-test conformance asan asan-unit tsan valgrind lint format format-check \
         fuzz fuzz-smoke integration faults load security clean install uninstall bench bench-compare config-sample \
         gen-srcs
 
@@ -238,6 +238,10 @@ deps:
 # LANGUAGES=python,javascript builds a subset (names or aliases).
 images: all
 	@$(if $(LANGUAGES),MCPSANDBOXD_LANGUAGES=$(LANGUAGES)) scripts/images.sh
+
+# The daemon's own image, for deploy/kubernetes (containers/daemon).
+daemon-image: all
+	@scripts/images.sh --daemon
 
 run:
 	@scripts/run.sh $(ARGS)

@@ -3,6 +3,7 @@
 # offline from any container registry.
 #
 #   scripts/images.sh [--engine unix:///path] [--force] [-v] [LANGUAGE ...]
+#   scripts/images.sh [--engine unix:///path] [--force] [-v] --daemon
 #
 # The images are those of the languages the daemon would offer: its
 # language table (src/sandbox/languages/builtin.json, changed by
@@ -35,6 +36,11 @@
 # built; their hash label covers their folder and
 # the id of the image they extend, so a rebuilt language image rebuilds them.
 #
+# --daemon builds the daemon's own image instead, mcp-sandboxd:latest
+# (containers/daemon/Dockerfile, for deploy/kubernetes), from a copy of
+# what it compiles (Makefile, src/, scripts/embed.sh); its hash label
+# covers that copy.
+#
 # Prints one summary line per image on stdout; progress on stderr; build
 # output goes to a log file (-v: to stderr).
 #
@@ -59,12 +65,13 @@ log() { printf 'images.sh: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-	sed -n '2,38s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,50s/^# \{0,1\}//p' "$0" >&2
 }
 
 engine_args=()
 force=0
 verbose=0
+daemon=0
 langs=()
 while (($#)); do
 	case $1 in
@@ -75,6 +82,7 @@ while (($#)); do
 		;;
 	--engine=*) engine_args=("$1") ;;
 	--force) force=1 ;;
+	--daemon) daemon=1 ;;
 	-v | --verbose) verbose=1 ;;
 	[a-z]*) langs+=("$1") ;;
 	-h | --help)
@@ -89,6 +97,7 @@ while (($#)); do
 	shift
 done
 
+((daemon && ${#langs[@]} == 0)) || ((!daemon)) || die "--daemon takes no LANGUAGE"
 bin=$ROOT/build/mcp-sandboxd
 [[ -x $bin ]] || make -s -C "$ROOT" all >&2 || die "cannot build $bin (make all)"
 list_args=(--list-images)
@@ -246,6 +255,44 @@ dir_for() {
 		printf '%s\n' "$x"
 	fi
 }
+
+# ensure_daemon_image: mcp-sandboxd:latest from containers/daemon/, its
+# context a copy of the sources it compiles.
+ensure_daemon_image() {
+	local name=mcp-sandboxd:latest ctx hash have old t0
+	ctx=$(mktemp -d "${TMPDIR:-/tmp}/mcpsbx-daemon-image.XXXXXX")
+	# shellcheck disable=SC2064 # $ctx is known now
+	trap "rm -rf '$ctx'" EXIT
+	mkdir -p "$ctx/scripts" "$ctx/containers"
+	cp -r "$ROOT/Makefile" "$ROOT/src" "$ctx/"
+	cp "$ROOT/scripts/embed.sh" "$ctx/scripts/"
+	cp -r "$ROOT/containers/daemon" "$ctx/containers/"
+	hash=$(dir_hash "$ctx")
+	have=$(label_of eng "$name")
+	if ((!force)) && [[ $have == "$hash" ]]; then
+		printf '%s: up to date (%s %s, hash %s)\n' "$name" "$kind" "unix://$sock" "$hash"
+		return 0
+	fi
+	old=$(image_id "$name")
+	ensure_base
+	t0=$SECONDS
+	log "$name: building containers/daemon (log: $log_dir/build-daemon-$kind.log)"
+	local build_opts=(--network host --build-arg "BASE=$BASE_IMAGE" --label "$HASH_LABEL=$hash"
+		-t "$name" -f "$ctx/containers/daemon/Dockerfile")
+	((force)) && build_opts+=(--no-cache)
+	run_logged "$log_dir/build-daemon-$kind.log" eng build "${build_opts[@]}" "$ctx"
+	have=$(label_of eng "$name")
+	[[ $have == "$hash" ]] ||
+		die "$name: after the build its $HASH_LABEL label is '$have', expected '$hash'"
+	remove_old "$old" "$name"
+	printf '%s: built in %d s (%s %s, hash %s)\n' "$name" "$((SECONDS - t0))" "$kind" \
+		"unix://$sock" "$hash"
+}
+
+if ((daemon)); then
+	ensure_daemon_image
+	exit 0
+fi
 
 # The installer image each language image's folder has (see the top).
 declare -A INSTALLERS=([python]=python-pip [node]=node-npm)
