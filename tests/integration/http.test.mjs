@@ -39,6 +39,7 @@ import { LATEST_PROTOCOL_VERSION, LoggingMessageNotificationSchema } from '@mode
 import {
   RUN_LABEL, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, sleep, withDaemon, SdkDaemon, engineRequest, preflight,
   ourContainers, textOf, checkDaemonsAndContainers, HttpDaemon, SseParser, BIN, daemonArgs, daemonEnv,
+  KUBERNETES, deadBackend,
 } from './lib.mjs';
 
 const PV = '2025-11-25'; // the version raw sessions ask for
@@ -1011,10 +1012,10 @@ describe('daemon options', { timeout: 300_000 }, () => {
   });
 
   test('GET /healthz with the engine unreachable → 503 {"status":"unavailable"}; the reason only with the token', { timeout: TEST_TIMEOUT_MS }, async (tc) => {
-    const sock = '/tmp/nonexistent-mcpsbx-http.sock';
-    assert.ok(!existsSync(sock));
+    const { args, sock } = KUBERNETES ? deadBackend() : { args: ['--engine', 'unix:///tmp/nonexistent-mcpsbx-http.sock'], sock: '/tmp/nonexistent-mcpsbx-http.sock' };
+    assert.ok(KUBERNETES || !existsSync(sock));
     const token = randomBytes(16).toString('hex');
-    const d = await HttpDaemon.start('healthz-down', { marker: `${RUN_ID}-down`, args: ['--engine', `unix://${sock}`], env: { MCPSANDBOXD_AUTH_TOKEN: token } });
+    const d = await HttpDaemon.start('healthz-down', { marker: `${RUN_ID}-down`, args, env: { MCPSANDBOXD_AUTH_TOKEN: token } });
     try {
       await withDaemon(d, async () => {
         let r = await httpRaw(d, { method: 'GET', path: '/healthz' });

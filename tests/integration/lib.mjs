@@ -6,6 +6,13 @@
 //   MCPSANDBOXD_BIN     daemon binary (default build/mcp-sandboxd)
 //   MCPSANDBOXD_ENGINE  engine socket, passed as --engine
 //                       (default $DOCKER_HOST, else unix:///var/run/docker.sock)
+//   INTEGRATION_KUBECONFIG  a kubeconfig: every daemon runs with --backend
+//                       kubernetes --kubeconfig FILE instead of --engine
+//                       (run.sh's kubernetes pass: the Kubernetes API shim,
+//                       tests/kube_shim, runs each Pod as a container of
+//                       MCPSANDBOXD_ENGINE, where the suite still looks for
+//                       them; the shim keeps a Pod's labels as engine labels
+//                       under KUBE_LABEL_PREFIX)
 //
 // Every daemon a suite starts is given MCPSBX_TEST_RUN=<RUN_ID>[-suffix]
 // (through --pass-through-env, for the programs) and the same value as the
@@ -17,7 +24,8 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +43,34 @@ export const RUN_MARKER = 'MCPSBX_TEST_RUN';
  * its containers: the marker's value itself reaches only the program. */
 export const RUN_LABEL = 'mcpsbx.test-run';
 export const RUN_ID = randomBytes(8).toString('hex');
+
+export const KUBECONFIG = process.env.INTEGRATION_KUBECONFIG ?? '';
+export const KUBERNETES = KUBECONFIG !== '';
+/** The engine labels the suite reads, and the Pod label or annotation
+ * the kubernetes backend puts the same mark in (src/backend/kubernetes/
+ * pod_spec.h), as the shim copies it to its container; a label passed
+ * with MCPSANDBOXD_LABEL keeps its name. */
+const KUBE_MARKS = {
+  'io.mcp-sandboxd.managed': 'io.kube-shim.label/mcp-sandboxd.io/managed',
+  'io.mcp-sandboxd.instance': 'io.kube-shim.label/mcp-sandboxd.io/instance',
+  'io.mcp-sandboxd.pool': 'io.kube-shim.annotation/mcp-sandboxd.io/pool',
+};
+const engineMark = (key) => (KUBERNETES ? KUBE_MARKS[key] ?? `io.kube-shim.label/${key}` : key);
+
+/** Arguments that point a daemon at a backend nothing answers for (with
+ * KUBERNETES: a copy of the kubeconfig naming a closed port of 127.0.0.1),
+ * and the address its errors name. */
+export function deadBackend() {
+  const dead = 'https://127.0.0.1:1';
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'mcpsbx-kube-')), 'kubeconfig');
+  writeFileSync(file, readFileSync(KUBECONFIG, 'utf8').replace(/^(\s*server:\s*).*$/m, `$1${dead}`));
+  return { args: ['--kubeconfig', file], sock: dead };
+}
+
+/** A sandbox's mark (MANAGED_LABEL, RUN_LABEL, ...) as its container shows it. */
+export function labelOf(info, key) {
+  return info?.Config?.Labels?.[engineMark(key)];
+}
 export const SUITE_START_S = Math.floor(Date.now() / 1000) - 2;
 
 // Generous: the first run on a cold engine, sanitizer builds and the
@@ -103,7 +139,8 @@ export function daemonArgs(args = [], passThrough = []) {
   // Pools at their minimums, as the tests count them, unless a test lets
   // them follow the calls (pool.test.mjs).
   const fixed = ['--pool-max-total', '0'];
-  return ['--engine', ENGINE, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...pool, ...runtime, ...langs, ...installers, ...fixed, ...args];
+  const backend = KUBERNETES ? ['--backend', 'kubernetes', '--kubeconfig', KUBECONFIG] : ['--engine', ENGINE];
+  return [...backend, '--log-level', 'debug', '--pass-through-env', [RUN_MARKER, ...passThrough].join(','), ...pool, ...runtime, ...langs, ...installers, ...fixed, ...args];
 }
 
 /** Appends the daemons' stderr to a failing assertion. */
@@ -299,7 +336,7 @@ export async function engineFilesContaining(needle) {
 }
 
 export async function listManaged() {
-  const filters = encodeURIComponent(JSON.stringify({ label: [MANAGED_LABEL] }));
+  const filters = encodeURIComponent(JSON.stringify({ label: [engineMark(MANAGED_LABEL)] }));
   return engineGet(`/v1.41/containers/json?all=1&filters=${filters}`);
 }
 
@@ -330,12 +367,14 @@ export async function ourContainers(marker = RUN_ID, { prefix = false } = {}) {
     } catch {
       continue; // removed meanwhile
     }
-    const got = info?.Config?.Labels?.[RUN_LABEL];
+    const got = labelOf(info, RUN_LABEL);
     if (typeof got === 'string' && (got === marker || (prefix && got.startsWith(`${marker}-`)))) {
+      // The name the daemon knows it by: the container's id, or its Pod's name.
+      const sandbox = KUBERNETES ? info.Config.Labels['io.kube-shim.name'] : c.Id;
       mine.push({
-        id: c.Id, short: c.Id.slice(0, 12), state: c.State, status: c.Status, image: c.Image,
-        instance: info?.Config?.Labels?.['io.mcp-sandboxd.instance'], created: info?.Created,
-        pool: info?.Config?.Labels?.['io.mcp-sandboxd.pool'],
+        id: c.Id, sandbox, short: sandbox.slice(0, 12), state: c.State, status: c.Status, image: c.Image,
+        instance: labelOf(info, 'io.mcp-sandboxd.instance'), created: info?.Created,
+        pool: labelOf(info, 'io.mcp-sandboxd.pool'),
       });
     }
   }

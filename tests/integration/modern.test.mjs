@@ -396,7 +396,7 @@ async function libraryTaskCancelled(session, cancel) {
     hostSeen,
     settled.then((s) => assert.fail(`the task settled before it was cancelled: ${j(s.outcome, 1500)}`)),
   ]), `the hostname in a polled task's live output (last: ${j(last)})`);
-  const mine = (cs) => cs.filter((c) => c.id.startsWith(host));
+  const mine = (cs) => cs.filter((c) => c.sandbox.startsWith(host));
   assert.equal(mine(await ourContainers(RUN_ID)).length, 1, `no container of ours is ${host}`);
   await cancel(ex);
   const { outcome } = await within(30_000, settled, 'settling after the cancel');
@@ -655,7 +655,7 @@ test('HTTP, raw: tasks: a run outlives its request, is polled with its output, f
       host = (/^(\S+)\n/.exec(t._meta?.['dev.mcp-sandboxd/output'] ?? '') ?? [])[1] ?? '';
     }
     assert.ok(host, `the long task never showed its hostname: ${j(t)}`);
-    const mine = (cs) => cs.filter((c) => c.id.startsWith(host));
+    const mine = (cs) => cs.filter((c) => c.sandbox.startsWith(host));
     assert.equal(mine(await ourContainers(RUN_ID)).length, 1, `no container of ours is ${host}`);
     const ack = okHttp(await postModern('c2', 'tasks/cancel', { taskId: long.taskId }, { meta: withTasks }));
     assert.deepEqual(Object.keys(ack), ['resultType'], j(ack));
@@ -861,7 +861,7 @@ function sdkTests(kind, open, daemon) {
         }),
       );
       const host = await Promise.race([hostSeen, running.then((x) => assert.fail(`the run ended before it was aborted: ${j(x)}`))]);
-      const mine = (cs) => cs.filter((c) => c.id.startsWith(host));
+      const mine = (cs) => cs.filter((c) => c.sandbox.startsWith(host));
       assert.equal(mine(await ourContainers(RUN_ID)).length, 1, `no container of ours is ${host}`);
       abort.abort();
       const settled = await running;

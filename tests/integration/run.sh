@@ -3,10 +3,21 @@
 # MCP SDK clients, against real engines; plus the official MCP conformance
 # suite against the HTTP transport.
 #
-#   tests/integration/run.sh [docker] [podman] [runsc] [asan] [conformance]
+#   tests/integration/run.sh [docker] [kubernetes] [podman] [runsc] [asan] [conformance]
 #
-# Passes (default: all five, in this order):
+# Passes (default: all six, in this order):
 #   docker       build/mcp-sandboxd      on Docker  (/var/run/docker.sock)
+#   kubernetes   build/mcp-sandboxd --backend kubernetes, against the
+#                Kubernetes API shim (tests/kube_shim: each Pod a container
+#                of Docker): the shim's own test, the backend conformance
+#                suite, the manifests and Pods against the API's schemas
+#                (tests/deploy), the daemon's image run as the Deployment
+#                runs it (tests/deploy/daemon_image.mjs), then KUBE_FILES, the suite's files about
+#                runs, live output, cancellation, files, variables, sessions
+#                and the pool (not those about what this backend refuses:
+#                egress, packages, --sandbox-io; nor those about the
+#                protocol alone; nor polyglot.test.mjs, whose eight runners
+#                start the same way here as in any Pod)
 #   podman       build/mcp-sandboxd      on Podman  (/run/podman/podman.sock)
 #   runsc        build/mcp-sandboxd      on Docker under gVisor: with
 #                INTEGRATION_RUNTIME=runsc every daemon runs with --runtime
@@ -29,10 +40,7 @@
 # also print hello-world latency (tests/integration/latency.mjs; figures
 # only, never asserted), and run the backend conformance suite
 # (tests/backend_conformance, build/backend-conformance) against the
-# backend main opens for that engine, each of its cases counted as a test;
-# the docker pass runs it once more through the kubernetes backend against
-# the Kubernetes API shim (tests/kube_shim) on Docker, and checks the
-# Kubernetes manifests and Pods against the API's schemas (tests/deploy).
+# backend main opens for that engine, each of its cases counted as a test.
 #
 # Prints a summary per pass and finally exactly
 #   integration: N passed, M failed
@@ -64,7 +72,8 @@ log() { printf 'integration: %s\n' "$*" >&2; }
 # shellcheck source=tests/lib.sh
 . "$TESTS/lib.sh"
 
-suite_begin integration "docker podman runsc asan conformance" "docker podman runsc asan conformance" "$@"
+suite_begin integration "docker kubernetes podman runsc asan conformance" \
+	"docker kubernetes podman runsc asan conformance" "$@"
 
 # run_pass NAME ENGINE SOCKET BINARY [latency]
 run_pass() {
@@ -131,10 +140,6 @@ run_pass() {
 		echo "$lat"
 		extra=$(printf '%s' "$lat" | sed -n 's/.*client round trip: /latency /p')
 		backend_conformance "$name" "unix://$sock"
-		if [ "$name" = docker ]; then
-			deploy_check "$bin"
-			kube_conformance
-		fi
 	fi
 
 	total_pass=$((total_pass + pass))
@@ -180,15 +185,43 @@ deploy_check() {
 	tail -n 1 "$work/deploy.out"
 }
 
-# kube_conformance: the backend conformance suite through the kubernetes
-# backend, against the Kubernetes API shim (tests/kube_shim), which runs
-# each Pod as a container of Docker; within the docker pass. The shim
-# ends when its stdin closes (the coprocess's pipe, at the latest when
-# this script exits) and removes what it made.
+# daemon_image_check SHIM_DIR SERVER: the daemon's image (make daemon-image)
+# run as deploy/kubernetes' Deployment runs it, against the shim
+# (tests/deploy/daemon_image.mjs); one test.
+daemon_image_check() {
+	local out=$work/daemon-image.out
+	if DOCKER_HOST=unix://$DOCKER_SOCK "$ROOT/scripts/images.sh" --daemon >"$out" 2>&1 &&
+		(cd "$ROOT" && timeout --kill-after=10 120 \
+			node tests/deploy/daemon_image.mjs --shim-dir "$1" --server "$2" >>"$out" 2>&1); then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		log "kubernetes: the daemon's image does not run as the Deployment runs it:"
+		tail -n 40 "$out" | sed 's/^/  /' >&2
+	fi
+	tail -n 1 "$out"
+}
+
+# run_kubernetes: the kubernetes pass. The Kubernetes API shim runs as a
+# coprocess; it ends when its stdin closes (at the latest when this script
+# exits) and removes what it made.
 readonly KUBE_SHIM=$TESTS/kube_shim/shim.mjs
-kube_conformance() {
-	local dir=$work/kube-shim line n m
+readonly KUBE_FILES="stdio files variables sessions pool modern http"
+run_kubernetes() {
+	local t0 dir=$work/kube-shim line n m pass=0 fail=0 tests bin=$ROOT/$BIN rc setup_err
+	local tap=$dir/suite.tap
+	t0=$(date +%s)
+	case $BIN in /*) bin=$BIN ;; esac
+	echo
+	echo "=== integration pass 'kubernetes': ${bin#"$ROOT"/} --backend kubernetes, Kubernetes API shim on docker ($DOCKER_SOCK) ==="
+	if ! setup_err=$(pass_setup "$bin" docker "$DOCKER_SOCK"); then
+		log "kubernetes: $setup_err"
+		summaries+=("kubernetes: SETUP FAILED ($setup_err)")
+		total_fail=$((total_fail + 1))
+		return
+	fi
 	mkdir -p "$dir"
+	deploy_check "$bin"
 	# The shim's own test first: the API's answers as the backend expects
 	# them (each of its tests counted).
 	(cd "$ROOT" && timeout --kill-after=10 120 \
@@ -209,11 +242,27 @@ kube_conformance() {
 		log "kubernetes: the Kubernetes API shim did not start:"
 		sed 's/^/  /' "$dir/stderr" >&2
 		fail=$((fail + 1))
+		tests=0
 	else
 		backend_conformance kubernetes "$dir/kubeconfig"
+		daemon_image_check "$dir" "${line#kube-shim: ready }"
+		local -a files=()
+		for f in $KUBE_FILES; do files+=("tests/integration/$f.test.mjs"); done
+		(cd "$ROOT" && env MCPSANDBOXD_BIN="$bin" MCPSANDBOXD_ENGINE="unix://$DOCKER_SOCK" \
+			INTEGRATION_KUBECONFIG="$dir/kubeconfig" timeout --kill-after=10 "$PASS_TIMEOUT" \
+			node --test \
+			--test-reporter=spec --test-reporter-destination=stdout \
+			--test-reporter=tap --test-reporter-destination="$tap" \
+			"${files[@]}")
+		rc=$?
+		tap_totals kubernetes "$tap" "$rc" "$PASS_TIMEOUT"
+		pass=$((pass + TAP_PASS)) fail=$((fail + TAP_FAIL)) tests=$TAP_TESTS
 	fi
 	exec {in}>&-
 	wait "$pid" 2>/dev/null
+	total_pass=$((total_pass + pass))
+	total_fail=$((total_fail + fail))
+	summaries+=("kubernetes: $pass passed, $fail failed (of ${tests:-?} tests + shim, conformance, manifests, image) in $(($(date +%s) - t0)) s")
 }
 
 # run_conformance: the official conformance suite against Docker, once.
@@ -250,6 +299,7 @@ run_conformance() {
 for p in "${PASSES[@]}"; do
 	case $p in
 	docker) run_pass docker docker "$DOCKER_SOCK" "$BIN" latency ;;
+	kubernetes) run_kubernetes ;;
 	podman) run_pass podman podman "$PODMAN_SOCK" "$BIN" latency ;;
 	runsc) run_pass runsc docker "$DOCKER_SOCK" "$BIN" ;;
 	asan) run_pass asan docker "$DOCKER_SOCK" "$ASAN_BIN" ;;

@@ -30,7 +30,7 @@ import {
   RUN_MARKER, RUN_ID, CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, EXIT_WAIT_MS, sleep, exitWait, tail, allDaemons, daemonEnv,
   daemonArgs, withDaemon, SdkDaemon, spawnDaemon, awaitExit, preflight, ourContainers, waitNoContainers, textOf,
   checkRun, checkInvalid, checkDaemonsAndContainers, engineGet, engineFilesContaining, GVISOR, SHORT_TIMEOUT_MS,
-  RawDaemon,
+  RawDaemon, KUBERNETES, deadBackend,
 } from './lib.mjs';
 
 // ---- daemons ---------------------------------------------------------------
@@ -510,7 +510,16 @@ describe('daemon options', { timeout: 600_000 }, () => {
     }
   });
 
-  test('--allow-network python: python sandboxes get the engine\'s network, javascript ones and callers still none', { timeout: TEST_TIMEOUT_MS }, async () => {
+  test('--allow-network python through the kubernetes backend: refused at start, saying why', { skip: !KUBERNETES, timeout: TEST_TIMEOUT_MS }, async () => {
+    // Not pushed to allDaemons: this one is meant to fail.
+    const d = { name: 'allow-network-kubernetes', stderr: '', exit: null };
+    spawnDaemon(d, daemonArgs(['--allow-network', 'python']), daemonEnv(), 'ignore');
+    await awaitExit(d);
+    assert.equal(d.exit.code, 1, tail(d.stderr));
+    assert.match(d.stderr, /--allow-network names python: the kubernetes backend gives sandboxes no network/);
+  });
+
+  test('--allow-network python: python sandboxes get the engine\'s network, javascript ones and callers still none', { skip: KUBERNETES, timeout: TEST_TIMEOUT_MS }, async () => {
     // On demand, so each run's container is the new one (pooled ones get the same spec).
     const d = await SdkDaemon.start('allow-network', { args: ['--allow-network', 'python', '--pool-size', '0'] });
     try {
@@ -616,9 +625,10 @@ describe('daemon options', { timeout: 600_000 }, () => {
   });
 
   test('engine unreachable: still initializes and lists tools; calls fail fast naming the socket', { timeout: TEST_TIMEOUT_MS }, async () => {
-    const sock = '/tmp/nonexistent.sock';
-    assert.ok(!existsSync(sock), `${sock} exists; this test needs it absent`);
-    const d = await SdkDaemon.start('unreachable', { args: ['--engine', `unix://${sock}`] });
+    // Through the kubernetes backend: an API server address nothing listens on.
+    const { args, sock } = KUBERNETES ? deadBackend() : { args: ['--engine', 'unix:///tmp/nonexistent.sock'], sock: '/tmp/nonexistent.sock' };
+    assert.ok(KUBERNETES || !existsSync(sock), `${sock} exists; this test needs it absent`);
+    const d = await SdkDaemon.start('unreachable', { args });
     try {
       await withDaemon(d, async () => {
         assert.equal(d.tools.length, 9);
