@@ -12,12 +12,13 @@
 #                of Docker): the shim's own test, the backend conformance
 #                suite, the manifests and Pods against the API's schemas
 #                (tests/deploy), the daemon's image run as the Deployment
-#                runs it (tests/deploy/daemon_image.mjs), then KUBE_FILES, the suite's files about
-#                runs, live output, cancellation, files, variables, sessions
-#                and the pool (not those about what this backend refuses:
-#                egress, packages, --sandbox-io; nor those about the
-#                protocol alone; nor polyglot.test.mjs, whose eight runners
-#                start the same way here as in any Pod)
+#                runs it (tests/deploy/daemon_image.mjs), then KUBE_FILES:
+#                the suite's files on runs, live output, cancellation,
+#                files, variables, sessions, tasks and the pool. Not those
+#                on what this backend refuses (egress, packages,
+#                --sandbox-io), nor those on the protocol alone, nor
+#                polyglot.test.mjs: a language's Pod differs from another's
+#                only in its command, which the Pod spec's unit test covers
 #   podman       build/mcp-sandboxd      on Podman  (/run/podman/podman.sock)
 #   runsc        build/mcp-sandboxd      on Docker under gVisor: with
 #                INTEGRATION_RUNTIME=runsc every daemon runs with --runtime
