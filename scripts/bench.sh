@@ -69,8 +69,8 @@
 #      capacity (ready sandboxes/s) for python and javascript; runs/s at 1,
 #      4 and 16 callers next to python's capacity.
 #  11. the kubernetes backend: tests/bench/kube.mjs on Docker, a warm
-#      python hello (pool full and quiet) and one on demand through the
-#      kubernetes backend against the Kubernetes API shim (tests/kube_shim,
+#      python hello (pool full and quiet, then one every 300 ms) and one on
+#      demand through the kubernetes backend against the Kubernetes API shim (tests/kube_shim,
 #      each Pod a Docker container), next to the same on the docker
 #      backend; skipped on Podman, which the shim does not drive.
 #   After every wrk run the daemon must be alive and answer a fresh tools/list

@@ -10,8 +10,10 @@
 //
 // Each backend: a daemon with --languages python and its default pool,
 // --calls python hello calls (default 30), each once the pool is full and
-// quiet (as the pool section measures), and one call with the pool empty
-// (--pool-size 0: a sandbox made for it). The shim adds an HTTPS hop, a
+// quiet (as the pool section measures), then as many under steady load,
+// one every STEADY_MS whatever the pool's state (as the steady section's
+// 300 ms stretch), and one call with the pool empty (--pool-size 0: a
+// sandbox made for it). The shim adds an HTTPS hop, a
 // watch and a WebSocket per sandbox to what the engine does: the ratio is
 // what the Kubernetes API's way of running a sandbox costs here, not what
 // a cluster's would (its API server, scheduler and kubelet are elsewhere).
@@ -30,6 +32,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..');
 const HELLO = { code: 'print("hello")', stdout: 'hello\n' };
 const SHIM_READY_MS = 30_000;
+const STEADY_MS = 300;
 
 const log = (m) => process.stderr.write(`kubernetes: ${m}\n`);
 const r2 = (x) => (typeof x === 'number' && Number.isFinite(x) ? Math.round(x * 100) / 100 : null);
@@ -84,16 +87,23 @@ async function hello(d) {
   return ms;
 }
 
-/** Warm p50s and one on-demand call for a daemon started with args. */
+/** Warm p50s idle and under steady load, and one on-demand call, for a
+ * daemon started with args. */
 async function measure(name, args, n) {
   const dopt = { bin: opt.bin, engine: opt.engine, logDir: opt['log-dir'] };
   const warm = [];
+  const steady = [];
   let d = await StdioDaemon.start('kubernetes', name, ['--languages', 'python', ...args], dopt, log);
   try {
     for (let i = 0; i < n; i++) {
       await d.poolFull('python');
       await sleep(200); // the last refill's engine work settles too
       warm.push(await hello(d));
+    }
+    for (let i = 0; i < n; i++) {
+      const t0 = Date.now();
+      steady.push(await hello(d));
+      await sleep(Math.max(0, STEADY_MS - (Date.now() - t0)));
     }
   } finally {
     await d.close();
@@ -106,8 +116,8 @@ async function measure(name, args, n) {
   } finally {
     await d.close();
   }
-  const doc = { warm: stats(warm), on_demand_ms: r2(cold) };
-  log(`${name}: warm p50 ${doc.warm.p50} / p95 ${doc.warm.p95} ms, on demand ${doc.on_demand_ms} ms`);
+  const doc = { warm: stats(warm), steady_300ms: stats(steady), on_demand_ms: r2(cold) };
+  log(`${name}: warm p50 ${doc.warm.p50} / p95 ${doc.warm.p95} ms, every ${STEADY_MS} ms p50 ${doc.steady_300ms.p50} / p95 ${doc.steady_300ms.p95} ms, on demand ${doc.on_demand_ms} ms`);
   return doc;
 }
 
@@ -129,6 +139,7 @@ async function main() {
     shim = await startShim();
     res.kubernetes = await measure('kubernetes', ['--backend', 'kubernetes', '--kubeconfig', shim.kubeconfig], n);
     res.warm_p50_over_docker = r2(res.kubernetes.warm.p50 / res.docker.warm.p50);
+    res.steady_p50_over_docker = r2(res.kubernetes.steady_300ms.p50 / res.docker.steady_300ms.p50);
     res.on_demand_over_docker = r2(res.kubernetes.on_demand_ms / res.docker.on_demand_ms);
   } catch (e) {
     res.problems.push(String(e.stack || e));
@@ -138,9 +149,10 @@ async function main() {
   writeFileSync(opt.out, `${JSON.stringify(res, null, 2)}\n`);
   const p = (s) => (s ? `p50 ${s.p50} / p95 ${s.p95} ms` : '?');
   console.log(
-    `kubernetes backend (the API shim on ${opt.engine}): python hello warm ${p(res.kubernetes?.warm)}, on demand ${res.kubernetes?.on_demand_ms} ms; ` +
-      `docker backend warm ${p(res.docker?.warm)}, on demand ${res.docker?.on_demand_ms} ms; ` +
-      `warm ${res.warm_p50_over_docker}x, on demand ${res.on_demand_over_docker}x docker's`,
+    `kubernetes backend (the API shim on ${opt.engine}): python hello warm ${p(res.kubernetes?.warm)}, ` +
+      `every ${STEADY_MS} ms ${p(res.kubernetes?.steady_300ms)}, on demand ${res.kubernetes?.on_demand_ms} ms; ` +
+      `docker backend warm ${p(res.docker?.warm)}, every ${STEADY_MS} ms ${p(res.docker?.steady_300ms)}, on demand ${res.docker?.on_demand_ms} ms; ` +
+      `warm ${res.warm_p50_over_docker}x, every ${STEADY_MS} ms ${res.steady_p50_over_docker}x, on demand ${res.on_demand_over_docker}x docker's`,
   );
   if (res.problems.length) {
     for (const m of res.problems) log(`problem: ${m}`);
