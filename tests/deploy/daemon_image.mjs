@@ -85,13 +85,20 @@ function runFlags({ pod, ctr }, work, port) {
   const lim = ctr.resources?.limits ?? {};
   if (lim.memory) flags.push('--memory', String(lim.memory).replace(/Mi$/, 'm').replace(/Gi$/, 'g'));
   if (lim.cpu) flags.push('--cpus', String(lim.cpu));
-  const owner = psc.fsGroup ?? gid;
-  // The service account as the kubelet projects it.
+  // Volume files are root's; with fsGroup the kubelet gives them that
+  // group and adds group read (pkg/volume/volume_linux.go).
+  const fsGroup = psc.fsGroup;
+  const own = (file, mode) => {
+    chownSync(file, 0, fsGroup ?? 0);
+    chmodSync(file, fsGroup === undefined ? mode : mode | 0o440);
+  };
+  // The service account as the kubelet projects it (mode 0644).
   const sa = path.join(work, 'sa');
   execFileSync('mkdir', ['-p', sa]);
   copyFileSync(path.join(opt['shim-dir'], 'token'), path.join(sa, 'token'));
   copyFileSync(path.join(opt['shim-dir'], 'ca.pem'), path.join(sa, 'ca.crt'));
   writeFileSync(path.join(sa, 'namespace'), 'mcp-sandboxd');
+  for (const f of ['token', 'ca.crt', 'namespace']) own(path.join(sa, f), 0o644);
   const url = new URL(opt.server);
   flags.push('-v', `${sa}:${SA_DIR}:ro`, '-e', `KUBERNETES_SERVICE_HOST=${url.hostname}`, '-e', `KUBERNETES_SERVICE_PORT=${url.port}`);
   const token = 'image-check-' + Math.random().toString(16).slice(2).padEnd(20, '0');
@@ -103,22 +110,13 @@ function runFlags({ pod, ctr }, work, port) {
       const dir = path.join(work, m.name);
       execFileSync('mkdir', ['-p', dir]);
       writeFileSync(path.join(dir, 'token'), token);
+      own(path.join(dir, 'token'), vol.secret.defaultMode ?? 0o644);
       flags.push('-v', `${dir}:${m.mountPath}:ro`);
     } else {
       throw new Error(`volume ${m.name}: only emptyDir and secret volumes are run here`);
     }
   }
-  for (const f of [sa, ...(ctr.volumeMounts ?? []).map((m) => path.join(work, m.name))]) {
-    try {
-      for (const name of ['', 'token', 'ca.crt', 'namespace']) {
-        const p = path.join(f, name);
-        chownSync(p, 0, owner);
-        chmodSync(p, name ? 0o440 : 0o750);
-      }
-    } catch {
-      /* an emptyDir's or a file the volume lacks */
-    }
-  }
+  chmodSync(work, 0o755);
   const env = [];
   for (const e of ctr.env ?? []) {
     if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') env.push([e.name, 'mcp-sandboxd-7c9f-image-check']);
@@ -133,10 +131,11 @@ function runFlags({ pod, ctr }, work, port) {
   return { flags, args, token };
 }
 
-async function healthy(port, token) {
+async function healthy(name, port, token) {
   const end = Date.now() + START_WAIT_MS;
   let last = '';
   while (Date.now() < end) {
+    if (docker('inspect', '--format', '{{.State.Running}}', name).trim() !== 'true') throw new Error('the daemon exited at start');
     try {
       const r = await fetch(`http://127.0.0.1:${port}/healthz`, { headers: { Authorization: `Bearer ${token}` } });
       last = `${r.status} ${await r.text()}`;
@@ -173,13 +172,22 @@ function pods() {
 async function main() {
   const work = mkdtempSync(path.join(tmpdir(), 'mcpsbx-image-'));
   const name = `mcpsbx-image-check-${process.pid}`;
+  const cleanup = () => {
+    spawnSync('docker', ['rm', '-f', name]);
+    rmSync(work, { recursive: true, force: true });
+  };
+  // A timeout's SIGTERM leaves nothing behind either.
+  process.once('SIGTERM', () => {
+    cleanup();
+    process.exit(1);
+  });
   let started = false;
   try {
     const port = await freePort();
     const { flags, args, token } = runFlags(deployment(), work, port);
-    docker('run', '-d', '--name', name, ...flags, opt.image, ...args, '--log-level', 'debug');
     started = true;
-    const health = await healthy(port, token);
+    docker('run', '-d', '--name', name, ...flags, opt.image, ...args, '--log-level', 'debug');
+    const health = await healthy(name, port, token);
     const t = new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
     const client = new Client({ name: 'daemon-image-check', version: '1.0.0' });
     await client.connect(t);
@@ -196,12 +204,11 @@ async function main() {
     if (left.length) throw new Error(`Pods left after the daemon stopped: ${left.map((p) => p.metadata.name).join(' ')}`);
     console.log(`daemon image: ${opt.image} as the Deployment runs it (${flags.filter((f) => f.startsWith('--') && f !== '--network').join(' ')}): /healthz ${health}; python ran in ${out.split(' ')[0]}; exit 0 on SIGTERM, no Pod left`);
   } catch (e) {
-    if (started) process.stderr.write(spawnSync('docker', ['logs', name], { encoding: 'utf8' }).stderr.slice(-4000));
+    if (started) process.stderr.write(spawnSync('docker', ['logs', name], { encoding: 'utf8' }).stderr?.slice(-4000) ?? '');
     console.error(`daemon image: ${e.message}`);
     process.exitCode = 1;
   } finally {
-    if (started) spawnSync('docker', ['rm', '-f', name]);
-    rmSync(work, { recursive: true, force: true });
+    cleanup();
   }
 }
 

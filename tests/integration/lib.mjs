@@ -11,8 +11,8 @@
 //                       (run.sh's kubernetes pass: the Kubernetes API shim,
 //                       tests/kube_shim, runs each Pod as a container of
 //                       MCPSANDBOXD_ENGINE, where the suite still looks for
-//                       them; the shim keeps a Pod's labels as engine labels
-//                       under KUBE_LABEL_PREFIX)
+//                       them; the shim keeps a Pod's labels and annotations
+//                       as engine labels: KUBE_MARKS)
 //
 // Every daemon a suite starts is given MCPSBX_TEST_RUN=<RUN_ID>[-suffix]
 // (through --pass-through-env, for the programs) and the same value as the

@@ -238,8 +238,9 @@ run_kubernetes() {
 	fail=$((fail + ${m:-0}))
 	echo "Kubernetes API shim: ${n:-0} passed, ${m:-0} failed"
 	coproc KSHIM { exec node "$KUBE_SHIM" --dir "$dir" --engine "unix://$DOCKER_SOCK" 2>"$dir/stderr"; }
-	local pid=$KSHIM_PID in=${KSHIM[1]}
-	if ! read -r -t 30 line <&"${KSHIM[0]}" || [[ $line != "kube-shim: ready "* ]]; then
+	# Unset already when the shim died at once (bash reaped it).
+	local pid=${KSHIM_PID:-} in=${KSHIM[1]:-} out=${KSHIM[0]:-}
+	if [ -z "$out" ] || ! read -r -t 30 line <&"$out" || [[ $line != "kube-shim: ready "* ]]; then
 		log "kubernetes: the Kubernetes API shim did not start:"
 		sed 's/^/  /' "$dir/stderr" >&2
 		fail=$((fail + 1))
@@ -248,6 +249,7 @@ run_kubernetes() {
 		backend_conformance kubernetes "$dir/kubeconfig"
 		daemon_image_check "$dir" "${line#kube-shim: ready }"
 		local -a files=()
+		local f
 		for f in $KUBE_FILES; do files+=("tests/integration/$f.test.mjs"); done
 		(cd "$ROOT" && env MCPSANDBOXD_BIN="$bin" MCPSANDBOXD_ENGINE="unix://$DOCKER_SOCK" \
 			INTEGRATION_KUBECONFIG="$dir/kubeconfig" timeout --kill-after=10 "$PASS_TIMEOUT" \
@@ -259,8 +261,8 @@ run_kubernetes() {
 		tap_totals kubernetes "$tap" "$rc" "$PASS_TIMEOUT"
 		pass=$((pass + TAP_PASS)) fail=$((fail + TAP_FAIL)) tests=$TAP_TESTS
 	fi
-	exec {in}>&-
-	wait "$pid" 2>/dev/null
+	[ -n "$in" ] && exec {in}>&-
+	[ -n "$pid" ] && wait "$pid" 2>/dev/null
 	total_pass=$((total_pass + pass))
 	total_fail=$((total_fail + fail))
 	summaries+=("kubernetes: $pass passed, $fail failed (of ${tests:-?} tests + shim, conformance, manifests, image) in $(($(date +%s) - t0)) s")

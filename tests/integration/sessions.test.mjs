@@ -17,7 +17,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 
 import {
   CALL_TIMEOUT_MS, TEST_TIMEOUT_MS, SHORT_TIMEOUT_MS, sleep, withDaemon, HttpDaemon, preflight,
-  engineRequest, textOf, checkRun, checkDaemonsAndContainers,
+  ourContainers, textOf, checkRun, checkDaemonsAndContainers,
 } from './lib.mjs';
 
 const IDLE_MS = 3000;
@@ -69,10 +69,17 @@ function refused(r, ...mention) {
   return text;
 }
 
+/** The sandbox whose hostname is host is there (so waitGone means something). */
+async function present(host) {
+  assert.ok((await ourContainers()).some((c) => c.sandbox.startsWith(host)), `no container of ours is ${host}`);
+}
+
+/** host: what the sandbox's hostname said, its container id's start or
+ * its Pod's name. */
 async function waitGone(host) {
   const t0 = Date.now();
   while (Date.now() - t0 < GONE_GUARD_MS) {
-    if ((await engineRequest(`/v1.41/containers/${host}/json`)).status === 404) return;
+    if (!(await ourContainers()).some((c) => c.sandbox.startsWith(host))) return;
     await sleep(50);
   }
   assert.fail(`container ${host} still there ${GONE_GUARD_MS} ms after its session ended`);
@@ -166,6 +173,7 @@ test('code sessions: state lasts, calls keep order, owners are apart, close and 
     await ok(b, 'run_js_code', { session_id: js.session_id, code: 'new K().v' }, '42\n');
 
     // Ending the MCP session (DELETE) ends its code sessions.
+    await present(host);
     await a.close();
     await waitGone(host);
     await b.close();
@@ -254,6 +262,7 @@ test('an idle code session expires and its container goes', { timeout: TEST_TIME
     const c = await client('sessions-idle');
     const s = await create(c, { language: 'python', timeout_ms: 20_000 });
     const host = (await ok(c, 'run_python_code', { session_id: s.session_id, code: HOST_PY })).stdout.trim();
+    await present(host);
     await sleep(IDLE_MS + 2000);
     assert.deepEqual((await c.call('list_sessions', {})).structuredContent.sessions, []);
     refused(await c.call('run_python_code', { session_id: s.session_id, code: 'print(1)' }), NO_SUCH);

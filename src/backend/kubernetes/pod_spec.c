@@ -185,7 +185,7 @@ static json_object *k8s_literal(const char *s)
         *q++ = *p;
     }
     *q = '\0';
-    json_object *j = json_object_new_string_len(t, (int)n);
+    json_object *j = json_object_new_string(t);
     free(t);
     return j;
 }
