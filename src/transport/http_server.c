@@ -145,7 +145,8 @@ void http_health_tick(struct transport_http *t, double now)
 /* Answered from what the janitor last heard from the engine (at most
  * HEALTH_FRESH_MS and a tick old while checks keep coming). Before auth it
  * says ok or unavailable and nothing else: where the engine listens and
- * why it fails are for the operator (a valid token). */
+ * why it fails are for the operator (a valid token). Start asks once
+ * before it listens; "unknown" only if an answer named no address. */
 static enum MHD_Result healthz(struct transport_http *t, struct MHD_Connection *c,
                                struct request *rq)
 {
@@ -154,13 +155,16 @@ static enum MHD_Result healthz(struct transport_http *t, struct MHD_Connection *
     pthread_mutex_lock(&t->lock);
     t->health_wanted = util_now_ms();
     bool up = t->health_up;
+    bool asked = t->health_address != NULL;
     json_object_object_add(o, "status", json_object_new_string(up ? "ok" : "unavailable"));
     if (details) {
-        json_object_object_add(o, "engine",
-                               json_object_new_string(up ? "reachable" : "unreachable"));
+        const char *engine = up ? "reachable" : asked ? "unreachable" : "unknown";
+        json_object_object_add(o, "engine", json_object_new_string(engine));
         if (!up)
-            json_object_object_add(o, "error", json_object_new_string(t->health_error));
-        json_object_object_add(o, "socket", json_object_new_string(t->health_address));
+            json_object_object_add(
+                o, "error", json_object_new_string(asked ? t->health_error : "not asked yet"));
+        if (asked)
+            json_object_object_add(o, "socket", json_object_new_string(t->health_address));
     }
     pthread_mutex_unlock(&t->lock);
     struct MHD_Response *resp = http_response_json(o);
@@ -520,6 +524,9 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
     conns_init(&t->conns, (size_t)cfg->max_connections, headroom, (double)cfg->http_head_timeout_ms,
                (double)cfg->http_body_timeout_ms);
 
+    /* The engine's first answer before the first request can come: a
+     * check with a token reads where it listens. */
+    health_refresh(t);
     /* epoll on a pool of polling threads; suspend and resume (which need
      * ITC) for answers that are not ready. */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TURBO |
@@ -540,7 +547,6 @@ int transport_http_start(struct mcp_server *srv, const struct config *cfg,
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(t->daemon, MHD_DAEMON_INFO_BIND_PORT);
     t->port = info ? info->port : cfg->http_port;
     atomic_store(&t->started, true);
-    health_refresh(t);
 
     if (http_sessions_start(t, err) < 0) {
         MHD_stop_daemon(t->daemon);

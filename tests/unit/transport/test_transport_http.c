@@ -621,6 +621,16 @@ static void test_auth(void **state)
     struct server *s = start(64, 60000, "tok-123");
     struct resp r;
 
+    /* The very first check already has the engine's answer: start asked
+     * before it listened. */
+    http(s, &r, "GET", "/healthz", NULL, "Authorization: Bearer tok-123", NULL);
+    assert_int_equal(r.status, 503);
+    json_object *first = body_json(&r);
+    assert_string_equal(json_object_get_string(json_get(first, "engine")), "unreachable");
+    assert_string_equal(json_object_get_string(json_get(first, "socket")), "fake");
+    json_object_put(first);
+    resp_free(&r);
+
     http(s, &r, "POST", "/mcp", INIT_BODY, NULL);
     assert_int_equal(r.status, 401);
     assert_header(&r, "WWW-Authenticate", "Bearer realm=\"mcp-sandboxd\"");
